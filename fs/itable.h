@@ -1,0 +1,35 @@
+/* itable.h — the mount's inode table: node <-> inode number, with the kernel's lookup
+ * counts. Inode numbers are a 64-bit hash of the node's identity, so the same path has the
+ * same number in every mount and in readdir before any lookup. Thread-safe. */
+#ifndef RFS_ITABLE_H
+#define RFS_ITABLE_H
+
+#include <stdint.h>
+
+#include "node.h"
+
+typedef struct rfs_itable rfs_itable;
+
+int rfs_itable_new(rfs_itable **out);
+void rfs_itable_free(rfs_itable *t);
+
+/* The inode number node n has or would have (no lookup counted). */
+uint64_t rfs_itable_ino_of(const rfs_node *n);
+
+/* Count one kernel lookup of n; *ino = its number. */
+int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino);
+/* The node of ino: 0, or -ENOENT when the kernel holds no reference (stale). */
+int rfs_itable_get(rfs_itable *t, uint64_t ino, rfs_node *out);
+/* The kernel dropped nlookup references. */
+void rfs_itable_forget(rfs_itable *t, uint64_t ino, uint64_t nlookup);
+
+/* Logs: the size the kernel was last told, for precise invalidation on append. */
+void rfs_itable_set_size(rfs_itable *t, uint64_t ino, int64_t size);
+int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size);
+
+/* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
+void rfs_itable_each(rfs_itable *t, rfs_kind kind,
+                     void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
+                     void *ctx);
+
+#endif

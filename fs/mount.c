@@ -1,0 +1,168 @@
+/* mount.c — `runfs mount`: check the mountpoint, mount, go to the background once the mount
+ * is ready (like sshfs), serve with a multi-threaded loop, and unwind cleanly on unmount,
+ * SIGINT or SIGTERM (store closed, WAL checkpointed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+/* A mountpoint left by a daemon that died reads ENOTCONN; a lazy unmount clears it. */
+static int clear_stale_mount(const char *mountpoint)
+{
+    struct stat st;
+    if (stat(mountpoint, &st) == 0 || errno != ENOTCONN)
+        return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execlp("fusermount3", "fusermount3", "-u", "-z", mountpoint, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0 || stat(mountpoint, &st) != 0) {
+        fprintf(stderr, "runfs: %s is a stale mount left by a daemon that died; run "
+                        "'fusermount3 -u -z %s' and mount again\n", mountpoint, mountpoint);
+        return -ENOTCONN;
+    }
+    fprintf(stderr, "runfs: cleared a stale mount at %s\n", mountpoint);
+    return 0;
+}
+
+static int check_mountpoint(const char *mountpoint)
+{
+    int rc = clear_stale_mount(mountpoint);
+    if (rc)
+        return rc;
+    struct stat st;
+    if (stat(mountpoint, &st) != 0) {
+        fprintf(stderr, "runfs: mountpoint %s: %s\n", mountpoint, strerror(errno));
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "runfs: mountpoint %s is not a directory\n", mountpoint);
+        return -ENOTDIR;
+    }
+    struct stat parent;
+    char up[4096];
+    snprintf(up, sizeof up, "%s/..", mountpoint);
+    if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
+        fprintf(stderr, "runfs: %s is busy: something is already mounted there (unmount it "
+                        "with 'fusermount3 -u %s')\n", mountpoint, mountpoint);
+        return -EBUSY;
+    }
+    if (access("/dev/fuse", R_OK | W_OK) != 0) {
+        fprintf(stderr, "runfs: /dev/fuse is unavailable (%s): load the fuse module or run "
+                        "the container with --device /dev/fuse\n", strerror(errno));
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static int add_arg(struct fuse_args *args, const char *fmt, const char *value)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, fmt, value);
+    return fuse_opt_add_arg(args, buf);
+}
+
+int rfs_mount_main(rfs_options *opt)
+{
+    rfs_mount m;
+    memset(&m, 0, sizeof m);
+    m.opt = *opt;
+    m.store_opt.contract_path = opt->contract;
+    m.store_opt.sync_full = opt->sync_full;
+    m.store_opt.allow_unknown_events = opt->allow_unknown;
+    m.store_opt.read_only = opt->read_only;
+    m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    m.mount_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+
+    if (check_mountpoint(opt->mountpoint))
+        return 1;
+    /* Open once up front so a bad store or contract fails here, in the foreground; the
+     * handle is closed before the fork (SQLite handles must not cross one). */
+    rs_store *probe;
+    rs_err err = {0};
+    if (rs_store_open(&probe, opt->store, &m.store_opt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        return 1;
+    }
+    rs_store_close(probe);
+
+    int status = 1;
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", opt->store) ||
+        fuse_opt_add_arg(&args, "-osubtype=runfs") ||
+        (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
+        (opt->allow_other && fuse_opt_add_arg(&args, "-oallow_other")) ||
+        (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
+        fprintf(stderr, "runfs: out of memory\n");
+        goto out_args;
+    }
+    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects)) {
+        fprintf(stderr, "runfs: out of memory\n");
+        goto out_tables;
+    }
+    pthread_mutex_init(&m.pool_lock, NULL);
+    pthread_cond_init(&m.pool_cond, NULL);
+    pthread_mutex_init(&m.write_lock, NULL);
+
+    m.se = fuse_session_new(&args, &rfs_ops, sizeof rfs_ops, &m);
+    if (!m.se) {
+        fprintf(stderr, "runfs: cannot start a FUSE session\n");
+        goto out_tables;
+    }
+    if (fuse_set_signal_handlers(m.se) != 0)
+        goto out_session;
+    if (fuse_session_mount(m.se, opt->mountpoint) != 0) {
+        fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n",
+                opt->mountpoint);
+        goto out_signals;
+    }
+    if (!opt->foreground)
+        rfs_log_to_syslog();
+    if (fuse_daemonize(opt->foreground) != 0)
+        goto out_unmount;
+    if (rfs_hub_start(&m) != 0)
+        goto out_unmount;
+    rfs_log("mounted %s at %s%s", opt->store, opt->mountpoint, opt->read_only ? " (ro)" : "");
+
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    if (!cfg)
+        goto out_hub;
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    fuse_loop_cfg_set_max_threads(cfg, 64);
+    fuse_loop_cfg_set_idle_threads(cfg, 8);
+    status = fuse_session_loop_mt(m.se, cfg) == 0 ? 0 : 1;
+    fuse_loop_cfg_destroy(cfg);
+    rfs_log("unmounting %s", opt->mountpoint);
+out_hub:
+    rfs_hub_stop(&m);
+out_unmount:
+    fuse_session_unmount(m.se);
+out_signals:
+    fuse_remove_signal_handlers(m.se);
+out_session:
+    fuse_session_destroy(m.se);
+out_tables:
+    rfs_pool_close(&m);
+    rfs_itable_free(m.inodes);
+    rfs_rejects_free(m.rejects);
+out_args:
+    fuse_opt_free_args(&args);
+    return status;
+}

@@ -1,0 +1,115 @@
+/* mount.h — one mounted store: options, shared state of the FUSE handlers, and the
+ * services they use (store pool, rejects log, change hub). */
+#ifndef RFS_MOUNT_H
+#define RFS_MOUNT_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "itable.h"
+#include "node.h"
+#include "runstore.h"
+#include "view.h"
+
+typedef struct rfs_options {
+    const char *store;
+    const char *mountpoint;
+    int foreground;
+    int read_only;
+    int allow_other;
+    const char *user;            /* --user NAME */
+    int user_from_uid;           /* --user-from-uid */
+    const char *only_thread;     /* --thread ID */
+    int allow_delete;
+    const char *contract;
+    int sync_full;
+    int allow_unknown;
+    double follow_timeout;       /* seconds */
+    int debug;
+} rfs_options;
+
+typedef struct rfs_hub rfs_hub;
+typedef struct rfs_rejects rfs_rejects;
+
+#define RFS_POOL_MAX 16
+
+typedef struct rfs_mount {
+    rfs_options opt;
+    rs_options store_opt;
+    struct fuse_session *se;
+    rfs_itable *inodes;
+    int64_t mount_ns;
+    /* Store connections: one per request in flight, opened on demand. */
+    pthread_mutex_t pool_lock;
+    pthread_cond_t pool_cond;
+    rs_store *pool[RFS_POOL_MAX];
+    int pool_open;
+    int pool_idle;
+    /* Writers of this mount queue here rather than in SQLite's busy handler. */
+    pthread_mutex_t write_lock;
+    rfs_rejects *rejects;
+    rfs_hub *hub;
+} rfs_mount;
+
+/* ---- store pool ---- */
+int rfs_pool_get(rfs_mount *m, rs_store **out, rs_err *err);
+void rfs_pool_put(rfs_mount *m, rs_store *s);
+void rfs_pool_close(rfs_mount *m);
+
+/* ---- rejects: the last refused writes, for .runfs/rejects.jsonl and the log ---- */
+int rfs_rejects_new(rfs_rejects **out);
+void rfs_rejects_free(rfs_rejects *r);
+void rfs_rejects_add(rfs_rejects *r, long pid, long uid, const char *path, int code,
+                     const char *reason, const char *data, size_t len);
+int rfs_rejects_render(rfs_rejects *r, rs_buf *out);
+
+/* ---- log lines (stderr in the foreground, syslog when daemonised) ---- */
+void rfs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rfs_log_to_syslog(void);
+
+/* ---- the change hub: kernel invalidation and live followers ---- */
+
+/* A parked follow.jsonl read, embedded in its file handle. */
+typedef struct rfs_follow {
+    rfs_node node;
+    const char *user;
+    rfs_reader *reader;
+    int64_t off;                 /* bytes delivered so far */
+    int64_t deadline_ns;
+    int ended;                   /* run.terminal delivered: EOF from now on */
+    fuse_req_t req;              /* parked read, or NULL */
+    fuse_req_t interrupted;      /* interrupted before it was parked */
+    size_t req_size;
+    struct fuse_pollhandle *ph;  /* parked poll, or NULL */
+    struct rfs_follow *next;     /* hub's list of live followers */
+    struct rfs_follow *prev;
+} rfs_follow;
+
+int rfs_hub_start(rfs_mount *m);
+void rfs_hub_stop(rfs_mount *m);
+/* A commit of this mount touched thread/run: invalidate the kernel's view of their logs and
+ * wake followers; returns once the kernel was told (bounded wait). */
+void rfs_hub_committed(rfs_mount *m, const char *thread_id, const char *run_id);
+/* A delete changed the middle of the thread's logs: invalidate them whole. */
+void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
+/* getattr saw a log grow beyond what the kernel caches: invalidate from known, then return. */
+void rfs_hub_invalidate(rfs_mount *m, uint64_t ino, int64_t from);
+/* follow.jsonl: register, read (replies now or parks), poll, unregister. */
+void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f);
+void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t size, off_t off);
+void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req,
+                         struct fuse_pollhandle *ph);
+void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f);
+
+/* ---- the filesystem ---- */
+extern const struct fuse_lowlevel_ops rfs_ops;
+
+/* The scope of a request: the owner it reads and writes as. */
+void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t uidlen);
+
+/* Mount and serve until unmounted or signalled; returns the process exit status. */
+int rfs_mount_main(rfs_options *opt);
+
+#endif

@@ -1,0 +1,270 @@
+/* node.c — path names to nodes and back. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+static const char *const root_entries[] = {"README", "contract.json", ".runfs", "threads", NULL};
+static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
+static const char *const thread_entries[] = {
+    "events.jsonl", "messages.jsonl", "history.jsonl", "message-count", "seq", "follow.jsonl",
+    "runs", "since", "message-seqs", "ai-runs", NULL};
+static const char *const run_entries[] = {
+    "events.jsonl", "messages.jsonl", "once", "types", "tasks", "since",
+    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json",
+    "follow.jsonl", NULL};
+static const char *const no_entries[] = {NULL};
+
+typedef struct fixed_child {
+    rfs_kind parent;
+    const char *name;
+    rfs_kind kind;
+} fixed_child;
+
+static const fixed_child fixed[] = {
+    {RFS_ROOT, "README", RFS_README},
+    {RFS_ROOT, "contract.json", RFS_CONTRACT},
+    {RFS_ROOT, ".runfs", RFS_META},
+    {RFS_ROOT, "threads", RFS_THREADS},
+    {RFS_META, "status.json", RFS_STATUS},
+    {RFS_META, "rejects.jsonl", RFS_REJECTS},
+    {RFS_THREAD, "events.jsonl", RFS_T_EVENTS},
+    {RFS_THREAD, "messages.jsonl", RFS_T_MESSAGES},
+    {RFS_THREAD, "history.jsonl", RFS_T_HISTORY},
+    {RFS_THREAD, "message-count", RFS_T_COUNT},
+    {RFS_THREAD, "seq", RFS_T_SEQ},
+    {RFS_THREAD, "follow.jsonl", RFS_T_FOLLOW},
+    {RFS_THREAD, "runs", RFS_RUNS},
+    {RFS_THREAD, "since", RFS_T_SINCE_DIR},
+    {RFS_THREAD, "message-seqs", RFS_T_MSGSEQ_DIR},
+    {RFS_THREAD, "ai-runs", RFS_T_AIRUN_DIR},
+    {RFS_RUN, "events.jsonl", RFS_R_EVENTS},
+    {RFS_RUN, "messages.jsonl", RFS_R_MESSAGES},
+    {RFS_RUN, "once", RFS_R_ONCE_DIR},
+    {RFS_RUN, "types", RFS_R_TYPES_DIR},
+    {RFS_RUN, "tasks", RFS_R_TASKS_DIR},
+    {RFS_RUN, "since", RFS_R_SINCE_DIR},
+    {RFS_RUN, "last-visible-ai-seq", RFS_R_LASTAI},
+    {RFS_RUN, "workspace-changes.json", RFS_R_WORKSPACE},
+    {RFS_RUN, "receipt.json", RFS_R_RECEIPT},
+    {RFS_RUN, "seal.json", RFS_R_SEAL},
+    {RFS_RUN, "follow.jsonl", RFS_R_FOLLOW},
+};
+
+void rfs_node_root(rfs_node *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = RFS_ROOT;
+}
+
+int rfs_node_is_dir(rfs_kind k)
+{
+    switch (k) {
+    case RFS_ROOT: case RFS_META: case RFS_THREADS: case RFS_THREAD: case RFS_T_SINCE_DIR:
+    case RFS_T_MSGSEQ_DIR: case RFS_T_AIRUN_DIR: case RFS_RUNS: case RFS_RUN:
+    case RFS_R_ONCE_DIR: case RFS_R_TYPES_DIR: case RFS_R_TASKS_DIR: case RFS_R_SINCE_DIR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int rfs_node_is_log(rfs_kind k)
+{
+    return k == RFS_T_EVENTS || k == RFS_R_EVENTS;
+}
+
+int rfs_node_is_writable(rfs_kind k)
+{
+    return k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_R_SEAL;
+}
+
+int rfs_node_is_lookup_only(rfs_kind k)
+{
+    return k == RFS_T_SINCE_DIR || k == RFS_R_SINCE_DIR || k == RFS_T_MSGSEQ_DIR ||
+           k == RFS_T_AIRUN_DIR;
+}
+
+const char *const *rfs_node_fixed_entries(rfs_kind k)
+{
+    switch (k) {
+    case RFS_ROOT: return root_entries;
+    case RFS_META: return meta_entries;
+    case RFS_THREAD: return thread_entries;
+    case RFS_RUN: return run_entries;
+    default: return no_entries;
+    }
+}
+
+static int parse_seq(const char *name, int64_t *out)
+{
+    if (!*name || strlen(name) > 18)
+        return -ENOENT;
+    int64_t v = 0;
+    for (const char *p = name; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -ENOENT;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int strip_suffix(const char *name, const char *suffix, char *out, size_t outsz)
+{
+    size_t n = strlen(name), s = strlen(suffix);
+    if (n <= s || strcmp(name + n - s, suffix) != 0 || n - s >= outsz)
+        return -ENOENT;
+    memcpy(out, name, n - s);
+    out[n - s] = '\0';
+    return 0;
+}
+
+/* Names that stand for a free-form string (event types, task ids, identities). */
+static int plain_name(const char *name, size_t max)
+{
+    size_t n = strlen(name);
+    return n >= 1 && n <= max && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+           !strchr(name, '/');
+}
+
+int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
+{
+    if (!rfs_node_is_dir(parent->kind))
+        return -ENOTDIR;
+    if (strlen(name) > RFS_NAME_MAX)
+        return -ENAMETOOLONG;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (fixed[i].parent == parent->kind && strcmp(fixed[i].name, name) == 0) {
+            *out = *parent;
+            out->kind = fixed[i].kind;
+            out->name[0] = '\0';
+            out->num = 0;
+            return 0;
+        }
+    *out = *parent;
+    out->name[0] = '\0';
+    out->num = 0;
+    switch (parent->kind) {
+    case RFS_THREADS:
+        if (!rs_id_valid(name))
+            return -EINVAL;
+        out->kind = RFS_THREAD;
+        snprintf(out->thread_id, sizeof out->thread_id, "%s", name);
+        return 0;
+    case RFS_RUNS:
+        if (!rs_id_valid(name))
+            return -EINVAL;
+        out->kind = RFS_RUN;
+        snprintf(out->run_id, sizeof out->run_id, "%s", name);
+        return 0;
+    case RFS_T_SINCE_DIR:
+    case RFS_R_SINCE_DIR:
+        out->kind = parent->kind == RFS_T_SINCE_DIR ? RFS_T_SINCE : RFS_R_SINCE;
+        return parse_seq(name, &out->num);
+    case RFS_T_MSGSEQ_DIR:
+    case RFS_T_AIRUN_DIR:
+        if (!plain_name(name, RFS_NAME_MAX))
+            return -ENOENT;
+        out->kind = parent->kind == RFS_T_MSGSEQ_DIR ? RFS_T_MSGSEQ : RFS_T_AIRUN;
+        snprintf(out->name, sizeof out->name, "%s", name);
+        return 0;
+    case RFS_R_ONCE_DIR:
+        if (!plain_name(name, RS_EVENT_TYPE_MAX))
+            return -EINVAL;
+        out->kind = RFS_R_ONCE;
+        snprintf(out->name, sizeof out->name, "%s", name);
+        return 0;
+    case RFS_R_TYPES_DIR:
+        out->kind = RFS_R_TYPE;
+        if (strip_suffix(name, ".jsonl", out->name, RS_EVENT_TYPE_MAX + 1))
+            return -ENOENT;
+        return plain_name(out->name, RS_EVENT_TYPE_MAX) ? 0 : -ENOENT;
+    case RFS_R_TASKS_DIR:
+        out->kind = RFS_R_TASK;
+        if (strip_suffix(name, ".jsonl", out->name, sizeof out->name))
+            return -ENOENT;
+        return plain_name(out->name, RFS_NAME_MAX) ? 0 : -ENOENT;
+    default:
+        return -ENOENT;
+    }
+}
+
+int rfs_node_parse(const char *path, rfs_node *out)
+{
+    rfs_node cur;
+    rfs_node_root(&cur);
+    char comp[RFS_NAME_MAX + 1];
+    const char *p = path;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > RFS_NAME_MAX)
+            return -ENAMETOOLONG;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        p += n;
+        if (strcmp(comp, ".") == 0)
+            continue;
+        rfs_node next;
+        int rc = rfs_node_child(&cur, comp, &next);
+        if (rc)
+            return rc;
+        cur = next;
+    }
+    *out = cur;
+    return 0;
+}
+
+static const char *fixed_name(rfs_kind kind)
+{
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (fixed[i].kind == kind)
+            return fixed[i].name;
+    return NULL;
+}
+
+int rfs_node_path(const rfs_node *n, rs_buf *out)
+{
+    int rc = 0;
+    if (n->kind == RFS_ROOT)
+        return rs_buf_addstr(out, ".");
+    if (n->kind <= RFS_THREADS) {
+        if (n->kind == RFS_STATUS || n->kind == RFS_REJECTS)
+            rc = rs_buf_addstr(out, ".runfs/");
+        return rc ? rc : rs_buf_addstr(out, fixed_name(n->kind));
+    }
+    rc = rs_buf_addf(out, "threads/%s", n->thread_id);
+    if (rc || n->kind == RFS_THREAD)
+        return rc;
+    int in_run = n->kind >= RFS_RUN;
+    if (in_run)
+        rc = rs_buf_addf(out, "/runs/%s", n->run_id);
+    else if (n->kind == RFS_RUNS)
+        return rs_buf_addstr(out, "/runs");
+    if (rc || n->kind == RFS_RUN)
+        return rc;
+    switch (n->kind) {
+    case RFS_T_SINCE: case RFS_R_SINCE:
+        return rs_buf_addf(out, "/since/%lld", (long long)n->num);
+    case RFS_T_MSGSEQ: return rs_buf_addf(out, "/message-seqs/%s", n->name);
+    case RFS_T_AIRUN: return rs_buf_addf(out, "/ai-runs/%s", n->name);
+    case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);
+    case RFS_R_TYPE: return rs_buf_addf(out, "/types/%s.jsonl", n->name);
+    case RFS_R_TASK: return rs_buf_addf(out, "/tasks/%s.jsonl", n->name);
+    default: return rs_buf_addf(out, "/%s", fixed_name(n->kind));
+    }
+}
+
+int rfs_node_key(const rfs_node *n, rs_buf *out)
+{
+    rs_buf_reset(out);
+    return rs_buf_addf(out, "%d/%s/%s/%lld/%s", (int)n->kind, n->thread_id, n->run_id,
+                       (long long)n->num, n->name);
+}

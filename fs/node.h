@@ -1,0 +1,89 @@
+/* node.h — the filesystem's layout as data: what each path names (a node), which names a
+ * directory may hold, and each node's type and mode. Pure syntax: whether a thread or run
+ * exists is the store's to say (view.h). Shared by the mount and `runfs cat`. */
+#ifndef RFS_NODE_H
+#define RFS_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runstore.h"
+
+typedef enum rfs_kind {
+    RFS_ROOT = 1,
+    RFS_README,
+    RFS_CONTRACT,
+    RFS_META,            /* .runfs/ */
+    RFS_STATUS,
+    RFS_REJECTS,
+    RFS_THREADS,
+    RFS_THREAD,
+    RFS_T_EVENTS,
+    RFS_T_MESSAGES,
+    RFS_T_HISTORY,
+    RFS_T_COUNT,
+    RFS_T_SEQ,
+    RFS_T_SINCE_DIR,
+    RFS_T_SINCE,
+    RFS_T_FOLLOW,
+    RFS_T_MSGSEQ_DIR,
+    RFS_T_MSGSEQ,
+    RFS_T_AIRUN_DIR,
+    RFS_T_AIRUN,
+    RFS_RUNS,
+    RFS_RUN,
+    RFS_R_EVENTS,
+    RFS_R_MESSAGES,
+    RFS_R_ONCE_DIR,
+    RFS_R_ONCE,
+    RFS_R_TYPES_DIR,
+    RFS_R_TYPE,
+    RFS_R_TASKS_DIR,
+    RFS_R_TASK,
+    RFS_R_SINCE_DIR,
+    RFS_R_SINCE,
+    RFS_R_LASTAI,
+    RFS_R_WORKSPACE,
+    RFS_R_RECEIPT,
+    RFS_R_SEAL,
+    RFS_R_FOLLOW,
+} rfs_kind;
+
+#define RFS_NAME_MAX 255
+
+typedef struct rfs_node {
+    rfs_kind kind;
+    char thread_id[RS_ID_MAX + 1];
+    char run_id[RS_ID_MAX + 1];
+    char name[RFS_NAME_MAX + 1];   /* event type, task id, identity, message id */
+    int64_t num;                   /* since/<seq> */
+} rfs_node;
+
+void rfs_node_root(rfs_node *out);
+
+/* The child called name of directory parent: 0, -ENOENT (no such name here), -EINVAL (a
+ * bad id, as DESIGN's errno table says), -ENOTDIR (parent is a file). */
+int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out);
+
+/* Resolve a relative path ("threads/T/runs/R/events.jsonl") from the root. */
+int rfs_node_parse(const char *path, rfs_node *out);
+
+/* Append the node's path relative to the root (no leading '/'). */
+int rfs_node_path(const rfs_node *n, rs_buf *out);
+
+int rfs_node_is_dir(rfs_kind kind);
+/* Files whose lines are the run's or thread's history log (exact size, seekable). */
+int rfs_node_is_log(rfs_kind kind);
+/* Files that accept writes (events.jsonl of a run, once/<type>, seal.json). */
+int rfs_node_is_writable(rfs_kind kind);
+/* Directories whose names are found by lookup only and never listed. */
+int rfs_node_is_lookup_only(rfs_kind kind);
+
+/* The fixed entries of a directory kind, NULL-terminated (dynamic entries come from the
+ * store). */
+const char *const *rfs_node_fixed_entries(rfs_kind kind);
+
+/* A stable key identifying the node, for the inode table. */
+int rfs_node_key(const rfs_node *n, rs_buf *out);
+
+#endif

@@ -1,0 +1,110 @@
+/* rejects.c — the last refused writes: a ring of JSON lines for .runfs/rejects.jsonl, each
+ * also logged. A sandboxed agent reads why its write failed without reading daemon logs. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "mount.h"
+
+#define REJECTS_KEPT 100
+
+struct rfs_rejects {
+    pthread_mutex_t lock;
+    rs_buf lines[REJECTS_KEPT];
+    size_t next;
+    size_t count;
+};
+
+static int use_syslog;
+
+void rfs_log_to_syslog(void)
+{
+    openlog("runfs", LOG_PID, LOG_DAEMON);
+    use_syslog = 1;
+}
+
+void rfs_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (use_syslog) {
+        vsyslog(LOG_NOTICE, fmt, ap);
+    } else {
+        fputs("runfs: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    }
+    va_end(ap);
+}
+
+int rfs_rejects_new(rfs_rejects **out)
+{
+    rfs_rejects *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    pthread_mutex_init(&r->lock, NULL);
+    for (size_t i = 0; i < REJECTS_KEPT; i++)
+        r->lines[i] = (rs_buf)RS_BUF_INIT;
+    *out = r;
+    return 0;
+}
+
+void rfs_rejects_free(rfs_rejects *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < REJECTS_KEPT; i++)
+        rs_buf_release(&r->lines[i]);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+void rfs_rejects_add(rfs_rejects *r, long pid, long uid, const char *path, int code,
+                     const char *reason, const char *data, size_t len)
+{
+    char when[40];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    rfs_log("refused %s (pid %ld, uid %ld): %s: %s", path, pid, uid, rs_errno_name(code), reason);
+    rs_buf line = RS_BUF_INIT;
+    int rc = rs_buf_addf(&line, "{\"time\":\"%s.%06ld+00:00\",\"pid\":%ld,\"uid\":%ld,\"path\":",
+                         when, ts.tv_nsec / 1000, pid, uid);
+    rc = rc ? rc : rs_buf_add_json_string(&line, path, strlen(path));
+    rc = rc ? rc : rs_buf_addf(&line, ",\"errno\":\"%s\",\"reason\":", rs_errno_name(code));
+    rc = rc ? rc : rs_buf_add_json_string(&line, reason, strlen(reason));
+    rc = rc ? rc : rs_buf_addstr(&line, ",\"data\":");
+    rc = rc ? rc : rs_buf_add_json_string(&line, data ? data : "", len > 200 ? 200 : len);
+    rc = rc ? rc : rs_buf_addstr(&line, "}\n");
+    if (rc) {
+        rs_buf_release(&line);
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    rs_buf_release(&r->lines[r->next]);
+    r->lines[r->next] = line;
+    r->next = (r->next + 1) % REJECTS_KEPT;
+    if (r->count < REJECTS_KEPT)
+        r->count++;
+    pthread_mutex_unlock(&r->lock);
+}
+
+int rfs_rejects_render(rfs_rejects *r, rs_buf *out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    size_t start = (r->next + REJECTS_KEPT - r->count) % REJECTS_KEPT;
+    for (size_t i = 0; !rc && i < r->count; i++) {
+        const rs_buf *l = &r->lines[(start + i) % REJECTS_KEPT];
+        rc = rs_buf_add(out, l->buf, l->len);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}

@@ -1,0 +1,445 @@
+/* view.c — node contents from the store: logs by byte offset, views as seq-ordered streams,
+ * small documents rendered whole. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+static const char readme_text[] =
+    "runfs: a run event store as files.\n"
+    "\n"
+    "  threads/<thread>/events.jsonl           every event of the thread, seq order\n"
+    "  threads/<thread>/messages.jsonl         message events; history.jsonl: what a chat UI shows\n"
+    "  threads/<thread>/seq, message-count     the high-water mark, the number of messages\n"
+    "  threads/<thread>/since/<seq>            events after <seq> (lookup only)\n"
+    "  threads/<thread>/runs/<run>/events.jsonl     the run's events; append to add one\n"
+    "  threads/<thread>/runs/<run>/once/<type>      singleton events (create exclusively)\n"
+    "  threads/<thread>/runs/<run>/types/, tasks/   the run's events by type, by subagent task\n"
+    "  threads/<thread>/runs/<run>/receipt.json, seal.json   evidence receipt and seal\n"
+    "  threads/<thread>/runs/<run>/follow.jsonl      live feed until run.terminal\n"
+    "\n"
+    "Append:  mkdir -p threads/T/runs/R\n"
+    "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
+    "\"metadata\":{\"caller\":\"lead_agent\"}}' >> threads/T/runs/R/events.jsonl\n"
+    "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
+    "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
+    "Seal:    set -C; : > threads/T/runs/R/seal.json\n"
+    "Refused writes: errno plus a reason in .runfs/rejects.jsonl. The contract: contract.json.\n";
+
+struct rfs_reader {
+    rfs_node node;
+    rfs_scope scope;
+    rfs_shape shape;
+    rs_buf doc;          /* RFS_SHAPE_DOC: the whole document */
+    int64_t next_off;    /* streams: file offset of pending.buf[0] */
+    int64_t last_seq;    /* streams: seq of the last row rendered into pending */
+    rs_buf pending;      /* streams: rendered bytes not yet read */
+};
+
+static int thread_visible(const rfs_scope *sc, const char *thread_id)
+{
+    return !sc->only_thread || strcmp(sc->only_thread, thread_id) == 0;
+}
+
+static int put_number(rs_buf *out, int64_t v)
+{
+    return rs_buf_addf(out, "%lld\n", (long long)v);
+}
+
+static int render_status(rs_store *s, const rfs_scope *sc, rs_buf *out, rs_err *err)
+{
+    rs_stats st;
+    int rc = rs_store_stats(s, &st, err);
+    if (rc)
+        return rc;
+    rc = rs_buf_addstr(out, "{\"backend\":");
+    rc = rc ? rc : rs_buf_add_json_string(out, rs_store_backend(s), strlen(rs_store_backend(s)));
+    rc = rc ? rc : rs_buf_addstr(out, ",\"database\":");
+    rc = rc ? rc : rs_buf_add_json_string(out, rs_store_path(s), strlen(rs_store_path(s)));
+    rc = rc ? rc : rs_buf_addf(out, ",\"version\":\"%s\",\"threads\":%lld,\"runs\":%lld,"
+                                    "\"events\":%lld", RS_VERSION, (long long)st.threads,
+                               (long long)st.runs, (long long)st.events);
+    if (!rc && sc->status_extra)
+        rc = sc->status_extra(sc->ctx, out);
+    return rc ? rc : rs_buf_addstr(out, "}\n");
+}
+
+/* The earliest stored event of a type in the run (once/<type>). */
+static int render_once(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
+                       rs_err *err)
+{
+    const char *types[] = {n->name};
+    rs_query q = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user,
+                  .event_types = types, .n_event_types = 1, .limit = 1};
+    rs_cursor *c;
+    int rc = rs_store_query(s, &q, &c, err);
+    if (rc)
+        return rc;
+    const rs_record *rec;
+    rc = rs_cursor_next(c, &rec);
+    if (rc == 1)
+        rc = rs_buf_add(out, rec->line, rec->line_len);
+    else if (rc == 0)
+        rc = -ENOENT;
+    rs_cursor_free(c);
+    return rc;
+}
+
+static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
+                      rs_err *err)
+{
+    rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
+    int64_t v = 0;
+    int rc;
+    switch (n->kind) {
+    case RFS_README:
+        return rs_buf_addstr(out, readme_text);
+    case RFS_CONTRACT: {
+        size_t len;
+        const char *text = rs_store_contract_text(s, &len);
+        return rs_buf_add(out, text, len);
+    }
+    case RFS_STATUS:
+        return render_status(s, sc, out, err);
+    case RFS_REJECTS:
+        return sc->rejects ? sc->rejects(sc->ctx, out) : 0;
+    case RFS_T_COUNT:
+        rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
+        return rc ? rc : put_number(out, v);
+    case RFS_T_SEQ: {
+        rs_log_info info;
+        rc = rs_store_log_info(s, n->thread_id, NULL, sc->user, &info, err);
+        return rc ? rc : put_number(out, info.hwm);
+    }
+    case RFS_T_MSGSEQ:
+        rc = rs_store_message_seq(s, n->thread_id, sc->user, n->name, &v, err);
+        return rc ? rc : put_number(out, v);
+    case RFS_T_AIRUN:
+        rc = rs_store_latest_ai_run(s, n->thread_id, sc->user, n->name, out, err);
+        return rc ? rc : rs_buf_addch(out, '\n');
+    case RFS_R_ONCE:
+        return render_once(s, sc, n, out, err);
+    case RFS_R_LASTAI:
+        rc = rs_store_last_visible_ai_seq(s, &t, &v, err);
+        return rc ? rc : put_number(out, v);
+    case RFS_R_WORKSPACE:
+        return rs_store_workspace_changes(s, &t, out, err);
+    case RFS_R_RECEIPT:
+        return rs_store_receipt(s, &t, out, err);
+    case RFS_R_SEAL:
+        return rs_store_seal_read(s, &t, out, err);
+    default:
+        return -EISDIR;
+    }
+}
+
+static rfs_shape shape_of(rfs_kind k)
+{
+    if (rfs_node_is_dir(k))
+        return RFS_SHAPE_DIR;
+    switch (k) {
+    case RFS_T_EVENTS: case RFS_R_EVENTS:
+        return RFS_SHAPE_LOG;
+    case RFS_T_MESSAGES: case RFS_T_HISTORY: case RFS_T_SINCE: case RFS_R_MESSAGES:
+    case RFS_R_TYPE: case RFS_R_TASK: case RFS_R_SINCE:
+        return RFS_SHAPE_STREAM;
+    case RFS_T_FOLLOW: case RFS_R_FOLLOW:
+        return RFS_SHAPE_FOLLOW;
+    default:
+        return RFS_SHAPE_DOC;
+    }
+}
+
+/* Open the stream of node n from the rows after after_seq. */
+static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t after_seq,
+                       int64_t limit, rs_cursor **out, rs_err *err)
+{
+    const char *types[] = {n->name};
+    rs_query q = {.thread_id = n->thread_id, .user = sc->user, .after_seq = after_seq,
+                  .limit = limit};
+    switch (n->kind) {
+    case RFS_T_HISTORY:
+        return rs_store_history(s, n->thread_id, sc->user, after_seq, out, err);
+    case RFS_T_MESSAGES:
+        q.messages_only = 1;
+        break;
+    case RFS_R_MESSAGES:
+        q.messages_only = 1;
+        q.run_id = n->run_id;
+        break;
+    case RFS_R_TYPE:
+        q.run_id = n->run_id;
+        q.event_types = types;
+        q.n_event_types = 1;
+        break;
+    case RFS_R_TASK:
+        q.run_id = n->run_id;
+        q.task_id = n->name;
+        break;
+    case RFS_T_SINCE:
+        q.after_seq = n->num > after_seq ? n->num : after_seq;
+        break;
+    case RFS_R_SINCE:
+        q.run_id = n->run_id;
+        q.after_seq = n->num > after_seq ? n->num : after_seq;
+        break;
+    case RFS_R_EVENTS: case RFS_R_FOLLOW:
+        q.run_id = n->run_id;
+        break;
+    case RFS_T_EVENTS: case RFS_T_FOLLOW:
+        break;
+    default:
+        return -EINVAL;
+    }
+    return rs_store_query(s, &q, out, err);
+}
+
+int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                  rs_err *err)
+{
+    memset(st, 0, sizeof *st);
+    st->shape = shape_of(n->kind);
+    st->mtime_ns = st->ctime_ns = sc->mount_ns;
+    if (n->kind < RFS_THREAD) {
+        if (st->shape != RFS_SHAPE_DOC)
+            return 0;
+        rs_buf doc = RS_BUF_INIT;
+        int rc = render_doc(s, sc, n, &doc, err);
+        st->size = (int64_t)doc.len;
+        rs_buf_release(&doc);
+        return rc;
+    }
+    if (!thread_visible(sc, n->thread_id))
+        return -ENOENT;
+    rs_log_info info;
+    int in_run = n->kind >= RFS_RUN;
+    int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
+    if (rc)
+        return rc;
+    if (!info.exists)
+        return -ENOENT;
+    st->mtime_ns = info.mtime_ns;
+    st->ctime_ns = info.ctime_ns;
+    st->last_seq = info.last_seq;
+    switch (st->shape) {
+    case RFS_SHAPE_LOG:
+        if (info.exact)
+            st->size = info.size;
+        else
+            st->shape = RFS_SHAPE_STREAM;
+        return 0;
+    case RFS_SHAPE_DOC: {
+        rs_buf doc = RS_BUF_INIT;
+        rc = render_doc(s, sc, n, &doc, err);
+        st->size = (int64_t)doc.len;
+        rs_buf_release(&doc);
+        return rc;
+    }
+    case RFS_SHAPE_STREAM:
+        if (n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK) {
+            /* Only types and tasks the run has exist. */
+            rs_cursor *c;
+            const rs_record *rec;
+            if ((rc = stream_open(s, sc, n, 0, 1, &c, err)))
+                return rc;
+            rc = rs_cursor_next(c, &rec);
+            rs_cursor_free(c);
+            return rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
+                    rs_err *err)
+{
+    rfs_stat st;
+    int rc = rfs_view_stat(s, sc, n, &st, err);
+    if (rc)
+        return rc;
+    if (st.shape == RFS_SHAPE_DIR)
+        return -EISDIR;
+    rfs_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    r->node = *n;
+    r->scope = *sc;
+    r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
+    r->doc = (rs_buf)RS_BUF_INIT;
+    r->pending = (rs_buf)RS_BUF_INIT;
+    if (r->shape == RFS_SHAPE_DOC && (rc = render_doc(s, sc, n, &r->doc, err))) {
+        rfs_reader_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void rfs_reader_free(rfs_reader *r)
+{
+    if (!r)
+        return;
+    rs_buf_release(&r->doc);
+    rs_buf_release(&r->pending);
+    free(r);
+}
+
+static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                    rs_err *err)
+{
+    const rfs_node *n = &r->node;
+    int is_run = n->kind == RFS_R_EVENTS;
+    rs_cursor *c;
+    int rc = rs_store_log_seek(s, n->thread_id, is_run ? n->run_id : NULL, off, &c, err);
+    if (rc)
+        return rc;
+    size_t want = out->len + size;
+    if ((rc = rs_buf_grow(out, size))) {
+        rs_cursor_free(c);
+        return rc;
+    }
+    const rs_record *rec;
+    while (out->len < want && (rc = rs_cursor_next(c, &rec)) == 1) {
+        int64_t line_off = is_run ? rec->run_off : rec->thread_off;
+        if (line_off + (int64_t)rec->line_len <= off)
+            continue;
+        size_t skip = off > line_off ? (size_t)(off - line_off) : 0;
+        size_t take = rec->line_len - skip;
+        if (take > want - out->len)
+            take = want - out->len;
+        rs_buf_add(out, rec->line + skip, take);
+    }
+    rs_cursor_free(c);
+    return rc < 0 ? rc : 0;
+}
+
+static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                       rs_err *err)
+{
+    if (off < r->next_off) {
+        r->next_off = 0;
+        r->last_seq = 0;
+        rs_buf_reset(&r->pending);
+    }
+    int64_t want_end = off + (int64_t)size;
+    int rc = 0;
+    while (r->next_off + (int64_t)r->pending.len < want_end) {
+        rs_cursor *c;
+        if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, &c, err)))
+            return rc;
+        const rs_record *rec;
+        int rows = 0;
+        while (r->next_off + (int64_t)r->pending.len < want_end &&
+               (rc = rs_cursor_next(c, &rec)) == 1) {
+            rows++;
+            r->last_seq = rec->seq;
+            if ((rc = rs_buf_add(&r->pending, rec->line, rec->line_len)))
+                break;
+        }
+        rs_cursor_free(c);
+        if (rc < 0)
+            return rc;
+        if (rows == 0 || rc == 0)
+            break;
+    }
+    /* Drop what lies before off, hand out what follows. */
+    if (off > r->next_off) {
+        size_t drop = (size_t)(off - r->next_off);
+        if (drop > r->pending.len)
+            drop = r->pending.len;
+        rs_buf_remove_front(&r->pending, drop);
+        r->next_off += (int64_t)drop;
+    }
+    if (off != r->next_off)
+        return 0;
+    size_t take = r->pending.len < size ? r->pending.len : size;
+    if ((rc = rs_buf_add(out, r->pending.buf, take)))
+        return rc;
+    rs_buf_remove_front(&r->pending, take);
+    r->next_off += (int64_t)take;
+    return 0;
+}
+
+int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                    rs_err *err)
+{
+    if (off < 0)
+        return -EINVAL;
+    switch (r->shape) {
+    case RFS_SHAPE_DOC:
+        if (off < (int64_t)r->doc.len) {
+            size_t n = r->doc.len - (size_t)off;
+            return rs_buf_add(out, r->doc.buf + off, n < size ? n : size);
+        }
+        return 0;
+    case RFS_SHAPE_LOG:
+        return read_log(r, s, off, size, out, err);
+    default:
+        return read_stream(r, s, off, size, out, err);
+    }
+}
+
+int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
+                  void *ctx, rs_err *err)
+{
+    rs_names_kind kind;
+    const char *suffix = "";
+    int is_dir = 0;
+    switch (n->kind) {
+    case RFS_THREADS: kind = RS_NAMES_THREADS; is_dir = 1; break;
+    case RFS_RUNS: kind = RS_NAMES_RUNS; is_dir = 1; break;
+    case RFS_R_TYPES_DIR: kind = RS_NAMES_TYPES; suffix = ".jsonl"; break;
+    case RFS_R_TASKS_DIR: kind = RS_NAMES_TASKS; suffix = ".jsonl"; break;
+    case RFS_R_ONCE_DIR: kind = RS_NAMES_SINGLETONS; break;
+    default: return 0;
+    }
+    rs_names *names;
+    int rc = rs_store_names(s, kind, n->thread_id, n->run_id, sc->user, &names, err);
+    if (rc)
+        return rc;
+    rs_buf name = RS_BUF_INIT;
+    const char *v;
+    while ((rc = rs_names_next(names, &v)) == 1) {
+        if (kind == RS_NAMES_THREADS && !thread_visible(sc, v))
+            continue;
+        rs_buf_reset(&name);
+        if ((rc = rs_buf_addstr(&name, v)) || (rc = rs_buf_addstr(&name, suffix)))
+            break;
+        rfs_node child;
+        /* Only names that lead back to the same node are listed. */
+        if (rfs_node_child(n, name.buf, &child) != 0)
+            continue;
+        if ((rc = fn(ctx, name.buf, is_dir)))
+            break;
+    }
+    rs_buf_release(&name);
+    rs_names_free(names);
+    return rc < 0 ? rc : 0;
+}
+
+int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
+                 int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err)
+{
+    rfs_reader *r;
+    int rc = rfs_reader_open(&r, s, sc, n, err);
+    if (rc)
+        return rc;
+    int64_t off = 0;
+    const size_t chunk = 256 * 1024;
+    for (;;) {
+        size_t before = out->len;
+        if ((rc = rfs_reader_read(r, s, off, chunk, out, err)))
+            break;
+        size_t got = out->len - before;
+        off += (int64_t)got;
+        if (flush && (rc = flush(ctx, out)))
+            break;
+        if (got == 0)
+            break;
+    }
+    rfs_reader_free(r);
+    return rc;
+}

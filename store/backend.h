@@ -1,0 +1,93 @@
+/* backend.h — what a storage backend provides to store.c. store.c validates and decides;
+ * a backend stores, allocates seq and answers queries. SQLite today; PostgreSQL implements
+ * the same table of operations, and no caller above store.c changes. */
+#ifndef RS_BACKEND_H
+#define RS_BACKEND_H
+
+#include "event.h"
+#include "runstore.h"
+
+typedef struct rs_backend rs_backend;
+
+/* The first row of a singleton identity, as stored (for confirmation). */
+typedef struct rs_existing {
+    rs_buf line;                 /* its canonical line */
+    rs_buf category;
+    rs_buf content_db;
+    rs_buf metadata_db;
+    int64_t seq;
+} rs_existing;
+
+/* One seal as stored. Strings are NUL-terminated copies owned by the struct. */
+typedef struct rs_seal_row {
+    char state[16];              /* "sealed" | "partial" */
+    int64_t upper_seq;
+    int64_t event_count;
+    int64_t terminal_seq;        /* 0: none */
+    char digest[80];             /* "sha256:<hex>" */
+    char error[512];             /* "" with has_error 0: null */
+    int has_error;
+    char sealed_at[40];
+} rs_seal_row;
+
+typedef struct rs_backend_ops {
+    const char *name;
+    int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
+    void (*close)(rs_backend *b);
+    int (*data_version)(rs_backend *b, int64_t *version);
+
+    /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user. With
+     * if_absent (n == 1): when a row with the same (thread, run, event_type) exists, store
+     * nothing, fill *existing and return 0 with *created = 0. Canonical lines of stored rows
+     * are appended to stored. A held reservation of this mount for the identity is released
+     * in the same transaction. */
+    int (*put)(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+               int *created, rs_existing *existing, rs_buf *stored, rs_err *err);
+    int (*reserve)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+    int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
+    int (*create)(rs_backend *b, const rs_target *t, rs_err *err);  /* run_id NULL: thread */
+    int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+
+    int (*query)(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
+    int (*log_info)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                    rs_log_info *out, rs_err *err);
+    int (*log_seek)(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
+                    rs_cursor **out, rs_err *err);
+    int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
+                 const char *user, const char *const *singletons, size_t n_singletons,
+                 rs_names **out, rs_err *err);
+    int (*count_messages)(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
+                          rs_err *err);
+    int (*last_visible_ai_seq)(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
+    /* Message rows of the thread whose content is an object, in ascending seq (newest
+     * first when newest), for identity scans; raw content text through the cursor's row. */
+    int (*message_objects)(rs_backend *b, const char *thread_id, const char *user, int newest,
+                           const char *like, rs_cursor **out, rs_err *err);
+    int (*stats)(rs_backend *b, rs_stats *out, rs_err *err);
+
+    /* Seals (runfs_seal). seal_insert: -EEXIST when the run is sealed already, -EAGAIN when
+     * the run no longer has exactly row->event_count rows with seq <= row->upper_seq (the
+     * caller captured a receipt that changed; it captures again). */
+    int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
+    int (*seal_get)(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
+    int (*seal_each)(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
+                                              const rs_seal_row *row), void *ctx, rs_err *err);
+} rs_backend_ops;
+
+extern const rs_backend_ops rs_sqlite_backend;
+
+/* Cursor internals shared by backends: a record plus the raw row it came from. */
+struct rs_cursor {
+    int (*next)(rs_cursor *c, const rs_record **out);
+    void (*free)(rs_cursor *c);
+    rs_record rec;
+    rs_row row;
+    rs_buf line;
+};
+
+struct rs_names {
+    int (*next)(rs_names *n, const char **name);
+    void (*free)(rs_names *n);
+};
+
+#endif

@@ -1,0 +1,38 @@
+/* contract.h — the event contract (contracts/run_event_stream_contract.json), loaded as data:
+ * which event types exist, their categories, and the JSON-Schema subset their content and
+ * metadata must satisfy. Adding an event type is a change to the file, not to this code. */
+#ifndef RS_CONTRACT_H
+#define RS_CONTRACT_H
+
+#include <cjson/cJSON.h>
+#include "runstore.h"
+
+typedef struct rs_contract rs_contract;
+
+/* Load and check a contract file. -EINVAL (with reason) for a malformed one. */
+int rs_contract_load(rs_contract **out, const char *path, rs_err *err);
+void rs_contract_free(rs_contract *c);
+
+/* The file's raw bytes. */
+const char *rs_contract_text(const rs_contract *c, size_t *len);
+
+/* Category of a known event type, a legacy alias or a dynamic pattern (middleware:{tag});
+ * NULL when the contract does not name it. */
+const char *rs_contract_category(const rs_contract *c, const char *event_type);
+
+/* 1 when the contract marks event_type as a singleton (written only by put_if_absent). */
+int rs_contract_is_singleton(const rs_contract *c, const char *event_type);
+
+/* The event types the contract marks singleton; *out stays valid while c lives. */
+size_t rs_contract_singletons(const rs_contract *c, const char *const **out);
+
+/* Check the content and metadata trees of an event of this type against its schemas.
+ * Unknown types: 0 when allow_unknown, else -EINVAL. A middleware tag outside 1..21
+ * characters is -EINVAL. The reason names the field ("content.tool_calls: expected array"). */
+int rs_contract_check(const rs_contract *c, const char *event_type, const cJSON *content,
+                      const cJSON *metadata, int allow_unknown, rs_err *err);
+
+/* For singleton confirmation: the metadata keys the type's schema requires. */
+const cJSON *rs_contract_required_metadata(const rs_contract *c, const char *event_type);
+
+#endif

@@ -1,0 +1,660 @@
+/* event.c — the one gate into the store (parsing and validating an input line) and the one
+ * encoder out of it (a stored row as its canonical line), plus UTC timestamp handling. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "event.h"
+#include "json.h"
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
+static long long days_from_civil(long long y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long long)doe - 719468;
+}
+
+static void civil_from_days(long long z, long long *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (long long)yoe + era * 400 + (*m <= 2);
+}
+
+static int leap(long long y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static unsigned month_days(long long y, unsigned m)
+{
+    static const unsigned char md[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    return m == 2 && leap(y) ? 29 : md[m - 1];
+}
+
+/* n decimal digits at s into *v; 0 on success. */
+static int digits(const char *s, const char *end, int n, unsigned *v)
+{
+    if (end - s < n)
+        return -1;
+    unsigned x = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        x = x * 10 + (unsigned)(s[i] - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+static inline void put2(char *o, unsigned v)
+{
+    o[0] = (char)('0' + v / 10);
+    o[1] = (char)('0' + v % 10);
+}
+
+/* Both renderings of a UTC instant: seconds since the epoch and microseconds. */
+static void format_time(long long secs, unsigned usec, char *canon, char *db)
+{
+    long long days = secs / 86400, rem = secs % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days--;
+    }
+    long long y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    char t[27];
+    unsigned yy = (unsigned)y;
+    t[0] = (char)('0' + yy / 1000);
+    t[1] = (char)('0' + yy / 100 % 10);
+    t[2] = (char)('0' + yy / 10 % 10);
+    t[3] = (char)('0' + yy % 10);
+    t[4] = '-';
+    put2(t + 5, m);
+    t[7] = '-';
+    put2(t + 8, d);
+    t[10] = ' ';
+    put2(t + 11, (unsigned)(rem / 3600));
+    t[13] = ':';
+    put2(t + 14, (unsigned)(rem / 60 % 60));
+    t[16] = ':';
+    put2(t + 17, (unsigned)(rem % 60));
+    t[19] = '.';
+    for (int i = 25; i >= 20; i--) {
+        t[i] = (char)('0' + usec % 10);
+        usec /= 10;
+    }
+    t[26] = '\0';
+    if (db)
+        memcpy(db, t, 27);
+    if (canon) {
+        memcpy(canon, t, 26);
+        canon[10] = 'T';
+        memcpy(canon + 26, "+00:00", 7);
+    }
+}
+
+int rs_time_parse(const char *s, size_t len, char *canon, char *db)
+{
+    if (!s)
+        return -EINVAL;
+    const char *p = s, *end = s + len;
+    unsigned y, mo, d, h, mi, sec = 0, usec = 0;
+    if (digits(p, end, 4, &y) || p[4] != '-' || digits(p + 5, end, 2, &mo) || p[7] != '-' ||
+        digits(p + 8, end, 2, &d))
+        return -EINVAL;
+    p += 10;
+    if (p >= end || (*p != 'T' && *p != 't' && *p != ' '))
+        return -EINVAL;
+    p++;
+    if (digits(p, end, 2, &h) || end - p < 5 || p[2] != ':' || digits(p + 3, end, 2, &mi))
+        return -EINVAL;
+    p += 5;
+    if (p < end && *p == ':') {
+        if (digits(p + 1, end, 2, &sec))
+            return -EINVAL;
+        p += 3;
+        if (p < end && *p == '.') {
+            p++;
+            int n = 0;
+            while (p < end && *p >= '0' && *p <= '9') {
+                if (n < 6)
+                    usec = usec * 10 + (unsigned)(*p - '0');
+                n++;
+                p++;
+            }
+            if (n < 1 || n > 9)
+                return -EINVAL;
+            for (; n < 6; n++)
+                usec *= 10;
+        }
+    }
+    long off = 0;
+    if (p < end) {
+        if ((*p == 'Z' || *p == 'z') && p + 1 == end) {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            int neg = *p == '-';
+            unsigned oh, om;
+            p++;
+            if (digits(p, end, 2, &oh))
+                return -EINVAL;
+            p += 2;
+            if (p < end && *p == ':')
+                p++;
+            if (digits(p, end, 2, &om))
+                return -EINVAL;
+            p += 2;
+            if (oh > 23 || om > 59)
+                return -EINVAL;
+            off = (long)(oh * 3600 + om * 60);
+            if (neg)
+                off = -off;
+        } else
+            return -EINVAL;
+    }
+    if (p != end)
+        return -EINVAL;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 || mi > 59 ||
+        sec > 59)
+        return -EINVAL;
+    long long secs = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec - off;
+    /* 0001-01-01T00:00:00 .. 9999-12-31T23:59:59 */
+    if (secs < -62135596800LL || secs > 253402300799LL)
+        return -EINVAL;
+    format_time(secs, usec, canon, db);
+    return 0;
+}
+
+void rs_time_now(char *canon, char *db)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    format_time((long long)ts.tv_sec, (unsigned)(ts.tv_nsec / 1000), canon, db);
+}
+
+/* ---- parsing -------------------------------------------------------------------------- */
+
+enum { F_EVENT_TYPE, F_CATEGORY, F_CONTENT, F_METADATA, F_CREATED_AT, F_THREAD_ID, F_RUN_ID,
+       F_COUNT };
+
+static const char *const field_names[F_COUNT] = {
+    "event_type", "category", "content", "metadata", "created_at", "thread_id", "run_id",
+};
+
+typedef struct fields {
+    const char *val[F_COUNT];
+    size_t len[F_COUNT];
+    rs_err *err;
+} fields;
+
+static int key_is(const char *k, size_t kl, const char *name)
+{
+    return strlen(name) == kl && !memcmp(k, name, kl);
+}
+
+static int on_member(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
+{
+    fields *f = ctx;
+    for (int i = 0; i < F_COUNT; i++)
+        if (key_is(key, kl, field_names[i])) {
+            if (f->val[i])
+                return rs_err_set(f->err, -EINVAL, "duplicate field '%s'", field_names[i]);
+            f->val[i] = val;
+            f->len[i] = vl;
+            return 0;
+        }
+    if (key_is(key, kl, "seq"))
+        return rs_err_set(f->err, -EINVAL, "seq is assigned by the store");
+    if (key_is(key, kl, "user_id"))
+        return rs_err_set(f->err, -EINVAL, "user_id is set by the mount, not the event");
+    return rs_err_set(f->err, -EINVAL, "unknown field '%.*s'", kl > 64 ? 64 : (int)kl, key);
+}
+
+static const char *canon_kind(const char *v)
+{
+    switch (v[0]) {
+    case '"': return "string";
+    case '{': return "object";
+    case '[': return "array";
+    case 't': case 'f': return "boolean";
+    case 'n': return "null";
+    default: return "number";
+    }
+}
+
+/* The string value of field i, decoded into dst (cap bytes): 0, or -EINVAL when it is not a
+ * string, -E2BIG when longer than cap - 1 bytes. */
+static int field_str(const fields *f, int i, char *dst, size_t cap, size_t *out_len)
+{
+    const char *v = f->val[i];
+    size_t n = f->len[i];
+    if (v[0] != '"')
+        return -EINVAL;
+    if (!memchr(v, '\\', n)) {
+        if (n - 2 >= cap)
+            return -E2BIG;
+        memcpy(dst, v + 1, n - 2);
+        dst[n - 2] = '\0';
+        *out_len = n - 2;
+        return 0;
+    }
+    rs_buf b = RS_BUF_INIT;
+    int rc = rs_json_unquote(&b, v, n);
+    if (rc) {
+        rs_buf_release(&b);
+        return rc;
+    }
+    if (b.len >= cap || memchr(b.buf, '\0', b.len))
+        rc = -E2BIG;
+    else {
+        memcpy(dst, b.buf, b.len + 1);
+        *out_len = b.len;
+    }
+    rs_buf_release(&b);
+    return rc;
+}
+
+typedef struct meta_scan {
+    rs_err *err;
+} meta_scan;
+
+static int on_meta_member(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
+{
+    meta_scan *m = ctx;
+    (void)val;
+    (void)vl;
+    if (key_is(key, kl, "content_is_json") || key_is(key, kl, "content_is_dict"))
+        return rs_err_set(m->err, -EINVAL,
+                          "metadata.%.*s is a storage marker reserved by the store", (int)kl, key);
+    return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Duplicate object keys anywhere in v: -EINVAL naming the first found. */
+static int no_duplicates(const cJSON *v, const char *root, rs_err *err)
+{
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+        return 0;
+    size_t n = 0;
+    int rc;
+    for (const cJSON *c = v->child; c; c = c->next) {
+        n++;
+        if ((rc = no_duplicates(c, root, err)))
+            return rc;
+    }
+    if (!cJSON_IsObject(v) || n < 2)
+        return 0;
+    if (n <= 16) {
+        for (const cJSON *a = v->child; a; a = a->next)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (!strcmp(a->string, b->string))
+                    return rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root,
+                                      a->string);
+        return 0;
+    }
+    const char **keys = malloc(n * sizeof *keys);
+    if (!keys)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    size_t i = 0;
+    for (const cJSON *c = v->child; c; c = c->next)
+        keys[i++] = c->string;
+    qsort(keys, n, sizeof *keys, cmp_keys);
+    rc = 0;
+    for (i = 1; i < n && !rc; i++)
+        if (!strcmp(keys[i - 1], keys[i]))
+            rc = rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root, keys[i]);
+    free(keys);
+    return rc;
+}
+
+static int parse_tree(cJSON **out, const char *v, size_t n, const char *root, rs_err *err)
+{
+    *out = cJSON_ParseWithLength(v, n);
+    if (!*out)
+        return rs_err_set(err, -EINVAL,
+                          "%s: the JSON parser refused it (a number over 63 characters?)", root);
+    return no_duplicates(*out, root, err);
+}
+
+void rs_event_free(rs_event *ev)
+{
+    if (!ev)
+        return;
+    rs_buf_release(&ev->content);
+    rs_buf_release(&ev->content_db);
+    rs_buf_release(&ev->metadata);
+    rs_buf_release(&ev->metadata_db);
+    cJSON_Delete(ev->content_tree);
+    cJSON_Delete(ev->metadata_tree);
+    free(ev);
+}
+
+static int check_id(const fields *f, int i, const char *want, char *dst, rs_err *err)
+{
+    const char *name = field_names[i];
+    if (f->val[i]) {
+        char got[RS_ID_MAX + 1];
+        size_t n;
+        int rc = field_str(f, i, got, sizeof got, &n);
+        if (rc == -EINVAL)
+            return rs_err_set(err, -EINVAL, "%s: expected string, got %s", name,
+                              canon_kind(f->val[i]));
+        if (rc || !rs_id_valid_n(got, n))
+            return rs_err_set(err, -EINVAL, "%s: not a valid id (1-64 of [A-Za-z0-9_-])", name);
+        if (want && strcmp(got, want))
+            return rs_err_set(err, -EINVAL, "%s '%s' does not match the path's '%s'", name, got,
+                              want);
+        if (!want)
+            want = got;
+        memcpy(dst, want, strlen(want) + 1);
+        return 0;
+    }
+    if (!want)
+        return rs_err_set(err, -EINVAL, "missing required field '%s'", name);
+    if (strlen(want) > RS_ID_MAX)
+        return rs_err_set(err, -EINVAL, "%s: not a valid id", name);
+    memcpy(dst, want, strlen(want) + 1);
+    return 0;
+}
+
+static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
+{
+    int rc;
+    size_t n;
+    const rs_contract *contract = ctx->contract;
+
+    /* event_type */
+    if (f->val[F_EVENT_TYPE]) {
+        rc = field_str(f, F_EVENT_TYPE, ev->event_type, sizeof ev->event_type, &n);
+        if (rc == -EINVAL)
+            return rs_err_set(err, -EINVAL, "event_type: expected string, got %s",
+                              canon_kind(f->val[F_EVENT_TYPE]));
+        if (rc) {
+            const char *v = f->val[F_EVENT_TYPE];
+            size_t vl = f->len[F_EVENT_TYPE];
+            if (vl > 13 && !memcmp(v, "\"middleware:", 12))
+                return rs_err_set(err, -EINVAL,
+                                  "event_type: middleware tag is longer than %d characters "
+                                  "(event_type over %d)", RS_MIDDLEWARE_TAG_MAX, RS_EVENT_TYPE_MAX);
+            return rs_err_set(err, -EINVAL, "event_type: longer than %d characters",
+                              RS_EVENT_TYPE_MAX);
+        }
+        if (n == 0)
+            return rs_err_set(err, -EINVAL, "event_type: must not be empty");
+        if (ctx->event_type && strcmp(ev->event_type, ctx->event_type))
+            return rs_err_set(err, -EINVAL, "event_type '%s' does not match the file name '%.64s'",
+                              ev->event_type, ctx->event_type);
+    } else if (ctx->event_type) {
+        if (!ctx->event_type[0] || strlen(ctx->event_type) > RS_EVENT_TYPE_MAX)
+            return rs_err_set(err, -EINVAL, "event_type: '%.64s' is not a valid event type",
+                              ctx->event_type);
+        strcpy(ev->event_type, ctx->event_type);
+    } else
+        return rs_err_set(err, -EINVAL, "missing required field 'event_type'");
+
+    /* ids */
+    if ((rc = check_id(f, F_THREAD_ID, ctx->thread_id, ev->thread_id, err)) ||
+        (rc = check_id(f, F_RUN_ID, ctx->run_id, ev->run_id, err)))
+        return rc;
+
+    /* category */
+    const char *want = rs_contract_category(contract, ev->event_type);
+    if (!want && !ctx->allow_unknown)
+        return rs_err_set(err, -EINVAL, "unknown event type '%s' (not in the contract)",
+                          ev->event_type);
+    if (f->val[F_CATEGORY]) {
+        rc = field_str(f, F_CATEGORY, ev->category, sizeof ev->category, &n);
+        if (rc == -EINVAL)
+            return rs_err_set(err, -EINVAL, "category: expected string, got %s",
+                              canon_kind(f->val[F_CATEGORY]));
+        if (rc)
+            return rs_err_set(err, -EINVAL, "category: longer than %d characters",
+                              RS_CATEGORY_MAX);
+        if (n == 0)
+            return rs_err_set(err, -EINVAL, "category: must not be empty");
+        if (want && strcmp(want, ev->category))
+            return rs_err_set(err, -EINVAL, "category '%s' does not match '%s' for %s",
+                              ev->category, want, ev->event_type);
+    } else if (want) {
+        snprintf(ev->category, sizeof ev->category, "%s", want);
+    } else
+        return rs_err_set(err, -EINVAL,
+                          "category is required for event type '%s', which the contract does "
+                          "not name", ev->event_type);
+
+    /* metadata must be an object without storage markers */
+    if (f->val[F_METADATA]) {
+        if (f->val[F_METADATA][0] != '{')
+            return rs_err_set(err, -EINVAL, "metadata: expected object, got %s",
+                              canon_kind(f->val[F_METADATA]));
+        meta_scan m = { err };
+        if ((rc = rs_json_members(f->val[F_METADATA], f->len[F_METADATA], on_meta_member, &m)))
+            return rc;
+    }
+
+    /* created_at */
+    if (f->val[F_CREATED_AT]) {
+        char t[64];
+        rc = field_str(f, F_CREATED_AT, t, sizeof t, &n);
+        if (rc == -EINVAL)
+            return rs_err_set(err, -EINVAL, "created_at: expected string, got %s",
+                              canon_kind(f->val[F_CREATED_AT]));
+        if (rc || rs_time_parse(t, n, ev->created_at, ev->created_db))
+            return rs_err_set(err, -EINVAL,
+                              "created_at: %.*s is not a valid timestamp "
+                              "(YYYY-MM-DDTHH:MM[:SS[.ffffff]][Z|+HH:MM], years 0001-9999)",
+                              f->len[F_CREATED_AT] > 48 ? 48 : (int)f->len[F_CREATED_AT],
+                              f->val[F_CREATED_AT]);
+    } else
+        rs_time_now(ev->created_at, ev->created_db);
+
+    /* trees, then the contract */
+    const char *cv = f->val[F_CONTENT] ? f->val[F_CONTENT] : "\"\"";
+    size_t cl = f->val[F_CONTENT] ? f->len[F_CONTENT] : 2;
+    const char *mv = f->val[F_METADATA] ? f->val[F_METADATA] : "{}";
+    size_t ml = f->val[F_METADATA] ? f->len[F_METADATA] : 2;
+    if ((rc = parse_tree(&ev->content_tree, cv, cl, "content", err)) ||
+        (rc = parse_tree(&ev->metadata_tree, mv, ml, "metadata", err)))
+        return rc;
+    if ((rc = rs_contract_check(contract, ev->event_type, ev->content_tree, ev->metadata_tree,
+                                ctx->allow_unknown, err)))
+        return rc;
+
+    /* the bytes: as shown, and as DeerFlow stores them */
+    if ((rc = rs_buf_add(&ev->content, cv, cl)) || (rc = rs_buf_add(&ev->metadata, mv, ml)))
+        return rs_err_set(err, rc, "out of memory");
+    if (cv[0] == '"') {
+        if ((rc = rs_json_unquote(&ev->content_db, cv, cl)) ||
+            (rc = rs_buf_add(&ev->metadata_db, mv, ml)))
+            return rs_err_set(err, rc, "out of memory");
+    } else {
+        int dict = cv[0] == '{';
+        if ((rc = rs_buf_add(&ev->content_db, cv, cl)) ||
+            (rc = rs_buf_add(&ev->metadata_db, mv, ml - 1)) ||
+            (rc = rs_buf_addstr(&ev->metadata_db, ml > 2 ? ",\"content_is_json\":true"
+                                                         : "\"content_is_json\":true")) ||
+            (dict && (rc = rs_buf_addstr(&ev->metadata_db, ",\"content_is_dict\":true"))) ||
+            (rc = rs_buf_addch(&ev->metadata_db, '}')))
+            return rs_err_set(err, rc, "out of memory");
+    }
+    return 0;
+}
+
+int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_ctx *ctx,
+                   rs_err *err)
+{
+    *out = NULL;
+    size_t max = ctx->max_bytes ? ctx->max_bytes : RS_DEFAULT_MAX_EVENT;
+    if (len > max)
+        return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len,
+                          max);
+    rs_buf canon = RS_BUF_INIT;
+    int rc = rs_json_canon(&canon, line, len, 0, err);
+    if (rc)
+        goto done;
+    if (canon.buf[0] != '{') {
+        rc = rs_err_set(err, -EINVAL, "event is not a JSON object (got %s)",
+                        canon_kind(canon.buf));
+        goto done;
+    }
+    fields f = { .err = err };
+    if ((rc = rs_json_members(canon.buf, canon.len, on_member, &f)))
+        goto done;
+    rs_event *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    ev->content = ev->content_db = ev->metadata = ev->metadata_db = (rs_buf)RS_BUF_INIT;
+    if ((rc = parse_fields(ev, &f, ctx, err))) {
+        rs_event_free(ev);
+        goto done;
+    }
+    *out = ev;
+done:
+    rs_buf_release(&canon);
+    return rc;
+}
+
+/* ---- encoding ------------------------------------------------------------------------- */
+
+static char *put_i64(char *o, int64_t v)
+{
+    char t[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        t[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *o++ = '-';
+    while (n)
+        *o++ = t[--n];
+    return o;
+}
+
+#define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
+
+static int quote_cstr(rs_buf *out, const char *s)
+{
+    return s ? rs_json_quote(out, s, strlen(s)) : ADD_LIT(out, "null");
+}
+
+int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
+{
+    size_t start = out->len;
+    int rc;
+    char small[2048];
+    size_t mlen = 0;
+    unsigned markers = 0;
+    int meta_ok = 0, meta_big = 0;
+
+    /* Metadata first: its markers decide how content is shown. */
+    if (row->metadata && row->metadata_len) {
+        if (row->metadata_len < sizeof small) {
+            meta_ok = rs_json_canon_to(small, &mlen, row->metadata, row->metadata_len,
+                                       RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, &markers,
+                                       NULL) == 0 && small[0] == '{';
+        } else {
+            /* Scratch space past the end of out; rendered again in place below. */
+            if ((rc = rs_buf_grow(out, row->metadata_len)))
+                goto oom;
+            meta_big = rs_json_canon_to(out->buf + out->len, &mlen, row->metadata,
+                                        row->metadata_len, RS_JSON_LENIENT | RS_JSON_DROP_MARKERS,
+                                        &markers, NULL) == 0 && out->buf[out->len] == '{';
+            out->buf[out->len] = '\0';
+        }
+        if (!meta_ok && !meta_big)
+            markers = 0;
+    }
+
+    size_t est = 160 + row->content_len + row->metadata_len;
+    if ((rc = rs_buf_grow(out, est)))
+        goto oom;
+    if ((rc = ADD_LIT(out, "{\"thread_id\":")) || (rc = quote_cstr(out, row->thread_id)) ||
+        (rc = ADD_LIT(out, ",\"run_id\":")) || (rc = quote_cstr(out, row->run_id)) ||
+        (rc = ADD_LIT(out, ",\"seq\":")))
+        goto oom;
+    if ((rc = rs_buf_grow(out, 24)))
+        goto oom;
+    out->len = (size_t)(put_i64(out->buf + out->len, row->seq) - out->buf);
+    out->buf[out->len] = '\0';
+    if ((rc = ADD_LIT(out, ",\"event_type\":")) || (rc = quote_cstr(out, row->event_type)) ||
+        (rc = ADD_LIT(out, ",\"category\":")) || (rc = quote_cstr(out, row->category)) ||
+        (rc = ADD_LIT(out, ",\"content\":")))
+        goto oom;
+
+    if (!row->content) {
+        rc = ADD_LIT(out, "null");
+    } else if (markers) {
+        size_t at = out->len;
+        rc = rs_json_canon(out, row->content, row->content_len, RS_JSON_LENIENT, NULL);
+        if (rc == -EINVAL) {
+            out->len = at;
+            rc = rs_json_quote(out, row->content, row->content_len);
+        }
+    } else
+        rc = rs_json_quote(out, row->content, row->content_len);
+    if (rc || (rc = ADD_LIT(out, ",\"metadata\":")))
+        goto oom;
+
+    if (meta_ok)
+        rc = rs_buf_add(out, small, mlen);
+    else if (meta_big) {
+        size_t at = out->len;
+        rc = rs_json_canon(out, row->metadata, row->metadata_len,
+                           RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, NULL);
+        if (rc == -EINVAL) {
+            out->len = at;
+            rc = ADD_LIT(out, "{}");
+        }
+    } else
+        rc = ADD_LIT(out, "{}");
+    if (rc || (rc = ADD_LIT(out, ",\"created_at\":")))
+        goto oom;
+
+    char canon[RS_TIME_LEN + 1];
+    if (row->created_at && !rs_time_parse(row->created_at, strlen(row->created_at), canon, NULL)) {
+        if ((rc = rs_buf_grow(out, RS_TIME_LEN + 2)))
+            goto oom;
+        char *o = out->buf + out->len;
+        o[0] = '"';
+        memcpy(o + 1, canon, RS_TIME_LEN);
+        o[RS_TIME_LEN + 1] = '"';
+        out->len += RS_TIME_LEN + 2;
+        out->buf[out->len] = '\0';
+    } else if ((rc = quote_cstr(out, row->created_at)))
+        goto oom;
+
+    if (row->user_id &&
+        ((rc = ADD_LIT(out, ",\"user_id\":")) || (rc = quote_cstr(out, row->user_id))))
+        goto oom;
+    if ((rc = ADD_LIT(out, "}\n")))
+        goto oom;
+    return 0;
+oom:
+    out->len = start;
+    out->buf[start] = '\0';
+    return rs_err_set(err, rc, "out of memory rendering an event");
+}

@@ -1,0 +1,72 @@
+/* event.h — one event between the outside world and the database: parsing and validating
+ * an input line (the only gate into the store), and rendering a stored row as its
+ * canonical line (the only encoder: every view, the CLI and every backend go through it). */
+#ifndef RS_EVENT_H
+#define RS_EVENT_H
+
+#include "contract.h"
+#include "runstore.h"
+
+#define RS_TIME_LEN 32   /* "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" */
+
+/* A validated event awaiting storage. Strings are NUL-terminated and owned. */
+typedef struct rs_event {
+    char thread_id[RS_ID_MAX + 1];
+    char run_id[RS_ID_MAX + 1];
+    char event_type[RS_EVENT_TYPE_MAX + 1];
+    char category[RS_CATEGORY_MAX + 1];
+    char created_at[RS_TIME_LEN + 1];  /* canonical UTC: 2026-01-02T03:04:05.678901+00:00 */
+    char created_db[27];               /* DeerFlow's DATETIME text: 2026-01-02 03:04:05.678901 */
+    rs_buf content;      /* canonical JSON of the content value (the "content" of the line) */
+    rs_buf content_db;   /* run_events.content: the decoded string, or canonical JSON text */
+    rs_buf metadata;     /* canonical JSON object of the metadata as given ({} when absent) */
+    rs_buf metadata_db;  /* run_events.event_metadata: metadata plus DeerFlow's markers */
+    cJSON *content_tree;
+    cJSON *metadata_tree;
+} rs_event;
+
+typedef struct rs_event_ctx {
+    const rs_contract *contract;
+    const char *thread_id;       /* from the path: a given thread_id must equal it */
+    const char *run_id;          /* likewise */
+    const char *event_type;      /* once/<type>: the type when the line omits it; NULL else */
+    int allow_unknown;
+    size_t max_bytes;            /* the line's limit: larger is -EMSGSIZE */
+} rs_event_ctx;
+
+/* Parse one line (without its '\n') into a validated event. Refusals: -EINVAL (malformed
+ * JSON, not an object, unknown or mistyped field, seq or user_id given, id mismatch, bad
+ * created_at, contract violation, category mismatch), -EMSGSIZE (over max_bytes). */
+int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_ctx *ctx,
+                   rs_err *err);
+void rs_event_free(rs_event *ev);
+
+/* A stored row as the backend reads it. */
+typedef struct rs_row {
+    const char *thread_id;
+    const char *run_id;
+    int64_t seq;
+    const char *event_type;
+    const char *category;
+    const char *content;       /* run_events.content */
+    size_t content_len;
+    const char *metadata;      /* run_events.event_metadata */
+    size_t metadata_len;
+    const char *created_at;    /* DATETIME text as stored (any of DeerFlow's forms) */
+    const char *user_id;       /* NULL: no owner */
+} rs_row;
+
+/* Append the canonical line of row, '\n' included, to out: keys thread_id, run_id, seq,
+ * event_type, category, content, metadata, created_at, then user_id when the row has one;
+ * storage markers dropped; content decoded only when a marker says it is JSON. */
+int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
+
+/* Parse an RFC 3339 / ISO-8601 timestamp with any offset (or 'Z'; a naive one is UTC) and
+ * write it as canonical UTC (canon, RS_TIME_LEN+1 bytes) and DeerFlow DATETIME text (db, 27
+ * bytes). Either output may be NULL. -EINVAL for anything unparsable or out of range. */
+int rs_time_parse(const char *s, size_t len, char *canon, char *db);
+
+/* The current time in both forms. */
+void rs_time_now(char *canon, char *db);
+
+#endif

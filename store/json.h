@@ -1,0 +1,48 @@
+/* json.h — strict JSON text checking and canonical rendering, byte for byte.
+ *
+ * Canonical JSON is compact (no insignificant white space), UTF-8 (no \u escapes but for
+ * '"', '\\' and control characters, which use \" \\ \b \f \n \r \t or \u00XX), keeps object
+ * key order and number lexemes exactly as written. cJSON is used for trees; this module is
+ * for bytes, so that what was written is what is read back. */
+#ifndef RS_JSON_H
+#define RS_JSON_H
+
+#include "runstore.h"
+
+#define RS_JSON_MAX_DEPTH 128
+
+enum {
+    RS_JSON_LENIENT = 1 << 0,       /* reading foreign rows: accept NaN, Infinity, -Infinity */
+    RS_JSON_DROP_MARKERS = 1 << 1,  /* drop top-level "content_is_json" and "content_is_dict" */
+};
+
+/* Append the canonical form of the one JSON value in in[0..len) (white space around it
+ * allowed) to out. -EINVAL with a reason for anything not strict RFC 8259: bad syntax,
+ * invalid or overlong UTF-8, a lone surrogate in a \u escape, NUL bytes, nesting deeper
+ * than RS_JSON_MAX_DEPTH, a number beyond double range, duplicate-free is not checked. */
+int rs_json_canon(rs_buf *out, const char *in, size_t len, unsigned flags, rs_err *err);
+
+/* rs_json_canon into dst, which has room for len + 1 bytes (canonical text is never longer
+ * than its input); *dst_len = bytes written (dst is NUL-terminated). markers (may be NULL)
+ * gets 1 for a truthy dropped "content_is_json", 2 for a truthy dropped "content_is_dict". */
+int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
+                     unsigned *markers, rs_err *err);
+
+/* Append s[0..len) as a JSON string literal (canonical escaping). s should be valid UTF-8;
+ * each invalid sequence is written as U+FFFD (so a foreign row always renders). */
+int rs_json_quote(rs_buf *out, const char *s, size_t len);
+
+/* 1 when s[0..len) is valid UTF-8 with no NUL, no surrogates, no overlong forms. */
+int rs_utf8_valid(const char *s, size_t len);
+
+/* Call fn for each member of the canonical JSON object text obj[0..len): key (raw, as
+ * inside the quotes) and the value's canonical bytes. fn returns 0 to go on, non-zero to
+ * stop (that value is returned). -EINVAL when obj is not an object. */
+typedef int (*rs_json_member_fn)(void *ctx, const char *key, size_t key_len,
+                                 const char *val, size_t val_len);
+int rs_json_members(const char *obj, size_t len, rs_json_member_fn fn, void *ctx);
+
+/* Decode a canonical JSON string literal lit[0..len) (with its quotes) into out. */
+int rs_json_unquote(rs_buf *out, const char *lit, size_t len);
+
+#endif

@@ -1,0 +1,252 @@
+/* runstore.h — the run event store: the only header outside store/ may include.
+ *
+ * A store holds DeerFlow-compatible run events (thread_id, run_id, seq, event_type, category,
+ * content, metadata, created_at, user_id) in SQLite. Every function returns 0 (or a count)
+ * on success and a negative errno on failure; a human reason travels in an rs_err. */
+#ifndef RUNSTORE_H
+#define RUNSTORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RS_VERSION "0.1.0"
+#define RS_ID_MAX 64             /* thread and run ids: 1-64 of [A-Za-z0-9_-] */
+#define RS_EVENT_TYPE_MAX 32
+#define RS_CATEGORY_MAX 16
+#define RS_MIDDLEWARE_TAG_MAX 21
+#define RS_DEFAULT_MAX_EVENT (1024 * 1024)
+
+/* ---- rs_buf: the one growable byte buffer (git's strbuf discipline) ------------------
+ * Invariants: buf is never NULL and always NUL-terminated at buf[len]; a zeroed struct
+ * is not valid, use RS_BUF_INIT. On allocation failure a call returns -ENOMEM and leaves
+ * the buffer as it was. */
+typedef struct rs_buf {
+    char *buf;
+    size_t len;
+    size_t alloc;
+} rs_buf;
+extern char rs_buf_empty[];
+#define RS_BUF_INIT { rs_buf_empty, 0, 0 }
+
+int rs_buf_grow(rs_buf *b, size_t extra);            /* room for extra more bytes */
+int rs_buf_add(rs_buf *b, const void *data, size_t len);
+int rs_buf_addstr(rs_buf *b, const char *s);
+int rs_buf_addch(rs_buf *b, char c);
+int rs_buf_addf(rs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rs_buf_reset(rs_buf *b);                        /* len = 0, memory kept */
+void rs_buf_release(rs_buf *b);                      /* free, back to RS_BUF_INIT */
+char *rs_buf_detach(rs_buf *b, size_t *len);         /* hand the bytes to the caller */
+void rs_buf_remove_front(rs_buf *b, size_t n);       /* drop the first n bytes */
+/* Append s as a JSON string literal; bytes that are not UTF-8 become U+FFFD. */
+int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
+
+/* ---- errors ----------------------------------------------------------------------------
+ * code is the negative errno also returned; line is the 1-based input line a batch
+ * refused (0 when not about a line); msg is one line naming the field at fault. */
+typedef struct rs_err {
+    int code;
+    long line;
+    char msg[512];
+} rs_err;
+
+/* Fill err (may be NULL) and return code. */
+int rs_err_set(rs_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *rs_errno_name(int code);                 /* "EINVAL" for -EINVAL or EINVAL */
+
+/* 1 when s is a valid thread or run id: 1-64 of [A-Za-z0-9_-]. */
+int rs_id_valid(const char *s);
+int rs_id_valid_n(const char *s, size_t len);
+
+/* ---- opening ----------------------------------------------------------------------------- */
+typedef struct rs_store rs_store;
+typedef struct rs_cursor rs_cursor;
+
+typedef struct rs_options {
+    const char *contract_path;   /* NULL: the contract installed with runfs */
+    int sync_full;               /* fsync every commit (synchronous=FULL) */
+    int allow_unknown_events;    /* accept event types the contract does not name */
+    int read_only;               /* refuse every write with -EROFS */
+    size_t max_event_bytes;      /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
+} rs_options;
+
+/* Open (creating when absent) the store at uri: a SQLite file path. */
+int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
+void rs_store_close(rs_store *s);                    /* checkpoints the WAL */
+const char *rs_store_backend(const rs_store *s);     /* "sqlite" */
+const char *rs_store_path(const rs_store *s);
+size_t rs_store_max_event(const rs_store *s);
+/* The active contract's raw bytes (for contract.json). */
+const char *rs_store_contract_text(const rs_store *s, size_t *len);
+/* A number that changes whenever any connection (any process) commits to the store. */
+int rs_store_data_version(rs_store *s, int64_t *version);
+
+/* A store is used by one thread at a time. Threads of one process share nothing:
+ * each opens its own rs_store on the same uri (WAL lets readers run beside a writer). */
+
+/* ---- records ------------------------------------------------------------------------------ */
+typedef struct rs_record {
+    int64_t seq;
+    const char *thread_id;
+    const char *run_id;
+    const char *event_type;
+    const char *category;
+    const char *user_id;         /* NULL when the row has no owner */
+    const char *line;            /* canonical JSON line, '\n'-terminated */
+    size_t line_len;
+    int64_t run_off;             /* byte offset of line in the run's events.jsonl */
+    int64_t thread_off;          /* byte offset of line in the thread's events.jsonl */
+} rs_record;
+
+/* Next record: 1 with *out set (valid until the next call), 0 at the end, <0 on error. */
+int rs_cursor_next(rs_cursor *c, const rs_record **out);
+void rs_cursor_free(rs_cursor *c);
+
+/* ---- writing ------------------------------------------------------------------------------
+ * user: the owner stamped on new rows (NULL: none). A refused write stores nothing. */
+typedef struct rs_target {
+    const char *thread_id;
+    const char *run_id;
+    const char *user;
+} rs_target;
+
+/* Parse and validate every '\n'-terminated line of buf[0..len) (a last line without '\n'
+ * counts too) and store them as one atomic batch with consecutive seqs. The canonical lines
+ * stored are appended to stored (may be NULL). -EINVAL/-EMSGSIZE name the line in err. */
+int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
+                    rs_buf *stored, rs_err *err);
+
+typedef enum rs_confirm {
+    RS_CONFIRMED_NEW = 1,        /* stored now */
+    RS_CONFIRMED_EXISTING = 2,   /* an equal event was already stored: its seq kept */
+} rs_confirm;
+
+/* put_if_absent for event_type given by a one-line body (its event_type, when given, must
+ * equal event_type). exclusive: an existing singleton is -EEXIST. Otherwise an existing equal
+ * one is RS_CONFIRMED_EXISTING and a different one -EEXIST (conflict). The stored record's
+ * canonical line goes to stored. Returns the rs_confirm outcome or a negative errno. */
+int rs_store_put_singleton(rs_store *s, const rs_target *t, const char *event_type,
+                           const char *body, size_t len, int exclusive,
+                           rs_buf *stored, rs_err *err);
+
+/* put_if_absent as DeerFlow names it: created=1 when stored now, else the earliest existing
+ * row with the same (thread, run, event_type) is returned and the body ignored. */
+int rs_store_put_if_absent(rs_store *s, const rs_target *t, const char *body, size_t len,
+                           rs_buf *stored, int *created, rs_err *err);
+
+/* Reserve once/<event_type> between an exclusive create and its commit, across processes.
+ * -EEXIST when the event exists or another holder has the reservation. */
+int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *event_type,
+                               rs_err *err);
+int rs_store_release_singleton(rs_store *s, const rs_target *t, const char *event_type);
+
+/* mkdir threads/T and threads/T/runs/R: make an empty thread or run visible. */
+int rs_store_create_thread(rs_store *s, const char *thread_id, const char *user, rs_err *err);
+int rs_store_create_run(rs_store *s, const rs_target *t, rs_err *err);
+
+/* delete_by_run / delete_by_thread: rows of user only (NULL: every owner). The thread's
+ * high-water mark never goes down for a run delete; a thread delete drops it only when no
+ * row of the thread remains. *count = rows deleted. */
+int rs_store_delete_run(rs_store *s, const rs_target *t, int64_t *count, rs_err *err);
+int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user,
+                           int64_t *count, rs_err *err);
+
+/* ---- reading ------------------------------------------------------------------------------
+ * user NULL: every owner's rows; otherwise only that owner's. */
+typedef struct rs_query {
+    const char *thread_id;
+    const char *run_id;          /* NULL: the whole thread */
+    const char *user;
+    int messages_only;           /* category = 'message' */
+    const char *const *event_types;  /* NULL: any type; else n_event_types names */
+    size_t n_event_types;
+    const char *task_id;         /* metadata.task_id equals this string */
+    int64_t after_seq;           /* exclusive; 0: none */
+    int64_t before_seq;          /* exclusive; 0: none */
+    int64_t limit;               /* 0: no limit */
+    int newest;                  /* with limit and no after_seq: the newest limit rows */
+} rs_query;
+
+/* Rows matching q, always in ascending seq (list_events, list_messages, ...). */
+int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err);
+
+/* A thread's or run's events.jsonl as a byte log. */
+typedef struct rs_log_info {
+    int exists;                  /* the thread/run exists for this user */
+    int exact;                   /* size and offsets hold for this user (single owner) */
+    int64_t size;                /* bytes of events.jsonl */
+    int64_t count;               /* events */
+    int64_t message_count;
+    int64_t last_seq;            /* highest seq of a row (0: none) */
+    int64_t hwm;                 /* thread only: next seq - 1 (the high-water mark) */
+    int64_t mtime_ns;            /* last append or creation */
+    int64_t ctime_ns;
+} rs_log_info;
+
+/* run_id NULL: the thread. */
+int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, const char *user,
+                      rs_log_info *out, rs_err *err);
+/* Records of the log from the one holding byte offset off on (needs info.exact). */
+int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, int64_t off,
+                      rs_cursor **out, rs_err *err);
+
+/* Names: threads, a thread's runs, a run's event types, task ids, singleton types. */
+typedef enum rs_names_kind {
+    RS_NAMES_THREADS,
+    RS_NAMES_RUNS,
+    RS_NAMES_TYPES,
+    RS_NAMES_TASKS,
+    RS_NAMES_SINGLETONS,
+} rs_names_kind;
+typedef struct rs_names rs_names;
+int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
+                   const char *user, rs_names **out, rs_err *err);
+/* Next name: 1 with *name set (valid until the next call), 0 at the end, <0 on error. */
+int rs_names_next(rs_names *n, const char **name);
+void rs_names_free(rs_names *n);
+
+/* count_messages. */
+int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user,
+                            int64_t *count, rs_err *err);
+/* get_last_visible_ai_seq_by_run for one run: -ENOENT when the run has none. */
+int rs_store_last_visible_ai_seq(rs_store *s, const rs_target *t, int64_t *seq, rs_err *err);
+/* get_message_seqs for one identity ("tool:<id>" or "message:<id>"): -ENOENT when absent. */
+int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user,
+                         const char *identity, int64_t *seq, rs_err *err);
+/* find_latest_ai_message_run_ids for one message id: -ENOENT when absent. */
+int rs_store_latest_ai_run(rs_store *s, const char *thread_id, const char *user,
+                           const char *message_id, rs_buf *run_id, rs_err *err);
+
+/* Totals for status.json. */
+typedef struct rs_stats {
+    int64_t threads;
+    int64_t runs;
+    int64_t events;
+} rs_stats;
+int rs_store_stats(rs_store *s, rs_stats *out, rs_err *err);
+
+/* ---- projections, receipts and seals (spec sections 7 and 10) ---------------------------- */
+
+/* history.jsonl: the thread history a chat UI shows (message rows minus middleware rows,
+ * subagent AI rows and rows of superseded runs), rows with seq > after_seq. */
+int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,
+                     rs_cursor **out, rs_err *err);
+/* workspace-changes.json: the latest workspace_changes payload, or the available:false
+ * document; '\n'-terminated. */
+int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
+/* receipt.json: {thread_id, run_id, upper_seq, event_count, terminal}. */
+int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
+/* seal.json as stored: -ENOENT until the run is sealed. */
+int rs_store_seal_read(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
+/* Seal the run (exclusive create of seal.json). body: empty, or {"state":"partial",
+ * "error":"why"}. -EINVAL without a valid run.terminal inside the boundary (unless
+ * partial), -EEXIST when already sealed. The seal document goes to out (may be NULL). */
+int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len, rs_buf *out,
+                  rs_err *err);
+/* Recompute every seal's digest; fn is called for each sealed run (ok = 0 when its evidence
+ * changed, why says how). Returns the number of runs that changed, or a negative errno. */
+typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id, int ok,
+                            const char *why);
+int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);
+
+#endif

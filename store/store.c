@@ -1,0 +1,562 @@
+/* store.c — the public store API: validation in front, a backend behind.
+ *
+ * Everything that enters the store passes rs_event_parse here; the backend only ever sees
+ * validated events. Decisions that do not depend on storage (singleton equality, message
+ * identity) live here too, so every backend answers alike. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "contract.h"
+#include "event.h"
+#include "json.h"
+#include "runstore.h"
+#include "store_int.h"
+
+int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
+{
+    rs_options defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    rs_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    s->opt = *opt;
+    if (!s->opt.max_event_bytes)
+        s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
+    s->ops = &rs_sqlite_backend;
+    int rc = -ENOMEM;
+    if (!(s->path = strdup(uri)))
+        goto fail;
+    const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
+    rc = rs_contract_load(&s->contract, contract, err);
+    if (rc == -ENOENT && !opt->contract_path)
+        rc = rs_contract_load(&s->contract, RS_CONTRACT_SOURCE, err);
+    if (rc)
+        goto fail;
+    s->n_singletons = rs_contract_singletons(s->contract, &s->singletons);
+    if ((rc = s->ops->open(&s->be, uri, &s->opt, err)))
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    rs_contract_free(s->contract);
+    free(s->path);
+    free(s);
+    return rc;
+}
+
+void rs_store_close(rs_store *s)
+{
+    if (!s)
+        return;
+    s->ops->close(s->be);
+    rs_contract_free(s->contract);
+    free(s->path);
+    free(s);
+}
+
+const char *rs_store_backend(const rs_store *s)
+{
+    return s->ops->name;
+}
+
+const char *rs_store_path(const rs_store *s)
+{
+    return s->path;
+}
+
+size_t rs_store_max_event(const rs_store *s)
+{
+    return s->opt.max_event_bytes;
+}
+
+const char *rs_store_contract_text(const rs_store *s, size_t *len)
+{
+    return rs_contract_text(s->contract, len);
+}
+
+int rs_store_data_version(rs_store *s, int64_t *version)
+{
+    return s->ops->data_version(s->be, version);
+}
+
+static int check_target(const rs_target *t, int need_run, rs_err *err)
+{
+    if (!rs_id_valid(t->thread_id))
+        return rs_err_set(err, -EINVAL, "invalid thread id '%.80s': use 1-64 of [A-Za-z0-9_-]",
+                          t->thread_id ? t->thread_id : "");
+    if (need_run && !rs_id_valid(t->run_id))
+        return rs_err_set(err, -EINVAL, "invalid run id '%.80s': use 1-64 of [A-Za-z0-9_-]",
+                          t->run_id ? t->run_id : "");
+    return 0;
+}
+
+static int check_writable(rs_store *s, rs_err *err)
+{
+    return s->opt.read_only ? rs_err_set(err, -EROFS, "the store is mounted read-only") : 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+static int parse_one(rs_store *s, const rs_target *t, const char *event_type, const char *line,
+                     size_t len, rs_event **out, rs_err *err)
+{
+    rs_event_ctx ctx = {
+        .contract = s->contract,
+        .thread_id = t->thread_id,
+        .run_id = t->run_id,
+        .event_type = event_type,
+        .allow_unknown = s->opt.allow_unknown_events,
+        .max_bytes = s->opt.max_event_bytes,
+    };
+    return rs_event_parse(out, line, len, &ctx, err);
+}
+
+int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
+                    rs_buf *stored, rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)))
+        return rc;
+    rs_event **evs = NULL;
+    size_t n = 0, cap = 0;
+    long lineno = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - buf) : len;
+        lineno++;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            rs_event **p = realloc(evs, ncap * sizeof *p);
+            if (!p) {
+                rc = rs_err_set(err, -ENOMEM, "out of memory");
+                goto out;
+            }
+            evs = p;
+            cap = ncap;
+        }
+        if ((rc = parse_one(s, t, NULL, buf + pos, end - pos, &evs[n], err))) {
+            if (err)
+                err->line = lineno;
+            goto out;
+        }
+        if (rs_contract_is_singleton(s->contract, evs[n]->event_type)) {
+            rc = rs_err_set(err, -EINVAL, "%s is a singleton: create it with once/%s",
+                            evs[n]->event_type, evs[n]->event_type);
+            n++;
+            if (err)
+                err->line = lineno;
+            goto out;
+        }
+        n++;
+        pos = end + 1;
+    }
+    rc = s->ops->put(s->be, t, evs, n, 0, NULL, NULL, stored, err);
+out:
+    for (size_t i = 0; i < n; i++)
+        rs_event_free(evs[i]);
+    free(evs);
+    return rc;
+}
+
+static void existing_init(rs_existing *ex)
+{
+    ex->line = (rs_buf)RS_BUF_INIT;
+    ex->category = (rs_buf)RS_BUF_INIT;
+    ex->content_db = (rs_buf)RS_BUF_INIT;
+    ex->metadata_db = (rs_buf)RS_BUF_INIT;
+    ex->seq = 0;
+}
+
+static void existing_release(rs_existing *ex)
+{
+    rs_buf_release(&ex->line);
+    rs_buf_release(&ex->category);
+    rs_buf_release(&ex->content_db);
+    rs_buf_release(&ex->metadata_db);
+}
+
+static int truthy(const cJSON *v)
+{
+    return v && !cJSON_IsFalse(v) && !cJSON_IsNull(v) &&
+           !(cJSON_IsNumber(v) && v->valuedouble == 0) &&
+           !(cJSON_IsString(v) && !*v->valuestring);
+}
+
+/* The stored content as a JSON value, decoded the way DeerFlow decodes it. */
+static cJSON *existing_content(const rs_existing *ex, const cJSON *meta)
+{
+    if (meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
+                 truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")))) {
+        cJSON *v = cJSON_ParseWithLength(ex->content_db.buf, ex->content_db.len);
+        if (v)
+            return v;
+    }
+    return cJSON_CreateString(ex->content_db.buf);
+}
+
+/* DESIGN "Singletons": the same event is equal category and content and equal values for
+ * the metadata keys the contract requires, other than recovered. */
+static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existing *ex)
+{
+    if (strcmp(ev->category, ex->category.buf) != 0)
+        return 0;
+    cJSON *meta = cJSON_ParseWithLength(ex->metadata_db.buf, ex->metadata_db.len);
+    cJSON *content = existing_content(ex, meta);
+    int same = content && cJSON_Compare(content, ev->content_tree, 1);
+    const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
+    const cJSON *key;
+    cJSON_ArrayForEach(key, req) {
+        if (!same)
+            break;
+        if (!cJSON_IsString(key) || strcmp(key->valuestring, "recovered") == 0)
+            continue;
+        const cJSON *a = meta ? cJSON_GetObjectItemCaseSensitive(meta, key->valuestring) : NULL;
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(ev->metadata_tree, key->valuestring);
+        same = a && b && cJSON_Compare(a, b, 1);
+    }
+    cJSON_Delete(content);
+    cJSON_Delete(meta);
+    return same;
+}
+
+int rs_store_put_singleton(rs_store *s, const rs_target *t, const char *event_type,
+                           const char *body, size_t len, int exclusive, rs_buf *stored,
+                           rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)))
+        return rc;
+    while (len && (body[len - 1] == '\n' || body[len - 1] == '\r'))
+        len--;
+    if (memchr(body, '\n', len))
+        return rs_err_set(err, -EINVAL, "once/%s takes exactly one event line", event_type);
+    rs_event *ev;
+    if ((rc = parse_one(s, t, event_type, body, len, &ev, err)))
+        return rc;
+    rs_existing ex;
+    existing_init(&ex);
+    int created = 0;
+    rc = s->ops->put(s->be, t, &ev, 1, 1, &created, &ex, stored, err);
+    if (!rc && created) {
+        rc = RS_CONFIRMED_NEW;
+    } else if (!rc) {
+        if (exclusive)
+            rc = rs_err_set(err, -EEXIST, "once/%s already exists (seq %lld)", event_type,
+                            (long long)ex.seq);
+        else if (!singleton_same(s, ev, &ex))
+            rc = rs_err_set(err, -EEXIST, "once/%s conflicts with the stored event (seq %lld)",
+                            event_type, (long long)ex.seq);
+        else if (stored && (rc = rs_buf_add(stored, ex.line.buf, ex.line.len)) == 0)
+            rc = RS_CONFIRMED_EXISTING;
+        else if (!stored)
+            rc = RS_CONFIRMED_EXISTING;
+    }
+    existing_release(&ex);
+    rs_event_free(ev);
+    return rc;
+}
+
+int rs_store_put_if_absent(rs_store *s, const rs_target *t, const char *body, size_t len,
+                           rs_buf *stored, int *created, rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)))
+        return rc;
+    rs_event *ev;
+    if ((rc = parse_one(s, t, NULL, body, len, &ev, err)))
+        return rc;
+    rs_existing ex;
+    existing_init(&ex);
+    rc = s->ops->put(s->be, t, &ev, 1, 1, created, &ex, stored, err);
+    if (!rc && !*created && stored)
+        rc = rs_buf_add(stored, ex.line.buf, ex.line.len);
+    existing_release(&ex);
+    rs_event_free(ev);
+    return rc;
+}
+
+static int check_type_name(const char *event_type, rs_err *err)
+{
+    size_t n = event_type ? strlen(event_type) : 0;
+    if (n < 1 || n > RS_EVENT_TYPE_MAX || strchr(event_type, '/'))
+        return rs_err_set(err, -EINVAL, "invalid event type '%.80s'", event_type ? event_type : "");
+    return 0;
+}
+
+int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *event_type,
+                               rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)) || (rc = check_type_name(event_type, err)))
+        return rc;
+    return s->ops->reserve(s->be, t, event_type, err);
+}
+
+int rs_store_release_singleton(rs_store *s, const rs_target *t, const char *event_type)
+{
+    return s->ops->release(s->be, t, event_type);
+}
+
+int rs_store_create_thread(rs_store *s, const char *thread_id, const char *user, rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id, .user = user};
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(&t, 0, err)))
+        return rc;
+    return s->ops->create(s->be, &t, err);
+}
+
+int rs_store_create_run(rs_store *s, const rs_target *t, rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)))
+        return rc;
+    return s->ops->create(s->be, t, err);
+}
+
+int rs_store_delete_run(rs_store *s, const rs_target *t, int64_t *count, rs_err *err)
+{
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(t, 1, err)))
+        return rc;
+    return s->ops->delete(s->be, t, count, err);
+}
+
+int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user,
+                           int64_t *count, rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id, .user = user};
+    int rc = check_writable(s, err);
+    if (rc || (rc = check_target(&t, 0, err)))
+        return rc;
+    return s->ops->delete(s->be, &t, count, err);
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+int rs_cursor_next(rs_cursor *c, const rs_record **out)
+{
+    return c->next(c, out);
+}
+
+void rs_cursor_free(rs_cursor *c)
+{
+    if (c)
+        c->free(c);
+}
+
+int rs_names_next(rs_names *n, const char **name)
+{
+    return n->next(n, name);
+}
+
+void rs_names_free(rs_names *n)
+{
+    if (n)
+        n->free(n);
+}
+
+int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err)
+{
+    rs_target t = {.thread_id = q->thread_id, .run_id = q->run_id};
+    int rc = check_target(&t, q->run_id != NULL, err);
+    if (rc)
+        return rc;
+    if (q->limit < 0)
+        return rs_err_set(err, -EINVAL, "limit must be at least 1");
+    if (q->n_event_types > 64)
+        return rs_err_set(err, -EINVAL, "at most 64 event types in one query");
+    return s->ops->query(s->be, q, out, err);
+}
+
+int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, const char *user,
+                      rs_log_info *out, rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id, .run_id = run_id};
+    int rc = check_target(&t, run_id != NULL, err);
+    if (rc)
+        return rc;
+    return s->ops->log_info(s->be, thread_id, run_id, user, out, err);
+}
+
+int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, int64_t off,
+                      rs_cursor **out, rs_err *err)
+{
+    return s->ops->log_seek(s->be, thread_id, run_id, off, out, err);
+}
+
+int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
+                   const char *user, rs_names **out, rs_err *err)
+{
+    return s->ops->names(s->be, kind, thread_id, run_id, user, s->singletons, s->n_singletons,
+                         out, err);
+}
+
+int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user,
+                            int64_t *count, rs_err *err)
+{
+    return s->ops->count_messages(s->be, thread_id, user, count, err);
+}
+
+int rs_store_last_visible_ai_seq(rs_store *s, const rs_target *t, int64_t *seq, rs_err *err)
+{
+    return s->ops->last_visible_ai_seq(s->be, t, seq, err);
+}
+
+/* A LIKE pattern that finds raw in content text, or NULL when raw holds characters whose
+ * JSON spelling differs from their raw bytes (then every object row is checked). */
+static char *like_pattern(const char *raw)
+{
+    size_t n = strlen(raw);
+    for (size_t i = 0; i < n; i++)
+        if (raw[i] == '"' || raw[i] == '\\' || (unsigned char)raw[i] < 0x20)
+            return NULL;
+    char *p = malloc(2 * n + 3), *w = p;
+    if (!p)
+        return NULL;
+    *w++ = '%';
+    for (size_t i = 0; i < n; i++) {
+        if (raw[i] == '%' || raw[i] == '_')
+            *w++ = '\\';
+        *w++ = raw[i];
+    }
+    *w++ = '%';
+    *w = '\0';
+    return p;
+}
+
+static const char *str_item(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+/* DeerFlow's message identity (message_identity.py): tool:<tool_call_id>, else
+ * message:<id> with a human message's trailing "__user" dropped. */
+static int identity_matches(const cJSON *msg, const char *identity)
+{
+    const char *tool = str_item(msg, "tool_call_id");
+    if (tool)
+        return strncmp(identity, "tool:", 5) == 0 && strcmp(identity + 5, tool) == 0;
+    const char *id = str_item(msg, "id");
+    if (!id || strncmp(identity, "message:", 8) != 0)
+        return 0;
+    size_t n = strlen(id);
+    const char *type = str_item(msg, "type");
+    if (type && strcmp(type, "human") == 0 && n > 6 && strcmp(id + n - 6, "__user") == 0)
+        n -= 6;
+    return strlen(identity + 8) == n && strncmp(identity + 8, id, n) == 0;
+}
+
+static cJSON *row_content_object(const rs_row *row)
+{
+    cJSON *meta = cJSON_ParseWithLength(row->metadata, row->metadata_len);
+    int json = meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
+                        truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")));
+    cJSON_Delete(meta);
+    if (!json)
+        return NULL;
+    cJSON *v = cJSON_ParseWithLength(row->content, row->content_len);
+    if (v && !cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* Scan message rows holding an object; fn decides. */
+static int scan_messages(rs_store *s, const char *thread_id, const char *user, int newest,
+                         const char *raw, int (*fn)(const rs_row *, const cJSON *, void *),
+                         void *ctx, rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id};
+    int rc = check_target(&t, 0, err);
+    if (rc)
+        return rc;
+    char *like = like_pattern(raw);
+    rs_cursor *c;
+    rc = s->ops->message_objects(s->be, thread_id, user, newest, like, &c, err);
+    free(like);
+    if (rc)
+        return rc;
+    rc = -ENOENT;
+    int step;
+    for (;;) {
+        /* The raw row is enough here; no need to render the line. */
+        const rs_record *rec;
+        step = rs_cursor_next(c, &rec);
+        if (step <= 0)
+            break;
+        cJSON *msg = row_content_object(&c->row);
+        int hit = msg && fn(&c->row, msg, ctx);
+        cJSON_Delete(msg);
+        if (hit) {
+            rc = 0;
+            break;
+        }
+    }
+    rs_cursor_free(c);
+    return step < 0 ? step : rc;
+}
+
+typedef struct seq_find {
+    const char *identity;
+    int64_t seq;
+} seq_find;
+
+static int match_identity(const rs_row *row, const cJSON *msg, void *ctx)
+{
+    seq_find *f = ctx;
+    if (!identity_matches(msg, f->identity))
+        return 0;
+    f->seq = row->seq;
+    return 1;
+}
+
+int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user,
+                         const char *identity, int64_t *seq, rs_err *err)
+{
+    const char *raw = strchr(identity, ':');
+    if (!raw || !raw[1])
+        return rs_err_set(err, -ENOENT, "identity must be tool:<id> or message:<id>");
+    seq_find f = {.identity = identity};
+    int rc = scan_messages(s, thread_id, user, 0, raw + 1, match_identity, &f, err);
+    if (!rc)
+        *seq = f.seq;
+    return rc;
+}
+
+typedef struct run_find {
+    const char *message_id;
+    rs_buf *run_id;
+    int rc;
+} run_find;
+
+static int match_ai(const rs_row *row, const cJSON *msg, void *ctx)
+{
+    run_find *f = ctx;
+    const char *type = str_item(msg, "type");
+    const char *id = str_item(msg, "id");
+    if (!type || strcmp(type, "ai") != 0 || !id || strcmp(id, f->message_id) != 0 ||
+        !row->run_id[0])
+        return 0;
+    rs_buf_reset(f->run_id);
+    f->rc = rs_buf_addstr(f->run_id, row->run_id);
+    return 1;
+}
+
+int rs_store_latest_ai_run(rs_store *s, const char *thread_id, const char *user,
+                           const char *message_id, rs_buf *run_id, rs_err *err)
+{
+    run_find f = {.message_id = message_id, .run_id = run_id};
+    int rc = scan_messages(s, thread_id, user, 1, message_id, match_ai, &f, err);
+    return rc ? rc : f.rc;
+}
+
+int rs_store_stats(rs_store *s, rs_stats *out, rs_err *err)
+{
+    return s->ops->stats(s->be, out, err);
+}
