@@ -102,6 +102,16 @@ int rfs_mount_main(rfs_options *opt)
         return 1;
     }
     rs_store_close(probe);
+    /* The daemon runs from /: keep the store's absolute path. */
+    char *abs_store = realpath(opt->store, NULL);
+    if (!abs_store) {
+        fprintf(stderr, "runfs: %s: %s\n", opt->store, strerror(errno));
+        return 1;
+    }
+    m.opt.store = abs_store;
+    char *abs_mnt = realpath(opt->mountpoint, NULL);
+    if (abs_mnt)
+        m.opt.mountpoint = abs_mnt;
 
     int status = 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -164,5 +174,7 @@ out_tables:
     rfs_rejects_free(m.rejects);
 out_args:
     fuse_opt_free_args(&args);
+    free(abs_store);
+    free(abs_mnt);
     return status;
 }

@@ -187,6 +187,18 @@ static int node_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *er
     return rc;
 }
 
+/* Names whose existence changes under the kernel's feet are looked up every time. */
+static double entry_timeout(rfs_kind kind)
+{
+    switch (kind) {
+    case RFS_T_SINCE: case RFS_R_SINCE: case RFS_T_MSGSEQ: case RFS_T_AIRUN:
+    case RFS_R_ONCE: case RFS_R_SEAL: case RFS_R_LASTAI:
+        return 0.0;
+    default:
+        return DIR_TIMEOUT;
+    }
+}
+
 static int reply_entry_for(fuse_req_t req, const rfs_node *n, const rfs_stat *st)
 {
     rfs_mount *m = mount_of(req);
@@ -199,9 +211,7 @@ static int reply_entry_for(fuse_req_t req, const rfs_node *n, const rfs_stat *st
     e.ino = ino;
     e.attr_timeout = attr_timeout(n->kind);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
-    e.entry_timeout = rfs_node_is_lookup_only(n->kind) || n->kind == RFS_T_SINCE ||
-                      n->kind == RFS_R_SINCE || n->kind == RFS_T_MSGSEQ || n->kind == RFS_T_AIRUN
-                          ? 0.0 : DIR_TIMEOUT;
+    e.entry_timeout = entry_timeout(n->kind);
     fill_attr(req, n, st, ino, &e.attr);
     if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG)
         rfs_itable_set_size(m->inodes, ino, st->size);
@@ -721,6 +731,25 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         }
         h->reserved = 1;
     }
+    if (cn.kind == RFS_R_SEAL) {
+        /* A run with its terminal event is sealed at once; without one, a body must
+         * follow ({"state":"partial","error":"why"}), committed at its newline. */
+        rs_store *s;
+        rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
+        if (!(rc = rfs_pool_get(m, &s, &err))) {
+            pthread_mutex_lock(&m->write_lock);
+            rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, &err);
+            pthread_mutex_unlock(&m->write_lock);
+            rfs_pool_put(m, s);
+        }
+        if (rc == 0) {
+            h->done = 1;
+            rfs_hub_committed(m, cn.thread_id, cn.run_id);
+        } else if (rc != -EINVAL) {
+            handle_free(h);
+            return refuse(req, &pn, name, rc, err.msg, NULL, 0);
+        }
+    }
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
     uint64_t ino;
@@ -729,6 +758,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return (void)fuse_reply_err(req, -rc);
     }
     e.ino = ino;
+    e.entry_timeout = entry_timeout(cn.kind);
     rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = now_ns(), .ctime_ns = now_ns()};
     fill_attr(req, &cn, &fst, ino, &e.attr);
     fi->direct_io = 1;
@@ -810,9 +840,8 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
 }
 
 /* once/<type> and seal.json: store the body. 0 or a negative errno (already refused). */
-static int commit_body(fuse_req_t req, rfs_handle *h)
+static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
 {
-    rfs_mount *m = mount_of(req);
     h->done = 1;
     rs_err err = {0};
     rs_store *s;
@@ -837,7 +866,11 @@ static int commit_body(fuse_req_t req, rfs_handle *h)
     pthread_mutex_unlock(&m->write_lock);
     rfs_pool_put(m, s);
     if (rc < 0) {
-        refuse(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
+        if (req)
+            refuse(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
+        else
+            rfs_rejects_add(m->rejects, h->pid, h->uid, "seal.json", rc, err.msg,
+                            h->pending.buf, h->pending.len);
         return rc;
     }
     rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
@@ -855,15 +888,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         append_write(req, h, buf, size);
     } else if (h->kind == H_ONCE || h->kind == H_SEAL) {
         if (h->done) {
-            refuse(req, &h->node, NULL, -EEXIST, "this handle already wrote its one event",
-                   buf, size);
+            refuse(req, &h->node, NULL, -EEXIST,
+                   h->kind == H_SEAL ? "the run is already sealed"
+                                     : "this handle already wrote its one event", buf, size);
         } else if (h->pending.len + size > mount_of(req)->store_opt.max_event_bytes) {
             refuse(req, &h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
         } else if (rs_buf_add(&h->pending, buf, size)) {
             fuse_reply_err(req, ENOMEM);
-        } else if (h->kind == H_ONCE && memchr(buf, '\n', size)) {
+        } else if (memchr(buf, '\n', size)) {
             /* The singleton commits at its newline, so the writer learns the outcome. */
-            if (commit_body(req, h) == 0)
+            if (commit_body(req, h, mount_of(req)) == 0)
                 fuse_reply_write(req, size);
         } else {
             fuse_reply_write(req, size);
@@ -903,9 +937,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
             fuse_reply_err(req, 0);
         }
         rs_buf_reset(&h->pending);
-    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done &&
-               (h->pending.len || h->exclusive)) {
-        if (commit_body(req, h) == 0)
+    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
+        /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
+         * the command writes; only a body that arrived commits here. */
+        if (commit_body(req, h, mount_of(req)) == 0)
             fuse_reply_err(req, 0);
     } else {
         fuse_reply_err(req, 0);
@@ -921,6 +956,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
         rfs_hub_follow_remove(m, &h->follow);
+    /* A seal.json create that got no body asks for a complete seal; its refusal can only
+     * be logged now (release has no caller to tell). */
+    if (h->kind == H_SEAL && !h->done)
+        commit_body(NULL, h, m);
     if (h->reserved) {
         rs_store *s;
         if (rfs_pool_get(m, &s, NULL) == 0) {

@@ -25,7 +25,7 @@ typedef struct rs_seal_row {
     int64_t event_count;
     int64_t terminal_seq;        /* 0: none */
     char digest[80];             /* "sha256:<hex>" */
-    char error[512];             /* "" with has_error 0: null */
+    char error[513];             /* "" with has_error 0: null; up to 512 bytes */
     int has_error;
     char sealed_at[40];
 } rs_seal_row;

@@ -76,6 +76,7 @@ static const char rs_schema_sql[] =
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
     "  state TEXT NOT NULL, upper_seq INTEGER NOT NULL, event_count INTEGER NOT NULL,\n"
     "  terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
+    "  user_id TEXT,\n"
     "  PRIMARY KEY (thread_id, run_id)\n"
     ") WITHOUT ROWID;\n";
 

@@ -1501,12 +1501,13 @@ static int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *
         return rc;
     sqlite3_stmt *st;
     int64_t n = 0;
-    if ((rc = get_stmt(b, "SELECT count(*) FROM run_events WHERE thread_id = ? AND run_id = ? "
-                          "AND seq <= ?", &st, err)))
+    if ((rc = get_stmt(b, "SELECT count(*) FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+                          "AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)", &st, err)))
         goto fail;
     bind_text(st, 1, t->thread_id);
     bind_text(st, 2, t->run_id);
     sqlite3_bind_int64(st, 3, row->upper_seq);
+    bind_text(st, 4, t->user);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
@@ -1520,8 +1521,8 @@ static int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *
         goto fail;
     }
     if ((rc = get_stmt(b, "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, "
-                          "event_count, terminal_seq, digest, error, sealed_at) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err)))
+                          "event_count, terminal_seq, digest, error, sealed_at, user_id) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err)))
         goto fail;
     bind_text(st, 1, t->thread_id);
     bind_text(st, 2, t->run_id);
@@ -1533,6 +1534,7 @@ static int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *
     bind_text(st, 7, row->digest);
     bind_text(st, 8, row->has_error ? row->error : NULL);
     bind_text(st, 9, row->sealed_at);
+    bind_text(st, 10, t->user);
     src = sqlite3_step(st);
     put_stmt(b, st);
     if (src != SQLITE_DONE) {
@@ -1571,7 +1573,7 @@ static int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
                                                  const rs_seal_row *row), void *ctx, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = get_stmt(b, "SELECT thread_id, run_id, " SEAL_COLUMNS " FROM runfs_seal "
+    int rc = get_stmt(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
                          "ORDER BY thread_id, run_id", &st, err);
     if (rc)
         return rc;
@@ -1581,6 +1583,7 @@ static int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
         rs_target t = {
             .thread_id = (const char *)sqlite3_column_text(st, 0),
             .run_id = (const char *)sqlite3_column_text(st, 1),
+            .user = (const char *)sqlite3_column_text(st, 9),
         };
         seal_from_stmt(&row, st, 2);
         if ((rc = fn(ctx, &t, &row)))

@@ -1,0 +1,65 @@
+# lib.bash — shared set-up for the bats suites: every test gets a private temp dir, a store
+# and a real FUSE mount that is always unmounted in teardown; every wait is bounded.
+# Use:  load lib   then   setup() { runfs_setup; }  teardown() { runfs_teardown; }
+
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+RUNFS=${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}
+
+# runfs_setup [mount options...]: store $STORE mounted at $MNT (options after the defaults).
+runfs_setup() {
+  WORK=$(mktemp -d /tmp/runfs-bats.XXXXXX)
+  STORE=$WORK/store.db
+  MNT=$WORK/mnt
+  MOUNTS=()
+  mkdir -p "$MNT"
+  runfs_mount "$STORE" "$MNT" "$@"
+}
+
+# runfs_mount STORE DIR [options...]: mount and wait (bounded) until it answers.
+runfs_mount() {
+  local store=$1 dir=$2; shift 2
+  mkdir -p "$dir"
+  timeout 20 "$RUNFS" mount "$@" "$store" "$dir" || return 1
+  MOUNTS+=("$dir")
+  wait_for 10 test -f "$dir/README"
+}
+
+runfs_unmount() {
+  local dir=$1
+  fusermount3 -u "$dir" 2>/dev/null || fusermount3 -u -z "$dir" 2>/dev/null || true
+  # The daemon exits after the unmount; give it a bounded moment to close the store.
+  wait_for 10 bash -c "! pgrep -f 'runfs mount.* $dir\$' >/dev/null" || true
+}
+
+runfs_teardown() {
+  local d
+  for d in "${MOUNTS[@]}"; do
+    runfs_unmount "$d"
+  done
+  [ -n "${WORK:-}" ] && rm -rf "$WORK"
+}
+
+# wait_for SECONDS COMMAND...: retry COMMAND every 50 ms until it succeeds or time runs out.
+wait_for() {
+  local secs=$1; shift
+  local deadline=$(( $(date +%s%N) + secs * 1000000000 ))
+  until "$@" 2>/dev/null; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+
+# ev TYPE [JSON-fields]: a valid event line for common types, for appends.
+ev_start() { printf '{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n'; }
+ev_human() { printf '{"event_type":"llm.human.input","content":{"type":"human","content":"%s","id":"h-%s"},"metadata":{"caller":"lead_agent"}}\n' "${1:-hello}" "${2:-1}"; }
+ev_ai() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"%s","id":"ai-%s","tool_calls":[]},"metadata":{"caller":"lead_agent","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "${1:-hi}" "${2:-1}"; }
+ev_error() { printf '{"event_type":"llm.error","content":"%s"}\n' "${1:-boom}"; }
+ev_terminal() { printf '{"content":{"status":"%s"},"metadata":{"protocol_version":1,"recovered":false}}\n' "${1:-success}"; }
+
+# Byte-for-byte snapshot of the database's rows, to prove a refused write changed nothing.
+store_snapshot() {
+  sqlite3 "${1:-$STORE}" "SELECT id, thread_id, run_id, seq, event_type, category, content, event_metadata, created_at, user_id FROM run_events ORDER BY id; SELECT * FROM run_event_thread_seq ORDER BY thread_id;" | sha256sum
+}
