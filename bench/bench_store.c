@@ -1,0 +1,354 @@
+/* bench_store.c — the store against plain SQLite doing the same work in the same run.
+ *
+ * Baseline: prepared statements on DeerFlow's run_events table (same pragmas, same indexes,
+ * same transactions, seq read with MAX(seq) in the transaction), fed with rows already
+ * serialised. runfs: the same events as JSONL through rs_store_append (parse, validate,
+ * allocate seq, insert, index byte offsets). Figures are printed with their ratio. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runstore.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench_store: %s: %s\n", what, why);
+    exit(1);
+}
+
+/* ~300 bytes of text content, varied so nothing compresses into a cache trick. */
+static void filler(char *out, size_t n, unsigned seed)
+{
+    static const char words[] = "the agent reads a ledger and compares quarterly revenue figures "
+                                "before writing a short summary for the user with care ";
+    for (size_t i = 0; i < n; i++)
+        out[i] = words[(i * 7 + seed) % (sizeof words - 1)];
+    out[n] = '\0';
+}
+
+/* Event i of a realistic mix: line (input JSONL), and the row a plain writer would store. */
+typedef struct sample {
+    char line[1024];
+    char type[40];
+    char category[20];
+    char content[800];
+    char metadata[300];
+} sample;
+
+static void make_sample(sample *s, int i)
+{
+    char text[320];
+    filler(text, 280 + i % 40, (unsigned)i);
+    switch (i % 5) {
+    case 0:
+        snprintf(s->content, sizeof s->content,
+                 "{\"type\":\"ai\",\"content\":\"%s\",\"id\":\"ai-%d\",\"tool_calls\":[]}", text, i);
+        snprintf(s->metadata, sizeof s->metadata,
+                 "{\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%d},\"latency_ms\":%d,"
+                 "\"llm_call_index\":1", 100 + i % 50, i % 900);
+        strcpy(s->type, "llm.ai.response");
+        strcpy(s->category, "message");
+        break;
+    case 1:
+        snprintf(s->content, sizeof s->content,
+                 "{\"type\":\"tool\",\"content\":\"%s\",\"tool_call_id\":\"call-%d\"}", text, i);
+        strcpy(s->metadata, "{");
+        strcpy(s->type, "llm.tool.result");
+        strcpy(s->category, "message");
+        break;
+    case 2:
+        snprintf(s->content, sizeof s->content,
+                 "{\"task_id\":\"task-%d\",\"message_index\":%d,\"kind\":\"tool\",\"text\":\"%s\","
+                 "\"truncated\":false,\"tool_name\":\"read_file\"}", i % 7, i, text);
+        snprintf(s->metadata, sizeof s->metadata, "{\"task_id\":\"task-%d\",\"message_index\":%d",
+                 i % 7, i);
+        strcpy(s->type, "subagent.step");
+        strcpy(s->category, "subagent");
+        break;
+    case 3:
+        snprintf(s->content, sizeof s->content,
+                 "{\"name\":\"LoopDetection\",\"hook\":\"after_model\",\"action\":\"warn\","
+                 "\"changes\":{\"note\":\"%s\"}}", text);
+        strcpy(s->metadata, "{");
+        strcpy(s->type, "middleware:loop_detection");
+        strcpy(s->category, "middleware");
+        break;
+    default:
+        snprintf(s->content, sizeof s->content,
+                 "{\"type\":\"human\",\"content\":\"%s\",\"id\":\"h-%d\"}", text, i);
+        strcpy(s->metadata, "{\"caller\":\"lead_agent\"");
+        strcpy(s->type, "llm.human.input");
+        strcpy(s->category, "message");
+        break;
+    }
+    /* The input line, then the stored metadata with DeerFlow's markers. */
+    snprintf(s->line, sizeof s->line, "{\"event_type\":\"%s\",\"content\":%s,\"metadata\":%s}}\n",
+             s->type, s->content, s->metadata);
+    if (strcmp(s->metadata, "{") == 0)
+        snprintf(s->line, sizeof s->line, "{\"event_type\":\"%s\",\"content\":%s,\"metadata\":{}}\n",
+                 s->type, s->content);
+    size_t n = strlen(s->metadata);
+    snprintf(s->metadata + n, sizeof s->metadata - n, "%s\"content_is_json\":true,"
+             "\"content_is_dict\":true}", n > 1 ? "," : "");
+}
+
+static const char plain_schema[] =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE run_events (id INTEGER NOT NULL, thread_id VARCHAR(64) NOT NULL,"
+    " run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL,"
+    " category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL,"
+    " seq INTEGER NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id),"
+    " CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
+    "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
+    "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
+    "CREATE INDEX ix_run_events_user_id ON run_events (user_id);";
+
+typedef struct plain {
+    sqlite3 *db;
+    sqlite3_stmt *ins, *max, *begin, *commit;
+} plain;
+
+static void plain_open(plain *p, const char *path)
+{
+    unlink(path);
+    if (sqlite3_open(path, &p->db) != SQLITE_OK)
+        die("plain open", sqlite3_errmsg(p->db));
+    char *msg = NULL;
+    if (sqlite3_exec(p->db, plain_schema, NULL, NULL, &msg) != SQLITE_OK)
+        die("plain schema", msg);
+    sqlite3_prepare_v2(p->db, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+                       "category, content, event_metadata, seq, created_at) VALUES "
+                       "(?, ?, NULL, ?, ?, ?, ?, ?, ?)", -1, &p->ins, NULL);
+    sqlite3_prepare_v2(p->db, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", -1, &p->max, NULL);
+    sqlite3_prepare_v2(p->db, "BEGIN IMMEDIATE", -1, &p->begin, NULL);
+    sqlite3_prepare_v2(p->db, "COMMIT", -1, &p->commit, NULL);
+}
+
+static void plain_close(plain *p)
+{
+    sqlite3_finalize(p->ins);
+    sqlite3_finalize(p->max);
+    sqlite3_finalize(p->begin);
+    sqlite3_finalize(p->commit);
+    sqlite3_close(p->db);
+}
+
+static void step_reset(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        die("plain step", sqlite3_errstr(rc));
+    sqlite3_reset(st);
+}
+
+/* Insert samples[from..from+n) in one transaction, as a plain writer would. */
+static void plain_batch(plain *p, const sample *samples, int from, int n, const char *thread,
+                        const char *run)
+{
+    step_reset(p->begin);
+    sqlite3_bind_text(p->max, 1, thread, -1, SQLITE_STATIC);
+    sqlite3_step(p->max);
+    sqlite3_int64 seq = sqlite3_column_int64(p->max, 0);
+    sqlite3_reset(p->max);
+    for (int i = 0; i < n; i++) {
+        const sample *s = &samples[(from + i) % 1000];
+        sqlite3_bind_text(p->ins, 1, thread, -1, SQLITE_STATIC);
+        sqlite3_bind_text(p->ins, 2, run, -1, SQLITE_STATIC);
+        sqlite3_bind_text(p->ins, 3, s->type, -1, SQLITE_STATIC);
+        sqlite3_bind_text(p->ins, 4, s->category, -1, SQLITE_STATIC);
+        sqlite3_bind_text(p->ins, 5, s->content, -1, SQLITE_STATIC);
+        sqlite3_bind_text(p->ins, 6, s->metadata, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(p->ins, 7, ++seq);
+        sqlite3_bind_text(p->ins, 8, "2026-11-29 12:00:00.000000", -1, SQLITE_STATIC);
+        step_reset(p->ins);
+    }
+    step_reset(p->commit);
+}
+
+static rs_store *store_open(const char *path)
+{
+    char wal[600], shm[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    unlink(path);
+    unlink(wal);
+    unlink(shm);
+    rs_store *s;
+    rs_err err = {0};
+    if (rs_store_open(&s, path, NULL, &err))
+        die("store open", err.msg);
+    return s;
+}
+
+static void store_batch(rs_store *s, const sample *samples, int from, int n, const char *thread,
+                        const char *run, rs_buf *buf)
+{
+    rs_buf_reset(buf);
+    for (int i = 0; i < n; i++)
+        rs_buf_addstr(buf, samples[(from + i) % 1000].line);
+    rs_target t = {.thread_id = thread, .run_id = run};
+    rs_err err = {0};
+    if (rs_store_append(s, &t, buf->buf, buf->len, NULL, &err))
+        die("store append", err.msg);
+}
+
+static void report(const char *what, double runfs_s, double plain_s, long items, const char *unit)
+{
+    printf("%-38s runfs %10.0f %s/s   sqlite %10.0f %s/s   ratio %.2fx\n", what,
+           items / runfs_s, unit, items / plain_s, unit, plain_s / runfs_s);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    long total = argc > 2 ? atol(argv[2]) : 100000;
+    char sp[512], pp[512];
+    snprintf(sp, sizeof sp, "%s/bench-runfs.db", dir);
+    snprintf(pp, sizeof pp, "%s/bench-plain.db", dir);
+    sample *samples = calloc(1000, sizeof *samples);
+    if (!samples)
+        die("alloc", strerror(ENOMEM));
+    for (int i = 0; i < 1000; i++)
+        make_sample(&samples[i], i);
+    rs_buf buf = RS_BUF_INIT;
+
+    printf("store benchmark: %ld events, ~%zu-byte lines, %s\n", total, strlen(samples[0].line),
+           dir);
+    int batches[] = {100, 1000};
+    for (int b = 0; b < 2; b++) {
+        int n = batches[b];
+        plain p;
+        plain_open(&p, pp);
+        double t0 = now_s();
+        for (long i = 0; i < total; i += n)
+            plain_batch(&p, samples, (int)(i % 1000), n, "thread-b", "run-b");
+        double plain_s = now_s() - t0;
+        plain_close(&p);
+        rs_store *s = store_open(sp);
+        t0 = now_s();
+        for (long i = 0; i < total; i += n)
+            store_batch(s, samples, (int)(i % 1000), n, "thread-b", "run-b", &buf);
+        double runfs_s = now_s() - t0;
+        rs_store_close(s);
+        char label[64];
+        snprintf(label, sizeof label, "put, batches of %d", n);
+        report(label, runfs_s, plain_s, total, "ev");
+    }
+
+    long singles = total / 10;
+    {
+        plain p;
+        plain_open(&p, pp);
+        double t0 = now_s();
+        for (long i = 0; i < singles; i++)
+            plain_batch(&p, samples, (int)(i % 1000), 1, "thread-s", "run-s");
+        double plain_s = now_s() - t0;
+        plain_close(&p);
+        rs_store *s = store_open(sp);
+        t0 = now_s();
+        for (long i = 0; i < singles; i++)
+            store_batch(s, samples, (int)(i % 1000), 1, "thread-s", "run-s", &buf);
+        double runfs_s = now_s() - t0;
+        rs_store_close(s);
+        report("single puts (one transaction each)", runfs_s, plain_s, singles, "ev");
+    }
+
+    /* Reads: a store and a plain database holding the same 100k-event run. */
+    plain p;
+    plain_open(&p, pp);
+    rs_store *s = store_open(sp);
+    for (long i = 0; i < total; i += 1000) {
+        plain_batch(&p, samples, 0, 1000, "thread-r", "run-r");
+        store_batch(s, samples, 0, 1000, "thread-r", "run-r", &buf);
+    }
+    double t0 = now_s();
+    rs_query q = {.thread_id = "thread-r", .run_id = "run-r"};
+    rs_cursor *c;
+    rs_err err = {0};
+    if (rs_store_query(s, &q, &c, &err))
+        die("query", err.msg);
+    const rs_record *rec;
+    long rows = 0, bytes = 0;
+    while (rs_cursor_next(c, &rec) == 1) {
+        rows++;
+        bytes += (long)rec->line_len;
+    }
+    rs_cursor_free(c);
+    double runfs_s = now_s() - t0;
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(p.db, "SELECT thread_id, run_id, seq, event_type, category, content, "
+                       "event_metadata, created_at, user_id FROM run_events WHERE thread_id = ? "
+                       "AND run_id = ? ORDER BY seq", -1, &st, NULL);
+    t0 = now_s();
+    sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, "run-r", -1, SQLITE_STATIC);
+    long prow = 0, pbytes = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        prow++;
+        for (int col = 0; col < 9; col++)
+            pbytes += sqlite3_column_bytes(st, col);
+    }
+    sqlite3_finalize(st);
+    double plain_s = now_s() - t0;
+    if (rows != total || prow != total)
+        die("read", "row count mismatch");
+    report("full read of a run (rendered lines)", runfs_s, plain_s, rows, "ev");
+    printf("%-38s runfs %8.1f MB/s of JSONL\n", "", bytes / runfs_s / 1e6);
+
+    /* 20 backward pages of list_messages (limit 50). */
+    t0 = now_s();
+    int64_t before = 0;
+    for (int page = 0; page < 20; page++) {
+        rs_query mq = {.thread_id = "thread-r", .messages_only = 1, .limit = 50, .newest = 1,
+                       .before_seq = before};
+        if (rs_store_query(s, &mq, &c, &err))
+            die("messages", err.msg);
+        int64_t first = 0;
+        while (rs_cursor_next(c, &rec) == 1)
+            if (!first)
+                first = rec->seq;
+        rs_cursor_free(c);
+        before = first;
+    }
+    runfs_s = now_s() - t0;
+    sqlite3_prepare_v2(p.db, "SELECT * FROM (SELECT thread_id, run_id, seq, event_type, category, "
+                       "content, event_metadata, created_at, user_id FROM run_events WHERE "
+                       "thread_id = ?1 AND category = 'message' AND (?2 = 0 OR seq < ?2) ORDER BY "
+                       "seq DESC LIMIT 50) ORDER BY seq", -1, &st, NULL);
+    t0 = now_s();
+    before = 0;
+    for (int page = 0; page < 20; page++) {
+        sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, before);
+        int64_t first = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (!first)
+                first = sqlite3_column_int64(st, 2);
+            for (int col = 0; col < 9; col++)
+                pbytes += sqlite3_column_bytes(st, col);
+        }
+        sqlite3_reset(st);
+        before = first;
+    }
+    sqlite3_finalize(st);
+    plain_s = now_s() - t0;
+    report("20 backward pages of list_messages", runfs_s, plain_s, 20, "pg");
+    printf("%-38s runfs %.3f ms/page\n", "", runfs_s * 1000 / 20);
+
+    rs_store_close(s);
+    plain_close(&p);
+    rs_buf_release(&buf);
+    free(samples);
+    return 0;
+}

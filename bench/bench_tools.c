@@ -1,0 +1,192 @@
+/* bench_tools.c — small clients for scripts/bench:
+ *   bench_tools latency FILE N      one event line per write() on a file held open; prints
+ *                                   p50/p99/max latency in microseconds
+ *   bench_tools fill STORE THREAD RUN N [BATCH]   put N realistic events straight into a store
+ *   bench_tools jsonl N             print N realistic event lines (input for cat >>, runfs put)
+ *   bench_tools plain DB FILE       insert a JSONL file's lines into DeerFlow's table with plain
+ *                                   prepared statements (one transaction per 1 MiB, like a
+ *                                   write() through the mount); prints events/s */
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runstore.h"
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int line_of(char *out, size_t cap, long i)
+{
+    static const char words[] = "the agent reads a ledger and compares quarterly revenue "
+                                "figures before writing a short summary for the user ";
+    char text[300];
+    size_t n = 240 + (size_t)(i % 50);
+    for (size_t k = 0; k < n; k++)
+        text[k] = words[(k * 7 + (size_t)i) % (sizeof words - 1)];
+    text[n] = '\0';
+    switch (i % 4) {
+    case 0:
+        return snprintf(out, cap, "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
+                        "\"content\":\"%s\",\"id\":\"ai-%ld\",\"tool_calls\":[]},\"metadata\":"
+                        "{\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%ld},\"latency_ms\":"
+                        "%ld,\"llm_call_index\":1}}\n", text, i, 100 + i % 50, i % 900);
+    case 1:
+        return snprintf(out, cap, "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":"
+                        "\"tool\",\"content\":\"%s\",\"tool_call_id\":\"call-%ld\"}}\n", text, i);
+    case 2:
+        return snprintf(out, cap, "{\"event_type\":\"subagent.step\",\"content\":{\"task_id\":"
+                        "\"task-%ld\",\"message_index\":%ld,\"kind\":\"tool\",\"text\":\"%s\","
+                        "\"truncated\":false,\"tool_name\":\"read_file\"},\"metadata\":"
+                        "{\"task_id\":\"task-%ld\",\"message_index\":%ld}}\n",
+                        i % 7, i, text, i % 7, i);
+    default:
+        return snprintf(out, cap, "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":"
+                        "\"human\",\"content\":\"%s\",\"id\":\"h-%ld\"},\"metadata\":{\"caller\":"
+                        "\"lead_agent\"}}\n", text, i);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmd_latency(const char *path, long n)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0) {
+        perror(path);
+        return 1;
+    }
+    double *lat = calloc((size_t)n, sizeof *lat);
+    char line[1024];
+    for (long i = 0; i < n; i++) {
+        int len = line_of(line, sizeof line, i);
+        double t0 = now_us();
+        if (write(fd, line, (size_t)len) != len) {
+            perror("write");
+            return 1;
+        }
+        lat[i] = now_us() - t0;
+    }
+    close(fd);
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    printf("p50 %.0f us  p99 %.0f us  max %.0f us  (%ld writes)\n", lat[n / 2],
+           lat[(size_t)(n * 0.99)], lat[n - 1], n);
+    free(lat);
+    return 0;
+}
+
+static int cmd_jsonl(long n)
+{
+    char line[1024];
+    for (long i = 0; i < n; i++) {
+        int len = line_of(line, sizeof line, i);
+        fwrite(line, 1, (size_t)len, stdout);
+    }
+    return 0;
+}
+
+static int cmd_fill(const char *store, const char *thread, const char *run, long n, long batch)
+{
+    rs_store *s;
+    rs_err err = {0};
+    if (rs_store_open(&s, store, NULL, &err)) {
+        fprintf(stderr, "fill: %s\n", err.msg);
+        return 1;
+    }
+    rs_buf buf = RS_BUF_INIT;
+    rs_target t = {.thread_id = thread, .run_id = run};
+    char line[1024];
+    for (long i = 0; i < n;) {
+        rs_buf_reset(&buf);
+        for (long k = 0; k < batch && i < n; k++, i++) {
+            int len = line_of(line, sizeof line, i);
+            rs_buf_add(&buf, line, (size_t)len);
+        }
+        if (rs_store_append(s, &t, buf.buf, buf.len, NULL, &err)) {
+            fprintf(stderr, "fill: %s\n", err.msg);
+            return 1;
+        }
+    }
+    rs_buf_release(&buf);
+    rs_store_close(s);
+    return 0;
+}
+
+/* The plain-SQLite figure for `cat file >> events.jsonl`: same rows, same transaction sizes,
+ * the JSON taken as it comes (no validation, no canonical form, no offsets). */
+static int cmd_plain(const char *dbpath, const char *file)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        perror(file);
+        return 1;
+    }
+    unlink(dbpath);
+    sqlite3 *db;
+    sqlite3_open(dbpath, &db);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                 "CREATE TABLE run_events (id INTEGER NOT NULL, thread_id VARCHAR(64) NOT NULL,"
+                 " run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL,"
+                 " category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL,"
+                 " seq INTEGER NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id),"
+                 " CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
+                 "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
+                 "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
+                 "CREATE INDEX ix_run_events_user_id ON run_events (user_id);", NULL, NULL, NULL);
+    sqlite3_stmt *ins;
+    sqlite3_prepare_v2(db, "INSERT INTO run_events (thread_id, run_id, event_type, category, "
+                       "content, event_metadata, seq, created_at) VALUES ('t', 'r', 'x', "
+                       "'message', ?, '{}', ?, '2026-11-29 12:00:00.000000')", -1, &ins, NULL);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long seq = 0, in_tx = 0;
+    double t0 = now_us();
+    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (in_tx + len > 1024 * 1024) {
+            sqlite3_exec(db, "COMMIT; BEGIN IMMEDIATE", NULL, NULL, NULL);
+            in_tx = 0;
+        }
+        in_tx += len;
+        sqlite3_bind_text(ins, 1, line, (int)len, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 2, ++seq);
+        sqlite3_step(ins);
+        sqlite3_reset(ins);
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    double secs = (now_us() - t0) / 1e6;
+    printf("%.0f\n", seq / secs);
+    free(line);
+    fclose(f);
+    sqlite3_finalize(ins);
+    sqlite3_close(db);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && strcmp(argv[1], "latency") == 0)
+        return cmd_latency(argv[2], atol(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "jsonl") == 0)
+        return cmd_jsonl(atol(argv[2]));
+    if (argc >= 6 && strcmp(argv[1], "fill") == 0)
+        return cmd_fill(argv[2], argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 2000);
+    if (argc >= 4 && strcmp(argv[1], "plain") == 0)
+        return cmd_plain(argv[2], argv[3]);
+    fprintf(stderr, "usage: bench_tools latency FILE N | jsonl N | fill STORE T R N [BATCH] | "
+                    "plain DB FILE\n");
+    return 2;
+}
