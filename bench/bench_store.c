@@ -39,7 +39,7 @@ static void filler(char *out, size_t n, unsigned seed)
 
 /* Event i of a realistic mix: line (input JSONL), and the row a plain writer would store. */
 typedef struct sample {
-    char line[1024];
+    char line[1200];
     char type[40];
     char category[20];
     char content[800];

@@ -11,6 +11,7 @@ typedef struct entry {
     uint64_t ino;
     uint64_t nlookup;
     int64_t size;
+    int creators;
     rfs_node node;
 } entry;
 
@@ -186,6 +187,24 @@ int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size)
         *size = e->size;
     pthread_mutex_unlock(&t->lock);
     return e ? 0 : -ENOENT;
+}
+
+void rfs_itable_creators_add(rfs_itable *t, uint64_t ino, int delta)
+{
+    pthread_mutex_lock(&t->lock);
+    entry *e = find(t, ino);
+    if (e)
+        e->creators += delta;
+    pthread_mutex_unlock(&t->lock);
+}
+
+int rfs_itable_creators(rfs_itable *t, uint64_t ino)
+{
+    pthread_mutex_lock(&t->lock);
+    entry *e = find(t, ino);
+    int n = e ? e->creators : 0;
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }
 
 void rfs_itable_each(rfs_itable *t, rfs_kind kind,

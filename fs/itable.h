@@ -27,6 +27,11 @@ void rfs_itable_forget(rfs_itable *t, uint64_t ino, uint64_t nlookup);
 void rfs_itable_set_size(rfs_itable *t, uint64_t ino, int64_t size);
 int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size);
 
+/* once/<type> and seal.json: handles of this mount creating ino (delta +1 at create, -1 at
+ * release), so the file exists for fstat before its body is stored. */
+void rfs_itable_creators_add(rfs_itable *t, uint64_t ino, int delta);
+int rfs_itable_creators(rfs_itable *t, uint64_t ino);
+
 /* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
 void rfs_itable_each(rfs_itable *t, rfs_kind kind,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),

@@ -115,9 +115,10 @@ int rfs_mount_main(rfs_options *opt)
 
     int status = 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    /* -o ro is the daemon's to enforce, not the kernel's: a write the kernel refused would
+     * never reach .runfs/rejects.jsonl with its reason (the store refuses it too). */
     if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", opt->store) ||
         fuse_opt_add_arg(&args, "-osubtype=runfs") ||
-        (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
         (opt->allow_other && fuse_opt_add_arg(&args, "-oallow_other")) ||
         (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
         fprintf(stderr, "runfs: out of memory\n");

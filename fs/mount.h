@@ -71,20 +71,36 @@ void rfs_log_to_syslog(void);
 
 /* ---- the change hub: kernel invalidation and live followers ---- */
 
-/* A parked follow.jsonl read, embedded in its file handle. */
+/* A follow.jsonl reader, embedded in its file handle. ops.c fills node, user and reader;
+ * the rest belongs to the hub (notify.c). */
+#define RFS_FOLLOW_HEAD 512
 typedef struct rfs_follow {
     rfs_node node;
     const char *user;
     rfs_reader *reader;
-    int64_t off;                 /* bytes delivered so far */
-    int64_t deadline_ns;
-    int ended;                   /* run.terminal delivered: EOF from now on */
+    int64_t deadline_ns;         /* CLOCK_MONOTONIC; set by rfs_hub_follow_add from
+                                    --follow-timeout (a value set before is replaced) */
+    /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
+    pthread_mutex_t lock;
+    int64_t fetched;             /* bytes taken from reader */
+    rs_buf ahead;                /* fetched, not yet delivered */
+    int64_t end_at;              /* run feed: offset just past the run.terminal line, or -1 */
+    char head[RFS_FOLLOW_HEAD];  /* the start of the line being fetched */
+    size_t head_len;
+    int head_done;               /* that line's envelope was looked at */
+    int term_line;               /* and it is run.terminal */
+    int64_t scan_seq;            /* highest seq fetched */
+    /* Under the hub lock: */
+    int64_t seen_seq;            /* scan_seq as the hub may trust it */
+    int64_t want_seq;            /* the log's last seq when the hub marked it dirty */
+    int dirty;                   /* may be behind the store: fill before parking again */
+    int claimed;                 /* the hub is serving it: release waits */
     fuse_req_t req;              /* parked read, or NULL */
-    fuse_req_t interrupted;      /* interrupted before it was parked */
     size_t req_size;
     struct fuse_pollhandle *ph;  /* parked poll, or NULL */
     struct rfs_follow *next;     /* hub's list of live followers */
     struct rfs_follow *prev;
+    struct rfs_follow *work;     /* the hub's list for one round */
 } rfs_follow;
 
 int rfs_hub_start(rfs_mount *m);

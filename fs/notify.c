@@ -43,7 +43,7 @@ struct rfs_hub {
 static int64_t now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -55,53 +55,192 @@ static void deadline_in(struct timespec *ts, long ms)
     ts->tv_nsec %= 1000000000L;
 }
 
-/* ---- followers ---- */
+/* ---- followers ----
+ *
+ * A follower's bytes come from its reader (a seq-ordered stream that resumes after the last
+ * seq it returned, so nothing is delivered twice or skipped) through `ahead`, the fetched but
+ * undelivered bytes. Whoever fills it (the read itself, a poll, or the hub after a commit)
+ * holds f->lock; who waits on it (f->req, f->ph) is under the hub lock. Lock order: f->lock,
+ * then the hub lock; the hub never takes f->lock while holding its own. A read parks itself
+ * before it fills, so a commit that its query missed always finds it parked or marked dirty:
+ * no lost wake-up. */
 
-/* The line that ends a run's feed. Canonical lines spell the envelope exactly so. */
-static int holds_terminal(const char *buf, size_t len)
+#define PEEK_BYTES (64 * 1024)  /* what a poll fetches to learn the feed is readable */
+
+/* Look at the envelope of a fetched line: its seq, and whether it is run.terminal. Canonical
+ * lines start {"thread_id":..,"run_id":..,"seq":N,"event_type":..; ids and quoted strings
+ * cannot hold these quoted keys unescaped, so the first occurrences are the envelope's. */
+static void judge_head(rfs_follow *f)
 {
-    static const char needle[] = ",\"event_type\":\"run.terminal\",\"category\":";
-    return memmem(buf, len, needle, sizeof needle - 1) != NULL;
+    static const char seq_key[] = ",\"seq\":";
+    static const char term[] = ",\"event_type\":\"run.terminal\",";
+    const char *h = f->head, *e = f->head + f->head_len;
+    const char *p = memmem(h, f->head_len, seq_key, sizeof seq_key - 1);
+    f->head_done = 1;
+    f->term_line = 0;
+    if (!p)
+        return;
+    p += sizeof seq_key - 1;
+    int64_t seq = 0;
+    while (p < e && *p >= '0' && *p <= '9')
+        seq = seq * 10 + (*p++ - '0');
+    if (seq > f->scan_seq)
+        f->scan_seq = seq;
+    f->term_line = f->node.kind == RFS_R_FOLLOW && (size_t)(e - p) >= sizeof term - 1 &&
+                   memcmp(p, term, sizeof term - 1) == 0;
 }
 
-/* Fill a reply for f from the store: 1 with out filled (possibly empty = EOF), 0 when the
- * follower must wait, <0 on error. Called with the hub lock held. */
-static int follow_fill(rfs_follow *f, rs_store *s, size_t size, rs_buf *out)
+/* Scan bytes just appended to ahead (from offset `from` in it): note seqs, and end a run feed
+ * just past its run.terminal line (later lines are cut off and never fetched again). */
+static void scan_fetched(rfs_follow *f, size_t from)
 {
-    if (f->ended || now_ns() >= f->deadline_ns)
-        return 1;
-    rs_err err = {0};
-    int rc = rfs_reader_read(f->reader, s, f->off, size, out, &err);
-    if (rc)
-        return rc;
-    if (out->len == 0)
+    size_t i = from;
+    while (i < f->ahead.len) {
+        const char *p = f->ahead.buf + i;
+        size_t left = f->ahead.len - i;
+        const char *nl = memchr(p, '\n', left);
+        size_t line = nl ? (size_t)(nl - p) : left;
+        if (!f->head_done) {
+            size_t take = RFS_FOLLOW_HEAD - f->head_len;
+            if (take > line)
+                take = line;
+            memcpy(f->head + f->head_len, p, take);
+            f->head_len += take;
+            if (nl || f->head_len == RFS_FOLLOW_HEAD)
+                judge_head(f);
+        }
+        if (!nl)
+            break;
+        i += line + 1;
+        if (f->term_line) {
+            f->end_at = f->fetched - (int64_t)(f->ahead.len - i);
+            f->fetched = f->end_at;
+            f->ahead.len = i;
+            break;
+        }
+        f->head_len = 0;
+        f->head_done = 0;
+    }
+}
+
+/* Bring ahead up to want bytes from the store. Returns <0 on error, else the bytes fetched;
+ * *eof when the feed ended (terminal delivered, or past the deadline). f->lock held. */
+static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int *eof)
+{
+    *eof = 0;
+    if (now_ns() >= f->deadline_ns) {
+        *eof = 1;
         return 0;
-    f->off += (int64_t)out->len;
-    if (f->node.kind == RFS_R_FOLLOW && holds_terminal(out->buf, out->len))
-        f->ended = 1;
-    return 1;
+    }
+    if (f->end_at >= 0) {
+        *eof = f->ahead.len == 0;
+        return 0;
+    }
+    if (f->ahead.len >= want)
+        return 0;
+    size_t before = f->ahead.len;
+    rs_err err = {0};
+    int rc = rfs_reader_read(f->reader, s, f->fetched, want - before, &f->ahead, &err);
+    if (rc) {
+        f->ahead.len = before;
+        return rc;
+    }
+    f->fetched += (int64_t)(f->ahead.len - before);
+    int got = (int)(f->ahead.len - before);
+    scan_fetched(f, before);
+    *eof = f->end_at >= 0 && f->ahead.len == 0;
+    return got;
 }
 
-/* Runs on libfuse's thread when the reader is interrupted (Ctrl-C, kill): a parked read is
- * answered EINTR; one not parked yet is marked, and the parking code answers it. */
+/* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
+ * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
+ * while a commit arrived during the fetch. f->lock held, hub lock not. */
+static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s)
+{
+    for (;;) {
+        pthread_mutex_lock(&hub->lock);
+        f->dirty = 0;
+        int64_t want_seq = f->want_seq;
+        int waiting = f->req || f->ph;
+        size_t size = f->req ? f->req_size : PEEK_BYTES;
+        pthread_mutex_unlock(&hub->lock);
+        if (!waiting)
+            return;
+        int eof = 0;
+        int rc = follow_fill(f, s, size, &eof);
+        int ready = rc < 0 || eof || f->ahead.len > 0;
+
+        pthread_mutex_lock(&hub->lock);
+        /* An empty fetch that began after the hub read the log's last seq has seen every
+         * row up to it, visible to this reader or not. */
+        f->seen_seq = f->scan_seq;
+        if (rc == 0 && !eof && f->ahead.len == 0 && want_seq > f->seen_seq)
+            f->seen_seq = f->scan_seq = want_seq;
+        fuse_req_t req = NULL;
+        struct fuse_pollhandle *ph = NULL;
+        if (ready) {
+            req = f->req;
+            f->req = NULL;
+            ph = f->ph;
+            f->ph = NULL;
+        }
+        int again = !ready && f->dirty;
+        pthread_mutex_unlock(&hub->lock);
+
+        if (req) {
+            if (rc < 0) {
+                fuse_reply_err(req, -rc);
+            } else {
+                size_t n = f->ahead.len < size ? f->ahead.len : size;
+                fuse_reply_buf(req, n ? f->ahead.buf : NULL, n);
+                rs_buf_remove_front(&f->ahead, n);
+            }
+        }
+        if (ph) {
+            fuse_lowlevel_notify_poll(ph);
+            fuse_pollhandle_destroy(ph);
+        }
+        if (!again)
+            return;
+    }
+}
+
+/* Runs on libfuse's thread when a reader is interrupted (Ctrl-C, kill -9): a parked read is
+ * answered EINTR at once. It is given the hub, not the follower: libfuse may call it just
+ * after the read was answered, when the handle may already be gone. A read not parked yet
+ * checks fuse_req_interrupted() under the hub lock before parking. */
 static void follow_interrupted(fuse_req_t req, void *data)
 {
-    rfs_follow *f = data;
-    rfs_hub *hub = ((rfs_mount *)fuse_req_userdata(req))->hub;
+    rfs_hub *hub = data;
+    fuse_req_t mine = NULL;
     pthread_mutex_lock(&hub->lock);
-    int mine = f->req == req;
-    if (mine)
-        f->req = NULL;
-    else
-        f->interrupted = req;
+    for (rfs_follow *f = hub->followers; f; f = f->next)
+        if (f->req == req) {
+            mine = req;
+            f->req = NULL;
+            break;
+        }
     pthread_mutex_unlock(&hub->lock);
     if (mine)
-        fuse_reply_err(req, EINTR);
+        fuse_reply_err(mine, EINTR);
 }
 
 void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f)
 {
     rfs_hub *hub = m->hub;
+    pthread_mutex_init(&f->lock, NULL);
+    f->ahead = (rs_buf)RS_BUF_INIT;
+    f->fetched = 0;
+    f->end_at = -1;
+    f->head_len = 0;
+    f->head_done = 0;
+    f->term_line = 0;
+    f->scan_seq = f->seen_seq = f->want_seq = 0;
+    f->dirty = f->claimed = 0;
+    f->req = NULL;
+    f->ph = NULL;
+    f->work = NULL;
+    f->deadline_ns = now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
     pthread_mutex_lock(&hub->lock);
     f->prev = NULL;
     f->next = hub->followers;
@@ -122,6 +261,10 @@ void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f)
     if (f->next)
         f->next->prev = f->prev;
     f->next = f->prev = NULL;
+    /* The hub may be serving it (a poll it was asked about): the handle lives until it is
+     * done. */
+    while (f->claimed)
+        pthread_cond_wait(&hub->done, &hub->lock);
     fuse_req_t req = f->req;
     f->req = NULL;
     struct fuse_pollhandle *ph = f->ph;
@@ -131,45 +274,39 @@ void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f)
         fuse_reply_err(req, EINTR);
     if (ph)
         fuse_pollhandle_destroy(ph);
+    rs_buf_release(&f->ahead);
+    pthread_mutex_destroy(&f->lock);
 }
 
 void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t size, off_t off)
 {
     (void)off;  /* a feed has no offsets: it goes on from what it delivered */
     rfs_hub *hub = m->hub;
+    /* Ask to hear of an interrupt before parking; the callback may run at once, and then
+     * fuse_req_interrupted() below says so. */
+    fuse_req_interrupt_func(req, follow_interrupted, hub);
     rs_store *s;
     rs_err err = {0};
     int rc = rfs_pool_get(m, &s, &err);
     if (rc)
         return (void)fuse_reply_err(req, -rc);
-    /* Ask to hear of an interrupt before parking: the callback may run at once, so it runs
-     * before we take the lock. */
-    fuse_req_interrupt_func(req, follow_interrupted, f);
+    pthread_mutex_lock(&f->lock);
     pthread_mutex_lock(&hub->lock);
-    if (f->interrupted == req || fuse_req_interrupted(req)) {
-        f->interrupted = NULL;
-        pthread_mutex_unlock(&hub->lock);
-        rfs_pool_put(m, s);
-        return (void)fuse_reply_err(req, EINTR);
-    }
     if (f->req) {
-        pthread_mutex_unlock(&hub->lock);
-        rfs_pool_put(m, s);
-        return (void)fuse_reply_err(req, EBUSY);
-    }
-    rs_buf out = RS_BUF_INIT;
-    rc = follow_fill(f, s, size, &out);
-    if (rc == 0) {
+        rc = -EBUSY;       /* one read at a time on a feed */
+    } else if (fuse_req_interrupted(req)) {
+        rc = -EINTR;
+    } else {
         f->req = req;
-        f->req_size = size;
+        f->req_size = size ? size : 1;
     }
     pthread_mutex_unlock(&hub->lock);
-    rfs_pool_put(m, s);
-    if (rc < 0)
+    if (rc)
         fuse_reply_err(req, -rc);
-    else if (rc == 1)
-        fuse_reply_buf(req, out.buf, out.len);
-    rs_buf_release(&out);
+    else
+        follow_serve(hub, f, s);
+    pthread_mutex_unlock(&f->lock);
+    rfs_pool_put(m, s);
 }
 
 void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
@@ -183,22 +320,34 @@ void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fus
             fuse_pollhandle_destroy(ph);
         return (void)fuse_reply_err(req, -rc);
     }
-    pthread_mutex_lock(&hub->lock);
-    int ready = f->ended || now_ns() >= f->deadline_ns;
-    if (!ready) {
-        /* Peek: rows after what was delivered make the feed readable. */
-        rs_buf probe = RS_BUF_INIT;
-        rc = rfs_reader_read(f->reader, s, f->off, 1, &probe, &err);
-        ready = rc < 0 || probe.len > 0;
-        rs_buf_release(&probe);
-    }
+    int ready;
     struct fuse_pollhandle *old = NULL;
-    if (!ready && ph) {
-        old = f->ph;
-        f->ph = ph;
-        ph = NULL;
+    pthread_mutex_lock(&f->lock);
+    for (;;) {
+        pthread_mutex_lock(&hub->lock);
+        f->dirty = 0;
+        pthread_mutex_unlock(&hub->lock);
+        int eof = 0;
+        rc = follow_fill(f, s, PEEK_BYTES, &eof);
+        ready = rc < 0 || eof || f->ahead.len > 0;
+        pthread_mutex_lock(&hub->lock);
+        f->seen_seq = f->scan_seq;
+        if (!ready && f->dirty) {
+            pthread_mutex_unlock(&hub->lock);
+            continue;
+        }
+        if (!ready && ph) {
+            old = f->ph;
+            f->ph = ph;
+            ph = NULL;
+        }
+        pthread_mutex_unlock(&hub->lock);
+        break;
     }
-    pthread_mutex_unlock(&hub->lock);
+    /* What this poll fetched may be what a parked read of another thread waits for. */
+    if (ready)
+        follow_serve(hub, f, s);
+    pthread_mutex_unlock(&f->lock);
     rfs_pool_put(m, s);
     if (old)
         fuse_pollhandle_destroy(old);
@@ -207,39 +356,92 @@ void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fus
     fuse_reply_poll(req, ready ? POLLIN : 0);
 }
 
-/* Serve parked followers of thread (NULL: all). Hub lock held. */
-static void serve_followers(rfs_hub *hub, const char *thread_id)
+/* One log that changed, and its last seq (looked up once a round). */
+typedef struct target {
+    const char *thread_id;
+    const char *run_id;          /* NULL: the thread */
+    int64_t last_seq;            /* -1: unknown (error): assume it moved */
+} target;
+
+typedef struct round_targets {
+    target *t;
+    size_t n, cap;
+} round_targets;
+
+static int64_t target_seq(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
 {
+    const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
+    for (size_t i = 0; i < rt->n; i++)
+        if (strcmp(rt->t[i].thread_id, f->node.thread_id) == 0 &&
+            (run ? rt->t[i].run_id && strcmp(rt->t[i].run_id, run) == 0 : !rt->t[i].run_id))
+            return rt->t[i].last_seq;
+    /* The unscoped totals: for a --user reader they may run ahead of its own rows, which
+     * costs a fetch that finds nothing, never a missed event. */
+    rs_log_info info;
+    int64_t seq = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0
+                      ? info.last_seq : -1;
+    if (rt->n == rt->cap) {
+        size_t cap = rt->cap ? rt->cap * 2 : 8;
+        void *p = realloc(rt->t, cap * sizeof *rt->t);
+        if (!p)
+            return seq;
+        rt->t = p;
+        rt->cap = cap;
+    }
+    rt->t[rt->n++] = (target){f->node.thread_id, run, seq};
+    return seq;
+}
+
+static int touched_by(const rfs_follow *f, const change *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(f->node.thread_id, c[i].thread_id) == 0 &&
+            (f->node.kind != RFS_R_FOLLOW || !c[i].run_id[0] ||
+             strcmp(f->node.run_id, c[i].run_id) == 0))
+            return 1;
+    return 0;
+}
+
+/* Serve the waiting followers a round's changes concern (every one when another process
+ * committed: data_version does not say where), and those whose deadline passed, which get
+ * EOF without a query. A follower is fetched for only when the log's last seq is past what
+ * it has seen: an idle tick costs no query per follower. Hub thread, hub lock not held. */
+static void serve_followers(rfs_hub *hub, const change *queue, size_t queued, int everything)
+{
+    round_targets rt = {0};
+    rfs_follow *work = NULL;
     int64_t now = now_ns();
+    pthread_mutex_lock(&hub->lock);
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (thread_id && strcmp(f->node.thread_id, thread_id) != 0 && now < f->deadline_ns)
+        if (!f->req && !f->ph)
             continue;
-        if (f->req) {
-            rs_buf out = RS_BUF_INIT;
-            int rc = follow_fill(f, hub->store, f->req_size, &out);
-            if (rc != 0) {
-                fuse_req_t req = f->req;
-                f->req = NULL;
-                if (rc < 0)
-                    fuse_reply_err(req, -rc);
-                else
-                    fuse_reply_buf(req, out.buf, out.len);
-            }
-            rs_buf_release(&out);
-        }
-        if (f->ph) {
-            rs_buf probe = RS_BUF_INIT;
-            rs_err err = {0};
-            int ready = f->ended || now >= f->deadline_ns ||
-                        rfs_reader_read(f->reader, hub->store, f->off, 1, &probe, &err) != 0 ||
-                        probe.len > 0;
-            rs_buf_release(&probe);
-            if (ready) {
-                fuse_lowlevel_notify_poll(f->ph);
-                fuse_pollhandle_destroy(f->ph);
-                f->ph = NULL;
+        int due = now >= f->deadline_ns;
+        if (!due && (everything || touched_by(f, queue, queued))) {
+            int64_t seq = target_seq(hub, &rt, f);
+            if (seq < 0 || seq > f->seen_seq) {
+                f->want_seq = seq > f->want_seq ? seq : f->want_seq;
+                due = 1;
             }
         }
+        if (!due)
+            continue;
+        f->dirty = 1;
+        f->claimed++;
+        f->work = work;
+        work = f;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    free(rt.t);
+    while (work) {
+        rfs_follow *f = work;
+        work = f->work;
+        pthread_mutex_lock(&f->lock);
+        follow_serve(hub, f, hub->store);
+        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_lock(&hub->lock);
+        f->claimed--;
+        pthread_cond_broadcast(&hub->done);
+        pthread_mutex_unlock(&hub->lock);
     }
 }
 
@@ -325,7 +527,9 @@ static void *hub_main(void *arg)
             fuse_lowlevel_notify_inval_inode(m->se, inval[i].ino, inval[i].from, 0);
         for (size_t i = 0; i < queued; i++)
             invalidate_logs(m, queue[i].thread_id, queue[i].deleted, 0);
-        /* Other processes: one probe of data_version per tick for the whole mount. */
+        /* Other processes: one probe of data_version per tick for the whole mount. (It also
+         * moves for this mount's own commits, made on other connections; the size and seq
+         * checks below make those cost a lookup per log, not a fetch per follower.) */
         int64_t version = hub->data_version;
         int foreign = rs_store_data_version(hub->store, &version) == 0 &&
                       version != hub->data_version;
@@ -333,13 +537,25 @@ static void *hub_main(void *arg)
         if (foreign || overflow)
             invalidate_logs(m, NULL, 0, 1);
 
+        /* The kernel knows: writers waiting in request_round may return; followers are
+         * served after, so a slow reader never holds up a write(). */
         pthread_mutex_lock(&hub->lock);
-        if (foreign || overflow || queued == 0)
-            serve_followers(hub, NULL);
-        for (size_t i = 0; i < queued; i++)
-            serve_followers(hub, queue[i].thread_id);
         hub->finished = round;
         pthread_cond_broadcast(&hub->done);
+        pthread_mutex_unlock(&hub->lock);
+
+        serve_followers(hub, queue, queued, foreign || overflow);
+        pthread_mutex_lock(&hub->lock);
+    }
+    /* Unmounted: nothing will commit for the feeds still parked. */
+    rfs_follow *f;
+    for (f = hub->followers; f; f = f->next) {
+        if (f->req)
+            fuse_reply_err(f->req, EINTR);
+        if (f->ph)
+            fuse_pollhandle_destroy(f->ph);
+        f->req = NULL;
+        f->ph = NULL;
     }
     pthread_mutex_unlock(&hub->lock);
     return NULL;

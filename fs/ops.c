@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linebuf.h"
 #include "mount.h"
 
 #define DIR_TIMEOUT 1.0
@@ -33,11 +34,14 @@ typedef struct rfs_handle {
     rfs_reader *reader;
     rs_buf pending;      /* a partial line (append) or the body (once, seal) */
     int skipping;        /* after EMSGSIZE: drop bytes up to the next newline */
+    rs_buf refused;      /* append: the bytes of the last refused write */
+    int refused_code;    /* and its errno */
     int want_receipt;    /* opened O_RDWR: reads return what this handle stored */
     rs_buf receipt;
     int exclusive;
     int reserved;
     int done;            /* once/seal: the body was committed or refused */
+    int created;         /* made by op_create: counted in its inode's creators */
     rfs_follow follow;
 } rfs_handle;
 
@@ -233,6 +237,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_read = 0;
 }
 
+/* Why rfs_node_child found name malformed (-EINVAL) under parent. */
+static const char *bad_name_reason(const rfs_node *parent)
+{
+    return parent->kind == RFS_R_ONCE_DIR ? "event types are 1-32 characters"
+                                          : "ids are 1-64 of [A-Za-z0-9_-]";
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     rfs_mount *m = mount_of(req);
@@ -240,6 +251,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (rfs_itable_get(m->inodes, parent, &pn))
         return (void)fuse_reply_err(req, ENOENT);
     int rc = rfs_node_child(&pn, name, &cn);
+    /* The kernel looks a name up before mkdir or create, so a bad id is refused here and
+     * must be logged here for the writer to learn why. */
+    if (rc == -EINVAL)
+        return refuse(req, &pn, name, rc, bad_name_reason(&pn), NULL, 0);
     if (rc)
         return (void)fuse_reply_err(req, -rc);
     rfs_stat st;
@@ -272,6 +287,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     rfs_stat st;
     rs_err err = {0};
     int rc = node_stat(req, &n, &st, &err);
+    /* A singleton or seal being created exists for its writer (cat > once/T fstats its
+     * output) before its body is stored. */
+    if (rc == -ENOENT && rfs_itable_creators(m->inodes, ino) > 0) {
+        memset(&st, 0, sizeof st);
+        st.shape = RFS_SHAPE_DOC;
+        st.mtime_ns = st.ctime_ns = now_ns();
+        rc = 0;
+    }
     if (rc)
         return (void)fuse_reply_err(req, -rc);
     if (rfs_node_is_log(n.kind) && st.shape == RFS_SHAPE_LOG) {
@@ -447,14 +470,14 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     rfs_node pn, cn;
     if (rfs_itable_get(m->inodes, parent, &pn))
         return (void)fuse_reply_err(req, ENOENT);
+    if (!writable_mount(req, &pn, name))
+        return;
     int rc = rfs_node_child(&pn, name, &cn);
     if (pn.kind != RFS_THREADS && pn.kind != RFS_RUNS)
         return refuse(req, &pn, name, rc == -ENOENT || !rc ? -EPERM : rc,
                       "directories are made only under threads/ and threads/T/runs/", NULL, 0);
-    if (!writable_mount(req, &pn, name))
-        return;
     if (rc)
-        return refuse(req, &pn, name, rc, "ids are 1-64 of [A-Za-z0-9_-]", NULL, 0);
+        return refuse(req, &pn, name, rc, bad_name_reason(&pn), NULL, 0);
     if (m->opt.only_thread && strcmp(cn.thread_id, m->opt.only_thread) != 0)
         return refuse(req, &pn, name, -ENOENT, "this mount shows one thread only", NULL, 0);
     rfs_stat st;
@@ -503,11 +526,11 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rfs_node pn, cn;
     if (rfs_itable_get(m->inodes, parent, &pn))
         return (void)fuse_reply_err(req, ENOENT);
+    if (!writable_mount(req, &pn, name))
+        return;
     int rc = rfs_node_child(&pn, name, &cn);
     if (rc)
         return (void)fuse_reply_err(req, -rc);
-    if (!writable_mount(req, &pn, name))
-        return;
     if (!m->opt.allow_delete || cn.kind < RFS_THREAD)
         return refuse(req, &pn, name, -EPERM,
                       "deleting needs a mount with --allow-delete", NULL, 0);
@@ -589,6 +612,7 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     h->node = *n;
     h->pending = (rs_buf)RS_BUF_INIT;
     h->receipt = (rs_buf)RS_BUF_INIT;
+    h->refused = (rs_buf)RS_BUF_INIT;
     pthread_mutex_init(&h->lock, NULL);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
     h->pid = (long)ctx->pid;
@@ -615,6 +639,7 @@ static void handle_free(rfs_handle *h)
     rfs_reader_free(h->reader);
     rs_buf_release(&h->pending);
     rs_buf_release(&h->receipt);
+    rs_buf_release(&h->refused);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
@@ -675,7 +700,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fi->direct_io = 1;
         fi->nonseekable = 1;
         rfs_hub_follow_add(m, &h->follow);
-    } else if (rfs_node_is_log(n.kind)) {
+    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG) {
+        /* Only an exact log may be cached: a log shown as a stream (several owners) has
+         * no size for the kernel to read up to. */
         fi->keep_cache = 1;
     } else {
         fi->direct_io = 1;
@@ -702,7 +729,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     if (rc)
         return refuse(req, &pn, name, rc,
                       rc == -EPERM ? "only once/<event_type> and seal.json can be created"
-                                   : "bad name", NULL, 0);
+                                   : bad_name_reason(&pn), NULL, 0);
     rs_err err = {0};
     rfs_stat st;
     rfs_node run = cn;
@@ -761,79 +788,81 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     e.entry_timeout = entry_timeout(cn.kind);
     rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = now_ns(), .ctime_ns = now_ns()};
     fill_attr(req, &cn, &fst, ino, &e.attr);
+    rfs_itable_creators_add(m->inodes, ino, 1);
+    h->created = 1;
     fi->direct_io = 1;
     fi->fh = (uintptr_t)h;
     fuse_reply_create(req, &e, fi);
 }
 
-/* Commit complete lines of one write(): all of them or none. */
+/* Refuse an append write and remember its bytes (see retried_refusal). */
+static void refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
+                          const char *buf, size_t size, const char *data, size_t len)
+{
+    rs_buf_reset(&h->refused);
+    h->refused_code = rs_buf_add(&h->refused, buf, size) ? 0 : code;
+    refuse(req, &h->node, NULL, code, why, data, len);
+}
+
+/* The kernel cuts a large write() into requests; when we refuse one after accepting
+ * others, the writer only sees a short count, and a writer that retries sends the refused
+ * bytes again. That retry starts with the same bytes (the kernel may cut it elsewhere) and
+ * fails the same way, or the writer never learns of the refusal (EMSGSIZE). */
+static int retried_refusal(rfs_handle *h, const char *buf, size_t size)
+{
+    if (!h->refused_code)
+        return 0;
+    size_t n = h->refused.len < size ? h->refused.len : size;
+    if (n && memcmp(h->refused.buf, buf, n) == 0)
+        return h->refused_code;
+    rs_buf_reset(&h->refused);
+    h->refused_code = 0;
+    return 0;
+}
+
+/* Commit complete lines of one write(): all of them or none (the splitting is linebuf.c's). */
 static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     rfs_mount *m = mount_of(req);
     size_t max = m->store_opt.max_event_bytes ? m->store_opt.max_event_bytes
                                               : RS_DEFAULT_MAX_EVENT;
-    const char *data = buf;
-    size_t len = size;
-    if (h->skipping) {
-        const char *nl = memchr(buf, '\n', size);
-        if (!nl)
-            return (void)fuse_reply_write(req, size);
-        h->skipping = 0;
-        data = nl + 1;
-        len = size - (size_t)(data - buf);
-    }
-    const char *last_nl = len ? memrchr(data, '\n', len) : NULL;
-    size_t tail = last_nl ? len - (size_t)(last_nl + 1 - data) : len;
-    size_t tail_total = last_nl ? tail : h->pending.len + tail;
-    if (tail_total > max) {
-        /* The partial line already crosses the limit: refuse this write, skip the line. */
+    int rc = retried_refusal(h, buf, size);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);  /* logged when first refused */
+    rfs_lines lines;
+    rc = rfs_linebuf_feed(&h->pending, &h->skipping, max, buf, size, &lines);
+    if (rc == -EMSGSIZE) {
         char why[128];
         snprintf(why, sizeof why, "event line over the %zu-byte limit", max);
-        rs_buf_reset(&h->pending);
-        h->skipping = 1;
-        return refuse(req, &h->node, NULL, -EMSGSIZE, why, data, len);
+        return refuse_append(req, h, -EMSGSIZE, why, buf, size, buf, size);
     }
-    if (!last_nl) {
-        if (rs_buf_add(&h->pending, data, len))
-            return (void)fuse_reply_err(req, ENOMEM);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
+    if (!lines.len)
         return (void)fuse_reply_write(req, size);
-    }
-    size_t head = (size_t)(last_nl + 1 - data);
-    rs_buf lines = RS_BUF_INIT;
-    const char *commit = data;
-    size_t commit_len = head;
-    if (h->pending.len) {
-        if (rs_buf_add(&lines, h->pending.buf, h->pending.len) || rs_buf_add(&lines, data, head)) {
-            rs_buf_release(&lines);
-            return (void)fuse_reply_err(req, ENOMEM);
-        }
-        commit = lines.buf;
-        commit_len = lines.len;
-    }
     rs_err err = {0};
     rs_store *s;
-    int rc = rfs_pool_get(m, &s, &err);
+    rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
         rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
                        .user = handle_user(m, h)};
         pthread_mutex_lock(&m->write_lock);
-        rc = rs_store_append(s, &t, commit, commit_len, h->want_receipt ? &h->receipt : NULL, &err);
+        rc = rs_store_append(s, &t, lines.data, lines.len, h->want_receipt ? &h->receipt : NULL,
+                             &err);
         pthread_mutex_unlock(&m->write_lock);
         rfs_pool_put(m, s);
     }
-    rs_buf_reset(&h->pending);
     if (rc) {
         char why[600];
         if (err.line > 0)
             snprintf(why, sizeof why, "line %ld: %s", err.line, err.msg);
         else
             snprintf(why, sizeof why, "%s", err.msg);
-        refuse(req, &h->node, NULL, rc, why, commit, commit_len);
-        rs_buf_release(&lines);
+        refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
+        rfs_lines_done(&h->pending, &lines, 0);
         return;
     }
-    rs_buf_release(&lines);
-    if (tail && rs_buf_add(&h->pending, last_nl + 1, tail))
+    if (rfs_lines_done(&h->pending, &lines, 1))
         return (void)fuse_reply_err(req, ENOMEM);
     rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
     fuse_reply_write(req, size);
@@ -951,7 +980,6 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)ino;
     rfs_mount *m = mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
@@ -970,6 +998,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
             rfs_pool_put(m, s);
         }
     }
+    if (h->created)
+        rfs_itable_creators_add(m->inodes, ino, -1);
     handle_free(h);
     fuse_reply_err(req, 0);
 }

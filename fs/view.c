@@ -287,6 +287,11 @@ void rfs_reader_free(rfs_reader *r)
     free(r);
 }
 
+rfs_shape rfs_reader_shape(const rfs_reader *r)
+{
+    return r->shape;
+}
+
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                     rs_err *err)
 {
@@ -303,6 +308,10 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     }
     const rs_record *rec;
     while (out->len < want && (rc = rs_cursor_next(c, &rec)) == 1) {
+        /* Offsets hold for one owner only: another owner's row means the log stopped being
+         * exact after this reader opened; end here rather than show that row. */
+        if (r->scope.user && (!rec->user_id || strcmp(rec->user_id, r->scope.user) != 0))
+            break;
         int64_t line_off = is_run ? rec->run_off : rec->thread_off;
         if (line_off + (int64_t)rec->line_len <= off)
             continue;

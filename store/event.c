@@ -111,7 +111,7 @@ static void format_time(long long secs, unsigned usec, char *canon, char *db)
 
 int rs_time_parse(const char *s, size_t len, char *canon, char *db)
 {
-    if (!s)
+    if (!s || len < 16)            /* the shortest form is YYYY-MM-DDTHH:MM */
         return -EINVAL;
     const char *p = s, *end = s + len;
     unsigned y, mo, d, h, mi, sec = 0, usec = 0;
@@ -377,6 +377,22 @@ static int check_id(const fields *f, int i, const char *want, char *dst, rs_err 
     return 0;
 }
 
+/* An event type is a file name under types/ and once/: no '/', no control character, not
+ * "." or "..". */
+static int event_type_name_ok(const char *t, rs_err *err)
+{
+    if (!strcmp(t, ".") || !strcmp(t, ".."))
+        return rs_err_set(err, -EINVAL, "event_type: '%s' cannot be a file name", t);
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+        if (*p == '/')
+            return rs_err_set(err, -EINVAL, "event_type: must not contain '/'");
+        if (*p < 0x20 || *p == 0x7f)
+            return rs_err_set(err, -EINVAL,
+                              "event_type: must not contain control character 0x%02x", *p);
+    }
+    return 0;
+}
+
 static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
 {
     int rc;
@@ -401,6 +417,8 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
         }
         if (n == 0)
             return rs_err_set(err, -EINVAL, "event_type: must not be empty");
+        if ((rc = event_type_name_ok(ev->event_type, err)))
+            return rc;
         if (ctx->event_type && strcmp(ev->event_type, ctx->event_type))
             return rs_err_set(err, -EINVAL, "event_type '%s' does not match the file name '%.64s'",
                               ev->event_type, ctx->event_type);
@@ -409,6 +427,8 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
             return rs_err_set(err, -EINVAL, "event_type: '%.64s' is not a valid event type",
                               ctx->event_type);
         strcpy(ev->event_type, ctx->event_type);
+        if ((rc = event_type_name_ok(ev->event_type, err)))
+            return rc;
     } else
         return rs_err_set(err, -EINVAL, "missing required field 'event_type'");
 
@@ -533,6 +553,10 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
     *out = ev;
 done:
     rs_buf_release(&canon);
+    if (rc && err)     /* a reason is one line, whatever the input quoted in it held */
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     return rc;
 }
 

@@ -19,6 +19,7 @@
 
 typedef struct stmt_slot {
     char *sql;
+    const char *key;             /* the caller's string when it is a constant, else NULL */
     sqlite3_stmt *st;
     int busy;
 } stmt_slot;
@@ -84,6 +85,17 @@ static int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
 /* A cached statement for sql, reset and unbound, marked busy until put_stmt. */
 static int get_stmt(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
 {
+    /* Most statements are string constants: a pointer match finds them without comparing
+     * text (a write runs a dozen of them). Built statements live in b->sql. */
+    const char *key = sql == b->sql.buf ? NULL : sql;
+    for (int i = 0; key && i < STMT_CACHE; i++) {
+        stmt_slot *s = &b->cache[i];
+        if (s->key == key && !s->busy) {
+            s->busy = 1;
+            *out = s->st;
+            return 0;
+        }
+    }
     stmt_slot *free_slot = NULL;
     for (int i = 0; i < STMT_CACHE; i++) {
         stmt_slot *s = &b->cache[i];
@@ -121,6 +133,7 @@ static int get_stmt(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
     free_slot->st = st;
+    free_slot->key = key;
     free_slot->busy = 1;
     *out = st;
     return 0;
@@ -173,10 +186,12 @@ static void tx_rollback(rs_backend *b)
         exec_sql(b, "ROLLBACK", NULL);
 }
 
+/* SQLite keeps its own copy: a cursor's statement steps long after the call that bound it,
+ * when the caller's strings (a LIKE pattern, a request's ids) may be gone. */
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, i);
 }
@@ -1281,26 +1296,47 @@ static int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
     return 0;
 }
 
+/* The line holding off is the last one starting at or before it; an offset at or past the
+ * end is held by none, so the cursor is empty there. */
 static int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                        rs_cursor **out, rs_err *err)
 {
+    /* Two steps, so the planner sees constants: the start of the line holding off (one
+     * index probe), then a range scan from there. */
     sqlite3_stmt *st;
-    const char *sql = run_id
-        ? "SELECT " ROW_COLUMNS ", l.run_off, l.thread_off FROM runfs_line l "
-          "JOIN run_events e ON e.id = l.id WHERE l.run_key = (SELECT r.run_key FROM runfs_run r "
-          "JOIN runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = ?1 "
-          "AND r.run_id = ?2) AND l.run_off >= coalesce((SELECT max(run_off) FROM runfs_line "
-          "WHERE run_key = l.run_key AND run_off <= ?3), 0) ORDER BY l.run_off"
-        : "SELECT " ROW_COLUMNS ", l.run_off, l.thread_off FROM runfs_line l "
-          "JOIN run_events e ON e.id = l.id WHERE l.thread_key = (SELECT thread_key FROM "
-          "runfs_thread WHERE thread_id = ?1) AND l.thread_off >= coalesce((SELECT "
-          "max(thread_off) FROM runfs_line WHERE thread_key = l.thread_key AND thread_off <= ?3), "
-          "0) AND ?2 IS NULL ORDER BY l.thread_off";
-    int rc = get_stmt(b, sql, &st, err);
+    const char *start_sql = run_id
+        ? "SELECT r.run_key, (SELECT max(run_off) FROM runfs_line WHERE run_key = r.run_key "
+          "AND run_off <= ?3) FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
+          "r.thread_key WHERE t.thread_id = ?1 AND r.run_id = ?2"
+        : "SELECT t.thread_key, (SELECT max(thread_off) FROM runfs_line WHERE thread_key = "
+          "t.thread_key AND thread_off <= ?3) FROM runfs_thread t WHERE t.thread_id = ?1 "
+          "AND ?2 IS NULL";
+    int rc = get_stmt(b, start_sql, &st, err);
     if (rc)
         return rc;
     bind_text(st, 1, thread_id);
     bind_text(st, 2, run_id);
+    sqlite3_bind_int64(st, 3, off);
+    int src = sqlite3_step(st);
+    int64_t key = -1, from = 0;
+    if (src == SQLITE_ROW) {
+        key = sqlite3_column_int64(st, 0);
+        from = sqlite3_column_int64(st, 1);
+    }
+    put_stmt(b, st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return sq_fail(b, src, err, "seek");
+    const char *sql = run_id
+        ? "SELECT " ROW_COLUMNS ", l.run_off, l.thread_off FROM runfs_line l "
+          "JOIN run_events e ON e.id = l.id WHERE l.run_key = ?1 AND l.run_off >= ?2 "
+          "AND l.run_off + l.len > ?3 ORDER BY l.run_off"
+        : "SELECT " ROW_COLUMNS ", l.run_off, l.thread_off FROM runfs_line l "
+          "JOIN run_events e ON e.id = l.id WHERE l.thread_key = ?1 AND l.thread_off >= ?2 "
+          "AND l.thread_off + l.len > ?3 ORDER BY l.thread_off";
+    if ((rc = get_stmt(b, sql, &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_int64(st, 2, from);
     sqlite3_bind_int64(st, 3, off);
     return cursor_make(b, st, out, err);
 }

@@ -31,8 +31,12 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
         goto fail;
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
     rc = rs_contract_load(&s->contract, contract, err);
-    if (rc == -ENOENT && !opt->contract_path)
+    if (rc == -ENOENT && !opt->contract_path) {
+        /* Not installed: the source tree's copy, and then the miss is no error to report. */
         rc = rs_contract_load(&s->contract, RS_CONTRACT_SOURCE, err);
+        if (!rc && err)
+            *err = (rs_err){0};
+    }
     if (rc)
         goto fail;
     s->n_singletons = rs_contract_singletons(s->contract, &s->singletons);

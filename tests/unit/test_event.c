@@ -562,6 +562,58 @@ static void test_context_rules(void **state)
     const char *bad_ai = AI_LINE("{\"type\":\"ai\"}", AI_META);
     assert_int_equal(rs_event_parse(&ev, bad_ai, strlen(bad_ai), &c, &err), -EINVAL);
 
+    /* an event type is a file name under types/ and once/: even allow_unknown refuses '/',
+     * control characters, "." and ".." (as given, as escaped, and from the file name) */
+    static const struct { const char *line; const char *reason; } names[] = {
+        { "{\"event_type\":\"a/b\",\"category\":\"c\"}", "must not contain '/'" },
+        { "{\"event_type\":\"a\\/b\",\"category\":\"c\"}", "must not contain '/'" },
+        { "{\"event_type\":\"/\",\"category\":\"c\"}", "must not contain '/'" },
+        { "{\"event_type\":\"middleware:a/b\",\"content\":" MW_CONTENT "}", "must not contain '/'" },
+        { "{\"event_type\":\"a\\nb\",\"category\":\"c\"}", "control character 0x0a" },
+        { "{\"event_type\":\"a\\u0001\",\"category\":\"c\"}", "control character 0x01" },
+        { "{\"event_type\":\"a\\tb\",\"category\":\"c\"}", "control character 0x09" },
+        { "{\"event_type\":\"a\x7f\",\"category\":\"c\"}", "control character 0x7f" },
+        { "{\"event_type\":\".\",\"category\":\"c\"}", "'.' cannot be a file name" },
+        { "{\"event_type\":\"..\",\"category\":\"c\"}", "'..' cannot be a file name" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        for (int allow = 0; allow <= 1; allow++) {
+            c.allow_unknown = allow;
+            ev = (rs_event *)1;
+            int rc = rs_event_parse(&ev, names[i].line, strlen(names[i].line), &c, &err);
+            if (rc != -EINVAL || !strstr(err.msg, names[i].reason))
+                print_error("case %zu: %s\n  got %d '%s'\n", i, names[i].line, rc, err.msg);
+            assert_int_equal(rc, -EINVAL);
+            assert_null(ev);
+            assert_non_null(strstr(err.msg, names[i].reason));
+        }
+    }
+    ev = parse_ok_ctx("{\"event_type\":\"a.b:c-d_e..f\",\"category\":\"c\"}", &c);
+    rs_event_free(ev);
+    c.event_type = "x\ny";
+    const char *bare = "{\"category\":\"c\"}";
+    assert_int_equal(rs_event_parse(&ev, bare, strlen(bare), &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "control character 0x0a"));
+    c.event_type = "..";
+    assert_int_equal(rs_event_parse(&ev, bare, strlen(bare), &c, &err), -EINVAL);
+    c.event_type = NULL;
+
+    /* a reason stays one line whatever the input quoted in it: category, decoded keys */
+    c.allow_unknown = 0;
+    static const char *const multiline[] = {
+        "{\"event_type\":\"llm.error\",\"category\":\"a\\nb\"}",
+        "{\"event_type\":\"run.end\",\"content\":{\"a\\nb\":1,\"a\\nb\":2},"
+        "\"metadata\":{\"status\":\"success\"}}",
+        TERM_LINE("{\"status\":\"success\",\"x\\ny\":1}",
+                  "{\"protocol_version\":1,\"recovered\":false}"),
+    };
+    for (size_t i = 0; i < sizeof multiline / sizeof multiline[0]; i++) {
+        assert_int_equal(rs_event_parse(&ev, multiline[i], strlen(multiline[i]), &c, &err),
+                         -EINVAL);
+        assert_null(strchr(err.msg, '\n'));
+        assert_non_null(strstr(err.msg, "a?b") ? err.msg : strstr(err.msg, "x?y"));
+    }
+
     /* the limit: exactly max_bytes is fine */
     c = ctx_default();
     const char *line = "{\"event_type\":\"llm.error\",\"content\":\"0123456789012345678901\"}";
@@ -634,6 +686,20 @@ static void test_created_at(void **state)
     char canon[RS_TIME_LEN + 1];
     assert_int_equal(rs_time_parse("2026-01-02T03:04:05Zjunk", 20, canon, NULL), 0);
     assert_string_equal(canon, "2026-01-02T03:04:05.000000+00:00");
+    /* every prefix in a buffer of exactly its size (ASan: no byte past len is read; the
+     * parser used to look at s[4] and s[7] of a 4..7-byte input) */
+    const char *full = "2026-01-02T03:04:05.123456+05:30";
+    for (size_t n = 0; n <= strlen(full); n++) {
+        char *exact = malloc(n ? n : 1);
+        assert_non_null(exact);
+        memcpy(exact, full, n);
+        int rc = rs_time_parse(exact, n, canon, NULL);
+        int want_ok = n == 16 || n == 19 || (n >= 21 && n <= 26) || n == 32;
+        if (rc != (want_ok ? 0 : -EINVAL))
+            print_error("prefix %zu: got %d\n", n, rc);
+        assert_int_equal(rc, want_ok ? 0 : -EINVAL);
+        free(exact);
+    }
 
     char now[RS_TIME_LEN + 1], nowdb[27];
     rs_time_now(now, nowdb);

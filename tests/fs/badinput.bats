@@ -1,0 +1,330 @@
+#!/usr/bin/env bats
+# badinput.bats — hostile input through the mount. Each case checks the errno DESIGN names
+# (from the syscall itself, via a small python3 helper), that the store is byte-for-byte
+# unchanged (store_snapshot before and after) and that the daemon still answers.
+#
+# Line data is written literally (single quotes: JSON escapes stay as they are), with tokens
+# for what a shell word cannot hold: <NUL>, <xHH> (one byte), <rep:N:TEXT> (TEXT N times),
+# <pad:N> ('A's there so that the line, without its newline, is N bytes).
+load lib
+
+setup() {
+  runfs_setup
+  RUN=$MNT/threads/t1/runs/r1
+  EV=$RUN/events.jsonl
+  mkdir -p "$RUN"
+  ev_start >> "$EV"   # a store with a row in it: "unchanged" means something
+}
+teardown() { runfs_teardown; }
+
+# python3 helper: `append PATH DATA` (one write() of DATA + '\n', retried for the rest as a
+# write loop does), `append-raw PATH DATA` (no newline added), or `sys OP ARGS...`; prints
+# `write=<E> close=<E>` or `<E>`, E being OK or the errno name.
+PYHELPER=$(cat <<'PY'
+import errno, os, re, stat, sys
+
+def ename(e):
+    return errno.errorcode.get(e, str(e))
+
+def decode(s):
+    b = s.encode('utf-8', 'surrogateescape')
+    out = bytearray()
+    pad_at = pad_total = None
+    pos = 0
+    for m in re.finditer(rb'<(NUL|x[0-9a-fA-F]{2}|rep:(\d+):([^>]*)|pad:(\d+))>', b):
+        out += b[pos:m.start()]
+        t = m.group(1)
+        if t == b'NUL':
+            out += b'\0'
+        elif t[:1] == b'x':
+            out.append(int(t[1:], 16))
+        elif t.startswith(b'rep:'):
+            out += m.group(3) * int(m.group(2))
+        else:
+            pad_at, pad_total = len(out), int(m.group(4))
+        pos = m.end()
+    out += b[pos:]
+    if pad_at is not None:
+        out[pad_at:pad_at] = b'A' * (pad_total - len(out))
+    return bytes(out)
+
+def append(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    w = c = 'OK'
+    view = memoryview(data)
+    try:
+        while len(view):
+            view = view[os.write(fd, view):]
+    except OSError as e:
+        w = ename(e.errno)
+    try:
+        os.close(fd)
+    except OSError as e:
+        c = ename(e.errno)
+    print('write=%s close=%s' % (w, c))
+
+def sysop(op, a):
+    ops = {
+        'symlink': lambda: os.symlink(a[0], a[1]),
+        'link': lambda: os.link(a[0], a[1]),
+        'mkfifo': lambda: os.mkfifo(a[0]),
+        'mknod': lambda: os.mknod(a[0], 0o644 | stat.S_IFREG),
+        'mknod-chr': lambda: os.mknod(a[0], 0o644 | stat.S_IFCHR, os.makedev(1, 3)),
+        'chmod': lambda: os.chmod(a[0], int(a[1], 8)),
+        'chown': lambda: os.chown(a[0], int(a[1]), int(a[2])),
+        'setxattr': lambda: os.setxattr(a[0], 'user.runfs', b'1'),
+        'rename': lambda: os.rename(a[0], a[1]),
+        'utime': lambda: os.utime(a[0], (0, 0)),
+        'touch': lambda: os.utime(a[0]),
+        'truncate': lambda: os.truncate(a[0], 0),
+        'open-trunc': lambda: os.close(os.open(a[0], os.O_WRONLY | os.O_TRUNC)),
+        'unlink': lambda: os.unlink(a[0]),
+        'rmdir': lambda: os.rmdir(a[0]),
+        'mkdir': lambda: os.mkdir(decode(a[0])),
+    }
+    try:
+        ops[op]()
+        print('OK')
+    except OSError as e:
+        print(ename(e.errno))
+
+if sys.argv[1] == 'sys':
+    sysop(sys.argv[2], sys.argv[3:])
+else:
+    data = decode(sys.argv[3])
+    append(sys.argv[2], data if sys.argv[1] == 'append-raw' else data + b'\n')
+PY
+)
+
+# The daemon answers: the root lists, README reads, and a valid line still appends.
+alive() {
+  run ls "$MNT"
+  assert_success
+  assert_output --partial threads
+  run head -c 10 "$MNT/README"
+  assert_success
+  ev_error "still here" >> "$EV"
+  run tail -n 1 "$EV"
+  assert_success
+  assert_output --partial '"content":"still here"'
+}
+
+# expect OUTCOME MODE DATA: the helper's outcome for one append, store unchanged, daemon up.
+expect() {
+  local want=$1 mode=$2 data=$3 before
+  before=$(store_snapshot)
+  run python3 -c "$PYHELPER" "$mode" "$EV" "$data"
+  assert_success
+  assert_output "$want"
+  assert_equal "$(store_snapshot)" "$before"
+  alive
+}
+
+# bad_line ERRNO DATA: DATA plus '\n' in one write() fails with ERRNO.
+bad_line() { expect "write=$1 close=OK" append "$2"; }
+# bad_tail DATA: DATA without '\n' is buffered (the write succeeds); the close refuses it.
+bad_tail() { expect "write=OK close=EINVAL" append-raw "$1"; }
+
+# bad_op ERRNO OP ARGS...: a syscall on the mount fails with ERRNO and changes nothing.
+bad_op() {
+  local want=$1 before; shift
+  before=$(store_snapshot)
+  run python3 -c "$PYHELPER" sys "$@"
+  assert_success
+  assert_output "$want"
+  assert_equal "$(store_snapshot)" "$before"
+  alive
+}
+
+LLM_ERR='"event_type":"llm.error","content":"x"'
+MW='{"name":"G","hook":"before_tool","action":"deny","changes":{}}'
+
+# ---- malformed and truncated JSON ------------------------------------------------------------
+@test "json: a lone brace" { bad_line EINVAL '{'; }
+@test "json: truncated object" { bad_line EINVAL '{"event_type":"llm.error","content":"x"'; }
+@test "json: truncated inside a string" { bad_line EINVAL '{"event_type":"llm.error","content":"x'; }
+@test "json: missing comma" { bad_line EINVAL '{"event_type":"llm.error" "content":"x"}'; }
+@test "json: unquoted key" { bad_line EINVAL '{event_type:"llm.error"}'; }
+@test "json: single quotes" { bad_line EINVAL "{'event_type':'llm.error'}"; }
+@test "json: trailing comma" { bad_line EINVAL '{"event_type":"llm.error",}'; }
+@test "json: data after the object" { bad_line EINVAL "{$LLM_ERR} x"; }
+@test "json: two objects on one line" { bad_line EINVAL "{$LLM_ERR}{$LLM_ERR}"; }
+@test "json: an array, not an object" { bad_line EINVAL "[{$LLM_ERR}]"; }
+@test "json: a bare string" { bad_line EINVAL '"llm.error"'; }
+@test "json: null" { bad_line EINVAL 'null'; }
+@test "json: an empty line" { bad_line EINVAL ''; }
+@test "json: bad escape" { bad_line EINVAL '{"event_type":"llm.error","content":"a\qb"}'; }
+@test "json: NaN" { bad_line EINVAL '{"event_type":"run.end","content":NaN,"metadata":{"status":"success"}}'; }
+@test "json: a good line then a bad one in one write stores neither" {
+  bad_line EINVAL "{$LLM_ERR}"$'\n''{"event_type":'
+}
+@test "json: truncated last line refused at close" { bad_tail '{"event_type":"llm.error","content":"x"'; }
+@test "json: a partial line that is not an object refused at close" { bad_tail 'hello'; }
+
+# ---- wrong types for the envelope --------------------------------------------------------------
+@test "type: event_type number" { bad_line EINVAL '{"event_type":1}'; }
+@test "type: event_type null" { bad_line EINVAL '{"event_type":null}'; }
+@test "type: event_type array" { bad_line EINVAL '{"event_type":["llm.error"]}'; }
+@test "type: event_type object" { bad_line EINVAL '{"event_type":{"t":"llm.error"}}'; }
+@test "type: event_type boolean" { bad_line EINVAL '{"event_type":true}'; }
+@test "type: event_type missing" { bad_line EINVAL '{"content":"x"}'; }
+@test "type: category number" { bad_line EINVAL "{$LLM_ERR,\"category\":7}"; }
+@test "type: category object" { bad_line EINVAL "{$LLM_ERR,\"category\":{}}"; }
+@test "type: content not what the schema says" { bad_line EINVAL '{"event_type":"llm.error","content":42}'; }
+@test "type: metadata string" { bad_line EINVAL "{$LLM_ERR,\"metadata\":\"x\"}"; }
+@test "type: metadata array" { bad_line EINVAL "{$LLM_ERR,\"metadata\":[]}"; }
+@test "type: metadata number" { bad_line EINVAL "{$LLM_ERR,\"metadata\":1}"; }
+@test "type: metadata null" { bad_line EINVAL "{$LLM_ERR,\"metadata\":null}"; }
+@test "type: created_at number" { bad_line EINVAL "{$LLM_ERR,\"created_at\":1767225600}"; }
+@test "type: created_at boolean" { bad_line EINVAL "{$LLM_ERR,\"created_at\":true}"; }
+@test "type: thread_id number" { bad_line EINVAL "{$LLM_ERR,\"thread_id\":1}"; }
+@test "type: thread_id null" { bad_line EINVAL "{$LLM_ERR,\"thread_id\":null}"; }
+@test "type: run_id object" { bad_line EINVAL "{$LLM_ERR,\"run_id\":{}}"; }
+
+# ---- lengths, names, the contract --------------------------------------------------------------
+@test "name: event_type of 33 characters" { bad_line EINVAL '{"event_type":"abcdefghij.abcdefghij.abcdefghij.x"}'; }
+@test "name: event_type empty" { bad_line EINVAL '{"event_type":""}'; }
+@test "name: middleware tag of 22 characters" { bad_line EINVAL "{\"event_type\":\"middleware:abcdefghijklmnopqrstuv\",\"content\":$MW}"; }
+@test "name: middleware tag empty" { bad_line EINVAL "{\"event_type\":\"middleware:\",\"content\":$MW}"; }
+@test "name: middleware tag with a slash" { bad_line EINVAL "{\"event_type\":\"middleware:a/b\",\"content\":$MW}"; }
+@test "name: category of 17 characters" { bad_line EINVAL "{$LLM_ERR,\"category\":\"abcdefghijklmnopq\"}"; }
+@test "name: unknown event type" { bad_line EINVAL '{"event_type":"llm.made.up","content":"x"}'; }
+@test "name: unknown event type with a category" { bad_line EINVAL '{"event_type":"my.custom","category":"custom"}'; }
+@test "name: category mismatch" { bad_line EINVAL "{$LLM_ERR,\"category\":\"message\"}"; }
+@test "name: event type with a newline escape" { bad_line EINVAL '{"event_type":"llm.error\n","content":"x"}'; }
+@test "name: a singleton appended to events.jsonl" { bad_line EINVAL '{"event_type":"run.terminal","content":{"status":"success"},"metadata":{"protocol_version":1,"recovered":false}}'; }
+@test "name: content schema violation" { bad_line EINVAL '{"event_type":"run.start","content":{"name":"x"},"metadata":{"caller":"lead_agent"}}'; }
+
+# ---- fields the store owns, unknown fields -----------------------------------------------------
+@test "field: seq given" { bad_line EINVAL "{$LLM_ERR,\"seq\":5}"; }
+@test "field: seq given as a string" { bad_line EINVAL "{$LLM_ERR,\"seq\":\"5\"}"; }
+@test "field: user_id given" { bad_line EINVAL "{$LLM_ERR,\"user_id\":\"root\"}"; }
+@test "field: unknown top-level field" { bad_line EINVAL "{$LLM_ERR,\"foo\":1}"; }
+@test "field: misspelt event_type" { bad_line EINVAL '{"evnt_type":"llm.error"}'; }
+@test "field: duplicate event_type" { bad_line EINVAL "{$LLM_ERR,\"event_type\":\"llm.error\"}"; }
+@test "field: duplicate key inside content" { bad_line EINVAL '{"event_type":"run.end","content":{"a":1,"a":2},"metadata":{"status":"success"}}'; }
+@test "field: storage marker in metadata" { bad_line EINVAL "{$LLM_ERR,\"metadata\":{\"content_is_json\":true}}"; }
+
+# ---- ids in the line ---------------------------------------------------------------------------
+@test "id: thread_id other than the path's" { bad_line EINVAL "{$LLM_ERR,\"thread_id\":\"t2\"}"; }
+@test "id: run_id other than the path's" { bad_line EINVAL "{$LLM_ERR,\"run_id\":\"r2\"}"; }
+@test "id: thread_id .." { bad_line EINVAL "{$LLM_ERR,\"thread_id\":\"..\"}"; }
+@test "id: run_id with a slash" { bad_line EINVAL "{$LLM_ERR,\"run_id\":\"r1/x\"}"; }
+@test "id: thread_id of 65 characters" { bad_line EINVAL "{$LLM_ERR,\"thread_id\":\"<rep:65:a>\"}"; }
+
+# ---- bytes -------------------------------------------------------------------------------------
+@test "bytes: NUL in a string" { bad_line EINVAL '{"event_type":"llm.error","content":"a<NUL>b"}'; }
+@test "bytes: NUL between tokens" { bad_line EINVAL '{"event_type":"llm.error",<NUL>"content":"x"}'; }
+@test "bytes: \\u0000 escape" { bad_line EINVAL '{"event_type":"llm.error","content":"a\u0000b"}'; }
+@test "bytes: raw control character" { bad_line EINVAL '{"event_type":"llm.error","content":"a<x01>b"}'; }
+@test "bytes: invalid UTF-8 0xff" { bad_line EINVAL '{"event_type":"llm.error","content":"<xff>"}'; }
+@test "bytes: stray continuation byte" { bad_line EINVAL '{"event_type":"llm.error","content":"<x80>"}'; }
+@test "bytes: overlong 2-byte /" { bad_line EINVAL '{"event_type":"llm.error","content":"<xc0><xaf>"}'; }
+@test "bytes: overlong 3-byte /" { bad_line EINVAL '{"event_type":"llm.error","content":"<xe0><x80><xaf>"}'; }
+@test "bytes: overlong 4-byte" { bad_line EINVAL '{"event_type":"llm.error","content":"<xf0><x80><x80><xaf>"}'; }
+@test "bytes: UTF-8 encoded surrogate" { bad_line EINVAL '{"event_type":"llm.error","content":"<xed><xa0><x80>"}'; }
+@test "bytes: beyond U+10FFFF" { bad_line EINVAL '{"event_type":"llm.error","content":"<xf4><x90><x80><x80>"}'; }
+@test "bytes: 5-byte sequence" { bad_line EINVAL '{"event_type":"llm.error","content":"<xf8><x88><x80><x80><x80>"}'; }
+@test "bytes: truncated sequence" { bad_line EINVAL '{"event_type":"llm.error","content":"<xe2><x82>"}'; }
+@test "bytes: invalid UTF-8 in a key" { bad_line EINVAL '{"event_type":"llm.error","content":"x","metadata":{"<xff>":1}}'; }
+@test "bytes: lone high surrogate escape" { bad_line EINVAL '{"event_type":"llm.error","content":"\ud800"}'; }
+@test "bytes: lone low surrogate escape" { bad_line EINVAL '{"event_type":"llm.error","content":"\udc00"}'; }
+@test "bytes: high surrogate then a letter" { bad_line EINVAL '{"event_type":"llm.error","content":"\ud800\u0041"}'; }
+@test "bytes: reversed surrogate pair" { bad_line EINVAL '{"event_type":"llm.error","content":"\udc00\ud800"}'; }
+
+# ---- size and depth ----------------------------------------------------------------------------
+@test "size: a line of 1 MiB + 1 bytes" { bad_line EMSGSIZE '{"event_type":"llm.error","content":"<pad:1048577>"}'; }
+@test "size: 1 MiB + 1 bytes without a newline" { expect "write=EMSGSIZE close=OK" append-raw '{"event_type":"llm.error","content":"<pad:1048577>"}'; }
+@test "size: a line of 3 MiB" { bad_line EMSGSIZE '{"event_type":"llm.error","content":"<pad:3145728>"}'; }
+@test "size: a line of exactly 1 MiB is accepted" {
+  run python3 -c "$PYHELPER" append "$EV" '{"event_type":"llm.error","content":"<pad:1048576>"}'
+  assert_output "write=OK close=OK"
+  run tail -c 200 "$EV"
+  assert_output --partial 'AAAA"'
+}
+@test "depth: 100k nested arrays" { bad_line EINVAL '{"event_type":"run.end","metadata":{"status":"success"},"content":<rep:100000:[><rep:100000:]>}'; }
+@test "depth: 100k nested objects" { bad_line EINVAL '{"event_type":"run.end","metadata":{"status":"success"},"content":<rep:100000:{"a":><rep:100000:}>}'; }
+@test "depth: 129 levels" { bad_line EINVAL '{"event_type":"run.end","metadata":{"status":"success"},"content":<rep:128:[><rep:128:]>}'; }
+
+# ---- numbers -----------------------------------------------------------------------------------
+@test "number: 1e999" { bad_line EINVAL '{"event_type":"run.end","content":{"x":1e999},"metadata":{"status":"success"}}'; }
+@test "number: -1e400" { bad_line EINVAL '{"event_type":"run.end","content":[-1e400],"metadata":{"status":"success"}}'; }
+@test "number: 400 digits" { bad_line EINVAL '{"event_type":"run.end","content":[1<rep:400:0>],"metadata":{"status":"success"}}'; }
+@test "number: leading zero" { bad_line EINVAL '{"event_type":"run.end","content":[01],"metadata":{"status":"success"}}'; }
+@test "number: no digit after the point" { bad_line EINVAL '{"event_type":"run.end","content":[1.],"metadata":{"status":"success"}}'; }
+@test "number: leading point" { bad_line EINVAL '{"event_type":"run.end","content":[.5],"metadata":{"status":"success"}}'; }
+@test "number: leading plus" { bad_line EINVAL '{"event_type":"run.end","content":[+1],"metadata":{"status":"success"}}'; }
+@test "number: Infinity" { bad_line EINVAL '{"event_type":"run.end","content":[Infinity],"metadata":{"status":"success"}}'; }
+@test "number: hexadecimal" { bad_line EINVAL '{"event_type":"run.end","content":[0x10],"metadata":{"status":"success"}}'; }
+
+# ---- created_at --------------------------------------------------------------------------------
+@test "time: February 30" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-02-30T00:00:00Z\"}"; }
+@test "time: hour 25" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01T25:00:00Z\"}"; }
+@test "time: leap second" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01T23:59:60Z\"}"; }
+@test "time: month 13" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-13-01T00:00:00Z\"}"; }
+@test "time: words" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"yesterday\"}"; }
+@test "time: empty" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"\"}"; }
+@test "time: trailing text" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01T00:00:00Z x\"}"; }
+@test "time: year 0000" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"0000-01-01T00:00:00Z\"}"; }
+@test "time: before year 1 once converted" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"0001-01-01T00:00:00+01:00\"}"; }
+@test "time: offset +24:00" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01T00:00:00+24:00\"}"; }
+@test "time: ten fraction digits" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01T00:00:00.1234567890Z\"}"; }
+@test "time: date only" { bad_line EINVAL "{$LLM_ERR,\"created_at\":\"2026-01-01\"}"; }
+
+# ---- ids in paths (mkdir) ----------------------------------------------------------------------
+@test "path: thread id with a dot" { bad_op EINVAL mkdir "$MNT/threads/a.b"; }
+@test "path: thread id with a space" { bad_op EINVAL mkdir "$MNT/threads/a b"; }
+@test "path: thread id of 65 characters" { bad_op EINVAL mkdir "$MNT/threads/<rep:65:a>"; }
+@test "path: thread id of 64 characters is fine" {
+  run python3 -c "$PYHELPER" sys mkdir "$MNT/threads/<rep:64:a>"
+  assert_output OK
+}
+@test "path: thread id ..." { bad_op EINVAL mkdir "$MNT/threads/..."; }
+@test "path: thread id with non-ASCII" { bad_op EINVAL mkdir "$MNT/threads/caf<xc3><xa9>"; }
+@test "path: thread id with invalid UTF-8" { bad_op EINVAL mkdir "$MNT/threads/a<xff>"; }
+@test "path: thread id with a newline" { bad_op EINVAL mkdir "$MNT/threads/a<x0a>b"; }
+@test "path: run id with a dot" { bad_op EINVAL mkdir "$MNT/threads/t1/runs/r.1"; }
+@test "path: run id of 65 characters" { bad_op EINVAL mkdir "$MNT/threads/t1/runs/<rep:65:r>"; }
+# `..` never reaches the daemon: the kernel answers mkdir of `..` itself (EEXIST).
+@test "path: thread id .. (answered by the kernel)" { bad_op EEXIST mkdir "$MNT/threads/.."; }
+
+# ---- operations that make no sense on the store (EPERM) ----------------------------------------
+@test "op: symlink in a run" { bad_op EPERM symlink x "$RUN/link"; }
+@test "op: symlink in threads/" { bad_op EPERM symlink t1 "$MNT/threads/t9"; }
+@test "op: hard link to events.jsonl" { bad_op EPERM link "$EV" "$RUN/hard"; }
+@test "op: mkfifo" { bad_op EPERM mkfifo "$RUN/fifo"; }
+@test "op: mknod regular file" { bad_op EPERM mknod "$RUN/plain"; }
+@test "op: mknod character device" { bad_op EPERM mknod-chr "$MNT/threads/t1/null"; }
+@test "op: chmod events.jsonl" { bad_op EPERM chmod "$EV" 600; }
+@test "op: chmod a thread" { bad_op EPERM chmod "$MNT/threads/t1" 700; }
+@test "op: chown events.jsonl" { bad_op EPERM chown "$EV" 1 1; }
+@test "op: setxattr on events.jsonl" { bad_op EPERM setxattr "$EV"; }
+@test "op: setxattr on a thread" { bad_op EPERM setxattr "$MNT/threads/t1"; }
+@test "op: rename events.jsonl" { bad_op EPERM rename "$EV" "$RUN/old.jsonl"; }
+@test "op: rename a thread" { bad_op EPERM rename "$MNT/threads/t1" "$MNT/threads/t2"; }
+@test "op: rename a run" { bad_op EPERM rename "$RUN" "$MNT/threads/t1/runs/r2"; }
+@test "op: utimens events.jsonl" { bad_op EPERM utime "$EV"; }
+@test "op: touch a thread" { bad_op EPERM touch "$MNT/threads/t1"; }
+@test "op: truncate events.jsonl" { bad_op EPERM truncate "$EV"; }
+@test "op: open events.jsonl with O_TRUNC" { bad_op EPERM open-trunc "$EV"; }
+@test "op: unlink events.jsonl" { bad_op EPERM unlink "$EV"; }
+@test "op: rmdir a run without --allow-delete" { bad_op EPERM rmdir "$RUN"; }
+@test "op: mkdir inside a run" { bad_op EPERM mkdir "$RUN/x"; }
+
+# ---- a mount that allows unknown event types still wants file names ----------------------------
+@test "allow-unknown: event types that are not file names are refused" {
+  local m2=$WORK/mnt2 before
+  runfs_mount "$STORE" "$m2" --allow-unknown-events
+  local ev2=$m2/threads/t1/runs/r1/events.jsonl
+  before=$(store_snapshot)
+  local t
+  for t in 'a/b' '/' '..' '.' 'a\nb' 'a\u0001' 'a\tb' 'x<x7f>'; do
+    run python3 -c "$PYHELPER" append "$ev2" "{\"event_type\":\"$t\",\"category\":\"c\"}"
+    assert_output "write=EINVAL close=OK"
+  done
+  assert_equal "$(store_snapshot)" "$before"
+  run python3 -c "$PYHELPER" append "$ev2" '{"event_type":"my.custom:x-1","category":"c"}'
+  assert_output "write=OK close=OK"
+  run ls "$m2/threads/t1/runs/r1/types"
+  assert_output --partial 'my.custom:x-1.jsonl'
+}
