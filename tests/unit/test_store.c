@@ -1,0 +1,2049 @@
+/* test_store.c — the store engine through its public API (runstore.h) on real SQLite files in
+ * temp dirs: every operation of spec sections 4 and 5 and every edge they name, DeerFlow's
+ * own database, threads and processes. Raw sqlite3 only inspects or tampers with the file.
+ * Expected values are written out by hand, never computed by the code under test. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "runstore.h"
+
+#ifndef RS_CONTRACT_SOURCE
+#define RS_CONTRACT_SOURCE "/work/main/contracts/run_event_stream_contract.json"
+#endif
+#ifndef RS_DEERFLOW_SAMPLE
+#define RS_DEERFLOW_SAMPLE "/work/shared/reference/deerflow/sample/deerflow-sample.db"
+#endif
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+#define TS "\"created_at\":\"2026-01-02T03:04:05Z\""
+#define ERR(text) "{\"event_type\":\"llm.error\",\"content\":\"" text "\"," TS "}\n"
+#define ERR_META(text, meta) \
+    "{\"event_type\":\"llm.error\",\"content\":\"" text "\",\"metadata\":" meta "," TS "}\n"
+#define START "{\"event_type\":\"run.start\",\"content\":{\"chain\":\"lead_agent\"}," \
+              "\"metadata\":{\"caller\":\"lead_agent\"}," TS "}\n"
+#define END(n) "{\"event_type\":\"run.end\",\"content\":{\"n\":" #n "}," \
+               "\"metadata\":{\"status\":\"success\"}," TS "}\n"
+#define HUMAN(id) "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":\"human\"," \
+                  "\"content\":\"q\",\"id\":\"" id "\"},\"metadata\":{\"caller\":\"lead_agent\"}," \
+                  TS "}\n"
+#define AI(id, caller) "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\"," \
+                       "\"content\":\"a\",\"tool_calls\":[],\"id\":\"" id "\"},\"metadata\":" \
+                       "{\"caller\":\"" caller "\",\"usage\":{},\"latency_ms\":1," \
+                       "\"llm_call_index\":1}," TS "}\n"
+#define TOOL(call, id) "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":\"tool\"," \
+                       "\"content\":\"r\",\"tool_call_id\":\"" call "\",\"id\":\"" id "\"}," \
+                       TS "}\n"
+#define SUB_START(task) "{\"event_type\":\"subagent.start\",\"content\":{\"task_id\":\"" task \
+                        "\",\"description\":null},\"metadata\":{\"task_id\":\"" task "\"}," TS "}\n"
+#define SUB_STEP(task) "{\"event_type\":\"subagent.step\",\"content\":{\"task_id\":\"" task \
+                       "\",\"message_index\":0,\"kind\":\"tool\",\"text\":\"t\"," \
+                       "\"truncated\":false,\"tool_name\":\"ls\"},\"metadata\":{\"task_id\":\"" \
+                       task "\",\"message_index\":0}," TS "}\n"
+#define SUB_END(task) "{\"event_type\":\"subagent.end\",\"content\":{\"task_id\":\"" task \
+                      "\",\"status\":\"completed\"},\"metadata\":{\"task_id\":\"" task "\"}," \
+                      TS "}\n"
+#define TERMINAL(status, recovered, extra) \
+    "{\"content\":{\"status\":\"" status "\"},\"metadata\":{\"protocol_version\":1," \
+    "\"recovered\":" recovered extra "}," TS "}"
+
+/* The canonical line of ERR(text) at seq in t1/r1, owner alice. */
+#define ERR_LINE(seq, text) \
+    "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":" #seq ",\"event_type\":\"llm.error\"," \
+    "\"category\":\"trace\",\"content\":\"" text "\",\"metadata\":{}," \
+    "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\",\"user_id\":\"alice\"}\n"
+
+/* ---- fixture: a fresh store file in a private temp dir per test --------------------------- */
+
+typedef struct fixture {
+    char dir[64];
+    char db[128];
+    rs_store *s;
+} fixture;
+
+static fixture fx;
+
+static rs_store *open_store(const char *path, size_t max_event, int read_only)
+{
+    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE, .max_event_bytes = max_event,
+                      .read_only = read_only};
+    rs_store *s = NULL;
+    rs_err err = {0};
+    int rc = rs_store_open(&s, path, &opt, &err);
+    if (rc)
+        fail_msg("open %s: %s: %s", path, rs_errno_name(rc), err.msg);
+    return s;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(fx.dir, sizeof fx.dir, "/tmp/rs-store-XXXXXX");
+    if (!mkdtemp(fx.dir))
+        return -1;
+    snprintf(fx.db, sizeof fx.db, "%s/store.db", fx.dir);
+    fx.s = open_store(fx.db, 0, 0);
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    remove_dir(fx.dir);
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static rs_target tgt(const char *thread, const char *run, const char *user)
+{
+    return (rs_target){.thread_id = thread, .run_id = run, .user = user};
+}
+
+static void put_in(rs_store *s, const char *thread, const char *run, const char *user,
+                   const char *lines)
+{
+    rs_target t = tgt(thread, run, user);
+    rs_err err = {0};
+    int rc = rs_store_append(s, &t, lines, strlen(lines), NULL, &err);
+    if (rc)
+        fail_msg("append %s/%s: %s (line %ld): %s", thread, run, rs_errno_name(rc), err.line,
+                 err.msg);
+}
+
+static void put(const char *thread, const char *run, const char *user, const char *lines)
+{
+    put_in(fx.s, thread, run, user, lines);
+}
+
+/* Seqs of a query, space separated ("" when none). Rotating buffers so two may be compared. */
+static const char *seqs_of(const rs_query *q)
+{
+    static char bufs[4][16384];
+    static int next;
+    char *out = bufs[next++ & 3];
+    out[0] = '\0';
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    int rc = rs_store_query(fx.s, q, &c, &err);
+    if (rc)
+        fail_msg("query: %s: %s", rs_errno_name(rc), err.msg);
+    const rs_record *r;
+    size_t len = 0;
+    while ((rc = rs_cursor_next(c, &r)) == 1)
+        len += (size_t)snprintf(out + len, sizeof bufs[0] - len, "%s%lld", len ? " " : "",
+                                (long long)r->seq);
+    assert_int_equal(rc, 0);
+    rs_cursor_free(c);
+    return out;
+}
+
+/* All lines of a cursor, concatenated; checks each record's fields agree with its line. */
+static void drain(rs_cursor *c, rs_buf *out)
+{
+    const rs_record *r;
+    int rc;
+    while ((rc = rs_cursor_next(c, &r)) == 1) {
+        assert_int_equal(r->line[r->line_len - 1], '\n');
+        assert_int_equal(strlen(r->line), r->line_len);
+        assert_int_equal(rs_buf_add(out, r->line, r->line_len), 0);
+    }
+    assert_int_equal(rc, 0);
+    rs_cursor_free(c);
+}
+
+static void query_lines(const rs_query *q, rs_buf *out)
+{
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    int rc = rs_store_query(fx.s, q, &c, &err);
+    if (rc)
+        fail_msg("query: %s: %s", rs_errno_name(rc), err.msg);
+    drain(c, out);
+}
+
+static const char *names_of(rs_names_kind kind, const char *thread, const char *run,
+                            const char *user)
+{
+    static char out[4096];
+    out[0] = '\0';
+    rs_names *n = NULL;
+    rs_err err = {0};
+    int rc = rs_store_names(fx.s, kind, thread, run, user, &n, &err);
+    if (rc)
+        fail_msg("names: %s: %s", rs_errno_name(rc), err.msg);
+    const char *name;
+    size_t len = 0;
+    while ((rc = rs_names_next(n, &name)) == 1)
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "", name);
+    assert_int_equal(rc, 0);
+    rs_names_free(n);
+    return out;
+}
+
+static rs_log_info info_of(const char *thread, const char *run, const char *user)
+{
+    rs_log_info li;
+    rs_err err = {0};
+    int rc = rs_store_log_info(fx.s, thread, run, user, &li, &err);
+    if (rc)
+        fail_msg("log_info: %s: %s", rs_errno_name(rc), err.msg);
+    return li;
+}
+
+static sqlite3 *raw_open(const char *path)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 30000);
+    return db;
+}
+
+static int64_t raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db = raw_open(path);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    int64_t v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* The first column of the first row as text (caller frees), NULL when none. */
+static char *raw_text(const char *path, const char *sql)
+{
+    sqlite3 *db = raw_open(path);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    char *v = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db = raw_open(path);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* Every row of every table (the schema too), byte for byte: a refused write must leave it. */
+static char *snapshot(const char *path)
+{
+    sqlite3 *db = raw_open(path);
+    rs_buf out = RS_BUF_INIT;
+    sqlite3_stmt *tables = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, sql FROM sqlite_master ORDER BY name",
+                                        -1, &tables, NULL), SQLITE_OK);
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(tables, 0);
+        const char *sql = (const char *)sqlite3_column_text(tables, 1);
+        assert_int_equal(rs_buf_addf(&out, "== %s\n%s\n", name, sql ? sql : ""), 0);
+        if (!sql || strncmp(sql, "CREATE TABLE", 12) != 0)
+            continue;
+        /* ordered by every column, so the dump does not depend on the query plan */
+        char q[512];
+        int len = snprintf(q, sizeof q, "SELECT * FROM \"%s\"", name);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+        int ncol = sqlite3_column_count(st);
+        sqlite3_finalize(st);
+        for (int i = 1; i <= ncol; i++)
+            len += snprintf(q + len, sizeof q - (size_t)len, "%s%d", i == 1 ? " ORDER BY " : ", ", i);
+        assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int i = 0; i < sqlite3_column_count(st); i++) {
+                const void *v = sqlite3_column_blob(st, i);
+                int n = sqlite3_column_bytes(st, i);
+                assert_int_equal(rs_buf_addf(&out, "%d:", sqlite3_column_type(st, i)), 0);
+                if (n)
+                    assert_int_equal(rs_buf_add(&out, v, (size_t)n), 0);
+                assert_int_equal(rs_buf_addch(&out, '|'), 0);
+            }
+            assert_int_equal(rs_buf_addch(&out, '\n'), 0);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_finalize(tables);
+    sqlite3_close(db);
+    size_t len;
+    return rs_buf_detach(&out, &len);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        assert_int_equal(write(out, buf, (size_t)n), n);
+    assert_int_equal(n, 0);
+    close(in);
+    close(out);
+}
+
+/* ---- opening ------------------------------------------------------------------------------------ */
+
+static void test_open(void **state)
+{
+    (void)state;
+    /* default options: the contract found, no reason left behind on success */
+    char path[160];
+    snprintf(path, sizeof path, "%s/defaults.db", fx.dir);
+    rs_store *s = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_open(&s, path, NULL, &err), 0);
+    assert_int_equal(err.code, 0);
+    assert_string_equal(err.msg, "");
+    assert_string_equal(rs_store_backend(s), "sqlite");
+    assert_string_equal(rs_store_path(s), path);
+    assert_int_equal(rs_store_max_event(s), RS_DEFAULT_MAX_EVENT);
+    size_t len = 0;
+    const char *text = rs_store_contract_text(s, &len);
+    assert_non_null(text);
+    assert_true(len > 1000);
+    assert_non_null(strstr(text, "\"run.terminal\""));
+    /* WAL, and DeerFlow's tables in the new file */
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                   "('run_events', 'run_event_thread_seq', 'uq_events_thread_seq', "
+                                   "'ix_events_run', 'ix_events_thread_cat_seq', "
+                                   "'ix_run_events_user_id', 'runfs_uq_terminal')"), 6);
+    char *mode = raw_text(path, "PRAGMA journal_mode");
+    assert_string_equal(mode, "wal");
+    free(mode);
+    /* another connection's commit changes the data version */
+    int64_t v1 = 0, v2 = 0;
+    assert_int_equal(rs_store_data_version(s, &v1), 0);
+    put_in(fx.s, "t1", "r1", NULL, ERR("x"));
+    assert_int_equal(rs_store_data_version(s, &v2), 0);
+    assert_true(v1 == v2);
+    rs_store_close(s);
+    assert_int_equal(rs_store_data_version(fx.s, &v1), 0);
+    s = open_store(fx.db, 0, 0);
+    put_in(s, "t1", "r1", NULL, ERR("y"));
+    rs_store_close(s);
+    assert_int_equal(rs_store_data_version(fx.s, &v2), 0);
+    assert_true(v1 != v2);
+
+    /* not a database, no such directory, no such contract */
+    snprintf(path, sizeof path, "%s/garbage.db", fx.dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    char junk[4096];
+    memset(junk, 'j', sizeof junk);
+    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+    s = (rs_store *)1;
+    assert_int_equal(rs_store_open(&s, path, NULL, &err), -EINVAL);
+    assert_int_equal(err.code, -EINVAL);
+    snprintf(path, sizeof path, "%s/no/such/dir.db", fx.dir);
+    assert_int_equal(rs_store_open(&s, path, NULL, &err), -ENOENT);
+    rs_options opt = {.contract_path = "/nonexistent/contract.json"};
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -ENOENT);
+    assert_true(err.msg[0] != '\0');
+}
+
+/* ---- put / put_batch ------------------------------------------------------------------------ */
+
+static void test_append_consecutive_seqs(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf stored = RS_BUF_INIT;
+    rs_err err = {0};
+    const char batch[] = ERR("a") ERR("b") ERR("c");
+    assert_int_equal(rs_store_append(fx.s, &t, batch, strlen(batch), &stored, &err), 0);
+    assert_string_equal(stored.buf, ERR_LINE(1, "a") ERR_LINE(2, "b") ERR_LINE(3, "c"));
+    /* a last line without its newline counts too */
+    rs_buf_reset(&stored);
+    const char last[] = "{\"event_type\":\"llm.error\",\"content\":\"d\"," TS "}";
+    assert_int_equal(rs_store_append(fx.s, &t, last, strlen(last), &stored, &err), 0);
+    assert_string_equal(stored.buf, ERR_LINE(4, "d"));
+    /* nothing to store is no storage work */
+    rs_buf_reset(&stored);
+    assert_int_equal(rs_store_append(fx.s, &t, "", 0, &stored, &err), 0);
+    assert_int_equal(stored.len, 0);
+    put("t1", "r2", "alice", ERR("e") ERR("f"));
+    put("t1", "r1", "alice", ERR("g"));
+    rs_query q = {.thread_id = "t1"};
+    assert_string_equal(seqs_of(&q), "1 2 3 4 5 6 7");
+    q.run_id = "r2";
+    assert_string_equal(seqs_of(&q), "5 6");
+    /* seq is per thread: another thread starts at 1 */
+    rs_target t2 = tgt("t2", "r1", NULL);
+    rs_buf_reset(&stored);
+    assert_int_equal(rs_store_append(fx.s, &t2, ERR("x"), strlen(ERR("x")), &stored, &err), 0);
+    assert_string_equal(stored.buf,
+                        "{\"thread_id\":\"t2\",\"run_id\":\"r1\",\"seq\":1,\"event_type\":"
+                        "\"llm.error\",\"category\":\"trace\",\"content\":\"x\",\"metadata\":{},"
+                        "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\"}\n");
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 8);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events WHERE thread_id = 't2' "
+                                    "AND user_id IS NULL"), 1);
+    rs_buf_release(&stored);
+}
+
+static void test_batch_atomic(void **state)
+{
+    (void)state;
+    put("t1", "r1", "alice", ERR("a") ERR("b"));
+    char *before = snapshot(fx.db);
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf stored = RS_BUF_INIT;
+    assert_int_equal(rs_buf_addstr(&stored, "kept\n"), 0);
+    rs_err err = {0};
+    const char batch[] = ERR("c") ERR("d") "{\"event_type\":\"llm.error\",\"seq\":9}\n" ERR("e");
+    assert_int_equal(rs_store_append(fx.s, &t, batch, strlen(batch), &stored, &err), -EINVAL);
+    assert_int_equal(err.code, -EINVAL);
+    assert_int_equal(err.line, 3);
+    assert_string_equal(stored.buf, "kept\n");
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 2);
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(after);
+    /* a new thread and run refused as a whole leave no trace either */
+    rs_target t9 = tgt("t9", "r9", "alice");
+    const char batch9[] = ERR("c") "{\"event_type\":\"llm.error\",\"content\":7}\n";
+    assert_int_equal(rs_store_append(fx.s, &t9, batch9, strlen(batch9), NULL, &err), -EINVAL);
+    assert_int_equal(err.line, 2);
+    after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+    /* and the next good batch continues at 3 */
+    rs_buf_reset(&stored);
+    assert_int_equal(rs_store_append(fx.s, &t, ERR("c"), strlen(ERR("c")), &stored, &err), 0);
+    assert_string_equal(stored.buf, ERR_LINE(3, "c"));
+    rs_buf_release(&stored);
+}
+
+static void test_event_size_limit(void **state)
+{
+    (void)state;
+    rs_store *small = open_store(fx.db, 100, 0);
+    rs_target t = tgt("t1", "r1", NULL);
+    rs_err err = {0};
+    /* exactly 100 bytes (without the newline) is accepted; 101 is not */
+    char ok[128], big[128];
+    snprintf(ok, sizeof ok, "{\"event_type\":\"llm.error\",\"content\":\"%061d\"}", 0);
+    snprintf(big, sizeof big, "{\"event_type\":\"llm.error\",\"content\":\"%062d\"}", 0);
+    assert_int_equal(strlen(ok), 100);
+    assert_int_equal(strlen(big), 101);
+    assert_int_equal(rs_store_max_event(small), 100);
+    assert_int_equal(rs_store_append(small, &t, ok, strlen(ok), NULL, &err), 0);
+    char *before = snapshot(fx.db);
+    assert_int_equal(rs_store_append(small, &t, big, strlen(big), NULL, &err), -EMSGSIZE);
+    assert_int_equal(err.code, -EMSGSIZE);
+    assert_int_equal(err.line, 1);
+    char two[512];
+    snprintf(two, sizeof two, "%s\n%s\n", ok, big);
+    assert_int_equal(rs_store_append(small, &t, two, strlen(two), NULL, &err), -EMSGSIZE);
+    assert_int_equal(err.line, 2);
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    /* the default limit is 1 MiB: the same line passes the default store */
+    assert_int_equal(rs_store_max_event(fx.s), 1024 * 1024);
+    assert_int_equal(rs_store_append(fx.s, &t, big, strlen(big), NULL, &err), 0);
+    rs_store_close(small);
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events"), 2);
+}
+
+/* ---- refusals: errno and an unchanged store --------------------------------------------------- */
+
+#define MW "{\"name\":\"M\",\"hook\":\"h\",\"action\":\"warn\",\"changes\":{}}"
+#define AIC "{\"type\":\"ai\",\"content\":\"hi\",\"tool_calls\":[]}"
+#define AIM(extra) "{\"caller\":\"lead_agent\",\"usage\":{},\"latency_ms\":1,\"llm_call_index\":1" \
+                   extra "}"
+#define LN(s) s, sizeof(s) - 1
+
+static const struct bad_input {
+    const char *thread, *run;    /* NULL thread: t1/r1 */
+    const char *line;
+    size_t len;
+    int code;
+} bad_inputs[] = {
+    /* malformed JSON, not an object */
+    {NULL, NULL, LN("\n"), EINVAL},
+    {NULL, NULL, LN("{"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\" \"content\":\"x\"}"), EINVAL},
+    {NULL, NULL, LN("{event_type:\"llm.error\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\"} x"), EINVAL},
+    {NULL, NULL, LN("[{\"event_type\":\"llm.error\"}]"), EINVAL},
+    {NULL, NULL, LN("null"), EINVAL},
+    {NULL, NULL, LN("\"llm.error\""), EINVAL},
+    /* envelope fields */
+    {NULL, NULL, LN("{\"event_type\":1}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"\"}"), EINVAL},
+    {NULL, NULL, LN("{\"content\":\"x\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"category\":7}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"metadata\":\"x\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"metadata\":[]}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"metadata\":null}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"created_at\":1767225600}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"abcdefghij.abcdefghij.abcdefghij.x\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"middleware:abcdefghijklmnopqrstuv\",\"content\":" MW "}"),
+     EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"middleware:\",\"content\":" MW "}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"category\":\"abcdefghijklmnopq\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.made.up\",\"content\":\"x\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.ai.response\",\"category\":\"trace\",\"content\":" AIC
+                    ",\"metadata\":" AIM("") "}"), EINVAL},
+    /* store-owned, unknown and duplicate fields */
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"seq\":5}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"user_id\":\"mallory\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"foo\":1}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"event_type\":\"llm.error\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"x\",\"metadata\":"
+                    "{\"content_is_json\":true}}"), EINVAL},
+    /* ids in the line against the target */
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"thread_id\":\"t2\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"run_id\":\"r2\"}"), EINVAL},
+    /* bytes */
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"\\u0000\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"\xff\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"\\ud800\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"\x01\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"content\":\"a\0b\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"run.end\",\"content\":{\"x\":1e999},\"metadata\":"
+                    "{\"status\":\"success\"}}"), EINVAL},
+    /* created_at */
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"created_at\":\"2026-02-30T00:00:00Z\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.error\",\"created_at\":\"yesterday\"}"), EINVAL},
+    /* contract schemas */
+    {NULL, NULL, LN("{\"event_type\":\"run.start\",\"content\":{\"name\":\"x\"},\"metadata\":"
+                    "{\"caller\":\"lead_agent\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"run.end\",\"content\":{},\"metadata\":{\"status\":\"error\"}}"),
+     EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"run.error\",\"content\":{\"e\":1},\"metadata\":"
+                    "{\"error_type\":\"X\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.human.input\",\"content\":{\"type\":\"human\","
+                    "\"content\":\"q\"},\"metadata\":{\"caller\":\"subagent:x\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
+                    "\"content\":\"hi\"},\"metadata\":" AIM("") "}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.ai.response\",\"content\":" AIC ",\"metadata\":"
+                    "{\"caller\":\"lead_agent\",\"usage\":{},\"latency_ms\":-1,"
+                    "\"llm_call_index\":1}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"llm.tool.result\",\"content\":{\"content\":\"r\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"context:memory\",\"content\":{\"content_sha256\":\"abc\"}}"),
+     EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"subagent.start\",\"content\":{\"task_id\":\"c\","
+                    "\"description\":\"d\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"subagent.end\",\"content\":{\"task_id\":\"c\","
+                    "\"status\":\"done\"},\"metadata\":{\"task_id\":\"c\"}}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"workspace_changes\",\"content\":\"2 files\"}"), EINVAL},
+    {NULL, NULL, LN("{\"event_type\":\"middleware:guardrail\",\"content\":\"blocked\"}"), EINVAL},
+    /* a singleton cannot be appended: once/<type> is its only way in */
+    {NULL, NULL, LN("{\"event_type\":\"run.terminal\",\"content\":{\"status\":\"success\"},"
+                    "\"metadata\":{\"protocol_version\":1,\"recovered\":false}}"), EINVAL},
+    /* targets */
+    {"bad/thread", "r1", LN("{\"event_type\":\"llm.error\"}"), EINVAL},
+    {"t1", "", LN("{\"event_type\":\"llm.error\"}"), EINVAL},
+    {"t1", "r.1", LN("{\"event_type\":\"llm.error\"}"), EINVAL},
+    {"", "r1", LN("{\"event_type\":\"llm.error\"}"), EINVAL},
+    {"t123456789012345678901234567890123456789012345678901234567890abcd", "r1",
+     LN("{\"event_type\":\"llm.error\"}"), EINVAL},
+};
+
+static void test_bad_inputs_leave_store_unchanged(void **state)
+{
+    (void)state;
+    size_t n = sizeof bad_inputs / sizeof bad_inputs[0];
+    assert_true(n >= 40);
+    put("t1", "r1", "alice", START ERR("a"));
+    put("t1", "r2", "bob", ERR("b"));
+    char *before = snapshot(fx.db);
+    for (size_t i = 0; i < n; i++) {
+        const struct bad_input *b = &bad_inputs[i];
+        int is_target = b->thread != NULL;
+        rs_target t = is_target ? tgt(b->thread, b->run, "alice") : tgt("t1", "r1", "alice");
+        /* alone, then after a good line: the batch is refused whole */
+        for (int prefixed = 0; prefixed < 2; prefixed++) {
+            rs_buf in = RS_BUF_INIT, stored = RS_BUF_INIT;
+            if (prefixed)
+                assert_int_equal(rs_buf_addstr(&in, ERR("good")), 0);
+            assert_int_equal(rs_buf_add(&in, b->line, b->len), 0);
+            rs_err err = {0};
+            int rc = rs_store_append(fx.s, &t, in.buf, in.len, &stored, &err);
+            if (rc != -b->code)
+                fail_msg("case %zu%s: %.120s: got %s (%s), want %s", i, prefixed ? "+" : "",
+                         b->line, rs_errno_name(rc), err.msg, rs_errno_name(b->code));
+            assert_int_equal(err.code, rc);
+            assert_true(err.msg[0] != '\0');
+            assert_int_equal(err.line, is_target ? 0 : 1 + prefixed);
+            assert_int_equal(stored.len, 0);
+            rs_buf_release(&in);
+            rs_buf_release(&stored);
+        }
+        char *after = snapshot(fx.db);
+        if (strcmp(before, after))
+            fail_msg("case %zu changed the store", i);
+        free(after);
+    }
+    free(before);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 3);
+    rs_query q = {.thread_id = "t1"};
+    assert_string_equal(seqs_of(&q), "1 2 3");
+    put("t1", "r1", "alice", ERR("c"));
+    assert_string_equal(seqs_of(&q), "1 2 3 4");
+}
+
+static void test_read_only(void **state)
+{
+    (void)state;
+    put("t1", "r1", "alice", ERR("a"));
+    rs_store *ro = open_store(fx.db, 0, 1);
+    char *before = snapshot(fx.db);
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_err err = {0};
+    int64_t n = 0;
+    int created = 0;
+    const char *term = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_append(ro, &t, ERR("b"), strlen(ERR("b")), NULL, &err), -EROFS);
+    assert_int_equal(rs_store_put_singleton(ro, &t, "run.terminal", term, strlen(term), 1, NULL,
+                                            &err), -EROFS);
+    assert_int_equal(rs_store_put_if_absent(ro, &t, END(1), strlen(END(1)), NULL, &created, &err),
+                     -EROFS);
+    assert_int_equal(rs_store_reserve_singleton(ro, &t, "run.terminal", &err), -EROFS);
+    assert_int_equal(rs_store_delete_run(ro, &t, &n, &err), -EROFS);
+    assert_int_equal(rs_store_delete_thread(ro, "t1", NULL, &n, &err), -EROFS);
+    assert_int_equal(rs_store_create_thread(ro, "t5", NULL, &err), -EROFS);
+    assert_int_equal(err.code, -EROFS);
+    rs_log_info li;
+    assert_int_equal(rs_store_log_info(ro, "t1", NULL, NULL, &li, &err), 0);
+    assert_int_equal(li.count, 1);
+    rs_store_close(ro);
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
+/* ---- list_messages / list_messages_by_run / list_events --------------------------------------- */
+
+/* Thread w: seq 1-10 in r1, 11-12 in r2; messages at 2 4 5 7 10 11, trace rows in between. */
+static void fill_window_thread(void)
+{
+    put("w", "r1", "alice", START HUMAN("h1") ERR("e3") AI("a1", "lead_agent") TOOL("c1", "t1")
+                                ERR("e6") AI("a2", "lead_agent") ERR("e8") ERR("e9")
+                                AI("a3", "lead_agent"));
+    put("w", "r2", "alice", HUMAN("h2") END(1));
+}
+
+static void test_list_messages_windows(void **state)
+{
+    (void)state;
+    fill_window_thread();
+    static const struct {
+        int64_t after, before, limit;
+        const char *run;
+        const char *want;
+    } cases[] = {
+        /* neither cursor: the newest limit rows */
+        {0, 0, 3, NULL, "7 10 11"},
+        {0, 0, 50, NULL, "2 4 5 7 10 11"},
+        {0, 0, 0, NULL, "2 4 5 7 10 11"},
+        {0, 0, 1, NULL, "11"},
+        /* before only: the newest limit rows below it, cursors in gaps included */
+        {0, 7, 2, NULL, "4 5"},
+        {0, 6, 2, NULL, "4 5"},
+        {0, 3, 5, NULL, "2"},
+        {0, 2, 5, NULL, ""},
+        {0, 1, 5, NULL, ""},
+        {0, 100, 2, NULL, "10 11"},
+        /* after only: the oldest limit rows above it */
+        {3, 0, 2, NULL, "4 5"},
+        {5, 0, 2, NULL, "7 10"},
+        {8, 0, 50, NULL, "10 11"},
+        {1, 0, 1, NULL, "2"},
+        {11, 0, 5, NULL, ""},
+        {12, 0, 5, NULL, ""},
+        /* both: the oldest limit rows strictly between */
+        {3, 11, 2, NULL, "4 5"},
+        {3, 11, 50, NULL, "4 5 7 10"},
+        {6, 9, 5, NULL, "7"},
+        {7, 10, 5, NULL, ""},
+        {1, 12, 3, NULL, "2 4 5"},
+        {9, 3, 5, NULL, ""},
+        /* list_messages_by_run: the same table within one run */
+        {0, 0, 2, "r1", "7 10"},
+        {0, 0, 50, "r1", "2 4 5 7 10"},
+        {4, 0, 2, "r1", "5 7"},
+        {0, 10, 2, "r1", "5 7"},
+        {2, 10, 50, "r1", "4 5 7"},
+        {3, 8, 1, "r1", "4"},
+        {0, 0, 50, "r2", "11"},
+        {0, 11, 50, "r2", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rs_query q = {.thread_id = "w", .run_id = cases[i].run, .messages_only = 1,
+                      .after_seq = cases[i].after, .before_seq = cases[i].before,
+                      .limit = cases[i].limit, .newest = 1};
+        const char *got = seqs_of(&q);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu (after %lld before %lld limit %lld run %s): got '%s' want '%s'", i,
+                     (long long)cases[i].after, (long long)cases[i].before,
+                     (long long)cases[i].limit, cases[i].run ? cases[i].run : "-", got,
+                     cases[i].want);
+    }
+    /* the owner filter applies to windows too */
+    rs_query q = {.thread_id = "w", .messages_only = 1, .limit = 50, .newest = 1, .user = "alice"};
+    assert_string_equal(seqs_of(&q), "2 4 5 7 10 11");
+    q.user = "bob";
+    assert_string_equal(seqs_of(&q), "");
+    /* limit < 1 is refused (0 means no limit in this API) */
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    q.user = NULL;
+    q.limit = -1;
+    assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
+    assert_null(c);
+    rs_query bad = {.thread_id = "w/x"};
+    assert_int_equal(rs_store_query(fx.s, &bad, &c, &err), -EINVAL);
+    bad = (rs_query){.thread_id = "w", .run_id = "r 1"};
+    assert_int_equal(rs_store_query(fx.s, &bad, &c, &err), -EINVAL);
+    /* an unknown thread is simply empty */
+    rs_query none = {.thread_id = "nope", .messages_only = 1, .limit = 50, .newest = 1};
+    assert_string_equal(seqs_of(&none), "");
+}
+
+static void test_list_events(void **state)
+{
+    (void)state;
+    fill_window_thread();
+    /* every category of one run, ascending, first limit rows */
+    rs_query q = {.thread_id = "w", .run_id = "r1", .limit = 500};
+    assert_string_equal(seqs_of(&q), "1 2 3 4 5 6 7 8 9 10");
+    q.limit = 3;
+    assert_string_equal(seqs_of(&q), "1 2 3");
+    q.after_seq = 6;
+    q.limit = 2;
+    assert_string_equal(seqs_of(&q), "7 8");
+    q.after_seq = 0;
+    q.limit = 0;
+    q.run_id = "r2";
+    assert_string_equal(seqs_of(&q), "11 12");
+
+    /* event_types: membership, applied before limit */
+    const char *err_only[] = {"llm.error"};
+    const char *two[] = {"llm.error", "run.start"};
+    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = err_only, .n_event_types = 1,
+                   .limit = 500};
+    assert_string_equal(seqs_of(&q), "3 6 8 9");
+    q.event_types = two;
+    q.n_event_types = 2;
+    q.limit = 3;
+    assert_string_equal(seqs_of(&q), "1 3 6");
+    q.after_seq = 6;
+    assert_string_equal(seqs_of(&q), "8 9");
+    /* an empty list of types matches nothing; NULL matches any */
+    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = two, .n_event_types = 0};
+    assert_string_equal(seqs_of(&q), "");
+    const char *types[65];
+    for (int i = 0; i < 65; i++)
+        types[i] = "llm.error";
+    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = types, .n_event_types = 64};
+    assert_string_equal(seqs_of(&q), "3 6 8 9");
+    q.n_event_types = 65;
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
+
+    /* task_id: equality with metadata.task_id as a string */
+    put("k", "r1", NULL, SUB_START("call_1") SUB_STEP("call_1") SUB_START("call_2")
+                             ERR_META("n", "{\"task_id\":7}") ERR_META("s", "{\"task_id\":\"7\"}")
+                             SUB_END("call_1") ERR("none"));
+    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1"};
+    assert_string_equal(seqs_of(&q), "1 2 6");
+    q.task_id = "7";
+    assert_string_equal(seqs_of(&q), "5");
+    q.task_id = "call_2";
+    assert_string_equal(seqs_of(&q), "3");
+    q.task_id = "nope";
+    assert_string_equal(seqs_of(&q), "");
+    const char *end_only[] = {"subagent.end"};
+    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1", .event_types = end_only,
+                   .n_event_types = 1};
+    assert_string_equal(seqs_of(&q), "6");
+    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1", .after_seq = 1,
+                   .limit = 1};
+    assert_string_equal(seqs_of(&q), "2");
+    /* tasks/ lists only string task ids; types/ the types present */
+    assert_string_equal(names_of(RS_NAMES_TASKS, "k", "r1", NULL), "7 call_1 call_2");
+    assert_string_equal(names_of(RS_NAMES_TYPES, "k", "r1", NULL),
+                        "llm.error subagent.end subagent.start subagent.step");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "w", NULL, NULL), "r1 r2");
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, NULL), "w k");
+
+    /* the record fields match the line */
+    rs_buf lines = RS_BUF_INIT;
+    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_2"};
+    query_lines(&q, &lines);
+    assert_string_equal(lines.buf,
+                        "{\"thread_id\":\"k\",\"run_id\":\"r1\",\"seq\":3,\"event_type\":"
+                        "\"subagent.start\",\"category\":\"subagent\",\"content\":{\"task_id\":"
+                        "\"call_2\",\"description\":null},\"metadata\":{\"task_id\":\"call_2\"},"
+                        "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\"}\n");
+    rs_buf_release(&lines);
+}
+
+/* ---- high-water mark (spec 4) ------------------------------------------------------------------ */
+
+static int64_t floor_of(const char *thread)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT seq FROM run_event_thread_seq WHERE thread_id = '%s'",
+             thread);
+    return raw_int(fx.db, sql);
+}
+
+static void delete_run(const char *thread, const char *run, const char *user, int64_t want)
+{
+    rs_target t = tgt(thread, run, user);
+    rs_err err = {0};
+    int64_t n = -1;
+    int rc = rs_store_delete_run(fx.s, &t, &n, &err);
+    if (rc)
+        fail_msg("delete_run: %s: %s", rs_errno_name(rc), err.msg);
+    assert_int_equal(n, want);
+}
+
+static void delete_thread(const char *thread, const char *user, int64_t want)
+{
+    rs_err err = {0};
+    int64_t n = -1;
+    int rc = rs_store_delete_thread(fx.s, thread, user, &n, &err);
+    if (rc)
+        fail_msg("delete_thread: %s: %s", rs_errno_name(rc), err.msg);
+    assert_int_equal(n, want);
+}
+
+static void test_high_water_run_delete(void **state)
+{
+    (void)state;
+    put("h", "r1", NULL, ERR("a"));
+    put("h", "r2", NULL, ERR("b"));
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 2);
+    delete_run("h", "r2", NULL, 1);
+    /* the mark stays at 2 although MAX(seq) is 1 */
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events WHERE thread_id = 'h'"), 1);
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 2);
+    assert_int_equal(floor_of("h"), 2);
+    put("h", "r1", NULL, ERR("c"));
+    rs_query q = {.thread_id = "h"};
+    assert_string_equal(seqs_of(&q), "1 3");
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 3);
+    assert_int_equal(floor_of("h"), 3);
+    /* deleting every run empties the thread but never lowers the mark */
+    delete_run("h", "r1", NULL, 2);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events WHERE thread_id = 'h'"), 0);
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 3);
+    put("h", "r3", NULL, ERR("d"));
+    assert_string_equal(seqs_of(&q), "4");
+    /* deleting an absent run or thread deletes nothing and keeps the mark */
+    delete_run("h", "nope", NULL, 0);
+    delete_thread("none", NULL, 0);
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 4);
+}
+
+static void test_high_water_thread_delete(void **state)
+{
+    (void)state;
+    /* bob's row survives alice's thread delete: the floor holds, although MAX(seq) drops */
+    put("h", "r1", "bob", ERR("a"));
+    put("h", "r1", "alice", ERR("b") ERR("c"));
+    delete_thread("h", "alice", 2);
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events WHERE thread_id = 'h'"), 1);
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 3);
+    assert_int_equal(floor_of("h"), 3);
+    put("h", "r2", "alice", ERR("d"));
+    rs_query q = {.thread_id = "h"};
+    assert_string_equal(seqs_of(&q), "1 4");
+    /* the whole thread deleted: the next write starts again at 1 */
+    delete_thread("h", NULL, 2);
+    assert_int_equal(floor_of("h"), -1);
+    assert_false(info_of("h", NULL, NULL).exists);
+    put("h", "r1", "alice", ERR("e"));
+    assert_string_equal(seqs_of(&q), "1");
+    assert_int_equal(info_of("h", NULL, NULL).hwm, 1);
+
+    /* the last run deleted first, then the (now empty) thread: back to 1 as well */
+    put("g", "r1", NULL, ERR("a"));
+    put("g", "r2", NULL, ERR("b"));
+    delete_run("g", "r2", NULL, 1);
+    delete_run("g", "r1", NULL, 1);
+    assert_int_equal(floor_of("g"), 2);
+    delete_thread("g", NULL, 0);
+    assert_int_equal(floor_of("g"), -1);
+    put("g", "r3", NULL, ERR("c"));
+    rs_query qg = {.thread_id = "g"};
+    assert_string_equal(seqs_of(&qg), "1");
+
+    /* an owner's delete that leaves no row of anyone drops the mark too */
+    put("f", "r1", "alice", ERR("a") ERR("b"));
+    delete_thread("f", "alice", 2);
+    assert_int_equal(floor_of("f"), -1);
+    put("f", "r1", "alice", ERR("c"));
+    rs_query qf = {.thread_id = "f"};
+    assert_string_equal(seqs_of(&qf), "1");
+    /* other threads were never touched */
+    assert_string_equal(seqs_of(&q), "1");
+}
+
+/* ---- owner scoping (spec 5.11, 5.12) ----------------------------------------------------------- */
+
+static void test_owner_scoping(void **state)
+{
+    (void)state;
+    put("o", "r1", "alice", HUMAN("h1") ERR("a"));
+    put("o", "r1", "bob", AI("a1", "lead_agent"));
+    put("o", "r2", "bob", ERR("b"));
+    put("p", "r1", "alice", ERR("c"));
+    put("q", "r1", NULL, HUMAN("h9"));
+
+    rs_query q = {.thread_id = "o", .user = "alice"};
+    assert_string_equal(seqs_of(&q), "1 2");
+    q.user = "bob";
+    assert_string_equal(seqs_of(&q), "3 4");
+    q.user = "carol";
+    assert_string_equal(seqs_of(&q), "");
+    q.user = NULL;
+    assert_string_equal(seqs_of(&q), "1 2 3 4");
+    q = (rs_query){.thread_id = "q", .user = "alice"};
+    assert_string_equal(seqs_of(&q), "");
+
+    assert_true(info_of("o", NULL, "alice").exists);
+    assert_false(info_of("o", NULL, "carol").exists);
+    assert_false(info_of("p", NULL, "bob").exists);
+    assert_false(info_of("o", "r2", "alice").exists);
+    assert_true(info_of("o", "r2", "bob").exists);
+    assert_false(info_of("q", NULL, "alice").exists);
+    rs_log_info li = info_of("o", NULL, "alice");
+    assert_int_equal(li.count, 2);
+    assert_int_equal(li.message_count, 1);
+    assert_int_equal(li.last_seq, 2);
+    assert_false(li.exact);
+    li = info_of("p", NULL, "alice");
+    assert_true(li.exact);
+    assert_int_equal(li.count, 1);
+
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "alice"), "o p");
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "bob"), "o");
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "carol"), "");
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, NULL), "o p q");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "o", NULL, "alice"), "r1");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "o", NULL, "bob"), "r1 r2");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "o", NULL, NULL), "r1 r2");
+    assert_string_equal(names_of(RS_NAMES_TYPES, "o", "r1", "alice"), "llm.error llm.human.input");
+    assert_string_equal(names_of(RS_NAMES_TYPES, "o", "r1", "bob"), "llm.ai.response");
+
+    int64_t n = -1;
+    rs_err err = {0};
+    assert_int_equal(rs_store_count_messages(fx.s, "o", "alice", &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rs_store_count_messages(fx.s, "o", "carol", &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(rs_store_count_messages(fx.s, "o", NULL, &n, &err), 0);
+    assert_int_equal(n, 2);
+
+    /* deletes remove only the caller's rows */
+    delete_run("o", "r1", "carol", 0);
+    delete_run("o", "r2", "alice", 0);
+    delete_thread("o", "carol", 0);
+    delete_run("o", "r1", "alice", 2);
+    q = (rs_query){.thread_id = "o"};
+    assert_string_equal(seqs_of(&q), "3 4");
+    assert_int_equal(info_of("o", NULL, NULL).hwm, 4);
+    put("o", "r1", "alice", ERR("again"));
+    delete_thread("o", "bob", 2);
+    assert_string_equal(seqs_of(&q), "5");
+    q.user = "alice";
+    assert_string_equal(seqs_of(&q), "5");
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "bob"), "");
+    assert_false(info_of("o", NULL, "bob").exists);
+    assert_true(info_of("o", NULL, "alice").exists);
+    /* user NULL deletes every owner's rows */
+    put("o", "r1", "bob", ERR("b2"));
+    delete_thread("o", NULL, 2);
+    assert_false(info_of("o", NULL, NULL).exists);
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, NULL), "p q");
+}
+
+/* ---- put_if_absent and singletons (spec 5.3, 10.3) --------------------------------------------- */
+
+#define END_LINE(seq, n) \
+    "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":" #seq ",\"event_type\":\"run.end\"," \
+    "\"category\":\"outputs\",\"content\":{\"n\":" #n "},\"metadata\":{\"status\":\"success\"}," \
+    "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\",\"user_id\":\"alice\"}\n"
+
+static void test_put_if_absent_earliest(void **state)
+{
+    (void)state;
+    /* run.end is not a singleton: two of them can be appended */
+    put("t1", "r1", "alice", ERR("a") END(1) END(2));
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    int created = -1;
+    char *before = snapshot(fx.db);
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t, END(3), strlen(END(3)), &out, &created,
+                                            &err), 0);
+    assert_int_equal(created, 0);
+    assert_string_equal(out.buf, END_LINE(2, 1));
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    /* another owner asking gets the same earliest row, owner kept */
+    rs_target tb = tgt("t1", "r1", "bob");
+    rs_buf_reset(&out);
+    assert_int_equal(rs_store_put_if_absent(fx.s, &tb, END(4), strlen(END(4)), &out, &created,
+                                            &err), 0);
+    assert_int_equal(created, 0);
+    assert_string_equal(out.buf, END_LINE(2, 1));
+    /* absent: written like put */
+    rs_buf_reset(&out);
+    const char *e = "{\"event_type\":\"run.error\",\"content\":\"boom\",\"metadata\":"
+                    "{\"error_type\":\"X\"}," TS "}";
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t, e, strlen(e), &out, &created, &err), 0);
+    assert_int_equal(created, 1);
+    const char *err_line = "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":4,\"event_type\":"
+                           "\"run.error\",\"category\":\"error\",\"content\":\"boom\",\"metadata\":"
+                           "{\"error_type\":\"X\"},\"created_at\":"
+                           "\"2026-01-02T03:04:05.000000+00:00\",\"user_id\":\"alice\"}\n";
+    assert_string_equal(out.buf, err_line);
+    rs_buf_reset(&out);
+    const char *e2 = "{\"event_type\":\"run.error\",\"content\":\"other\",\"metadata\":"
+                     "{\"error_type\":\"Y\"}}";
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t, e2, strlen(e2), &out, &created, &err), 0);
+    assert_int_equal(created, 0);
+    assert_string_equal(out.buf, err_line);
+    /* the identity is per run */
+    rs_target t2 = tgt("t1", "r2", "alice");
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t2, e2, strlen(e2), NULL, &created, &err), 0);
+    assert_int_equal(created, 1);
+    /* an invalid body is refused, not compared */
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t, "{\"event_type\":\"run.error\"}", 26, NULL,
+                                            &created, &err), -EINVAL);
+    rs_query q = {.thread_id = "t1"};
+    assert_string_equal(seqs_of(&q), "1 2 3 4 5");
+    rs_buf_release(&out);
+}
+
+static void test_terminal_enforced_by_database(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    const char *term = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", term, strlen(term), 1, &out,
+                                            &err), RS_CONFIRMED_NEW);
+    assert_string_equal(out.buf,
+                        "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":1,\"event_type\":"
+                        "\"run.terminal\",\"category\":\"trace\",\"content\":{\"status\":"
+                        "\"success\"},\"metadata\":{\"protocol_version\":1,\"recovered\":false},"
+                        "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\",\"user_id\":\"alice\"}\n");
+    /* the index is in the file, so any writer meets it */
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' "
+                                    "AND name = 'runfs_uq_terminal'"), 1);
+    char *before = snapshot(fx.db);
+    static const char dup[] =
+        "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
+        "event_metadata, seq, created_at) VALUES ('t1', 'r1', 'alice', 'run.terminal', 'trace', "
+        "'{\"status\": \"error\"}', '{\"protocol_version\": 1, \"recovered\": false, "
+        "\"content_is_json\": true, \"content_is_dict\": true}', 2, '2026-01-02 03:04:06.000000')";
+    assert_int_equal(raw_exec(fx.db, dup) & 0xff, SQLITE_CONSTRAINT);
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(after);
+    /* a raw terminal for another run is fine: the index is per run */
+    static const char other[] =
+        "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
+        "event_metadata, seq, created_at) VALUES ('t1', 'r2', 'alice', 'run.terminal', 'trace', "
+        "'{\"status\": \"error\"}', '{\"protocol_version\": 1, \"recovered\": false, "
+        "\"content_is_json\": true, \"content_is_dict\": true}', 2, '2026-01-02 03:04:06.000000')";
+    assert_int_equal(raw_exec(fx.db, other), SQLITE_OK);
+    /* and the store takes the foreign row in: rendered, counted, seq continues */
+    rs_target t2 = tgt("t1", "r2", "alice");
+    int created = -1;
+    rs_buf_reset(&out);
+    const char *again = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t2, again, strlen(again), &out, &created, &err),
+                     -EINVAL);   /* no event_type in the body: put_if_absent needs one */
+    const char *full = "{\"event_type\":\"run.terminal\",\"content\":{\"status\":\"success\"},"
+                       "\"metadata\":{\"protocol_version\":1,\"recovered\":false}}";
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t2, full, strlen(full), &out, &created, &err),
+                     0);
+    assert_int_equal(created, 0);
+    assert_string_equal(out.buf,
+                        "{\"thread_id\":\"t1\",\"run_id\":\"r2\",\"seq\":2,\"event_type\":"
+                        "\"run.terminal\",\"category\":\"trace\",\"content\":{\"status\":"
+                        "\"error\"},\"metadata\":{\"protocol_version\":1,\"recovered\":false},"
+                        "\"created_at\":\"2026-01-02T03:04:06.000000+00:00\",\"user_id\":\"alice\"}\n");
+    put("t1", "r1", "alice", ERR("x"));
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events"), 3);
+    assert_int_equal(info_of("t1", NULL, NULL).count, 3);
+    free(before);
+    rs_buf_release(&out);
+}
+
+static void test_put_singleton_outcomes(void **state)
+{
+    (void)state;
+    put("t1", "r1", "alice", ERR("before"));
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    const char *first = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", first, strlen(first), 1,
+                                            &out, &err), RS_CONFIRMED_NEW);
+    const char *stored = "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":2,\"event_type\":"
+                         "\"run.terminal\",\"category\":\"trace\",\"content\":{\"status\":"
+                         "\"success\"},\"metadata\":{\"protocol_version\":1,\"recovered\":false},"
+                         "\"created_at\":\"2026-01-02T03:04:05.000000+00:00\","
+                         "\"user_id\":\"alice\"}\n";
+    assert_string_equal(out.buf, stored);
+    put("t1", "r1", "alice", ERR("after"));
+    char *before = snapshot(fx.db);
+
+    /* exclusive create of an existing singleton */
+    rs_buf_reset(&out);
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", first, strlen(first), 1,
+                                            &out, &err), -EEXIST);
+    assert_int_equal(err.code, -EEXIST);
+    assert_int_equal(out.len, 0);
+    /* the same event: other recovered, created_at and optional metadata; original kept */
+    const char *same = "{\"event_type\":\"run.terminal\",\"content\":{\"status\":\"success\"},"
+                       "\"metadata\":{\"protocol_version\":1.0,\"recovered\":true,\"worker\":\"w2\"},"
+                       "\"created_at\":\"2027-05-05T00:00:00Z\"}\n";
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", same, strlen(same), 0, &out,
+                                            &err), RS_CONFIRMED_EXISTING);
+    assert_string_equal(out.buf, stored);
+    rs_buf_reset(&out);
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", same, strlen(same), 0, NULL,
+                                            &err), RS_CONFIRMED_EXISTING);
+    /* a different one is a conflict */
+    const char *other = TERMINAL("error", "false", "");
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", other, strlen(other), 0,
+                                            &out, &err), -EEXIST);
+    assert_int_equal(out.len, 0);
+    const char *cat = "{\"category\":\"outputs\",\"content\":{\"status\":\"success\"},"
+                      "\"metadata\":{\"protocol_version\":1,\"recovered\":false}}";
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", cat, strlen(cat), 0, &out,
+                                            &err), -EINVAL);
+    /* the body must be one event line of that type */
+    const char *twolines = TERMINAL("success", "false", "") "\n" ERR("x");
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", twolines, strlen(twolines),
+                                            0, &out, &err), -EINVAL);
+    const char *wrong = "{\"event_type\":\"run.end\",\"content\":{},\"metadata\":"
+                        "{\"status\":\"success\"}}";
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", wrong, strlen(wrong), 0,
+                                            &out, &err), -EINVAL);
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    /* once/ lists it */
+    assert_string_equal(names_of(RS_NAMES_SINGLETONS, "t1", "r1", NULL), "run.terminal");
+    assert_string_equal(names_of(RS_NAMES_SINGLETONS, "t1", "r2", NULL), "");
+    /* a non-catalog singleton through put_singleton, then listed too */
+    rs_buf_reset(&out);
+    const char *end = END(5);
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.end", end, strlen(end), 1, &out, &err),
+                     RS_CONFIRMED_NEW);
+    assert_string_equal(names_of(RS_NAMES_SINGLETONS, "t1", "r1", NULL), "run.end run.terminal");
+    rs_buf_release(&out);
+}
+
+static void test_reservations(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_err err = {0};
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t, "run.terminal", &err), 0);
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t, "run.terminal", &err), -EEXIST);
+    assert_int_equal(err.code, -EEXIST);
+    /* a second handle on the same file sees the reservation */
+    rs_store *s2 = open_store(fx.db, 0, 0);
+    assert_int_equal(rs_store_reserve_singleton(s2, &t, "run.terminal", &err), -EEXIST);
+    /* other names and runs are free */
+    rs_target t2 = tgt("t1", "r2", "alice");
+    assert_int_equal(rs_store_reserve_singleton(s2, &t2, "run.terminal", &err), 0);
+    assert_int_equal(rs_store_release_singleton(s2, &t2, "run.terminal"), 0);
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t, "bad/name", &err), -EINVAL);
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t, "", &err), -EINVAL);
+    /* the holder commits; the reservation goes with the commit */
+    const char *term = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", term, strlen(term), 1, NULL,
+                                            &err), RS_CONFIRMED_NEW);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 0);
+    /* an existing singleton cannot be reserved */
+    assert_int_equal(rs_store_reserve_singleton(s2, &t, "run.terminal", &err), -EEXIST);
+    /* release makes the name free again */
+    rs_target t3 = tgt("t1", "r3", "alice");
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t3, "run.terminal", &err), 0);
+    assert_int_equal(rs_store_release_singleton(fx.s, &t3, "run.terminal"), 0);
+    assert_int_equal(rs_store_reserve_singleton(s2, &t3, "run.terminal", &err), 0);
+    rs_store_close(s2);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 0);
+}
+
+/* Run fn in a child process; its exit status. Callers hold no store handle across the fork:
+ * a SQLite connection must not cross one. */
+static int in_child(int (*fn)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(fn(arg));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static rs_store *child_open(void)
+{
+    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_store *s = NULL;
+    rs_err err = {0};
+    return rs_store_open(&s, fx.db, &opt, &err) ? NULL : s;
+}
+
+/* What another process gets for once/run.terminal of t1/r1: 0 new (or reserved), 1 EEXIST,
+ * 3 confirmed existing, 2 anything else.
+ * mode 0: plain write, 1: exclusive write, 2: reservation. */
+static int child_singleton(void *arg)
+{
+    int mode = *(int *)arg;
+    rs_store *s = child_open();
+    if (!s)
+        return 2;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_err err = {0};
+    const char *term = TERMINAL("success", "false", "");
+    int rc = mode == 2 ? rs_store_reserve_singleton(s, &t, "run.terminal", &err)
+                       : rs_store_put_singleton(s, &t, "run.terminal", term, strlen(term), mode,
+                                                NULL, &err);
+    rs_store_close(s);
+    if (rc == RS_CONFIRMED_NEW || (mode == 2 && rc == 0))
+        return 0;
+    return rc == -EEXIST ? 1 : rc == RS_CONFIRMED_EXISTING ? 3 : 2;
+}
+
+static void test_reservations_across_processes(void **state)
+{
+    (void)state;
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    /* the holder: another process reserves t1/r1 and keeps it until told to go */
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    fflush(NULL);
+    pid_t holder = fork();
+    assert_true(holder >= 0);
+    if (holder == 0) {
+        close(ready[0]);
+        close(go[1]);
+        rs_store *s = child_open();
+        rs_target t = tgt("t1", "r1", "alice");
+        rs_err err = {0};
+        char ok = s && rs_store_reserve_singleton(s, &t, "run.terminal", &err) == 0;
+        char c;
+        if (write(ready[1], &ok, 1) != 1 || read(go[0], &c, 1) != 1)
+            ok = 0;
+        if (s)
+            rs_store_release_singleton(s, &t, "run.terminal");
+        rs_store_close(s);
+        _exit(ok ? 0 : 1);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char ok = 0;
+    assert_int_equal(read(ready[0], &ok, 1), 1);
+    assert_true(ok);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 1);
+    int mode = 1;
+    assert_int_equal(in_child(child_singleton, &mode), 1);     /* exclusive write: EEXIST */
+    mode = 0;
+    assert_int_equal(in_child(child_singleton, &mode), 1);     /* plain write: EEXIST */
+    mode = 2;
+    assert_int_equal(in_child(child_singleton, &mode), 1);     /* reservation: EEXIST */
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 0);
+    /* the holder lets go: the next exclusive create wins, the one after loses */
+    assert_int_equal(write(go[1], "x", 1), 1);
+    int status = 0;
+    assert_int_equal(waitpid(holder, &status, 0), holder);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(go[1]);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 0);
+    mode = 1;
+    assert_int_equal(in_child(child_singleton, &mode), 0);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 1);
+    assert_int_equal(in_child(child_singleton, &mode), 1);
+    mode = 0;
+    assert_int_equal(in_child(child_singleton, &mode), 3);   /* the same event: confirmed */
+
+    /* a holder that died without releasing (what a crash leaves: its row, a dead pid) is
+     * cleared by the next open */
+    fflush(NULL);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, &status, 0), dead);
+    char sql[200];
+    snprintf(sql, sizeof sql, "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid) "
+                              "VALUES ('t1', 'r2', 'run.terminal', %ld)", (long)dead);
+    assert_int_equal(raw_exec(fx.db, sql), SQLITE_OK);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold WHERE run_id = 'r2'"), 1);
+    fx.s = open_store(fx.db, 0, 0);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 0);
+    rs_target t2 = tgt("t1", "r2", "alice");
+    rs_err err = {0};
+    assert_int_equal(rs_store_reserve_singleton(fx.s, &t2, "run.terminal", &err), 0);
+}
+
+/* ---- detached outputs (spec 5.13) -------------------------------------------------------------- */
+
+static void test_outputs_detached(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    char *in = strdup(ERR("abc") START);
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    assert_int_equal(rs_store_append(fx.s, &t, in, strlen(in), &out, &err), 0);
+    const char *want = ERR_LINE(1, "abc")
+        "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":2,\"event_type\":\"run.start\","
+        "\"category\":\"trace\",\"content\":{\"chain\":\"lead_agent\"},\"metadata\":"
+        "{\"caller\":\"lead_agent\"},\"created_at\":\"2026-01-02T03:04:05.000000+00:00\","
+        "\"user_id\":\"alice\"}\n";
+    assert_string_equal(out.buf, want);
+    /* scribble over the input and the returned copy */
+    memset(in, 'X', strlen(in));
+    memset(out.buf, 'Y', out.len);
+    free(in);
+    rs_buf back = RS_BUF_INIT;
+    rs_query q = {.thread_id = "t1"};
+    query_lines(&q, &back);
+    assert_string_equal(back.buf, want);
+    /* a record from a cursor is the cursor's; another query is unaffected by its reuse */
+    rs_cursor *c = NULL;
+    assert_int_equal(rs_store_query(fx.s, &q, &c, &err), 0);
+    const rs_record *r;
+    assert_int_equal(rs_cursor_next(c, &r), 1);
+    rs_buf first = RS_BUF_INIT;
+    assert_int_equal(rs_buf_add(&first, r->line, r->line_len), 0);
+    assert_int_equal(rs_cursor_next(c, &r), 1);
+    assert_int_equal(r->seq, 2);
+    rs_cursor_free(c);
+    assert_string_equal(first.buf, ERR_LINE(1, "abc"));
+    /* put_if_absent's returned record is a copy too */
+    int created;
+    const char *body = END(1);
+    rs_buf_reset(&out);
+    assert_int_equal(rs_store_put_if_absent(fx.s, &t, body, strlen(body), &out, &created, &err), 0);
+    memset(out.buf, 'Z', out.len);
+    rs_buf_reset(&back);
+    q.run_id = "r1";
+    q.after_seq = 2;
+    query_lines(&q, &back);
+    assert_string_equal(back.buf, END_LINE(3, 1));
+    rs_buf_release(&first);
+    rs_buf_release(&back);
+    rs_buf_release(&out);
+}
+
+/* ---- created_at ---------------------------------------------------------------------------------- */
+
+static void test_created_at_normalized(void **state)
+{
+    (void)state;
+    put("t1", "r1", "alice",
+        "{\"event_type\":\"llm.error\",\"content\":\"x\",\"created_at\":\"2026-01-02T11:04:05+08:00\"}\n"
+        "{\"event_type\":\"llm.error\",\"content\":\"y\",\"created_at\":\"2025-12-31T23:30:00.25-05:30\"}\n"
+        "{\"event_type\":\"llm.error\",\"content\":\"z\"}\n");
+    rs_buf lines = RS_BUF_INIT;
+    rs_query q = {.thread_id = "t1", .limit = 2};
+    query_lines(&q, &lines);
+    assert_string_equal(lines.buf,
+                        ERR_LINE(1, "x")
+                        "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":2,\"event_type\":"
+                        "\"llm.error\",\"category\":\"trace\",\"content\":\"y\",\"metadata\":{},"
+                        "\"created_at\":\"2026-01-01T05:00:00.250000+00:00\",\"user_id\":\"alice\"}\n");
+    char *db = raw_text(fx.db, "SELECT created_at FROM run_events WHERE seq = 1");
+    assert_string_equal(db, "2026-01-02 03:04:05.000000");
+    free(db);
+    db = raw_text(fx.db, "SELECT created_at FROM run_events WHERE seq = 2");
+    assert_string_equal(db, "2026-01-01 05:00:00.250000");
+    free(db);
+    /* absent: now, in the same naive UTC form, and the line shows it with +00:00 */
+    db = raw_text(fx.db, "SELECT created_at FROM run_events WHERE seq = 3");
+    assert_int_equal(strlen(db), 26);
+    assert_int_equal(raw_int(fx.db, "SELECT created_at GLOB "
+                                    "'[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0-9]"
+                                    ":[0-5][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]' FROM run_events "
+                                    "WHERE seq = 3"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT abs(strftime('%s', 'now') - strftime('%s', created_at)) "
+                                    "< 600 FROM run_events WHERE seq = 3"), 1);
+    rs_buf_reset(&lines);
+    q = (rs_query){.thread_id = "t1", .after_seq = 2};
+    query_lines(&q, &lines);
+    char want[64];
+    snprintf(want, sizeof want, "\"created_at\":\"%.10sT%.15s+00:00\"", db, db + 11);
+    assert_non_null(strstr(lines.buf, want));
+    free(db);
+    rs_buf_release(&lines);
+}
+
+/* ---- DeerFlow's own database ------------------------------------------------------------------- */
+
+static void test_deerflow_database(void **state)
+{
+    (void)state;
+    if (access(RS_DEERFLOW_SAMPLE, R_OK) != 0)
+        skip();
+    char path[160];
+    snprintf(path, sizeof path, "%s/deerflow.db", fx.dir);
+    copy_file(RS_DEERFLOW_SAMPLE, path);
+    char *rows_before = raw_text(path, "SELECT group_concat(id || '|' || thread_id || '|' || "
+                                       "run_id || '|' || user_id || '|' || event_type || '|' || "
+                                       "category || '|' || content || '|' || event_metadata || "
+                                       "'|' || seq || '|' || created_at, char(10)) FROM "
+                                       "(SELECT * FROM run_events ORDER BY id)");
+    char *schema_before = raw_text(path, "SELECT group_concat(name || ':' || sql, char(10)) FROM "
+                                         "(SELECT * FROM sqlite_master ORDER BY name)");
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                   "'run_event_thread_seq'"), 0);
+
+    rs_store *s = open_store(path, 0, 0);
+    rs_store *saved = fx.s;
+    fx.s = s;
+    /* opened as is: DeerFlow's rows and tables untouched, the high-water table backfilled */
+    char *rows_after = raw_text(path, "SELECT group_concat(id || '|' || thread_id || '|' || "
+                                      "run_id || '|' || user_id || '|' || event_type || '|' || "
+                                      "category || '|' || content || '|' || event_metadata || "
+                                      "'|' || seq || '|' || created_at, char(10)) FROM "
+                                      "(SELECT * FROM run_events ORDER BY id)");
+    assert_string_equal(rows_before, rows_after);
+    free(rows_after);
+    char *schema_after = raw_text(path, "SELECT group_concat(name || ':' || sql, char(10)) FROM "
+                                        "(SELECT * FROM sqlite_master WHERE name IN "
+                                        "('run_events', 'alembic_version', 'ix_events_run', "
+                                        "'ix_events_thread_cat_seq', 'ix_run_events_user_id', "
+                                        "'uq_events_thread_seq', 'sqlite_autoindex_run_events_1', "
+                                        "'sqlite_autoindex_alembic_version_1') ORDER BY name)");
+    assert_string_equal(schema_before, schema_after);
+    free(schema_after);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM alembic_version"), 1);
+    assert_int_equal(raw_int(path, "SELECT seq FROM run_event_thread_seq WHERE thread_id = "
+                                   "'thread-a'"), 24);
+    assert_int_equal(raw_int(path, "SELECT seq FROM run_event_thread_seq WHERE thread_id = "
+                                   "'thread-b'"), 12);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM run_event_thread_seq"), 2);
+
+    /* its events render: runfs cat threads/thread-a/runs/run-1/events.jsonl */
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "alice"), "thread-a thread-b");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "thread-a", NULL, "alice"), "run-1 run-2");
+    rs_buf lines = RS_BUF_INIT;
+    rs_query q = {.thread_id = "thread-a", .run_id = "run-1", .user = "alice"};
+    query_lines(&q, &lines);
+    int n = 0;
+    for (const char *p = lines.buf; (p = strchr(p, '\n')); p++)
+        n++;
+    assert_int_equal(n, 12);
+    for (const char *p = lines.buf; *p; p = strchr(p, '\n') + 1) {
+        const char *nl = strchr(p, '\n');
+        assert_true(nl - p > 30);
+        assert_memory_equal(nl - 19, ",\"user_id\":\"alice\"}", 19);
+    }
+    static const char first[] =
+        "{\"thread_id\":\"thread-a\",\"run_id\":\"run-1\",\"seq\":1,\"event_type\":\"run.start\","
+        "\"category\":\"trace\",\"content\":{\"chain\":\"lead_agent\"},\"metadata\":"
+        "{\"caller\":\"lead_agent\"},\"created_at\":\"2026-03-04T05:06:07.123456+00:00\","
+        "\"user_id\":\"alice\"}\n";
+    assert_memory_equal(lines.buf, first, sizeof first - 1);
+    assert_non_null(strstr(lines.buf,
+                           "{\"thread_id\":\"thread-a\",\"run_id\":\"run-1\",\"seq\":6,"
+                           "\"event_type\":\"llm.tool.result\",\"category\":\"message\",\"content\":"
+                           "{\"type\":\"tool\",\"content\":\"# Report\\nRevenue grew 12%.\","
+                           "\"tool_call_id\":\"call-run-1\",\"name\":\"read_file\","
+                           "\"id\":\"tool-run-1\"},\"metadata\":{\"caller\":\"lead_agent\"},"
+                           "\"created_at\":\"2026-03-04T05:06:12.123456+00:00\","
+                           "\"user_id\":\"alice\"}\n"));
+    assert_non_null(strstr(lines.buf,
+                           "{\"thread_id\":\"thread-a\",\"run_id\":\"run-1\",\"seq\":12,"
+                           "\"event_type\":\"run.delivery\",\"category\":\"outputs\",\"content\":"
+                           "{\"presented\":0,\"paths\":[],\"by_tool\":{}},\"metadata\":{},"
+                           "\"created_at\":\"2026-11-29T21:31:28.030770+00:00\","
+                           "\"user_id\":\"alice\"}\n"));
+    /* the byte log of a foreign thread holds together */
+    rs_log_info li = info_of("thread-a", "run-1", "alice");
+    assert_int_equal(li.size, (int64_t)lines.len);
+    assert_int_equal(li.count, 12);
+    assert_int_equal(li.message_count, 4);
+    li = info_of("thread-a", NULL, NULL);
+    assert_int_equal(li.count, 24);
+    assert_int_equal(li.hwm, 24);
+    int64_t seq = 0;
+    rs_err err = {0};
+    rs_target ta = tgt("thread-a", "run-1", "alice");
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &ta, &seq, &err), 0);
+    assert_int_equal(seq, 10);
+    assert_int_equal(rs_store_message_seq(fx.s, "thread-a", "alice", "tool:call-run-2", &seq, &err),
+                     0);
+    assert_int_equal(seq, 18);
+
+    /* appending continues the seq, owner stamped as DeerFlow does */
+    put("thread-a", "run-3", "alice", AI("ai-run-3", "lead_agent") ERR("plain text"));
+    put("thread-b", "run-1", "alice", ERR("b"));
+    rs_query qa = {.thread_id = "thread-a", .after_seq = 20};
+    assert_string_equal(seqs_of(&qa), "21 22 23 24 25 26");
+    rs_query qb = {.thread_id = "thread-b", .after_seq = 10};
+    assert_string_equal(seqs_of(&qb), "11 12 13");
+    assert_int_equal(raw_int(path, "SELECT seq FROM run_event_thread_seq WHERE thread_id = "
+                                   "'thread-a'"), 26);
+
+    /* the DeerFlow columns of a runfs row hold what DeerFlow's reader expects */
+    char *v = raw_text(path, "SELECT content FROM run_events WHERE thread_id = 'thread-a' AND seq = 25");
+    assert_string_equal(v, "{\"type\":\"ai\",\"content\":\"a\",\"tool_calls\":[],\"id\":\"ai-run-3\"}");
+    free(v);
+    v = raw_text(path, "SELECT event_metadata FROM run_events WHERE thread_id = 'thread-a' AND seq = 25");
+    assert_string_equal(v, "{\"caller\":\"lead_agent\",\"usage\":{},\"latency_ms\":1,"
+                           "\"llm_call_index\":1,\"content_is_json\":true,\"content_is_dict\":true}");
+    free(v);
+    v = raw_text(path, "SELECT created_at || '|' || user_id || '|' || category || '|' || run_id "
+                       "FROM run_events WHERE thread_id = 'thread-a' AND seq = 25");
+    assert_string_equal(v, "2026-01-02 03:04:05.000000|alice|message|run-3");
+    free(v);
+    /* string content: the text itself, no marker */
+    v = raw_text(path, "SELECT content || '|' || event_metadata FROM run_events "
+                       "WHERE thread_id = 'thread-a' AND seq = 26");
+    assert_string_equal(v, "plain text|{}");
+    free(v);
+    assert_int_equal(raw_int(path, "SELECT json_extract(event_metadata, '$.content_is_json') + "
+                                   "json_extract(event_metadata, '$.content_is_dict') FROM "
+                                   "run_events WHERE thread_id = 'thread-a' AND seq = 25"), 2);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM run_events"), 39);
+    /* DeerFlow's rows are still exactly as DeerFlow wrote them */
+    rows_after = raw_text(path, "SELECT group_concat(id || '|' || thread_id || '|' || run_id || "
+                                "'|' || user_id || '|' || event_type || '|' || category || '|' || "
+                                "content || '|' || event_metadata || '|' || seq || '|' || "
+                                "created_at, char(10)) FROM (SELECT * FROM run_events WHERE "
+                                "id <= 36 ORDER BY id)");
+    assert_string_equal(rows_before, rows_after);
+    free(rows_after);
+
+    /* a row DeerFlow adds while runfs has the file is taken in at the next write */
+    assert_int_equal(raw_exec(path, "INSERT INTO run_events (thread_id, run_id, user_id, "
+                                    "event_type, category, content, event_metadata, seq, "
+                                    "created_at) VALUES ('thread-b', 'run-2', 'alice', "
+                                    "'llm.error', 'trace', 'late', '{}', 14, "
+                                    "'2026-03-04 05:10:00.000000')"), SQLITE_OK);
+    put("thread-b", "run-1", "alice", ERR("c"));
+    assert_string_equal(seqs_of(&qb), "11 12 13 14 15");
+    li = info_of("thread-b", NULL, NULL);
+    assert_int_equal(li.count, 15);
+    rs_buf_reset(&lines);
+    rs_query all = {.thread_id = "thread-b"};
+    query_lines(&all, &lines);
+    assert_int_equal(li.size, (int64_t)lines.len);
+
+    fx.s = saved;
+    rs_store_close(s);
+    /* reopening is not a migration either */
+    s = open_store(path, 0, 0);
+    rs_store_close(s);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM run_events"), 41);
+    free(rows_before);
+    free(schema_before);
+    rs_buf_release(&lines);
+}
+
+/* ---- byte offsets ------------------------------------------------------------------------------- */
+
+/* Checks a whole log read from offset 0: contiguous offsets, size = sum of lengths. */
+static void check_log(const char *thread, const char *run, int64_t want_size, const char *want_seqs)
+{
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_log_seek(fx.s, thread, run, 0, &c, &err), 0);
+    const rs_record *r;
+    int64_t off = 0;
+    char seqs[1024] = "";
+    size_t len = 0;
+    int rc;
+    while ((rc = rs_cursor_next(c, &r)) == 1) {
+        assert_int_equal(run ? r->run_off : r->thread_off, off);
+        off += (int64_t)r->line_len;
+        len += (size_t)snprintf(seqs + len, sizeof seqs - len, "%s%lld", len ? " " : "",
+                                (long long)r->seq);
+    }
+    assert_int_equal(rc, 0);
+    rs_cursor_free(c);
+    assert_int_equal(off, want_size);
+    assert_string_equal(seqs, want_seqs);
+    rs_log_info li = info_of(thread, run, NULL);
+    assert_int_equal(li.size, want_size);
+    assert_true(li.exact);
+}
+
+static int64_t first_seq_at(const char *thread, const char *run, int64_t off, int64_t *line_off)
+{
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_log_seek(fx.s, thread, run, off, &c, &err), 0);
+    const rs_record *r;
+    int64_t seq = 0;
+    if (rs_cursor_next(c, &r) == 1) {
+        seq = r->seq;
+        *line_off = run ? r->run_off : r->thread_off;
+    }
+    rs_cursor_free(c);
+    return seq;
+}
+
+static void test_byte_offsets(void **state)
+{
+    (void)state;
+    /* ERR_LINE(n, "x") is 179 bytes for a one-digit seq, 180 for two digits; START's is 205 */
+    assert_int_equal(strlen(ERR_LINE(1, "x")), 179);
+    put("t1", "r1", "alice", ERR("x") ERR("x") ERR("x"));
+    put("t1", "r2", "alice", ERR("x") ERR("x"));
+    put("t1", "r1", "alice", ERR("x") ERR("x"));
+    put("t1", "r3", "alice", ERR("x") ERR("x") ERR("x"));
+    check_log("t1", NULL, 9 * 179 + 180, "1 2 3 4 5 6 7 8 9 10");
+    check_log("t1", "r1", 5 * 179, "1 2 3 6 7");
+    check_log("t1", "r2", 2 * 179, "4 5");
+    check_log("t1", "r3", 2 * 179 + 180, "8 9 10");
+    rs_log_info li = info_of("t1", NULL, "alice");
+    assert_int_equal(li.count, 10);
+    assert_int_equal(li.last_seq, 10);
+    /* a seek inside a line starts at that line */
+    int64_t off = -1;
+    assert_int_equal(first_seq_at("t1", NULL, 0, &off), 1);
+    assert_int_equal(off, 0);
+    assert_int_equal(first_seq_at("t1", NULL, 179 + 5, &off), 2);
+    assert_int_equal(off, 179);
+    assert_int_equal(first_seq_at("t1", NULL, 2 * 179 - 1, &off), 2);
+    assert_int_equal(first_seq_at("t1", NULL, 2 * 179, &off), 3);
+    assert_int_equal(off, 358);
+    assert_int_equal(first_seq_at("t1", NULL, 9 * 179 + 179, &off), 10);
+    assert_int_equal(off, 9 * 179);
+    assert_int_equal(first_seq_at("t1", "r1", 3 * 179 + 100, &off), 6);
+    assert_int_equal(off, 3 * 179);
+    assert_int_equal(first_seq_at("t1", "r3", 2 * 179 + 7, &off), 10);
+    /* at or past the end there is no line */
+    assert_int_equal(first_seq_at("t1", NULL, 9 * 179 + 180, &off), 0);
+    assert_int_equal(first_seq_at("t1", "r1", 5 * 179, &off), 0);
+    assert_int_equal(first_seq_at("t1", "nope", 0, &off), 0);
+    assert_int_equal(first_seq_at("nope", NULL, 0, &off), 0);
+
+    /* deleting a run in the middle closes the gap in the thread's log */
+    delete_run("t1", "r2", NULL, 2);
+    check_log("t1", NULL, 7 * 179 + 180, "1 2 3 6 7 8 9 10");
+    check_log("t1", "r1", 5 * 179, "1 2 3 6 7");
+    check_log("t1", "r3", 2 * 179 + 180, "8 9 10");
+    assert_int_equal(first_seq_at("t1", NULL, 3 * 179 + 1, &off), 6);
+    assert_int_equal(off, 3 * 179);
+    assert_false(info_of("t1", "r2", NULL).exists);
+    /* and appending after it continues the recomputed log */
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", NULL, 7 * 179 + 2 * 180, "1 2 3 6 7 8 9 10 11");
+    check_log("t1", "r1", 5 * 179 + 180, "1 2 3 6 7 11");
+
+    /* mixed owners: a viewer's totals are its own and marked inexact */
+    put("t1", "r1", "bob", ERR("x"));
+    li = info_of("t1", NULL, "bob");
+    assert_false(li.exact);
+    assert_int_equal(li.count, 1);
+    assert_int_equal(li.last_seq, 12);
+    li = info_of("t1", NULL, NULL);
+    assert_int_equal(li.count, 10);
+    assert_int_equal(li.size, 7 * 179 + 2 * 180 + 178);   /* "bob" is 2 bytes shorter */
+
+    /* stats */
+    rs_stats st;
+    rs_err err = {0};
+    assert_int_equal(rs_store_stats(fx.s, &st, &err), 0);
+    assert_int_equal(st.threads, 1);
+    assert_int_equal(st.runs, 2);
+    assert_int_equal(st.events, 10);
+}
+
+/* ---- empty threads and runs (mkdir) -------------------------------------------------------------- */
+
+static void test_create_thread_and_run(void **state)
+{
+    (void)state;
+    rs_err err = {0};
+    assert_int_equal(rs_store_create_thread(fx.s, "m", "alice", &err), 0);
+    rs_target t = tgt("m", "r1", "alice");
+    assert_int_equal(rs_store_create_run(fx.s, &t, &err), 0);
+    assert_int_equal(rs_store_create_run(fx.s, &t, &err), 0);
+    assert_int_equal(rs_store_create_thread(fx.s, "bad id", "alice", &err), -EINVAL);
+    rs_target bad = tgt("m", "r/1", "alice");
+    assert_int_equal(rs_store_create_run(fx.s, &bad, &err), -EINVAL);
+    rs_log_info li = info_of("m", "r1", "alice");
+    assert_true(li.exists);
+    assert_int_equal(li.size, 0);
+    assert_int_equal(li.count, 0);
+    assert_false(info_of("m", NULL, "bob").exists);
+    assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "alice"), "m");
+    assert_string_equal(names_of(RS_NAMES_RUNS, "m", NULL, "alice"), "r1");
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 0);
+    put("m", "r1", "alice", ERR("x"));
+    assert_int_equal(info_of("m", "r1", "alice").count, 1);
+    /* an empty thread deleted whole goes away */
+    assert_int_equal(rs_store_create_thread(fx.s, "e", NULL, &err), 0);
+    delete_thread("e", NULL, 0);
+    assert_false(info_of("e", NULL, NULL).exists);
+}
+
+/* ---- concurrency ----------------------------------------------------------------------------------- */
+
+#define WORKER_EVENTS 500
+
+typedef struct worker {
+    pthread_t th;
+    int id;
+    int failures;
+    char why[256];
+} worker;
+
+/* Appends WORKER_EVENTS single events to thread c through its own handle. */
+static int worker_run(int id, char *why, size_t why_len)
+{
+    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_store *s = NULL;
+    rs_err err = {0};
+    int rc = rs_store_open(&s, fx.db, &opt, &err);
+    if (rc) {
+        snprintf(why, why_len, "open: %.200s", err.msg);
+        return 1;
+    }
+    char run[16];
+    snprintf(run, sizeof run, "r%d", id % 2);
+    rs_target t = tgt("c", run, id % 2 ? "alice" : NULL);
+    int failures = 0;
+    for (int i = 0; i < WORKER_EVENTS; i++) {
+        char line[128];
+        int n = snprintf(line, sizeof line,
+                         "{\"event_type\":\"llm.error\",\"content\":\"w%d-%04d\"}\n", id, i);
+        if ((rc = rs_store_append(s, &t, line, (size_t)n, NULL, &err))) {
+            snprintf(why, why_len, "append %d: %s %.200s", i, rs_errno_name(rc), err.msg);
+            failures++;
+        }
+    }
+    rs_store_close(s);
+    return failures;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    w->failures = worker_run(w->id, w->why, sizeof w->why);
+    return NULL;
+}
+
+/* No loss, no duplicate, seqs 1..n, each writer's events in its own order, a whole byte log. */
+static void check_concurrent(int writers)
+{
+    int64_t n = (int64_t)writers * WORKER_EVENTS;
+    char sql[256];
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events WHERE thread_id = 'c'"), n);
+    assert_int_equal(raw_int(fx.db, "SELECT count(DISTINCT seq) FROM run_events WHERE thread_id = 'c'"),
+                     n);
+    assert_int_equal(raw_int(fx.db, "SELECT min(seq) FROM run_events WHERE thread_id = 'c'"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events WHERE thread_id = 'c'"), n);
+    for (int w = 0; w < writers; w++) {
+        /* within one writer, content order and seq order agree */
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM run_events a JOIN run_events b ON a.thread_id = b.thread_id "
+                 "AND a.content LIKE 'w%d-%%' AND b.content LIKE 'w%d-%%' AND a.content < b.content "
+                 "AND a.seq > b.seq", w, w);
+        assert_int_equal(raw_int(fx.db, sql), 0);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM run_events WHERE content LIKE 'w%d-%%'", w);
+        assert_int_equal(raw_int(fx.db, sql), WORKER_EVENTS);
+    }
+    rs_log_info li = info_of("c", NULL, NULL);
+    assert_int_equal(li.count, n);
+    assert_int_equal(li.hwm, n);
+    assert_int_equal(li.last_seq, n);
+    rs_cursor *c = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_log_seek(fx.s, "c", NULL, 0, &c, &err), 0);
+    const rs_record *r;
+    int64_t off = 0, seq = 0;
+    while (rs_cursor_next(c, &r) == 1) {
+        assert_int_equal(r->thread_off, off);
+        assert_int_equal(r->seq, ++seq);
+        off += (int64_t)r->line_len;
+    }
+    rs_cursor_free(c);
+    assert_int_equal(seq, n);
+    assert_int_equal(off, li.size);
+    assert_int_equal(floor_of("c"), n);
+}
+
+static void test_concurrent_threads(void **state)
+{
+    (void)state;
+    worker w[4];
+    for (int i = 0; i < 4; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].id = i;
+        assert_int_equal(pthread_create(&w[i].th, NULL, worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(w[i].th, NULL);
+        if (w[i].failures)
+            fail_msg("worker %d: %d failures, last: %s", i, w[i].failures, w[i].why);
+    }
+    check_concurrent(4);
+}
+
+static int child_writer(void *arg)
+{
+    char why[256] = "";
+    int failures = worker_run(*(int *)arg, why, sizeof why);
+    if (failures)
+        fprintf(stderr, "writer %d: %s\n", *(int *)arg, why);
+    return failures ? 1 : 0;
+}
+
+static void test_concurrent_processes(void **state)
+{
+    (void)state;
+    /* no connection crosses a fork */
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    fflush(NULL);
+    pid_t pids[2];
+    int ids[2] = {0, 1};
+    for (int i = 0; i < 2; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(child_writer(&ids[i]));
+    }
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    fx.s = open_store(fx.db, 0, 0);
+    check_concurrent(2);
+}
+
+/* ---- message lookups (spec 5.7-5.10) ---------------------------------------------------------------- */
+
+static void test_last_visible_ai_seq(void **state)
+{
+    (void)state;
+    put("v", "r1", "alice", AI("a1", "lead_agent") AI("a2", "subagent:research")
+                                AI("a3", "middleware:summarize") ERR("e"));
+    put("v", "r2", "alice", AI("b1", "middleware:summarize") HUMAN("h"));
+    put("v", "r3", "alice",
+        "{\"event_type\":\"ai_message\",\"content\":\"legacy\"," TS "}\n" ERR("e"));
+    put("v", "r4", "alice", ERR("only trace"));
+    put("v", "r5", "alice", AI("c1", "lead_agent") AI("c2", "Middleware:x"));
+    rs_err err = {0};
+    int64_t seq = -1;
+    rs_target t = tgt("v", "r1", "alice");
+    /* middleware callers excluded, a subagent's AI row counted */
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), 0);
+    assert_int_equal(seq, 2);
+    t.run_id = "r2";
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), -ENOENT);
+    /* the legacy alias counts; a missing caller is "" */
+    t.run_id = "r3";
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), 0);
+    assert_int_equal(seq, 7);
+    t.run_id = "r4";
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), -ENOENT);
+    t.run_id = "nope";
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), -ENOENT);
+    /* DeerFlow's LIKE is case-insensitive on SQLite */
+    t.run_id = "r5";
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), 0);
+    assert_int_equal(seq, 10);
+    /* owner scoped */
+    t = tgt("v", "r1", "bob");
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), -ENOENT);
+    t.user = NULL;
+    assert_int_equal(rs_store_last_visible_ai_seq(fx.s, &t, &seq, &err), 0);
+    assert_int_equal(seq, 2);
+
+    /* count_messages: category message only */
+    int64_t n = -1;
+    assert_int_equal(rs_store_count_messages(fx.s, "v", NULL, &n, &err), 0);
+    assert_int_equal(n, 8);
+    assert_int_equal(rs_store_count_messages(fx.s, "v", "alice", &n, &err), 0);
+    assert_int_equal(n, 8);
+    assert_int_equal(rs_store_count_messages(fx.s, "none", NULL, &n, &err), 0);
+    assert_int_equal(n, 0);
+}
+
+static int64_t message_seq(const char *user, const char *identity)
+{
+    int64_t seq = -1;
+    rs_err err = {0};
+    int rc = rs_store_message_seq(fx.s, "m", user, identity, &seq, &err);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        fail_msg("message_seq %s: %s", identity, rs_errno_name(rc));
+    return seq;
+}
+
+static void test_message_seq(void **state)
+{
+    (void)state;
+    put("m", "r1", "alice",
+        HUMAN("h1__user")                                    /* 1 */
+        HUMAN("__user")                                      /* 2 */
+        AI("a1__user", "lead_agent")                         /* 3 */
+        TOOL("call_1", "tool-msg-1")                         /* 4 */
+        AI("a2", "lead_agent")                               /* 5 */
+        AI("a2", "lead_agent")                               /* 6: a later duplicate */
+        "{\"event_type\":\"run.end\",\"content\":{\"id\":\"out1\",\"type\":\"ai\"},"
+        "\"metadata\":{\"status\":\"success\"}," TS "}\n"  /* 7: not a message */
+        AI("mx1", "lead_agent")                              /* 8 */
+        AI("q\\\"uote", "lead_agent"));                      /* 9 */
+    put("m", "r2", "bob", HUMAN("h1"));                      /* 10 */
+    put("other", "r1", "alice", AI("elsewhere", "lead_agent"));
+    /* a human id loses its __user suffix; the bare __user stays */
+    assert_int_equal(message_seq(NULL, "message:h1"), 1);
+    assert_int_equal(message_seq(NULL, "message:h1__user"), 0);
+    assert_int_equal(message_seq(NULL, "message:__user"), 2);
+    assert_int_equal(message_seq(NULL, "message:"), 0);
+    /* other types keep it */
+    assert_int_equal(message_seq(NULL, "message:a1__user"), 3);
+    assert_int_equal(message_seq(NULL, "message:a1"), 0);
+    /* a tool_call_id wins over the id */
+    assert_int_equal(message_seq(NULL, "tool:call_1"), 4);
+    assert_int_equal(message_seq(NULL, "message:tool-msg-1"), 0);
+    /* earliest wins; non-message categories never match; LIKE wildcards are literal */
+    assert_int_equal(message_seq(NULL, "message:a2"), 5);
+    assert_int_equal(message_seq(NULL, "message:out1"), 0);
+    assert_int_equal(message_seq(NULL, "message:m_1"), 0);
+    assert_int_equal(message_seq(NULL, "message:mx1"), 8);
+    assert_int_equal(message_seq(NULL, "message:m%"), 0);
+    assert_int_equal(message_seq(NULL, "message:q\"uote"), 9);
+    /* other threads never match; owners are respected */
+    assert_int_equal(message_seq(NULL, "message:elsewhere"), 0);
+    assert_int_equal(message_seq("bob", "message:h1"), 10);
+    assert_int_equal(message_seq("carol", "message:h1"), 0);
+    assert_int_equal(message_seq(NULL, "nonsense"), 0);
+    assert_int_equal(message_seq(NULL, "tool:"), 0);
+}
+
+static void test_latest_ai_run(void **state)
+{
+    (void)state;
+    put("l", "r1", "alice", AI("m1", "lead_agent") AI("m2", "lead_agent"));
+    put("l", "r2", "alice", AI("m1", "subagent:x") HUMAN("m2"));
+    put("l", "r3", "bob", AI("m1", "lead_agent"));
+    put("l", "r4", "alice", "{\"event_type\":\"run.end\",\"content\":{\"type\":\"ai\",\"id\":\"m2\"},"
+                            "\"metadata\":{\"status\":\"success\"}," TS "}\n");
+    rs_buf run = RS_BUF_INIT;
+    rs_err err = {0};
+    /* the newest qualifying row wins */
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "l", NULL, "m1", &run, &err), 0);
+    assert_string_equal(run.buf, "r3");
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "l", "alice", "m1", &run, &err), 0);
+    assert_string_equal(run.buf, "r2");
+    /* a human row or a non-message row with the id does not qualify */
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "l", NULL, "m2", &run, &err), 0);
+    assert_string_equal(run.buf, "r1");
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "l", NULL, "m3", &run, &err), -ENOENT);
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "l", "carol", "m1", &run, &err), -ENOENT);
+    assert_int_equal(rs_store_latest_ai_run(fx.s, "nope", NULL, "m1", &run, &err), -ENOENT);
+    rs_buf_release(&run);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+        T(test_open),
+        T(test_append_consecutive_seqs),
+        T(test_batch_atomic),
+        T(test_event_size_limit),
+        T(test_bad_inputs_leave_store_unchanged),
+        T(test_read_only),
+        T(test_list_messages_windows),
+        T(test_list_events),
+        T(test_high_water_run_delete),
+        T(test_high_water_thread_delete),
+        T(test_owner_scoping),
+        T(test_put_if_absent_earliest),
+        T(test_terminal_enforced_by_database),
+        T(test_put_singleton_outcomes),
+        T(test_reservations),
+        T(test_reservations_across_processes),
+        T(test_outputs_detached),
+        T(test_created_at_normalized),
+        T(test_deerflow_database),
+        T(test_byte_offsets),
+        T(test_create_thread_and_run),
+        T(test_concurrent_threads),
+        T(test_concurrent_processes),
+        T(test_last_visible_ai_seq),
+        T(test_message_seq),
+        T(test_latest_ai_run),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
