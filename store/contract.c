@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "contract.h"
+#include "json.h"
 
 enum {
     T_STRING = 1 << 0, T_OBJECT = 1 << 1, T_ARRAY = 1 << 2, T_NUMBER = 1 << 3,
@@ -670,7 +671,7 @@ int rs_contract_load(rs_contract **out, const char *path, rs_err *err)
         free(c);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
-    c->doc = cJSON_ParseWithLength(c->text, c->text_len);
+    c->doc = rs_cjson_parse(c->text, c->text_len);
     if (!c->doc) {
         const char *at = cJSON_GetErrorPtr();
         long off = at && at >= c->text && at <= c->text + c->text_len ? (long)(at - c->text) : -1;

@@ -329,7 +329,7 @@ static int no_duplicates(const cJSON *v, const char *root, rs_err *err)
 
 static int parse_tree(cJSON **out, const char *v, size_t n, const char *root, rs_err *err)
 {
-    *out = cJSON_ParseWithLength(v, n);
+    *out = rs_cjson_parse(v, n);
     if (!*out)
         return rs_err_set(err, -EINVAL,
                           "%s: the JSON parser refused it (a number over 63 characters?)", root);

@@ -1,6 +1,7 @@
 /* json.c — a strict RFC 8259 scanner that checks JSON text and writes its canonical bytes in
  * one linear pass, plus the small string helpers the encoder needs. No trees: see json.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -881,4 +882,13 @@ int rs_json_unquote(rs_buf *out, const char *lit, size_t len)
 bad:
     out->buf[out->len] = '\0';
     return -EINVAL;
+}
+
+cJSON *rs_cjson_parse(const char *text, size_t len)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    pthread_mutex_unlock(&lock);
+    return v;
 }

@@ -7,6 +7,8 @@
 #ifndef RS_JSON_H
 #define RS_JSON_H
 
+#include <cjson/cJSON.h>
+
 #include "runstore.h"
 
 #define RS_JSON_MAX_DEPTH 128
@@ -44,5 +46,9 @@ int rs_json_members(const char *obj, size_t len, rs_json_member_fn fn, void *ctx
 
 /* Decode a canonical JSON string literal lit[0..len) (with its quotes) into out. */
 int rs_json_unquote(rs_buf *out, const char *lit, size_t len);
+
+/* cJSON_ParseWithLength, serialised: cJSON records parse errors in one process-wide
+ * variable, and the mount parses from many threads. */
+cJSON *rs_cjson_parse(const char *text, size_t len);
 
 #endif

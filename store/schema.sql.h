@@ -29,8 +29,10 @@ static const char rs_schema_sql[] =
     "  messages INTEGER NOT NULL DEFAULT 0,\n"
     "  last_seq INTEGER NOT NULL DEFAULT 0,\n"
     "  ctime_ns INTEGER NOT NULL DEFAULT 0,\n"
-    "  mtime_ns INTEGER NOT NULL DEFAULT 0\n"
+    "  mtime_ns INTEGER NOT NULL DEFAULT 0,\n"
+    "  dirty INTEGER NOT NULL DEFAULT 0\n"
     ");\n"
+    "CREATE INDEX IF NOT EXISTS runfs_thread_dirty ON runfs_thread (thread_key) WHERE dirty;\n"
     "CREATE TABLE IF NOT EXISTS runfs_run (\n"
     "  run_key INTEGER PRIMARY KEY,\n"
     "  thread_key INTEGER NOT NULL,\n"
@@ -61,6 +63,12 @@ static const char rs_schema_sql[] =
     ");\n"
     "CREATE INDEX IF NOT EXISTS runfs_line_run ON runfs_line (run_key, run_off);\n"
     "CREATE INDEX IF NOT EXISTS runfs_line_thread ON runfs_line (thread_key, thread_off);\n"
+    /* Rows deleted by any writer (DeerFlow too: the trigger lives in the file) leave their
+     * thread's offsets to be recomputed before runfs next reads or writes it. */
+    "CREATE TRIGGER IF NOT EXISTS runfs_forget_deleted AFTER DELETE ON run_events BEGIN\n"
+    "  DELETE FROM runfs_line WHERE id = old.id;\n"
+    "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id = old.thread_id;\n"
+    "END;\n"
     /* Singletons: types written through put_if_absent, and names reserved by an exclusive
      * create that has not committed yet (pid: the holder, to clear after a crash). */
     "CREATE TABLE IF NOT EXISTS runfs_once (\n"

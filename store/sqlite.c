@@ -224,6 +224,7 @@ static int query_int(rs_backend *b, const char *sql, const char *a1, const char 
 /* ---- opening ---------------------------------------------------------------------------- */
 
 static int index_foreign_rows(rs_backend *b, rs_err *err);
+static int reindex_dirty(rs_backend *b, rs_err *err);
 
 static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
 {
@@ -307,7 +308,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         sqlite3_free(msg);
         goto fail_tx;
     }
-    if ((rc = index_foreign_rows(b, err)))
+    if ((rc = index_foreign_rows(b, err)) || (rc = reindex_dirty(b, err)))
         goto fail_tx;
     clear_stale_holds(b);
     if ((rc = exec_sql(b, "COMMIT", err)))
@@ -738,7 +739,7 @@ static int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_
     log_state thr, run;
     int found;
     rs_buf line = RS_BUF_INIT;
-    if ((rc = index_foreign_rows(b, err)))
+    if ((rc = index_foreign_rows(b, err)) || (rc = reindex_dirty(b, err)))
         goto fail;
     if (if_absent) {
         int other = 0;
@@ -984,6 +985,39 @@ static int thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_k
     return rc;
 }
 
+/* Threads whose rows another writer deleted (marked by the runfs_forget_deleted trigger). */
+static int reindex_dirty(rs_backend *b, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = get_stmt(b, "SELECT thread_key, thread_id FROM runfs_thread WHERE dirty LIMIT 1",
+                      &st, err);
+    while (!rc) {
+        int src = sqlite3_step(st);
+        if (src == SQLITE_DONE)
+            break;
+        if (src != SQLITE_ROW) {
+            rc = sq_fail(b, src, err, "reindex");
+            break;
+        }
+        int64_t key = sqlite3_column_int64(st, 0);
+        char thread_id[RS_ID_MAX + 1];
+        snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        sqlite3_reset(st);
+        if ((rc = thread_reindex(b, thread_id, key, err)))
+            break;
+        sqlite3_stmt *up;
+        if ((rc = get_stmt(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = ?", &up, err)))
+            break;
+        sqlite3_bind_int64(up, 1, key);
+        src = sqlite3_step(up);
+        put_stmt(b, up);
+        if (src != SQLITE_DONE)
+            rc = sq_fail(b, src, err, "reindex");
+    }
+    put_stmt(b, st);
+    return rc;
+}
+
 static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t key, rs_err *err)
 {
     sqlite3_stmt *st;
@@ -1046,7 +1080,9 @@ static int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *
         rc = run_exec(b, del_runs, t, thr.key, err);
     if (rc)
         goto fail;
-    if ((rc = thread_reindex(b, t->thread_id, thr.key, err)))
+    if ((rc = thread_reindex(b, t->thread_id, thr.key, err)) ||
+        (rc = run_exec(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = ?4", t, thr.key,
+                       err)))
         goto fail;
     int64_t left = 0;
     if ((rc = query_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", t->thread_id,

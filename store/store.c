@@ -194,7 +194,7 @@ static cJSON *existing_content(const rs_existing *ex, const cJSON *meta)
 {
     if (meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
                  truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")))) {
-        cJSON *v = cJSON_ParseWithLength(ex->content_db.buf, ex->content_db.len);
+        cJSON *v = rs_cjson_parse(ex->content_db.buf, ex->content_db.len);
         if (v)
             return v;
     }
@@ -207,7 +207,7 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
 {
     if (strcmp(ev->category, ex->category.buf) != 0)
         return 0;
-    cJSON *meta = cJSON_ParseWithLength(ex->metadata_db.buf, ex->metadata_db.len);
+    cJSON *meta = rs_cjson_parse(ex->metadata_db.buf, ex->metadata_db.len);
     cJSON *content = existing_content(ex, meta);
     int same = content && cJSON_Compare(content, ev->content_tree, 1);
     const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
@@ -457,13 +457,13 @@ static int identity_matches(const cJSON *msg, const char *identity)
 
 static cJSON *row_content_object(const rs_row *row)
 {
-    cJSON *meta = cJSON_ParseWithLength(row->metadata, row->metadata_len);
+    cJSON *meta = rs_cjson_parse(row->metadata, row->metadata_len);
     int json = meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
                         truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")));
     cJSON_Delete(meta);
     if (!json)
         return NULL;
-    cJSON *v = cJSON_ParseWithLength(row->content, row->content_len);
+    cJSON *v = rs_cjson_parse(row->content, row->content_len);
     if (v && !cJSON_IsObject(v)) {
         cJSON_Delete(v);
         v = NULL;

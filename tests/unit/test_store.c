@@ -2013,9 +2013,32 @@ static void test_latest_ai_run(void **state)
     rs_buf_release(&run);
 }
 
+/* A row deleted behind runfs's back (by DeerFlow, say): the trigger in the file marks the
+ * thread, and the next open recomputes its offsets. */
+static void test_foreign_delete_reindexes(void **state)
+{
+    (void)state;
+    put("t1", "r1", "alice", ERR("x") ERR("x") ERR("x"));
+    put("t1", "r2", "alice", ERR("x") ERR("x"));
+    assert_int_equal(raw_exec(fx.db, "DELETE FROM run_events WHERE seq IN (2, 4)"), 0);
+    rs_store_close(fx.s);
+    fx.s = open_store(fx.db, 0, 0);
+    check_log("t1", NULL, 3 * 179, "1 3 5");
+    check_log("t1", "r1", 2 * 179, "1 3");
+    check_log("t1", "r2", 179, "5");
+    int64_t off = -1;
+    assert_int_equal(first_seq_at("t1", NULL, 179 + 1, &off), 3);
+    assert_int_equal(off, 179);
+    /* the next write continues above the deleted rows */
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", "r1", 3 * 179, "1 3 6");
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
         T(test_append_consecutive_seqs),
@@ -2037,6 +2060,7 @@ int main(void)
         T(test_created_at_normalized),
         T(test_deerflow_database),
         T(test_byte_offsets),
+        T(test_foreign_delete_reindexes),
         T(test_create_thread_and_run),
         T(test_concurrent_threads),
         T(test_concurrent_processes),
