@@ -71,9 +71,9 @@ void rfs_log_to_syslog(void);
 
 /* ---- the change hub: kernel invalidation and live followers ---- */
 
-/* A follow.jsonl reader, embedded in its file handle. ops.c fills node, user and reader;
- * the rest belongs to the hub (notify.c). */
-#define RFS_FOLLOW_HEAD 512
+/* A follow.jsonl reader, embedded in its file handle. ops.c fills node, user and reader (its
+ * open checks the feed exists for this caller); the rest belongs to the hub (notify.c), which
+ * fetches the feed's rows itself, after the last seq it holds. */
 typedef struct rfs_follow {
     rfs_node node;
     const char *user;
@@ -82,18 +82,14 @@ typedef struct rfs_follow {
                                     --follow-timeout (a value set before is replaced) */
     /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
     pthread_mutex_t lock;
-    int64_t fetched;             /* bytes taken from reader */
     rs_buf ahead;                /* fetched, not yet delivered */
-    int64_t end_at;              /* run feed: offset just past the run.terminal line, or -1 */
-    char head[RFS_FOLLOW_HEAD];  /* the start of the line being fetched */
-    size_t head_len;
-    int head_done;               /* that line's envelope was looked at */
-    int term_line;               /* and it is run.terminal */
-    int64_t scan_seq;            /* highest seq fetched */
+    int64_t scan_seq;            /* seq of the last row fetched */
+    int caught_up;               /* the last fetch reached the end of the rows */
+    int ended;                   /* run.terminal fetched: nothing after it */
     /* Under the hub lock: */
     int64_t seen_seq;            /* scan_seq as the hub may trust it */
     int64_t want_seq;            /* the log's last seq when the hub marked it dirty */
-    int dirty;                   /* may be behind the store: fill before parking again */
+    int dirty;                   /* a commit may have passed it: fetch before parking */
     int claimed;                 /* the hub is serving it: release waits */
     fuse_req_t req;              /* parked read, or NULL */
     size_t req_size;

@@ -38,6 +38,7 @@ struct rfs_hub {
     struct { uint64_t ino; int64_t from; } inval[QUEUE_MAX];
     size_t ninval;
     rfs_follow *followers;
+    int serve_asked;             /* a dirty follower parked: serve it in a round */
 };
 
 static int64_t now_ns(void)
@@ -57,125 +58,129 @@ static void deadline_in(struct timespec *ts, long ms)
 
 /* ---- followers ----
  *
- * A follower's bytes come from its reader (a seq-ordered stream that resumes after the last
- * seq it returned, so nothing is delivered twice or skipped) through `ahead`, the fetched but
- * undelivered bytes. Whoever fills it (the read itself, a poll, or the hub after a commit)
- * holds f->lock; who waits on it (f->req, f->ph) is under the hub lock. Lock order: f->lock,
- * then the hub lock; the hub never takes f->lock while holding its own. A read parks itself
- * before it fills, so a commit that its query missed always finds it parked or marked dirty:
- * no lost wake-up. */
+ * A follower fetches the rows of its thread or run after the last seq it holds (seq order, so
+ * nothing is delivered twice or skipped) into `ahead`, the fetched but undelivered bytes, and
+ * hands them out to reads. Whoever fetches (a read, a poll, or the hub) holds f->lock; what
+ * waits (f->req, f->ph) is under the hub lock. Lock order: f->lock, then the hub lock; the hub
+ * takes followers' locks only while not holding its own.
+ *
+ * No follower polls the store. A follower whose last fetch reached the end of the rows
+ * (caught_up) parks without a query until the hub marks it dirty: every commit reaches the
+ * hub (rfs_hub_committed, or data_version for other processes), and the hub marks every
+ * follower of the log it touched whose last seq lies behind the log's. The hub then fetches
+ * once for all waiting followers at the same position and hands each the same bytes. A read
+ * parks before it fetches, so a commit its query missed finds it parked or dirty: no lost
+ * wake-up. */
 
-#define PEEK_BYTES (64 * 1024)  /* what a poll fetches to learn the feed is readable */
+#define PEEK_BYTES (64 * 1024)   /* what a poll fetches to learn the feed is readable */
+#define AHEAD_MAX (1024 * 1024)  /* a follower's undelivered bytes, beyond one line */
 
-/* Look at the envelope of a fetched line: its seq, and whether it is run.terminal. Canonical
- * lines start {"thread_id":..,"run_id":..,"seq":N,"event_type":..; ids and quoted strings
- * cannot hold these quoted keys unescaped, so the first occurrences are the envelope's. */
-static void judge_head(rfs_follow *f)
+static const char TERMINAL[] = "run.terminal";
+
+/* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
+ * up to want bytes. 1: the rows ran out (caught up); 0: stopped at want or at run.terminal;
+ * <0: error. Each member's lock held. */
+static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
 {
-    static const char seq_key[] = ",\"seq\":";
-    static const char term[] = ",\"event_type\":\"run.terminal\",";
-    const char *h = f->head, *e = f->head + f->head_len;
-    const char *p = memmem(h, f->head_len, seq_key, sizeof seq_key - 1);
-    f->head_done = 1;
-    f->term_line = 0;
-    if (!p)
-        return;
-    p += sizeof seq_key - 1;
-    int64_t seq = 0;
-    while (p < e && *p >= '0' && *p <= '9')
-        seq = seq * 10 + (*p++ - '0');
-    if (seq > f->scan_seq)
-        f->scan_seq = seq;
-    f->term_line = f->node.kind == RFS_R_FOLLOW && (size_t)(e - p) >= sizeof term - 1 &&
-                   memcmp(p, term, sizeof term - 1) == 0;
-}
-
-/* Scan bytes just appended to ahead (from offset `from` in it): note seqs, and end a run feed
- * just past its run.terminal line (later lines are cut off and never fetched again). */
-static void scan_fetched(rfs_follow *f, size_t from)
-{
-    size_t i = from;
-    while (i < f->ahead.len) {
-        const char *p = f->ahead.buf + i;
-        size_t left = f->ahead.len - i;
-        const char *nl = memchr(p, '\n', left);
-        size_t line = nl ? (size_t)(nl - p) : left;
-        if (!f->head_done) {
-            size_t take = RFS_FOLLOW_HEAD - f->head_len;
-            if (take > line)
-                take = line;
-            memcpy(f->head + f->head_len, p, take);
-            f->head_len += take;
-            if (nl || f->head_len == RFS_FOLLOW_HEAD)
-                judge_head(f);
-        }
-        if (!nl)
+    rfs_follow *f0 = grp[0];
+    int run_feed = f0->node.kind == RFS_R_FOLLOW;
+    rs_query q = {.thread_id = f0->node.thread_id, .run_id = run_feed ? f0->node.run_id : NULL,
+                  .user = f0->user, .after_seq = f0->scan_seq};
+    rs_cursor *c;
+    rs_err err = {0};
+    int rc = rs_store_query(s, &q, &c, &err);
+    if (rc)
+        return rc;
+    size_t got = 0;
+    const rs_record *rec;
+    while (got < want && (rc = rs_cursor_next(c, &rec)) == 1) {
+        for (size_t i = 0; i < n && rc == 1; i++)
+            if (rs_buf_add(&grp[i]->ahead, rec->line, rec->line_len))
+                rc = -ENOMEM;
+        if (rc < 0)
             break;
-        i += line + 1;
-        if (f->term_line) {
-            f->end_at = f->fetched - (int64_t)(f->ahead.len - i);
-            f->fetched = f->end_at;
-            f->ahead.len = i;
-            break;
+        got += rec->line_len;
+        int terminal = run_feed && rec->event_type && strcmp(rec->event_type, TERMINAL) == 0;
+        for (size_t i = 0; i < n; i++) {
+            grp[i]->scan_seq = rec->seq;
+            grp[i]->ended = terminal;
         }
-        f->head_len = 0;
-        f->head_done = 0;
+        /* The run's feed ends with its terminal event; what a buggy writer adds after it
+         * belongs to the log, not to the feed. */
+        if (terminal)
+            break;
     }
+    rs_cursor_free(c);
+    if (rc < 0)
+        return rc;
+    return rc == 0;
 }
 
-/* Bring ahead up to want bytes from the store. Returns <0 on error, else the bytes fetched;
- * *eof when the feed ended (terminal delivered, or past the deadline). f->lock held. */
-static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int *eof)
+/* Bring f's ahead up to want bytes. Queries only when f may be behind the store (stale, or
+ * its last fetch stopped short). Returns <0 on error; *eof when the feed ended (terminal
+ * delivered, or past the deadline); *empty when the store was asked and had nothing new.
+ * f->lock held. */
+static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *eof,
+                       int *empty)
 {
     *eof = 0;
+    *empty = 0;
     if (now_ns() >= f->deadline_ns) {
         *eof = 1;
         return 0;
     }
-    if (f->end_at >= 0) {
+    if (f->ended) {
         *eof = f->ahead.len == 0;
         return 0;
     }
-    if (f->ahead.len >= want)
+    if (f->ahead.len > 0 || (!stale && f->caught_up))
         return 0;
-    size_t before = f->ahead.len;
-    rs_err err = {0};
-    int rc = rfs_reader_read(f->reader, s, f->fetched, want - before, &f->ahead, &err);
-    if (rc) {
-        f->ahead.len = before;
+    int rc = fetch_rows(s, &f, 1, want);
+    if (rc < 0)
         return rc;
-    }
-    f->fetched += (int64_t)(f->ahead.len - before);
-    int got = (int)(f->ahead.len - before);
-    scan_fetched(f, before);
-    *eof = f->end_at >= 0 && f->ahead.len == 0;
-    return got;
+    f->caught_up = rc;
+    *eof = f->ended && f->ahead.len == 0;
+    *empty = f->ahead.len == 0 && !f->ended;
+    return 0;
 }
 
 /* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
  * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
- * while a commit arrived during the fetch. f->lock held, hub lock not. */
-static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s)
+ * while a commit arrived during the fetch. Not on the hub's thread (from_hub 0), a caught-up
+ * follower found dirty is left to the hub's next round, which fetches once for all followers
+ * at its position. f->lock held, hub lock not. */
+static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
 {
     for (;;) {
         pthread_mutex_lock(&hub->lock);
+        int waiting = f->req || f->ph;
+        if (!waiting) {
+            pthread_mutex_unlock(&hub->lock);
+            return;
+        }
+        int stale = f->dirty;
+        if (!from_hub && stale && f->caught_up && f->ahead.len == 0 && !f->ended &&
+            now_ns() < f->deadline_ns) {
+            hub->serve_asked = 1;
+            pthread_cond_signal(&hub->wake);
+            pthread_mutex_unlock(&hub->lock);
+            return;
+        }
         f->dirty = 0;
         int64_t want_seq = f->want_seq;
-        int waiting = f->req || f->ph;
         size_t size = f->req ? f->req_size : PEEK_BYTES;
         pthread_mutex_unlock(&hub->lock);
-        if (!waiting)
-            return;
-        int eof = 0;
-        int rc = follow_fill(f, s, size, &eof);
+
+        int eof = 0, empty = 0;
+        int rc = follow_fill(f, s, size, stale, &eof, &empty);
         int ready = rc < 0 || eof || f->ahead.len > 0;
 
         pthread_mutex_lock(&hub->lock);
-        /* An empty fetch that began after the hub read the log's last seq has seen every
-         * row up to it, visible to this reader or not. */
+        /* An empty fetch that began after the hub read the log's last seq has seen every row
+         * up to it, visible to this reader or not (another owner's). */
+        if (empty && want_seq > f->scan_seq)
+            f->scan_seq = want_seq;
         f->seen_seq = f->scan_seq;
-        if (rc == 0 && !eof && f->ahead.len == 0 && want_seq > f->seen_seq)
-            f->seen_seq = f->scan_seq = want_seq;
         fuse_req_t req = NULL;
         struct fuse_pollhandle *ph = NULL;
         if (ready) {
@@ -230,12 +235,8 @@ void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f)
     rfs_hub *hub = m->hub;
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
-    f->fetched = 0;
-    f->end_at = -1;
-    f->head_len = 0;
-    f->head_done = 0;
-    f->term_line = 0;
     f->scan_seq = f->seen_seq = f->want_seq = 0;
+    f->caught_up = f->ended = 0;
     f->dirty = f->claimed = 0;
     f->req = NULL;
     f->ph = NULL;
@@ -304,7 +305,7 @@ void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t siz
     if (rc)
         fuse_reply_err(req, -rc);
     else
-        follow_serve(hub, f, s);
+        follow_serve(hub, f, s, 0);
     pthread_mutex_unlock(&f->lock);
     rfs_pool_put(m, s);
 }
@@ -325,10 +326,11 @@ void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fus
     pthread_mutex_lock(&f->lock);
     for (;;) {
         pthread_mutex_lock(&hub->lock);
+        int stale = f->dirty;
         f->dirty = 0;
         pthread_mutex_unlock(&hub->lock);
-        int eof = 0;
-        rc = follow_fill(f, s, PEEK_BYTES, &eof);
+        int eof = 0, empty = 0;
+        rc = follow_fill(f, s, PEEK_BYTES, stale, &eof, &empty);
         ready = rc < 0 || eof || f->ahead.len > 0;
         pthread_mutex_lock(&hub->lock);
         f->seen_seq = f->scan_seq;
@@ -346,7 +348,7 @@ void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fus
     }
     /* What this poll fetched may be what a parked read of another thread waits for. */
     if (ready)
-        follow_serve(hub, f, s);
+        follow_serve(hub, f, s, 0);
     pthread_mutex_unlock(&f->lock);
     rfs_pool_put(m, s);
     if (old)
@@ -402,41 +404,123 @@ static int touched_by(const rfs_follow *f, const change *c, size_t n)
     return 0;
 }
 
+/* Followers that read the same rows from the same place share one fetch. */
+static int same_position(const rfs_follow *a, const rfs_follow *b)
+{
+    return a->node.kind == b->node.kind && a->scan_seq == b->scan_seq &&
+           strcmp(a->node.thread_id, b->node.thread_id) == 0 &&
+           (a->node.kind != RFS_R_FOLLOW || strcmp(a->node.run_id, b->node.run_id) == 0) &&
+           (a->user == b->user || (a->user && b->user && strcmp(a->user, b->user) == 0));
+}
+
+static int by_position(const void *x, const void *y)
+{
+    const rfs_follow *a = *(rfs_follow *const *)x, *b = *(rfs_follow *const *)y;
+    int c = (int)a->node.kind - (int)b->node.kind;
+    if (!c)
+        c = strcmp(a->node.thread_id, b->node.thread_id);
+    if (!c && a->node.kind == RFS_R_FOLLOW)
+        c = strcmp(a->node.run_id, b->node.run_id);
+    if (!c)
+        c = a->scan_seq < b->scan_seq ? -1 : a->scan_seq > b->scan_seq;
+    if (!c)
+        c = strcmp(a->user ? a->user : "", b->user ? b->user : "");
+    return c;
+}
+
+/* One fetch for each group of waiting followers at the same position. Their locks held. */
+static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
+{
+    qsort(fs, n, sizeof *fs, by_position);
+    int64_t now = now_ns();
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && same_position(fs[i], fs[j]))
+            j++;
+        /* Members with something to hand out already, or nothing more to get, are served
+         * from what they hold. */
+        rfs_follow **grp = fs + i;
+        size_t k = 0, want = 0;
+        pthread_mutex_lock(&hub->lock);
+        for (size_t x = i; x < j; x++) {
+            rfs_follow *f = fs[x];
+            if (f->ended || f->ahead.len > 0 || now >= f->deadline_ns ||
+                (!f->dirty && f->caught_up))
+                continue;
+            size_t w = f->req ? f->req_size : PEEK_BYTES;
+            want = w > want ? w : want;
+            f->dirty = 0;
+            fs[x] = grp[k];
+            grp[k++] = f;
+        }
+        pthread_mutex_unlock(&hub->lock);
+        if (k > 0) {
+            int rc = fetch_rows(hub->store, grp, k, want);
+            pthread_mutex_lock(&hub->lock);
+            for (size_t x = 0; x < k; x++) {
+                rfs_follow *f = grp[x];
+                if (rc >= 0)
+                    f->caught_up = rc;
+                if (rc == 1 && f->ahead.len == 0 && f->want_seq > f->scan_seq)
+                    f->scan_seq = f->want_seq;
+                f->seen_seq = f->scan_seq;
+                if (rc < 0)
+                    f->dirty = 1;   /* its own serve below fetches and reports the error */
+            }
+            pthread_mutex_unlock(&hub->lock);
+        }
+        i = j;
+    }
+}
+
 /* Serve the waiting followers a round's changes concern (every one when another process
- * committed: data_version does not say where), and those whose deadline passed, which get
- * EOF without a query. A follower is fetched for only when the log's last seq is past what
- * it has seen: an idle tick costs no query per follower. Hub thread, hub lock not held. */
+ * committed: data_version does not say where), those that asked (a read found itself dirty),
+ * and those whose deadline passed, which get EOF without a query. A follower is marked dirty,
+ * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
+ * no query per follower. Hub thread, hub lock not held. */
 static void serve_followers(rfs_hub *hub, const change *queue, size_t queued, int everything)
 {
     round_targets rt = {0};
     rfs_follow *work = NULL;
+    size_t nwork = 0;
     int64_t now = now_ns();
     pthread_mutex_lock(&hub->lock);
+    hub->serve_asked = 0;
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (!f->req && !f->ph)
-            continue;
-        int due = now >= f->deadline_ns;
-        if (!due && (everything || touched_by(f, queue, queued))) {
+        if (everything || touched_by(f, queue, queued)) {
             int64_t seq = target_seq(hub, &rt, f);
             if (seq < 0 || seq > f->seen_seq) {
                 f->want_seq = seq > f->want_seq ? seq : f->want_seq;
-                due = 1;
+                f->dirty = 1;
             }
         }
-        if (!due)
+        if (!f->req && !f->ph)
             continue;
-        f->dirty = 1;
+        if (!f->dirty && now < f->deadline_ns)
+            continue;
         f->claimed++;
         f->work = work;
         work = f;
+        nwork++;
     }
     pthread_mutex_unlock(&hub->lock);
     free(rt.t);
+    if (!work)
+        return;
+    rfs_follow **fs = malloc(nwork * sizeof *fs);
+    size_t n = 0;
+    for (rfs_follow *f = work; f; f = f->work) {
+        pthread_mutex_lock(&f->lock);
+        if (fs)
+            fs[n++] = f;
+    }
+    if (fs)
+        fetch_groups(hub, fs, n);
+    free(fs);
     while (work) {
         rfs_follow *f = work;
         work = f->work;
-        pthread_mutex_lock(&f->lock);
-        follow_serve(hub, f, hub->store);
+        follow_serve(hub, f, hub->store, 1);
         pthread_mutex_unlock(&f->lock);
         pthread_mutex_lock(&hub->lock);
         f->claimed--;
@@ -503,7 +587,7 @@ static void *hub_main(void *arg)
     rfs_hub *hub = m->hub;
     pthread_mutex_lock(&hub->lock);
     while (!hub->stop) {
-        if (hub->queued == 0 && !hub->overflow && hub->ninval == 0) {
+        if (hub->queued == 0 && !hub->overflow && hub->ninval == 0 && !hub->serve_asked) {
             struct timespec ts;
             deadline_in(&ts, TICK_MS);
             pthread_cond_timedwait(&hub->wake, &hub->lock, &ts);
