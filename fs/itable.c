@@ -11,7 +11,7 @@ typedef struct entry {
     uint64_t ino;
     uint64_t nlookup;
     int64_t size;
-    int creators;
+    int holds;
     rfs_node node;
 } entry;
 
@@ -189,20 +189,20 @@ int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size)
     return e ? 0 : -ENOENT;
 }
 
-void rfs_itable_creators_add(rfs_itable *t, uint64_t ino, int delta)
+void rfs_itable_hold(rfs_itable *t, uint64_t ino, int delta)
 {
     pthread_mutex_lock(&t->lock);
     entry *e = find(t, ino);
     if (e)
-        e->creators += delta;
+        e->holds += delta;
     pthread_mutex_unlock(&t->lock);
 }
 
-int rfs_itable_creators(rfs_itable *t, uint64_t ino)
+int rfs_itable_holds(rfs_itable *t, uint64_t ino)
 {
     pthread_mutex_lock(&t->lock);
     entry *e = find(t, ino);
-    int n = e ? e->creators : 0;
+    int n = e ? e->holds : 0;
     pthread_mutex_unlock(&t->lock);
     return n;
 }

@@ -23,14 +23,16 @@ int rfs_itable_get(rfs_itable *t, uint64_t ino, rfs_node *out);
 /* The kernel dropped nlookup references. */
 void rfs_itable_forget(rfs_itable *t, uint64_t ino, uint64_t nlookup);
 
-/* Logs: the size the kernel was last told, for precise invalidation on append. */
+/* Logs: the store size the kernel's cache is known to match (-1: none), so an append
+ * invalidates exactly the pages past the old end. */
 void rfs_itable_set_size(rfs_itable *t, uint64_t ino, int64_t size);
 int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size);
 
-/* once/<type> and seal.json: handles of this mount creating ino (delta +1 at create, -1 at
- * release), so the file exists for fstat before its body is stored. */
-void rfs_itable_creators_add(rfs_itable *t, uint64_t ino, int delta);
-int rfs_itable_creators(rfs_itable *t, uint64_t ino);
+/* Handles that pin a state on a node: a once/ or seal.json file being created (it exists
+ * for its writer before anything is stored), or, on a thread, open writers of its runs (its
+ * logs are then read without the page cache). */
+void rfs_itable_hold(rfs_itable *t, uint64_t ino, int delta);
+int rfs_itable_holds(rfs_itable *t, uint64_t ino);
 
 /* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
 void rfs_itable_each(rfs_itable *t, rfs_kind kind,

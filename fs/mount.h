@@ -104,10 +104,15 @@ void rfs_hub_stop(rfs_mount *m);
 /* A commit of this mount touched thread/run: invalidate the kernel's view of their logs and
  * wake followers; returns once the kernel was told (bounded wait). */
 void rfs_hub_committed(rfs_mount *m, const char *thread_id, const char *run_id);
+/* This mount appended len bytes of lines to thread/run at the given offsets: the kernel's
+ * cached tails of both logs are dropped before the write() returns (bounded wait). */
+void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
+                      const rs_placement *at, size_t len);
 /* A delete changed the middle of the thread's logs: invalidate them whole. */
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
-/* getattr saw a log grow beyond what the kernel caches: invalidate from known, then return. */
-void rfs_hub_invalidate(rfs_mount *m, uint64_t ino, int64_t from);
+/* getattr saw a log whose size moved: drop the kernel's stale tail before the reply says
+ * the new size. */
+void rfs_hub_sync(rfs_mount *m, uint64_t ino);
 /* follow.jsonl: register, read (replies now or parks), poll, unregister. */
 void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f);
 void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t size, off_t off);

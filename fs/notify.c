@@ -19,6 +19,10 @@ typedef struct change {
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
     int deleted;
+    /* An append of this mount: where its lines landed and their length. */
+    int placed;
+    size_t len;
+    rs_placement at;
 } change;
 
 struct rfs_hub {
@@ -35,7 +39,7 @@ struct rfs_hub {
     int overflow;                /* more changes than the queue holds: check everything */
     uint64_t requested;          /* rounds asked for */
     uint64_t finished;           /* rounds done */
-    struct { uint64_t ino; int64_t from; } inval[QUEUE_MAX];
+    struct { uint64_t ino; } inval[QUEUE_MAX];   /* logs getattr found changed */
     size_t ninval;
     rfs_follow *followers;
     int serve_asked;             /* a dirty follower parked: serve it in a round */
@@ -531,11 +535,31 @@ static void serve_followers(rfs_hub *hub, const change *queue, size_t queued, in
 
 /* ---- kernel invalidation ---- */
 
+/* ---- the kernel's copy of the logs ----
+ * The kernel caches the pages of quiet logs (a log being written is read without the cache,
+ * see op_open). Appends change only the tail: after every change the hub drops the cached
+ * pages from the one that held the old end, which is exact because the old end is the
+ * store's size before the change (kept per log inode as "observed"), not the kernel's. */
+
+/* The log's size went from `observed` to `size`: drop what the kernel may hold past the old
+ * end (everything, when a delete shrank it). */
+static void tail_changed(rfs_mount *m, uint64_t ino, int64_t observed, int64_t size)
+{
+    if (observed < 0 || observed == size)
+        return;
+    fuse_lowlevel_notify_inval_inode(m->se, ino, size < observed ? 0 : observed, 0);
+    rfs_itable_set_size(m->inodes, ino, size);
+}
+
+typedef struct known_log {
+    uint64_t ino;
+    rfs_node node;
+    int64_t observed;
+} known_log;
+
 typedef struct scan_ctx {
-    rfs_mount *m;
     const char *thread_id;       /* NULL: every log */
-    int from_start;              /* a delete changed the middle */
-    struct { uint64_t ino; int64_t from; } *out;
+    known_log *out;
     size_t count, cap;
 } scan_ctx;
 
@@ -552,33 +576,43 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
         sc->out = p;
         sc->cap = cap;
     }
-    sc->out[sc->count].ino = ino;
-    sc->out[sc->count].from = sc->from_start ? 0 : size;
-    sc->count++;
+    sc->out[sc->count++] = (known_log){.ino = ino, .node = *n, .observed = size};
 }
 
-/* Invalidate the cached tails of logs: of one thread after our commit, or of every log whose
- * size moved when another process committed. */
-static void invalidate_logs(rfs_mount *m, const char *thread_id, int from_start, int check_size)
+/* Every cached log (of one thread, or all) whose store size moved. */
+static void sync_logs(rfs_mount *m, const char *thread_id)
 {
-    scan_ctx sc = {.m = m, .thread_id = thread_id, .from_start = from_start};
+    scan_ctx sc = {.thread_id = thread_id};
     rfs_itable_each(m->inodes, RFS_T_EVENTS, collect_log, &sc);
     rfs_itable_each(m->inodes, RFS_R_EVENTS, collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
-        if (check_size) {
-            rfs_node n;
-            rs_log_info info;
-            if (rfs_itable_get(m->inodes, sc.out[i].ino, &n) ||
-                rs_store_log_info(m->hub->store, n.thread_id,
-                                  n.kind == RFS_R_EVENTS ? n.run_id : NULL, NULL, &info, NULL) ||
-                info.size == sc.out[i].from)
-                continue;
-            if (info.size < sc.out[i].from)
-                sc.out[i].from = 0;
-        }
-        fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, sc.out[i].from, 0);
+        const rfs_node *n = &sc.out[i].node;
+        rs_log_info info;
+        if (rs_store_log_info(m->hub->store, n->thread_id,
+                              n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info, NULL) == 0)
+            tail_changed(m, sc.out[i].ino, sc.out[i].observed, info.exists ? info.size : 0);
     }
     free(sc.out);
+}
+
+/* An append of this mount: the old ends of the run's and the thread's logs are known
+ * exactly from where the lines landed. */
+static void store_appended(rfs_mount *m, const change *c)
+{
+    rfs_node n = {.kind = RFS_R_EVENTS};
+    memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
+    memcpy(n.run_id, c->run_id, sizeof n.run_id);
+    for (int i = 0; i < 2; i++) {
+        int64_t off = i == 0 ? c->at.run_off : c->at.thread_off;
+        if (i == 1) {
+            n.kind = RFS_T_EVENTS;
+            n.run_id[0] = '\0';
+        }
+        uint64_t ino = rfs_itable_ino_of(&n);
+        int64_t observed = -1;
+        if (rfs_itable_known_size(m->inodes, ino, &observed) == 0 && observed >= 0)
+            tail_changed(m, ino, observed < off ? observed : off, off + (int64_t)c->len);
+    }
 }
 
 static void *hub_main(void *arg)
@@ -602,15 +636,28 @@ static void *hub_main(void *arg)
         hub->queued = 0;
         hub->overflow = 0;
         size_t ninval = hub->ninval;
-        struct { uint64_t ino; int64_t from; } inval[QUEUE_MAX];
+        struct { uint64_t ino; } inval[QUEUE_MAX];
         memcpy(inval, hub->inval, ninval * sizeof inval[0]);
         hub->ninval = 0;
         pthread_mutex_unlock(&hub->lock);
 
-        for (size_t i = 0; i < ninval; i++)
-            fuse_lowlevel_notify_inval_inode(m->se, inval[i].ino, inval[i].from, 0);
-        for (size_t i = 0; i < queued; i++)
-            invalidate_logs(m, queue[i].thread_id, queue[i].deleted, 0);
+        for (size_t i = 0; i < ninval; i++) {
+            rfs_node n;
+            int64_t observed = -1;
+            rs_log_info info;
+            if (rfs_itable_get(m->inodes, inval[i].ino, &n) == 0 &&
+                rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
+                rs_store_log_info(hub->store, n.thread_id,
+                                  n.kind == RFS_R_EVENTS ? n.run_id : NULL, NULL, &info,
+                                  NULL) == 0)
+                tail_changed(m, inval[i].ino, observed, info.exists ? info.size : 0);
+        }
+        for (size_t i = 0; i < queued; i++) {
+            if (queue[i].placed)
+                store_appended(m, &queue[i]);
+            else
+                sync_logs(m, queue[i].thread_id);
+        }
         /* Other processes: one probe of data_version per tick for the whole mount. (It also
          * moves for this mount's own commits, made on other connections; the size and seq
          * checks below make those cost a lookup per log, not a fetch per follower.) */
@@ -619,7 +666,7 @@ static void *hub_main(void *arg)
                       version != hub->data_version;
         hub->data_version = version;
         if (foreign || overflow)
-            invalidate_logs(m, NULL, 0, 1);
+            sync_logs(m, NULL);
 
         /* The kernel knows: writers waiting in request_round may return; followers are
          * served after, so a slow reader never holds up a write(). */
@@ -705,7 +752,8 @@ static void request_round(rfs_hub *hub, int wait)
             break;
 }
 
-static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int deleted)
+static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int deleted,
+                         const rs_placement *at, size_t len)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
@@ -726,6 +774,10 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         snprintf(c->thread_id, sizeof c->thread_id, "%s", thread_id);
         snprintf(c->run_id, sizeof c->run_id, "%s", run_id ? run_id : "");
         c->deleted = deleted;
+        c->placed = at != NULL;
+        c->len = len;
+        if (at)
+            c->at = *at;
     } else {
         hub->overflow = 1;
     }
@@ -735,24 +787,28 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
 
 void rfs_hub_committed(rfs_mount *m, const char *thread_id, const char *run_id)
 {
-    queue_change(m, thread_id, run_id, 0);
+    queue_change(m, thread_id, run_id, 0, NULL, 0);
+}
+
+void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
+                      const rs_placement *at, size_t len)
+{
+    queue_change(m, thread_id, run_id, 0, at, len);
 }
 
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id)
 {
-    queue_change(m, thread_id, NULL, 1);
+    queue_change(m, thread_id, NULL, 1, NULL, 0);
 }
 
-void rfs_hub_invalidate(rfs_mount *m, uint64_t ino, int64_t from)
+void rfs_hub_sync(rfs_mount *m, uint64_t ino)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
     pthread_mutex_lock(&hub->lock);
     if (hub->ninval < QUEUE_MAX) {
-        hub->inval[hub->ninval].ino = ino;
-        hub->inval[hub->ninval].from = from;
-        hub->ninval++;
+        hub->inval[hub->ninval++].ino = ino;
     } else {
         hub->overflow = 1;
     }

@@ -124,8 +124,8 @@ static void scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf
 }
 
 /* Log a refusal with its reason and reply with its errno. */
-static void refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
-                   const char *reason, const char *data, size_t len)
+static void log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
+                        const char *reason, const char *data, size_t len)
 {
     rfs_mount *m = mount_of(req);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -138,6 +138,12 @@ static void refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code
     rfs_rejects_add(m->rejects, (long)ctx->pid, (long)ctx->uid, path.buf, code,
                     reason && *reason ? reason : strerror(-code), data, len);
     rs_buf_release(&path);
+}
+
+static void refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
+                   const char *reason, const char *data, size_t len)
+{
+    log_refusal(req, n, leaf, code, reason, data, len);
     fuse_reply_err(req, -code);
 }
 
@@ -289,7 +295,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     int rc = node_stat(req, &n, &st, &err);
     /* A singleton or seal being created exists for its writer (cat > once/T fstats its
      * output) before its body is stored. */
-    if (rc == -ENOENT && rfs_itable_creators(m->inodes, ino) > 0) {
+    if (rc == -ENOENT && rfs_itable_holds(m->inodes, ino) > 0) {
         memset(&st, 0, sizeof st);
         st.shape = RFS_SHAPE_DOC;
         st.mtime_ns = st.ctime_ns = now_ns();
@@ -300,10 +306,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (rfs_node_is_log(n.kind) && st.shape == RFS_SHAPE_LOG) {
         int64_t known = -1;
         rfs_itable_known_size(m->inodes, ino, &known);
-        /* Another process appended: drop the cached tail page before the kernel learns the
-         * new size, so no reader sees the old page past the old end. */
+        /* Another process appended: the kernel gets the new tail before it learns the new
+         * size, so no reader sees a stale page past the old end. */
         if (known >= 0 && known != st.size)
-            rfs_hub_invalidate(m, ino, known < st.size ? known : st.size);
+            rfs_hub_sync(m, ino);
         rfs_itable_set_size(m->inodes, ino, st.size);
     }
     struct stat a;
@@ -644,6 +650,21 @@ static void handle_free(rfs_handle *h)
     free(h);
 }
 
+#define LIVE_NS 2000000000LL   /* a log appended to this recently is still growing */
+
+static uint64_t thread_ino(const rfs_node *n)
+{
+    rfs_node t = {.kind = RFS_THREAD};
+    memcpy(t.thread_id, n->thread_id, sizeof t.thread_id);
+    return rfs_itable_ino_of(&t);
+}
+
+static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
+{
+    return rfs_itable_holds(m->inodes, thread_ino(n)) > 0 ||
+           now_ns() - rfs_reader_mtime(r) < LIVE_NS;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = mount_of(req);
@@ -669,6 +690,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         if (!h)
             return (void)fuse_reply_err(req, ENOMEM);
         h->want_receipt = acc == O_RDWR;
+        if (h->kind == H_APPEND)
+            rfs_itable_hold(m->inodes, thread_ino(&n), 1);
         fi->direct_io = 1;
         fi->fh = (uintptr_t)h;
         return (void)fuse_reply_open(req, fi);
@@ -700,9 +723,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fi->direct_io = 1;
         fi->nonseekable = 1;
         rfs_hub_follow_add(m, &h->follow);
-    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG) {
-        /* Only an exact log may be cached: a log shown as a stream (several owners) has
-         * no size for the kernel to read up to. */
+    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !log_is_live(m, &n, h->reader)) {
+        /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
+         * no size for the kernel to read up to; and while a log grows, the kernel's idea of
+         * its size moves with each write() by the bytes written, not by the longer lines
+         * stored, so a cached read could end mid-line: a live log is read from the daemon. */
         fi->keep_cache = 1;
     } else {
         fi->direct_io = 1;
@@ -788,7 +813,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     e.entry_timeout = entry_timeout(cn.kind);
     rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = now_ns(), .ctime_ns = now_ns()};
     fill_attr(req, &cn, &fst, ino, &e.attr);
-    rfs_itable_creators_add(m->inodes, ino, 1);
+    rfs_itable_hold(m->inodes, ino, 1);
     h->created = 1;
     fi->direct_io = 1;
     fi->fh = (uintptr_t)h;
@@ -796,6 +821,31 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 }
 
 /* Refuse an append write and remember its bytes (see retried_refusal). */
+/* Store complete lines as one transaction, keep them for the handle's receipt, and have
+ * the kernel's cached tails dropped before the write() returns. */
+static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t len, rs_err *err)
+{
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, err);
+    if (rc)
+        return rc;
+    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+                   .user = handle_user(m, h)};
+    rs_buf stored = RS_BUF_INIT;
+    rs_placement at;
+    pthread_mutex_lock(&m->write_lock);
+    rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
+    pthread_mutex_unlock(&m->write_lock);
+    rfs_pool_put(m, s);
+    if (!rc) {
+        if (h->want_receipt && rs_buf_add(&h->receipt, stored.buf, stored.len))
+            rc = rs_err_set(err, -ENOMEM, "out of memory for the receipt");
+        rfs_hub_appended(m, t.thread_id, t.run_id, &at, stored.len);
+    }
+    rs_buf_release(&stored);
+    return rc;
+}
+
 static void refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
                           const char *buf, size_t size, const char *data, size_t len)
 {
@@ -841,17 +891,7 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
     if (!lines.len)
         return (void)fuse_reply_write(req, size);
     rs_err err = {0};
-    rs_store *s;
-    rc = rfs_pool_get(m, &s, &err);
-    if (!rc) {
-        rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
-                       .user = handle_user(m, h)};
-        pthread_mutex_lock(&m->write_lock);
-        rc = rs_store_append(s, &t, lines.data, lines.len, h->want_receipt ? &h->receipt : NULL,
-                             &err);
-        pthread_mutex_unlock(&m->write_lock);
-        rfs_pool_put(m, s);
-    }
+    rc = commit_lines(m, h, lines.data, lines.len, &err);
     if (rc) {
         char why[600];
         if (err.line > 0)
@@ -864,11 +904,11 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
     }
     if (rfs_lines_done(&h->pending, &lines, 1))
         return (void)fuse_reply_err(req, ENOMEM);
-    rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
     fuse_reply_write(req, size);
 }
 
-/* once/<type> and seal.json: store the body. 0 or a negative errno (already refused). */
+/* once/<type> and seal.json: store the body. 0 or a negative errno (logged; the caller
+ * replies). */
 static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
 {
     h->done = 1;
@@ -896,7 +936,7 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
     rfs_pool_put(m, s);
     if (rc < 0) {
         if (req)
-            refuse(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
+            log_refusal(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
         else
             rfs_rejects_add(m->rejects, h->pid, h->uid, "seal.json", rc, err.msg,
                             h->pending.buf, h->pending.len);
@@ -926,7 +966,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
             fuse_reply_err(req, ENOMEM);
         } else if (memchr(buf, '\n', size)) {
             /* The singleton commits at its newline, so the writer learns the outcome. */
-            if (commit_body(req, h, mount_of(req)) == 0)
+            int rc = commit_body(req, h, mount_of(req));
+            if (rc < 0)
+                fuse_reply_err(req, -rc);
+            else
                 fuse_reply_write(req, size);
         } else {
             fuse_reply_write(req, size);
@@ -937,45 +980,32 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
     pthread_mutex_unlock(&h->lock);
 }
 
+/* Flush is the last request before release may free the handle: everything happens under
+ * the handle's lock, and the reply goes out only after it is dropped. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     rfs_mount *m = mount_of(req);
+    int rc = 0;
     pthread_mutex_lock(&h->lock);
     if (h->kind == H_APPEND && h->pending.len) {
         /* A last line without its newline commits when it is a whole event. */
         rs_err err = {0};
-        rs_store *s;
-        int rc = rfs_pool_get(m, &s, &err);
-        if (!rc) {
-            rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
-                           .user = handle_user(m, h)};
-            pthread_mutex_lock(&m->write_lock);
-            rc = rs_store_append(s, &t, h->pending.buf, h->pending.len,
-                                 h->want_receipt ? &h->receipt : NULL, &err);
-            pthread_mutex_unlock(&m->write_lock);
-            rfs_pool_put(m, s);
-        }
-        if (rc) {
-            refuse(req, &h->node, NULL, rc,
-                   *err.msg ? err.msg : "the last line is not a whole JSON object",
-                   h->pending.buf, h->pending.len);
-        } else {
-            rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
-            fuse_reply_err(req, 0);
-        }
+        rc = commit_lines(m, h, h->pending.buf, h->pending.len, &err);
+        if (rc)
+            log_refusal(req, &h->node, NULL, rc,
+                        *err.msg ? err.msg : "the last line is not a whole JSON object",
+                        h->pending.buf, h->pending.len);
         rs_buf_reset(&h->pending);
     } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
         /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
          * the command writes; only a body that arrived commits here. */
-        if (commit_body(req, h, mount_of(req)) == 0)
-            fuse_reply_err(req, 0);
-    } else {
-        fuse_reply_err(req, 0);
+        rc = commit_body(req, h, m);
     }
     h->skipping = 0;
     pthread_mutex_unlock(&h->lock);
+    fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -999,7 +1029,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         }
     }
     if (h->created)
-        rfs_itable_creators_add(m->inodes, ino, -1);
+        rfs_itable_hold(m->inodes, ino, -1);
+    if (h->kind == H_APPEND)
+        rfs_itable_hold(m->inodes, thread_ino(&h->node), -1);
     handle_free(h);
     fuse_reply_err(req, 0);
 }

@@ -31,6 +31,7 @@ struct rfs_reader {
     rfs_node node;
     rfs_scope scope;
     rfs_shape shape;
+    int64_t mtime_ns;    /* the file's last change when it was opened */
     rs_buf doc;          /* RFS_SHAPE_DOC: the whole document */
     int64_t next_off;    /* streams: file offset of pending.buf[0] */
     int64_t last_seq;    /* streams: seq of the last row rendered into pending */
@@ -268,6 +269,7 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     r->node = *n;
     r->scope = *sc;
     r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
+    r->mtime_ns = st.mtime_ns;
     r->doc = (rs_buf)RS_BUF_INIT;
     r->pending = (rs_buf)RS_BUF_INIT;
     if (r->shape == RFS_SHAPE_DOC && (rc = render_doc(s, sc, n, &r->doc, err))) {
@@ -290,6 +292,11 @@ void rfs_reader_free(rfs_reader *r)
 rfs_shape rfs_reader_shape(const rfs_reader *r)
 {
     return r->shape;
+}
+
+int64_t rfs_reader_mtime(const rfs_reader *r)
+{
+    return r->mtime_ns;
 }
 
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,

@@ -49,6 +49,8 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
                     rs_err *err);
 void rfs_reader_free(rfs_reader *r);
 /* RFS_SHAPE_LOG when the reader's sizes and offsets are exact (the kernel may cache it). */
+/* When the file last changed, as seen at open. */
+int64_t rfs_reader_mtime(const rfs_reader *r);
 rfs_shape rfs_reader_shape(const rfs_reader *r);
 
 /* Directory entries of node n that come from the store (threads, runs, types, ...), each

@@ -39,10 +39,11 @@ typedef struct rs_backend_ops {
     /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user. With
      * if_absent (n == 1): when a row with the same (thread, run, event_type) exists, store
      * nothing, fill *existing and return 0 with *created = 0. Canonical lines of stored rows
-     * are appended to stored. A held reservation of this mount for the identity is released
+     * are appended to stored; at (may be NULL) gets their offsets. A held reservation of this mount for the identity is released
      * in the same transaction. */
     int (*put)(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
-               int *created, rs_existing *existing, rs_buf *stored, rs_err *err);
+               int *created, rs_existing *existing, rs_buf *stored, rs_placement *at,
+               rs_err *err);
     int (*reserve)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
     int (*create)(rs_backend *b, const rs_target *t, rs_err *err);  /* run_id NULL: thread */

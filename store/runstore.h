@@ -116,6 +116,17 @@ typedef struct rs_target {
 int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
                     rs_buf *stored, rs_err *err);
 
+/* Where an append's lines landed: the byte offsets of its first line in the run's and the
+ * thread's events.jsonl (a batch is contiguous in both). */
+typedef struct rs_placement {
+    int64_t run_off;
+    int64_t thread_off;
+} rs_placement;
+
+/* rs_store_append that also says where the lines landed (at may be NULL). */
+int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len,
+                       rs_buf *stored, rs_placement *at, rs_err *err);
+
 typedef enum rs_confirm {
     RS_CONFIRMED_NEW = 1,        /* stored now */
     RS_CONFIRMED_EXISTING = 2,   /* an equal event was already stored: its seq kept */

@@ -280,7 +280,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     sqlite3_busy_timeout(b->db, 30000);
     char pragmas[160];
     snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;",
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
+             "PRAGMA wal_autocheckpoint=8192;",
              opt->sync_full ? "FULL" : "NORMAL");
     char *msg = NULL;
     src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);
@@ -726,7 +727,7 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
 
 static int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
                   int if_absent, int *created, rs_existing *existing, rs_buf *stored,
-                  rs_err *err)
+                  rs_placement *at, rs_err *err)
 {
     if (created)
         *created = 0;
@@ -765,6 +766,10 @@ static int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_
     int64_t seq;
     if ((rc = next_seq(b, t->thread_id, &seq, err)))
         goto fail;
+    if (at) {
+        at->run_off = run.size;
+        at->thread_off = thr.size;
+    }
     for (size_t i = 0; i < n; i++, seq++) {
         const rs_event *ev = evs[i];
         rs_row row = {

@@ -121,6 +121,12 @@ static int parse_one(rs_store *s, const rs_target *t, const char *event_type, co
 int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
                     rs_buf *stored, rs_err *err)
 {
+    return rs_store_append_at(s, t, buf, len, stored, NULL, err);
+}
+
+int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len,
+                       rs_buf *stored, rs_placement *at, rs_err *err)
+{
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)))
         return rc;
@@ -157,7 +163,7 @@ int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len
         n++;
         pos = end + 1;
     }
-    rc = s->ops->put(s->be, t, evs, n, 0, NULL, NULL, stored, err);
+    rc = s->ops->put(s->be, t, evs, n, 0, NULL, NULL, stored, at, err);
 out:
     for (size_t i = 0; i < n; i++)
         rs_event_free(evs[i]);
@@ -243,7 +249,7 @@ int rs_store_put_singleton(rs_store *s, const rs_target *t, const char *event_ty
     rs_existing ex;
     existing_init(&ex);
     int created = 0;
-    rc = s->ops->put(s->be, t, &ev, 1, 1, &created, &ex, stored, err);
+    rc = s->ops->put(s->be, t, &ev, 1, 1, &created, &ex, stored, NULL, err);
     if (!rc && created) {
         rc = RS_CONFIRMED_NEW;
     } else if (!rc) {
@@ -274,7 +280,7 @@ int rs_store_put_if_absent(rs_store *s, const rs_target *t, const char *body, si
         return rc;
     rs_existing ex;
     existing_init(&ex);
-    rc = s->ops->put(s->be, t, &ev, 1, 1, created, &ex, stored, err);
+    rc = s->ops->put(s->be, t, &ev, 1, 1, created, &ex, stored, NULL, err);
     if (!rc && !*created && stored)
         rc = rs_buf_add(stored, ex.line.buf, ex.line.len);
     existing_release(&ex);
