@@ -682,3 +682,29 @@ oom:
     out->buf[start] = '\0';
     return rs_err_set(err, rc, "out of memory rendering an event");
 }
+
+int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user)
+{
+    size_t start = out->len;
+    int rc = rs_buf_grow(out, 200 + ev->content.len + ev->metadata.len);
+    if (!rc && !(rc = ADD_LIT(out, "{\"thread_id\":")) && !(rc = quote_cstr(out, ev->thread_id)) &&
+        !(rc = ADD_LIT(out, ",\"run_id\":")) && !(rc = quote_cstr(out, ev->run_id)) &&
+        !(rc = ADD_LIT(out, ",\"seq\":"))) {
+        out->len = (size_t)(put_i64(out->buf + out->len, seq) - out->buf);
+        if (!(rc = ADD_LIT(out, ",\"event_type\":")) && !(rc = quote_cstr(out, ev->event_type)) &&
+            !(rc = ADD_LIT(out, ",\"category\":")) && !(rc = quote_cstr(out, ev->category)) &&
+            !(rc = ADD_LIT(out, ",\"content\":")) &&
+            !(rc = rs_buf_add(out, ev->content.buf, ev->content.len)) &&
+            !(rc = ADD_LIT(out, ",\"metadata\":")) &&
+            !(rc = rs_buf_add(out, ev->metadata.buf, ev->metadata.len)) &&
+            !(rc = ADD_LIT(out, ",\"created_at\":\"")) &&
+            !(rc = rs_buf_add(out, ev->created_at, RS_TIME_LEN)) && !(rc = ADD_LIT(out, "\"")) &&
+            !(user && ((rc = ADD_LIT(out, ",\"user_id\":")) || (rc = quote_cstr(out, user)))))
+            rc = ADD_LIT(out, "}\n");
+    }
+    if (rc) {
+        out->len = start;
+        out->buf[start] = '\0';
+    }
+    return rc;
+}

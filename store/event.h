@@ -61,6 +61,10 @@ typedef struct rs_row {
  * storage markers dropped; content decoded only when a marker says it is JSON. */
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 
+/* The canonical line of ev stored with seq and owner user (NULL: none): the bytes
+ * rs_event_encode renders from its stored row, built from the parsed parts directly. */
+int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);
+
 /* Parse an RFC 3339 / ISO-8601 timestamp with any offset (or 'Z'; a naive one is UTC) and
  * write it as canonical UTC (canon, RS_TIME_LEN+1 bytes) and DeerFlow DATETIME text (db, 27
  * bytes). Either output may be NULL. -EINVAL for anything unparsable or out of range. */

@@ -30,6 +30,7 @@ static const char rs_schema_sql[] =
     "  last_seq INTEGER NOT NULL DEFAULT 0,\n"
     "  ctime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mtime_ns INTEGER NOT NULL DEFAULT 0,\n"
+    "  mark_off INTEGER NOT NULL DEFAULT -1,\n"
     "  dirty INTEGER NOT NULL DEFAULT 0\n"
     ");\n"
     "CREATE INDEX IF NOT EXISTS runfs_thread_dirty ON runfs_thread (thread_key) WHERE dirty;\n"
@@ -44,6 +45,7 @@ static const char rs_schema_sql[] =
     "  last_seq INTEGER NOT NULL DEFAULT 0,\n"
     "  ctime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mtime_ns INTEGER NOT NULL DEFAULT 0,\n"
+    "  mark_off INTEGER NOT NULL DEFAULT -1,\n"
     "  UNIQUE (thread_key, run_id)\n"
     ");\n"
     /* Owners present in a thread (run_key 0) or run; '' stands for rows without an owner. */
@@ -53,21 +55,26 @@ static const char rs_schema_sql[] =
     "  user TEXT NOT NULL,\n"
     "  PRIMARY KEY (thread_key, run_key, user)\n"
     ") WITHOUT ROWID;\n"
-    "CREATE TABLE IF NOT EXISTS runfs_line (\n"
-    "  id INTEGER PRIMARY KEY,\n"
-    "  run_key INTEGER NOT NULL,\n"
-    "  run_off INTEGER NOT NULL,\n"
-    "  thread_key INTEGER NOT NULL,\n"
-    "  thread_off INTEGER NOT NULL,\n"
-    "  len INTEGER NOT NULL\n"
-    ");\n"
-    "CREATE INDEX IF NOT EXISTS runfs_line_run ON runfs_line (run_key, run_off);\n"
-    "CREATE INDEX IF NOT EXISTS runfs_line_thread ON runfs_line (thread_key, thread_off);\n"
+    /* Offsets: a mark every 16 KiB or so of a log says which line starts at which byte
+     * (log_key: a run_key, or minus a thread_key), so a seek reads at most that much. */
+    "CREATE TABLE IF NOT EXISTS runfs_mark (\n"
+    "  log_key INTEGER NOT NULL,\n"
+    "  off INTEGER NOT NULL,\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (log_key, off)\n"
+    ") WITHOUT ROWID;\n"
+    /* layout: the side tables' version; indexed_id: run_events rows up to this id are in
+     * the logs (rows above it were written by someone else and get indexed next). */
+    "CREATE TABLE IF NOT EXISTS runfs_meta (\n"
+    "  key TEXT PRIMARY KEY,\n"
+    "  value INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('indexed_id', 0);\n"
     /* Rows deleted by any writer (DeerFlow too: the trigger lives in the file) leave their
-     * thread's offsets to be recomputed before runfs next reads or writes it. */
+     * thread to be recomputed; an id freed at the top may be handed out again. */
     "CREATE TRIGGER IF NOT EXISTS runfs_forget_deleted AFTER DELETE ON run_events BEGIN\n"
-    "  DELETE FROM runfs_line WHERE id = old.id;\n"
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id = old.thread_id;\n"
+    "  UPDATE runfs_meta SET value = old.id - 1 WHERE key = 'indexed_id' AND value >= old.id;\n"
     "END;\n"
     /* Singletons: types written through put_if_absent, and names reserved by an exclusive
      * create that has not committed yet (pid: the holder, to clear after a crash). */

@@ -440,6 +440,21 @@ static void test_good_lines(void **state)
         assert_true(cJSON_IsObject(ev->metadata_tree));
         assert_int_equal(strlen(ev->created_at), RS_TIME_LEN);
         assert_int_equal(strlen(ev->created_db), 26);
+        /* The line built at write time is the line rendered from the stored row. */
+        for (int owned = 0; owned < 2; owned++) {
+            const char *user = owned ? "alice" : NULL;
+            rs_row row = {.thread_id = ev->thread_id, .run_id = ev->run_id, .seq = 42 + (int)i,
+                          .event_type = ev->event_type, .category = ev->category,
+                          .content = ev->content_db.buf, .content_len = ev->content_db.len,
+                          .metadata = ev->metadata_db.buf, .metadata_len = ev->metadata_db.len,
+                          .created_at = ev->created_db, .user_id = user};
+            rs_buf built = RS_BUF_INIT, rendered = RS_BUF_INIT;
+            assert_int_equal(rs_event_line(&built, ev, 42 + (int64_t)i, user), 0);
+            assert_int_equal(rs_event_encode(&rendered, &row, NULL), 0);
+            assert_string_equal(built.buf, rendered.buf);
+            rs_buf_release(&built);
+            rs_buf_release(&rendered);
+        }
         rs_event_free(ev);
     }
 }

@@ -1,0 +1,586 @@
+/* sqlite_index.c — the byte logs behind events.jsonl: a thread's and each run's lines in
+ * seq order, with totals per log (size, count, ...) so stat is one row, and a mark every
+ * MARK_EVERY bytes (offset -> seq) so a seek renders at most that much. Rows written by
+ * others (DeerFlow) are indexed when runfs next writes or opens; rows they delete leave
+ * their thread to be recomputed (the runfs_forget_deleted trigger). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sqlite_int.h"
+
+#define MARK_EVERY (16 * 1024)
+
+int64_t sq_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+const char *sq_owner_key(const char *user)
+{
+    return user ? user : "";
+}
+
+/* Load (creating when create) the totals of a thread (run_id NULL) or run. *found = 0 when
+ * absent and not created. */
+int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
+                    int create, sq_log *ls, int *found, rs_err *err)
+{
+    sqlite3_stmt *st;
+    const char *sel = run_id
+        ? "SELECT run_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_run "
+          "WHERE thread_key = ? AND run_id = ?"
+        : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_thread "
+          "WHERE thread_id = ?";
+    int rc = sq_stmt_get(b, sel, &st, err);
+    if (rc)
+        return rc;
+    if (run_id) {
+        sqlite3_bind_int64(st, 1, thread_key);
+        sq_bind_text(st, 2, run_id);
+    } else {
+        sq_bind_text(st, 1, thread_id);
+    }
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        ls->key = sqlite3_column_int64(st, 0);
+        ls->size = sqlite3_column_int64(st, 1);
+        ls->count = sqlite3_column_int64(st, 2);
+        ls->messages = sqlite3_column_int64(st, 3);
+        ls->last_seq = sqlite3_column_int64(st, 4);
+        ls->mixed = sqlite3_column_int(st, 5);
+        ls->mark_off = sqlite3_column_int64(st, 6);
+    }
+    sq_stmt_done(b, st);
+    if (src == SQLITE_ROW) {
+        *found = 1;
+        return 0;
+    }
+    if (src != SQLITE_DONE)
+        return sq_fail(b, src, err, "load");
+    *found = 0;
+    if (!create)
+        return 0;
+    const char *ins = run_id
+        ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)"
+        : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES (?, ?, ?)";
+    if ((rc = sq_stmt_get(b, ins, &st, err)))
+        return rc;
+    int64_t now = sq_now_ns();
+    if (run_id) {
+        sqlite3_bind_int64(st, 1, thread_key);
+        sq_bind_text(st, 2, run_id);
+        sqlite3_bind_int64(st, 3, now);
+        sqlite3_bind_int64(st, 4, now);
+    } else {
+        sq_bind_text(st, 1, thread_id);
+        sqlite3_bind_int64(st, 2, now);
+        sqlite3_bind_int64(st, 3, now);
+    }
+    src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE)
+        return sq_fail(b, src, err, "create");
+    memset(ls, 0, sizeof *ls);
+    ls->key = sqlite3_last_insert_rowid(b->db);
+    ls->mark_off = -1;
+    *found = 1;
+    return 0;
+}
+
+int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
+{
+    sqlite3_stmt *st;
+    const char *sql = is_run
+        ? "UPDATE runfs_run SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
+          "mtime_ns = ?, mark_off = ? WHERE run_key = ?"
+        : "UPDATE runfs_thread SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
+          "mtime_ns = ?, mark_off = ? WHERE thread_key = ?";
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, ls->size);
+    sqlite3_bind_int64(st, 2, ls->count);
+    sqlite3_bind_int64(st, 3, ls->messages);
+    sqlite3_bind_int64(st, 4, ls->last_seq);
+    sqlite3_bind_int(st, 5, ls->mixed);
+    sqlite3_bind_int64(st, 6, sq_now_ns());
+    sqlite3_bind_int64(st, 7, ls->mark_off);
+    sqlite3_bind_int64(st, 8, ls->key);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "update totals");
+}
+
+/* Record that user has rows (or made the directory) in the thread/run; sets *mixed when
+ * this makes more than one owner. */
+int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                     int *mixed, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT OR IGNORE INTO runfs_owner (thread_key, run_key, user) "
+                         "VALUES (?, ?, ?)", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, thread_key);
+    sqlite3_bind_int64(st, 2, run_key);
+    sq_bind_text(st, 3, sq_owner_key(user));
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE)
+        return sq_fail(b, src, err, "owner");
+    if (sqlite3_changes(b->db) == 0 || *mixed)
+        return 0;
+    int64_t n = 0;
+    if ((rc = sq_stmt_get(b, "SELECT count(*) FROM runfs_owner WHERE thread_key = ? AND run_key = ?",
+                       &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, thread_key);
+    sqlite3_bind_int64(st, 2, run_key);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sq_stmt_done(b, st);
+    *mixed = n > 1;
+    return 0;
+}
+
+
+static int mark_insert(rs_backend *b, int64_t log_key, int64_t off, int64_t seq, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT OR REPLACE INTO runfs_mark (log_key, off, seq) VALUES (?, ?, ?)",
+                         &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, log_key);
+    sqlite3_bind_int64(st, 2, off);
+    sqlite3_bind_int64(st, 3, seq);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "mark");
+}
+
+static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq, size_t len,
+                       int message, rs_err *err)
+{
+    if (log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY) {
+        int rc = mark_insert(b, log_key, log->size, seq, err);
+        if (rc)
+            return rc;
+        log->mark_off = log->size;
+    }
+    log->size += (int64_t)len;
+    log->count++;
+    log->messages += message;
+    if (seq > log->last_seq)
+        log->last_seq = seq;
+    return 0;
+}
+
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
+                int message, rs_err *err)
+{
+    int rc = log_advance(b, run, run->key, seq, len, message, err);
+    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
+}
+
+/* ---- catching up with other writers ---- */
+
+static int meta_get(rs_backend *b, const char *key, int64_t *value, rs_err *err)
+{
+    *value = 0;
+    return sq_int(b, "SELECT value FROM runfs_meta WHERE key = ?", key, NULL, value, NULL, err);
+}
+
+static int meta_set(rs_backend *b, const char *key, int64_t value, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES (?, ?)", &st,
+                         err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, key);
+    sqlite3_bind_int64(st, 2, value);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "meta");
+}
+
+int sq_caught_up(rs_backend *b, int64_t last_id, rs_err *err)
+{
+    return meta_set(b, "indexed_id", last_id, err);
+}
+
+int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
+{
+    int64_t max_id = 0, indexed = 0, dirty = 0;
+    int rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err);
+    if (!rc)
+        rc = meta_get(b, "indexed_id", &indexed, err);
+    if (!rc)
+        rc = sq_int(b, "SELECT count(*) FROM runfs_thread WHERE dirty", NULL, NULL, &dirty, NULL,
+                    err);
+    *needed = max_id > indexed || dirty > 0;
+    return rc;
+}
+
+/* A thread's runs, loaded once for a rebuild. */
+typedef struct run_set {
+    struct { char id[RS_ID_MAX + 1]; sq_log log; } *runs;
+    size_t count, cap;
+} run_set;
+
+static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+                        const char *run_id, int reset, rs_err *err)
+{
+    for (size_t i = 0; i < rs->count; i++)
+        if (strcmp(rs->runs[i].id, run_id) == 0)
+            return &rs->runs[i].log;
+    if (rs->count == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 8;
+        void *p = realloc(rs->runs, cap * sizeof *rs->runs);
+        if (!p) {
+            rs_err_set(err, -ENOMEM, "out of memory");
+            return NULL;
+        }
+        rs->runs = p;
+        rs->cap = cap;
+    }
+    int found;
+    sq_log *log = &rs->runs[rs->count].log;
+    if (sq_log_load(b, thread_id, run_id, thread_key, 1, log, &found, err))
+        return NULL;
+    if (reset) {
+        int64_t key = log->key;
+        int mixed = log->mixed;
+        memset(log, 0, sizeof *log);
+        log->key = key;
+        log->mixed = mixed;
+        log->mark_off = -1;
+    }
+    snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
+    rs->count++;
+    return log;
+}
+
+static int runs_store(rs_backend *b, run_set *rs, rs_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < rs->count; i++)
+        rc = sq_log_store(b, 1, &rs->runs[i].log, err);
+    return rc;
+}
+
+/* Index rows of one thread from the statement's current row on (rows ordered by seq, with
+ * the row columns at col 1); rows at or below the thread's last_seq are already in. Stops
+ * at the first row of another thread; *more says whether one is waiting. */
+static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_err *err)
+{
+    rs_row row;
+    sq_row(&row, st, 1);
+    char thread_id[RS_ID_MAX + 1];
+    snprintf(thread_id, sizeof thread_id, "%s", row.thread_id);
+    sq_log thr;
+    int found, rc, src = SQLITE_ROW;
+    if ((rc = sq_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)))
+        return rc;
+    run_set runs = {0};
+    if (reset) {
+        int mixed = thr.mixed;
+        int64_t key = thr.key;
+        memset(&thr, 0, sizeof thr);
+        thr.key = key;
+        thr.mixed = mixed;
+        thr.mark_off = -1;
+    }
+    rs_buf line = RS_BUF_INIT;
+    do {
+        sq_row(&row, st, 1);
+        if (strcmp(row.thread_id, thread_id) != 0)
+            break;
+        if (row.seq <= thr.last_seq)
+            continue;
+        sq_log *run = run_find(b, &runs, thread_id, thr.key, row.run_id, reset, err);
+        rs_buf_reset(&line);
+        if (!run || (rc = rs_event_encode(&line, &row, err)) ||
+            (rc = sq_owner_add(b, thr.key, 0, row.user_id, &thr.mixed, err)) ||
+            (rc = sq_owner_add(b, thr.key, run->key, row.user_id, &run->mixed, err)) ||
+            (rc = sq_log_line(b, run, &thr, row.seq, line.len,
+                              strcmp(row.category, "message") == 0, err))) {
+            if (!run && !rc)
+                rc = -ENOMEM;
+            break;
+        }
+    } while ((src = sqlite3_step(st)) == SQLITE_ROW);
+    if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "index");
+    if (!rc)
+        rc = runs_store(b, &runs, err);
+    if (!rc)
+        rc = sq_log_store(b, 0, &thr, err);
+    *more = src == SQLITE_ROW;
+    rs_buf_release(&line);
+    free(runs.runs);
+    return rc;
+}
+
+int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err)
+{
+    /* Every log of the thread starts over: marks, totals (runs with no rows left keep
+     * their directory, at zero). */
+    static const char drop_marks[] =
+        "DELETE FROM runfs_mark WHERE log_key = -?1 OR log_key IN (SELECT run_key FROM "
+        "runfs_run WHERE thread_key = ?1)";
+    static const char zero_runs[] =
+        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1 "
+        "WHERE thread_key = ?1";
+    static const char zero_thread[] =
+        "UPDATE runfs_thread SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
+        "dirty = 0 WHERE thread_key = ?1";
+    const char *steps[] = {drop_marks, zero_runs, zero_thread};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < 3; i++) {
+        sqlite3_stmt *st;
+        if ((rc = sq_stmt_get(b, steps[i], &st, err)))
+            break;
+        sqlite3_bind_int64(st, 1, thread_key);
+        int src = sqlite3_step(st);
+        sq_stmt_done(b, st);
+        if (src != SQLITE_DONE)
+            rc = sq_fail(b, src, err, "reindex");
+    }
+    sqlite3_stmt *st;
+    if (rc || (rc = sq_stmt_get(b, "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e WHERE "
+                                   "e.thread_id = ? ORDER BY e.seq", &st, err)))
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    int src = sqlite3_step(st), more;
+    if (src == SQLITE_ROW)
+        rc = index_rows(b, st, 1, &more, err);
+    else if (src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "reindex");
+    sq_stmt_done(b, st);
+    if (rc)
+        return rc;
+    /* Owners may have left with their rows. */
+    static const char remix[] =
+        "UPDATE runfs_run SET mixed = (SELECT count(*) FROM runfs_owner o WHERE o.thread_key = "
+        "?1 AND o.run_key = runfs_run.run_key) > 1 WHERE thread_key = ?1; "
+        "UPDATE runfs_thread SET mixed = (SELECT count(*) FROM runfs_owner o WHERE "
+        "o.thread_key = ?1 AND o.run_key = 0) > 1 WHERE thread_key = ?1";
+    const char *tail = remix;
+    while (!rc && tail && *tail) {
+        sqlite3_stmt *mx;
+        src = sqlite3_prepare_v2(b->db, tail, -1, &mx, &tail);
+        if (src != SQLITE_OK)
+            return sq_fail(b, src, err, "reindex");
+        if (!mx)
+            break;
+        sqlite3_bind_int64(mx, 1, thread_key);
+        src = sqlite3_step(mx);
+        sqlite3_finalize(mx);
+        if (src != SQLITE_DONE)
+            rc = sq_fail(b, src, err, "reindex");
+    }
+    return rc;
+}
+
+int sq_catch_up(rs_backend *b, rs_err *err)
+{
+    int needed = 0;
+    int rc = sq_needs_catch_up(b, &needed, err);
+    if (rc || !needed)
+        return rc;
+    /* Threads others deleted from: recomputed whole. */
+    for (;;) {
+        sqlite3_stmt *st;
+        if ((rc = sq_stmt_get(b, "SELECT thread_key, thread_id FROM runfs_thread WHERE dirty "
+                                 "LIMIT 1", &st, err)))
+            return rc;
+        int src = sqlite3_step(st);
+        int64_t key = 0;
+        char thread_id[RS_ID_MAX + 1] = "";
+        if (src == SQLITE_ROW) {
+            key = sqlite3_column_int64(st, 0);
+            snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        }
+        sq_stmt_done(b, st);
+        if (src == SQLITE_DONE)
+            break;
+        if (src != SQLITE_ROW)
+            return sq_fail(b, src, err, "catch up");
+        if ((rc = sq_thread_reindex(b, thread_id, key, err)))
+            return rc;
+    }
+    /* Rows others added: above the indexed id, thread by thread in seq order. */
+    int64_t indexed = 0, max_id = 0;
+    if ((rc = meta_get(b, "indexed_id", &indexed, err)) ||
+        (rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err)))
+        return rc;
+    if (max_id <= indexed)
+        return 0;
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id > ? "
+                             "ORDER BY e.thread_id, e.seq", &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, indexed);
+    int src = sqlite3_step(st), more = src == SQLITE_ROW;
+    while (!rc && more)
+        rc = index_rows(b, st, 0, &more, err);
+    if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "catch up");
+    sq_stmt_done(b, st);
+    return rc ? rc : meta_set(b, "indexed_id", max_id, err);
+}
+
+/* ---- reading a log ---- */
+
+/* Does user (NULL: anyone) have the thread (run_key 0) or run? */
+static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                     int *has, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT 1 FROM runfs_owner WHERE thread_key = ? AND run_key = ? "
+                         "AND user = ?", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, thread_key);
+    sqlite3_bind_int64(st, 2, run_key);
+    sq_bind_text(st, 3, sq_owner_key(user));
+    int src = sqlite3_step(st);
+    *has = src == SQLITE_ROW;
+    sq_stmt_done(b, st);
+    return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "owner");
+}
+
+int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
+                       const char *user, rs_log_info *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    const char *sql = run_id
+        ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
+          "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+          "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
+        : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
+          "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    if (run_id)
+        sq_bind_text(st, 2, run_id);
+    int src = sqlite3_step(st);
+    int64_t key = 0, thread_key = 0;
+    int mixed = 0;
+    if (src == SQLITE_ROW) {
+        key = sqlite3_column_int64(st, 0);
+        out->size = sqlite3_column_int64(st, 1);
+        out->count = sqlite3_column_int64(st, 2);
+        out->message_count = sqlite3_column_int64(st, 3);
+        out->last_seq = sqlite3_column_int64(st, 4);
+        mixed = sqlite3_column_int(st, 5);
+        out->ctime_ns = sqlite3_column_int64(st, 6);
+        out->mtime_ns = sqlite3_column_int64(st, 7);
+        thread_key = sqlite3_column_int64(st, 8);
+        out->exists = 1;
+    }
+    sq_stmt_done(b, st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return sq_fail(b, src, err, "stat");
+    if (!out->exists)
+        return 0;
+    out->exact = 1;
+    if (user) {
+        int has;
+        if ((rc = owner_has(b, thread_key, run_id ? key : 0, user, &has, err)))
+            return rc;
+        if (!has) {
+            memset(out, 0, sizeof *out);
+            return 0;
+        }
+        if (mixed) {
+            /* Several owners share it: this owner's view has its own totals. */
+            out->exact = 0;
+            static const char count_sql[] =
+                "SELECT count(*), coalesce(sum(category = 'message'), 0), coalesce(max(seq), 0) "
+                "FROM run_events WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
+                "AND user_id = ?3";
+            if ((rc = sq_stmt_get(b, count_sql, &st, err)))
+                return rc;
+            sq_bind_text(st, 1, thread_id);
+            sq_bind_text(st, 2, run_id);
+            sq_bind_text(st, 3, user);
+            if ((src = sqlite3_step(st)) == SQLITE_ROW) {
+                out->count = sqlite3_column_int64(st, 0);
+                out->message_count = sqlite3_column_int64(st, 1);
+                out->last_seq = sqlite3_column_int64(st, 2);
+            }
+            sq_stmt_done(b, st);
+            out->size = 0;
+            if (src != SQLITE_ROW)
+                return sq_fail(b, src, err, "stat");
+        }
+    }
+    if (!run_id) {
+        int64_t floor = 0;
+        if ((rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?",
+                            thread_id, NULL, &floor, NULL, err)))
+            return rc;
+        out->hwm = floor > out->last_seq ? floor : out->last_seq;
+        if (!user || out->exact) {
+            int64_t max = 0;
+            if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?",
+                                thread_id, NULL, &max, NULL, err)))
+                return rc;
+            if (max > out->hwm)
+                out->hwm = max;
+        }
+    }
+    return 0;
+}
+
+
+int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
+                rs_cursor **out, rs_err *err)
+{
+    /* The last mark at or before off, then the log's rows from that mark's seq on. */
+    sqlite3_stmt *st;
+    const char *mark_sql = run_id
+        ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
+          "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = ?1 "
+          "AND r.run_id = ?2 AND m.off <= ?3 ORDER BY m.off DESC LIMIT 1"
+        : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
+          "-t.thread_key WHERE t.thread_id = ?1 AND ?2 IS NULL AND m.off <= ?3 "
+          "ORDER BY m.off DESC LIMIT 1";
+    int rc = sq_stmt_get(b, mark_sql, &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    sq_bind_text(st, 2, run_id);
+    sqlite3_bind_int64(st, 3, off < 0 ? 0 : off);
+    int src = sqlite3_step(st);
+    int64_t from_off = 0, from_seq = INT64_MAX;
+    if (src == SQLITE_ROW) {
+        from_off = sqlite3_column_int64(st, 0);
+        from_seq = sqlite3_column_int64(st, 1);
+    }
+    sq_stmt_done(b, st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return sq_fail(b, src, err, "seek");
+    const char *rows_sql = run_id
+        ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+          "AND e.run_id = ?2 AND e.seq >= ?3 ORDER BY e.seq"
+        : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+          "AND e.seq >= ?3 AND ?2 IS NULL ORDER BY e.seq";
+    if ((rc = sq_stmt_get(b, rows_sql, &st, err)))
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    sq_bind_text(st, 2, run_id);
+    sqlite3_bind_int64(st, 3, from_seq);
+    return sq_cursor_new(b, st, run_id ? 1 : 2, from_off, off, out, err);
+}

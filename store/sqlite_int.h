@@ -1,0 +1,122 @@
+/* sqlite_int.h — what the SQLite backend's files share (never included outside store/).
+ *   sqlite.c        connection, statement cache, transactions, cursors, the ops table
+ *   sqlite_index.c  the byte logs: totals, owners, offset marks, catching up on rows others
+ *                   wrote or deleted, log_info and log_seek
+ *   sqlite_write.c  put, singletons, mkdir, deletes
+ *   sqlite_read.c   queries, listings, counts, seals */
+#ifndef RS_SQLITE_INT_H
+#define RS_SQLITE_INT_H
+
+#include <sqlite3.h>
+
+#include "backend.h"
+
+#define SQ_STMT_CACHE 48
+
+typedef struct sq_stmt_slot {
+    char *sql;
+    const char *key;             /* the caller's string when it is a constant, else NULL */
+    sqlite3_stmt *st;
+    int busy;
+} sq_stmt_slot;
+
+struct rs_backend {
+    sqlite3 *db;
+    char *path;
+    int read_only;
+    long pid;
+    sq_stmt_slot cache[SQ_STMT_CACHE];
+    rs_buf sql;                  /* scratch for built statements */
+};
+
+/* The columns every row query selects, in rs_row order (see sq_row). */
+#define SQ_ROW_COLUMNS \
+    "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
+    "e.created_at, e.user_id"
+
+int64_t sq_now_ns(void);
+/* Map a SQLite result to a negative errno with a reason. */
+int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
+/* A cached statement, reset and unbound, busy until sq_stmt_done. */
+int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err);
+void sq_stmt_done(rs_backend *b, sqlite3_stmt *st);
+int sq_exec(rs_backend *b, const char *sql, rs_err *err);
+int sq_begin(rs_backend *b, rs_err *err);      /* BEGIN IMMEDIATE; -EROFS when read-only */
+int sq_commit(rs_backend *b, rs_err *err);     /* rolls back when the commit fails */
+void sq_rollback(rs_backend *b);
+void sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL */
+/* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
+int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
+           int *found, rs_err *err);
+void sq_row(rs_row *row, sqlite3_stmt *st, int col);
+/* A cursor over st's rows (SQ_ROW_COLUMNS first). log: 0 for a plain query, 1 for a run's
+ * log and 2 for a thread's, whose rows start at byte start_off and get offsets; lines that
+ * end at or before skip_to are passed over. */
+int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, int64_t skip_to,
+                  rs_cursor **out,
+                  rs_err *err);
+
+/* ---- sqlite_index.c ---- */
+
+/* Totals of a thread's or run's log (runfs_thread / runfs_run). */
+typedef struct sq_log {
+    int64_t key;                 /* thread_key or run_key */
+    int64_t size;
+    int64_t count;
+    int64_t messages;
+    int64_t last_seq;
+    int64_t mark_off;            /* offset of the log's last mark; -1: none yet */
+    int mixed;                   /* rows of more than one owner */
+} sq_log;
+
+const char *sq_owner_key(const char *user);
+/* Load the totals of a thread (run_id NULL) or run, creating them when create. */
+int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
+                int create, sq_log *log, int *found, rs_err *err);
+int sq_log_store(rs_backend *b, int is_run, const sq_log *log, rs_err *err);
+/* user now has rows in (or made) the thread (run_key 0) or run; *mixed set at a second. */
+int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                 int *mixed, rs_err *err);
+/* Account one stored line of len bytes in its run's and thread's logs (marks included). */
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
+                int message, rs_err *err);
+/* Inside a write transaction: index rows other writers added, recompute threads they
+ * deleted from. Cheap when there is nothing to do. */
+int sq_catch_up(rs_backend *b, rs_err *err);
+/* Every row of the thread indexed by now (after runfs's own writes). */
+int sq_caught_up(rs_backend *b, int64_t last_id, rs_err *err);
+/* Recompute a thread's logs from its rows (after a delete). */
+int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err);
+/* Whether sq_catch_up has work (read-only check, for a cheap open). */
+int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err);
+
+int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                rs_log_info *out, rs_err *err);
+int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
+                rs_cursor **out, rs_err *err);
+
+/* ---- sqlite_write.c ---- */
+int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
+int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
+int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
+int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+
+/* ---- sqlite_read.c ---- */
+int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
+int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
+             const char *user, const char *const *singletons, size_t n_singletons,
+             rs_names **out, rs_err *err);
+int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
+                      rs_err *err);
+int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
+int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
+                       const char *like, rs_cursor **out, rs_err *err);
+int sq_stats(rs_backend *b, rs_stats *out, rs_err *err);
+int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
+int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
+int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
+                 void *ctx, rs_err *err);
+
+#endif

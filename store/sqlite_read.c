@@ -1,0 +1,360 @@
+/* sqlite_read.c — queries (list_events, list_messages and their windows), listings,
+ * counts, identity scans and seals. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlite_int.h"
+
+typedef struct sq_names {
+    rs_names base;
+    rs_backend *b;
+    sqlite3_stmt *st;
+} sq_name_cursor;
+
+#define SEAL_COLUMNS "state, upper_seq, event_count, terminal_seq, digest, error, sealed_at"
+
+int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
+{
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    int newest = q->newest && q->limit > 0 && q->after_seq <= 0;
+    int rc = 0;
+    if (newest)
+        rc |= rs_buf_addstr(sql, "SELECT * FROM (");
+    rc |= rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1");
+    if (q->run_id)
+        rc |= rs_buf_addstr(sql, " AND e.run_id = ?2");
+    if (q->user)
+        rc |= rs_buf_addstr(sql, " AND e.user_id = ?3");
+    if (q->messages_only)
+        rc |= rs_buf_addstr(sql, " AND e.category = 'message'");
+    if (q->task_id)
+        rc |= rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4");
+    if (q->after_seq > 0)
+        rc |= rs_buf_addstr(sql, " AND e.seq > ?5");
+    if (q->before_seq > 0)
+        rc |= rs_buf_addstr(sql, " AND e.seq < ?6");
+    if (q->event_types) {
+        rc |= rs_buf_addstr(sql, " AND e.event_type IN (");
+        for (size_t i = 0; i < q->n_event_types; i++)
+            rc |= rs_buf_addf(sql, "%s?%zu", i ? ", " : "", 10 + i);
+        rc |= rs_buf_addstr(sql, q->n_event_types ? ")" : "NULL)");
+    }
+    rc |= rs_buf_addstr(sql, newest ? " ORDER BY e.seq DESC" : " ORDER BY e.seq ASC");
+    if (q->limit > 0)
+        rc |= rs_buf_addstr(sql, " LIMIT ?7");
+    if (newest)
+        rc |= rs_buf_addstr(sql, ") ORDER BY seq ASC");
+    if (rc)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
+        return rc;
+    sq_bind_text(st, 1, q->thread_id);
+    if (q->run_id)
+        sq_bind_text(st, 2, q->run_id);
+    if (q->user)
+        sq_bind_text(st, 3, q->user);
+    if (q->task_id)
+        sq_bind_text(st, 4, q->task_id);
+    if (q->after_seq > 0)
+        sqlite3_bind_int64(st, 5, q->after_seq);
+    if (q->before_seq > 0)
+        sqlite3_bind_int64(st, 6, q->before_seq);
+    if (q->limit > 0)
+        sqlite3_bind_int64(st, 7, q->limit);
+    for (size_t i = 0; q->event_types && i < q->n_event_types; i++)
+        sq_bind_text(st, (int)(10 + i), q->event_types[i]);
+    return sq_cursor_new(b, st, 0, 0, 0, out, err);
+}
+
+static int names_next(rs_names *base, const char **name)
+{
+    sq_name_cursor *n = (sq_name_cursor *)base;
+    for (;;) {
+        int src = sqlite3_step(n->st);
+        if (src == SQLITE_DONE)
+            return 0;
+        if (src != SQLITE_ROW)
+            return sq_fail(n->b, src, NULL, "list");
+        const char *s = (const char *)sqlite3_column_text(n->st, 0);
+        if (s) {
+            *name = s;
+            return 1;
+        }
+    }
+}
+
+static void names_free(rs_names *base)
+{
+    sq_name_cursor *n = (sq_name_cursor *)base;
+    sq_stmt_done(n->b, n->st);
+    free(n);
+}
+
+int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
+                    const char *user, const char *const *singletons, size_t n_singletons,
+                    rs_names **out, rs_err *err)
+{
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    int rc = 0;
+    switch (kind) {
+    case RS_NAMES_THREADS:
+        rc = rs_buf_addstr(sql, user
+            ? "SELECT t.thread_id FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o "
+              "WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND o.user = ?3) "
+              "ORDER BY t.thread_key"
+            : "SELECT thread_id FROM runfs_thread ORDER BY thread_key");
+        break;
+    case RS_NAMES_RUNS:
+        rc = rs_buf_addstr(sql,
+            "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
+            "WHERE t.thread_id = ?1 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
+            "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.user = ?3)) "
+            "ORDER BY r.run_key");
+        break;
+    case RS_NAMES_TYPES:
+        rc = rs_buf_addstr(sql,
+            "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+            "AND (?3 IS NULL OR user_id = ?3) ORDER BY event_type");
+        break;
+    case RS_NAMES_TASKS:
+        rc = rs_buf_addstr(sql,
+            "SELECT DISTINCT json_extract(event_metadata, '$.\"task_id\"') AS task FROM run_events "
+            "WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR user_id = ?3) "
+            "AND json_type(event_metadata, '$.\"task_id\"') = 'text' ORDER BY task");
+        break;
+    case RS_NAMES_SINGLETONS:
+        rc = rs_buf_addstr(sql,
+            "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+            "AND (?3 IS NULL OR user_id = ?3) AND (event_type IN (SELECT event_type FROM "
+            "runfs_once WHERE thread_id = ?1 AND run_id = ?2)");
+        for (size_t i = 0; !rc && i < n_singletons; i++)
+            rc = rs_buf_addf(sql, " OR event_type = ?%zu", 10 + i);
+        if (!rc)
+            rc = rs_buf_addstr(sql, ") ORDER BY event_type");
+        break;
+    }
+    if (rc)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
+        return rc;
+    int np = sqlite3_bind_parameter_count(st);
+    if (np >= 1 && sqlite3_bind_parameter_index(st, "?1"))
+        sq_bind_text(st, sqlite3_bind_parameter_index(st, "?1"), thread_id);
+    if (sqlite3_bind_parameter_index(st, "?2"))
+        sq_bind_text(st, sqlite3_bind_parameter_index(st, "?2"), run_id);
+    if (sqlite3_bind_parameter_index(st, "?3"))
+        sq_bind_text(st, sqlite3_bind_parameter_index(st, "?3"),
+                  kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS ? sq_owner_key(user) : user);
+    if (kind == RS_NAMES_RUNS && !user)
+        sqlite3_bind_null(st, sqlite3_bind_parameter_index(st, "?3"));
+    for (size_t i = 0; kind == RS_NAMES_SINGLETONS && i < n_singletons; i++)
+        sq_bind_text(st, (int)(10 + i), singletons[i]);
+    sq_name_cursor *n = calloc(1, sizeof *n);
+    if (!n) {
+        sq_stmt_done(b, st);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    n->base.next = names_next;
+    n->base.free = names_free;
+    n->b = b;
+    n->st = st;
+    *out = &n->base;
+    return 0;
+}
+
+int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
+                             rs_err *err)
+{
+    rs_log_info info;
+    int rc = sq_log_info(b, thread_id, NULL, user, &info, err);
+    *n = info.message_count;
+    return rc;
+}
+
+int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err)
+{
+    static const char sql[] =
+        "SELECT MAX(seq) FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+        "AND category = 'message' AND event_type IN ('llm.ai.response', 'ai_message') "
+        "AND NOT (coalesce(json_extract(event_metadata, '$.\"caller\"'), '') LIKE 'middleware:%') "
+        "AND (?3 IS NULL OR user_id = ?3)";
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, t->user);
+    int src = sqlite3_step(st);
+    int have = src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (have)
+        *seq = sqlite3_column_int64(st, 0);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return sq_fail(b, src, err, "last visible ai");
+    return have ? 0 : -ENOENT;
+}
+
+int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
+                              const char *like, rs_cursor **out, rs_err *err)
+{
+    const char *sql = newest
+        ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+          "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
+          "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
+          "ORDER BY e.seq DESC"
+        : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+          "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
+          "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
+          "ORDER BY e.seq ASC";
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    sq_bind_text(st, 2, user);
+    sq_bind_text(st, 3, like);
+    return sq_cursor_new(b, st, 0, 0, 0, out, err);
+}
+
+int sq_stats(rs_backend *b, rs_stats *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT (SELECT count(*) FROM runfs_thread), (SELECT count(*) FROM "
+                         "runfs_run), (SELECT coalesce(sum(count), 0) FROM runfs_thread)", &st, err);
+    if (rc)
+        return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        out->threads = sqlite3_column_int64(st, 0);
+        out->runs = sqlite3_column_int64(st, 1);
+        out->events = sqlite3_column_int64(st, 2);
+    }
+    sq_stmt_done(b, st);
+    return src == SQLITE_ROW ? 0 : sq_fail(b, src, err, "stats");
+}
+
+static void seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col)
+{
+    memset(row, 0, sizeof *row);
+    const char *v;
+    snprintf(row->state, sizeof row->state, "%s",
+             (v = (const char *)sqlite3_column_text(st, col)) ? v : "");
+    row->upper_seq = sqlite3_column_int64(st, col + 1);
+    row->event_count = sqlite3_column_int64(st, col + 2);
+    row->terminal_seq = sqlite3_column_int64(st, col + 3);
+    snprintf(row->digest, sizeof row->digest, "%s",
+             (v = (const char *)sqlite3_column_text(st, col + 4)) ? v : "");
+    row->has_error = sqlite3_column_type(st, col + 5) != SQLITE_NULL;
+    snprintf(row->error, sizeof row->error, "%s",
+             (v = (const char *)sqlite3_column_text(st, col + 5)) ? v : "");
+    snprintf(row->sealed_at, sizeof row->sealed_at, "%s",
+             (v = (const char *)sqlite3_column_text(st, col + 6)) ? v : "");
+}
+
+int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    int64_t n = 0;
+    if ((rc = sq_stmt_get(b, "SELECT count(*) FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+                          "AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)", &st, err)))
+        goto fail;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sqlite3_bind_int64(st, 3, row->upper_seq);
+    sq_bind_text(st, 4, t->user);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_ROW) {
+        rc = sq_fail(b, src, err, "seal");
+        goto fail;
+    }
+    if (n != row->event_count) {
+        rc = rs_err_set(err, -EAGAIN, "the run changed while it was being sealed");
+        goto fail;
+    }
+    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, "
+                          "event_count, terminal_seq, digest, error, sealed_at, user_id) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err)))
+        goto fail;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, row->state);
+    sqlite3_bind_int64(st, 4, row->upper_seq);
+    sqlite3_bind_int64(st, 5, row->event_count);
+    if (row->terminal_seq > 0)
+        sqlite3_bind_int64(st, 6, row->terminal_seq);
+    sq_bind_text(st, 7, row->digest);
+    sq_bind_text(st, 8, row->has_error ? row->error : NULL);
+    sq_bind_text(st, 9, row->sealed_at);
+    sq_bind_text(st, 10, t->user);
+    src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE) {
+        rc = (src & 0xff) == SQLITE_CONSTRAINT
+            ? rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id)
+            : sq_fail(b, src, err, "seal");
+        goto fail;
+    }
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
+int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = ? "
+                         "AND run_id = ?", &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        seal_from_stmt(row, st, 0);
+    sq_stmt_done(b, st);
+    if (src == SQLITE_DONE)
+        return -ENOENT;
+    return src == SQLITE_ROW ? 0 : sq_fail(b, src, err, "seal");
+}
+
+int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
+                                                 const rs_seal_row *row), void *ctx, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
+                         "ORDER BY thread_id, run_id", &st, err);
+    if (rc)
+        return rc;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        rs_seal_row row;
+        rs_target t = {
+            .thread_id = (const char *)sqlite3_column_text(st, 0),
+            .run_id = (const char *)sqlite3_column_text(st, 1),
+            .user = (const char *)sqlite3_column_text(st, 9),
+        };
+        seal_from_stmt(&row, st, 2);
+        if ((rc = fn(ctx, &t, &row)))
+            break;
+    }
+    sq_stmt_done(b, st);
+    if (!rc && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "seals");
+    return rc;
+}
+

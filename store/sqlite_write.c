@@ -1,0 +1,383 @@
+/* sqlite_write.c — everything that changes the store: appends (one BEGIN IMMEDIATE
+ * transaction per batch: seq allocated as max(MAX(seq), high-water) + 1, the high-water
+ * mark raised, the logs indexed), singletons and their reservations, mkdir, deletes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlite_int.h"
+
+static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err *err)
+{
+    int64_t max = 0, floor = 0;
+    int rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", thread_id, NULL,
+                       &max, NULL, err);
+    if (!rc)
+        rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id,
+                       NULL, &floor, NULL, err);
+    *next = (max > floor ? max : floor) + 1;
+    return rc;
+}
+
+static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES (?, ?) "
+                         "ON CONFLICT (thread_id) DO UPDATE SET seq = max(seq, excluded.seq)",
+                      &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, thread_id);
+    sqlite3_bind_int64(st, 2, seq);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "high-water mark");
+}
+
+static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
+                         rs_existing *ex, int *found, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ? "
+                         "AND e.run_id = ? AND e.event_type = ? ORDER BY e.seq ASC LIMIT 1",
+                      &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    int src = sqlite3_step(st);
+    *found = src == SQLITE_ROW;
+    if (src == SQLITE_ROW && ex) {
+        rs_row row;
+        sq_row(&row, st, 0);
+        rs_buf_reset(&ex->line);
+        rs_buf_reset(&ex->category);
+        rs_buf_reset(&ex->content_db);
+        rs_buf_reset(&ex->metadata_db);
+        ex->seq = row.seq;
+        if ((rc = rs_event_encode(&ex->line, &row, err)) == 0 &&
+            (rc = rs_buf_addstr(&ex->category, row.category)) == 0 &&
+            (rc = rs_buf_add(&ex->content_db, row.content, row.content_len)) == 0)
+            rc = rs_buf_add(&ex->metadata_db, row.metadata, row.metadata_len);
+    }
+    sq_stmt_done(b, st);
+    if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "singleton lookup");
+    return rc;
+}
+
+static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
+                      rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "SELECT pid FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
+                         "AND event_type = ?", &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    int src = sqlite3_step(st);
+    *other = src == SQLITE_ROW && sqlite3_column_int64(st, 0) != b->pid;
+    sq_stmt_done(b, st);
+    return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
+}
+
+static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type) "
+                         "VALUES (?, ?, ?)", &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE)
+        return sq_fail(b, src, err, "singleton");
+    if ((rc = sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
+                          "AND event_type = ? AND pid = ?", &st, err)))
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    sqlite3_bind_int64(st, 4, b->pid);
+    src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
+}
+
+static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, int64_t seq,
+                        int64_t *id, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+                         "category, content, event_metadata, seq, created_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, t->user);
+    sq_bind_text(st, 4, ev->event_type);
+    sq_bind_text(st, 5, ev->category);
+    sqlite3_bind_text(st, 6, ev->content_db.buf, (int)ev->content_db.len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, ev->metadata_db.buf, (int)ev->metadata_db.len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, seq);
+    sq_bind_text(st, 9, ev->created_db);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE) {
+        if ((src & 0xff) == SQLITE_CONSTRAINT)
+            return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
+                              t->run_id);
+        return sq_fail(b, src, err, "insert");
+    }
+    *id = sqlite3_last_insert_rowid(b->db);
+    return 0;
+}
+
+int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                  int if_absent, int *created, rs_existing *existing, rs_buf *stored,
+                  rs_placement *at, rs_err *err)
+{
+    if (created)
+        *created = 0;
+    if (n == 0)
+        return 0;
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    size_t stored_len = stored ? stored->len : 0;
+    sq_log thr, run;
+    int found;
+    rs_buf line = RS_BUF_INIT;
+    if ((rc = sq_catch_up(b, err)))
+        goto fail;
+    if (if_absent) {
+        int other = 0;
+        if ((rc = existing_load(b, t, evs[0]->event_type, existing, &found, err)))
+            goto fail;
+        if (found) {
+            sq_rollback(b);
+            return 0;
+        }
+        if ((rc = hold_check(b, t, evs[0]->event_type, &other, err)))
+            goto fail;
+        if (other) {
+            rc = rs_err_set(err, -EEXIST, "once/%s is being written by another process",
+                            evs[0]->event_type);
+            goto fail;
+        }
+    }
+    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
+        (rc = sq_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
+        (rc = sq_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
+        goto fail;
+    int64_t seq, last_id = 0;
+    if ((rc = next_seq(b, t->thread_id, &seq, err)))
+        goto fail;
+    if (at) {
+        at->run_off = run.size;
+        at->thread_off = thr.size;
+    }
+    for (size_t i = 0; i < n; i++, seq++) {
+        const rs_event *ev = evs[i];
+        rs_buf_reset(&line);
+        if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
+            (rc = insert_event(b, t, ev, seq, &last_id, err)) ||
+            (rc = sq_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
+                              err)))
+            goto fail;
+        if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
+            goto fail;
+    }
+    if ((rc = sq_log_store(b, 1, &run, err)) || (rc = sq_log_store(b, 0, &thr, err)) ||
+        (rc = raise_floor(b, t->thread_id, seq - 1, err)) || (rc = sq_caught_up(b, last_id, err)))
+        goto fail;
+    if (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err)))
+        goto fail;
+    if ((rc = sq_commit(b, err)))
+        goto fail_committed;
+    rs_buf_release(&line);
+    if (created)
+        *created = 1;
+    return 0;
+fail:
+    sq_rollback(b);
+fail_committed:
+    rs_buf_release(&line);
+    if (stored) {
+        stored->len = stored_len;
+        stored->buf[stored_len] = '\0';
+    }
+    return rc;
+}
+
+int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    int found;
+    if ((rc = existing_load(b, t, event_type, NULL, &found, err)))
+        goto fail;
+    if (found) {
+        rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
+        goto fail;
+    }
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid) "
+                          "VALUES (?, ?, ?, ?)", &st, err)))
+        goto fail;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    sqlite3_bind_int64(st, 4, b->pid);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src != SQLITE_DONE) {
+        rc = (src & 0xff) == SQLITE_CONSTRAINT
+            ? rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type)
+            : sq_fail(b, src, err, "reserve");
+        goto fail;
+    }
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
+int sq_release(rs_backend *b, const rs_target *t, const char *event_type)
+{
+    sqlite3_stmt *st;
+    if (b->read_only || sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
+                                    "AND event_type = ? AND pid = ?", &st, NULL))
+        return 0;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    sqlite3_bind_int64(st, 4, b->pid);
+    sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return 0;
+}
+
+int sq_create(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    sq_log thr, run;
+    int found;
+    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = sq_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
+        (rc = sq_log_store(b, 0, &thr, err)))
+        goto fail;
+    if (t->run_id &&
+        ((rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
+         (rc = sq_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)) ||
+         (rc = sq_log_store(b, 1, &run, err))))
+        goto fail;
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
+static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t key, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    /* Statements number their parameters ?1 thread, ?2 run, ?3 user, ?4 thread key; binding
+     * one a statement does not use is a harmless SQLITE_RANGE. */
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, t->user);
+    sqlite3_bind_int64(st, 4, key);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "delete");
+}
+
+/* delete_by_run (t->run_id set) or delete_by_thread. */
+int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    sq_log thr;
+    int found;
+    *count = 0;
+    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
+        goto fail;
+    if (!found)
+        return sq_commit(b, err);
+    int64_t max = 0;
+    if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", t->thread_id,
+                        NULL, &max, NULL, err)))
+        goto fail;
+    /* ?1 thread, ?2 run (NULL: every run), ?3 user (NULL: every owner). */
+    static const char del_rows[] =
+        "DELETE FROM run_events WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
+        "AND (?3 IS NULL OR user_id = ?3)";
+    if ((rc = run_exec(b, del_rows, t, 0, err)))
+        goto fail;
+    *count = sqlite3_changes(b->db);
+    if (*count > 0 && (rc = raise_floor(b, t->thread_id, max, err)))
+        goto fail;
+    /* The owner leaves the run/thread it deleted; the directory goes when no owner is left. */
+    static const char del_owner[] =
+        "DELETE FROM runfs_owner WHERE thread_key = ?4 AND (?3 IS NULL OR user = coalesce(?3, '')) "
+        "AND (?2 IS NULL OR run_key IN (SELECT run_key FROM runfs_run WHERE thread_key = ?4 "
+        "AND run_id = ?2))";
+    static const char del_runs[] =
+        "DELETE FROM runfs_run WHERE thread_key = ?4 AND (?2 IS NULL OR run_id = ?2) "
+        "AND NOT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = ?4 "
+        "AND o.run_key = runfs_run.run_key)";
+    rc = run_exec(b, del_owner, t, thr.key, err);
+    if (!rc)
+        rc = run_exec(b, del_runs, t, thr.key, err);
+    if (rc)
+        goto fail;
+    if ((rc = sq_thread_reindex(b, t->thread_id, thr.key, err)))
+        goto fail;
+    int64_t left = 0;
+    if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", t->thread_id,
+                        NULL, &left, NULL, err)))
+        goto fail;
+    if (!t->run_id && left == 0) {
+        static const char drop_thread[] =
+            "DELETE FROM run_event_thread_seq WHERE thread_id = ?1";
+        if ((rc = run_exec(b, drop_thread, t, 0, err)))
+            goto fail;
+    }
+    if (!t->run_id) {
+        static const char drop_dir[] =
+            "DELETE FROM runfs_thread WHERE thread_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
+            "runfs_owner o WHERE o.thread_key = runfs_thread.thread_key)";
+        static const char drop_once[] =
+            "DELETE FROM runfs_once WHERE thread_id = ?1";
+        if ((rc = run_exec(b, drop_once, t, 0, err)) || (rc = run_exec(b, drop_dir, t, 0, err)))
+            goto fail;
+    } else {
+        static const char drop_once[] =
+            "DELETE FROM runfs_once WHERE thread_id = ?1 AND run_id = ?2 AND NOT EXISTS "
+            "(SELECT 1 FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2 "
+            "AND e.event_type = runfs_once.event_type)";
+        if ((rc = run_exec(b, drop_once, t, 0, err)))
+            goto fail;
+    }
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
