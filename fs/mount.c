@@ -130,7 +130,6 @@ int rfs_mount_main(rfs_options *opt)
     }
     pthread_mutex_init(&m.pool_lock, NULL);
     pthread_cond_init(&m.pool_cond, NULL);
-    pthread_mutex_init(&m.write_lock, NULL);
 
     m.se = fuse_session_new(&args, &rfs_ops, sizeof rfs_ops, &m);
     if (!m.se) {

@@ -47,8 +47,6 @@ typedef struct rfs_mount {
     rs_store *pool[RFS_POOL_MAX];
     int pool_open;
     int pool_idle;
-    /* Writers of this mount queue here rather than in SQLite's busy handler. */
-    pthread_mutex_t write_lock;
     rfs_rejects *rejects;
     rfs_hub *hub;
 } rfs_mount;

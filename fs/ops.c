@@ -497,10 +497,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     if ((rc = rfs_pool_get(m, &s, &err)))
         return refuse(req, &pn, name, rc, err.msg, NULL, 0);
     rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
-    pthread_mutex_lock(&m->write_lock);
     rc = cn.kind == RFS_THREAD ? rs_store_create_thread(s, cn.thread_id, sc.user, &err)
                                : rs_store_create_run(s, &t, &err);
-    pthread_mutex_unlock(&m->write_lock);
     if (!rc)
         rc = rfs_view_stat(s, &sc, &cn, &st, &err);
     rfs_pool_put(m, s);
@@ -554,10 +552,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
         return refuse(req, &pn, name, rc, err.msg, NULL, 0);
     int64_t count = 0;
     rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
-    pthread_mutex_lock(&m->write_lock);
     rc = cn.kind == RFS_RUN ? rs_store_delete_run(s, &t, &count, &err)
                             : rs_store_delete_thread(s, cn.thread_id, sc.user, &count, &err);
-    pthread_mutex_unlock(&m->write_lock);
     rfs_pool_put(m, s);
     if (rc)
         return refuse(req, &pn, name, rc, err.msg, NULL, 0);
@@ -772,9 +768,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         rs_store *s;
         rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
         if (!(rc = rfs_pool_get(m, &s, &err))) {
-            pthread_mutex_lock(&m->write_lock);
             rc = rs_store_reserve_singleton(s, &t, cn.name, &err);
-            pthread_mutex_unlock(&m->write_lock);
             rfs_pool_put(m, s);
         }
         if (rc) {
@@ -789,9 +783,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         rs_store *s;
         rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
         if (!(rc = rfs_pool_get(m, &s, &err))) {
-            pthread_mutex_lock(&m->write_lock);
             rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, &err);
-            pthread_mutex_unlock(&m->write_lock);
             rfs_pool_put(m, s);
         }
         if (rc == 0) {
@@ -833,9 +825,7 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
                    .user = handle_user(m, h)};
     rs_buf stored = RS_BUF_INIT;
     rs_placement at;
-    pthread_mutex_lock(&m->write_lock);
     rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
-    pthread_mutex_unlock(&m->write_lock);
     rfs_pool_put(m, s);
     if (!rc) {
         if (h->want_receipt && rs_buf_add(&h->receipt, stored.buf, stored.len))
@@ -920,7 +910,6 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
     rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
                    .user = handle_user(m, h)};
     rs_buf *out = h->want_receipt ? &h->receipt : NULL;
-    pthread_mutex_lock(&m->write_lock);
     if (h->kind == H_SEAL)
         rc = rs_store_seal(s, &t, h->pending.buf, h->pending.len, out, &err);
     else if (h->pending.len == 0)
@@ -932,7 +921,6 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
         rs_store_release_singleton(s, &t, h->node.name);
         h->reserved = 0;
     }
-    pthread_mutex_unlock(&m->write_lock);
     rfs_pool_put(m, s);
     if (rc < 0) {
         if (req)
@@ -1022,9 +1010,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         rs_store *s;
         if (rfs_pool_get(m, &s, NULL) == 0) {
             rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id};
-            pthread_mutex_lock(&m->write_lock);
             rs_store_release_singleton(s, &t, h->node.name);
-            pthread_mutex_unlock(&m->write_lock);
             rfs_pool_put(m, s);
         }
     }

@@ -322,14 +322,33 @@ static void render_value(char *dst, size_t cap, const cJSON *v, int quote_string
 
 static int check(checker *ck, const schema *s, const cJSON *v);
 
-/* Check v at path + seg (".key" or "[i]"), restoring the path after. */
-static int check_sub(checker *ck, const schema *s, const cJSON *v, const char *seg)
+static void path_add(checker *ck, const char *text, size_t n)
+{
+    size_t room = sizeof ck->path - ck->path_len - 1;
+    if (n > room)
+        n = room;
+    memcpy(ck->path + ck->path_len, text, n);
+    ck->path_len += n;
+    ck->path[ck->path_len] = '\0';
+}
+
+/* Check v at path + ".key" (key given) or "[index]", restoring the path after. The path is
+ * kept for the reason of a refusal but built on every node checked: no snprintf here. */
+static int check_sub(checker *ck, const schema *s, const cJSON *v, const char *key, size_t index)
 {
     size_t saved = ck->path_len;
-    size_t room = sizeof ck->path - ck->path_len;
-    int n = snprintf(ck->path + ck->path_len, room, "%s", seg);
-    if (n > 0)
-        ck->path_len += (size_t)n < room ? (size_t)n : room - 1;
+    if (key) {
+        path_add(ck, ".", 1);
+        path_add(ck, key, strlen(key));
+    } else {
+        char digits[24], *d = digits + sizeof digits;
+        *--d = ']';
+        do
+            *--d = (char)('0' + index % 10);
+        while ((index /= 10) > 0);
+        *--d = '[';
+        path_add(ck, d, (size_t)(digits + sizeof digits - d));
+    }
     int rc = check(ck, s, v);
     ck->path_len = saved;
     ck->path[saved] = '\0';
@@ -418,24 +437,16 @@ static int check(checker *ck, const schema *s, const cJSON *v)
                         return CHECK_FAIL(ck, "%s: unexpected field '%s'", path, m->string);
                     ps = s->addl;
                 }
-                if (ps) {
-                    char seg[128];
-                    snprintf(seg, sizeof seg, ".%s", m->string ? m->string : "");
-                    if ((rc = check_sub(ck, ps, m, seg)))
-                        return rc;
-                }
+                if (ps && (rc = check_sub(ck, ps, m, m->string ? m->string : "", 0)))
+                    return rc;
             }
         }
     }
     if (cJSON_IsArray(v) && s->items) {
         size_t i = 0;
         for (const cJSON *e = v->child; e; e = e->next, i++)
-        {
-            char seg[32];
-            snprintf(seg, sizeof seg, "[%zu]", i);
-            if ((rc = check_sub(ck, s->items, e, seg)))
+            if ((rc = check_sub(ck, s->items, e, NULL, i)))
                 return rc;
-        }
     }
     for (size_t i = 0; i < s->n_all_of; i++)
         if ((rc = check(ck, s->all_of[i], v)))

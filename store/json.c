@@ -746,30 +746,39 @@ int rs_utf8_valid(const char *s, size_t len)
     return 1;
 }
 
+/* Just past the closing quote of the string whose body starts at p, or NULL. memchr finds
+ * the candidates; a quote preceded by an odd run of backslashes is escaped. */
+static const char *string_end(const char *p, const char *end)
+{
+    while (p < end) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return NULL;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0)
+            return q + 1;
+        p = q + 1;
+    }
+    return NULL;
+}
+
 /* End of the JSON value at p (tolerant of white space inside containers), or NULL. */
 static const char *skip_value(const char *p, const char *end)
 {
     if (p >= end)
         return NULL;
-    if (*p == '"') {
-        for (p++; p < end; p++) {
-            if (*p == '\\')
-                p++;
-            else if (*p == '"')
-                return p + 1;
-        }
-        return NULL;
-    }
+    if (*p == '"')
+        return string_end(p + 1, end);
     if (*p == '{' || *p == '[') {
         long depth = 0;
         for (; p < end; p++) {
             char c = *p;
             if (c == '"') {
-                for (p++; p < end && *p != '"'; p++)
-                    if (*p == '\\')
-                        p++;
-                if (p >= end)
+                if (!(p = string_end(p + 1, end)))
                     return NULL;
+                p--;
             } else if (c == '{' || c == '[')
                 depth++;
             else if (c == '}' || c == ']') {

@@ -6,6 +6,7 @@
  * allocation across threads, processes and mounts. Statements are prepared once and cached
  * per connection. Reads stream rows through cursors; nothing materialises a run. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +128,20 @@ int sq_exec(rs_backend *b, const char *sql, rs_err *err)
     return 0;
 }
 
+/* Writers of one process queue on this lock rather than in SQLite's busy handler, which
+ * sleeps in steps of milliseconds; other processes still meet at the database lock. Held
+ * from BEGIN to COMMIT or ROLLBACK only, so parsing and rendering run beside a commit. */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int sq_begin(rs_backend *b, rs_err *err)
 {
     if (b->read_only)
         return rs_err_set(err, -EROFS, "the store is read-only");
-    return sq_exec(b, "BEGIN IMMEDIATE", err);
+    pthread_mutex_lock(&write_lock);
+    int rc = sq_exec(b, "BEGIN IMMEDIATE", err);
+    if (rc)
+        pthread_mutex_unlock(&write_lock);
+    return rc;
 }
 
 int sq_commit(rs_backend *b, rs_err *err)
@@ -139,6 +149,7 @@ int sq_commit(rs_backend *b, rs_err *err)
     int rc = sq_exec(b, "COMMIT", err);
     if (rc)
         sq_exec(b, "ROLLBACK", NULL);
+    pthread_mutex_unlock(&write_lock);
     return rc;
 }
 
@@ -146,6 +157,7 @@ void sq_rollback(rs_backend *b)
 {
     if (!sqlite3_get_autocommit(b->db))
         sq_exec(b, "ROLLBACK", NULL);
+    pthread_mutex_unlock(&write_lock);
 }
 
 /* SQLite keeps its own copy: a cursor's statement steps long after the call that bound it,

@@ -41,8 +41,10 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err);
 void sq_stmt_done(rs_backend *b, sqlite3_stmt *st);
 int sq_exec(rs_backend *b, const char *sql, rs_err *err);
-int sq_begin(rs_backend *b, rs_err *err);      /* BEGIN IMMEDIATE; -EROFS when read-only */
-int sq_commit(rs_backend *b, rs_err *err);     /* rolls back when the commit fails */
+/* A write transaction: BEGIN IMMEDIATE (-EROFS when read-only), then exactly one of
+ * sq_commit (which rolls back when the commit fails) or sq_rollback. */
+int sq_begin(rs_backend *b, rs_err *err);
+int sq_commit(rs_backend *b, rs_err *err);
 void sq_rollback(rs_backend *b);
 void sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL */
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
