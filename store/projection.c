@@ -405,6 +405,7 @@ static int facts_load(rs_store *s, const char *thread_id, const char *user, fact
     rs_query q = {
         .thread_id = thread_id,
         .user = user,
+        .category = "trace",     /* both are trace events: the category index finds them */
         .event_types = types,
         .n_event_types = 2,
     };

@@ -169,6 +169,7 @@ typedef struct rs_query {
     const char *run_id;          /* NULL: the whole thread */
     const char *user;
     int messages_only;           /* category = 'message' */
+    const char *category;        /* only this category (lets a type filter use an index) */
     const char *const *event_types;  /* NULL: any type; else n_event_types names */
     size_t n_event_types;
     const char *task_id;         /* metadata.task_id equals this string */

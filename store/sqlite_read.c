@@ -30,6 +30,8 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
         rc |= rs_buf_addstr(sql, " AND e.user_id = ?3");
     if (q->messages_only)
         rc |= rs_buf_addstr(sql, " AND e.category = 'message'");
+    if (q->category)
+        rc |= rs_buf_addstr(sql, " AND e.category = ?8");
     if (q->task_id)
         rc |= rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4");
     if (q->after_seq > 0)
@@ -65,6 +67,8 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
         sqlite3_bind_int64(st, 6, q->before_seq);
     if (q->limit > 0)
         sqlite3_bind_int64(st, 7, q->limit);
+    if (q->category)
+        sq_bind_text(st, 8, q->category);
     for (size_t i = 0; q->event_types && i < q->n_event_types; i++)
         sq_bind_text(st, (int)(10 + i), q->event_types[i]);
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
@@ -179,11 +183,13 @@ int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, in
 
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err)
 {
+    /* Newest first along the run's message rows: the first visible AI row answers, so
+     * this reads a few index entries, not the run. */
     static const char sql[] =
-        "SELECT MAX(seq) FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+        "SELECT seq FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
         "AND category = 'message' AND event_type IN ('llm.ai.response', 'ai_message') "
         "AND NOT (coalesce(json_extract(event_metadata, '$.\"caller\"'), '') LIKE 'middleware:%') "
-        "AND (?3 IS NULL OR user_id = ?3)";
+        "AND (?3 IS NULL OR user_id = ?3) ORDER BY seq DESC LIMIT 1";
     sqlite3_stmt *st;
     int rc = sq_stmt_get(b, sql, &st, err);
     if (rc)
@@ -192,13 +198,12 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
     sq_bind_text(st, 2, t->run_id);
     sq_bind_text(st, 3, t->user);
     int src = sqlite3_step(st);
-    int have = src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
-    if (have)
+    if (src == SQLITE_ROW)
         *seq = sqlite3_column_int64(st, 0);
     sq_stmt_done(b, st);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         return sq_fail(b, src, err, "last visible ai");
-    return have ? 0 : -ENOENT;
+    return src == SQLITE_ROW ? 0 : -ENOENT;
 }
 
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
