@@ -147,8 +147,10 @@ int sq_begin(rs_backend *b, rs_err *err)
 int sq_commit(rs_backend *b, rs_err *err)
 {
     int rc = sq_exec(b, "COMMIT", err);
-    if (rc)
+    if (rc) {
         sq_exec(b, "ROLLBACK", NULL);
+        b->seen_version = -1;
+    }
     pthread_mutex_unlock(&write_lock);
     return rc;
 }
@@ -157,6 +159,7 @@ void sq_rollback(rs_backend *b)
 {
     if (!sqlite3_get_autocommit(b->db))
         sq_exec(b, "ROLLBACK", NULL);
+    b->seen_version = -1;   /* what this transaction indexed is gone with it */
     pthread_mutex_unlock(&write_lock);
 }
 
@@ -273,6 +276,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if (!b)
         return rs_err_set(err, -ENOMEM, "out of memory");
     b->sql = (rs_buf)RS_BUF_INIT;
+    b->seen_version = -1;
     b->pid = (long)getpid();
     b->read_only = opt->read_only;
     b->path = strdup(uri);

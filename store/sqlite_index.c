@@ -391,10 +391,18 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
 
 int sq_catch_up(rs_backend *b, rs_err *err)
 {
-    int needed = 0;
-    int rc = sq_needs_catch_up(b, &needed, err);
-    if (rc || !needed)
+    /* Nobody else committed since this connection last looked: nothing new to index (our
+     * own commits leave data_version alone and index as they go). */
+    int64_t version = -1;
+    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    if (rc || (version == b->seen_version && version >= 0))
         return rc;
+    int needed = 0;
+    if ((rc = sq_needs_catch_up(b, &needed, err)) || !needed) {
+        if (!rc)
+            b->seen_version = version;
+        return rc;
+    }
     /* Threads others deleted from: recomputed whole. */
     for (;;) {
         sqlite3_stmt *st;
@@ -434,7 +442,9 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
         rc = sq_fail(b, src, err, "catch up");
     sq_stmt_done(b, st);
-    return rc ? rc : meta_set(b, "indexed_id", max_id, err);
+    if (!rc && !(rc = meta_set(b, "indexed_id", max_id, err)))
+        b->seen_version = version;
+    return rc;
 }
 
 /* ---- reading a log ---- */

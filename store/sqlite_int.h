@@ -27,6 +27,7 @@ struct rs_backend {
     long pid;
     sq_stmt_slot cache[SQ_STMT_CACHE];
     rs_buf sql;                  /* scratch for built statements */
+    int64_t seen_version;        /* data_version when this connection last caught up */
 };
 
 /* The columns every row query selects, in rs_row order (see sq_row). */
