@@ -94,8 +94,9 @@ typedef struct rs_record {
     const char *user_id;         /* NULL when the row has no owner */
     const char *line;            /* canonical JSON line, '\n'-terminated */
     size_t line_len;
-    int64_t run_off;             /* byte offset of line in the run's events.jsonl */
-    int64_t thread_off;          /* byte offset of line in the thread's events.jsonl */
+    int64_t run_off;             /* byte offset of line in the run's events.jsonl, from a
+                                  * cursor of rs_store_log_seek on that run; else -1 */
+    int64_t thread_off;          /* likewise for the thread's events.jsonl */
 } rs_record;
 
 /* Next record: 1 with *out set (valid until the next call), 0 at the end, <0 on error. */
