@@ -665,8 +665,12 @@ static void *hub_main(void *arg)
         int foreign = rs_store_data_version(hub->store, &version) == 0 &&
                       version != hub->data_version;
         hub->data_version = version;
-        if (foreign || overflow)
+        if (foreign || overflow) {
+            /* Rows DeerFlow (or any non-runfs writer) added or deleted get indexed now, so
+             * the logs show them without waiting for runfs's next write. */
+            rs_store_refresh(hub->store, NULL);
             sync_logs(m, NULL);
+        }
 
         /* The kernel knows: writers waiting in request_round may return; followers are
          * served after, so a slow reader never holds up a write(). */

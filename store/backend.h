@@ -35,6 +35,7 @@ typedef struct rs_backend_ops {
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
+    int (*refresh)(rs_backend *b, rs_err *err);
 
     /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user. With
      * if_absent (n == 1): when a row with the same (thread, run, event_type) exists, store

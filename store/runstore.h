@@ -81,6 +81,10 @@ const char *rs_store_contract_text(const rs_store *s, size_t *len);
 /* A number that changes whenever any connection (any process) commits to the store. */
 int rs_store_data_version(rs_store *s, int64_t *version);
 
+/* Index rows another program (DeerFlow) added to or deleted from the database since this
+ * store last looked; a read-only probe when there is nothing to do. */
+int rs_store_refresh(rs_store *s, rs_err *err);
+
 /* A store is used by one thread at a time. Threads of one process share nothing:
  * each opens its own rs_store on the same uri (WAL lets readers run beside a writer). */
 

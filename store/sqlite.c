@@ -376,6 +376,21 @@ static int sq_data_version(rs_backend *b, int64_t *version)
     return sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, NULL);
 }
 
+static int sq_refresh(rs_backend *b, rs_err *err)
+{
+    int needed = 0;
+    int rc = sq_needs_catch_up(b, &needed, err);
+    if (rc || !needed)
+        return rc;
+    if ((rc = sq_begin(b, err)))
+        return rc;
+    if ((rc = sq_catch_up(b, err))) {
+        sq_rollback(b);
+        return rc;
+    }
+    return sq_commit(b, err);
+}
+
 static int cursor_next(rs_cursor *base, const rs_record **out)
 {
     sq_cursor *c = (sq_cursor *)base;
@@ -452,6 +467,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .open = sq_open,
     .close = sq_close,
     .data_version = sq_data_version,
+    .refresh = sq_refresh,
     .put = sq_put,
     .reserve = sq_reserve,
     .release = sq_release,

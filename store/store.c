@@ -81,6 +81,11 @@ const char *rs_store_contract_text(const rs_store *s, size_t *len)
     return rs_contract_text(s->contract, len);
 }
 
+int rs_store_refresh(rs_store *s, rs_err *err)
+{
+    return s->opt.read_only ? 0 : s->ops->refresh(s->be, err);
+}
+
 int rs_store_data_version(rs_store *s, int64_t *version)
 {
     return s->ops->data_version(s->be, version);
