@@ -61,7 +61,8 @@ int rfs_rejects_new(rfs_rejects **out);
 void rfs_rejects_free(rfs_rejects *r);
 void rfs_rejects_add(rfs_rejects *r, long pid, long uid, const char *path, int code,
                      const char *reason, const char *data, size_t len);
-int rfs_rejects_render(rfs_rejects *r, rs_buf *out);
+/* The refusals of uid only_uid (-1: all of them). */
+int rfs_rejects_render(rfs_rejects *r, long only_uid, rs_buf *out);
 
 /* ---- log lines (stderr in the foreground, syslog when daemonised) ---- */
 void rfs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -108,10 +108,13 @@ static int status_extra(void *ctx, rs_buf *out)
     return rc ? rc : rs_buf_addch(out, '}');
 }
 
-static int rejects_doc(void *ctx, rs_buf *out)
+/* Where each uid is its own owner, a caller sees only its own refusals (they quote paths
+ * and data). */
+static int rejects_doc(void *ctx, const char *user, rs_buf *out)
 {
     rfs_mount *m = ctx;
-    return rfs_rejects_render(m->rejects, out);
+    long only_uid = m->opt.user_from_uid && user ? strtol(user, NULL, 10) : -1;
+    return rfs_rejects_render(m->rejects, only_uid, out);
 }
 
 /* A request's scope with the mount-only documents wired in. */
@@ -176,9 +179,12 @@ static void fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uin
     a->st_atim = a->st_mtim;
 }
 
-static double attr_timeout(rfs_kind kind)
+/* The kernel's name and attribute caches are shared by every caller of a mount: where each
+ * uid is its own owner, nothing may be cached, or one uid would see what another looked
+ * up. */
+static double attr_timeout(const rfs_mount *m, rfs_kind kind)
 {
-    return rfs_node_is_dir(kind) ? DIR_TIMEOUT : 0.0;
+    return rfs_node_is_dir(kind) && !m->opt.user_from_uid ? DIR_TIMEOUT : 0.0;
 }
 
 /* Stat a node with a pooled store. */
@@ -198,8 +204,10 @@ static int node_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *er
 }
 
 /* Names whose existence changes under the kernel's feet are looked up every time. */
-static double entry_timeout(rfs_kind kind)
+static double entry_timeout(const rfs_mount *m, rfs_kind kind)
 {
+    if (m->opt.user_from_uid)
+        return 0.0;
     switch (kind) {
     case RFS_T_SINCE: case RFS_R_SINCE: case RFS_T_MSGSEQ: case RFS_T_AIRUN:
     case RFS_R_ONCE: case RFS_R_SEAL: case RFS_R_LASTAI:
@@ -219,9 +227,9 @@ static int reply_entry_for(fuse_req_t req, const rfs_node *n, const rfs_stat *st
     if (rc)
         return fuse_reply_err(req, -rc);
     e.ino = ino;
-    e.attr_timeout = attr_timeout(n->kind);
+    e.attr_timeout = attr_timeout(m, n->kind);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
-    e.entry_timeout = entry_timeout(n->kind);
+    e.entry_timeout = entry_timeout(m, n->kind);
     fill_attr(req, n, st, ino, &e.attr);
     if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG)
         rfs_itable_set_size(m->inodes, ino, st->size);
@@ -314,7 +322,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     struct stat a;
     fill_attr(req, &n, &st, ino, &a);
-    fuse_reply_attr(req, &a, attr_timeout(n.kind));
+    fuse_reply_attr(req, &a, attr_timeout(m, n.kind));
 }
 
 static int writable_mount(fuse_req_t req, const rfs_node *n, const char *leaf)
@@ -682,6 +690,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
             return refuse(req, &n, NULL, -EEXIST, "the run is already sealed", NULL, 0);
         if (n.kind != RFS_R_EVENTS && n.kind != RFS_R_ONCE)
             return refuse(req, &n, NULL, -EPERM, "this file is a read-only view", NULL, 0);
+        /* The inode may have been looked up by another owner: writing needs the run to be
+         * this caller's. */
+        rfs_node run = n;
+        run.kind = RFS_RUN;
+        run.name[0] = '\0';
+        rfs_stat rst;
+        rs_err rerr = {0};
+        int vrc = node_stat(req, &run, &rst, &rerr);
+        if (vrc)
+            return (void)fuse_reply_err(req, -vrc);
         h = handle_new(req, n.kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, &n);
         if (!h)
             return (void)fuse_reply_err(req, ENOMEM);
@@ -719,7 +737,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fi->direct_io = 1;
         fi->nonseekable = 1;
         rfs_hub_follow_add(m, &h->follow);
-    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !log_is_live(m, &n, h->reader)) {
+    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
+               !log_is_live(m, &n, h->reader)) {
         /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
          * no size for the kernel to read up to; and while a log grows, the kernel's idea of
          * its size moves with each write() by the bytes written, not by the longer lines
@@ -802,7 +821,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return (void)fuse_reply_err(req, -rc);
     }
     e.ino = ino;
-    e.entry_timeout = entry_timeout(cn.kind);
+    e.entry_timeout = entry_timeout(m, cn.kind);
     rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = now_ns(), .ctime_ns = now_ns()};
     fill_attr(req, &cn, &fst, ino, &e.attr);
     rfs_itable_hold(m->inodes, ino, 1);

@@ -16,6 +16,7 @@
 struct rfs_rejects {
     pthread_mutex_t lock;
     rs_buf lines[REJECTS_KEPT];
+    long uids[REJECTS_KEPT];     /* who was refused: a caller sees only its own */
     size_t next;
     size_t count;
 };
@@ -90,20 +91,22 @@ void rfs_rejects_add(rfs_rejects *r, long pid, long uid, const char *path, int c
     pthread_mutex_lock(&r->lock);
     rs_buf_release(&r->lines[r->next]);
     r->lines[r->next] = line;
+    r->uids[r->next] = uid;
     r->next = (r->next + 1) % REJECTS_KEPT;
     if (r->count < REJECTS_KEPT)
         r->count++;
     pthread_mutex_unlock(&r->lock);
 }
 
-int rfs_rejects_render(rfs_rejects *r, rs_buf *out)
+int rfs_rejects_render(rfs_rejects *r, long only_uid, rs_buf *out)
 {
     int rc = 0;
     pthread_mutex_lock(&r->lock);
     size_t start = (r->next + REJECTS_KEPT - r->count) % REJECTS_KEPT;
     for (size_t i = 0; !rc && i < r->count; i++) {
-        const rs_buf *l = &r->lines[(start + i) % REJECTS_KEPT];
-        rc = rs_buf_add(out, l->buf, l->len);
+        size_t k = (start + i) % REJECTS_KEPT;
+        if (only_uid < 0 || r->uids[k] == only_uid)
+            rc = rs_buf_add(out, r->lines[k].buf, r->lines[k].len);
     }
     pthread_mutex_unlock(&r->lock);
     return rc;

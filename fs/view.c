@@ -48,10 +48,12 @@ static int put_number(rs_buf *out, int64_t v)
     return rs_buf_addf(out, "%lld\n", (long long)v);
 }
 
+/* The counts are the caller's: what its owner and the mount's thread let it see (store
+ * totals would say how much other owners have). */
 static int render_status(rs_store *s, const rfs_scope *sc, rs_buf *out, rs_err *err)
 {
     rs_stats st;
-    int rc = rs_store_stats(s, &st, err);
+    int rc = rs_store_stats(s, sc->user, sc->only_thread, &st, err);
     if (rc)
         return rc;
     rc = rs_buf_addstr(out, "{\"backend\":");
@@ -104,7 +106,7 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_STATUS:
         return render_status(s, sc, out, err);
     case RFS_REJECTS:
-        return sc->rejects ? sc->rejects(sc->ctx, out) : 0;
+        return sc->rejects ? sc->rejects(sc->ctx, sc->user, out) : 0;
     case RFS_T_COUNT:
         rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
         return rc ? rc : put_number(out, v);

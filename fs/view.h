@@ -16,7 +16,7 @@ typedef struct rfs_scope {
     int64_t mount_ns;            /* times for nodes with no store time */
     /* Mount-only documents; NULL in `runfs cat`. */
     int (*status_extra)(void *ctx, rs_buf *out);   /* more "key":value pairs, no braces */
-    int (*rejects)(void *ctx, rs_buf *out);
+    int (*rejects)(void *ctx, const char *user, rs_buf *out);   /* user: the caller's owner */
     void *ctx;
 } rfs_scope;
 

@@ -65,7 +65,8 @@ typedef struct rs_backend_ops {
      * first when newest), for identity scans; raw content text through the cursor's row. */
     int (*message_objects)(rs_backend *b, const char *thread_id, const char *user, int newest,
                            const char *like, rs_cursor **out, rs_err *err);
-    int (*stats)(rs_backend *b, rs_stats *out, rs_err *err);
+    int (*stats)(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
+                 rs_err *err);
 
     /* Seals (runfs_seal). seal_insert: -EEXIST when the run is sealed already, -EAGAIN when
      * the run no longer has exactly row->event_count rows with seq <= row->upper_seq (the

@@ -240,7 +240,9 @@ typedef struct rs_stats {
     int64_t runs;
     int64_t events;
 } rs_stats;
-int rs_store_stats(rs_store *s, rs_stats *out, rs_err *err);
+/* user / thread_id (either may be NULL): count only what that owner, that thread, sees. */
+int rs_store_stats(rs_store *s, const char *user, const char *thread_id, rs_stats *out,
+                   rs_err *err);
 
 /* ---- projections, receipts and seals (spec sections 7 and 10) ---------------------------- */
 

@@ -77,7 +77,8 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_meta SET value = old.id - 1 WHERE key = 'indexed_id' AND value >= old.id;\n"
     "END;\n"
     /* Singletons: types written through put_if_absent, and names reserved by an exclusive
-     * create that has not committed yet (pid: the holder, to clear after a crash). */
+     * create that has not committed yet (pid and its start time: the holder, to clear after
+     * a crash even when the pid was reused). */
     "CREATE TABLE IF NOT EXISTS runfs_once (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
     "  PRIMARY KEY (thread_id, run_id, event_type)\n"
@@ -85,6 +86,7 @@ static const char rs_schema_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_hold (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
     "  pid INTEGER NOT NULL,\n"
+    "  started INTEGER NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY (thread_id, run_id, event_type)\n"
     ") WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS runfs_seal (\n"

@@ -36,7 +36,9 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
     case SQLITE_LOCKED: code = -EBUSY; break;
     case SQLITE_NOMEM: code = -ENOMEM; break;
     case SQLITE_CONSTRAINT: code = -EEXIST; break;
-    case SQLITE_CANTOPEN: code = sys == EACCES ? -EACCES : -ENOENT; break;
+    case SQLITE_CANTOPEN:
+        code = sys == EACCES || sys == ENOSPC || sys == EROFS ? -sys : -ENOENT;
+        break;
     case SQLITE_IOERR: code = sys == ENOSPC ? -ENOSPC : -EIO; break;
     default: code = -EIO; break;
     }
@@ -248,23 +250,50 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, rs_err *err)
     return 0;
 }
 
+int64_t sq_process_start(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ...": comm may hold spaces and parens, so start after the last ')'.
+     * starttime is field 22, the 20th after the state. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return -1;
+    p += 2;
+    for (int field = 3; field < 22 && p; field++)
+        if ((p = strchr(p, ' ')))
+            p++;
+    return p ? strtoll(p, NULL, 10) : -1;
+}
+
+/* Reservations whose holder died (or is a zombie, or whose pid now names another process). */
 static void clear_stale_holds(rs_backend *b)
 {
     sqlite3_stmt *st;
-    if (sq_stmt_get(b, "SELECT DISTINCT pid FROM runfs_hold", &st, NULL))
+    if (sq_stmt_get(b, "SELECT DISTINCT pid, started FROM runfs_hold", &st, NULL))
         return;
-    long dead[32];
+    struct { long pid; int64_t started; } dead[32];
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW && n < 32) {
         long pid = (long)sqlite3_column_int64(st, 0);
-        if (pid > 0 && kill((pid_t)pid, 0) == -1 && errno == ESRCH)
-            dead[n++] = pid;
+        int64_t started = sqlite3_column_int64(st, 1);
+        if (sq_process_start(pid) != started) {
+            dead[n].pid = pid;
+            dead[n++].started = started;
+        }
     }
     sq_stmt_done(b, st);
     for (int i = 0; i < n; i++) {
-        if (sq_stmt_get(b, "DELETE FROM runfs_hold WHERE pid = ?", &st, NULL))
+        if (sq_stmt_get(b, "DELETE FROM runfs_hold WHERE pid = ? AND started = ?", &st, NULL))
             return;
-        sqlite3_bind_int64(st, 1, dead[i]);
+        sqlite3_bind_int64(st, 1, dead[i].pid);
+        sqlite3_bind_int64(st, 2, dead[i].started);
         sqlite3_step(st);
         sq_stmt_done(b, st);
     }
@@ -278,6 +307,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->pid = (long)getpid();
+    b->started = sq_process_start(b->pid);
     b->read_only = opt->read_only;
     b->path = strdup(uri);
     int rc = -ENOMEM;
@@ -302,8 +332,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if (src != SQLITE_OK) {
         rc = sqlite3_errcode(b->db) == SQLITE_NOTADB
                  ? rs_err_set(err, -EINVAL, "%s is not a SQLite database", uri)
-                 : rs_err_set(err, -EIO, "cannot open store %s: %s", uri,
-                              msg ? msg : sqlite3_errstr(src));
+                 : rs_err_set(err, sq_fail(b, sqlite3_extended_errcode(b->db), NULL, "open"),
+                              "cannot open store %s: %s", uri, msg ? msg : sqlite3_errstr(src));
         sqlite3_free(msg);
         goto fail;
     }

@@ -28,6 +28,7 @@ struct rs_backend {
     sq_stmt_slot cache[SQ_STMT_CACHE];
     rs_buf sql;                  /* scratch for built statements */
     int64_t seen_version;        /* data_version when this connection last caught up */
+    int64_t started;             /* this process's start time (reservations name it) */
 };
 
 /* The columns every row query selects, in rs_row order (see sq_row). */
@@ -52,6 +53,8 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL 
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
            int *found, rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);
+/* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie. */
+int64_t sq_process_start(long pid);
 /* A cursor over st's rows (SQ_ROW_COLUMNS first). log: 0 for a plain query, 1 for a run's
  * log and 2 for a thread's, whose rows start at byte start_off and get offsets; lines that
  * end at or before skip_to are passed over. */
@@ -116,7 +119,8 @@ int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, in
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);
-int sq_stats(rs_backend *b, rs_stats *out, rs_err *err);
+int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
+             rs_err *err);
 int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
 int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),

@@ -228,14 +228,28 @@ int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, i
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
 
-int sq_stats(rs_backend *b, rs_stats *out, rs_err *err)
+int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
+             rs_err *err)
 {
     memset(out, 0, sizeof *out);
+    /* ?1 owner ('' for rows without one; NULL: every owner), ?2 thread (NULL: all). */
+    static const char sql[] =
+        "SELECT (SELECT count(*) FROM runfs_thread t WHERE (?2 IS NULL OR t.thread_id = ?2) AND "
+        "(?1 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key "
+        "AND o.run_key = 0 AND o.user = ?1))), "
+        "(SELECT count(*) FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
+        "WHERE (?2 IS NULL OR t.thread_id = ?2) AND (?1 IS NULL OR EXISTS (SELECT 1 FROM "
+        "runfs_owner o WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND "
+        "o.user = ?1))), "
+        "CASE WHEN ?1 IS NULL THEN (SELECT coalesce(sum(count), 0) FROM runfs_thread WHERE "
+        "?2 IS NULL OR thread_id = ?2) ELSE (SELECT count(*) FROM run_events WHERE user_id = ?1 "
+        "AND (?2 IS NULL OR thread_id = ?2)) END";
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT (SELECT count(*) FROM runfs_thread), (SELECT count(*) FROM "
-                         "runfs_run), (SELECT coalesce(sum(count), 0) FROM runfs_thread)", &st, err);
+    int rc = sq_stmt_get(b, sql, &st, err);
     if (rc)
         return rc;
+    sq_bind_text(st, 1, user);
+    sq_bind_text(st, 2, thread_id);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
         out->threads = sqlite3_column_int64(st, 0);

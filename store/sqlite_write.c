@@ -68,21 +68,41 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
     return rc;
 }
 
+/* Another live writer holds the reservation of this identity? A holder that died (or whose
+ * pid was reused) loses it here, so a crashed daemon never blocks a run's terminal event. */
 static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
                       rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT pid FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                         "AND event_type = ?", &st, err);
+    int rc = sq_stmt_get(b, "SELECT pid, started FROM runfs_hold WHERE thread_id = ? "
+                            "AND run_id = ? AND event_type = ?", &st, err);
     if (rc)
         return rc;
     sq_bind_text(st, 1, t->thread_id);
     sq_bind_text(st, 2, t->run_id);
     sq_bind_text(st, 3, event_type);
     int src = sqlite3_step(st);
-    *other = src == SQLITE_ROW && sqlite3_column_int64(st, 0) != b->pid;
+    long pid = src == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
+    int64_t started = src == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
     sq_stmt_done(b, st);
-    return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return sq_fail(b, src, err, "reservation");
+    *other = 0;
+    if (src == SQLITE_DONE || pid == b->pid)
+        return 0;
+    if (sq_process_start(pid) == started) {
+        *other = 1;
+        return 0;
+    }
+    if ((rc = sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
+                             "AND event_type = ?", &st, err)))
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
 }
 
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
@@ -231,14 +251,18 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
         rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
         goto fail;
     }
+    int other = 0;
+    if ((rc = hold_check(b, t, event_type, &other, err)))
+        goto fail;
     sqlite3_stmt *st;
-    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid) "
-                          "VALUES (?, ?, ?, ?)", &st, err)))
+    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, "
+                             "started) VALUES (?, ?, ?, ?, ?)", &st, err)))
         goto fail;
     sq_bind_text(st, 1, t->thread_id);
     sq_bind_text(st, 2, t->run_id);
     sq_bind_text(st, 3, event_type);
     sqlite3_bind_int64(st, 4, b->pid);
+    sqlite3_bind_int64(st, 5, b->started);
     int src = sqlite3_step(st);
     sq_stmt_done(b, st);
     if (src != SQLITE_DONE) {

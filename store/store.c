@@ -571,7 +571,8 @@ int rs_store_latest_ai_run(rs_store *s, const char *thread_id, const char *user,
     return rc ? rc : f.rc;
 }
 
-int rs_store_stats(rs_store *s, rs_stats *out, rs_err *err)
+int rs_store_stats(rs_store *s, const char *user, const char *thread_id, rs_stats *out,
+                   rs_err *err)
 {
-    return s->ops->stats(s->be, out, err);
+    return s->ops->stats(s->be, user, thread_id, out, err);
 }

@@ -175,7 +175,6 @@ crash_trial() {
 }
 
 @test "kill -9 while a once/ create is open: after the remount the singleton can still be written" {
-  skip "BUG: the dead daemon's runfs_hold row survives: clear_stale_holds (store/sqlite.c) runs only when a connection opens and counts a zombie (kill(pid, 0) == 0) as alive; hold_check/sq_reserve (store/sqlite_write.c) never re-check the holder"
   local R=$MNT/threads/t1/runs/r1
   mkdir -p "$R"
   ev_start >> "$R/events.jsonl"

@@ -1714,10 +1714,19 @@ static void test_byte_offsets(void **state)
     /* stats */
     rs_stats st;
     rs_err err = {0};
-    assert_int_equal(rs_store_stats(fx.s, &st, &err), 0);
+    assert_int_equal(rs_store_stats(fx.s, NULL, NULL, &st, &err), 0);
     assert_int_equal(st.threads, 1);
     assert_int_equal(st.runs, 2);
     assert_int_equal(st.events, 10);
+    /* scoped: bob sees his one run and event; a thread scope counts that thread only */
+    assert_int_equal(rs_store_stats(fx.s, "bob", NULL, &st, &err), 0);
+    assert_int_equal(st.threads, 1);
+    assert_int_equal(st.runs, 1);
+    assert_int_equal(st.events, 1);
+    assert_int_equal(rs_store_stats(fx.s, "carol", NULL, &st, &err), 0);
+    assert_int_equal(st.threads + st.runs + st.events, 0);
+    assert_int_equal(rs_store_stats(fx.s, NULL, "nope", &st, &err), 0);
+    assert_int_equal(st.threads + st.runs + st.events, 0);
 }
 
 /* ---- empty threads and runs (mkdir) -------------------------------------------------------------- */
