@@ -68,6 +68,28 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
     return rc;
 }
 
+/* Run a statement about one singleton identity: ?1 thread, ?2 run, ?3 event type, ?4 this
+ * process (a statement need not use them all). */
+static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
+                         const char *event_type, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, sql, &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, t->thread_id);
+    sq_bind_text(st, 2, t->run_id);
+    sq_bind_text(st, 3, event_type);
+    sqlite3_bind_int64(st, 4, b->pid);
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "singleton");
+}
+
+static const char forget_own_hold[] =
+    "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 AND event_type = ?3 "
+    "AND pid = ?4";
+
 /* Another live writer holds the reservation of this identity? A holder that died (or whose
  * pid was reused) loses it here, so a crashed daemon never blocks a run's terminal event. */
 static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
@@ -94,41 +116,16 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
         *other = 1;
         return 0;
     }
-    if ((rc = sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                             "AND event_type = ?", &st, err)))
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
+    return identity_exec(b, "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 "
+                            "AND event_type = ?3", t, event_type, err);
 }
 
+/* The identity was written through put_if_absent: list it under once/, drop our hold. */
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type) "
-                         "VALUES (?, ?, ?)", &st, err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE)
-        return sq_fail(b, src, err, "singleton");
-    if ((rc = sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                          "AND event_type = ? AND pid = ?", &st, err)))
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    sqlite3_bind_int64(st, 4, b->pid);
-    src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "reservation");
+    int rc = identity_exec(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type) "
+                              "VALUES (?1, ?2, ?3)", t, event_type, err);
+    return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
 static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, int64_t seq,
@@ -279,16 +276,8 @@ fail:
 
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type)
 {
-    sqlite3_stmt *st;
-    if (b->read_only || sq_stmt_get(b, "DELETE FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                                    "AND event_type = ? AND pid = ?", &st, NULL))
-        return 0;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    sqlite3_bind_int64(st, 4, b->pid);
-    sqlite3_step(st);
-    sq_stmt_done(b, st);
+    if (!b->read_only)
+        identity_exec(b, forget_own_hold, t, event_type, NULL);
     return 0;
 }
 
