@@ -12,6 +12,7 @@ typedef struct entry {
     uint64_t nlookup;
     int64_t size;
     int holds;
+    int cached;
     rfs_node node;
 } entry;
 
@@ -217,4 +218,22 @@ void rfs_itable_each(rfs_itable *t, rfs_kind kind,
             if (e->node.kind == kind)
                 fn(ctx, e->ino, &e->node, e->size);
     pthread_mutex_unlock(&t->lock);
+}
+
+void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino)
+{
+    pthread_mutex_lock(&t->lock);
+    entry *e = find(t, ino);
+    if (e)
+        e->cached = 1;
+    pthread_mutex_unlock(&t->lock);
+}
+
+int rfs_itable_cached(rfs_itable *t, uint64_t ino)
+{
+    pthread_mutex_lock(&t->lock);
+    entry *e = find(t, ino);
+    int cached = e && e->cached;
+    pthread_mutex_unlock(&t->lock);
+    return cached;
 }

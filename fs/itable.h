@@ -34,6 +34,11 @@ int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size);
 void rfs_itable_hold(rfs_itable *t, uint64_t ino, int delta);
 int rfs_itable_holds(rfs_itable *t, uint64_t ino);
 
+/* Logs: the kernel may hold pages of ino (it was opened through the page cache once);
+ * only then must an append wait for the kernel's copy to be invalidated. */
+void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino);
+int rfs_itable_cached(rfs_itable *t, uint64_t ino);
+
 /* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
 void rfs_itable_each(rfs_itable *t, rfs_kind kind,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),

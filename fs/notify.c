@@ -547,7 +547,8 @@ static void tail_changed(rfs_mount *m, uint64_t ino, int64_t observed, int64_t s
 {
     if (observed < 0 || observed == size)
         return;
-    fuse_lowlevel_notify_inval_inode(m->se, ino, size < observed ? 0 : observed, 0);
+    if (rfs_itable_cached(m->inodes, ino))
+        fuse_lowlevel_notify_inval_inode(m->se, ino, size < observed ? 0 : observed, 0);
     rfs_itable_set_size(m->inodes, ino, size);
 }
 
@@ -762,15 +763,15 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
-    /* Only readers holding cached pages need the invalidation before write() returns. */
+    /* Only a log the kernel may hold pages of needs the invalidation before write()
+     * returns; otherwise the hub just wakes followers. */
     rfs_node n = {.kind = RFS_T_EVENTS};
     snprintf(n.thread_id, sizeof n.thread_id, "%s", thread_id);
-    int64_t t_size = -1, r_size = -1;
-    rfs_itable_known_size(m->inodes, rfs_itable_ino_of(&n), &t_size);
+    int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(&n));
     if (run_id) {
         n.kind = RFS_R_EVENTS;
         snprintf(n.run_id, sizeof n.run_id, "%s", run_id);
-        rfs_itable_known_size(m->inodes, rfs_itable_ino_of(&n), &r_size);
+        wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(&n));
     }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < QUEUE_MAX) {
@@ -785,7 +786,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     } else {
         hub->overflow = 1;
     }
-    request_round(hub, t_size >= 0 || r_size >= 0);
+    request_round(hub, wait || deleted);
     pthread_mutex_unlock(&hub->lock);
 }
 

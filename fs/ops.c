@@ -316,7 +316,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         rfs_itable_known_size(m->inodes, ino, &known);
         /* Another process appended: the kernel gets the new tail before it learns the new
          * size, so no reader sees a stale page past the old end. */
-        if (known >= 0 && known != st.size)
+        if (known >= 0 && known != st.size && rfs_itable_cached(m->inodes, ino))
             rfs_hub_sync(m, ino);
         rfs_itable_set_size(m->inodes, ino, st.size);
     }
@@ -744,6 +744,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * its size moves with each write() by the bytes written, not by the longer lines
          * stored, so a cached read could end mid-line: a live log is read from the daemon. */
         fi->keep_cache = 1;
+        rfs_itable_mark_cached(m->inodes, ino);
     } else {
         fi->direct_io = 1;
     }

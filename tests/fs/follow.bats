@@ -258,8 +258,11 @@ os.execvp("cat", ["cat", sys.argv[1]])' "$RUN/follow.jsonl" > "$WORK/a" 3>&- &
   done
   wait_for 5 bash -c "[ \$(ls /proc/$pid/fd | wc -l) -eq $fds ]" ||
     fail "fds: $fds before, $(count_fds) after"
-  wait_for 5 bash -c "[ \$(awk '/^Threads:/ {print \$2}' /proc/$pid/status) -le $threads ]" ||
-    fail "threads: $threads before, $(count_threads) after"
+  # libfuse keeps up to 8 idle workers (mount.c) besides the main and hub threads: below
+  # that the count says nothing about a leak, so the bound is the larger of the two.
+  local cap=$(( threads > 11 ? threads : 11 ))
+  wait_for 5 bash -c "[ \$(awk '/^Threads:/ {print \$2}' /proc/$pid/status) -le $cap ]" ||
+    fail "threads: $threads before (cap $cap), $(count_threads) after"
   # The mount still follows.
   follow_bg "$RUN/follow.jsonl" "$WORK/after"
   wait_for 5 has_lines "$WORK/after" 4
