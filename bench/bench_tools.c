@@ -3,6 +3,8 @@
  *                                   p50/p99/max latency in microseconds
  *   bench_tools fill STORE THREAD RUN N [BATCH]   put N realistic events straight into a store
  *   bench_tools jsonl N             print N realistic event lines (input for cat >>, runfs put)
+ *   bench_tools tail STORE THREAD RUN   the store's side of `tail -n 20`: seek near the end of
+ *                                   the run's log and read its last 20 lines; median of 50
  *   bench_tools plain DB FILE       insert a JSONL file's lines into DeerFlow's table with plain
  *                                   prepared statements (one transaction per 1 MiB, like a
  *                                   write() through the mount); prints events/s */
@@ -176,6 +178,40 @@ static int cmd_plain(const char *dbpath, const char *file)
     return 0;
 }
 
+static int cmd_tail(const char *store, const char *thread, const char *run)
+{
+    rs_store *s;
+    rs_err err = {0};
+    rs_options opt = {.read_only = 1};
+    if (rs_store_open(&s, store, &opt, &err)) {
+        fprintf(stderr, "tail: %s\n", err.msg);
+        return 1;
+    }
+    double us[50];
+    long lines = 0;
+    for (int i = 0; i < 50; i++) {
+        double t0 = now_us();
+        rs_log_info info;
+        rs_cursor *c;
+        if (rs_store_log_info(s, thread, run, NULL, &info, &err) ||
+            rs_store_log_seek(s, thread, run, info.size > 20000 ? info.size - 20000 : 0, &c,
+                              &err)) {
+            fprintf(stderr, "tail: %s\n", err.msg);
+            return 1;
+        }
+        const rs_record *rec;
+        lines = 0;
+        while (rs_cursor_next(c, &rec) == 1)
+            lines++;
+        rs_cursor_free(c);
+        us[i] = now_us() - t0;
+    }
+    qsort(us, 50, sizeof us[0], cmp_double);
+    printf("%.0f us (median of 50; %ld lines from the last 20 kB)\n", us[25], lines);
+    rs_store_close(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], "latency") == 0)
@@ -184,9 +220,11 @@ int main(int argc, char **argv)
         return cmd_jsonl(atol(argv[2]));
     if (argc >= 6 && strcmp(argv[1], "fill") == 0)
         return cmd_fill(argv[2], argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 2000);
+    if (argc >= 5 && strcmp(argv[1], "tail") == 0)
+        return cmd_tail(argv[2], argv[3], argv[4]);
     if (argc >= 4 && strcmp(argv[1], "plain") == 0)
         return cmd_plain(argv[2], argv[3]);
     fprintf(stderr, "usage: bench_tools latency FILE N | jsonl N | fill STORE T R N [BATCH] | "
-                    "plain DB FILE\n");
+                    "tail STORE T R | plain DB FILE\n");
     return 2;
 }
