@@ -3,12 +3,12 @@
 # deletes while it is mounted show up in the files without a runfs write.
 load lib
 
-SAMPLE=$BATS_TEST_DIRNAME/../../../shared/reference/deerflow/sample/deerflow-sample.db
+# A copy of DeerFlow's sample (../shared/reference/deerflow/sample), written by DeerFlow's own code.
+SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-sample.db
 
 setup() {
   WORK=$(mktemp -d /tmp/runfs-bats.XXXXXX)
   MOUNTS=()
-  [ -f "$SAMPLE" ] || SAMPLE=/work/shared/reference/deerflow/sample/deerflow-sample.db
   cp "$SAMPLE" "$WORK/df.db"
   STORE=$WORK/df.db
   MNT=$WORK/mnt
