@@ -1,0 +1,273 @@
+/* ops_dir.c — directory handlers: listing, mkdir of threads and runs, deleting (only with
+ * --allow-delete), and the link, node and rename calls runfs refuses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ops_int.h"
+
+typedef struct dir_entry {
+    char *name;
+    uint64_t ino;
+    int is_dir;
+} dir_entry;
+
+typedef struct dir_handle {
+    dir_entry *entries;
+    size_t count;
+    size_t cap;
+    rfs_node node;
+} dir_handle;
+
+/* ---- directories ---- */
+
+static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int is_dir)
+{
+    if (d->count == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 32;
+        dir_entry *p = realloc(d->entries, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        d->entries = p;
+        d->cap = cap;
+    }
+    dir_entry *e = &d->entries[d->count];
+    if (!(e->name = strdup(name)))
+        return -ENOMEM;
+    rfs_node child;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || rfs_node_child(parent, name, &child))
+        e->ino = strcmp(name, ".") == 0 ? rfs_itable_ino_of(parent) : 1;
+    else
+        e->ino = rfs_itable_ino_of(&child);
+    e->is_dir = is_dir;
+    d->count++;
+    return 0;
+}
+
+static int dir_add_cb(void *ctx, const char *name, int is_dir)
+{
+    dir_handle *d = ctx;
+    return dir_add(d, &d->node, name, is_dir);
+}
+
+static void dir_free(dir_handle *d)
+{
+    for (size_t i = 0; i < d->count; i++)
+        free(d->entries[i].name);
+    free(d->entries);
+    free(d);
+}
+
+void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node n;
+    if (rfs_itable_get(m->inodes, ino, &n))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_node_is_dir(n.kind))
+        return (void)fuse_reply_err(req, ENOTDIR);
+    dir_handle *d = calloc(1, sizeof *d);
+    if (!d)
+        return (void)fuse_reply_err(req, ENOMEM);
+    d->node = n;
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    rs_err err = {0};
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, &err);
+    if (rc) {
+        dir_free(d);
+        return (void)fuse_reply_err(req, -rc);
+    }
+    rfs_stat st;
+    rc = rfs_view_stat(s, &sc, &n, &st, &err);
+    if (!rc)
+        rc = dir_add(d, &n, ".", 1);
+    if (!rc)
+        rc = dir_add(d, &n, "..", 1);
+    for (const char *const *f = rfs_node_fixed_entries(n.kind); !rc && *f; f++) {
+        rfs_node child;
+        rfs_stat cst;
+        if (rfs_node_child(&n, *f, &child))
+            continue;
+        /* Files that exist only sometimes are listed only when they do. */
+        if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL) &&
+            rfs_view_stat(s, &sc, &child, &cst, &err))
+            continue;
+        rc = dir_add(d, &n, *f, rfs_node_is_dir(child.kind));
+    }
+    if (!rc)
+        rc = rfs_view_list(s, &sc, &n, dir_add_cb, d, &err);
+    rfs_pool_put(m, s);
+    if (rc) {
+        dir_free(d);
+        return (void)fuse_reply_err(req, -rc);
+    }
+    fi->fh = (uintptr_t)d;
+    fi->cache_readdir = 0;
+    fuse_reply_open(req, fi);
+}
+
+void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)ino;
+    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    char *buf = malloc(size);
+    if (!buf)
+        return (void)fuse_reply_err(req, ENOMEM);
+    size_t used = 0;
+    for (size_t i = (size_t)off; i < d->count; i++) {
+        struct stat st = {.st_ino = d->entries[i].ino,
+                          .st_mode = d->entries[i].is_dir ? S_IFDIR : S_IFREG};
+        size_t need = fuse_add_direntry(req, buf + used, size - used, d->entries[i].name, &st,
+                                        (off_t)(i + 1));
+        if (need > size - used)
+            break;
+        used += need;
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+void rfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    dir_free((dir_handle *)(uintptr_t)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    (void)mode;
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node pn, cn;
+    if (rfs_itable_get(m->inodes, parent, &pn))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_writable(req, &pn, name))
+        return;
+    int rc = rfs_node_child(&pn, name, &cn);
+    if (pn.kind != RFS_THREADS && pn.kind != RFS_RUNS)
+        return rfs_refuse(req, &pn, name, rc == -ENOENT || !rc ? -EPERM : rc,
+                      "directories are made only under threads/ and threads/T/runs/", NULL, 0);
+    if (rc)
+        return rfs_refuse(req, &pn, name, rc, rfs_bad_name_reason(&pn), NULL, 0);
+    if (m->opt.only_thread && strcmp(cn.thread_id, m->opt.only_thread) != 0)
+        return rfs_refuse(req, &pn, name, -ENOENT, "this mount shows one thread only", NULL, 0);
+    rfs_stat st;
+    rs_err err = {0};
+    if (rfs_node_stat(req, &cn, &st, &err) == 0)
+        return (void)fuse_reply_err(req, EEXIST);
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    rs_store *s;
+    if ((rc = rfs_pool_get(m, &s, &err)))
+        return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+    rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
+    rc = cn.kind == RFS_THREAD ? rs_store_create_thread(s, cn.thread_id, sc.user, &err)
+                               : rs_store_create_run(s, &t, &err);
+    if (!rc)
+        rc = rfs_view_stat(s, &sc, &cn, &st, &err);
+    rfs_pool_put(m, s);
+    if (rc)
+        return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+    rfs_reply_entry(req, &cn, &st);
+}
+
+/* rm -r removes the files of a directory before the directory: with --allow-delete the
+ * files of a thread or run let it pass, and rmdir of the run or thread deletes it. */
+void rfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node pn;
+    if (rfs_itable_get(m->inodes, parent, &pn))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_writable(req, &pn, name))
+        return;
+    if (!m->opt.allow_delete || pn.kind < RFS_THREAD)
+        return rfs_refuse(req, &pn, name, -EPERM,
+                      "history is never unlinked (mount with --allow-delete and rm -r a run "
+                      "or thread to delete it)", NULL, 0);
+    fuse_reply_err(req, 0);
+}
+
+void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node pn, cn;
+    if (rfs_itable_get(m->inodes, parent, &pn))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_writable(req, &pn, name))
+        return;
+    int rc = rfs_node_child(&pn, name, &cn);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
+    if (!m->opt.allow_delete || cn.kind < RFS_THREAD)
+        return rfs_refuse(req, &pn, name, -EPERM,
+                      "deleting needs a mount with --allow-delete", NULL, 0);
+    if (cn.kind != RFS_THREAD && cn.kind != RFS_RUN)
+        return (void)fuse_reply_err(req, 0);
+    rfs_stat st;
+    rs_err err = {0};
+    if ((rc = rfs_node_stat(req, &cn, &st, &err)))
+        return (void)fuse_reply_err(req, -rc);
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    rs_store *s;
+    if ((rc = rfs_pool_get(m, &s, &err)))
+        return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+    int64_t count = 0;
+    rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
+    rc = cn.kind == RFS_RUN ? rs_store_delete_run(s, &t, &count, &err)
+                            : rs_store_delete_thread(s, cn.thread_id, sc.user, &count, &err);
+    rfs_pool_put(m, s);
+    if (rc)
+        return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+    rfs_log("deleted %s %s/%s: %lld events", cn.kind == RFS_RUN ? "run" : "thread",
+            cn.thread_id, cn.run_id, (long long)count);
+    rfs_hub_deleted(m, cn.thread_id);
+    fuse_reply_err(req, 0);
+}
+
+static void op_refuse_link(fuse_req_t req, fuse_ino_t parent, const char *name, const char *why)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node pn;
+    if (rfs_itable_get(m->inodes, parent, &pn))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_writable(req, &pn, name))
+        return;
+    rfs_refuse(req, &pn, name, -EPERM, why, NULL, 0);
+}
+
+void rfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    (void)link;
+    op_refuse_link(req, parent, name, "runfs has no symbolic links");
+}
+
+void rfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+    (void)ino;
+    op_refuse_link(req, parent, name, "runfs has no hard links");
+}
+
+void rfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+    (void)mode;
+    (void)rdev;
+    op_refuse_link(req, parent, name, "runfs makes no device nodes, fifos or sockets");
+}
+
+void rfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+    (void)newparent;
+    (void)newname;
+    (void)flags;
+    op_refuse_link(req, parent, name, "history is never renamed");
+}

@@ -1,0 +1,544 @@
+/* ops_file.c — file handlers: open and create, reads (documents, logs, streams, the
+ * receipt of a write handle), appends (a write() is one transaction), singletons and seals,
+ * flush and release. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "linebuf.h"
+#include "ops_int.h"
+
+typedef enum hkind {
+    H_READ,      /* any readable file */
+    H_APPEND,    /* runs/R/events.jsonl opened for writing */
+    H_ONCE,      /* once/<type> being written */
+    H_SEAL,      /* seal.json being created */
+    H_FOLLOW,    /* follow.jsonl */
+} hkind;
+
+typedef struct rfs_handle {
+    hkind kind;
+    rfs_node node;
+    char user[32];
+    int has_user;
+    long pid;
+    long uid;
+    pthread_mutex_t lock;
+    rfs_reader *reader;
+    rs_buf pending;      /* a partial line (append) or the body (once, seal) */
+    int skipping;        /* after EMSGSIZE: drop bytes up to the next newline */
+    rs_buf refused;      /* append: the bytes of the last refused write */
+    int refused_code;    /* and its errno */
+    int want_receipt;    /* opened O_RDWR: reads return what this handle stored */
+    rs_buf receipt;
+    int exclusive;
+    int reserved;
+    int done;            /* once/seal: the body was committed or refused */
+    int created;         /* made by op_create: counted in its inode's creators */
+    rfs_follow follow;
+} rfs_handle;
+
+void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node n;
+    if (rfs_itable_get(m->inodes, ino, &n))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (!rfs_writable(req, &n, NULL))
+        return;
+    rfs_handle *h = fi ? (rfs_handle *)(uintptr_t)fi->fh : NULL;
+    /* A truncate to 0 of a singleton being written is how `>` reaches us without atomic
+     * O_TRUNC; it changes nothing stored. */
+    if (to_set == FUSE_SET_ATTR_SIZE && attr->st_size == 0 && h &&
+        (h->kind == H_ONCE || h->kind == H_SEAL)) {
+        rfs_stat st = {.shape = RFS_SHAPE_DOC};
+        struct stat a;
+        rfs_fill_attr(req, &n, &st, ino, &a);
+        return (void)fuse_reply_attr(req, &a, 0);
+    }
+    const char *why = (to_set & FUSE_SET_ATTR_SIZE)
+                          ? "history is append-only: truncating is not allowed"
+                          : "mode, owner and times of runfs files are fixed";
+    rfs_refuse(req, &n, NULL, -EPERM, why, NULL, 0);
+}
+
+/* ---- files ---- */
+
+static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_handle *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->kind = kind;
+    h->node = *n;
+    h->pending = (rs_buf)RS_BUF_INIT;
+    h->receipt = (rs_buf)RS_BUF_INIT;
+    h->refused = (rs_buf)RS_BUF_INIT;
+    pthread_mutex_init(&h->lock, NULL);
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    h->pid = (long)ctx->pid;
+    h->uid = (long)ctx->uid;
+    rfs_scope sc;
+    rfs_scope_for(m, req, &sc, h->user, sizeof h->user);
+    if (sc.user) {
+        if (sc.user != h->user)
+            snprintf(h->user, sizeof h->user, "%s", sc.user);
+        h->has_user = 1;
+    }
+    return h;
+}
+
+static const char *handle_user(rfs_mount *m, rfs_handle *h)
+{
+    if (m->opt.user)
+        return m->opt.user;
+    return h->has_user ? h->user : NULL;
+}
+
+static void handle_free(rfs_handle *h)
+{
+    rfs_reader_free(h->reader);
+    rs_buf_release(&h->pending);
+    rs_buf_release(&h->receipt);
+    rs_buf_release(&h->refused);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+#define LIVE_NS 2000000000LL   /* a log appended to this recently is still growing */
+
+static uint64_t thread_ino(const rfs_node *n)
+{
+    rfs_node t = {.kind = RFS_THREAD};
+    memcpy(t.thread_id, n->thread_id, sizeof t.thread_id);
+    return rfs_itable_ino_of(&t);
+}
+
+static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
+{
+    return rfs_itable_holds(m->inodes, thread_ino(n)) > 0 ||
+           rfs_now_ns() - rfs_reader_mtime(r) < LIVE_NS;
+}
+
+void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node n;
+    if (rfs_itable_get(m->inodes, ino, &n))
+        return (void)fuse_reply_err(req, ENOENT);
+    if (rfs_node_is_dir(n.kind))
+        return (void)fuse_reply_err(req, EISDIR);
+    int acc = fi->flags & O_ACCMODE;
+    int writing = acc != O_RDONLY || (fi->flags & O_TRUNC);
+    rfs_handle *h = NULL;
+    if (writing) {
+        if (!rfs_writable(req, &n, NULL))
+            return;
+        if (n.kind == RFS_R_EVENTS && (fi->flags & O_TRUNC))
+            return rfs_refuse(req, &n, NULL, -EPERM,
+                          "events.jsonl is append-only: append with >>, never overwrite", NULL, 0);
+        if (n.kind == RFS_R_SEAL)
+            return rfs_refuse(req, &n, NULL, -EEXIST, "the run is already sealed", NULL, 0);
+        if (n.kind != RFS_R_EVENTS && n.kind != RFS_R_ONCE)
+            return rfs_refuse(req, &n, NULL, -EPERM, "this file is a read-only view", NULL, 0);
+        /* The inode may have been looked up by another owner: writing needs the run to be
+         * this caller's. */
+        rfs_node run = n;
+        run.kind = RFS_RUN;
+        run.name[0] = '\0';
+        rfs_stat rst;
+        rs_err rerr = {0};
+        int vrc = rfs_node_stat(req, &run, &rst, &rerr);
+        if (vrc)
+            return (void)fuse_reply_err(req, -vrc);
+        h = handle_new(req, n.kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, &n);
+        if (!h)
+            return (void)fuse_reply_err(req, ENOMEM);
+        h->want_receipt = acc == O_RDWR;
+        if (h->kind == H_APPEND)
+            rfs_itable_hold(m->inodes, thread_ino(&n), 1);
+        fi->direct_io = 1;
+        fi->fh = (uintptr_t)h;
+        return (void)fuse_reply_open(req, fi);
+    }
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    rs_err err = {0};
+    int is_follow = n.kind == RFS_T_FOLLOW || n.kind == RFS_R_FOLLOW;
+    h = handle_new(req, is_follow ? H_FOLLOW : H_READ, &n);
+    if (!h)
+        return (void)fuse_reply_err(req, ENOMEM);
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, &err);
+    if (!rc) {
+        sc.user = handle_user(m, h);
+        rc = rfs_reader_open(&h->reader, s, &sc, &n, &err);
+        rfs_pool_put(m, s);
+    }
+    if (rc) {
+        handle_free(h);
+        return (void)fuse_reply_err(req, -rc);
+    }
+    if (is_follow) {
+        h->follow.node = n;
+        h->follow.user = handle_user(m, h);
+        h->follow.reader = h->reader;
+        h->follow.deadline_ns = rfs_now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
+        fi->direct_io = 1;
+        fi->nonseekable = 1;
+        rfs_hub_follow_add(m, &h->follow);
+    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
+               !log_is_live(m, &n, h->reader)) {
+        /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
+         * no size for the kernel to read up to; and while a log grows, the kernel's idea of
+         * its size moves with each write() by the bytes written, not by the longer lines
+         * stored, so a cached read could end mid-line: a live log is read from the daemon. */
+        fi->keep_cache = 1;
+        rfs_itable_mark_cached(m->inodes, ino);
+    } else {
+        fi->direct_io = 1;
+    }
+    fi->fh = (uintptr_t)h;
+    fuse_reply_open(req, fi);
+}
+
+void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    (void)mode;
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_node pn, cn;
+    if (rfs_itable_get(m->inodes, parent, &pn))
+        return (void)fuse_reply_err(req, ENOENT);
+    int rc = rfs_node_child(&pn, name, &cn);
+    if (rc == 0 && cn.kind != RFS_R_ONCE && cn.kind != RFS_R_SEAL)
+        rc = -EPERM;
+    if (rc == -ENOENT)
+        rc = -EPERM;
+    if (!rfs_writable(req, &pn, name))
+        return;
+    if (rc)
+        return rfs_refuse(req, &pn, name, rc,
+                      rc == -EPERM ? "only once/<event_type> and seal.json can be created"
+                                   : rfs_bad_name_reason(&pn), NULL, 0);
+    rs_err err = {0};
+    rfs_stat st;
+    rfs_node run = cn;
+    run.kind = RFS_RUN;
+    run.name[0] = '\0';
+    if ((rc = rfs_node_stat(req, &run, &st, &err)))
+        return (void)fuse_reply_err(req, -rc);
+    rfs_handle *h = handle_new(req, cn.kind == RFS_R_ONCE ? H_ONCE : H_SEAL, &cn);
+    if (!h)
+        return (void)fuse_reply_err(req, ENOMEM);
+    h->exclusive = (fi->flags & O_EXCL) != 0 || cn.kind == RFS_R_SEAL;
+    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    if (cn.kind == RFS_R_ONCE && h->exclusive) {
+        /* Reserve the name now: a second exclusive create fails while we are writing. */
+        rs_store *s;
+        rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
+        if (!(rc = rfs_pool_get(m, &s, &err))) {
+            rc = rs_store_reserve_singleton(s, &t, cn.name, &err);
+            rfs_pool_put(m, s);
+        }
+        if (rc) {
+            handle_free(h);
+            return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+        }
+        h->reserved = 1;
+    }
+    if (cn.kind == RFS_R_SEAL) {
+        /* A run with its terminal event is sealed at once; without one, a body must
+         * follow ({"state":"partial","error":"why"}), committed at its newline. */
+        rs_store *s;
+        rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
+        if (!(rc = rfs_pool_get(m, &s, &err))) {
+            rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, &err);
+            rfs_pool_put(m, s);
+        }
+        if (rc == 0) {
+            h->done = 1;
+            rfs_hub_committed(m, cn.thread_id, cn.run_id);
+        } else if (rc != -EINVAL) {
+            handle_free(h);
+            return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
+        }
+    }
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    uint64_t ino;
+    if ((rc = rfs_itable_ref(m->inodes, &cn, &ino))) {
+        handle_free(h);
+        return (void)fuse_reply_err(req, -rc);
+    }
+    e.ino = ino;
+    e.entry_timeout = rfs_entry_timeout(m, cn.kind);
+    rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = rfs_now_ns(), .ctime_ns = rfs_now_ns()};
+    rfs_fill_attr(req, &cn, &fst, ino, &e.attr);
+    rfs_itable_hold(m->inodes, ino, 1);
+    h->created = 1;
+    fi->direct_io = 1;
+    fi->fh = (uintptr_t)h;
+    fuse_reply_create(req, &e, fi);
+}
+
+/* Refuse an append write and remember its bytes (see retried_refusal). */
+/* Store complete lines as one transaction, keep them for the handle's receipt, and have
+ * the kernel's cached tails dropped before the write() returns. */
+static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t len, rs_err *err)
+{
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, err);
+    if (rc)
+        return rc;
+    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+                   .user = handle_user(m, h)};
+    rs_buf stored = RS_BUF_INIT;
+    rs_placement at;
+    rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
+    rfs_pool_put(m, s);
+    if (!rc) {
+        if (h->want_receipt && rs_buf_add(&h->receipt, stored.buf, stored.len))
+            rc = rs_err_set(err, -ENOMEM, "out of memory for the receipt");
+        rfs_hub_appended(m, t.thread_id, t.run_id, &at, stored.len);
+    }
+    rs_buf_release(&stored);
+    return rc;
+}
+
+static void refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
+                          const char *buf, size_t size, const char *data, size_t len)
+{
+    rs_buf_reset(&h->refused);
+    h->refused_code = rs_buf_add(&h->refused, buf, size) ? 0 : code;
+    rfs_refuse(req, &h->node, NULL, code, why, data, len);
+}
+
+/* The kernel cuts a large write() into requests; when we refuse one after accepting
+ * others, the writer only sees a short count, and a writer that retries sends the refused
+ * bytes again. That retry starts with the same bytes (the kernel may cut it elsewhere) and
+ * fails the same way, or the writer never learns of the refusal (EMSGSIZE). */
+static int retried_refusal(rfs_handle *h, const char *buf, size_t size)
+{
+    if (!h->refused_code)
+        return 0;
+    size_t n = h->refused.len < size ? h->refused.len : size;
+    if (n && memcmp(h->refused.buf, buf, n) == 0)
+        return h->refused_code;
+    rs_buf_reset(&h->refused);
+    h->refused_code = 0;
+    return 0;
+}
+
+/* Commit complete lines of one write(): all of them or none (the splitting is linebuf.c's). */
+static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    size_t max = m->store_opt.max_event_bytes ? m->store_opt.max_event_bytes
+                                              : RS_DEFAULT_MAX_EVENT;
+    int rc = retried_refusal(h, buf, size);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);  /* logged when first refused */
+    rfs_lines lines;
+    rc = rfs_linebuf_feed(&h->pending, &h->skipping, max, buf, size, &lines);
+    if (rc == -EMSGSIZE) {
+        char why[128];
+        snprintf(why, sizeof why, "event line over the %zu-byte limit", max);
+        return refuse_append(req, h, -EMSGSIZE, why, buf, size, buf, size);
+    }
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
+    if (!lines.len)
+        return (void)fuse_reply_write(req, size);
+    rs_err err = {0};
+    rc = commit_lines(m, h, lines.data, lines.len, &err);
+    if (rc) {
+        char why[600];
+        if (err.line > 0)
+            snprintf(why, sizeof why, "line %ld: %s", err.line, err.msg);
+        else
+            snprintf(why, sizeof why, "%s", err.msg);
+        refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
+        rfs_lines_done(&h->pending, &lines, 0);
+        return;
+    }
+    if (rfs_lines_done(&h->pending, &lines, 1))
+        return (void)fuse_reply_err(req, ENOMEM);
+    fuse_reply_write(req, size);
+}
+
+/* once/<type> and seal.json: store the body. 0 or a negative errno (logged; the caller
+ * replies). */
+static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
+{
+    h->done = 1;
+    rs_err err = {0};
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, &err);
+    if (rc)
+        return rc;
+    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+                   .user = handle_user(m, h)};
+    rs_buf *out = h->want_receipt ? &h->receipt : NULL;
+    if (h->kind == H_SEAL)
+        rc = rs_store_seal(s, &t, h->pending.buf, h->pending.len, out, &err);
+    else if (h->pending.len == 0)
+        rc = rs_err_set(&err, -EINVAL, "once/%s needs one event line", h->node.name);
+    else
+        rc = rs_store_put_singleton(s, &t, h->node.name, h->pending.buf, h->pending.len,
+                                    h->exclusive, out, &err);
+    if (h->reserved) {
+        rs_store_release_singleton(s, &t, h->node.name);
+        h->reserved = 0;
+    }
+    rfs_pool_put(m, s);
+    if (rc < 0) {
+        if (req)
+            rfs_log_refusal(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
+        else
+            rfs_rejects_add(m->rejects, h->pid, h->uid, "seal.json", rc, err.msg,
+                            h->pending.buf, h->pending.len);
+        return rc;
+    }
+    rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
+    return 0;
+}
+
+void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)off;  /* append is append: offsets from the kernel are ignored */
+    rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    pthread_mutex_lock(&h->lock);
+    if (h->kind == H_APPEND) {
+        append_write(req, h, buf, size);
+    } else if (h->kind == H_ONCE || h->kind == H_SEAL) {
+        if (h->done) {
+            rfs_refuse(req, &h->node, NULL, -EEXIST,
+                   h->kind == H_SEAL ? "the run is already sealed"
+                                     : "this handle already wrote its one event", buf, size);
+        } else if (h->pending.len + size > rfs_mount_of(req)->store_opt.max_event_bytes) {
+            rfs_refuse(req, &h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
+        } else if (rs_buf_add(&h->pending, buf, size)) {
+            fuse_reply_err(req, ENOMEM);
+        } else if (memchr(buf, '\n', size)) {
+            /* The singleton commits at its newline, so the writer learns the outcome. */
+            int rc = commit_body(req, h, rfs_mount_of(req));
+            if (rc < 0)
+                fuse_reply_err(req, -rc);
+            else
+                fuse_reply_write(req, size);
+        } else {
+            fuse_reply_write(req, size);
+        }
+    } else {
+        fuse_reply_err(req, EBADF);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Flush is the last request before release may free the handle: everything happens under
+ * the handle's lock, and the reply goes out only after it is dropped. */
+void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    rfs_mount *m = rfs_mount_of(req);
+    int rc = 0;
+    pthread_mutex_lock(&h->lock);
+    if (h->kind == H_APPEND && h->pending.len) {
+        /* A last line without its newline commits when it is a whole event. */
+        rs_err err = {0};
+        rc = commit_lines(m, h, h->pending.buf, h->pending.len, &err);
+        if (rc)
+            rfs_log_refusal(req, &h->node, NULL, rc,
+                        *err.msg ? err.msg : "the last line is not a whole JSON object",
+                        h->pending.buf, h->pending.len);
+        rs_buf_reset(&h->pending);
+    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
+        /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
+         * the command writes; only a body that arrived commits here. */
+        rc = commit_body(req, h, m);
+    }
+    h->skipping = 0;
+    pthread_mutex_unlock(&h->lock);
+    fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    if (h->kind == H_FOLLOW)
+        rfs_hub_follow_remove(m, &h->follow);
+    /* A seal.json create that got no body asks for a complete seal; its refusal can only
+     * be logged now (release has no caller to tell). */
+    if (h->kind == H_SEAL && !h->done)
+        commit_body(NULL, h, m);
+    if (h->reserved) {
+        rs_store *s;
+        if (rfs_pool_get(m, &s, NULL) == 0) {
+            rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id};
+            rs_store_release_singleton(s, &t, h->node.name);
+            rfs_pool_put(m, s);
+        }
+    }
+    if (h->created)
+        rfs_itable_hold(m->inodes, ino, -1);
+    if (h->kind == H_APPEND)
+        rfs_itable_hold(m->inodes, thread_ino(&h->node), -1);
+    handle_free(h);
+    fuse_reply_err(req, 0);
+}
+
+void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)ino;
+    rfs_mount *m = rfs_mount_of(req);
+    rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    if (h->kind == H_FOLLOW)
+        return rfs_hub_follow_read(m, &h->follow, req, size, off);
+    pthread_mutex_lock(&h->lock);
+    if (h->kind != H_READ) {
+        /* The receipt: what this handle stored, one line each. */
+        size_t len = off < (off_t)h->receipt.len ? h->receipt.len - (size_t)off : 0;
+        fuse_reply_buf(req, len ? h->receipt.buf + off : NULL, len < size ? len : size);
+        pthread_mutex_unlock(&h->lock);
+        return;
+    }
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, &err);
+    if (!rc) {
+        rc = rfs_reader_read(h->reader, s, off, size, &out, &err);
+        rfs_pool_put(m, s);
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_buf(req, out.buf, out.len);
+    rs_buf_release(&out);
+}
+
+void rfs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
+{
+    (void)ino;
+    rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    if (h->kind == H_FOLLOW)
+        return rfs_hub_follow_poll(rfs_mount_of(req), &h->follow, req, ph);
+    if (ph)
+        fuse_pollhandle_destroy(ph);
+    fuse_reply_poll(req, POLLIN | POLLOUT);
+}

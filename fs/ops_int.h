@@ -1,0 +1,60 @@
+/* ops_int.h — what the FUSE handlers (ops.c, ops_dir.c, ops_file.c) share. */
+#ifndef RFS_OPS_INT_H
+#define RFS_OPS_INT_H
+
+#include "mount.h"
+
+#define DIR_TIMEOUT 1.0
+
+rfs_mount *rfs_mount_of(fuse_req_t req);
+int64_t rfs_now_ns(void);
+/* The request's scope with the mount-only documents (status, rejects) wired in. */
+void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t len);
+/* Record a refusal (rejects.jsonl and the log); rfs_refuse also replies with its errno. */
+void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
+                     const char *reason, const char *data, size_t len);
+void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
+                const char *reason, const char *data, size_t len);
+/* 1 on a writable mount; else the request is refused with EROFS and 0 returned. */
+int rfs_writable(fuse_req_t req, const rfs_node *n, const char *leaf);
+const char *rfs_bad_name_reason(const rfs_node *parent);
+
+void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
+                   struct stat *a);
+double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
+double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
+/* Stat a node for this request's owner, with a pooled store. */
+int rfs_node_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
+/* Reply with the entry of n (one more kernel lookup counted). */
+int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
+
+/* ops_dir.c */
+void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi);
+void rfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void rfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void rfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void rfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name);
+void rfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void rfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                   const char *newname, unsigned int flags);
+
+/* ops_file.c */
+void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                    struct fuse_file_info *fi);
+void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                   struct fuse_file_info *fi);
+void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                 struct fuse_file_info *fi);
+void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                  struct fuse_file_info *fi);
+void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void rfs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                 struct fuse_pollhandle *ph);
+
+#endif
