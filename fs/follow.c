@@ -1,0 +1,485 @@
+/* follow.c — live followers of follow.jsonl: a read returns what is there, else parks until
+ * a commit feeds it (answered from the hub, never by polling the database per follower);
+ * the run's feed ends after run.terminal, any feed at --follow-timeout; poll() wakes when
+ * data is ready; an interrupt answers a parked read at once. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub.h"
+
+/* ---- followers ----
+ *
+ * A follower fetches the rows of its thread or run after the last seq it holds (seq order, so
+ * nothing is delivered twice or skipped) into `ahead`, the fetched but undelivered bytes, and
+ * hands them out to reads. Whoever fetches (a read, a poll, or the hub) holds f->lock; what
+ * waits (f->req, f->ph) is under the hub lock. Lock order: f->lock, then the hub lock; the hub
+ * takes followers' locks only while not holding its own.
+ *
+ * No follower polls the store. A follower whose last fetch reached the end of the rows
+ * (caught_up) parks without a query until the hub marks it dirty: every commit reaches the
+ * hub (rfs_hub_committed, or data_version for other processes), and the hub marks every
+ * follower of the log it touched whose last seq lies behind the log's. The hub then fetches
+ * once for all waiting followers at the same position and hands each the same bytes. A read
+ * parks before it fetches, so a commit its query missed finds it parked or dirty: no lost
+ * wake-up. */
+
+#define PEEK_BYTES (64 * 1024)   /* what a poll fetches to learn the feed is readable */
+#define AHEAD_MAX (1024 * 1024)  /* a follower's undelivered bytes, beyond one line */
+
+static const char TERMINAL[] = "run.terminal";
+
+/* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
+ * up to want bytes. 1: the rows ran out (caught up); 0: stopped at want or at run.terminal;
+ * <0: error. Each member's lock held. */
+static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
+{
+    rfs_follow *f0 = grp[0];
+    int run_feed = f0->node.kind == RFS_R_FOLLOW;
+    rs_query q = {.thread_id = f0->node.thread_id, .run_id = run_feed ? f0->node.run_id : NULL,
+                  .user = f0->user, .after_seq = f0->scan_seq};
+    rs_cursor *c;
+    rs_err err = {0};
+    int rc = rs_store_query(s, &q, &c, &err);
+    if (rc)
+        return rc;
+    size_t got = 0;
+    const rs_record *rec;
+    while (got < want && (rc = rs_cursor_next(c, &rec)) == 1) {
+        for (size_t i = 0; i < n && rc == 1; i++)
+            if (rs_buf_add(&grp[i]->ahead, rec->line, rec->line_len))
+                rc = -ENOMEM;
+        if (rc < 0)
+            break;
+        got += rec->line_len;
+        int terminal = run_feed && rec->event_type && strcmp(rec->event_type, TERMINAL) == 0;
+        for (size_t i = 0; i < n; i++) {
+            grp[i]->scan_seq = rec->seq;
+            grp[i]->ended = terminal;
+        }
+        /* The run's feed ends with its terminal event; what a buggy writer adds after it
+         * belongs to the log, not to the feed. */
+        if (terminal)
+            break;
+    }
+    rs_cursor_free(c);
+    if (rc < 0)
+        return rc;
+    return rc == 0;
+}
+
+/* Bring f's ahead up to want bytes. Queries only when f may be behind the store (stale, or
+ * its last fetch stopped short). Returns <0 on error; *eof when the feed ended (terminal
+ * delivered, or past the deadline); *empty when the store was asked and had nothing new.
+ * f->lock held. */
+static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *eof,
+                       int *empty)
+{
+    *eof = 0;
+    *empty = 0;
+    if (rfs_hub_now_ns() >= f->deadline_ns) {
+        *eof = 1;
+        return 0;
+    }
+    if (f->ended) {
+        *eof = f->ahead.len == 0;
+        return 0;
+    }
+    if (f->ahead.len > 0 || (!stale && f->caught_up))
+        return 0;
+    int rc = fetch_rows(s, &f, 1, want);
+    if (rc < 0)
+        return rc;
+    f->caught_up = rc;
+    *eof = f->ended && f->ahead.len == 0;
+    *empty = f->ahead.len == 0 && !f->ended;
+    return 0;
+}
+
+/* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
+ * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
+ * while a commit arrived during the fetch. Not on the hub's thread (from_hub 0), a caught-up
+ * follower found dirty is left to the hub's next round, which fetches once for all followers
+ * at its position. f->lock held, hub lock not. */
+static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
+{
+    for (;;) {
+        pthread_mutex_lock(&hub->lock);
+        int waiting = f->req || f->ph;
+        if (!waiting) {
+            pthread_mutex_unlock(&hub->lock);
+            return;
+        }
+        int stale = f->dirty;
+        if (!from_hub && stale && f->caught_up && f->ahead.len == 0 && !f->ended &&
+            rfs_hub_now_ns() < f->deadline_ns) {
+            hub->serve_asked = 1;
+            pthread_cond_signal(&hub->wake);
+            pthread_mutex_unlock(&hub->lock);
+            return;
+        }
+        f->dirty = 0;
+        int64_t want_seq = f->want_seq;
+        size_t size = f->req ? f->req_size : PEEK_BYTES;
+        pthread_mutex_unlock(&hub->lock);
+
+        int eof = 0, empty = 0;
+        int rc = follow_fill(f, s, size, stale, &eof, &empty);
+        int ready = rc < 0 || eof || f->ahead.len > 0;
+
+        pthread_mutex_lock(&hub->lock);
+        /* An empty fetch that began after the hub read the log's last seq has seen every row
+         * up to it, visible to this reader or not (another owner's). */
+        if (empty && want_seq > f->scan_seq)
+            f->scan_seq = want_seq;
+        f->seen_seq = f->scan_seq;
+        fuse_req_t req = NULL;
+        struct fuse_pollhandle *ph = NULL;
+        if (ready) {
+            req = f->req;
+            f->req = NULL;
+            ph = f->ph;
+            f->ph = NULL;
+        }
+        int again = !ready && f->dirty;
+        pthread_mutex_unlock(&hub->lock);
+
+        if (req) {
+            if (rc < 0) {
+                fuse_reply_err(req, -rc);
+            } else {
+                size_t n = f->ahead.len < size ? f->ahead.len : size;
+                fuse_reply_buf(req, n ? f->ahead.buf : NULL, n);
+                rs_buf_remove_front(&f->ahead, n);
+            }
+        }
+        if (ph) {
+            fuse_lowlevel_notify_poll(ph);
+            fuse_pollhandle_destroy(ph);
+        }
+        if (!again)
+            return;
+    }
+}
+
+/* Runs on libfuse's thread when a reader is interrupted (Ctrl-C, kill -9): a parked read is
+ * answered EINTR at once. It is given the hub, not the follower: libfuse may call it just
+ * after the read was answered, when the handle may already be gone. A read not parked yet
+ * checks fuse_req_interrupted() under the hub lock before parking. */
+static void follow_interrupted(fuse_req_t req, void *data)
+{
+    rfs_hub *hub = data;
+    fuse_req_t mine = NULL;
+    pthread_mutex_lock(&hub->lock);
+    for (rfs_follow *f = hub->followers; f; f = f->next)
+        if (f->req == req) {
+            mine = req;
+            f->req = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&hub->lock);
+    if (mine)
+        fuse_reply_err(mine, EINTR);
+}
+
+void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f)
+{
+    rfs_hub *hub = m->hub;
+    pthread_mutex_init(&f->lock, NULL);
+    f->ahead = (rs_buf)RS_BUF_INIT;
+    f->scan_seq = f->seen_seq = f->want_seq = 0;
+    f->caught_up = f->ended = 0;
+    f->dirty = f->claimed = 0;
+    f->req = NULL;
+    f->ph = NULL;
+    f->work = NULL;
+    f->deadline_ns = rfs_hub_now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
+    pthread_mutex_lock(&hub->lock);
+    f->prev = NULL;
+    f->next = hub->followers;
+    if (hub->followers)
+        hub->followers->prev = f;
+    hub->followers = f;
+    pthread_mutex_unlock(&hub->lock);
+}
+
+void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f)
+{
+    rfs_hub *hub = m->hub;
+    pthread_mutex_lock(&hub->lock);
+    if (f->prev)
+        f->prev->next = f->next;
+    else if (hub->followers == f)
+        hub->followers = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    f->next = f->prev = NULL;
+    /* The hub may be serving it (a poll it was asked about): the handle lives until it is
+     * done. */
+    while (f->claimed)
+        pthread_cond_wait(&hub->done, &hub->lock);
+    fuse_req_t req = f->req;
+    f->req = NULL;
+    struct fuse_pollhandle *ph = f->ph;
+    f->ph = NULL;
+    pthread_mutex_unlock(&hub->lock);
+    if (req)
+        fuse_reply_err(req, EINTR);
+    if (ph)
+        fuse_pollhandle_destroy(ph);
+    rs_buf_release(&f->ahead);
+    pthread_mutex_destroy(&f->lock);
+}
+
+void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t size, off_t off)
+{
+    (void)off;  /* a feed has no offsets: it goes on from what it delivered */
+    rfs_hub *hub = m->hub;
+    /* Ask to hear of an interrupt before parking; the callback may run at once, and then
+     * fuse_req_interrupted() below says so. */
+    fuse_req_interrupt_func(req, follow_interrupted, hub);
+    rs_store *s;
+    rs_err err = {0};
+    int rc = rfs_pool_get(m, &s, &err);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
+    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&hub->lock);
+    if (f->req) {
+        rc = -EBUSY;       /* one read at a time on a feed */
+    } else if (fuse_req_interrupted(req)) {
+        rc = -EINTR;
+    } else {
+        f->req = req;
+        f->req_size = size ? size : 1;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        follow_serve(hub, f, s, 0);
+    pthread_mutex_unlock(&f->lock);
+    rfs_pool_put(m, s);
+}
+
+void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
+{
+    rfs_hub *hub = m->hub;
+    rs_store *s;
+    rs_err err = {0};
+    int rc = rfs_pool_get(m, &s, &err);
+    if (rc) {
+        if (ph)
+            fuse_pollhandle_destroy(ph);
+        return (void)fuse_reply_err(req, -rc);
+    }
+    int ready;
+    struct fuse_pollhandle *old = NULL;
+    pthread_mutex_lock(&f->lock);
+    for (;;) {
+        pthread_mutex_lock(&hub->lock);
+        int stale = f->dirty;
+        f->dirty = 0;
+        pthread_mutex_unlock(&hub->lock);
+        int eof = 0, empty = 0;
+        rc = follow_fill(f, s, PEEK_BYTES, stale, &eof, &empty);
+        ready = rc < 0 || eof || f->ahead.len > 0;
+        pthread_mutex_lock(&hub->lock);
+        f->seen_seq = f->scan_seq;
+        if (!ready && f->dirty) {
+            pthread_mutex_unlock(&hub->lock);
+            continue;
+        }
+        if (!ready && ph) {
+            old = f->ph;
+            f->ph = ph;
+            ph = NULL;
+        }
+        pthread_mutex_unlock(&hub->lock);
+        break;
+    }
+    /* What this poll fetched may be what a parked read of another thread waits for. */
+    if (ready)
+        follow_serve(hub, f, s, 0);
+    pthread_mutex_unlock(&f->lock);
+    rfs_pool_put(m, s);
+    if (old)
+        fuse_pollhandle_destroy(old);
+    if (ph)
+        fuse_pollhandle_destroy(ph);
+    fuse_reply_poll(req, ready ? POLLIN : 0);
+}
+
+/* One log that changed, and its last seq (looked up once a round). */
+typedef struct target {
+    const char *thread_id;
+    const char *run_id;          /* NULL: the thread */
+    int64_t last_seq;            /* -1: unknown (error): assume it moved */
+} target;
+
+typedef struct round_targets {
+    target *t;
+    size_t n, cap;
+} round_targets;
+
+static int64_t target_seq(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
+{
+    const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
+    for (size_t i = 0; i < rt->n; i++)
+        if (strcmp(rt->t[i].thread_id, f->node.thread_id) == 0 &&
+            (run ? rt->t[i].run_id && strcmp(rt->t[i].run_id, run) == 0 : !rt->t[i].run_id))
+            return rt->t[i].last_seq;
+    /* The unscoped totals: for a --user reader they may run ahead of its own rows, which
+     * costs a fetch that finds nothing, never a missed event. */
+    rs_log_info info;
+    int64_t seq = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0
+                      ? info.last_seq : -1;
+    if (rt->n == rt->cap) {
+        size_t cap = rt->cap ? rt->cap * 2 : 8;
+        void *p = realloc(rt->t, cap * sizeof *rt->t);
+        if (!p)
+            return seq;
+        rt->t = p;
+        rt->cap = cap;
+    }
+    rt->t[rt->n++] = (target){f->node.thread_id, run, seq};
+    return seq;
+}
+
+static int touched_by(const rfs_follow *f, const change *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(f->node.thread_id, c[i].thread_id) == 0 &&
+            (f->node.kind != RFS_R_FOLLOW || !c[i].run_id[0] ||
+             strcmp(f->node.run_id, c[i].run_id) == 0))
+            return 1;
+    return 0;
+}
+
+/* Followers that read the same rows from the same place share one fetch. */
+static int same_position(const rfs_follow *a, const rfs_follow *b)
+{
+    return a->node.kind == b->node.kind && a->scan_seq == b->scan_seq &&
+           strcmp(a->node.thread_id, b->node.thread_id) == 0 &&
+           (a->node.kind != RFS_R_FOLLOW || strcmp(a->node.run_id, b->node.run_id) == 0) &&
+           (a->user == b->user || (a->user && b->user && strcmp(a->user, b->user) == 0));
+}
+
+static int by_position(const void *x, const void *y)
+{
+    const rfs_follow *a = *(rfs_follow *const *)x, *b = *(rfs_follow *const *)y;
+    int c = (int)a->node.kind - (int)b->node.kind;
+    if (!c)
+        c = strcmp(a->node.thread_id, b->node.thread_id);
+    if (!c && a->node.kind == RFS_R_FOLLOW)
+        c = strcmp(a->node.run_id, b->node.run_id);
+    if (!c)
+        c = a->scan_seq < b->scan_seq ? -1 : a->scan_seq > b->scan_seq;
+    if (!c)
+        c = strcmp(a->user ? a->user : "", b->user ? b->user : "");
+    return c;
+}
+
+/* One fetch for each group of waiting followers at the same position. Their locks held. */
+static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
+{
+    qsort(fs, n, sizeof *fs, by_position);
+    int64_t now = rfs_hub_now_ns();
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && same_position(fs[i], fs[j]))
+            j++;
+        /* Members with something to hand out already, or nothing more to get, are served
+         * from what they hold. */
+        rfs_follow **grp = fs + i;
+        size_t k = 0, want = 0;
+        pthread_mutex_lock(&hub->lock);
+        for (size_t x = i; x < j; x++) {
+            rfs_follow *f = fs[x];
+            if (f->ended || f->ahead.len > 0 || now >= f->deadline_ns ||
+                (!f->dirty && f->caught_up))
+                continue;
+            size_t w = f->req ? f->req_size : PEEK_BYTES;
+            want = w > want ? w : want;
+            f->dirty = 0;
+            fs[x] = grp[k];
+            grp[k++] = f;
+        }
+        pthread_mutex_unlock(&hub->lock);
+        if (k > 0) {
+            int rc = fetch_rows(hub->store, grp, k, want);
+            pthread_mutex_lock(&hub->lock);
+            for (size_t x = 0; x < k; x++) {
+                rfs_follow *f = grp[x];
+                if (rc >= 0)
+                    f->caught_up = rc;
+                if (rc == 1 && f->ahead.len == 0 && f->want_seq > f->scan_seq)
+                    f->scan_seq = f->want_seq;
+                f->seen_seq = f->scan_seq;
+                if (rc < 0)
+                    f->dirty = 1;   /* its own serve below fetches and reports the error */
+            }
+            pthread_mutex_unlock(&hub->lock);
+        }
+        i = j;
+    }
+}
+
+/* Serve the waiting followers a round's changes concern (every one when another process
+ * committed: data_version does not say where), those that asked (a read found itself dirty),
+ * and those whose deadline passed, which get EOF without a query. A follower is marked dirty,
+ * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
+ * no query per follower. Hub thread, hub lock not held. */
+void rfs_hub_serve_followers(rfs_hub *hub, const change *queue, size_t queued, int everything)
+{
+    round_targets rt = {0};
+    rfs_follow *work = NULL;
+    size_t nwork = 0;
+    int64_t now = rfs_hub_now_ns();
+    pthread_mutex_lock(&hub->lock);
+    hub->serve_asked = 0;
+    for (rfs_follow *f = hub->followers; f; f = f->next) {
+        if (everything || touched_by(f, queue, queued)) {
+            int64_t seq = target_seq(hub, &rt, f);
+            if (seq < 0 || seq > f->seen_seq) {
+                f->want_seq = seq > f->want_seq ? seq : f->want_seq;
+                f->dirty = 1;
+            }
+        }
+        if (!f->req && !f->ph)
+            continue;
+        if (!f->dirty && now < f->deadline_ns)
+            continue;
+        f->claimed++;
+        f->work = work;
+        work = f;
+        nwork++;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    free(rt.t);
+    if (!work)
+        return;
+    rfs_follow **fs = malloc(nwork * sizeof *fs);
+    size_t n = 0;
+    for (rfs_follow *f = work; f; f = f->work) {
+        pthread_mutex_lock(&f->lock);
+        if (fs)
+            fs[n++] = f;
+    }
+    if (fs)
+        fetch_groups(hub, fs, n);
+    free(fs);
+    while (work) {
+        rfs_follow *f = work;
+        work = f->work;
+        follow_serve(hub, f, hub->store, 1);
+        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_lock(&hub->lock);
+        f->claimed--;
+        pthread_cond_broadcast(&hub->done);
+        pthread_mutex_unlock(&hub->lock);
+    }
+}
+
