@@ -70,15 +70,14 @@ void rfs_log_to_syslog(void);
 
 /* ---- the change hub: kernel invalidation and live followers ---- */
 
-/* A follow.jsonl reader, embedded in its file handle. ops.c fills node, user and reader (its
- * open checks the feed exists for this caller); the rest belongs to the hub (notify.c), which
- * fetches the feed's rows itself, after the last seq it holds. */
+/* A follow.jsonl reader, embedded in its file handle. ops_file.c fills node and user (its
+ * open checks the feed exists for this caller); the rest belongs to follow.c, which fetches
+ * the feed's rows itself, after the last seq it holds. */
 typedef struct rfs_follow {
     rfs_node node;
     const char *user;
-    rfs_reader *reader;
     int64_t deadline_ns;         /* CLOCK_MONOTONIC; set by rfs_hub_follow_add from
-                                    --follow-timeout (a value set before is replaced) */
+                                    --follow-timeout */
     /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
     pthread_mutex_t lock;
     rs_buf ahead;                /* fetched, not yet delivered */

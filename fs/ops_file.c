@@ -189,8 +189,6 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (is_follow) {
         h->follow.node = n;
         h->follow.user = handle_user(m, h);
-        h->follow.reader = h->reader;
-        h->follow.deadline_ns = rfs_now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
         fi->direct_io = 1;
         fi->nonseekable = 1;
         rfs_hub_follow_add(m, &h->follow);
