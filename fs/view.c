@@ -198,21 +198,27 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     return rs_store_query(s, &q, out, err);
 }
 
-int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
-                  rs_err *err)
+/* A document's size is its rendering: into doc when the caller wants the bytes too (an
+ * open), else into a scratch buffer. */
+static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                    rs_buf *doc, rs_err *err)
+{
+    rs_buf scratch = RS_BUF_INIT;
+    rs_buf *out = doc ? doc : &scratch;
+    int rc = render_doc(s, sc, n, out, err);
+    st->size = (int64_t)out->len;
+    rs_buf_release(&scratch);
+    return rc;
+}
+
+static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                     rs_buf *doc, rs_err *err)
 {
     memset(st, 0, sizeof *st);
     st->shape = shape_of(n->kind);
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
-    if (n->kind < RFS_THREAD) {
-        if (st->shape != RFS_SHAPE_DOC)
-            return 0;
-        rs_buf doc = RS_BUF_INIT;
-        int rc = render_doc(s, sc, n, &doc, err);
-        st->size = (int64_t)doc.len;
-        rs_buf_release(&doc);
-        return rc;
-    }
+    if (n->kind < RFS_THREAD)
+        return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
@@ -232,13 +238,8 @@ int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat 
         else
             st->shape = RFS_SHAPE_STREAM;
         return 0;
-    case RFS_SHAPE_DOC: {
-        rs_buf doc = RS_BUF_INIT;
-        rc = render_doc(s, sc, n, &doc, err);
-        st->size = (int64_t)doc.len;
-        rs_buf_release(&doc);
-        return rc;
-    }
+    case RFS_SHAPE_DOC:
+        return stat_doc(s, sc, n, st, doc, err);
     case RFS_SHAPE_STREAM:
         if (n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK) {
             /* Only types and tasks the run has exist. */
@@ -256,28 +257,33 @@ int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat 
     }
 }
 
+int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                  rs_err *err)
+{
+    return view_stat(s, sc, n, st, NULL, err);
+}
+
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
                     rs_err *err)
 {
-    rfs_stat st;
-    int rc = rfs_view_stat(s, sc, n, &st, err);
-    if (rc)
-        return rc;
-    if (st.shape == RFS_SHAPE_DIR)
-        return -EISDIR;
     rfs_reader *r = calloc(1, sizeof *r);
     if (!r)
         return rs_err_set(err, -ENOMEM, "out of memory");
     r->node = *n;
     r->scope = *sc;
-    r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
-    r->mtime_ns = st.mtime_ns;
     r->doc = (rs_buf)RS_BUF_INIT;
     r->pending = (rs_buf)RS_BUF_INIT;
-    if (r->shape == RFS_SHAPE_DOC && (rc = render_doc(s, sc, n, &r->doc, err))) {
+    /* One rendering of a document serves both its existence and its bytes. */
+    rfs_stat st;
+    int rc = view_stat(s, sc, n, &st, &r->doc, err);
+    if (!rc && st.shape == RFS_SHAPE_DIR)
+        rc = -EISDIR;
+    if (rc) {
         rfs_reader_free(r);
         return rc;
     }
+    r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
+    r->mtime_ns = st.mtime_ns;
     *out = r;
     return 0;
 }
