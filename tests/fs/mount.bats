@@ -715,3 +715,42 @@ EOF
   ev_start >> "$RUN/events.jsonl"
   assert_equal "$(count_lines "$RUN/events.jsonl")" 1
 }
+
+@test "an exclusive create reserves the name for other mounts of the store too" {
+  local m2=$WORK/mnt2
+  runfs_mount "$STORE" "$m2"
+  run python3 - "$RUN/once/run.start" "$m2/threads/t1/runs/r1/once/run.start" <<'EOF2'
+import os, sys
+a = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+try:
+    os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    sys.exit("second mount's create succeeded")
+except OSError as e:
+    print("second mount:", os.strerror(e.errno))
+os.write(a, b'{"content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+os.close(a)
+EOF2
+  assert_success
+  assert_output "second mount: File exists"
+  run grep -c '"event_type":"run.start"' "$m2/threads/t1/runs/r1/events.jsonl"
+  assert_output 1
+}
+
+@test "SIGTERM and SIGINT: the daemon unmounts, closes the store and checkpoints the WAL" {
+  local sig pid
+  for sig in TERM INT; do
+    ev_error "before $sig" >> "$RUN/events.jsonl"
+    pid=$(pgrep -f "runfs mount.* $MNT\$" | head -1)
+    [ -n "$pid" ]
+    kill -"$sig" "$pid"
+    wait_for 10 bash -c "! kill -0 $pid 2>/dev/null" || fail "daemon still running after SIG$sig"
+    run grep -c " $MNT fuse" /proc/mounts
+    assert_output 0
+    # the last connection's close checkpointed the WAL and removed it
+    [ ! -s "$STORE-wal" ]
+    run sqlite3 "$STORE" "PRAGMA integrity_check; SELECT count(*) FROM run_events WHERE content = 'before $sig'"
+    assert_output "$(printf 'ok\n1')"
+    MOUNTS=()
+    runfs_mount "$STORE" "$MNT"
+  done
+}
