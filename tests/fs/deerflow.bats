@@ -7,7 +7,7 @@ load lib
 SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-sample.db
 
 setup() {
-  WORK=$(mktemp -d /tmp/runfs-bats.XXXXXX)
+  WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
   MOUNTS=()
   cp "$SAMPLE" "$WORK/df.db"
   STORE=$WORK/df.db

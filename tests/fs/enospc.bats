@@ -7,7 +7,7 @@ load lib
 PY=$(python3 -c 'import sys; print(sys.executable)')
 
 setup() {
-  WORK=$(mktemp -d /tmp/runfs-bats.XXXXXX)
+  WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
   FS=$WORK/fs
   mkdir -p "$FS"
   # Named so that a leftover shows in `grep -E 'tmpfs.*runfs' /proc/mounts`.

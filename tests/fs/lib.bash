@@ -10,7 +10,7 @@ RUNFS=${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}
 
 # runfs_setup [mount options...]: store $STORE mounted at $MNT (options after the defaults).
 runfs_setup() {
-  WORK=$(mktemp -d /tmp/runfs-bats.XXXXXX)
+  WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
   STORE=$WORK/store.db
   MNT=$WORK/mnt
   MOUNTS=()
