@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub.h"
+#include "follow.h"
 
 /* ---- followers ----
  *
@@ -30,6 +30,31 @@
 #define AHEAD_MAX (1024 * 1024)  /* a follower's undelivered bytes, beyond one line */
 
 static const char TERMINAL[] = "run.terminal";
+
+/* A follow.jsonl reader, the state of its file handle. */
+struct rfs_follow {
+    rfs_mount *m;
+    rfs_node node;
+    char *user;                  /* NULL: every owner */
+    int64_t deadline_ns;         /* CLOCK_MONOTONIC, from --follow-timeout */
+    /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
+    pthread_mutex_t lock;
+    rs_buf ahead;                /* fetched, not yet delivered */
+    int64_t scan_seq;            /* seq of the last row fetched */
+    int caught_up;               /* the last fetch reached the end of the rows */
+    int ended;                   /* run.terminal fetched: nothing after it */
+    /* Under the hub lock: */
+    int64_t seen_seq;            /* scan_seq as the hub may trust it */
+    int64_t want_seq;            /* the log's last seq when the hub marked it dirty */
+    int dirty;                   /* a commit may have passed it: fetch before parking */
+    int claimed;                 /* the hub is serving it: release waits */
+    fuse_req_t req;              /* parked read, or NULL */
+    size_t req_size;
+    struct fuse_pollhandle *ph;  /* parked poll, or NULL */
+    rfs_follow *next;            /* hub's list of live followers */
+    rfs_follow *prev;
+    rfs_follow *work;            /* the hub's list for one round */
+};
 
 /* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
  * up to want bytes. 1: the rows ran out (caught up); 0: stopped at want or at run.terminal;
@@ -184,30 +209,36 @@ static void follow_interrupted(fuse_req_t req, void *data)
         fuse_reply_err(mine, EINTR);
 }
 
-void rfs_hub_follow_add(rfs_mount *m, rfs_follow *f)
+int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const char *user)
 {
     rfs_hub *hub = m->hub;
+    rfs_follow *f = calloc(1, sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    if (user && !(f->user = strdup(user))) {
+        free(f);
+        return -ENOMEM;
+    }
+    f->m = m;
+    f->node = *n;
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
-    f->scan_seq = f->seen_seq = f->want_seq = 0;
-    f->caught_up = f->ended = 0;
-    f->dirty = f->claimed = 0;
-    f->req = NULL;
-    f->ph = NULL;
-    f->work = NULL;
     f->deadline_ns = rfs_hub_now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
     pthread_mutex_lock(&hub->lock);
-    f->prev = NULL;
     f->next = hub->followers;
     if (hub->followers)
         hub->followers->prev = f;
     hub->followers = f;
     pthread_mutex_unlock(&hub->lock);
+    *out = f;
+    return 0;
 }
 
-void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f)
+void rfs_follow_close(rfs_follow *f)
 {
-    rfs_hub *hub = m->hub;
+    if (!f)
+        return;
+    rfs_hub *hub = f->m->hub;
     pthread_mutex_lock(&hub->lock);
     if (f->prev)
         f->prev->next = f->next;
@@ -231,11 +262,13 @@ void rfs_hub_follow_remove(rfs_mount *m, rfs_follow *f)
         fuse_pollhandle_destroy(ph);
     rs_buf_release(&f->ahead);
     pthread_mutex_destroy(&f->lock);
+    free(f->user);
+    free(f);
 }
 
-void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t size, off_t off)
+void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
 {
-    (void)off;  /* a feed has no offsets: it goes on from what it delivered */
+    rfs_mount *m = f->m;
     rfs_hub *hub = m->hub;
     /* Ask to hear of an interrupt before parking; the callback may run at once, and then
      * fuse_req_interrupted() below says so. */
@@ -264,8 +297,9 @@ void rfs_hub_follow_read(rfs_mount *m, rfs_follow *f, fuse_req_t req, size_t siz
     rfs_pool_put(m, s);
 }
 
-void rfs_hub_follow_poll(rfs_mount *m, rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
+void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
 {
+    rfs_mount *m = f->m;
     rfs_hub *hub = m->hub;
     rs_store *s;
     rs_err err = {0};
@@ -432,7 +466,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
  * and those whose deadline passed, which get EOF without a query. A follower is marked dirty,
  * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
  * no query per follower. Hub thread, hub lock not held. */
-void rfs_hub_serve_followers(rfs_hub *hub, const change *queue, size_t queued, int everything)
+void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, int everything)
 {
     round_targets rt = {0};
     rfs_follow *work = NULL;
@@ -483,3 +517,14 @@ void rfs_hub_serve_followers(rfs_hub *hub, const change *queue, size_t queued, i
     }
 }
 
+void rfs_follow_end_all(rfs_hub *hub)
+{
+    for (rfs_follow *f = hub->followers; f; f = f->next) {
+        if (f->req)
+            fuse_reply_err(f->req, EINTR);
+        if (f->ph)
+            fuse_pollhandle_destroy(f->ph);
+        f->req = NULL;
+        f->ph = NULL;
+    }
+}

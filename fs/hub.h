@@ -1,14 +1,36 @@
-/* hub.h — the change hub's state, shared by notify.c (the hub thread and the kernel's
- * cache) and follow.c (live followers). Never included outside fs/. */
+/* hub.h — the change hub: one thread per mount that tells the kernel what changed and wakes
+ * live followers (notify.c). The handlers report commits here; the state below is shared by
+ * notify.c and follow.c only. */
 #ifndef RFS_HUB_H
 #define RFS_HUB_H
 
+#include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "mount.h"
 
+int rfs_hub_start(rfs_mount *m);
+void rfs_hub_stop(rfs_mount *m);
+/* A commit of this mount touched thread/run: invalidate the kernel's view of their logs and
+ * wake followers; returns once the kernel was told (bounded wait). */
+void rfs_hub_committed(rfs_mount *m, const char *thread_id, const char *run_id);
+/* This mount appended len bytes of lines to thread/run at the given offsets: the kernel's
+ * cached tails of both logs are dropped before the write() returns (bounded wait). */
+void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
+                      const rs_placement *at, size_t len);
+/* A delete changed the middle of the thread's logs: invalidate them whole. */
+void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
+/* getattr saw a log whose size moved: drop the kernel's stale tail before the reply says
+ * the new size. */
+void rfs_hub_sync(rfs_mount *m, uint64_t ino);
+
+/* ---- shared by notify.c and follow.c ---- */
+
 #define TICK_MS 20
 #define QUEUE_MAX 64
+
+typedef struct rfs_follow rfs_follow;
 
 typedef struct change {
     char thread_id[RS_ID_MAX + 1];
@@ -44,8 +66,5 @@ struct rfs_hub {
 int64_t rfs_hub_now_ns(void);
 /* A CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */
 void rfs_hub_deadline_in(struct timespec *ts, long ms);
-/* In the hub thread, hub lock not held: answer parked followers the queued changes (or,
- * with everything, any change) may have fed. */
-void rfs_hub_serve_followers(rfs_hub *hub, const change *queue, size_t queued, int everything);
 
 #endif

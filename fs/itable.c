@@ -63,7 +63,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-uint64_t rfs_itable_ino_of(const rfs_node *n)
+static uint64_t hash_of(const rfs_node *n)
 {
     if (n->kind == RFS_ROOT)
         return 1;
@@ -94,6 +94,27 @@ static entry *find(rfs_itable *t, uint64_t ino)
     return NULL;
 }
 
+/* The number n has, or would be given now: its hash, or after a collision the next number
+ * no other node holds. Table lock held. */
+static uint64_t probe(rfs_itable *t, const rfs_node *n, entry **found)
+{
+    uint64_t ino = hash_of(n);
+    entry *e;
+    while ((e = find(t, ino)) && !same_node(&e->node, n))
+        ino = ino + 1 < 2 ? 2 : ino + 1;
+    *found = e;
+    return ino;
+}
+
+uint64_t rfs_itable_ino_of(rfs_itable *t, const rfs_node *n)
+{
+    entry *e;
+    pthread_mutex_lock(&t->lock);
+    uint64_t ino = probe(t, n, &e);
+    pthread_mutex_unlock(&t->lock);
+    return ino;
+}
+
 static void grow(rfs_itable *t)
 {
     size_t n = t->nbuckets * 2;
@@ -113,12 +134,9 @@ static void grow(rfs_itable *t)
 
 int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino)
 {
-    uint64_t want = rfs_itable_ino_of(n);
-    pthread_mutex_lock(&t->lock);
     entry *e;
-    /* A hash collision moves the newcomer to the next free number. */
-    while ((e = find(t, want)) && !same_node(&e->node, n))
-        want = want + 1 < 2 ? 2 : want + 1;
+    pthread_mutex_lock(&t->lock);
+    uint64_t want = probe(t, n, &e);
     if (!e) {
         e = calloc(1, sizeof *e);
         if (!e) {

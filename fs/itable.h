@@ -13,8 +13,9 @@ typedef struct rfs_itable rfs_itable;
 int rfs_itable_new(rfs_itable **out);
 void rfs_itable_free(rfs_itable *t);
 
-/* The inode number node n has or would have (no lookup counted). */
-uint64_t rfs_itable_ino_of(const rfs_node *n);
+/* The inode number node n has, or would be given by rfs_itable_ref now (no lookup
+ * counted): readdir and lookup agree even after a hash collision. */
+uint64_t rfs_itable_ino_of(rfs_itable *t, const rfs_node *n);
 
 /* Count one kernel lookup of n; *ino = its number. */
 int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino);

@@ -11,7 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hub.h"
+#include "log.h"
 #include "mount.h"
+#include "pool.h"
+#include "rejects.h"
 
 /* A mountpoint left by a daemon that died reads ENOTCONN; a lazy unmount clears it. */
 static int clear_stale_mount(const char *mountpoint)
@@ -124,12 +128,10 @@ int rfs_mount_main(rfs_options *opt)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
-    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects)) {
+    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_tables;
     }
-    pthread_mutex_init(&m.pool_lock, NULL);
-    pthread_cond_init(&m.pool_cond, NULL);
 
     m.se = fuse_session_new(&args, &rfs_ops, sizeof rfs_ops, &m);
     if (!m.se) {
@@ -169,7 +171,7 @@ out_signals:
 out_session:
     fuse_session_destroy(m.se);
 out_tables:
-    rfs_pool_close(&m);
+    rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);
     rfs_rejects_free(m.rejects);
 out_args:

@@ -81,12 +81,6 @@ int rfs_node_is_writable(rfs_kind k)
     return k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_R_SEAL;
 }
 
-int rfs_node_is_lookup_only(rfs_kind k)
-{
-    return k == RFS_T_SINCE_DIR || k == RFS_R_SINCE_DIR || k == RFS_T_MSGSEQ_DIR ||
-           k == RFS_T_AIRUN_DIR;
-}
-
 const char *const *rfs_node_fixed_entries(rfs_kind k)
 {
     switch (k) {
@@ -260,11 +254,4 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     case RFS_R_TASK: return rs_buf_addf(out, "/tasks/%s.jsonl", n->name);
     default: return rs_buf_addf(out, "/%s", fixed_name(n->kind));
     }
-}
-
-int rfs_node_key(const rfs_node *n, rs_buf *out)
-{
-    rs_buf_reset(out);
-    return rs_buf_addf(out, "%d/%s/%s/%lld/%s", (int)n->kind, n->thread_id, n->run_id,
-                       (long long)n->num, n->name);
 }

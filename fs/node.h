@@ -76,14 +76,9 @@ int rfs_node_is_dir(rfs_kind kind);
 int rfs_node_is_log(rfs_kind kind);
 /* Files that accept writes (events.jsonl of a run, once/<type>, seal.json). */
 int rfs_node_is_writable(rfs_kind kind);
-/* Directories whose names are found by lookup only and never listed. */
-int rfs_node_is_lookup_only(rfs_kind kind);
 
 /* The fixed entries of a directory kind, NULL-terminated (dynamic entries come from the
  * store). */
 const char *const *rfs_node_fixed_entries(rfs_kind kind);
-
-/* A stable key identifying the node, for the inode table. */
-int rfs_node_key(const rfs_node *n, rs_buf *out);
 
 #endif

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hub.h"
+#include "follow.h"
+#include "log.h"
 
 int64_t rfs_hub_now_ns(void)
 {
@@ -27,11 +28,9 @@ void rfs_hub_deadline_in(struct timespec *ts, long ms)
     ts->tv_nsec %= 1000000000L;
 }
 
-/* ---- kernel invalidation ---- */
-
 /* ---- the kernel's copy of the logs ----
  * The kernel caches the pages of quiet logs (a log being written is read without the cache,
- * see op_open). Appends change only the tail: after every change the hub drops the cached
+ * see rfs_op_open). Appends change only the tail: after every change the hub drops the cached
  * pages from the one that held the old end, which is exact because the old end is the
  * store's size before the change (kept per log inode as "observed"), not the kernel's. */
 
@@ -103,7 +102,7 @@ static void store_appended(rfs_mount *m, const change *c)
             n.kind = RFS_T_EVENTS;
             n.run_id[0] = '\0';
         }
-        uint64_t ino = rfs_itable_ino_of(&n);
+        uint64_t ino = rfs_itable_ino_of(m->inodes, &n);
         int64_t observed = -1;
         if (rfs_itable_known_size(m->inodes, ino, &observed) == 0 && observed >= 0)
             tail_changed(m, ino, observed < off ? observed : off, off + (int64_t)c->len);
@@ -174,19 +173,11 @@ static void *hub_main(void *arg)
         pthread_cond_broadcast(&hub->done);
         pthread_mutex_unlock(&hub->lock);
 
-        rfs_hub_serve_followers(hub, queue, queued, foreign || overflow);
+        rfs_follow_serve_round(hub, queue, queued, foreign || overflow);
         pthread_mutex_lock(&hub->lock);
     }
     /* Unmounted: nothing will commit for the feeds still parked. */
-    rfs_follow *f;
-    for (f = hub->followers; f; f = f->next) {
-        if (f->req)
-            fuse_reply_err(f->req, EINTR);
-        if (f->ph)
-            fuse_pollhandle_destroy(f->ph);
-        f->req = NULL;
-        f->ph = NULL;
-    }
+    rfs_follow_end_all(hub);
     pthread_mutex_unlock(&hub->lock);
     return NULL;
 }
@@ -261,11 +252,11 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
      * returns; otherwise the hub just wakes followers. */
     rfs_node n = {.kind = RFS_T_EVENTS};
     snprintf(n.thread_id, sizeof n.thread_id, "%s", thread_id);
-    int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(&n));
+    int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
     if (run_id) {
         n.kind = RFS_R_EVENTS;
         snprintf(n.run_id, sizeof n.run_id, "%s", run_id);
-        wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(&n));
+        wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
     }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < QUEUE_MAX) {

@@ -74,7 +74,6 @@ static int rejects_doc(void *ctx, const char *user, rs_buf *out)
     return rfs_rejects_render(m->rejects, only_uid, out);
 }
 
-/* A request's scope with the mount-only documents wired in. */
 void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t len)
 {
     rfs_scope_for(m, req, sc, uidbuf, len);
@@ -83,7 +82,6 @@ void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, s
     sc->ctx = m;
 }
 
-/* Log a refusal with its reason and reply with its errno. */
 void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
                         const char *reason, const char *data, size_t len)
 {
@@ -111,7 +109,7 @@ static mode_t mode_of(const rfs_mount *m, rfs_kind kind)
 {
     if (rfs_node_is_dir(kind))
         return S_IFDIR | (m->opt.read_only ? 0555 : 0755);
-    if (kind == RFS_R_EVENTS || kind == RFS_R_ONCE || kind == RFS_R_SEAL)
+    if (rfs_node_is_writable(kind))
         return S_IFREG | (m->opt.read_only ? 0444 : 0644);
     return S_IFREG | 0444;
 }
@@ -144,8 +142,7 @@ double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind)
     return rfs_node_is_dir(kind) && !m->opt.user_from_uid ? DIR_TIMEOUT : 0.0;
 }
 
-/* Stat a node with a pooled store. */
-int rfs_node_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
+int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_scope sc;
@@ -230,7 +227,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return (void)fuse_reply_err(req, -rc);
     rfs_stat st;
     rs_err err = {0};
-    if ((rc = rfs_node_stat(req, &cn, &st, &err)))
+    if ((rc = rfs_req_stat(req, &cn, &st, &err)))
         return (void)fuse_reply_err(req, -rc);
     rfs_reply_entry(req, &cn, &st);
 }
@@ -257,7 +254,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         return (void)fuse_reply_err(req, ENOENT);
     rfs_stat st;
     rs_err err = {0};
-    int rc = rfs_node_stat(req, &n, &st, &err);
+    int rc = rfs_req_stat(req, &n, &st, &err);
     /* A singleton or seal being created exists for its writer (cat > once/T fstats its
      * output) before its body is stored. */
     if (rc == -ENOENT && rfs_itable_holds(m->inodes, ino) > 0) {

@@ -18,6 +18,7 @@ typedef struct dir_handle {
     size_t count;
     size_t cap;
     rfs_node node;
+    rfs_itable *inodes;
 } dir_handle;
 
 /* ---- directories ---- */
@@ -37,9 +38,9 @@ static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int 
         return -ENOMEM;
     rfs_node child;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || rfs_node_child(parent, name, &child))
-        e->ino = strcmp(name, ".") == 0 ? rfs_itable_ino_of(parent) : 1;
+        e->ino = strcmp(name, ".") == 0 ? rfs_itable_ino_of(d->inodes, parent) : 1;
     else
-        e->ino = rfs_itable_ino_of(&child);
+        e->ino = rfs_itable_ino_of(d->inodes, &child);
     e->is_dir = is_dir;
     d->count++;
     return 0;
@@ -71,6 +72,7 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (!d)
         return (void)fuse_reply_err(req, ENOMEM);
     d->node = n;
+    d->inodes = m->inodes;
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
@@ -158,7 +160,7 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
         return rfs_refuse(req, &pn, name, -ENOENT, "this mount shows one thread only", NULL, 0);
     rfs_stat st;
     rs_err err = {0};
-    if (rfs_node_stat(req, &cn, &st, &err) == 0)
+    if (rfs_req_stat(req, &cn, &st, &err) == 0)
         return (void)fuse_reply_err(req, EEXIST);
     rfs_scope sc;
     char uid[24];
@@ -212,7 +214,7 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
         return (void)fuse_reply_err(req, 0);
     rfs_stat st;
     rs_err err = {0};
-    if ((rc = rfs_node_stat(req, &cn, &st, &err)))
+    if ((rc = rfs_req_stat(req, &cn, &st, &err)))
         return (void)fuse_reply_err(req, -rc);
     rfs_scope sc;
     char uid[24];

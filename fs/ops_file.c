@@ -39,7 +39,7 @@ typedef struct rfs_handle {
     int reserved;
     int done;            /* once/seal: the body was committed or refused */
     int created;         /* made by op_create: counted in its inode's creators */
-    rfs_follow follow;
+    rfs_follow *follow;  /* follow.jsonl */
 } rfs_handle;
 
 void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -103,6 +103,7 @@ static const char *handle_user(rfs_mount *m, rfs_handle *h)
 
 static void handle_free(rfs_handle *h)
 {
+    rfs_follow_close(h->follow);
     rfs_reader_free(h->reader);
     rs_buf_release(&h->pending);
     rs_buf_release(&h->receipt);
@@ -113,16 +114,16 @@ static void handle_free(rfs_handle *h)
 
 #define LIVE_NS 2000000000LL   /* a log appended to this recently is still growing */
 
-static uint64_t thread_ino(const rfs_node *n)
+static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
 {
     rfs_node t = {.kind = RFS_THREAD};
     memcpy(t.thread_id, n->thread_id, sizeof t.thread_id);
-    return rfs_itable_ino_of(&t);
+    return rfs_itable_ino_of(m->inodes, &t);
 }
 
 static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
 {
-    return rfs_itable_holds(m->inodes, thread_ino(n)) > 0 ||
+    return rfs_itable_holds(m->inodes, thread_ino(m, n)) > 0 ||
            rfs_now_ns() - rfs_reader_mtime(r) < LIVE_NS;
 }
 
@@ -154,7 +155,7 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         run.name[0] = '\0';
         rfs_stat rst;
         rs_err rerr = {0};
-        int vrc = rfs_node_stat(req, &run, &rst, &rerr);
+        int vrc = rfs_req_stat(req, &run, &rst, &rerr);
         if (vrc)
             return (void)fuse_reply_err(req, -vrc);
         h = handle_new(req, n.kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, &n);
@@ -162,7 +163,7 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
             return (void)fuse_reply_err(req, ENOMEM);
         h->want_receipt = acc == O_RDWR;
         if (h->kind == H_APPEND)
-            rfs_itable_hold(m->inodes, thread_ino(&n), 1);
+            rfs_itable_hold(m->inodes, thread_ino(m, &n), 1);
         fi->direct_io = 1;
         fi->fh = (uintptr_t)h;
         return (void)fuse_reply_open(req, fi);
@@ -182,16 +183,15 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         rc = rfs_reader_open(&h->reader, s, &sc, &n, &err);
         rfs_pool_put(m, s);
     }
+    if (!rc && is_follow)
+        rc = rfs_follow_open(&h->follow, m, &n, handle_user(m, h));
     if (rc) {
         handle_free(h);
         return (void)fuse_reply_err(req, -rc);
     }
     if (is_follow) {
-        h->follow.node = n;
-        h->follow.user = handle_user(m, h);
         fi->direct_io = 1;
         fi->nonseekable = 1;
-        rfs_hub_follow_add(m, &h->follow);
     } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
                !log_is_live(m, &n, h->reader)) {
         /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
@@ -231,7 +231,7 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     rfs_node run = cn;
     run.kind = RFS_RUN;
     run.name[0] = '\0';
-    if ((rc = rfs_node_stat(req, &run, &st, &err)))
+    if ((rc = rfs_req_stat(req, &run, &st, &err)))
         return (void)fuse_reply_err(req, -rc);
     rfs_handle *h = handle_new(req, cn.kind == RFS_R_ONCE ? H_ONCE : H_SEAL, &cn);
     if (!h)
@@ -287,7 +287,6 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     fuse_reply_create(req, &e, fi);
 }
 
-/* Refuse an append write and remember its bytes (see retried_refusal). */
 /* Store complete lines as one transaction, keep them for the handle's receipt, and have
  * the kernel's cached tails dropped before the write() returns. */
 static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t len, rs_err *err)
@@ -311,6 +310,7 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
     return rc;
 }
 
+/* Refuse an append write and remember its bytes (see retried_refusal). */
 static void refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
                           const char *buf, size_t size, const char *data, size_t len)
 {
@@ -475,8 +475,6 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
-    if (h->kind == H_FOLLOW)
-        rfs_hub_follow_remove(m, &h->follow);
     /* A seal.json create that got no body asks for a complete seal; its refusal can only
      * be logged now (release has no caller to tell). */
     if (h->kind == H_SEAL && !h->done)
@@ -492,7 +490,7 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (h->created)
         rfs_itable_hold(m->inodes, ino, -1);
     if (h->kind == H_APPEND)
-        rfs_itable_hold(m->inodes, thread_ino(&h->node), -1);
+        rfs_itable_hold(m->inodes, thread_ino(m, &h->node), -1);
     handle_free(h);
     fuse_reply_err(req, 0);
 }
@@ -504,7 +502,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
-        return rfs_hub_follow_read(m, &h->follow, req, size, off);
+        return rfs_follow_read(h->follow, req, size);  /* a feed goes on from what it gave */
     pthread_mutex_lock(&h->lock);
     if (h->kind != H_READ) {
         /* The receipt: what this handle stored, one line each. */
@@ -535,7 +533,7 @@ void rfs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     (void)ino;
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
-        return rfs_hub_follow_poll(rfs_mount_of(req), &h->follow, req, ph);
+        return rfs_follow_poll(h->follow, req, ph);
     if (ph)
         fuse_pollhandle_destroy(ph);
     fuse_reply_poll(req, POLLIN | POLLOUT);

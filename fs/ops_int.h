@@ -2,12 +2,19 @@
 #ifndef RFS_OPS_INT_H
 #define RFS_OPS_INT_H
 
+#include "follow.h"
+#include "hub.h"
+#include "log.h"
 #include "mount.h"
+#include "pool.h"
+#include "rejects.h"
 
 #define DIR_TIMEOUT 1.0
 
 rfs_mount *rfs_mount_of(fuse_req_t req);
 int64_t rfs_now_ns(void);
+/* The scope of a request: the owner it reads and writes as. */
+void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t uidlen);
 /* The request's scope with the mount-only documents (status, rejects) wired in. */
 void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t len);
 /* Record a refusal (rejects.jsonl and the log); rfs_refuse also replies with its errno. */
@@ -23,8 +30,8 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
                    struct stat *a);
 double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
 double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
-/* Stat a node for this request's owner, with a pooled store. */
-int rfs_node_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
+/* Stat a node for this request's owner, with a pooled connection. */
+int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
 /* Reply with the entry of n (one more kernel lookup counted). */
 int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
 

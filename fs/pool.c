@@ -1,30 +1,64 @@
-/* pool.c — the mount's store connections: SQLite handles are single-threaded, so each
- * request borrows one and gives it back; WAL lets them read beside a writer. */
+/* pool.c — a stack of idle store connections under a lock, at most RFS_POOL_MAX open. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "mount.h"
 
+struct rfs_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;         /* a connection was given back */
+    rs_store *idle[RFS_POOL_MAX];
+    int open;                    /* lent and idle */
+    int nidle;
+};
+
+int rfs_pool_start(rfs_mount *m)
+{
+    rfs_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    m->pool = p;
+    return 0;
+}
+
+void rfs_pool_stop(rfs_mount *m)
+{
+    rfs_pool *p = m->pool;
+    if (!p)
+        return;
+    for (int i = 0; i < p->nidle; i++)
+        rs_store_close(p->idle[i]);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    m->pool = NULL;
+}
+
 int rfs_pool_get(rfs_mount *m, rs_store **out, rs_err *err)
 {
-    pthread_mutex_lock(&m->pool_lock);
+    rfs_pool *p = m->pool;
+    pthread_mutex_lock(&p->lock);
     for (;;) {
-        if (m->pool_idle > 0) {
-            *out = m->pool[--m->pool_idle];
-            pthread_mutex_unlock(&m->pool_lock);
+        if (p->nidle > 0) {
+            *out = p->idle[--p->nidle];
+            pthread_mutex_unlock(&p->lock);
             return 0;
         }
-        if (m->pool_open < RFS_POOL_MAX)
+        if (p->open < RFS_POOL_MAX)
             break;
-        pthread_cond_wait(&m->pool_cond, &m->pool_lock);
+        pthread_cond_wait(&p->cond, &p->lock);
     }
-    m->pool_open++;
-    pthread_mutex_unlock(&m->pool_lock);
+    p->open++;
+    pthread_mutex_unlock(&p->lock);
     int rc = rs_store_open(out, m->opt.store, &m->store_opt, err);
     if (rc) {
-        pthread_mutex_lock(&m->pool_lock);
-        m->pool_open--;
-        pthread_cond_signal(&m->pool_cond);
-        pthread_mutex_unlock(&m->pool_lock);
+        pthread_mutex_lock(&p->lock);
+        p->open--;
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->lock);
     }
     return rc;
 }
@@ -33,19 +67,9 @@ void rfs_pool_put(rfs_mount *m, rs_store *s)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&m->pool_lock);
-    /* Idle handles sit on a stack below pool_idle; pool_open counts all of them. */
-    m->pool[m->pool_idle++] = s;
-    pthread_cond_signal(&m->pool_cond);
-    pthread_mutex_unlock(&m->pool_lock);
-}
-
-void rfs_pool_close(rfs_mount *m)
-{
-    pthread_mutex_lock(&m->pool_lock);
-    for (int i = 0; i < m->pool_idle; i++)
-        rs_store_close(m->pool[i]);
-    m->pool_open -= m->pool_idle;
-    m->pool_idle = 0;
-    pthread_mutex_unlock(&m->pool_lock);
+    rfs_pool *p = m->pool;
+    pthread_mutex_lock(&p->lock);
+    p->idle[p->nidle++] = s;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
 }

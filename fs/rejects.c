@@ -1,15 +1,13 @@
-/* rejects.c — the last refused writes: a ring of JSON lines for .runfs/rejects.jsonl, each
- * also logged. A sandboxed agent reads why its write failed without reading daemon logs. */
+/* rejects.c — the last refused writes: a ring of JSON lines, each also logged. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <time.h>
 
-#include "mount.h"
+#include "log.h"
+#include "rejects.h"
 
 #define REJECTS_KEPT 100
 
@@ -20,28 +18,6 @@ struct rfs_rejects {
     size_t next;
     size_t count;
 };
-
-static int use_syslog;
-
-void rfs_log_to_syslog(void)
-{
-    openlog("runfs", LOG_PID, LOG_DAEMON);
-    use_syslog = 1;
-}
-
-void rfs_log(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (use_syslog) {
-        vsyslog(LOG_NOTICE, fmt, ap);
-    } else {
-        fputs("runfs: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-    }
-    va_end(ap);
-}
 
 int rfs_rejects_new(rfs_rejects **out)
 {

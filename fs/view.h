@@ -48,9 +48,9 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
 int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                     rs_err *err);
 void rfs_reader_free(rfs_reader *r);
-/* RFS_SHAPE_LOG when the reader's sizes and offsets are exact (the kernel may cache it). */
 /* When the file last changed, as seen at open. */
 int64_t rfs_reader_mtime(const rfs_reader *r);
+/* RFS_SHAPE_LOG when the reader's sizes and offsets are exact (the kernel may cache it). */
 rfs_shape rfs_reader_shape(const rfs_reader *r);
 
 /* Directory entries of node n that come from the store (threads, runs, types, ...), each

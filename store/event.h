@@ -1,6 +1,7 @@
 /* event.h — one event between the outside world and the database: parsing and validating
- * an input line (the only gate into the store), and rendering a stored row as its
- * canonical line (the only encoder: every view, the CLI and every backend go through it). */
+ * an input line (the only gate into the store), and the canonical line of an event: from a
+ * stored row (rs_event_encode: every view, the CLI and every backend) or from a parsed event
+ * about to be stored (rs_event_line: the same bytes, which the fuzz target checks). */
 #ifndef RS_EVENT_H
 #define RS_EVENT_H
 

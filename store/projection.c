@@ -1,6 +1,6 @@
 /* projection.c — the read-only views DeerFlow's gateway computes from events: the thread
  * history page (history.jsonl, spec 7.1) and the latest workspace changes (spec 7.5).
- * Built on the public query API; the history streams, holding only the hidden-run set. */
+ * Read through rs_store_query; the history streams, holding only the hidden-run set. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,90 +13,6 @@
 #include "rowview.h"
 
 #define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
-
-/* ---- row views ---------------------------------------------------------------------------- */
-
-int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
-{
-    unsigned m = 0;
-    rs_buf_reset(meta);
-    if (row->metadata && row->metadata_len) {
-        int rc = rs_buf_grow(meta, row->metadata_len + 1);
-        if (rc)
-            return rc;
-        size_t n = 0;
-        if (rs_json_canon_to(meta->buf, &n, row->metadata, row->metadata_len,
-                             RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, &m, NULL) == 0 &&
-            meta->buf[0] == '{') {
-            meta->len = n;
-            meta->buf[n] = '\0';
-            if (markers)
-                *markers = m;
-            return 0;
-        }
-    }
-    if (markers)
-        *markers = 0;
-    rs_buf_reset(meta);
-    return ADD_LIT(meta, "{}");
-}
-
-int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers)
-{
-    rs_buf_reset(content);
-    if (!row->content)
-        return ADD_LIT(content, "null");
-    if (markers) {
-        int rc = rs_json_canon(content, row->content, row->content_len, RS_JSON_LENIENT, NULL);
-        if (rc != -EINVAL)
-            return rc;
-        rs_buf_reset(content);
-    }
-    return rs_json_quote(content, row->content, row->content_len);
-}
-
-typedef struct member_find {
-    const char *key;
-    size_t key_len;
-    const char *val;
-    size_t val_len;
-} member_find;
-
-static int on_member_find(void *ctx, const char *key, size_t key_len, const char *val,
-                          size_t val_len)
-{
-    member_find *f = ctx;
-    if (key_len != f->key_len || memcmp(key, f->key, key_len) != 0)
-        return 0;
-    f->val = val;
-    f->val_len = val_len;
-    return 1;
-}
-
-int rs_view_get(const char *obj, size_t len, const char *key, const char **val,
-                size_t *val_len)
-{
-    member_find f = {.key = key, .key_len = strlen(key)};
-    if (rs_json_members(obj, len, on_member_find, &f) != 1)
-        return 0;
-    *val = f.val;
-    *val_len = f.val_len;
-    return 1;
-}
-
-int rs_view_get_str(const char *obj, size_t len, const char *key, rs_buf *out)
-{
-    const char *v;
-    size_t n;
-    rs_buf_reset(out);
-    if (!rs_view_get(obj, len, key, &v, &n) || n < 2 || v[0] != '"')
-        return 0;
-    if (rs_json_unquote(out, v, n) != 0) {
-        rs_buf_reset(out);
-        return 0;
-    }
-    return 1;
-}
 
 static int starts_with(const rs_buf *b, const char *prefix)
 {

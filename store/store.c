@@ -500,7 +500,7 @@ static int scan_messages(rs_store *s, const char *thread_id, const char *user, i
     rc = -ENOENT;
     int step;
     for (;;) {
-        /* The raw row is enough here; no need to render the line. */
+        /* The matchers read the raw row (c->row), not the rendered line. */
         const rs_record *rec;
         step = rs_cursor_next(c, &rec);
         if (step <= 0)

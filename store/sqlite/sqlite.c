@@ -47,7 +47,7 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
     return rs_err_set(err, code, "%s: %s", what, b->db ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));
 }
 
-/* A cached statement for sql, reset and unbound, marked busy until put_stmt. */
+/* A cached statement for sql, reset and unbound, marked busy until sq_stmt_done. */
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
 {
     /* Most statements are string constants: a pointer match finds them without comparing
