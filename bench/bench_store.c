@@ -273,7 +273,9 @@ int main(int argc, char **argv)
         store_batch(s, samples, 0, 1000, "thread-r", "run-r", &buf);
     }
     double t0 = now_s();
-    rs_query q = {.thread_id = "thread-r", .run_id = "run-r"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "thread-r";
+    q.run_id = "run-r";
     rs_cursor *c;
     rs_err err = {0};
     if (rs_store_query(s, &q, &c, &err))
@@ -310,8 +312,12 @@ int main(int argc, char **argv)
     t0 = now_s();
     int64_t before = 0;
     for (int page = 0; page < 20; page++) {
-        rs_query mq = {.thread_id = "thread-r", .messages_only = 1, .limit = 50, .newest = 1,
-                       .before_seq = before};
+        rs_query mq = RS_QUERY_INIT;
+        mq.thread_id = "thread-r";
+        mq.messages_only = 1;
+        mq.limit = 50;
+        mq.newest = 1;
+        mq.before_seq = before;
         if (rs_store_query(s, &mq, &c, &err))
             die("messages", err.msg);
         int64_t first = 0;

@@ -182,7 +182,8 @@ static int cmd_tail(const char *store, const char *thread, const char *run)
 {
     rs_store *s;
     rs_err err = {0};
-    rs_options opt = {.read_only = 1};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.read_only = 1;
     if (rs_store_open(&s, store, &opt, &err)) {
         fprintf(stderr, "tail: %s\n", err.msg);
         return 1;

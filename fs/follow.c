@@ -63,8 +63,11 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
 {
     rfs_follow *f0 = grp[0];
     int run_feed = f0->node.kind == RFS_R_FOLLOW;
-    rs_query q = {.thread_id = f0->node.thread_id, .run_id = run_feed ? f0->node.run_id : NULL,
-                  .user = f0->user, .after_seq = f0->scan_seq};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = f0->node.thread_id;
+    q.run_id = run_feed ? f0->node.run_id : NULL;
+    q.user = f0->user;
+    q.after_seq = f0->scan_seq;
     rs_cursor *c;
     rs_err err = {0};
     int rc = rs_store_query(s, &q, &c, &err);

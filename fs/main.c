@@ -37,7 +37,8 @@ static int usage(int status)
 
 static int open_store(rs_store **out, const char *path, int read_only)
 {
-    rs_options opt = {.read_only = read_only};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.read_only = read_only;
     rs_err err = {0};
     if (rs_store_open(out, path, &opt, &err)) {
         fprintf(stderr, "runfs: %s\n", err.msg);

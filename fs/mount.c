@@ -86,6 +86,7 @@ int rfs_mount_main(rfs_options *opt)
     rfs_mount m;
     memset(&m, 0, sizeof m);
     m.opt = *opt;
+    m.store_opt = (rs_options)RS_OPTIONS_INIT;
     m.store_opt.contract_path = opt->contract;
     m.store_opt.sync_full = opt->sync_full;
     m.store_opt.allow_unknown_events = opt->allow_unknown;

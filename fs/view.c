@@ -73,8 +73,13 @@ static int render_once(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_b
                        rs_err *err)
 {
     const char *types[] = {n->name};
-    rs_query q = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user,
-                  .event_types = types, .n_event_types = 1, .limit = 1};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.run_id = n->run_id;
+    q.user = sc->user;
+    q.event_types = types;
+    q.n_event_types = 1;
+    q.limit = 1;
     rs_cursor *c;
     int rc = rs_store_query(s, &q, &c, err);
     if (rc)
@@ -159,8 +164,11 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
                        int64_t limit, rs_cursor **out, rs_err *err)
 {
     const char *types[] = {n->name};
-    rs_query q = {.thread_id = n->thread_id, .user = sc->user, .after_seq = after_seq,
-                  .limit = limit};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.user = sc->user;
+    q.after_seq = after_seq;
+    q.limit = limit;
     switch (n->kind) {
     case RFS_T_HISTORY:
         return rs_store_history(s, n->thread_id, sc->user, after_seq, out, err);

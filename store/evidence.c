@@ -112,12 +112,11 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
 {
     memset(cap, 0, sizeof *cap);
     cap->upper_seq = upper;
-    rs_query q = {
-        .thread_id = t->thread_id,
-        .run_id = t->run_id,
-        .user = user,
-        .before_seq = upper + 1,      /* exclusive; upper 0 gives no rows */
-    };
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = user;
+    q.before_seq = upper + 1;      /* exclusive; upper 0 gives no rows */
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
@@ -179,12 +178,11 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
 static int count_after(rs_store *s, const rs_target *t, const char *user, int64_t upper,
                        int64_t *n, rs_err *err)
 {
-    rs_query q = {
-        .thread_id = t->thread_id,
-        .run_id = t->run_id,
-        .user = user,
-        .after_seq = upper,
-    };
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = user;
+    q.after_seq = upper;
     rs_cursor *cur;
     int rc = rs_store_query(s, &q, &cur, err);
     if (rc)
@@ -207,14 +205,13 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
     if (rc || (rc = run_info(s, t, &info, err)))
         return rc;
     static const char *const types[] = {"run.terminal"};
-    rs_query q = {
-        .thread_id = t->thread_id,
-        .run_id = t->run_id,
-        .user = t->user,
-        .event_types = types,
-        .n_event_types = 1,
-        .limit = 1,
-    };
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = t->user;
+    q.event_types = types;
+    q.n_event_types = 1;
+    q.limit = 1;
     rs_cursor *cur;
     if ((rc = rs_store_query(s, &q, &cur, err)))
         return rc;

@@ -318,13 +318,12 @@ static int facts_load(rs_store *s, const char *thread_id, const char *user, fact
                       scratch *sc, rs_err *err)
 {
     static const char *const types[] = {"run.start", "run.terminal"};
-    rs_query q = {
-        .thread_id = thread_id,
-        .user = user,
-        .category = "trace",     /* both are trace events: the category index finds them */
-        .event_types = types,
-        .n_event_types = 2,
-    };
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = thread_id;
+    q.user = user;
+    q.category = "trace";     /* both are trace events: the category index finds them */
+    q.event_types = types;
+    q.n_event_types = 2;
     rs_cursor *cur;
     int rc = rs_store_query(s, &q, &cur, err);
     if (rc)
@@ -356,12 +355,11 @@ int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64
     if (!rc && (rc = hidden_compute(&c->facts, &c->hidden)))
         rs_err_set(err, rc, "out of memory computing hidden runs");
     if (!rc) {
-        rs_query q = {
-            .thread_id = thread_id,
-            .user = user,
-            .messages_only = 1,
-            .after_seq = after_seq > 0 ? after_seq : 0,
-        };
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = thread_id;
+        q.user = user;
+        q.messages_only = 1;
+        q.after_seq = after_seq > 0 ? after_seq : 0;
         rc = rs_store_query(s, &q, &c->inner, err);
     }
     if (rc) {
@@ -407,14 +405,13 @@ static int on_payload_member(void *ctx, const char *key, size_t key_len, const c
 int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
 {
     static const char *const types[] = {"workspace_changes"};
-    rs_query q = {
-        .thread_id = t->thread_id,
-        .run_id = t->run_id,
-        .user = t->user,
-        .event_types = types,
-        .n_event_types = 1,
-        .limit = 10,
-    };
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = t->user;
+    q.event_types = types;
+    q.n_event_types = 1;
+    q.limit = 10;
     if (!t->run_id)
         return rs_err_set(err, -EINVAL, "workspace changes need a run id");
     rs_cursor *cur;

@@ -16,9 +16,12 @@
 
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
 {
-    rs_options defaults = {0};
+    rs_options defaults = RS_OPTIONS_INIT;
     if (!opt)
         opt = &defaults;
+    if (opt->version < 1 || opt->version > RS_OPTIONS_VERSION)
+        return rs_err_set(err, -EINVAL, "rs_options version %u is not %d (start from "
+                          "RS_OPTIONS_INIT)", opt->version, RS_OPTIONS_VERSION);
     rs_store *s = calloc(1, sizeof *s);
     if (!s)
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -376,6 +379,9 @@ void rs_names_free(rs_names *n)
 
 int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err)
 {
+    if (q->version < 1 || q->version > RS_QUERY_VERSION)
+        return rs_err_set(err, -EINVAL, "rs_query version %u is not %d (start from "
+                          "RS_QUERY_INIT)", q->version, RS_QUERY_VERSION);
     rs_target t = {.thread_id = q->thread_id, .run_id = q->run_id};
     int rc = check_target(&t, q->run_id != NULL, err);
     if (rc)

@@ -62,7 +62,15 @@ int rs_id_valid_n(const char *s, size_t len);
 typedef struct rs_store rs_store;
 typedef struct rs_cursor rs_cursor;
 
+/* Options and queries carry the version of this header they were built against (libgit2's
+ * way): start from RS_OPTIONS_INIT / RS_QUERY_INIT, then set fields, so a field added later
+ * does not change what an older program asks for. A version this library does not know is
+ * -EINVAL. */
+#define RS_OPTIONS_VERSION 1
+#define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
+
 typedef struct rs_options {
+    unsigned int version;        /* RS_OPTIONS_VERSION */
     const char *contract_path;   /* NULL: the contract installed with runfs */
     int sync_full;               /* fsync every commit (synchronous=FULL) */
     int allow_unknown_events;    /* accept event types the contract does not name */
@@ -70,7 +78,7 @@ typedef struct rs_options {
     size_t max_event_bytes;      /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
 } rs_options;
 
-/* Open (creating when absent) the store at uri: a SQLite file path. */
+/* Open (creating when absent) the store at uri: a SQLite file path. opt NULL: defaults. */
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
 void rs_store_close(rs_store *s);                    /* checkpoints the WAL */
 const char *rs_store_backend(const rs_store *s);     /* "sqlite" */
@@ -85,8 +93,10 @@ int rs_store_data_version(rs_store *s, int64_t *version);
  * store last looked; a read-only probe when there is nothing to do. */
 int rs_store_refresh(rs_store *s, rs_err *err);
 
-/* A store is used by one thread at a time. Threads of one process share nothing:
- * each opens its own rs_store on the same uri (WAL lets readers run beside a writer). */
+/* A store is used by one thread at a time. Threads of one process share no rs_store: each
+ * opens its own on the same uri (WAL lets readers run beside a writer). Writers of one
+ * database in one process queue on a lock of that database (taken by rs_store_open too,
+ * when it sets up the schema); stores of different databases never wait for each other. */
 
 /* ---- records ------------------------------------------------------------------------------ */
 typedef struct rs_record {
@@ -169,7 +179,11 @@ int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user,
 
 /* ---- reading ------------------------------------------------------------------------------
  * user NULL: every owner's rows; otherwise only that owner's. */
+#define RS_QUERY_VERSION 1
+#define RS_QUERY_INIT { .version = RS_QUERY_VERSION }
+
 typedef struct rs_query {
+    unsigned int version;        /* RS_QUERY_VERSION */
     const char *thread_id;
     const char *run_id;          /* NULL: the whole thread */
     const char *user;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "schema.sql.h"
@@ -130,20 +131,78 @@ int sq_exec(rs_backend *b, const char *sql, rs_err *err)
     return 0;
 }
 
-/* Writers of one process queue on this lock rather than in SQLite's busy handler, which
- * sleeps in steps of milliseconds; other processes still meet at the database lock. Held
- * from BEGIN to COMMIT or ROLLBACK only, so parsing and rendering run beside a commit. */
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Writers of one database in this process queue on its lock rather than in SQLite's busy
+ * handler, which sleeps in steps of milliseconds; other processes still meet at the
+ * database lock, and writers of different databases never wait for each other. Held from
+ * BEGIN to COMMIT or ROLLBACK only, so parsing and rendering run beside a commit. */
+struct sq_db_lock {
+    sq_db_lock *next;
+    dev_t dev;
+    ino_t ino;
+    int refs;                    /* connections of this process to the database */
+    pthread_mutex_t mutex;
+};
+
+static pthread_mutex_t db_locks_guard = PTHREAD_MUTEX_INITIALIZER;
+static sq_db_lock *db_locks;
+
+/* The lock of the database file at path (opened already, so it exists), shared by every
+ * connection of this process to it. */
+static int db_lock_get(const char *path, sq_db_lock **out, rs_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return rs_err_set(err, -errno, "cannot open store %s: %s", path, strerror(errno));
+    pthread_mutex_lock(&db_locks_guard);
+    sq_db_lock *l = db_locks;
+    while (l && !(l->dev == st.st_dev && l->ino == st.st_ino))
+        l = l->next;
+    if (!l && (l = calloc(1, sizeof *l))) {
+        l->dev = st.st_dev;
+        l->ino = st.st_ino;
+        pthread_mutex_init(&l->mutex, NULL);
+        l->next = db_locks;
+        db_locks = l;
+    }
+    if (l)
+        l->refs++;
+    pthread_mutex_unlock(&db_locks_guard);
+    *out = l;
+    return l ? 0 : rs_err_set(err, -ENOMEM, "out of memory");
+}
+
+static void db_lock_put(sq_db_lock *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&db_locks_guard);
+    if (--l->refs == 0) {
+        sq_db_lock **pp = &db_locks;
+        while (*pp != l)
+            pp = &(*pp)->next;
+        *pp = l->next;
+        pthread_mutex_destroy(&l->mutex);
+        free(l);
+    }
+    pthread_mutex_unlock(&db_locks_guard);
+}
+
+/* BEGIN IMMEDIATE under the database's lock, read-only or not (sq_open sets up the schema
+ * of a read-only store too). */
+static int begin_locked(rs_backend *b, rs_err *err)
+{
+    pthread_mutex_lock(&b->lock->mutex);
+    int rc = sq_exec(b, "BEGIN IMMEDIATE", err);
+    if (rc)
+        pthread_mutex_unlock(&b->lock->mutex);
+    return rc;
+}
 
 int sq_begin(rs_backend *b, rs_err *err)
 {
     if (b->read_only)
         return rs_err_set(err, -EROFS, "the store is read-only");
-    pthread_mutex_lock(&write_lock);
-    int rc = sq_exec(b, "BEGIN IMMEDIATE", err);
-    if (rc)
-        pthread_mutex_unlock(&write_lock);
-    return rc;
+    return begin_locked(b, err);
 }
 
 int sq_commit(rs_backend *b, rs_err *err)
@@ -153,7 +212,7 @@ int sq_commit(rs_backend *b, rs_err *err)
         sq_exec(b, "ROLLBACK", NULL);
         b->seen_version = -1;
     }
-    pthread_mutex_unlock(&write_lock);
+    pthread_mutex_unlock(&b->lock->mutex);
     return rc;
 }
 
@@ -162,7 +221,7 @@ void sq_rollback(rs_backend *b)
     if (!sqlite3_get_autocommit(b->db))
         sq_exec(b, "ROLLBACK", NULL);
     b->seen_version = -1;   /* what this transaction indexed is gone with it */
-    pthread_mutex_unlock(&write_lock);
+    pthread_mutex_unlock(&b->lock->mutex);
 }
 
 /* SQLite keeps its own copy: a cursor's statement steps long after the call that bound it,
@@ -337,6 +396,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         sqlite3_free(msg);
         goto fail;
     }
+    if ((rc = db_lock_get(uri, &b->lock, err)))
+        goto fail;
     /* Most opens (a mount's pool, the CLI) find the schema in place and nothing to index:
      * they take no write lock. */
     int ready = 0, has_holds = 0;
@@ -346,7 +407,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         *out = b;
         return 0;
     }
-    if ((rc = sq_exec(b, "BEGIN IMMEDIATE", err)))
+    if ((rc = begin_locked(b, err)))
         goto fail;
     int has_hwm;
     if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
@@ -366,13 +427,14 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if ((rc = sq_catch_up(b, err)))
         goto fail_tx;
     clear_stale_holds(b);
-    if ((rc = sq_exec(b, "COMMIT", err)))
-        goto fail_tx;
+    if ((rc = sq_commit(b, err)))
+        goto fail;
     *out = b;
     return 0;
 fail_tx:
-    sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+    sq_rollback(b);
 fail:
+    db_lock_put(b->lock);
     if (b->db)
         sqlite3_close_v2(b->db);
     free(b->path);
@@ -396,6 +458,7 @@ static void sq_close(rs_backend *b)
         sqlite3_wal_checkpoint_v2(b->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     }
     sqlite3_close_v2(b->db);
+    db_lock_put(b->lock);
     rs_buf_release(&b->sql);
     free(b->path);
     free(b);

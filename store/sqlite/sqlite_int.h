@@ -13,6 +13,8 @@
 
 #define SQ_STMT_CACHE 48
 
+typedef struct sq_db_lock sq_db_lock;
+
 typedef struct sq_stmt_slot {
     char *sql;
     const char *key;             /* the caller's string when it is a constant, else NULL */
@@ -29,6 +31,7 @@ struct rs_backend {
     rs_buf sql;                  /* scratch for built statements */
     int64_t seen_version;        /* data_version when this connection last caught up */
     int64_t started;             /* this process's start time (reservations name it) */
+    sq_db_lock *lock;            /* writers of this database in this process queue here */
 };
 
 /* The columns every row query selects, in rs_row order (see sq_row). */
@@ -43,8 +46,9 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err);
 void sq_stmt_done(rs_backend *b, sqlite3_stmt *st);
 int sq_exec(rs_backend *b, const char *sql, rs_err *err);
-/* A write transaction: BEGIN IMMEDIATE (-EROFS when read-only), then exactly one of
- * sq_commit (which rolls back when the commit fails) or sq_rollback. */
+/* A write transaction: BEGIN IMMEDIATE under the database's in-process lock (-EROFS when
+ * read-only), then exactly one of sq_commit (which rolls back when the commit fails) or
+ * sq_rollback, which release the lock. */
 int sq_begin(rs_backend *b, rs_err *err);
 int sq_commit(rs_backend *b, rs_err *err);
 void sq_rollback(rs_backend *b);

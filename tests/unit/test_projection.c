@@ -91,7 +91,8 @@ static int setup(void **state)
     if (!mkdtemp(fx.dir))
         return -1;
     snprintf(fx.db, sizeof fx.db, "%s/store.db", fx.dir);
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
     rs_err err = {0};
     if (rs_store_open(&fx.s, fx.db, &opt, &err)) {
         fprintf(stderr, "open: %s\n", err.msg);
@@ -224,7 +225,11 @@ static void expect_history(const char *user, int64_t after, const int64_t *want,
 /* sha256 of the run's events.jsonl up to upper, read through the ordinary query. */
 static void run_digest(const char *run, const char *user, int64_t upper, char *out)
 {
-    rs_query q = {.thread_id = "th-1", .run_id = run, .user = user, .before_seq = upper + 1};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "th-1";
+    q.run_id = run;
+    q.user = user;
+    q.before_seq = upper + 1;
     rs_cursor *c;
     assert_int_equal(rs_store_query(fx.s, &q, &c, NULL), 0);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -266,7 +271,9 @@ static void test_fixture_seqs(void **state)
     static const int64_t alice[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
                                     15, 16, 17, 18, 19, 20, 21, 22, 26, 27, 28, 29, 30, 31,
                                     32, 33, 34, 35, 36, 37, 38, 40, 41, 42};
-    rs_query q = {.thread_id = "th-1", .user = "alice"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "th-1";
+    q.user = "alice";
     rs_cursor *c;
     assert_int_equal(rs_store_query(fx.s, &q, &c, NULL), 0);
     expect_seqs(c, alice, N(alice));
@@ -595,7 +602,9 @@ static void test_seal_invalid_terminal(void **state)
 static void test_seal_read_only(void **state)
 {
     (void)state;
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE, .read_only = 1};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.read_only = 1;
     rs_store *ro;
     assert_int_equal(rs_store_open(&ro, fx.db, &opt, NULL), 0);
     rs_target t = target("run-7", "alice");

@@ -1,6 +1,7 @@
 /* test_store.c — the store engine through its public API (runstore.h) on real SQLite files in
  * temp dirs: every operation of spec sections 4 and 5 and every edge they name, DeerFlow's
- * own database, threads and processes. Raw sqlite3 only inspects or tampers with the file.
+ * own database, threads and processes. Raw sqlite3 only inspects or tampers with the file;
+ * one test holds a write transaction through the backend's own sq_begin.
  * Expected values are written out by hand, never computed by the code under test. */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,9 @@
 #include <sqlite3.h>
 
 #include "runstore.h"
+/* White box for one test only (test_write_lock_per_database): hold a database's write lock. */
+#include "sqlite_int.h"
+#include "store_int.h"
 
 #ifndef RS_CONTRACT_SOURCE
 #define RS_CONTRACT_SOURCE "/work/main/contracts/run_event_stream_contract.json"
@@ -80,8 +84,10 @@ static fixture fx;
 
 static rs_store *open_store(const char *path, size_t max_event, int read_only)
 {
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE, .max_event_bytes = max_event,
-                      .read_only = read_only};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.max_event_bytes = max_event;
+    opt.read_only = read_only;
     rs_store *s = NULL;
     rs_err err = {0};
     int rc = rs_store_open(&s, path, &opt, &err);
@@ -381,9 +387,36 @@ static void test_open(void **state)
     assert_int_equal(err.code, -EINVAL);
     snprintf(path, sizeof path, "%s/no/such/dir.db", fx.dir);
     assert_int_equal(rs_store_open(&s, path, NULL, &err), -ENOENT);
-    rs_options opt = {.contract_path = "/nonexistent/contract.json"};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = "/nonexistent/contract.json";
     assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -ENOENT);
     assert_true(err.msg[0] != '\0');
+}
+
+/* Options and queries not started from their _INIT macro (version 0), or from a newer
+ * header than this library's, are refused rather than misread. */
+static void test_struct_versions(void **state)
+{
+    (void)state;
+    rs_store *s = NULL;
+    rs_err err = {0};
+    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "RS_OPTIONS_INIT"));
+    opt.version = RS_OPTIONS_VERSION + 1;
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -EINVAL);
+    opt.version = RS_OPTIONS_VERSION;
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), 0);
+    rs_store_close(s);
+    put("t1", "r1", "alice", ERR("a"));
+    rs_query q = {.thread_id = "t1"};
+    rs_cursor *c = NULL;
+    assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "RS_QUERY_INIT"));
+    q.version = RS_QUERY_VERSION + 1;
+    assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
+    q.version = RS_QUERY_VERSION;
+    assert_string_equal(seqs_of(&q), "1");
 }
 
 /* ---- put / put_batch ------------------------------------------------------------------------ */
@@ -408,7 +441,8 @@ static void test_append_consecutive_seqs(void **state)
     assert_int_equal(stored.len, 0);
     put("t1", "r2", "alice", ERR("e") ERR("f"));
     put("t1", "r1", "alice", ERR("g"));
-    rs_query q = {.thread_id = "t1"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
     assert_string_equal(seqs_of(&q), "1 2 3 4 5 6 7");
     q.run_id = "r2";
     assert_string_equal(seqs_of(&q), "5 6");
@@ -626,7 +660,8 @@ static void test_bad_inputs_leave_store_unchanged(void **state)
     }
     free(before);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 3);
-    rs_query q = {.thread_id = "t1"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
     assert_string_equal(seqs_of(&q), "1 2 3");
     put("t1", "r1", "alice", ERR("c"));
     assert_string_equal(seqs_of(&q), "1 2 3 4");
@@ -720,9 +755,14 @@ static void test_list_messages_windows(void **state)
         {0, 11, 50, "r2", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rs_query q = {.thread_id = "w", .run_id = cases[i].run, .messages_only = 1,
-                      .after_seq = cases[i].after, .before_seq = cases[i].before,
-                      .limit = cases[i].limit, .newest = 1};
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = "w";
+        q.run_id = cases[i].run;
+        q.messages_only = 1;
+        q.after_seq = cases[i].after;
+        q.before_seq = cases[i].before;
+        q.limit = cases[i].limit;
+        q.newest = 1;
         const char *got = seqs_of(&q);
         if (strcmp(got, cases[i].want))
             fail_msg("case %zu (after %lld before %lld limit %lld run %s): got '%s' want '%s'", i,
@@ -731,7 +771,12 @@ static void test_list_messages_windows(void **state)
                      cases[i].want);
     }
     /* the owner filter applies to windows too */
-    rs_query q = {.thread_id = "w", .messages_only = 1, .limit = 50, .newest = 1, .user = "alice"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "w";
+    q.messages_only = 1;
+    q.limit = 50;
+    q.newest = 1;
+    q.user = "alice";
     assert_string_equal(seqs_of(&q), "2 4 5 7 10 11");
     q.user = "bob";
     assert_string_equal(seqs_of(&q), "");
@@ -742,12 +787,19 @@ static void test_list_messages_windows(void **state)
     q.limit = -1;
     assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
     assert_null(c);
-    rs_query bad = {.thread_id = "w/x"};
+    rs_query bad = RS_QUERY_INIT;
+    bad.thread_id = "w/x";
     assert_int_equal(rs_store_query(fx.s, &bad, &c, &err), -EINVAL);
-    bad = (rs_query){.thread_id = "w", .run_id = "r 1"};
+    bad = (rs_query)RS_QUERY_INIT;
+    bad.thread_id = "w";
+    bad.run_id = "r 1";
     assert_int_equal(rs_store_query(fx.s, &bad, &c, &err), -EINVAL);
     /* an unknown thread is simply empty */
-    rs_query none = {.thread_id = "nope", .messages_only = 1, .limit = 50, .newest = 1};
+    rs_query none = RS_QUERY_INIT;
+    none.thread_id = "nope";
+    none.messages_only = 1;
+    none.limit = 50;
+    none.newest = 1;
     assert_string_equal(seqs_of(&none), "");
 }
 
@@ -756,7 +808,10 @@ static void test_list_events(void **state)
     (void)state;
     fill_window_thread();
     /* every category of one run, ascending, first limit rows */
-    rs_query q = {.thread_id = "w", .run_id = "r1", .limit = 500};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "w";
+    q.run_id = "r1";
+    q.limit = 500;
     assert_string_equal(seqs_of(&q), "1 2 3 4 5 6 7 8 9 10");
     q.limit = 3;
     assert_string_equal(seqs_of(&q), "1 2 3");
@@ -771,8 +826,12 @@ static void test_list_events(void **state)
     /* event_types: membership, applied before limit */
     const char *err_only[] = {"llm.error"};
     const char *two[] = {"llm.error", "run.start"};
-    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = err_only, .n_event_types = 1,
-                   .limit = 500};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "w";
+    q.run_id = "r1";
+    q.event_types = err_only;
+    q.n_event_types = 1;
+    q.limit = 500;
     assert_string_equal(seqs_of(&q), "3 6 8 9");
     q.event_types = two;
     q.n_event_types = 2;
@@ -781,12 +840,20 @@ static void test_list_events(void **state)
     q.after_seq = 6;
     assert_string_equal(seqs_of(&q), "8 9");
     /* an empty list of types matches nothing; NULL matches any */
-    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = two, .n_event_types = 0};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "w";
+    q.run_id = "r1";
+    q.event_types = two;
+    q.n_event_types = 0;
     assert_string_equal(seqs_of(&q), "");
     const char *types[65];
     for (int i = 0; i < 65; i++)
         types[i] = "llm.error";
-    q = (rs_query){.thread_id = "w", .run_id = "r1", .event_types = types, .n_event_types = 64};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "w";
+    q.run_id = "r1";
+    q.event_types = types;
+    q.n_event_types = 64;
     assert_string_equal(seqs_of(&q), "3 6 8 9");
     q.n_event_types = 65;
     rs_cursor *c = NULL;
@@ -797,7 +864,10 @@ static void test_list_events(void **state)
     put("k", "r1", NULL, SUB_START("call_1") SUB_STEP("call_1") SUB_START("call_2")
                              ERR_META("n", "{\"task_id\":7}") ERR_META("s", "{\"task_id\":\"7\"}")
                              SUB_END("call_1") ERR("none"));
-    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1"};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "k";
+    q.run_id = "r1";
+    q.task_id = "call_1";
     assert_string_equal(seqs_of(&q), "1 2 6");
     q.task_id = "7";
     assert_string_equal(seqs_of(&q), "5");
@@ -806,11 +876,19 @@ static void test_list_events(void **state)
     q.task_id = "nope";
     assert_string_equal(seqs_of(&q), "");
     const char *end_only[] = {"subagent.end"};
-    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1", .event_types = end_only,
-                   .n_event_types = 1};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "k";
+    q.run_id = "r1";
+    q.task_id = "call_1";
+    q.event_types = end_only;
+    q.n_event_types = 1;
     assert_string_equal(seqs_of(&q), "6");
-    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_1", .after_seq = 1,
-                   .limit = 1};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "k";
+    q.run_id = "r1";
+    q.task_id = "call_1";
+    q.after_seq = 1;
+    q.limit = 1;
     assert_string_equal(seqs_of(&q), "2");
     /* tasks/ lists only string task ids; types/ the types present */
     assert_string_equal(names_of(RS_NAMES_TASKS, "k", "r1", NULL), "7 call_1 call_2");
@@ -821,7 +899,10 @@ static void test_list_events(void **state)
 
     /* the record fields match the line */
     rs_buf lines = RS_BUF_INIT;
-    q = (rs_query){.thread_id = "k", .run_id = "r1", .task_id = "call_2"};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "k";
+    q.run_id = "r1";
+    q.task_id = "call_2";
     query_lines(&q, &lines);
     assert_string_equal(lines.buf,
                         "{\"thread_id\":\"k\",\"run_id\":\"r1\",\"seq\":3,\"event_type\":"
@@ -874,7 +955,8 @@ static void test_high_water_run_delete(void **state)
     assert_int_equal(info_of("h", NULL, NULL).hwm, 2);
     assert_int_equal(floor_of("h"), 2);
     put("h", "r1", NULL, ERR("c"));
-    rs_query q = {.thread_id = "h"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "h";
     assert_string_equal(seqs_of(&q), "1 3");
     assert_int_equal(info_of("h", NULL, NULL).hwm, 3);
     assert_int_equal(floor_of("h"), 3);
@@ -901,7 +983,8 @@ static void test_high_water_thread_delete(void **state)
     assert_int_equal(info_of("h", NULL, NULL).hwm, 3);
     assert_int_equal(floor_of("h"), 3);
     put("h", "r2", "alice", ERR("d"));
-    rs_query q = {.thread_id = "h"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "h";
     assert_string_equal(seqs_of(&q), "1 4");
     /* the whole thread deleted: the next write starts again at 1 */
     delete_thread("h", NULL, 2);
@@ -920,7 +1003,8 @@ static void test_high_water_thread_delete(void **state)
     delete_thread("g", NULL, 0);
     assert_int_equal(floor_of("g"), -1);
     put("g", "r3", NULL, ERR("c"));
-    rs_query qg = {.thread_id = "g"};
+    rs_query qg = RS_QUERY_INIT;
+    qg.thread_id = "g";
     assert_string_equal(seqs_of(&qg), "1");
 
     /* an owner's delete that leaves no row of anyone drops the mark too */
@@ -928,7 +1012,8 @@ static void test_high_water_thread_delete(void **state)
     delete_thread("f", "alice", 2);
     assert_int_equal(floor_of("f"), -1);
     put("f", "r1", "alice", ERR("c"));
-    rs_query qf = {.thread_id = "f"};
+    rs_query qf = RS_QUERY_INIT;
+    qf.thread_id = "f";
     assert_string_equal(seqs_of(&qf), "1");
     /* other threads were never touched */
     assert_string_equal(seqs_of(&q), "1");
@@ -945,7 +1030,9 @@ static void test_owner_scoping(void **state)
     put("p", "r1", "alice", ERR("c"));
     put("q", "r1", NULL, HUMAN("h9"));
 
-    rs_query q = {.thread_id = "o", .user = "alice"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "o";
+    q.user = "alice";
     assert_string_equal(seqs_of(&q), "1 2");
     q.user = "bob";
     assert_string_equal(seqs_of(&q), "3 4");
@@ -953,7 +1040,9 @@ static void test_owner_scoping(void **state)
     assert_string_equal(seqs_of(&q), "");
     q.user = NULL;
     assert_string_equal(seqs_of(&q), "1 2 3 4");
-    q = (rs_query){.thread_id = "q", .user = "alice"};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "q";
+    q.user = "alice";
     assert_string_equal(seqs_of(&q), "");
 
     assert_true(info_of("o", NULL, "alice").exists);
@@ -995,7 +1084,8 @@ static void test_owner_scoping(void **state)
     delete_run("o", "r2", "alice", 0);
     delete_thread("o", "carol", 0);
     delete_run("o", "r1", "alice", 2);
-    q = (rs_query){.thread_id = "o"};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "o";
     assert_string_equal(seqs_of(&q), "3 4");
     assert_int_equal(info_of("o", NULL, NULL).hwm, 4);
     put("o", "r1", "alice", ERR("again"));
@@ -1069,7 +1159,8 @@ static void test_put_if_absent_earliest(void **state)
     /* an invalid body is refused, not compared */
     assert_int_equal(rs_store_put_if_absent(fx.s, &t, "{\"event_type\":\"run.error\"}", 26, NULL,
                                             &created, &err), -EINVAL);
-    rs_query q = {.thread_id = "t1"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
     assert_string_equal(seqs_of(&q), "1 2 3 4 5");
     rs_buf_release(&out);
 }
@@ -1250,7 +1341,8 @@ static int in_child(int (*fn)(void *), void *arg)
 
 static rs_store *child_open(void)
 {
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
     rs_store *s = NULL;
     rs_err err = {0};
     return rs_store_open(&s, fx.db, &opt, &err) ? NULL : s;
@@ -1373,7 +1465,8 @@ static void test_outputs_detached(void **state)
     memset(out.buf, 'Y', out.len);
     free(in);
     rs_buf back = RS_BUF_INIT;
-    rs_query q = {.thread_id = "t1"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
     query_lines(&q, &back);
     assert_string_equal(back.buf, want);
     /* a record from a cursor is the cursor's; another query is unaffected by its reuse */
@@ -1413,7 +1506,9 @@ static void test_created_at_normalized(void **state)
         "{\"event_type\":\"llm.error\",\"content\":\"y\",\"created_at\":\"2025-12-31T23:30:00.25-05:30\"}\n"
         "{\"event_type\":\"llm.error\",\"content\":\"z\"}\n");
     rs_buf lines = RS_BUF_INIT;
-    rs_query q = {.thread_id = "t1", .limit = 2};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
+    q.limit = 2;
     query_lines(&q, &lines);
     assert_string_equal(lines.buf,
                         ERR_LINE(1, "x")
@@ -1436,7 +1531,9 @@ static void test_created_at_normalized(void **state)
     assert_int_equal(raw_int(fx.db, "SELECT abs(strftime('%s', 'now') - strftime('%s', created_at)) "
                                     "< 600 FROM run_events WHERE seq = 3"), 1);
     rs_buf_reset(&lines);
-    q = (rs_query){.thread_id = "t1", .after_seq = 2};
+    q = (rs_query)RS_QUERY_INIT;
+    q.thread_id = "t1";
+    q.after_seq = 2;
     query_lines(&q, &lines);
     char want[64];
     snprintf(want, sizeof want, "\"created_at\":\"%.10sT%.15s+00:00\"", db, db + 11);
@@ -1495,7 +1592,10 @@ static void test_deerflow_database(void **state)
     assert_string_equal(names_of(RS_NAMES_THREADS, NULL, NULL, "alice"), "thread-a thread-b");
     assert_string_equal(names_of(RS_NAMES_RUNS, "thread-a", NULL, "alice"), "run-1 run-2");
     rs_buf lines = RS_BUF_INIT;
-    rs_query q = {.thread_id = "thread-a", .run_id = "run-1", .user = "alice"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "thread-a";
+    q.run_id = "run-1";
+    q.user = "alice";
     query_lines(&q, &lines);
     int n = 0;
     for (const char *p = lines.buf; (p = strchr(p, '\n')); p++)
@@ -1546,9 +1646,13 @@ static void test_deerflow_database(void **state)
     /* appending continues the seq, owner stamped as DeerFlow does */
     put("thread-a", "run-3", "alice", AI("ai-run-3", "lead_agent") ERR("plain text"));
     put("thread-b", "run-1", "alice", ERR("b"));
-    rs_query qa = {.thread_id = "thread-a", .after_seq = 20};
+    rs_query qa = RS_QUERY_INIT;
+    qa.thread_id = "thread-a";
+    qa.after_seq = 20;
     assert_string_equal(seqs_of(&qa), "21 22 23 24 25 26");
-    rs_query qb = {.thread_id = "thread-b", .after_seq = 10};
+    rs_query qb = RS_QUERY_INIT;
+    qb.thread_id = "thread-b";
+    qb.after_seq = 10;
     assert_string_equal(seqs_of(&qb), "11 12 13");
     assert_int_equal(raw_int(path, "SELECT seq FROM run_event_thread_seq WHERE thread_id = "
                                    "'thread-a'"), 26);
@@ -1594,7 +1698,8 @@ static void test_deerflow_database(void **state)
     li = info_of("thread-b", NULL, NULL);
     assert_int_equal(li.count, 15);
     rs_buf_reset(&lines);
-    rs_query all = {.thread_id = "thread-b"};
+    rs_query all = RS_QUERY_INIT;
+    all.thread_id = "thread-b";
     query_lines(&all, &lines);
     assert_int_equal(li.size, (int64_t)lines.len);
 
@@ -1772,7 +1877,8 @@ typedef struct worker {
 /* Appends WORKER_EVENTS single events to thread c through its own handle. */
 static int worker_run(int id, char *why, size_t why_len)
 {
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
     rs_store *s = NULL;
     rs_err err = {0};
     int rc = rs_store_open(&s, fx.db, &opt, &err);
@@ -1859,6 +1965,79 @@ static void test_concurrent_threads(void **state)
             fail_msg("worker %d: %d failures, last: %s", i, w[i].failures, w[i].why);
     }
     check_concurrent(4);
+}
+
+typedef struct lock_probe {
+    const char *path;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done;
+    int rc;
+} lock_probe;
+
+static void *append_elsewhere(void *arg)
+{
+    lock_probe *p = arg;
+    rs_store *s = open_store(p->path, 0, 0);
+    rs_target t = tgt("x", "r1", NULL);
+    int rc = rs_store_append(s, &t, ERR("a"), strlen(ERR("a")), NULL, NULL);
+    rs_store_close(s);
+    pthread_mutex_lock(&p->mu);
+    p->rc = rc;
+    p->done = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Start a writer of path on another thread; 1 when it finished within ms. */
+static int probe_finished(lock_probe *p, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!p->done && pthread_cond_timedwait(&p->cond, &p->mu, &ts) == 0)
+        ;
+    int done = p->done;
+    pthread_mutex_unlock(&p->mu);
+    return done;
+}
+
+/* While this thread holds a write transaction on one database, a writer of another database
+ * in the same process goes ahead, and a writer of the same database waits for it. */
+static void test_write_lock_per_database(void **state)
+{
+    (void)state;
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.db", fx.dir);
+    rs_store_close(open_store(other, 0, 0));
+    rs_err err = {0};
+    assert_int_equal(sq_begin(fx.s->be, &err), 0);
+    lock_probe p = {.path = other, .mu = PTHREAD_MUTEX_INITIALIZER,
+                    .cond = PTHREAD_COND_INITIALIZER};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, append_elsewhere, &p), 0);
+    int elsewhere_done = probe_finished(&p, 10000);
+    lock_probe q = {.path = fx.db, .mu = PTHREAD_MUTEX_INITIALIZER,
+                    .cond = PTHREAD_COND_INITIALIZER};
+    pthread_t th2;
+    assert_int_equal(pthread_create(&th2, NULL, append_elsewhere, &q), 0);
+    int same_done_early = probe_finished(&q, 300);
+    sq_rollback(fx.s->be);
+    int same_done = probe_finished(&q, 30000);
+    pthread_join(th, NULL);
+    pthread_join(th2, NULL);
+    assert_true(elsewhere_done);
+    assert_int_equal(p.rc, 0);
+    assert_false(same_done_early);
+    assert_true(same_done);
+    assert_int_equal(q.rc, 0);
 }
 
 static int child_writer(void *arg)
@@ -2050,6 +2229,7 @@ int main(void)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
+        T(test_struct_versions),
         T(test_append_consecutive_seqs),
         T(test_batch_atomic),
         T(test_event_size_limit),
@@ -2073,6 +2253,7 @@ int main(void)
         T(test_create_thread_and_run),
         T(test_concurrent_threads),
         T(test_concurrent_processes),
+        T(test_write_lock_per_database),
         T(test_last_visible_ai_seq),
         T(test_message_seq),
         T(test_latest_ai_run),
