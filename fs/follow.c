@@ -107,7 +107,7 @@ static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *
 {
     *eof = 0;
     *empty = 0;
-    if (rfs_hub_now_ns() >= f->deadline_ns) {
+    if (rs_clock_ns(CLOCK_MONOTONIC) >= f->deadline_ns) {
         *eof = 1;
         return 0;
     }
@@ -142,7 +142,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         }
         int stale = f->dirty;
         if (!from_hub && stale && f->caught_up && f->ahead.len == 0 && !f->ended &&
-            rfs_hub_now_ns() < f->deadline_ns) {
+            rs_clock_ns(CLOCK_MONOTONIC) < f->deadline_ns) {
             hub->serve_asked = 1;
             pthread_cond_signal(&hub->wake);
             pthread_mutex_unlock(&hub->lock);
@@ -226,7 +226,7 @@ int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const cha
     f->node = *n;
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
-    f->deadline_ns = rfs_hub_now_ns() + (int64_t)(m->opt.follow_timeout * 1e9);
+    f->deadline_ns = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(m->opt.follow_timeout * 1e9);
     pthread_mutex_lock(&hub->lock);
     f->next = hub->followers;
     if (hub->followers)
@@ -373,14 +373,8 @@ static int64_t target_seq(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
     rs_log_info info;
     int64_t seq = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0
                       ? info.last_seq : -1;
-    if (rt->n == rt->cap) {
-        size_t cap = rt->cap ? rt->cap * 2 : 8;
-        void *p = realloc(rt->t, cap * sizeof *rt->t);
-        if (!p)
-            return seq;
-        rt->t = p;
-        rt->cap = cap;
-    }
+    if (rs_array_grow(&rt->t, &rt->cap, rt->n + 1, sizeof *rt->t))
+        return seq;
     rt->t[rt->n++] = (target){f->node.thread_id, run, seq};
     return seq;
 }
@@ -423,7 +417,7 @@ static int by_position(const void *x, const void *y)
 static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
 {
     qsort(fs, n, sizeof *fs, by_position);
-    int64_t now = rfs_hub_now_ns();
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && same_position(fs[i], fs[j]))
@@ -474,7 +468,7 @@ void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, in
     round_targets rt = {0};
     rfs_follow *work = NULL;
     size_t nwork = 0;
-    int64_t now = rfs_hub_now_ns();
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
     pthread_mutex_lock(&hub->lock);
     hub->serve_asked = 0;
     for (rfs_follow *f = hub->followers; f; f = f->next) {

@@ -62,8 +62,6 @@ struct rfs_hub {
     int serve_asked;             /* a dirty follower parked: serve it in a round */
 };
 
-/* CLOCK_MONOTONIC now, for follower deadlines. */
-int64_t rfs_hub_now_ns(void);
 /* A CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */
 void rfs_hub_deadline_in(struct timespec *ts, long ms);
 

@@ -92,9 +92,7 @@ int rfs_mount_main(rfs_options *opt)
     m.store_opt.allow_unknown_events = opt->allow_unknown;
     m.store_opt.read_only = opt->read_only;
     m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    m.mount_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    m.mount_ns = rs_clock_ns(CLOCK_REALTIME);
 
     if (check_mountpoint(opt->mountpoint))
         return 1;

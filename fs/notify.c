@@ -13,19 +13,11 @@
 #include "follow.h"
 #include "log.h"
 
-int64_t rfs_hub_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void rfs_hub_deadline_in(struct timespec *ts, long ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_nsec += ms * 1000000L;
-    ts->tv_sec += ts->tv_nsec / 1000000000L;
-    ts->tv_nsec %= 1000000000L;
+    int64_t ns = rs_clock_ns(CLOCK_REALTIME) + (int64_t)ms * 1000000LL;
+    ts->tv_sec = (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
 /* ---- the kernel's copy of the logs ----
@@ -62,14 +54,8 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
     scan_ctx *sc = ctx;
     if (size < 0 || (sc->thread_id && strcmp(n->thread_id, sc->thread_id) != 0))
         return;
-    if (sc->count == sc->cap) {
-        size_t cap = sc->cap ? sc->cap * 2 : 16;
-        void *p = realloc(sc->out, cap * sizeof *sc->out);
-        if (!p)
-            return;
-        sc->out = p;
-        sc->cap = cap;
-    }
+    if (rs_array_grow(&sc->out, &sc->cap, sc->count + 1, sizeof *sc->out))
+        return;
     sc->out[sc->count++] = (known_log){.ino = ino, .node = *n, .observed = size};
 }
 

@@ -20,13 +20,6 @@ rfs_mount *rfs_mount_of(fuse_req_t req)
     return fuse_req_userdata(req);
 }
 
-int64_t rfs_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t uidlen)
 {
     memset(sc, 0, sizeof *sc);
@@ -260,7 +253,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (rc == -ENOENT && rfs_itable_holds(m->inodes, ino) > 0) {
         memset(&st, 0, sizeof st);
         st.shape = RFS_SHAPE_DOC;
-        st.mtime_ns = st.ctime_ns = rfs_now_ns();
+        st.mtime_ns = st.ctime_ns = rs_clock_ns(CLOCK_REALTIME);
         rc = 0;
     }
     if (rc)

@@ -25,14 +25,8 @@ typedef struct dir_handle {
 
 static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int is_dir)
 {
-    if (d->count == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 32;
-        dir_entry *p = realloc(d->entries, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        d->entries = p;
-        d->cap = cap;
-    }
+    if (rs_array_grow(&d->entries, &d->cap, d->count + 1, sizeof *d->entries))
+        return -ENOMEM;
     dir_entry *e = &d->entries[d->count];
     if (!(e->name = strdup(name)))
         return -ENOMEM;

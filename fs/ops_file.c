@@ -124,7 +124,7 @@ static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
 static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
 {
     return rfs_itable_holds(m->inodes, thread_ino(m, n)) > 0 ||
-           rfs_now_ns() - rfs_reader_mtime(r) < LIVE_NS;
+           rs_clock_ns(CLOCK_REALTIME) - rfs_reader_mtime(r) < LIVE_NS;
 }
 
 void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -278,7 +278,7 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     }
     e.ino = ino;
     e.entry_timeout = rfs_entry_timeout(m, cn.kind);
-    rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = rfs_now_ns(), .ctime_ns = rfs_now_ns()};
+    rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = rs_clock_ns(CLOCK_REALTIME), .ctime_ns = rs_clock_ns(CLOCK_REALTIME)};
     rfs_fill_attr(req, &cn, &fst, ino, &e.attr);
     rfs_itable_hold(m->inodes, ino, 1);
     h->created = 1;

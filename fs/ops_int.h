@@ -12,7 +12,6 @@
 #define DIR_TIMEOUT 1.0
 
 rfs_mount *rfs_mount_of(fuse_req_t req);
-int64_t rfs_now_ns(void);
 /* The scope of a request: the owner it reads and writes as. */
 void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t uidlen);
 /* The request's scope with the mount-only documents (status, rejects) wired in. */

@@ -45,22 +45,21 @@ void rfs_rejects_add(rfs_rejects *r, long pid, long uid, const char *path, int c
                      const char *reason, const char *data, size_t len)
 {
     char when[40];
-    struct timespec ts;
+    int64_t ns = rs_clock_ns(CLOCK_REALTIME);
+    time_t secs = (time_t)(ns / 1000000000LL);
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     rfs_log("refused %s (pid %ld, uid %ld): %s: %s", path, pid, uid, rs_errno_name(code), reason);
     rs_buf line = RS_BUF_INIT;
-    int rc = rs_buf_addf(&line, "{\"time\":\"%s.%06ld+00:00\",\"pid\":%ld,\"uid\":%ld,\"path\":",
-                         when, ts.tv_nsec / 1000, pid, uid);
-    rc = rc ? rc : rs_buf_add_json_string(&line, path, strlen(path));
-    rc = rc ? rc : rs_buf_addf(&line, ",\"errno\":\"%s\",\"reason\":", rs_errno_name(code));
-    rc = rc ? rc : rs_buf_add_json_string(&line, reason, strlen(reason));
-    rc = rc ? rc : rs_buf_addstr(&line, ",\"data\":");
-    rc = rc ? rc : rs_buf_add_json_string(&line, data ? data : "", len > 200 ? 200 : len);
-    rc = rc ? rc : rs_buf_addstr(&line, "}\n");
-    if (rc) {
+    if (rs_buf_addf(&line, "{\"time\":\"%s.%06ld+00:00\",\"pid\":%ld,\"uid\":%ld,\"path\":",
+                    when, (long)(ns % 1000000000LL / 1000), pid, uid) ||
+        rs_buf_add_json_string(&line, path, strlen(path)) ||
+        rs_buf_addf(&line, ",\"errno\":\"%s\",\"reason\":", rs_errno_name(code)) ||
+        rs_buf_add_json_string(&line, reason, strlen(reason)) ||
+        rs_buf_addlit(&line, ",\"data\":") ||
+        rs_buf_add_json_string(&line, data ? data : "", len > 200 ? 200 : len) ||
+        rs_buf_addlit(&line, "}\n")) {
         rs_buf_release(&line);
         return;
     }

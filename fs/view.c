@@ -56,16 +56,16 @@ static int render_status(rs_store *s, const rfs_scope *sc, rs_buf *out, rs_err *
     int rc = rs_store_stats(s, sc->user, sc->only_thread, &st, err);
     if (rc)
         return rc;
-    rc = rs_buf_addstr(out, "{\"backend\":");
-    rc = rc ? rc : rs_buf_add_json_string(out, rs_store_backend(s), strlen(rs_store_backend(s)));
-    rc = rc ? rc : rs_buf_addstr(out, ",\"database\":");
-    rc = rc ? rc : rs_buf_add_json_string(out, rs_store_path(s), strlen(rs_store_path(s)));
-    rc = rc ? rc : rs_buf_addf(out, ",\"version\":\"%s\",\"threads\":%lld,\"runs\":%lld,"
-                                    "\"events\":%lld", RS_VERSION, (long long)st.threads,
-                               (long long)st.runs, (long long)st.events);
-    if (!rc && sc->status_extra)
-        rc = sc->status_extra(sc->ctx, out);
-    return rc ? rc : rs_buf_addstr(out, "}\n");
+    if ((rc = rs_buf_addlit(out, "{\"backend\":")) ||
+        (rc = rs_buf_add_json_string(out, rs_store_backend(s), strlen(rs_store_backend(s)))) ||
+        (rc = rs_buf_addlit(out, ",\"database\":")) ||
+        (rc = rs_buf_add_json_string(out, rs_store_path(s), strlen(rs_store_path(s)))) ||
+        (rc = rs_buf_addf(out, ",\"version\":\"%s\",\"threads\":%lld,\"runs\":%lld,\"events\":%lld",
+                          RS_VERSION, (long long)st.threads, (long long)st.runs,
+                          (long long)st.events)) ||
+        (sc->status_extra && (rc = sc->status_extra(sc->ctx, out))))
+        return rc;
+    return rs_buf_addlit(out, "}\n");
 }
 
 /* The earliest stored event of a type in the run (once/<type>). */

@@ -4,29 +4,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "runstore.h"
 
 char rs_buf_empty[1];
+
+int rs_array_grow(void *items, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : (size < 64 ? 64 / size : 1);
+    while (n < need)
+        n = n <= SIZE_MAX / 2 ? n * 2 : need;
+    if (n > SIZE_MAX / size)
+        return -ENOMEM;
+    void *old;
+    memcpy(&old, items, sizeof old);
+    void *p = realloc(old, n * size);
+    if (!p)
+        return -ENOMEM;
+    memcpy(items, &p, sizeof p);
+    *cap = n;
+    return 0;
+}
 
 int rs_buf_grow(rs_buf *b, size_t extra)
 {
     if (extra > SIZE_MAX - b->len - 1)
         return -ENOMEM;
-    size_t need = b->len + extra + 1;
-    if (need <= b->alloc)
-        return 0;
-    size_t alloc = b->alloc ? b->alloc : 64;
-    while (alloc < need)
-        alloc = alloc < SIZE_MAX / 2 ? alloc * 2 : need;
-    char *p = realloc(b->alloc ? b->buf : NULL, alloc);
-    if (!p)
-        return -ENOMEM;
+    /* Before the first allocation buf is the shared rs_buf_empty, never realloc'd. */
+    char *p = b->alloc ? b->buf : NULL;
+    size_t alloc = b->alloc;
+    int rc = rs_array_grow(&p, &alloc, b->len + extra + 1, 1);
+    if (rc)
+        return rc;
     if (!b->alloc)
         p[0] = '\0';
     b->buf = p;
     b->alloc = alloc;
     return 0;
+}
+
+void rs_buf_setlen(rs_buf *b, size_t len)
+{
+    b->len = len;
+    if (b->alloc)
+        b->buf[len] = '\0';
 }
 
 int rs_buf_add(rs_buf *b, const void *data, size_t len)
@@ -35,8 +57,7 @@ int rs_buf_add(rs_buf *b, const void *data, size_t len)
     if (rc)
         return rc;
     memcpy(b->buf + b->len, data, len);
-    b->len += len;
-    b->buf[b->len] = '\0';
+    rs_buf_setlen(b, b->len + len);
     return 0;
 }
 
@@ -70,9 +91,7 @@ int rs_buf_addf(rs_buf *b, const char *fmt, ...)
 
 void rs_buf_reset(rs_buf *b)
 {
-    b->len = 0;
-    if (b->alloc)
-        b->buf[0] = '\0';
+    rs_buf_setlen(b, 0);
 }
 
 void rs_buf_release(rs_buf *b)
@@ -102,30 +121,5 @@ void rs_buf_remove_front(rs_buf *b, size_t n)
         return;
     }
     memmove(b->buf, b->buf + n, b->len - n);
-    b->len -= n;
-    b->buf[b->len] = '\0';
-}
-
-int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len)
-{
-    if (rs_utf8_valid(s, len))
-        return rs_json_quote(b, s, len);
-    rs_buf clean = RS_BUF_INIT;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < len;) {
-        size_t n = 1;
-        while (n <= 4 && i + n <= len && !rs_utf8_valid(s + i, n))
-            n++;
-        if (n <= 4 && i + n <= len) {
-            rc = rs_buf_add(&clean, s + i, n);
-            i += n;
-        } else {
-            rc = rs_buf_addstr(&clean, "\xef\xbf\xbd");
-            i++;
-        }
-    }
-    if (!rc)
-        rc = rs_json_quote(b, clean.buf, clean.len);
-    rs_buf_release(&clean);
-    return rc;
+    rs_buf_setlen(b, b->len - n);
 }

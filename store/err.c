@@ -1,4 +1,4 @@
-/* err.c — error reasons beside errno codes, and id checks shared by every layer. */
+/* err.c — what every layer shares: error reasons beside errno codes, id checks, the clock. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,30 +19,16 @@ int rs_err_set(rs_err *err, int code, const char *fmt, ...)
 
 const char *rs_errno_name(int code)
 {
-    switch (code < 0 ? -code : code) {
-    case 0: return "OK";
-    case EINVAL: return "EINVAL";
-    case EMSGSIZE: return "EMSGSIZE";
-    case EEXIST: return "EEXIST";
-    case EPERM: return "EPERM";
-    case EROFS: return "EROFS";
-    case ENOENT: return "ENOENT";
-    case ENOSPC: return "ENOSPC";
-    case ENOMEM: return "ENOMEM";
-    case EIO: return "EIO";
-    case EBUSY: return "EBUSY";
-    case EAGAIN: return "EAGAIN";
-    case EACCES: return "EACCES";
-    case ENOTDIR: return "ENOTDIR";
-    case EISDIR: return "EISDIR";
-    case ENOTEMPTY: return "ENOTEMPTY";
-    case ENOSYS: return "ENOSYS";
-    case EBADF: return "EBADF";
-    case EINTR: return "EINTR";
-    case ENAMETOOLONG: return "ENAMETOOLONG";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    default: return "EIO";
-    }
+    int e = code < 0 ? -code : code;
+    if (e == 0)
+        return "OK";
+    const char *name = strerrorname_np(e);
+    if (name)
+        return name;
+    /* Not an errno this C library knows: say which number, never pass it off as another. */
+    static _Thread_local char unknown[24];
+    snprintf(unknown, sizeof unknown, "errno %d", e);
+    return unknown;
 }
 
 int rs_id_valid_n(const char *s, size_t len)
@@ -61,4 +47,11 @@ int rs_id_valid_n(const char *s, size_t len)
 int rs_id_valid(const char *s)
 {
     return s && rs_id_valid_n(s, strlen(s));
+}
+
+int64_t rs_clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }

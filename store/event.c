@@ -183,9 +183,8 @@ int rs_time_parse(const char *s, size_t len, char *canon, char *db)
 
 void rs_time_now(char *canon, char *db)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    format_time((long long)ts.tv_sec, (unsigned)(ts.tv_nsec / 1000), canon, db);
+    int64_t ns = rs_clock_ns(CLOCK_REALTIME);
+    format_time((long long)(ns / 1000000000LL), (unsigned)(ns % 1000000000LL / 1000), canon, db);
 }
 
 /* ---- parsing -------------------------------------------------------------------------- */
@@ -578,11 +577,9 @@ static char *put_i64(char *o, int64_t v)
     return o;
 }
 
-#define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
-
 static int quote_cstr(rs_buf *out, const char *s)
 {
-    return s ? rs_json_quote(out, s, strlen(s)) : ADD_LIT(out, "null");
+    return s ? rs_buf_add_json_string(out, s, strlen(s)) : rs_buf_addlit(out, "null");
 }
 
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
@@ -616,31 +613,30 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
     size_t est = 160 + row->content_len + row->metadata_len;
     if ((rc = rs_buf_grow(out, est)))
         goto oom;
-    if ((rc = ADD_LIT(out, "{\"thread_id\":")) || (rc = quote_cstr(out, row->thread_id)) ||
-        (rc = ADD_LIT(out, ",\"run_id\":")) || (rc = quote_cstr(out, row->run_id)) ||
-        (rc = ADD_LIT(out, ",\"seq\":")))
+    if ((rc = rs_buf_addlit(out, "{\"thread_id\":")) || (rc = quote_cstr(out, row->thread_id)) ||
+        (rc = rs_buf_addlit(out, ",\"run_id\":")) || (rc = quote_cstr(out, row->run_id)) ||
+        (rc = rs_buf_addlit(out, ",\"seq\":")))
         goto oom;
     if ((rc = rs_buf_grow(out, 24)))
         goto oom;
-    out->len = (size_t)(put_i64(out->buf + out->len, row->seq) - out->buf);
-    out->buf[out->len] = '\0';
-    if ((rc = ADD_LIT(out, ",\"event_type\":")) || (rc = quote_cstr(out, row->event_type)) ||
-        (rc = ADD_LIT(out, ",\"category\":")) || (rc = quote_cstr(out, row->category)) ||
-        (rc = ADD_LIT(out, ",\"content\":")))
+    rs_buf_setlen(out, (size_t)(put_i64(out->buf + out->len, row->seq) - out->buf));
+    if ((rc = rs_buf_addlit(out, ",\"event_type\":")) || (rc = quote_cstr(out, row->event_type)) ||
+        (rc = rs_buf_addlit(out, ",\"category\":")) || (rc = quote_cstr(out, row->category)) ||
+        (rc = rs_buf_addlit(out, ",\"content\":")))
         goto oom;
 
     if (!row->content) {
-        rc = ADD_LIT(out, "null");
+        rc = rs_buf_addlit(out, "null");
     } else if (markers) {
         size_t at = out->len;
         rc = rs_json_canon(out, row->content, row->content_len, RS_JSON_LENIENT, NULL);
         if (rc == -EINVAL) {
-            out->len = at;
-            rc = rs_json_quote(out, row->content, row->content_len);
+            rs_buf_setlen(out, at);
+            rc = rs_buf_add_json_string(out, row->content, row->content_len);
         }
     } else
-        rc = rs_json_quote(out, row->content, row->content_len);
-    if (rc || (rc = ADD_LIT(out, ",\"metadata\":")))
+        rc = rs_buf_add_json_string(out, row->content, row->content_len);
+    if (rc || (rc = rs_buf_addlit(out, ",\"metadata\":")))
         goto oom;
 
     if (meta_ok)
@@ -650,12 +646,12 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
         rc = rs_json_canon(out, row->metadata, row->metadata_len,
                            RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, NULL);
         if (rc == -EINVAL) {
-            out->len = at;
-            rc = ADD_LIT(out, "{}");
+            rs_buf_setlen(out, at);
+            rc = rs_buf_addlit(out, "{}");
         }
     } else
-        rc = ADD_LIT(out, "{}");
-    if (rc || (rc = ADD_LIT(out, ",\"created_at\":")))
+        rc = rs_buf_addlit(out, "{}");
+    if (rc || (rc = rs_buf_addlit(out, ",\"created_at\":")))
         goto oom;
 
     char canon[RS_TIME_LEN + 1];
@@ -666,45 +662,44 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
         o[0] = '"';
         memcpy(o + 1, canon, RS_TIME_LEN);
         o[RS_TIME_LEN + 1] = '"';
-        out->len += RS_TIME_LEN + 2;
-        out->buf[out->len] = '\0';
+        rs_buf_setlen(out, out->len + RS_TIME_LEN + 2);
     } else if ((rc = quote_cstr(out, row->created_at)))
         goto oom;
 
     if (row->user_id &&
-        ((rc = ADD_LIT(out, ",\"user_id\":")) || (rc = quote_cstr(out, row->user_id))))
+        ((rc = rs_buf_addlit(out, ",\"user_id\":")) || (rc = quote_cstr(out, row->user_id))))
         goto oom;
-    if ((rc = ADD_LIT(out, "}\n")))
+    if ((rc = rs_buf_addlit(out, "}\n")))
         goto oom;
     return 0;
 oom:
-    out->len = start;
-    out->buf[start] = '\0';
+    rs_buf_setlen(out, start);
     return rs_err_set(err, rc, "out of memory rendering an event");
 }
 
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user)
 {
     size_t start = out->len;
-    int rc = rs_buf_grow(out, 200 + ev->content.len + ev->metadata.len);
-    if (!rc && !(rc = ADD_LIT(out, "{\"thread_id\":")) && !(rc = quote_cstr(out, ev->thread_id)) &&
-        !(rc = ADD_LIT(out, ",\"run_id\":")) && !(rc = quote_cstr(out, ev->run_id)) &&
-        !(rc = ADD_LIT(out, ",\"seq\":"))) {
-        out->len = (size_t)(put_i64(out->buf + out->len, seq) - out->buf);
-        if (!(rc = ADD_LIT(out, ",\"event_type\":")) && !(rc = quote_cstr(out, ev->event_type)) &&
-            !(rc = ADD_LIT(out, ",\"category\":")) && !(rc = quote_cstr(out, ev->category)) &&
-            !(rc = ADD_LIT(out, ",\"content\":")) &&
-            !(rc = rs_buf_add(out, ev->content.buf, ev->content.len)) &&
-            !(rc = ADD_LIT(out, ",\"metadata\":")) &&
-            !(rc = rs_buf_add(out, ev->metadata.buf, ev->metadata.len)) &&
-            !(rc = ADD_LIT(out, ",\"created_at\":\"")) &&
-            !(rc = rs_buf_add(out, ev->created_at, RS_TIME_LEN)) && !(rc = ADD_LIT(out, "\"")) &&
-            !(user && ((rc = ADD_LIT(out, ",\"user_id\":")) || (rc = quote_cstr(out, user)))))
-            rc = ADD_LIT(out, "}\n");
-    }
-    if (rc) {
-        out->len = start;
-        out->buf[start] = '\0';
-    }
+    int rc;
+    if ((rc = rs_buf_grow(out, 200 + ev->content.len + ev->metadata.len)) ||
+        (rc = rs_buf_addlit(out, "{\"thread_id\":")) || (rc = quote_cstr(out, ev->thread_id)) ||
+        (rc = rs_buf_addlit(out, ",\"run_id\":")) || (rc = quote_cstr(out, ev->run_id)) ||
+        (rc = rs_buf_addlit(out, ",\"seq\":")) || (rc = rs_buf_grow(out, 24)))
+        goto fail;
+    rs_buf_setlen(out, (size_t)(put_i64(out->buf + out->len, seq) - out->buf));
+    if ((rc = rs_buf_addlit(out, ",\"event_type\":")) || (rc = quote_cstr(out, ev->event_type)) ||
+        (rc = rs_buf_addlit(out, ",\"category\":")) || (rc = quote_cstr(out, ev->category)) ||
+        (rc = rs_buf_addlit(out, ",\"content\":")) ||
+        (rc = rs_buf_add(out, ev->content.buf, ev->content.len)) ||
+        (rc = rs_buf_addlit(out, ",\"metadata\":")) ||
+        (rc = rs_buf_add(out, ev->metadata.buf, ev->metadata.len)) ||
+        (rc = rs_buf_addlit(out, ",\"created_at\":\"")) ||
+        (rc = rs_buf_add(out, ev->created_at, RS_TIME_LEN)) || (rc = rs_buf_addlit(out, "\"")) ||
+        (user && ((rc = rs_buf_addlit(out, ",\"user_id\":")) || (rc = quote_cstr(out, user)))) ||
+        (rc = rs_buf_addlit(out, "}\n")))
+        goto fail;
+    return 0;
+fail:
+    rs_buf_setlen(out, start);
     return rc;
 }

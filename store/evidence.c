@@ -14,7 +14,6 @@
 #include "store_int.h"
 #include "rowview.h"
 
-#define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
 #define SEAL_RETRIES 5
 #define SEAL_ERROR_MAX (sizeof(((rs_seal_row *)0)->error) - 1)
 
@@ -222,10 +221,10 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
         rs_cursor_free(cur);
         return rs_err_set(err, have, "reading run.terminal: %s", rs_errno_name(have));
     }
-    if ((rc = ADD_LIT(out, "{\"thread_id\":")) ||
-        (rc = rs_json_quote(out, t->thread_id, strlen(t->thread_id))) ||
-        (rc = ADD_LIT(out, ",\"run_id\":")) ||
-        (rc = rs_json_quote(out, t->run_id, strlen(t->run_id))) ||
+    if ((rc = rs_buf_addlit(out, "{\"thread_id\":")) ||
+        (rc = rs_buf_add_json_string(out, t->thread_id, strlen(t->thread_id))) ||
+        (rc = rs_buf_addlit(out, ",\"run_id\":")) ||
+        (rc = rs_buf_add_json_string(out, t->run_id, strlen(t->run_id))) ||
         (rc = rs_buf_addf(out, ",\"upper_seq\":%lld,\"event_count\":%lld,\"terminal\":",
                           (long long)info.last_seq, (long long)info.count)))
         goto oom;
@@ -234,15 +233,14 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
     else if (have)
         rc = rs_buf_add(out, rec->line, rec->line_len);
     else
-        rc = ADD_LIT(out, "null");
-    if (rc || (rc = ADD_LIT(out, "}\n")))
+        rc = rs_buf_addlit(out, "null");
+    if (rc || (rc = rs_buf_addlit(out, "}\n")))
         goto oom;
     rs_cursor_free(cur);
     return 0;
 oom:
     rs_cursor_free(cur);
-    out->len = start;
-    out->buf[start] = '\0';
+    rs_buf_setlen(out, start);
     return rs_err_set(err, rc, "out of memory rendering the receipt");
 }
 
@@ -252,31 +250,30 @@ static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, 
 {
     size_t start = out->len;
     int rc;
-    if ((rc = ADD_LIT(out, "{\"thread_id\":")) ||
-        (rc = rs_json_quote(out, t->thread_id, strlen(t->thread_id))) ||
-        (rc = ADD_LIT(out, ",\"run_id\":")) ||
-        (rc = rs_json_quote(out, t->run_id, strlen(t->run_id))) ||
-        (rc = ADD_LIT(out, ",\"state\":")) ||
-        (rc = rs_json_quote(out, row->state, strlen(row->state))) ||
+    if ((rc = rs_buf_addlit(out, "{\"thread_id\":")) ||
+        (rc = rs_buf_add_json_string(out, t->thread_id, strlen(t->thread_id))) ||
+        (rc = rs_buf_addlit(out, ",\"run_id\":")) ||
+        (rc = rs_buf_add_json_string(out, t->run_id, strlen(t->run_id))) ||
+        (rc = rs_buf_addlit(out, ",\"state\":")) ||
+        (rc = rs_buf_add_json_string(out, row->state, strlen(row->state))) ||
         (rc = rs_buf_addf(out, ",\"upper_seq\":%lld,\"event_count\":%lld,\"terminal_seq\":",
                           (long long)row->upper_seq, (long long)row->event_count)))
         goto oom;
     rc = row->terminal_seq > 0 ? rs_buf_addf(out, "%lld", (long long)row->terminal_seq)
-                               : ADD_LIT(out, "null");
-    if (rc || (rc = ADD_LIT(out, ",\"digest\":")) ||
-        (rc = rs_json_quote(out, row->digest, strlen(row->digest))) ||
-        (rc = ADD_LIT(out, ",\"error\":")))
+                               : rs_buf_addlit(out, "null");
+    if (rc || (rc = rs_buf_addlit(out, ",\"digest\":")) ||
+        (rc = rs_buf_add_json_string(out, row->digest, strlen(row->digest))) ||
+        (rc = rs_buf_addlit(out, ",\"error\":")))
         goto oom;
-    rc = row->has_error ? rs_json_quote(out, row->error, strlen(row->error))
-                        : ADD_LIT(out, "null");
-    if (rc || (rc = ADD_LIT(out, ",\"sealed_at\":")) ||
-        (rc = rs_json_quote(out, row->sealed_at, strlen(row->sealed_at))) ||
+    rc = row->has_error ? rs_buf_add_json_string(out, row->error, strlen(row->error))
+                        : rs_buf_addlit(out, "null");
+    if (rc || (rc = rs_buf_addlit(out, ",\"sealed_at\":")) ||
+        (rc = rs_buf_add_json_string(out, row->sealed_at, strlen(row->sealed_at))) ||
         (rc = rs_buf_addf(out, ",\"uncovered\":%lld}\n", (long long)uncovered)))
         goto oom;
     return 0;
 oom:
-    out->len = start;
-    out->buf[start] = '\0';
+    rs_buf_setlen(out, start);
     return rc;
 }
 

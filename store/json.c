@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -460,8 +461,7 @@ static inline int scan_word(scan *sc, const char *w, size_t n)
     return 0;
 }
 
-/* Python truthiness of a canonical value v[0..n). */
-static int canon_truthy(const char *v, size_t n)
+int rs_json_truthy(const char *v, size_t n)
 {
     if (n == 0)
         return 0;
@@ -612,7 +612,7 @@ after:
         /* A top-level member just ended. */
         if (dropping) {
             char *v = member_start + (kept ? 1 : 0) + 18;
-            if (markers && canon_truthy(v, (size_t)(sc.o - v)))
+            if (markers && rs_json_truthy(v, (size_t)(sc.o - v)))
                 *markers |= (unsigned)dropping;
             sc.o = member_start;
             dropping = 0;
@@ -660,23 +660,37 @@ int rs_json_canon(rs_buf *out, const char *in, size_t len, unsigned flags, rs_er
         return rs_err_set(err, rc, "out of memory");
     size_t n = 0;
     rc = rs_json_canon_to(out->buf + out->len, &n, in, len, flags, NULL, err);
-    if (rc) {
-        out->buf[out->len] = '\0';
-        return rc;
-    }
-    out->len += n;
+    rs_buf_setlen(out, out->len + (rc ? 0 : n));
+    return rc;
+}
+
+int rs_json_markers(const char *meta, size_t len, unsigned *markers)
+{
+    *markers = 0;
+    if (!meta || !len)
+        return 0;
+    char small[512];
+    char *dst = len < sizeof small ? small : malloc(len + 1);
+    if (!dst)
+        return -ENOMEM;
+    size_t n;
+    if (rs_json_canon_to(dst, &n, meta, len, RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, markers,
+                         NULL) != 0)
+        *markers = 0;
+    if (dst != small)
+        free(dst);
     return 0;
 }
 
 /* ---- strings ------------------------------------------------------------------------------ */
 
-int rs_json_quote(rs_buf *out, const char *s, size_t len)
+int rs_buf_add_json_string(rs_buf *out, const char *s, size_t len)
 {
     int rc = rs_buf_grow(out, len + 2);
     if (rc)
         return rc;
     const u8 *p = (const u8 *)s, *end = p + len;
-    size_t at = out->len;
+    size_t start = out->len, at = start;
     out->buf[at++] = '"';
     for (;;) {
         size_t n = plain_run(p, end);
@@ -696,10 +710,9 @@ int rs_json_quote(rs_buf *out, const char *s, size_t len)
             }
         }
         /* An escape or a replacement: up to 6 bytes for 1 input byte. */
-        out->len = at;
+        rs_buf_setlen(out, at);
         if ((rc = rs_buf_grow(out, (size_t)(end - p) + 8))) {
-            out->len = at;
-            out->buf[at] = '\0';
+            rs_buf_setlen(out, start);
             return rc;
         }
         if (cls == C_QUOTE || cls == C_BSLASH) {
@@ -714,8 +727,7 @@ int rs_json_quote(rs_buf *out, const char *s, size_t len)
         }
     }
     out->buf[at++] = '"';
-    out->buf[at] = '\0';
-    out->len = at;
+    rs_buf_setlen(out, at);
     return 0;
 }
 
@@ -885,11 +897,10 @@ int rs_json_unquote(rs_buf *out, const char *lit, size_t len)
             goto bad;
         o += put_utf8(o, (unsigned long)cp);
     }
-    out->len = (size_t)(o - out->buf);
-    out->buf[out->len] = '\0';
+    rs_buf_setlen(out, (size_t)(o - out->buf));
     return 0;
 bad:
-    out->buf[out->len] = '\0';
+    rs_buf_setlen(out, out->len);
     return -EINVAL;
 }
 

@@ -24,15 +24,19 @@ enum {
  * than RS_JSON_MAX_DEPTH, a number beyond double range, duplicate-free is not checked. */
 int rs_json_canon(rs_buf *out, const char *in, size_t len, unsigned flags, rs_err *err);
 
+/* Python's truthiness of the canonical JSON value v[0..n) (false, null, 0, "", [] and {}
+ * are false): DeerFlow's rule for its storage markers. */
+int rs_json_truthy(const char *v, size_t n);
+
+/* The storage markers of a row's metadata text meta[0..len) (lenient; not an object: none):
+ * 1 for a truthy "content_is_json", 2 for a truthy "content_is_dict". 0 or -ENOMEM. */
+int rs_json_markers(const char *meta, size_t len, unsigned *markers);
+
 /* rs_json_canon into dst, which has room for len + 1 bytes (canonical text is never longer
  * than its input); *dst_len = bytes written (dst is NUL-terminated). markers (may be NULL)
  * gets 1 for a truthy dropped "content_is_json", 2 for a truthy dropped "content_is_dict". */
 int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
                      unsigned *markers, rs_err *err);
-
-/* Append s[0..len) as a JSON string literal (canonical escaping). s should be valid UTF-8;
- * each invalid sequence is written as U+FFFD (so a foreign row always renders). */
-int rs_json_quote(rs_buf *out, const char *s, size_t len);
 
 /* 1 when s[0..len) is valid UTF-8 with no NUL, no surrogates, no overlong forms. */
 int rs_utf8_valid(const char *s, size_t len);

@@ -12,8 +12,6 @@
 #include "store_int.h"
 #include "rowview.h"
 
-#define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
-
 static int starts_with(const rs_buf *b, const char *prefix)
 {
     size_t n = strlen(prefix);
@@ -66,14 +64,8 @@ static void scratch_release(scratch *sc)
 /* One run.start or run.terminal row as a fact. */
 static int fact_add(fact_list *l, const rs_row *row, scratch *sc)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 32;
-        run_fact *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (rs_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        return -ENOMEM;
     run_fact *f = &l->v[l->n];
     memset(f, 0, sizeof *f);
     if (!(f->run_id = strdup(row->run_id ? row->run_id : "")))
@@ -396,8 +388,8 @@ static int on_payload_member(void *ctx, const char *key, size_t key_len, const c
         return 0;                  /* ours: always true, always first */
     w->has_summary |= key_len == 7 && memcmp(key, "summary", 7) == 0;
     w->has_files |= key_len == 5 && memcmp(key, "files", 5) == 0;
-    if ((w->rc = ADD_LIT(w->out, ",\"")) || (w->rc = rs_buf_add(w->out, key, key_len)) ||
-        (w->rc = ADD_LIT(w->out, "\":")) || (w->rc = rs_buf_add(w->out, val, val_len)))
+    if ((w->rc = rs_buf_addlit(w->out, ",\"")) || (w->rc = rs_buf_add(w->out, key, key_len)) ||
+        (w->rc = rs_buf_addlit(w->out, "\":")) || (w->rc = rs_buf_add(w->out, val, val_len)))
         return 1;
     return 0;
 }
@@ -444,25 +436,20 @@ int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_
         }
     }
     if (rc >= 0 && !payload) {
-        rc = ADD_LIT(out, ws_absent);
+        rc = rs_buf_add(out, ws_absent, sizeof ws_absent - 1);
     } else if (rc >= 0) {
         size_t start = out->len;
         ws_render w = {.out = out};
-        rc = ADD_LIT(out, "{\"available\":true");
+        rc = rs_buf_addlit(out, "{\"available\":true");
         if (!rc && rs_json_members(payload, payload_len, on_payload_member, &w) < 0)
             rc = -EINVAL;
         if (!rc)
             rc = w.rc;
-        if (!rc && !w.has_summary && !(rc = ADD_LIT(out, ",\"summary\":")))
-            rc = rs_buf_addstr(out, ws_zero_summary);
-        if (!rc && !w.has_files)
-            rc = ADD_LIT(out, ",\"files\":[]");
-        if (!rc)
-            rc = ADD_LIT(out, "}\n");
-        if (rc) {
-            out->len = start;
-            out->buf[start] = '\0';
-        }
+        if (rc || (!w.has_summary && ((rc = rs_buf_addlit(out, ",\"summary\":")) ||
+                                      (rc = rs_buf_addstr(out, ws_zero_summary)))) ||
+            (!w.has_files && (rc = rs_buf_addlit(out, ",\"files\":[]"))) ||
+            (rc = rs_buf_addlit(out, "}\n")))
+            rs_buf_setlen(out, start);
     }
     scratch_release(&sc);
     if (rc < 0)

@@ -5,8 +5,6 @@
 #include "json.h"
 #include "rowview.h"
 
-#define ADD_LIT(b, s) rs_buf_add((b), (s), sizeof(s) - 1)
-
 int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
 {
     unsigned m = 0;
@@ -19,8 +17,7 @@ int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
         if (rs_json_canon_to(meta->buf, &n, row->metadata, row->metadata_len,
                              RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, &m, NULL) == 0 &&
             meta->buf[0] == '{') {
-            meta->len = n;
-            meta->buf[n] = '\0';
+            rs_buf_setlen(meta, n);
             if (markers)
                 *markers = m;
             return 0;
@@ -29,21 +26,21 @@ int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
     if (markers)
         *markers = 0;
     rs_buf_reset(meta);
-    return ADD_LIT(meta, "{}");
+    return rs_buf_addlit(meta, "{}");
 }
 
 int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers)
 {
     rs_buf_reset(content);
     if (!row->content)
-        return ADD_LIT(content, "null");
+        return rs_buf_addlit(content, "null");
     if (markers) {
         int rc = rs_json_canon(content, row->content, row->content_len, RS_JSON_LENIENT, NULL);
         if (rc != -EINVAL)
             return rc;
         rs_buf_reset(content);
     }
-    return rs_json_quote(content, row->content, row->content_len);
+    return rs_buf_add_json_string(content, row->content, row->content_len);
 }
 
 typedef struct member_find {

@@ -145,15 +145,9 @@ int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t 
         const char *nl = memchr(buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - buf) : len;
         lineno++;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            rs_event **p = realloc(evs, ncap * sizeof *p);
-            if (!p) {
-                rc = rs_err_set(err, -ENOMEM, "out of memory");
-                goto out;
-            }
-            evs = p;
-            cap = ncap;
+        if (rs_array_grow(&evs, &cap, n + 1, sizeof *evs)) {
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+            goto out;
         }
         if ((rc = parse_one(s, t, NULL, buf + pos, end - pos, &evs[n], err))) {
             if (err)
@@ -196,18 +190,14 @@ static void existing_release(rs_existing *ex)
     rs_buf_release(&ex->metadata_db);
 }
 
-static int truthy(const cJSON *v)
+/* The stored content as a JSON value, decoded the way DeerFlow decodes it (NULL: out of
+ * memory). */
+static cJSON *existing_content(const rs_existing *ex)
 {
-    return v && !cJSON_IsFalse(v) && !cJSON_IsNull(v) &&
-           !(cJSON_IsNumber(v) && v->valuedouble == 0) &&
-           !(cJSON_IsString(v) && !*v->valuestring);
-}
-
-/* The stored content as a JSON value, decoded the way DeerFlow decodes it. */
-static cJSON *existing_content(const rs_existing *ex, const cJSON *meta)
-{
-    if (meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
-                 truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")))) {
+    unsigned markers;
+    if (rs_json_markers(ex->metadata_db.buf, ex->metadata_db.len, &markers))
+        return NULL;
+    if (markers) {
         cJSON *v = rs_cjson_parse(ex->content_db.buf, ex->content_db.len);
         if (v)
             return v;
@@ -222,7 +212,7 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
     if (strcmp(ev->category, ex->category.buf) != 0)
         return 0;
     cJSON *meta = rs_cjson_parse(ex->metadata_db.buf, ex->metadata_db.len);
-    cJSON *content = existing_content(ex, meta);
+    cJSON *content = existing_content(ex);
     int same = content && cJSON_Compare(content, ev->content_tree, 1);
     const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
     const cJSON *key;
@@ -474,11 +464,8 @@ static int identity_matches(const cJSON *msg, const char *identity)
 
 static cJSON *row_content_object(const rs_row *row)
 {
-    cJSON *meta = rs_cjson_parse(row->metadata, row->metadata_len);
-    int json = meta && (truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_json")) ||
-                        truthy(cJSON_GetObjectItemCaseSensitive(meta, "content_is_dict")));
-    cJSON_Delete(meta);
-    if (!json)
+    unsigned markers;
+    if (rs_json_markers(row->metadata, row->metadata_len, &markers) || !markers)
         return NULL;
     cJSON *v = rs_cjson_parse(row->content, row->content_len);
     if (v && !cJSON_IsObject(v)) {

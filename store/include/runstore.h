@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define RS_VERSION "0.1.0"
 #define RS_ID_MAX 64             /* thread and run ids: 1-64 of [A-Za-z0-9_-] */
@@ -30,16 +31,26 @@ extern char rs_buf_empty[];
 #define RS_BUF_INIT { rs_buf_empty, 0, 0 }
 
 int rs_buf_grow(rs_buf *b, size_t extra);            /* room for extra more bytes */
+/* Set len, and the NUL after it: to cut the buffer back, or to take bytes written into the
+ * room rs_buf_grow made. len must lie within that room. */
+void rs_buf_setlen(rs_buf *b, size_t len);
 int rs_buf_add(rs_buf *b, const void *data, size_t len);
 int rs_buf_addstr(rs_buf *b, const char *s);
+#define rs_buf_addlit(b, lit) rs_buf_add((b), "" lit, sizeof(lit) - 1)   /* a string literal */
 int rs_buf_addch(rs_buf *b, char c);
 int rs_buf_addf(rs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rs_buf_reset(rs_buf *b);                        /* len = 0, memory kept */
 void rs_buf_release(rs_buf *b);                      /* free, back to RS_BUF_INIT */
 char *rs_buf_detach(rs_buf *b, size_t *len);         /* hand the bytes to the caller */
 void rs_buf_remove_front(rs_buf *b, size_t n);       /* drop the first n bytes */
-/* Append s as a JSON string literal; bytes that are not UTF-8 become U+FFFD. */
+/* Append s[0..len) as a JSON string literal in canonical escaping ('"', '\\' and control
+ * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
+ * bytes render. The project's one JSON string quoter. */
 int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
+
+/* Room for need elements of size bytes in the array *items (a T **) of *cap elements:
+ * realloc doubling, *cap updated. 0 or -ENOMEM (the array is then unchanged). */
+int rs_array_grow(void *items, size_t *cap, size_t need, size_t size);
 
 /* ---- errors ----------------------------------------------------------------------------
  * code is the negative errno also returned; line is the 1-based input line a batch
@@ -52,7 +63,12 @@ typedef struct rs_err {
 
 /* Fill err (may be NULL) and return code. */
 int rs_err_set(rs_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-const char *rs_errno_name(int code);                 /* "EINVAL" for -EINVAL or EINVAL */
+/* "EINVAL" for -EINVAL or EINVAL; "OK" for 0; "errno N" for a number that is no errno. */
+const char *rs_errno_name(int code);
+
+/* Now on clock in nanoseconds: CLOCK_REALTIME for times people read, CLOCK_MONOTONIC for
+ * deadlines and durations. */
+int64_t rs_clock_ns(clockid_t clock);
 
 /* 1 when s is a valid thread or run id: 1-64 of [A-Za-z0-9_-]. */
 int rs_id_valid(const char *s);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,17 +119,44 @@ void sq_stmt_done(rs_backend *b, sqlite3_stmt *st)
         }
 }
 
-int sq_exec(rs_backend *b, const char *sql, rs_err *err)
+int sq_step(rs_backend *b, sqlite3_stmt **row, rs_err *err, const char *what, const char *sql,
+            const char *types, ...)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(b, sql, &st, err);
     if (rc)
         return rc;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 't') {
+            sq_bind_text(st, i + 1, va_arg(ap, const char *));
+        } else if (types[i] == 'B') {
+            /* Stepped before this returns: SQLite need not copy the bytes. */
+            const rs_buf *v = va_arg(ap, const rs_buf *);
+            sqlite3_bind_text(st, i + 1, v->buf, (int)v->len, SQLITE_STATIC);
+        } else {
+            int64_t v = va_arg(ap, int64_t);
+            if (types[i] == 'i' || v > 0)
+                sqlite3_bind_int64(st, i + 1, v);
+        }
+    }
+    va_end(ap);
     int src = sqlite3_step(st);
+    if (src == SQLITE_ROW && row) {
+        *row = st;
+        return 1;
+    }
     sq_stmt_done(b, st);
-    if (src != SQLITE_DONE && src != SQLITE_ROW)
-        return sq_fail(b, src, err, sql);
-    return 0;
+    if (src == SQLITE_ROW || src == SQLITE_DONE)
+        return src == SQLITE_ROW;
+    return sq_fail(b, src, err, what);
+}
+
+int sq_exec(rs_backend *b, const char *sql, rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, sql, sql, "");
+    return rc < 0 ? rc : 0;
 }
 
 /* Writers of one database in this process queue on its lock rather than in SQLite's busy
@@ -239,21 +267,15 @@ int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2,
                      int64_t *out, int *found, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
+    int rc = a2 ? sq_step(b, &st, err, "query", sql, "tt", a1, a2)
+                : sq_step(b, &st, err, "query", sql, "t", a1);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, a1);
-    if (a2)
-        sq_bind_text(st, 2, a2);
-    int src = sqlite3_step(st);
-    int have = 0;
-    if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+    int have = rc == 1 && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (have)
         *out = sqlite3_column_int64(st, 0);
-        have = 1;
-    }
-    sq_stmt_done(b, st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return sq_fail(b, src, err, "query");
+    if (rc == 1)
+        sq_stmt_done(b, st);
     if (found)
         *found = have;
     return 0;
@@ -348,14 +370,10 @@ static void clear_stale_holds(rs_backend *b)
         }
     }
     sq_stmt_done(b, st);
-    for (int i = 0; i < n; i++) {
-        if (sq_stmt_get(b, "DELETE FROM runfs_hold WHERE pid = ? AND started = ?", &st, NULL))
+    for (int i = 0; i < n; i++)
+        if (sq_step(b, NULL, NULL, "reservation", "DELETE FROM runfs_hold WHERE pid = ? AND "
+                    "started = ?", "ii", (int64_t)dead[i].pid, dead[i].started) < 0)
             return;
-        sqlite3_bind_int64(st, 1, dead[i].pid);
-        sqlite3_bind_int64(st, 2, dead[i].started);
-        sqlite3_step(st);
-        sq_stmt_done(b, st);
-    }
 }
 
 static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)

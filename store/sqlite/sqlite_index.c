@@ -13,13 +13,6 @@
 
 #define MARK_EVERY (16 * 1024)
 
-int64_t sq_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 const char *sq_owner_key(const char *user)
 {
     return user ? user : "";
@@ -36,17 +29,12 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
           "WHERE thread_key = ? AND run_id = ?"
         : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_thread "
           "WHERE thread_id = ?";
-    int rc = sq_stmt_get(b, sel, &st, err);
-    if (rc)
+    int rc = run_id ? sq_step(b, &st, err, "load", sel, "it", thread_key, run_id)
+                    : sq_step(b, &st, err, "load", sel, "t", thread_id);
+    if (rc < 0)
         return rc;
-    if (run_id) {
-        sqlite3_bind_int64(st, 1, thread_key);
-        sq_bind_text(st, 2, run_id);
-    } else {
-        sq_bind_text(st, 1, thread_id);
-    }
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    *found = rc;
+    if (rc == 1) {
         ls->key = sqlite3_column_int64(st, 0);
         ls->size = sqlite3_column_int64(st, 1);
         ls->count = sqlite3_column_int64(st, 2);
@@ -54,37 +42,19 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->last_seq = sqlite3_column_int64(st, 4);
         ls->mixed = sqlite3_column_int(st, 5);
         ls->mark_off = sqlite3_column_int64(st, 6);
-    }
-    sq_stmt_done(b, st);
-    if (src == SQLITE_ROW) {
-        *found = 1;
+        sq_stmt_done(b, st);
         return 0;
     }
-    if (src != SQLITE_DONE)
-        return sq_fail(b, src, err, "load");
-    *found = 0;
     if (!create)
         return 0;
-    const char *ins = run_id
-        ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)"
-        : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES (?, ?, ?)";
-    if ((rc = sq_stmt_get(b, ins, &st, err)))
+    int64_t now = rs_clock_ns(CLOCK_REALTIME);
+    rc = run_id ? sq_step(b, NULL, err, "create", "INSERT INTO runfs_run (thread_key, run_id, "
+                          "ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)", "itii", thread_key, run_id,
+                          now, now)
+                : sq_step(b, NULL, err, "create", "INSERT INTO runfs_thread (thread_id, ctime_ns, "
+                          "mtime_ns) VALUES (?, ?, ?)", "tii", thread_id, now, now);
+    if (rc < 0)
         return rc;
-    int64_t now = sq_now_ns();
-    if (run_id) {
-        sqlite3_bind_int64(st, 1, thread_key);
-        sq_bind_text(st, 2, run_id);
-        sqlite3_bind_int64(st, 3, now);
-        sqlite3_bind_int64(st, 4, now);
-    } else {
-        sq_bind_text(st, 1, thread_id);
-        sqlite3_bind_int64(st, 2, now);
-        sqlite3_bind_int64(st, 3, now);
-    }
-    src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE)
-        return sq_fail(b, src, err, "create");
     memset(ls, 0, sizeof *ls);
     ls->key = sqlite3_last_insert_rowid(b->db);
     ls->mark_off = -1;
@@ -94,26 +64,15 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
 
 int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 {
-    sqlite3_stmt *st;
     const char *sql = is_run
         ? "UPDATE runfs_run SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
           "mtime_ns = ?, mark_off = ? WHERE run_key = ?"
         : "UPDATE runfs_thread SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
           "mtime_ns = ?, mark_off = ? WHERE thread_key = ?";
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, ls->size);
-    sqlite3_bind_int64(st, 2, ls->count);
-    sqlite3_bind_int64(st, 3, ls->messages);
-    sqlite3_bind_int64(st, 4, ls->last_seq);
-    sqlite3_bind_int(st, 5, ls->mixed);
-    sqlite3_bind_int64(st, 6, sq_now_ns());
-    sqlite3_bind_int64(st, 7, ls->mark_off);
-    sqlite3_bind_int64(st, 8, ls->key);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "update totals");
+    int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiii", ls->size, ls->count,
+                     ls->messages, ls->last_seq, (int64_t)ls->mixed, rs_clock_ns(CLOCK_REALTIME),
+                     ls->mark_off, ls->key);
+    return rc < 0 ? rc : 0;
 }
 
 /* Record that user has rows (or made the directory) in the thread/run; sets *mixed when
@@ -121,47 +80,29 @@ int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
                      int *mixed, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT OR IGNORE INTO runfs_owner (thread_key, run_key, user) "
-                         "VALUES (?, ?, ?)", &st, err);
-    if (rc)
+    int rc = sq_step(b, NULL, err, "owner", "INSERT OR IGNORE INTO runfs_owner (thread_key, "
+                     "run_key, user) VALUES (?, ?, ?)", "iit", thread_key, run_key,
+                     sq_owner_key(user));
+    if (rc < 0)
         return rc;
-    sqlite3_bind_int64(st, 1, thread_key);
-    sqlite3_bind_int64(st, 2, run_key);
-    sq_bind_text(st, 3, sq_owner_key(user));
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE)
-        return sq_fail(b, src, err, "owner");
     if (sqlite3_changes(b->db) == 0 || *mixed)
         return 0;
-    int64_t n = 0;
-    if ((rc = sq_stmt_get(b, "SELECT count(*) FROM runfs_owner WHERE thread_key = ? AND run_key = ?",
-                       &st, err)))
-        return rc;
-    sqlite3_bind_int64(st, 1, thread_key);
-    sqlite3_bind_int64(st, 2, run_key);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sq_stmt_done(b, st);
-    *mixed = n > 1;
+    /* Best effort: a count that fails leaves the log marked single-owner until the next. */
+    sqlite3_stmt *st;
+    if (sq_step(b, &st, NULL, "owners", "SELECT count(*) FROM runfs_owner WHERE thread_key = ? "
+                "AND run_key = ?", "ii", thread_key, run_key) == 1) {
+        *mixed = sqlite3_column_int64(st, 0) > 1;
+        sq_stmt_done(b, st);
+    }
     return 0;
 }
 
 
 static int mark_insert(rs_backend *b, int64_t log_key, int64_t off, int64_t seq, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT OR REPLACE INTO runfs_mark (log_key, off, seq) VALUES (?, ?, ?)",
-                         &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, log_key);
-    sqlite3_bind_int64(st, 2, off);
-    sqlite3_bind_int64(st, 3, seq);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "mark");
+    int rc = sq_step(b, NULL, err, "mark", "INSERT OR REPLACE INTO runfs_mark (log_key, off, seq) "
+                     "VALUES (?, ?, ?)", "iii", log_key, off, seq);
+    return rc < 0 ? rc : 0;
 }
 
 static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq, size_t len,
@@ -198,16 +139,9 @@ static int meta_get(rs_backend *b, const char *key, int64_t *value, rs_err *err)
 
 static int meta_set(rs_backend *b, const char *key, int64_t value, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES (?, ?)", &st,
-                         err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, key);
-    sqlite3_bind_int64(st, 2, value);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "meta");
+    int rc = sq_step(b, NULL, err, "meta", "INSERT OR REPLACE INTO runfs_meta (key, value) "
+                     "VALUES (?, ?)", "ti", key, value);
+    return rc < 0 ? rc : 0;
 }
 
 int sq_caught_up(rs_backend *b, int64_t last_id, rs_err *err)
@@ -240,15 +174,9 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
     for (size_t i = 0; i < rs->count; i++)
         if (strcmp(rs->runs[i].id, run_id) == 0)
             return &rs->runs[i].log;
-    if (rs->count == rs->cap) {
-        size_t cap = rs->cap ? rs->cap * 2 : 8;
-        void *p = realloc(rs->runs, cap * sizeof *rs->runs);
-        if (!p) {
-            rs_err_set(err, -ENOMEM, "out of memory");
-            return NULL;
-        }
-        rs->runs = p;
-        rs->cap = cap;
+    if (rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
+        rs_err_set(err, -ENOMEM, "out of memory");
+        return NULL;
     }
     int found;
     sq_log *log = &rs->runs[rs->count].log;
@@ -343,50 +271,31 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
         "dirty = 0 WHERE thread_key = ?1";
     const char *steps[] = {drop_marks, zero_runs, zero_thread};
     int rc = 0;
-    for (size_t i = 0; !rc && i < 3; i++) {
-        sqlite3_stmt *st;
-        if ((rc = sq_stmt_get(b, steps[i], &st, err)))
-            break;
-        sqlite3_bind_int64(st, 1, thread_key);
-        int src = sqlite3_step(st);
-        sq_stmt_done(b, st);
-        if (src != SQLITE_DONE)
-            rc = sq_fail(b, src, err, "reindex");
-    }
-    sqlite3_stmt *st;
-    if (rc || (rc = sq_stmt_get(b, "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e WHERE "
-                                   "e.thread_id = ? ORDER BY e.seq", &st, err)))
+    for (size_t i = 0; !rc && i < 3; i++)
+        rc = sq_step(b, NULL, err, "reindex", steps[i], "i", thread_key);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, thread_id);
-    int src = sqlite3_step(st), more;
-    if (src == SQLITE_ROW)
+    sqlite3_stmt *st;
+    rc = sq_step(b, &st, err, "reindex", "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
+                 "WHERE e.thread_id = ? ORDER BY e.seq", "t", thread_id);
+    if (rc == 1) {
+        int more;
         rc = index_rows(b, st, 1, &more, err);
-    else if (src != SQLITE_DONE)
-        rc = sq_fail(b, src, err, "reindex");
-    sq_stmt_done(b, st);
+        sq_stmt_done(b, st);
+    }
     if (rc)
         return rc;
     /* Owners may have left with their rows. */
-    static const char remix[] =
+    static const char remix_runs[] =
         "UPDATE runfs_run SET mixed = (SELECT count(*) FROM runfs_owner o WHERE o.thread_key = "
-        "?1 AND o.run_key = runfs_run.run_key) > 1 WHERE thread_key = ?1; "
+        "?1 AND o.run_key = runfs_run.run_key) > 1 WHERE thread_key = ?1";
+    static const char remix_thread[] =
         "UPDATE runfs_thread SET mixed = (SELECT count(*) FROM runfs_owner o WHERE "
         "o.thread_key = ?1 AND o.run_key = 0) > 1 WHERE thread_key = ?1";
-    const char *tail = remix;
-    while (!rc && tail && *tail) {
-        sqlite3_stmt *mx;
-        src = sqlite3_prepare_v2(b->db, tail, -1, &mx, &tail);
-        if (src != SQLITE_OK)
-            return sq_fail(b, src, err, "reindex");
-        if (!mx)
-            break;
-        sqlite3_bind_int64(mx, 1, thread_key);
-        src = sqlite3_step(mx);
-        sqlite3_finalize(mx);
-        if (src != SQLITE_DONE)
-            rc = sq_fail(b, src, err, "reindex");
-    }
-    return rc;
+    if ((rc = sq_step(b, NULL, err, "reindex", remix_runs, "i", thread_key)) < 0 ||
+        (rc = sq_step(b, NULL, err, "reindex", remix_thread, "i", thread_key)) < 0)
+        return rc;
+    return 0;
 }
 
 int sq_catch_up(rs_backend *b, rs_err *err)
@@ -406,24 +315,19 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     /* Threads others deleted from: recomputed whole. */
     for (;;) {
         sqlite3_stmt *st;
-        if ((rc = sq_stmt_get(b, "SELECT thread_key, thread_id FROM runfs_thread WHERE dirty "
-                                 "LIMIT 1", &st, err)))
-            return rc;
-        int src = sqlite3_step(st);
-        int64_t key = 0;
-        char thread_id[RS_ID_MAX + 1] = "";
-        if (src == SQLITE_ROW) {
-            key = sqlite3_column_int64(st, 0);
-            snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
-        }
-        sq_stmt_done(b, st);
-        if (src == SQLITE_DONE)
+        rc = sq_step(b, &st, err, "catch up", "SELECT thread_key, thread_id FROM runfs_thread "
+                     "WHERE dirty LIMIT 1", "");
+        if (rc <= 0)
             break;
-        if (src != SQLITE_ROW)
-            return sq_fail(b, src, err, "catch up");
+        int64_t key = sqlite3_column_int64(st, 0);
+        char thread_id[RS_ID_MAX + 1];
+        snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        sq_stmt_done(b, st);
         if ((rc = sq_thread_reindex(b, thread_id, key, err)))
             return rc;
     }
+    if (rc < 0)
+        return rc;
     /* Rows others added: above the indexed id, thread by thread in seq order. */
     int64_t indexed = 0, max_id = 0;
     if ((rc = meta_get(b, "indexed_id", &indexed, err)) ||
@@ -432,19 +336,19 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     if (max_id <= indexed)
         return 0;
     sqlite3_stmt *st;
-    if ((rc = sq_stmt_get(b, "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id > ? "
-                             "ORDER BY e.thread_id, e.seq", &st, err)))
+    rc = sq_step(b, &st, err, "catch up", "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
+                 "WHERE e.id > ? ORDER BY e.thread_id, e.seq", "i", indexed);
+    if (rc == 1) {
+        int more = 1;
+        rc = 0;
+        while (!rc && more)
+            rc = index_rows(b, st, 0, &more, err);
+        sq_stmt_done(b, st);
+    }
+    if (rc || (rc = meta_set(b, "indexed_id", max_id, err)))
         return rc;
-    sqlite3_bind_int64(st, 1, indexed);
-    int src = sqlite3_step(st), more = src == SQLITE_ROW;
-    while (!rc && more)
-        rc = index_rows(b, st, 0, &more, err);
-    if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
-        rc = sq_fail(b, src, err, "catch up");
-    sq_stmt_done(b, st);
-    if (!rc && !(rc = meta_set(b, "indexed_id", max_id, err)))
-        b->seen_version = version;
-    return rc;
+    b->seen_version = version;
+    return 0;
 }
 
 /* ---- reading a log ---- */
@@ -453,18 +357,11 @@ int sq_catch_up(rs_backend *b, rs_err *err)
 static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
                      int *has, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT 1 FROM runfs_owner WHERE thread_key = ? AND run_key = ? "
-                         "AND user = ?", &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, thread_key);
-    sqlite3_bind_int64(st, 2, run_key);
-    sq_bind_text(st, 3, sq_owner_key(user));
-    int src = sqlite3_step(st);
-    *has = src == SQLITE_ROW;
-    sq_stmt_done(b, st);
-    return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "owner");
+    int rc = sq_step(b, NULL, err, "owner", "SELECT 1 FROM runfs_owner WHERE thread_key = ? "
+                     "AND run_key = ? AND user = ?", "iit", thread_key, run_key,
+                     sq_owner_key(user));
+    *has = rc == 1;
+    return rc < 0 ? rc : 0;
 }
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
@@ -478,16 +375,12 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
           "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
         : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
           "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
+    int rc = sq_step(b, &st, err, "stat", sql, "tt", thread_id, run_id);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, thread_id);
-    if (run_id)
-        sq_bind_text(st, 2, run_id);
-    int src = sqlite3_step(st);
     int64_t key = 0, thread_key = 0;
     int mixed = 0;
-    if (src == SQLITE_ROW) {
+    if (rc == 1) {
         key = sqlite3_column_int64(st, 0);
         out->size = sqlite3_column_int64(st, 1);
         out->count = sqlite3_column_int64(st, 2);
@@ -498,10 +391,8 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
         out->mtime_ns = sqlite3_column_int64(st, 7);
         thread_key = sqlite3_column_int64(st, 8);
         out->exists = 1;
+        sq_stmt_done(b, st);
     }
-    sq_stmt_done(b, st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return sq_fail(b, src, err, "stat");
     if (!out->exists)
         return 0;
     out->exact = 1;
@@ -520,20 +411,15 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
                 "SELECT count(*), coalesce(sum(category = 'message'), 0), coalesce(max(seq), 0) "
                 "FROM run_events WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
                 "AND user_id = ?3";
-            if ((rc = sq_stmt_get(b, count_sql, &st, err)))
+            out->size = 0;
+            if ((rc = sq_step(b, &st, err, "stat", count_sql, "ttt", thread_id, run_id, user)) < 0)
                 return rc;
-            sq_bind_text(st, 1, thread_id);
-            sq_bind_text(st, 2, run_id);
-            sq_bind_text(st, 3, user);
-            if ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            if (rc == 1) {
                 out->count = sqlite3_column_int64(st, 0);
                 out->message_count = sqlite3_column_int64(st, 1);
                 out->last_seq = sqlite3_column_int64(st, 2);
+                sq_stmt_done(b, st);
             }
-            sq_stmt_done(b, st);
-            out->size = 0;
-            if (src != SQLITE_ROW)
-                return sq_fail(b, src, err, "stat");
         }
     }
     if (!run_id) {
@@ -567,21 +453,16 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
         : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
           "-t.thread_key WHERE t.thread_id = ?1 AND ?2 IS NULL AND m.off <= ?3 "
           "ORDER BY m.off DESC LIMIT 1";
-    int rc = sq_stmt_get(b, mark_sql, &st, err);
-    if (rc)
+    int rc = sq_step(b, &st, err, "seek", mark_sql, "tti", thread_id, run_id,
+                     off < 0 ? (int64_t)0 : off);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, thread_id);
-    sq_bind_text(st, 2, run_id);
-    sqlite3_bind_int64(st, 3, off < 0 ? 0 : off);
-    int src = sqlite3_step(st);
     int64_t from_off = 0, from_seq = INT64_MAX;
-    if (src == SQLITE_ROW) {
+    if (rc == 1) {
         from_off = sqlite3_column_int64(st, 0);
         from_seq = sqlite3_column_int64(st, 1);
+        sq_stmt_done(b, st);
     }
-    sq_stmt_done(b, st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return sq_fail(b, src, err, "seek");
     const char *rows_sql = run_id
         ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
           "AND e.run_id = ?2 AND e.seq >= ?3 ORDER BY e.seq"

@@ -39,12 +39,19 @@ struct rs_backend {
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
     "e.created_at, e.user_id"
 
-int64_t sq_now_ns(void);
 /* Map a SQLite result to a negative errno with a reason. */
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 /* A cached statement, reset and unbound, busy until sq_stmt_done. */
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err);
 void sq_stmt_done(rs_backend *b, sqlite3_stmt *st);
+/* Prepare-bind-step-once: the cached statement for sql, ?1, ?2... bound from the arguments
+ * as types says ('t' const char *, NULL binding NULL; 'B' const rs_buf *, as text; 'i'
+ * int64_t; 'o' int64_t bound only when > 0, else NULL), stepped once. 1: a row, and *row (when row is not NULL) holds the
+ * statement to read its columns, given back with sq_stmt_done; 0: no row; <0: a negative
+ * errno, err naming what failed. The statement is given back unless *row takes it. */
+int sq_step(rs_backend *b, sqlite3_stmt **row, rs_err *err, const char *what, const char *sql,
+            const char *types, ...);
+/* sql without parameters, its rows ignored. */
 int sq_exec(rs_backend *b, const char *sql, rs_err *err);
 /* A write transaction: BEGIN IMMEDIATE under the database's in-process lock (-EROFS when
  * read-only), then exactly one of sq_commit (which rolls back when the commit fails) or

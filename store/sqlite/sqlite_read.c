@@ -20,36 +20,26 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
     int newest = q->newest && q->limit > 0 && q->after_seq <= 0;
-    int rc = 0;
-    if (newest)
-        rc |= rs_buf_addstr(sql, "SELECT * FROM (");
-    rc |= rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1");
-    if (q->run_id)
-        rc |= rs_buf_addstr(sql, " AND e.run_id = ?2");
-    if (q->user)
-        rc |= rs_buf_addstr(sql, " AND e.user_id = ?3");
-    if (q->messages_only)
-        rc |= rs_buf_addstr(sql, " AND e.category = 'message'");
-    if (q->category)
-        rc |= rs_buf_addstr(sql, " AND e.category = ?8");
-    if (q->task_id)
-        rc |= rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4");
-    if (q->after_seq > 0)
-        rc |= rs_buf_addstr(sql, " AND e.seq > ?5");
-    if (q->before_seq > 0)
-        rc |= rs_buf_addstr(sql, " AND e.seq < ?6");
-    if (q->event_types) {
-        rc |= rs_buf_addstr(sql, " AND e.event_type IN (");
-        for (size_t i = 0; i < q->n_event_types; i++)
-            rc |= rs_buf_addf(sql, "%s?%zu", i ? ", " : "", 10 + i);
-        rc |= rs_buf_addstr(sql, q->n_event_types ? ")" : "NULL)");
-    }
-    rc |= rs_buf_addstr(sql, newest ? " ORDER BY e.seq DESC" : " ORDER BY e.seq ASC");
-    if (q->limit > 0)
-        rc |= rs_buf_addstr(sql, " LIMIT ?7");
-    if (newest)
-        rc |= rs_buf_addstr(sql, ") ORDER BY seq ASC");
-    if (rc)
+    int rc;
+    if ((newest && (rc = rs_buf_addstr(sql, "SELECT * FROM ("))) ||
+        (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1")) ||
+        (q->run_id && (rc = rs_buf_addstr(sql, " AND e.run_id = ?2"))) ||
+        (q->user && (rc = rs_buf_addstr(sql, " AND e.user_id = ?3"))) ||
+        (q->messages_only && (rc = rs_buf_addstr(sql, " AND e.category = 'message'"))) ||
+        (q->category && (rc = rs_buf_addstr(sql, " AND e.category = ?8"))) ||
+        (q->task_id &&
+         (rc = rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4"))) ||
+        (q->after_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq > ?5"))) ||
+        (q->before_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq < ?6"))) ||
+        (q->event_types && (rc = rs_buf_addstr(sql, " AND e.event_type IN ("))))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; q->event_types && i < q->n_event_types; i++)
+        if ((rc = rs_buf_addf(sql, "%s?%zu", i ? ", " : "", 10 + i)))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+    if ((q->event_types && (rc = rs_buf_addstr(sql, q->n_event_types ? ")" : "NULL)"))) ||
+        (rc = rs_buf_addstr(sql, newest ? " ORDER BY e.seq DESC" : " ORDER BY e.seq ASC")) ||
+        (q->limit > 0 && (rc = rs_buf_addstr(sql, " LIMIT ?7"))) ||
+        (newest && (rc = rs_buf_addstr(sql, ") ORDER BY seq ASC"))))
         return rs_err_set(err, -ENOMEM, "out of memory");
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
@@ -191,19 +181,13 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
         "AND NOT (coalesce(json_extract(event_metadata, '$.\"caller\"'), '') LIKE 'middleware:%') "
         "AND (?3 IS NULL OR user_id = ?3) ORDER BY seq DESC LIMIT 1";
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, t->user);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        *seq = sqlite3_column_int64(st, 0);
+    int rc = sq_step(b, &st, err, "last visible ai", sql, "ttt", t->thread_id, t->run_id,
+                     t->user);
+    if (rc <= 0)
+        return rc < 0 ? rc : -ENOENT;
+    *seq = sqlite3_column_int64(st, 0);
     sq_stmt_done(b, st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return sq_fail(b, src, err, "last visible ai");
-    return src == SQLITE_ROW ? 0 : -ENOENT;
+    return 0;
 }
 
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
@@ -245,19 +229,16 @@ int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
         "?2 IS NULL OR thread_id = ?2) ELSE (SELECT count(*) FROM run_events WHERE user_id = ?1 "
         "AND (?2 IS NULL OR thread_id = ?2)) END";
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
+    int rc = sq_step(b, &st, err, "stats", sql, "tt", user, thread_id);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, user);
-    sq_bind_text(st, 2, thread_id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    if (rc == 1) {
         out->threads = sqlite3_column_int64(st, 0);
         out->runs = sqlite3_column_int64(st, 1);
         out->events = sqlite3_column_int64(st, 2);
+        sq_stmt_done(b, st);
     }
-    sq_stmt_done(b, st);
-    return src == SQLITE_ROW ? 0 : sq_fail(b, src, err, "stats");
+    return 0;
 }
 
 static void seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col)
@@ -284,49 +265,28 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
     if (rc)
         return rc;
     sqlite3_stmt *st;
+    if ((rc = sq_step(b, &st, err, "seal", "SELECT count(*) FROM run_events WHERE thread_id = ?1 "
+                      "AND run_id = ?2 AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)", "ttit",
+                      t->thread_id, t->run_id, row->upper_seq, t->user)) < 0)
+        goto fail;
     int64_t n = 0;
-    if ((rc = sq_stmt_get(b, "SELECT count(*) FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
-                          "AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)", &st, err)))
-        goto fail;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sqlite3_bind_int64(st, 3, row->upper_seq);
-    sq_bind_text(st, 4, t->user);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
+    if (rc == 1) {
         n = sqlite3_column_int64(st, 0);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_ROW) {
-        rc = sq_fail(b, src, err, "seal");
-        goto fail;
+        sq_stmt_done(b, st);
     }
     if (n != row->event_count) {
         rc = rs_err_set(err, -EAGAIN, "the run changed while it was being sealed");
         goto fail;
     }
-    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, "
-                          "event_count, terminal_seq, digest, error, sealed_at, user_id) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err)))
+    rc = sq_step(b, NULL, err, "seal", "INSERT INTO runfs_seal (thread_id, run_id, state, "
+                 "upper_seq, event_count, terminal_seq, digest, error, sealed_at, user_id) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "tttiiotttt", t->thread_id, t->run_id,
+                 row->state, row->upper_seq, row->event_count, row->terminal_seq, row->digest,
+                 row->has_error ? row->error : NULL, row->sealed_at, t->user);
+    if (rc == -EEXIST)
+        rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
+    if (rc < 0)
         goto fail;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, row->state);
-    sqlite3_bind_int64(st, 4, row->upper_seq);
-    sqlite3_bind_int64(st, 5, row->event_count);
-    if (row->terminal_seq > 0)
-        sqlite3_bind_int64(st, 6, row->terminal_seq);
-    sq_bind_text(st, 7, row->digest);
-    sq_bind_text(st, 8, row->has_error ? row->error : NULL);
-    sq_bind_text(st, 9, row->sealed_at);
-    sq_bind_text(st, 10, t->user);
-    src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE) {
-        rc = (src & 0xff) == SQLITE_CONSTRAINT
-            ? rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id)
-            : sq_fail(b, src, err, "seal");
-        goto fail;
-    }
     return sq_commit(b, err);
 fail:
     sq_rollback(b);
@@ -336,19 +296,13 @@ fail:
 int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = ? "
-                         "AND run_id = ?", &st, err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        seal_from_stmt(row, st, 0);
+    int rc = sq_step(b, &st, err, "seal", "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE "
+                     "thread_id = ? AND run_id = ?", "tt", t->thread_id, t->run_id);
+    if (rc <= 0)
+        return rc < 0 ? rc : -ENOENT;
+    seal_from_stmt(row, st, 0);
     sq_stmt_done(b, st);
-    if (src == SQLITE_DONE)
-        return -ENOENT;
-    return src == SQLITE_ROW ? 0 : sq_fail(b, src, err, "seal");
+    return 0;
 }
 
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,

@@ -22,34 +22,28 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
 
 static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES (?, ?) "
-                         "ON CONFLICT (thread_id) DO UPDATE SET seq = max(seq, excluded.seq)",
-                      &st, err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, thread_id);
-    sqlite3_bind_int64(st, 2, seq);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "high-water mark");
+    int rc = sq_step(b, NULL, err, "high-water mark",
+                     "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES (?, ?) "
+                     "ON CONFLICT (thread_id) DO UPDATE SET seq = max(seq, excluded.seq)",
+                     "ti", thread_id, seq);
+    return rc < 0 ? rc : 0;
 }
 
 static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
                          rs_existing *ex, int *found, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ? "
-                         "AND e.run_id = ? AND e.event_type = ? ORDER BY e.seq ASC LIMIT 1",
-                      &st, err);
-    if (rc)
+    int rc = sq_step(b, &st, err, "singleton lookup",
+                     "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ? "
+                     "AND e.run_id = ? AND e.event_type = ? ORDER BY e.seq ASC LIMIT 1",
+                     "ttt", t->thread_id, t->run_id, event_type);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    int src = sqlite3_step(st);
-    *found = src == SQLITE_ROW;
-    if (src == SQLITE_ROW && ex) {
+    *found = rc;
+    if (!rc)
+        return 0;
+    rc = 0;
+    if (ex) {
         rs_row row;
         sq_row(&row, st, 0);
         rs_buf_reset(&ex->line);
@@ -63,8 +57,6 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
             rc = rs_buf_add(&ex->metadata_db, row.metadata, row.metadata_len);
     }
     sq_stmt_done(b, st);
-    if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
-        rc = sq_fail(b, src, err, "singleton lookup");
     return rc;
 }
 
@@ -73,17 +65,9 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
 static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
                          const char *event_type, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
-        return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    sqlite3_bind_int64(st, 4, b->pid);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "singleton");
+    int rc = sq_step(b, NULL, err, "singleton", sql, "ttti", t->thread_id, t->run_id, event_type,
+                     (int64_t)b->pid);
+    return rc < 0 ? rc : 0;
 }
 
 static const char forget_own_hold[] =
@@ -96,21 +80,18 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
                       rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT pid, started FROM runfs_hold WHERE thread_id = ? "
-                            "AND run_id = ? AND event_type = ?", &st, err);
-    if (rc)
+    int rc = sq_step(b, &st, err, "reservation",
+                     "SELECT pid, started FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
+                     "AND event_type = ?", "ttt", t->thread_id, t->run_id, event_type);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    int src = sqlite3_step(st);
-    long pid = src == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
-    int64_t started = src == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
-    sq_stmt_done(b, st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return sq_fail(b, src, err, "reservation");
     *other = 0;
-    if (src == SQLITE_DONE || pid == b->pid)
+    if (rc == 0)
+        return 0;
+    long pid = (long)sqlite3_column_int64(st, 0);
+    int64_t started = sqlite3_column_int64(st, 1);
+    sq_stmt_done(b, st);
+    if (pid == b->pid)
         return 0;
     if (sq_process_start(pid) == started) {
         *other = 1;
@@ -131,29 +112,17 @@ static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, 
 static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, int64_t seq,
                         int64_t *id, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
-                         "category, content, event_metadata, seq, created_at) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err);
-    if (rc)
+    int rc = sq_step(b, NULL, err, "insert",
+                     "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, "
+                     "content, event_metadata, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "tttttBBit", t->thread_id, t->run_id, t->user, ev->event_type, ev->category,
+                     &ev->content_db, &ev->metadata_db, seq, ev->created_db);
+    /* A unique index refused the row: say which event. */
+    if (rc == -EEXIST)
+        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
+                          t->run_id);
+    if (rc < 0)
         return rc;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, t->user);
-    sq_bind_text(st, 4, ev->event_type);
-    sq_bind_text(st, 5, ev->category);
-    sqlite3_bind_text(st, 6, ev->content_db.buf, (int)ev->content_db.len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, ev->metadata_db.buf, (int)ev->metadata_db.len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, seq);
-    sq_bind_text(st, 9, ev->created_db);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE) {
-        if ((src & 0xff) == SQLITE_CONSTRAINT)
-            return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
-                              t->run_id);
-        return sq_fail(b, src, err, "insert");
-    }
     *id = sqlite3_last_insert_rowid(b->db);
     return 0;
 }
@@ -230,8 +199,7 @@ fail:
 fail_committed:
     rs_buf_release(&line);
     if (stored) {
-        stored->len = stored_len;
-        stored->buf[stored_len] = '\0';
+        rs_buf_setlen(stored, stored_len);
     }
     return rc;
 }
@@ -251,23 +219,14 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     int other = 0;
     if ((rc = hold_check(b, t, event_type, &other, err)))
         goto fail;
-    sqlite3_stmt *st;
-    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, "
-                             "started) VALUES (?, ?, ?, ?, ?)", &st, err)))
+    rc = sq_step(b, NULL, err, "reserve",
+                 "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started) "
+                 "VALUES (?, ?, ?, ?, ?)", "tttii", t->thread_id, t->run_id, event_type,
+                 (int64_t)b->pid, b->started);
+    if (rc == -EEXIST)
+        rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
+    if (rc < 0)
         goto fail;
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, event_type);
-    sqlite3_bind_int64(st, 4, b->pid);
-    sqlite3_bind_int64(st, 5, b->started);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    if (src != SQLITE_DONE) {
-        rc = (src & 0xff) == SQLITE_CONSTRAINT
-            ? rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type)
-            : sq_fail(b, src, err, "reserve");
-        goto fail;
-    }
     return sq_commit(b, err);
 fail:
     sq_rollback(b);
@@ -305,19 +264,10 @@ fail:
 
 static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t key, rs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, sql, &st, err);
-    if (rc)
-        return rc;
     /* Statements number their parameters ?1 thread, ?2 run, ?3 user, ?4 thread key; binding
      * one a statement does not use is a harmless SQLITE_RANGE. */
-    sq_bind_text(st, 1, t->thread_id);
-    sq_bind_text(st, 2, t->run_id);
-    sq_bind_text(st, 3, t->user);
-    sqlite3_bind_int64(st, 4, key);
-    int src = sqlite3_step(st);
-    sq_stmt_done(b, st);
-    return src == SQLITE_DONE ? 0 : sq_fail(b, src, err, "delete");
+    int rc = sq_step(b, NULL, err, "delete", sql, "ttti", t->thread_id, t->run_id, t->user, key);
+    return rc < 0 ? rc : 0;
 }
 
 /* delete_by_run (t->run_id set) or delete_by_thread. */

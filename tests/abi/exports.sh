@@ -4,7 +4,7 @@
 # usage: exports.sh HEADER LIBRARY.so
 set -euo pipefail
 header=$1 lib=$2
-declared=$(grep -oE '\brs_[a-z_0-9]+[[:space:]]*\(' "$header" | tr -d '( \t' | sort -u)
+declared=$(grep -v '^#define' "$header" | grep -oE '\brs_[a-z_0-9]+[[:space:]]*\(' | tr -d '( \t' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | sed 's/@.*//' | sort -u)
 if [ "$declared" != "$exported" ]; then
   echo "exports differ from $header (< declared only, > exported only):"

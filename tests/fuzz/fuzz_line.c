@@ -99,9 +99,9 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
 
     /* the store's seq out, then back through the gate */
     rs_buf_addstr(&prefix, "{\"thread_id\":");
-    rs_json_quote(&prefix, ev->thread_id, strlen(ev->thread_id));
+    rs_buf_add_json_string(&prefix, ev->thread_id, strlen(ev->thread_id));
     rs_buf_addstr(&prefix, ",\"run_id\":");
-    rs_json_quote(&prefix, ev->run_id, strlen(ev->run_id));
+    rs_buf_add_json_string(&prefix, ev->run_id, strlen(ev->run_id));
     size_t keep = prefix.len;
     rs_buf_addstr(&prefix, ",\"seq\":1");
     CHECK(line.len > prefix.len && !memcmp(line.buf, prefix.buf, prefix.len),

@@ -269,7 +269,76 @@ static void test_drop_markers(void **state)
         if (got != m[i].want)
             print_error("%s: markers %u want %u\n", m[i].in, got, m[i].want);
         assert_int_equal(got, m[i].want);
+        /* the store's own reading of a row's markers follows the same rule */
+        got = 99;
+        assert_int_equal(rs_json_markers(m[i].in, strlen(m[i].in), &got), 0);
+        assert_int_equal(got, m[i].want);
     }
+    /* not an object, not JSON, absent: no markers */
+    static const char *const none[] = {"[{\"content_is_json\":true}]", "{\"content_is_json\":",
+                                       "true", ""};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        unsigned got = 99;
+        assert_int_equal(rs_json_markers(none[i], strlen(none[i]), &got), 0);
+        assert_int_equal(got, 0);
+    }
+    unsigned got = 99;
+    assert_int_equal(rs_json_markers(NULL, 0, &got), 0);
+    assert_int_equal(got, 0);
+    /* metadata longer than the stack copy */
+    char big[2048];
+    int n = snprintf(big, sizeof big, "{\"pad\":\"%01500d\",\"content_is_dict\":true}", 0);
+    assert_int_equal(rs_json_markers(big, (size_t)n, &got), 0);
+    assert_int_equal(got, 2);
+}
+
+/* rs_buf's length and growth helpers keep its invariant: NUL at buf[len]. */
+static void test_buf(void **state)
+{
+    (void)state;
+    rs_buf b = RS_BUF_INIT;
+    rs_buf_setlen(&b, 0);                /* on the shared empty buffer: nothing written */
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.buf, "");
+    assert_int_equal(rs_buf_addlit(&b, "abc"), 0);
+    assert_int_equal(b.len, 3);
+    assert_int_equal(rs_buf_grow(&b, 10), 0);
+    memcpy(b.buf + b.len, "defgh", 5);
+    rs_buf_setlen(&b, b.len + 5);
+    assert_string_equal(b.buf, "abcdefgh");
+    rs_buf_setlen(&b, 2);
+    assert_string_equal(b.buf, "ab");
+    assert_int_equal(b.len, 2);
+    rs_buf_release(&b);
+
+    int *v = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(rs_array_grow(&v, &cap, (size_t)i + 1, sizeof *v), 0);
+        assert_true(cap >= (size_t)i + 1);
+        v[i] = i;
+    }
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(v[i], i);
+    size_t before = cap;
+    assert_int_equal(rs_array_grow(&v, &cap, 10, sizeof *v), 0);   /* room already */
+    assert_int_equal(cap, before);
+    assert_int_equal(rs_array_grow(&v, &cap, SIZE_MAX / 2, 8), -ENOMEM);
+    assert_int_equal(cap, before);
+    assert_int_equal(v[999], 999);
+    free(v);
+}
+
+/* Every errno has its own name; a number that is none says so. */
+static void test_errno_name(void **state)
+{
+    (void)state;
+    assert_string_equal(rs_errno_name(0), "OK");
+    assert_string_equal(rs_errno_name(-EINVAL), "EINVAL");
+    assert_string_equal(rs_errno_name(EMSGSIZE), "EMSGSIZE");
+    assert_string_equal(rs_errno_name(-EDQUOT), "EDQUOT");
+    assert_string_equal(rs_errno_name(-ENOTCONN), "ENOTCONN");
+    assert_string_equal(rs_errno_name(-9999), "errno 9999");
 }
 
 static void test_quote(void **state)
@@ -283,6 +352,8 @@ static void test_quote(void **state)
         { S("line1\nline2\r\t\b\f\x01\x1f"), "\"line1\\nline2\\r\\t\\b\\f\\u0001\\u001f\"" },
         { S("h\xc3\xa9 \xe2\x80\xa8 \x7f"), "\"h\xc3\xa9 \xe2\x80\xa8 \x7f\"" },
         { S("a\0b"), "\"a\\u0000b\"" },
+        /* NUL escaped and bad UTF-8 replaced in one string (a second quoter once disagreed) */
+        { S("a\0b\xe0\x80z"), "\"a\\u0000b\xef\xbf\xbd\xef\xbf\xbdz\"" },
         { S("bad\xff!"), "\"bad\xef\xbf\xbd!\"" },
         { S("\xe2\x82"), "\"\xef\xbf\xbd\"" },                 /* truncated: one U+FFFD */
         { S("\xc0\xaf"), "\"\xef\xbf\xbd\xef\xbf\xbd\"" },     /* overlong: two */
@@ -291,7 +362,7 @@ static void test_quote(void **state)
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
         rs_buf b = RS_BUF_INIT;
         assert_int_equal(rs_buf_addstr(&b, ">"), 0);
-        assert_int_equal(rs_json_quote(&b, q[i].in, q[i].len), 0);
+        assert_int_equal(rs_buf_add_json_string(&b, q[i].in, q[i].len), 0);
         assert_string_equal(b.buf + 1, q[i].out);
         assert_int_equal(b.len, 1 + strlen(q[i].out));
         rs_buf_release(&b);
@@ -300,7 +371,7 @@ static void test_quote(void **state)
     char ctl[3000];
     memset(ctl, 1, sizeof ctl);
     rs_buf b = RS_BUF_INIT;
-    assert_int_equal(rs_json_quote(&b, ctl, sizeof ctl), 0);
+    assert_int_equal(rs_buf_add_json_string(&b, ctl, sizeof ctl), 0);
     assert_int_equal(b.len, 2 + 6 * sizeof ctl);
     /* what quote writes canonicalizes to itself */
     rs_buf c = RS_BUF_INIT;
@@ -387,7 +458,7 @@ static void test_unquote(void **state)
     /* quote then unquote is the identity on valid UTF-8 */
     const char *s = "tab\there \"quoted\" back\\slash \xe2\x82\xac \x1f end";
     rs_buf q = RS_BUF_INIT, u = RS_BUF_INIT;
-    assert_int_equal(rs_json_quote(&q, s, strlen(s)), 0);
+    assert_int_equal(rs_buf_add_json_string(&q, s, strlen(s)), 0);
     assert_int_equal(rs_json_unquote(&u, q.buf, q.len), 0);
     assert_string_equal(u.buf, s);
     rs_buf_release(&q);
@@ -444,6 +515,8 @@ int main(void)
         cmocka_unit_test(test_lenient),
         cmocka_unit_test(test_drop_markers),
         cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_errno_name),
         cmocka_unit_test(test_utf8_valid),
         cmocka_unit_test(test_members),
         cmocka_unit_test(test_unquote),
