@@ -11,6 +11,8 @@
  *      nothing past len.
  *   4. A foreign row (any bytes as content / metadata / created_at) renders to one valid
  *      UTF-8 line that lenient canonical JSON leaves unchanged.
+ *   5. rs_event_line (the line built from the parsed event as it is stored) is byte for byte
+ *      what rs_event_encode renders from the stored row, with and without an owner.
  * Build and run: scripts/fuzz. */
 #include <errno.h>
 #include <stdint.h>
@@ -96,6 +98,17 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     CHECK(c.len == line.len - 1 && !memcmp(c.buf, line.buf, c.len), "line not canonical: %s",
           line.buf);
     rs_buf_release(&c);
+
+    /* the append path's line is the reader's line */
+    rs_buf built = RS_BUF_INIT, owned = RS_BUF_INIT;
+    CHECK(rs_event_line(&built, ev, 1, NULL) == 0, "rs_event_line failed");
+    same_buf(&built, &line, "rs_event_line vs rs_event_encode");
+    CHECK(rs_event_line(&owned, ev, 1, "u-1") == 0 && render(&again, ev, "u-1") == 0,
+          "owned lines failed");
+    same_buf(&owned, &again, "rs_event_line vs rs_event_encode with an owner");
+    rs_buf_reset(&again);
+    rs_buf_release(&built);
+    rs_buf_release(&owned);
 
     /* the store's seq out, then back through the gate */
     rs_buf_addstr(&prefix, "{\"thread_id\":");

@@ -15,10 +15,8 @@
 #include <sqlite3.h>
 
 #include "runstore.h"
+#include "unit.h"
 
-#ifndef RS_CONTRACT_SOURCE
-#define RS_CONTRACT_SOURCE "/work/main/contracts/run_event_stream_contract.json"
-#endif
 
 #define TS(n) "\"created_at\":\"2026-01-01T00:00:" #n "+00:00\""
 #define START(meta, n)                                                                       \
@@ -39,8 +37,8 @@
     "\"recovered\":false" extra "}," TS(n) "}"
 
 typedef struct fixture {
-    char dir[64];
-    char db[96];
+    char dir[256];
+    char db[320];
     rs_store *s;
 } fixture;
 
@@ -87,12 +85,12 @@ static void raw_sql(const char *sql)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/rs-proj-XXXXXX");
+    unit_tmp_template(fx.dir, sizeof fx.dir, "rs-proj");
     if (!mkdtemp(fx.dir))
         return -1;
     snprintf(fx.db, sizeof fx.db, "%s/store.db", fx.dir);
     rs_options opt = RS_OPTIONS_INIT;
-    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.contract_path = UNIT_CONTRACT;
     rs_err err = {0};
     if (rs_store_open(&fx.s, fx.db, &opt, &err)) {
         fprintf(stderr, "open: %s\n", err.msg);
@@ -184,7 +182,7 @@ static int teardown(void **state)
 {
     (void)state;
     rs_store_close(fx.s);
-    char cmd[128];
+    char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx.dir);
     return system(cmd) == 0 ? 0 : -1;
 }
@@ -603,7 +601,7 @@ static void test_seal_read_only(void **state)
 {
     (void)state;
     rs_options opt = RS_OPTIONS_INIT;
-    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.contract_path = UNIT_CONTRACT;
     opt.read_only = 1;
     rs_store *ro;
     assert_int_equal(rs_store_open(&ro, fx.db, &opt, NULL), 0);

@@ -25,13 +25,8 @@
 /* White box for one test only (test_write_lock_per_database): hold a database's write lock. */
 #include "sqlite_int.h"
 #include "store_int.h"
+#include "unit.h"
 
-#ifndef RS_CONTRACT_SOURCE
-#define RS_CONTRACT_SOURCE "/work/main/contracts/run_event_stream_contract.json"
-#endif
-#ifndef RS_DEERFLOW_SAMPLE
-#define RS_DEERFLOW_SAMPLE "/work/shared/reference/deerflow/sample/deerflow-sample.db"
-#endif
 
 /* ---- events ------------------------------------------------------------------------------- */
 
@@ -75,8 +70,8 @@
 /* ---- fixture: a fresh store file in a private temp dir per test --------------------------- */
 
 typedef struct fixture {
-    char dir[64];
-    char db[128];
+    char dir[256];
+    char db[320];
     rs_store *s;
 } fixture;
 
@@ -85,7 +80,7 @@ static fixture fx;
 static rs_store *open_store(const char *path, size_t max_event, int read_only)
 {
     rs_options opt = RS_OPTIONS_INIT;
-    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.contract_path = UNIT_CONTRACT;
     opt.max_event_bytes = max_event;
     opt.read_only = read_only;
     rs_store *s = NULL;
@@ -99,7 +94,7 @@ static rs_store *open_store(const char *path, size_t max_event, int read_only)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/rs-store-XXXXXX");
+    unit_tmp_template(fx.dir, sizeof fx.dir, "rs-store");
     if (!mkdtemp(fx.dir))
         return -1;
     snprintf(fx.db, sizeof fx.db, "%s/store.db", fx.dir);
@@ -337,7 +332,7 @@ static void test_open(void **state)
 {
     (void)state;
     /* default options: the contract found, no reason left behind on success */
-    char path[160];
+    char path[512];
     snprintf(path, sizeof path, "%s/defaults.db", fx.dir);
     rs_store *s = NULL;
     rs_err err = {0};
@@ -400,7 +395,7 @@ static void test_struct_versions(void **state)
     (void)state;
     rs_store *s = NULL;
     rs_err err = {0};
-    rs_options opt = {.contract_path = RS_CONTRACT_SOURCE};
+    rs_options opt = {.contract_path = UNIT_CONTRACT};
     assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "RS_OPTIONS_INIT"));
     opt.version = RS_OPTIONS_VERSION + 1;
@@ -1342,7 +1337,7 @@ static int in_child(int (*fn)(void *), void *arg)
 static rs_store *child_open(void)
 {
     rs_options opt = RS_OPTIONS_INIT;
-    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.contract_path = UNIT_CONTRACT;
     rs_store *s = NULL;
     rs_err err = {0};
     return rs_store_open(&s, fx.db, &opt, &err) ? NULL : s;
@@ -1547,11 +1542,12 @@ static void test_created_at_normalized(void **state)
 static void test_deerflow_database(void **state)
 {
     (void)state;
-    if (access(RS_DEERFLOW_SAMPLE, R_OK) != 0)
-        skip();
-    char path[160];
+    /* The sample is part of the tree (tests/data): its absence is a failure, never a skip. */
+    if (access(UNIT_DEERFLOW_SAMPLE, R_OK) != 0)
+        fail_msg("DeerFlow's sample database %s: %s", UNIT_DEERFLOW_SAMPLE, strerror(errno));
+    char path[512];
     snprintf(path, sizeof path, "%s/deerflow.db", fx.dir);
-    copy_file(RS_DEERFLOW_SAMPLE, path);
+    copy_file(UNIT_DEERFLOW_SAMPLE, path);
     char *rows_before = raw_text(path, "SELECT group_concat(id || '|' || thread_id || '|' || "
                                        "run_id || '|' || user_id || '|' || event_type || '|' || "
                                        "category || '|' || content || '|' || event_metadata || "
@@ -1878,7 +1874,7 @@ typedef struct worker {
 static int worker_run(int id, char *why, size_t why_len)
 {
     rs_options opt = RS_OPTIONS_INIT;
-    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.contract_path = UNIT_CONTRACT;
     rs_store *s = NULL;
     rs_err err = {0};
     int rc = rs_store_open(&s, fx.db, &opt, &err);
@@ -2014,7 +2010,7 @@ static int probe_finished(lock_probe *p, long ms)
 static void test_write_lock_per_database(void **state)
 {
     (void)state;
-    char other[160];
+    char other[512];
     snprintf(other, sizeof other, "%s/other.db", fx.dir);
     rs_store_close(open_store(other, 0, 0));
     rs_err err = {0};
