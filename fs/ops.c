@@ -36,26 +36,24 @@ void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, si
 static int status_extra(void *ctx, rs_buf *out)
 {
     rfs_mount *m = ctx;
-    int rc = rs_buf_addf(out, ",\"mount\":{\"read_only\":%s,\"allow_delete\":%s,"
-                              "\"allow_unknown_events\":%s,\"sync\":\"%s\",\"follow_timeout\":%g,"
-                              "\"user_from_uid\":%s,\"user\":",
-                         m->opt.read_only ? "true" : "false", m->opt.allow_delete ? "true" : "false",
-                         m->opt.allow_unknown ? "true" : "false", m->opt.sync_full ? "full" : "normal",
-                         m->opt.follow_timeout, m->opt.user_from_uid ? "true" : "false");
-    if (!rc)
-        rc = m->opt.user ? rs_buf_add_json_string(out, m->opt.user, strlen(m->opt.user))
-                         : rs_buf_addstr(out, "null");
-    if (!rc)
-        rc = rs_buf_addstr(out, ",\"thread\":");
-    if (!rc)
-        rc = m->opt.only_thread
-                 ? rs_buf_add_json_string(out, m->opt.only_thread, strlen(m->opt.only_thread))
-                 : rs_buf_addstr(out, "null");
-    if (!rc)
-        rc = rs_buf_addstr(out, ",\"mountpoint\":");
-    if (!rc)
-        rc = rs_buf_add_json_string(out, m->opt.mountpoint, strlen(m->opt.mountpoint));
-    return rc ? rc : rs_buf_addch(out, '}');
+    const rfs_options *o = &m->opt;
+    const char *user = o->user, *thread = o->only_thread;
+    int rc;
+    if ((rc = rs_buf_addf(out,
+                          ",\"mount\":{\"read_only\":%s,\"allow_delete\":%s,"
+                          "\"allow_unknown_events\":%s,\"sync\":\"%s\",\"follow_timeout\":%g,"
+                          "\"user_from_uid\":%s,\"user\":",
+                          o->read_only ? "true" : "false", o->allow_delete ? "true" : "false",
+                          o->allow_unknown ? "true" : "false", o->sync_full ? "full" : "normal",
+                          o->follow_timeout, o->user_from_uid ? "true" : "false")) ||
+        (rc = user ? rs_buf_add_json_string(out, user, strlen(user)) : rs_buf_addlit(out, "null")) ||
+        (rc = rs_buf_addlit(out, ",\"thread\":")) ||
+        (rc = thread ? rs_buf_add_json_string(out, thread, strlen(thread))
+                     : rs_buf_addlit(out, "null")) ||
+        (rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
+        (rc = rs_buf_add_json_string(out, m->opt.mountpoint, strlen(m->opt.mountpoint))))
+        return rc;
+    return rs_buf_addch(out, '}');
 }
 
 /* Where each uid is its own owner, a caller sees only its own refusals (they quote paths

@@ -152,14 +152,15 @@ int sq_caught_up(rs_backend *b, int64_t last_id, rs_err *err)
 int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
 {
     int64_t max_id = 0, indexed = 0, dirty = 0;
-    int rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err);
-    if (!rc)
-        rc = meta_get(b, "indexed_id", &indexed, err);
-    if (!rc)
-        rc = sq_int(b, "SELECT count(*) FROM runfs_thread WHERE dirty", NULL, NULL, &dirty, NULL,
-                    err);
+    int rc;
+    *needed = 0;
+    if ((rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err)) ||
+        (rc = meta_get(b, "indexed_id", &indexed, err)) ||
+        (rc = sq_int(b, "SELECT count(*) FROM runfs_thread WHERE dirty", NULL, NULL, &dirty,
+                     NULL, err)))
+        return rc;
     *needed = max_id > indexed || dirty > 0;
-    return rc;
+    return 0;
 }
 
 /* A thread's runs, loaded once for a rebuild. */

@@ -11,13 +11,14 @@
 static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err *err)
 {
     int64_t max = 0, floor = 0;
-    int rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", thread_id, NULL,
-                       &max, NULL, err);
-    if (!rc)
-        rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id,
-                       NULL, &floor, NULL, err);
+    int rc;
+    if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", thread_id, NULL,
+                     &max, NULL, err)) ||
+        (rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id,
+                     NULL, &floor, NULL, err)))
+        return rc;
     *next = (max > floor ? max : floor) + 1;
-    return rc;
+    return 0;
 }
 
 static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err *err)
@@ -305,12 +306,9 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
         "DELETE FROM runfs_run WHERE thread_key = ?4 AND (?2 IS NULL OR run_id = ?2) "
         "AND NOT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = ?4 "
         "AND o.run_key = runfs_run.run_key)";
-    rc = run_exec(b, del_owner, t, thr.key, err);
-    if (!rc)
-        rc = run_exec(b, del_runs, t, thr.key, err);
-    if (rc)
-        goto fail;
-    if ((rc = sq_thread_reindex(b, t->thread_id, thr.key, err)))
+    if ((rc = run_exec(b, del_owner, t, thr.key, err)) ||
+        (rc = run_exec(b, del_runs, t, thr.key, err)) ||
+        (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)))
         goto fail;
     int64_t left = 0;
     if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", t->thread_id,
