@@ -1,28 +1,64 @@
-/* log.c — log lines to stderr or syslog. */
+/* log.c — log lines to a file, stderr or syslog. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
 static int use_syslog;
+static int use_stderr = 1;
+static int log_fd = -1;
 
-void rfs_log_to_syslog(void)
+int rfs_log_open(const char *file)
 {
-    openlog("runfs", LOG_PID, LOG_DAEMON);
-    use_syslog = 1;
+    if (!file)
+        return 0;
+    log_fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (log_fd < 0) {
+        int e = errno;
+        fprintf(stderr, "runfs: --log %s: %s\n", file, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+void rfs_log_daemonised(void)
+{
+    use_stderr = 0;
+    if (access("/dev/log", W_OK) == 0) {
+        openlog("runfs", LOG_PID, LOG_DAEMON);
+        use_syslog = 1;
+    }
 }
 
 void rfs_log(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    if (use_syslog) {
-        vsyslog(LOG_NOTICE, fmt, ap);
-    } else {
-        fputs("runfs: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-    }
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (use_syslog)
+        syslog(LOG_NOTICE, "%s", msg);
+    if (use_stderr)
+        fprintf(stderr, "runfs: %s\n", msg);
+    if (log_fd < 0)
+        return;
+    char line[1200], when[32];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int n = snprintf(line, sizeof line, "%s runfs[%ld]: %s\n", when, (long)getpid(), msg);
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    /* One write() per line: O_APPEND keeps the lines of concurrent threads whole. */
+    if (write(log_fd, line, (size_t)n) < 0)
+        return;
 }

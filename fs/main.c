@@ -1,38 +1,199 @@
 /* main.c — the `runfs` command: mount and unmount a store, or work on it directly
- * (put, cat, verify) with the same rendering code the mount uses. */
+ * (put, cat, verify) with the same rendering code the mount uses. Commands and mount options
+ * are tables, so --help, the man page and the parser cannot drift apart. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mount.h"
 
-static const char usage_text[] =
-    "usage: runfs COMMAND ...\n"
-    "\n"
-    "  runfs mount [options] STORE MOUNTPOINT   mount a store (a SQLite file, created if absent)\n"
-    "      -f                      stay in the foreground\n"
-    "      -o ro|allow_other       read-only mount; let other users in\n"
-    "      --user NAME             stamp writes with owner NAME, show only NAME's rows\n"
-    "      --user-from-uid         each calling uid is its own owner\n"
-    "      --thread ID             show that one thread only (for a sandbox)\n"
-    "      --allow-delete          rm -r of a run or thread deletes it\n"
-    "      --contract FILE         the event contract to validate against\n"
-    "      --sync normal|full      full: every acknowledged write is on disk\n"
-    "      --allow-unknown-events  accept event types the contract does not name\n"
-    "      --follow-timeout SECS   end follow.jsonl without a terminal event (default 1800)\n"
-    "  runfs umount MOUNTPOINT                  unmount\n"
-    "  runfs put STORE THREAD RUN [FILE]        store JSONL (stdin by default) as one batch\n"
-    "  runfs cat STORE PATH                     print a file of the layout\n"
-    "  runfs verify STORE                       recompute every seal; exit 1 if any changed\n"
-    "  runfs --help | --version\n";
+/* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
 
-static int usage(int status)
+typedef struct mount_option {
+    const char *name;
+    const char *arg;             /* the argument's name in help; NULL for a flag */
+    const char *help;
+    int (*set)(rfs_options *o, const char *value);   /* 0, or -EINVAL after a message */
+} mount_option;
+
+static int bad_value(const char *what)
 {
-    fputs(usage_text, status ? stderr : stdout);
-    return status;
+    fprintf(stderr, "runfs: %s (see 'runfs mount --help')\n", what);
+    return -EINVAL;
+}
+
+static int set_foreground(rfs_options *o, const char *v) { (void)v; o->foreground = 1; return 0; }
+static int set_debug(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->debug = o->foreground = 1;
+    return 0;
+}
+static int set_user_from_uid(rfs_options *o, const char *v) { (void)v; o->user_from_uid = 1; return 0; }
+static int set_allow_delete(rfs_options *o, const char *v) { (void)v; o->allow_delete = 1; return 0; }
+static int set_allow_unknown(rfs_options *o, const char *v) { (void)v; o->allow_unknown = 1; return 0; }
+static int set_contract(rfs_options *o, const char *v) { o->contract = v; return 0; }
+static int set_log(rfs_options *o, const char *v) { o->log_file = v; return 0; }
+
+static int set_user(rfs_options *o, const char *v)
+{
+    if (!rs_id_valid(v))
+        return bad_value("--user must be 1-64 of [A-Za-z0-9_-]");
+    o->user = v;
+    return 0;
+}
+
+static int set_thread(rfs_options *o, const char *v)
+{
+    if (!rs_id_valid(v))
+        return bad_value("--thread must be a thread id (1-64 of [A-Za-z0-9_-])");
+    o->only_thread = v;
+    return 0;
+}
+
+static int set_sync(rfs_options *o, const char *v)
+{
+    if (strcmp(v, "full") != 0 && strcmp(v, "normal") != 0)
+        return bad_value("--sync is normal or full");
+    o->sync_full = strcmp(v, "full") == 0;
+    return 0;
+}
+
+static int set_follow_timeout(rfs_options *o, const char *v)
+{
+    char *end;
+    double t = strtod(v, &end);
+    if (!*v || *end || !(t > 0) || t > 1e9)
+        return bad_value("--follow-timeout takes a positive number of seconds");
+    o->follow_timeout = t;
+    return 0;
+}
+
+static const mount_option mount_options[] = {
+    {"foreground", NULL, "stay in the foreground, log to stderr (also -f)", set_foreground},
+    {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
+    {"user", "NAME", "stamp writes with owner NAME, show only NAME's rows", set_user},
+    {"user-from-uid", NULL, "each calling uid is its own owner", set_user_from_uid},
+    {"thread", "ID", "show that one thread only (for a sandbox)", set_thread},
+    {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
+    {"contract", "FILE", "the event contract to validate against", set_contract},
+    {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
+    {"allow-unknown-events", NULL, "accept event types the contract does not name",
+     set_allow_unknown},
+    {"follow-timeout", "SECS", "end follow.jsonl without a terminal event (default 1800)",
+     set_follow_timeout},
+    {"log", "FILE", "append the daemon's log lines to FILE", set_log},
+};
+#define N_MOUNT_OPTIONS (sizeof mount_options / sizeof mount_options[0])
+
+/* What mount(8), fstab and mount.fuse3 may pass besides runfs's own options. */
+typedef enum { STD_PASS, STD_IGNORE, STD_RO, STD_RW } std_action;
+static const struct {
+    const char *name;
+    std_action action;
+} std_options[] = {
+    {"ro", STD_RO}, {"rw", STD_RW},
+    /* Handed to FUSE: the kernel applies them. */
+    {"allow_other", STD_PASS}, {"default_permissions", STD_PASS},
+    {"atime", STD_PASS}, {"noatime", STD_PASS}, {"relatime", STD_PASS},
+    {"norelatime", STD_PASS}, {"strictatime", STD_PASS}, {"nodiratime", STD_PASS},
+    {"dev", STD_PASS}, {"nodev", STD_PASS}, {"suid", STD_PASS}, {"nosuid", STD_PASS},
+    {"exec", STD_PASS}, {"noexec", STD_PASS}, {"async", STD_PASS},
+    /* For mount(8) and systemd, not for the filesystem. */
+    {"defaults", STD_IGNORE}, {"auto", STD_IGNORE}, {"noauto", STD_IGNORE},
+    {"user", STD_IGNORE}, {"users", STD_IGNORE}, {"nouser", STD_IGNORE},
+    {"owner", STD_IGNORE}, {"group", STD_IGNORE}, {"_netdev", STD_IGNORE},
+    {"nofail", STD_IGNORE},
+};
+
+static int add_fuse_opt(rfs_options *o, const char *opt)
+{
+    size_t have = strlen(o->fuse_opts), add = strlen(opt);
+    if (have + add + 2 > sizeof o->fuse_opts)
+        return bad_value("too many mount options");
+    if (have)
+        o->fuse_opts[have++] = ',';
+    memcpy(o->fuse_opts + have, opt, add + 1);
+    return 0;
+}
+
+static const mount_option *find_mount_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_MOUNT_OPTIONS; i++) {
+        const char *n = mount_options[i].name;
+        if (strlen(n) != len)
+            continue;
+        size_t k = 0;
+        while (k < len && (n[k] == name[k] || (n[k] == '-' && name[k] == '_')))
+            k++;
+        if (k == len)
+            return &mount_options[i];
+    }
+    return NULL;
+}
+
+/* One -o item: a usual mount option, or one of runfs's as name[=value]. */
+static int mount_o_item(rfs_options *o, char *tok)
+{
+    if (!*tok)
+        return 0;
+    for (size_t i = 0; i < sizeof std_options / sizeof std_options[0]; i++) {
+        if (strcmp(tok, std_options[i].name) != 0)
+            continue;
+        switch (std_options[i].action) {
+        case STD_RO: o->read_only = 1; return 0;
+        case STD_RW: o->read_only = 0; return 0;
+        case STD_IGNORE: return 0;
+        case STD_PASS:
+            if (strcmp(tok, "allow_other") == 0)
+                o->allow_other = 1;
+            return add_fuse_opt(o, tok);
+        }
+    }
+    if (strncmp(tok, "x-", 2) == 0 || strncmp(tok, "comment=", 8) == 0)
+        return 0;
+    char *eq = strchr(tok, '=');
+    const mount_option *mo = find_mount_option(tok, eq ? (size_t)(eq - tok) : strlen(tok));
+    char why[300];
+    if (!mo)
+        snprintf(why, sizeof why, "unknown mount option '%s'", tok);
+    else if (mo->arg && !eq)
+        snprintf(why, sizeof why, "-o %s needs a value (%s=%s)", tok, tok, mo->arg);
+    else if (!mo->arg && eq)
+        snprintf(why, sizeof why, "-o %s takes no value", tok);
+    else
+        return mo->set(o, eq ? eq + 1 : NULL);
+    return bad_value(why);
+}
+
+static int mount_o(rfs_options *o, char *list)
+{
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (mount_o_item(o, tok))
+            return -EINVAL;
+    return 0;
+}
+
+/* ---- commands ---- */
+
+typedef struct command {
+    const char *name;
+    const char *args;            /* what follows the name */
+    const char *summary;
+    const char *details;         /* the command's own options and notes (may be NULL) */
+    int (*run)(int argc, char **argv);
+} command;
+
+static int usage_error(const char *cmd, const char *what)
+{
+    fprintf(stderr, "runfs%s%s: %s (see 'runfs%s%s --help')\n", cmd ? " " : "", cmd ? cmd : "",
+            what, cmd ? " " : "", cmd ? cmd : "");
+    return 2;
 }
 
 static int open_store(rs_store **out, const char *path, int read_only)
@@ -60,7 +221,7 @@ static int read_all(FILE *f, rs_buf *out)
 static int cmd_put(int argc, char **argv)
 {
     if (argc < 4 || argc > 5)
-        return usage(2);
+        return usage_error("put", "expected STORE THREAD RUN [FILE]");
     FILE *in = stdin;
     if (argc == 5 && strcmp(argv[4], "-") != 0 && !(in = fopen(argv[4], "rb"))) {
         fprintf(stderr, "runfs: %s: %s\n", argv[4], strerror(errno));
@@ -110,7 +271,7 @@ static int flush_stdout(void *ctx, rs_buf *out)
 static int cmd_cat(int argc, char **argv)
 {
     if (argc != 3)
-        return usage(2);
+        return usage_error("cat", "expected STORE PATH");
     rfs_node n;
     int rc = rfs_node_parse(argv[2], &n);
     if (rc) {
@@ -149,7 +310,7 @@ static int verify_report(void *ctx, const char *thread_id, const char *run_id, i
 static int cmd_verify(int argc, char **argv)
 {
     if (argc != 2)
-        return usage(2);
+        return usage_error("verify", "expected STORE");
     rs_store *s;
     int rc = open_store(&s, argv[1], 1);
     if (rc)
@@ -169,97 +330,46 @@ static int cmd_verify(int argc, char **argv)
 static int cmd_umount(int argc, char **argv)
 {
     if (argc != 2)
-        return usage(2);
-    execlp("fusermount3", "fusermount3", "-u", argv[1], (char *)NULL);
+        return usage_error("umount", "expected MOUNTPOINT");
+    execlp("fusermount3", "fusermount3", "-u", "--", argv[1], (char *)NULL);
     fprintf(stderr, "runfs: cannot run fusermount3: %s\n", strerror(errno));
     return 2;
 }
 
-static int mount_o(rfs_options *o, char *list)
-{
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (strcmp(tok, "ro") == 0)
-            o->read_only = 1;
-        else if (strcmp(tok, "rw") == 0)
-            o->read_only = 0;
-        else if (strcmp(tok, "allow_other") == 0)
-            o->allow_other = 1;
-        else {
-            fprintf(stderr, "runfs: unknown mount option '%s'\n", tok);
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
+/* `runfs mount [options] STORE MOUNTPOINT`, and mount.fuse3's `runfs STORE MOUNTPOINT -o
+ * OPTIONS` (argv[0] is then the program name; getopt finds the options after the paths). */
 static int cmd_mount(int argc, char **argv)
 {
-    enum { OPT_USER = 256, OPT_UID, OPT_THREAD, OPT_DELETE, OPT_CONTRACT, OPT_SYNC, OPT_UNKNOWN, OPT_FOLLOW };
-    static const struct option longopts[] = {
-        {"user", required_argument, NULL, OPT_USER},
-        {"user-from-uid", no_argument, NULL, OPT_UID},
-        {"thread", required_argument, NULL, OPT_THREAD},
-        {"allow-delete", no_argument, NULL, OPT_DELETE},
-        {"contract", required_argument, NULL, OPT_CONTRACT},
-        {"sync", required_argument, NULL, OPT_SYNC},
-        {"allow-unknown-events", no_argument, NULL, OPT_UNKNOWN},
-        {"follow-timeout", required_argument, NULL, OPT_FOLLOW},
-        {"foreground", no_argument, NULL, 'f'},
-        {"debug", no_argument, NULL, 'd'},
-        {NULL, 0, NULL, 0},
-    };
+    struct option longopts[N_MOUNT_OPTIONS + 1];
+    for (size_t i = 0; i < N_MOUNT_OPTIONS; i++)
+        longopts[i] = (struct option){mount_options[i].name,
+                                      mount_options[i].arg ? required_argument : no_argument,
+                                      NULL, 256 + (int)i};
+    longopts[N_MOUNT_OPTIONS] = (struct option){NULL, 0, NULL, 0};
     rfs_options o = {.follow_timeout = 1800};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "fdo:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': o.foreground = 1; break;
-        case 'd': o.debug = 1; o.foreground = 1; break;
-        case 'o':
-            if (mount_o(&o, optarg))
-                return 2;
-            break;
-        case OPT_USER:
-            if (!rs_id_valid(optarg)) {
-                fprintf(stderr, "runfs: --user must be 1-64 of [A-Za-z0-9_-]\n");
-                return 2;
-            }
-            o.user = optarg;
-            break;
-        case OPT_UID: o.user_from_uid = 1; break;
-        case OPT_THREAD:
-            if (!rs_id_valid(optarg)) {
-                fprintf(stderr, "runfs: --thread must be a thread id (1-64 of [A-Za-z0-9_-])\n");
-                return 2;
-            }
-            o.only_thread = optarg;
-            break;
-        case OPT_DELETE: o.allow_delete = 1; break;
-        case OPT_CONTRACT: o.contract = optarg; break;
-        case OPT_SYNC:
-            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "normal") != 0) {
-                fprintf(stderr, "runfs: --sync is normal or full\n");
-                return 2;
-            }
-            o.sync_full = strcmp(optarg, "full") == 0;
-            break;
-        case OPT_UNKNOWN: o.allow_unknown = 1; break;
-        case OPT_FOLLOW: {
-            char *end;
-            o.follow_timeout = strtod(optarg, &end);
-            if (*end || o.follow_timeout <= 0) {
-                fprintf(stderr, "runfs: --follow-timeout takes a positive number of seconds\n");
-                return 2;
-            }
-            break;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":fdo:", longopts, NULL)) != -1) {
+        int rc = 0;
+        if (c == 'f' || c == 'd')
+            rc = (c == 'f' ? set_foreground : set_debug)(&o, NULL);
+        else if (c == 'o')
+            rc = mount_o(&o, optarg);
+        else if (c >= 256 && c < 256 + (int)N_MOUNT_OPTIONS)
+            rc = mount_options[c - 256].set(&o, optarg);
+        else if (c == ':')
+            return usage_error("mount", "an option needs a value");
+        else {
+            char why[128];
+            snprintf(why, sizeof why, "unknown option '%s'", argv[optind - 1]);
+            return usage_error("mount", why);
         }
-        default:
-            return usage(2);
-        }
+        if (rc)
+            return 2;
     }
     if (argc - optind != 2)
-        return usage(2);
+        return usage_error("mount", "expected STORE MOUNTPOINT");
     if (o.user && o.user_from_uid) {
         fprintf(stderr, "runfs: --user and --user-from-uid exclude each other\n");
         return 2;
@@ -269,27 +379,112 @@ static int cmd_mount(int argc, char **argv)
     return rfs_mount_main(&o);
 }
 
+static const command commands[] = {
+    {"mount", "[options] STORE MOUNTPOINT",
+     "mount a store (a SQLite file, created if absent)",
+     "usual mount options are taken too: ro, rw, allow_other, default_permissions, noatime,\n"
+     "atime, dev, nodev, suid, nosuid, exec, noexec (to the kernel); _netdev, nofail,\n"
+     "x-systemd.*, auto, noauto, user, users, defaults (for mount(8); ignored here).\n"
+     "mount -t fuse.runfs STORE MOUNTPOINT -o OPTIONS and /etc/fstab lines work through\n"
+     "mount.fuse3. Logs go to syslog where there is one, to --log FILE, and to stderr in\n"
+     "the foreground.\n",
+     cmd_mount},
+    {"umount", "MOUNTPOINT", "unmount (fusermount3 -u); SIGTERM to the daemon does too", NULL,
+     cmd_umount},
+    {"put", "STORE THREAD RUN [FILE]",
+     "append JSONL lines (stdin by default) as one batch",
+     "a refused line stores nothing and is named as 'line N: reason'; exit 1.\n", cmd_put},
+    {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
+     "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
+     "the same bytes the mount shows for PATH; never creates STORE.\n", cmd_cat},
+    {"verify", "STORE",
+     "recompute every seal; exit 1 if any changed",
+     "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
+     cmd_verify},
+    {"unmount", "MOUNTPOINT", "the same as umount", NULL, cmd_umount},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static const command *find_command(const char *name)
+{
+    for (const command *c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+static void print_mount_options(FILE *f)
+{
+    for (size_t i = 0; i < N_MOUNT_OPTIONS; i++) {
+        const mount_option *mo = &mount_options[i];
+        char spell[64];
+        snprintf(spell, sizeof spell, "--%s%s%s", mo->name, mo->arg ? " " : "",
+                 mo->arg ? mo->arg : "");
+        fprintf(f, "  %-28s %s\n", spell, mo->help);
+    }
+}
+
+static int command_help(const command *c)
+{
+    printf("usage: runfs %s %s\n  %s\n", c->name, c->args, c->summary);
+    if (strcmp(c->name, "mount") == 0) {
+        printf("\noptions (each also as -o NAME[=VALUE], with '_' for '-'):\n");
+        print_mount_options(stdout);
+    }
+    if (c->details)
+        printf("\n%s", c->details);
+    return 0;
+}
+
+static int general_help(FILE *f)
+{
+    fputs("usage: runfs COMMAND [options] ARGS...\n"
+          "       runfs STORE MOUNTPOINT [-o OPTIONS]      (mount.fuse3's form of mount)\n\n"
+          "commands:\n", f);
+    for (const command *c = commands; c->name; c++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", c->name, c->args);
+        fprintf(f, "  %-34s %s\n", head, c->summary);
+    }
+    fputs("\n  runfs --help | -h        this help; 'runfs COMMAND --help' for a command's\n"
+          "  runfs --version | -V     the version\n", f);
+    return 0;
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        return usage(2);
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
-        return usage(0);
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    if (argc < 2) {
+        general_help(stderr);
+        return 2;
+    }
+    const char *arg = argv[1];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0)
+        return general_help(stdout);
+    if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0 || strcmp(arg, "version") == 0) {
         printf("runfs %s (libfuse %d)\n", RS_VERSION, fuse_version());
         return 0;
     }
-    if (strcmp(cmd, "mount") == 0)
-        return cmd_mount(argc - 1, argv + 1);
-    if (strcmp(cmd, "umount") == 0 || strcmp(cmd, "unmount") == 0)
-        return cmd_umount(argc - 1, argv + 1);
-    if (strcmp(cmd, "put") == 0)
-        return cmd_put(argc - 1, argv + 1);
-    if (strcmp(cmd, "cat") == 0)
-        return cmd_cat(argc - 1, argv + 1);
-    if (strcmp(cmd, "verify") == 0)
-        return cmd_verify(argc - 1, argv + 1);
-    fprintf(stderr, "runfs: unknown command '%s'\n", cmd);
-    return usage(2);
+    const command *c = find_command(arg);
+    if (c)
+        return wants_help(argc - 1, argv + 1) ? command_help(c) : c->run(argc - 1, argv + 1);
+    if (arg[0] != '-' && argc >= 3 && is_dir(argv[2]))
+        return wants_help(argc, argv) ? command_help(find_command("mount"))
+                                      : cmd_mount(argc, argv);
+    char why[300];
+    snprintf(why, sizeof why, "unknown command '%s'", arg);
+    return usage_error(NULL, why);
 }

@@ -112,17 +112,28 @@ int rfs_mount_main(rfs_options *opt)
         return 1;
     }
     m.opt.store = abs_store;
+    /* And the mountpoint's: the unmount at SIGTERM runs from / too. */
     char *abs_mnt = realpath(opt->mountpoint, NULL);
-    if (abs_mnt)
-        m.opt.mountpoint = abs_mnt;
+    if (!abs_mnt) {
+        fprintf(stderr, "runfs: %s: %s\n", opt->mountpoint, strerror(errno));
+        free(abs_store);
+        return 1;
+    }
+    m.opt.mountpoint = abs_mnt;
+    if (rfs_log_open(opt->log_file)) {
+        free(abs_store);
+        free(abs_mnt);
+        return 1;
+    }
 
     int status = 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-    /* -o ro is the daemon's to enforce, not the kernel's: a write the kernel refused would
-     * never reach .runfs/rejects.jsonl with its reason (the store refuses it too). */
-    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", opt->store) ||
+    /* -o ro goes to the kernel too, so /proc/mounts and findmnt say ro: the kernel then
+     * refuses writes itself (EROFS) before they reach the daemon. */
+    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", abs_store) ||
         fuse_opt_add_arg(&args, "-osubtype=runfs") ||
-        (opt->allow_other && fuse_opt_add_arg(&args, "-oallow_other")) ||
+        (opt->fuse_opts[0] && add_arg(&args, "-o%s", opt->fuse_opts)) ||
+        (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
         (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
@@ -139,18 +150,18 @@ int rfs_mount_main(rfs_options *opt)
     }
     if (fuse_set_signal_handlers(m.se) != 0)
         goto out_session;
-    if (fuse_session_mount(m.se, opt->mountpoint) != 0) {
+    if (fuse_session_mount(m.se, abs_mnt) != 0) {
         fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n",
-                opt->mountpoint);
+                abs_mnt);
         goto out_signals;
     }
     if (!opt->foreground)
-        rfs_log_to_syslog();
+        rfs_log_daemonised();
     if (fuse_daemonize(opt->foreground) != 0)
         goto out_unmount;
     if (rfs_hub_start(&m) != 0)
         goto out_unmount;
-    rfs_log("mounted %s at %s%s", opt->store, opt->mountpoint, opt->read_only ? " (ro)" : "");
+    rfs_log("mounted %s at %s%s", abs_store, abs_mnt, opt->read_only ? " (ro)" : "");
 
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
     if (!cfg)
@@ -160,7 +171,7 @@ int rfs_mount_main(rfs_options *opt)
     fuse_loop_cfg_set_idle_threads(cfg, 8);
     status = fuse_session_loop_mt(m.se, cfg) == 0 ? 0 : 1;
     fuse_loop_cfg_destroy(cfg);
-    rfs_log("unmounting %s", opt->mountpoint);
+    rfs_log("unmounting %s", abs_mnt);
 out_hub:
     rfs_hub_stop(&m);
 out_unmount:

@@ -28,6 +28,8 @@ typedef struct rfs_options {
     int allow_unknown;
     double follow_timeout;       /* seconds */
     int debug;
+    const char *log_file;        /* --log FILE */
+    char fuse_opts[512];         /* usual mount options handed to FUSE, comma-separated */
 } rfs_options;
 
 typedef struct rfs_hub rfs_hub;

@@ -8,13 +8,18 @@ bats_load_library bats-file
 
 RUNFS=${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}
 
-# runfs_setup [mount options...]: store $STORE mounted at $MNT (options after the defaults).
-runfs_setup() {
+# runfs_workdir: a private $WORK with the paths $STORE and $MNT (an empty directory).
+runfs_workdir() {
   WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
   STORE=$WORK/store.db
   MNT=$WORK/mnt
   MOUNTS=()
   mkdir -p "$MNT"
+}
+
+# runfs_setup [mount options...]: store $STORE mounted at $MNT (options after the defaults).
+runfs_setup() {
+  runfs_workdir
   runfs_mount "$STORE" "$MNT" "$@"
 }
 

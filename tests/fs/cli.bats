@@ -1,0 +1,231 @@
+#!/usr/bin/env bats
+# cli.bats — the command a user meets (issue 13): --help of every command (exit 0, touching
+# nothing), --version, one-line usage errors (exit 2), the man page, and the mount
+# conventions: mount.fuse3's calling form, `mount -t fuse.runfs`, `mount --fstab`, the usual
+# mount options, runfs's own options as -o options, ro in /proc/mounts, absolute paths, --log.
+load lib
+
+setup() {
+  runfs_workdir
+  RUNFS_ABS=$(realpath "$RUNFS")
+  ROOT=$(realpath "$BATS_TEST_DIRNAME/../..")
+}
+
+teardown() {
+  runfs_teardown
+}
+
+COMMANDS="mount umount put cat verify"
+
+@test "--help: every command answers with its own usage, exit 0, and creates nothing" {
+  cd "$WORK"
+  local c
+  for c in $COMMANDS; do
+    run "$RUNFS_ABS" "$c" --help
+    assert_success
+    assert_line --index 0 --partial "usage: runfs $c"
+    # Wherever --help sits among the arguments.
+    run "$RUNFS_ABS" "$c" "$WORK/x.db" --help
+    assert_success
+    assert_line --index 0 --partial "usage: runfs $c"
+  done
+  run "$RUNFS_ABS" --help
+  assert_success
+  for c in $COMMANDS; do assert_output --partial "  $c "; done
+  run "$RUNFS_ABS" -h
+  assert_success
+  # Nothing was created: no store called --help, no x.db.
+  assert_equal "$(ls -A "$WORK")" mnt
+}
+
+@test "--version and -V print the version" {
+  run "$RUNFS" --version
+  assert_success
+  assert_output --regexp '^runfs [0-9]+\.[0-9]+\.[0-9]+'
+  run "$RUNFS" -V
+  assert_success
+  assert_output --regexp '^runfs [0-9]+\.[0-9]+\.[0-9]+'
+}
+
+@test "usage errors: one line with a hint, exit 2" {
+  cd "$WORK"
+  local args
+  while IFS= read -r args; do
+    eval "run \"\$RUNFS_ABS\" $args"
+    [ "$status" -eq 2 ] || fail "runfs $args: exit $status, expected 2"
+    [ "${#lines[@]}" -eq 1 ] || fail "runfs $args printed ${#lines[@]} lines: $output"
+    assert_output --partial -- "--help'"
+  done <<'ARGS'
+frobnicate
+put only.db
+cat only.db
+verify
+verify a.db b.db
+umount
+mount
+mount --bogus a.db m
+mount -o frob a.db m
+mount -o thread a.db m
+mount -o allow_delete=yes a.db m
+mount --sync sometimes a.db m
+mount --follow-timeout -3 a.db m
+ARGS
+  run "$RUNFS_ABS"
+  assert_equal "$status" 2
+  assert_equal "$(ls -A "$WORK")" mnt
+}
+
+@test "man page: renders without warnings and names every option of every --help" {
+  local page=$ROOT/man/runfs.1 text
+  run env MANWIDTH=80 man --warnings -l "$page"
+  assert_success
+  text=$(MANWIDTH=200 man -l "$page" 2>/dev/null)
+  # man prints warnings to stderr: none.
+  assert_equal "$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)" ""
+  local c opt n=0
+  for c in $COMMANDS; do
+    [[ $text == *"runfs $c"* || $text == *"$c "* ]] || fail "man page lacks command $c"
+    for opt in $("$RUNFS" "$c" --help | grep -oE -- '(^|[ ,])--?[a-zA-Z][a-zA-Z-]*' | tr -d ' ,' | sort -u); do
+      n=$((n + 1))
+      [[ $text == *"$opt"* ]] || fail "man page lacks $opt (from runfs $c --help)"
+    done
+  done
+  # The usual mount options --help lists are there too.
+  for opt in $("$RUNFS" mount --help | sed -n '/usual mount options/,/^mount -t/p' |
+      grep -oE '[a-z_][a-z_.*-]*[a-z*]' | grep -vE '^(usual|mount|options|are|taken|too|to|the|kernel|for|ignored|here|t|fuse.runfs|and|etc|fstab|lines|work|through|mount.fuse3|logs|go|syslog|where|there|is|one|log|stderr|in|foreground|-t)$'); do
+    n=$((n + 1))
+    [[ $text == *"$opt"* ]] || fail "man page lacks the mount option $opt"
+  done
+  [ "$n" -ge 20 ] || fail "only $n options checked"
+}
+
+@test "man page: meson install puts runfs(1) in share/man/man1" {
+  local dest=$WORK/dest
+  run meson install -C "$ROOT/build" --no-rebuild --destdir "$dest"
+  assert_success
+  local page
+  page=$(find "$dest" -path '*/share/man/man1/runfs.1*' | head -n 1)
+  [ -n "$page" ] || fail "no runfs.1 under $dest"
+  run env MANWIDTH=80 man -l "$page"
+  assert_success
+  assert_output --partial "runfs mount"
+}
+
+# ---- mount conventions ----
+
+@test "mount.fuse3's form: runfs STORE MNT -o OPTS, with runfs's own options as -o options" {
+  mkdir -p "$WORK/c"
+  cd "$WORK"
+  # Relative paths, as a user types them.
+  run timeout 20 "$RUNFS_ABS" store.db mnt -o user=alice,thread=T1,allow_delete,follow_timeout=5,sync=full
+  assert_success
+  MOUNTS+=("$MNT")
+  wait_for 10 test -f "$MNT/README"
+  run cat "$MNT/.runfs/status.json"
+  assert_output --partial '"user":"alice"'
+  assert_output --partial '"thread":"T1"'
+  assert_output --partial '"allow_delete":true'
+  assert_output --partial '"follow_timeout":5'
+  assert_output --partial '"sync":"full"'
+  # Both paths absolute in /proc/mounts.
+  grep -q "^runfs:$STORE $MNT fuse.runfs " /proc/mounts || fail "$(grep runfs-bats /proc/mounts | grep "$WORK")"
+}
+
+@test "usual mount options are accepted; ro shows ro in /proc/mounts and findmnt" {
+  runfs_mount "$STORE" "$MNT" -o noatime,nodev,nosuid,default_permissions,nofail,_netdev,x-systemd.automount,x-systemd.requires=network.target,defaults,auto,rw
+  grep -q " $MNT fuse.runfs rw," /proc/mounts || fail "$(grep " $MNT " /proc/mounts)"
+  local opts; opts=$(findmnt -no OPTIONS "$MNT")
+  [[ $opts == *noatime* && $opts == *nodev* && $opts == *nosuid* && $opts == *default_permissions* ]] ||
+    fail "options not applied: $opts"
+  mkdir -p "$MNT/threads/t1/runs/r1"
+  ev_start >> "$MNT/threads/t1/runs/r1/events.jsonl"
+  runfs_mount "$STORE" "$WORK/ro" -o ro,allow_other
+  grep -q "^runfs:$STORE $WORK/ro fuse.runfs ro," /proc/mounts || fail "$(grep " $WORK/ro " /proc/mounts)"
+  assert_equal "$(findmnt -no OPTIONS "$WORK/ro" | cut -d, -f1)" ro
+  cmp "$WORK/ro/threads/t1/events.jsonl" "$MNT/threads/t1/events.jsonl"
+  run bash -c "ev_start >> '$WORK/ro/threads/t1/runs/r1/events.jsonl'"
+  assert_failure
+  assert_output --partial "Read-only file system"
+}
+
+@test "a relative MOUNTPOINT: SIGTERM and SIGINT unmount it, nothing stale is left" {
+  cd "$WORK"
+  local sig pid
+  for sig in TERM INT; do
+    mkdir -p "m-$sig"
+    timeout 20 "$RUNFS_ABS" mount "st-$sig.db" "m-$sig"
+    MOUNTS+=("$WORK/m-$sig")
+    wait_for 10 test -f "m-$sig/README"
+    grep -q "^runfs:$WORK/st-$sig.db $WORK/m-$sig fuse.runfs " /proc/mounts ||
+      fail "$(grep "$WORK" /proc/mounts)"
+    pid=$(pgrep -f "runfs mount st-$sig.db m-$sig\$")
+    [ -n "$pid" ]
+    kill -"$sig" "$pid"
+    wait_for 10 bash -c "! grep -q ' $WORK/m-$sig ' /proc/mounts" || fail "SIG$sig left $WORK/m-$sig mounted"
+    wait_for 10 bash -c "! kill -0 $pid"
+  done
+}
+
+@test "--log FILE keeps the daemon's lines (mount, refusals) when there is no syslog" {
+  runfs_mount "$STORE" "$MNT" -o log="$WORK/runfs.log"
+  mkdir -p "$MNT/threads/t1/runs/r1"
+  run bash -c "echo '{\"event_type\":\"nope\"}' >> '$MNT/threads/t1/runs/r1/events.jsonl'"
+  assert_failure
+  runfs_unmount "$MNT"
+  run cat "$WORK/runfs.log"
+  assert_line --index 0 --regexp "^[0-9T:-]+Z runfs\[[0-9]+\]: mounted $STORE at $MNT$"
+  assert_output --partial "refused threads/t1/runs/r1/events.jsonl"
+  assert_output --partial "EINVAL"
+  assert_output --partial "unmounting $MNT"
+}
+
+# `mount -t fuse.runfs` runs mount.fuse3, which looks runfs up on a fixed PATH: the test
+# works in a private mount namespace where /usr/local/sbin holds this build's runfs.
+in_namespace() {
+  mkdir -p "$WORK/bin"
+  ln -sf "$RUNFS_ABS" "$WORK/bin/runfs"
+  unshare -m --propagation private bash -euc "mount --bind '$WORK/bin' /usr/local/sbin; $1"
+}
+
+@test "mount -t fuse.runfs STORE MNT -o OPTS works through mount.fuse3" {
+  command -v mount.fuse3 >/dev/null || skip "mount.fuse3 is not installed"
+  mkdir -p "$WORK/seed"
+  runfs_mount "$STORE" "$WORK/seed"
+  mkdir -p "$WORK/seed/threads/t1/runs/r1"
+  ev_start >> "$WORK/seed/threads/t1/runs/r1/events.jsonl"
+  runfs_unmount "$WORK/seed"
+  run in_namespace "
+    mount -t fuse.runfs '$STORE' '$MNT' -o ro,allow_other,noatime,nofail,_netdev,x-systemd.automount,thread=t1
+    for i in \$(seq 200); do [ -f '$MNT/README' ] && break; sleep 0.05; done
+    grep ' $MNT ' /proc/self/mounts
+    cat '$MNT/threads/t1/runs/r1/events.jsonl'
+    ls '$MNT/threads'
+    umount '$MNT'
+    ! grep ' $MNT ' /proc/self/mounts"
+  assert_success
+  assert_line --index 0 --regexp "^runfs:$STORE $MNT fuse.runfs ro,"
+  assert_line --index 1 --partial '"event_type":"run.start"'
+  assert_line --index 2 t1
+}
+
+@test "mount --fstab FILE MNT: an fstab line as the README shows it" {
+  command -v mount.fuse3 >/dev/null || skip "mount.fuse3 is not installed"
+  printf '# runfs\n%s  %s  fuse.runfs  ro,allow_other,user=alice,nofail,_netdev  0 0\n' \
+    "$STORE" "$MNT" > "$WORK/fstab"
+  mkdir -p "$WORK/seed"
+  runfs_mount "$STORE" "$WORK/seed" --user alice
+  mkdir -p "$WORK/seed/threads/ta/runs/r1"
+  ev_start >> "$WORK/seed/threads/ta/runs/r1/events.jsonl"
+  runfs_unmount "$WORK/seed"
+  run in_namespace "
+    mount --fstab '$WORK/fstab' '$MNT'
+    for i in \$(seq 200); do [ -f '$MNT/README' ] && break; sleep 0.05; done
+    grep ' $MNT ' /proc/self/mounts
+    cat '$MNT/.runfs/status.json'
+    ls '$MNT/threads'
+    umount '$MNT'"
+  assert_success
+  assert_line --index 0 --regexp "^runfs:$STORE $MNT fuse.runfs ro,"
+  assert_line --index 1 --partial '"user":"alice"'
+  assert_line --index 2 ta
+}
