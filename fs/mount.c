@@ -16,6 +16,7 @@
 #include "mount.h"
 #include "pool.h"
 #include "rejects.h"
+#include "sizes.h"
 
 /* A mountpoint left by a daemon that died reads ENOTCONN; a lazy unmount clears it. */
 static int clear_stale_mount(const char *mountpoint)
@@ -138,7 +139,8 @@ int rfs_mount_main(rfs_options *opt)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
-    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_pool_start(&m)) {
+    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_sizes_new(&m.sizes) ||
+        rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_tables;
     }
@@ -184,6 +186,7 @@ out_tables:
     rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);
     rfs_rejects_free(m.rejects);
+    rfs_sizes_free(m.sizes);
 out_args:
     fuse_opt_free_args(&args);
     free(abs_store);

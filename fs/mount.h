@@ -44,6 +44,7 @@ typedef struct rfs_mount {
     rfs_pool *pool;              /* store connections, one per request in flight */
     rfs_rejects *rejects;
     rfs_hub *hub;
+    struct rfs_sizes *sizes;
 } rfs_mount;
 
 /* The operation table (ops.c). */

@@ -8,13 +8,13 @@
 
 static const char *const root_entries[] = {"README", "contract.json", ".runfs", "threads", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
+/* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
 static const char *const thread_entries[] = {
-    "events.jsonl", "messages.jsonl", "history.jsonl", "message-count", "seq", "follow.jsonl",
+    "events.jsonl", "messages.jsonl", "history.jsonl", "transcript.md", "message-count", "seq",
     "runs", "since", "message-seqs", "ai-runs", NULL};
 static const char *const run_entries[] = {
     "events.jsonl", "messages.jsonl", "once", "types", "tasks", "since",
-    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json",
-    "follow.jsonl", NULL};
+    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json", NULL};
 static const char *const no_entries[] = {NULL};
 
 typedef struct fixed_child {
@@ -35,6 +35,7 @@ static const fixed_child fixed[] = {
     {RFS_THREAD, "history.jsonl", RFS_T_HISTORY},
     {RFS_THREAD, "message-count", RFS_T_COUNT},
     {RFS_THREAD, "seq", RFS_T_SEQ},
+    {RFS_THREAD, "transcript.md", RFS_T_TRANSCRIPT},
     {RFS_THREAD, "follow.jsonl", RFS_T_FOLLOW},
     {RFS_THREAD, "runs", RFS_RUNS},
     {RFS_THREAD, "since", RFS_T_SINCE_DIR},

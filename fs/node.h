@@ -23,6 +23,7 @@ typedef enum rfs_kind {
     RFS_T_HISTORY,
     RFS_T_COUNT,
     RFS_T_SEQ,
+    RFS_T_TRANSCRIPT,
     RFS_T_SINCE_DIR,
     RFS_T_SINCE,
     RFS_T_FOLLOW,

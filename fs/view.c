@@ -1,23 +1,44 @@
 /* view.c — node contents from the store: logs by byte offset, views as seq-ordered streams,
  * small documents rendered whole. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sizes.h"
+#include "transcript.h"
 #include "view.h"
 
 static const char readme_text[] =
-    "runfs: a run event store as files.\n"
+    "runfs: a run event store as files. Every listed file has an exact size and reads in\n"
+    "full (cp -r, rsync, tar and grep -r work); names marked (lookup) open by name and are\n"
+    "never listed.\n"
     "\n"
-    "  threads/<thread>/events.jsonl           every event of the thread, seq order\n"
-    "  threads/<thread>/messages.jsonl         message events; history.jsonl: what a chat UI shows\n"
-    "  threads/<thread>/seq, message-count     the high-water mark, the number of messages\n"
-    "  threads/<thread>/since/<seq>            events after <seq> (lookup only)\n"
-    "  threads/<thread>/runs/<run>/events.jsonl     the run's events; append to add one\n"
-    "  threads/<thread>/runs/<run>/once/<type>      singleton events (create exclusively)\n"
-    "  threads/<thread>/runs/<run>/types/, tasks/   the run's events by type, by subagent task\n"
-    "  threads/<thread>/runs/<run>/receipt.json, seal.json   evidence receipt and seal\n"
-    "  threads/<thread>/runs/<run>/follow.jsonl      live feed until run.terminal\n"
+    "  README                     this text\n"
+    "  contract.json              the event contract appends are checked against\n"
+    "  .runfs/status.json         backend, database, version, counts, mount options\n"
+    "  .runfs/rejects.jsonl       your last refused writes and why (grows: tail -f it)\n"
+    "  threads/T/events.jsonl     every event of thread T, seq order (read-only)\n"
+    "  threads/T/messages.jsonl   its message events\n"
+    "  threads/T/history.jsonl    what a chat UI shows of it\n"
+    "  threads/T/transcript.md    the conversation for people: runs, messages, tool calls\n"
+    "  threads/T/message-count    the number of messages\n"
+    "  threads/T/seq              the high-water mark (the last seq given out)\n"
+    "  threads/T/since/SEQ        (lookup) events after SEQ\n"
+    "  threads/T/follow.jsonl     (lookup) live feed of the thread\n"
+    "  threads/T/message-seqs/ID  (lookup) seq of message:ID or tool:ID\n"
+    "  threads/T/ai-runs/ID       (lookup) the run of the latest AI message ID\n"
+    "  threads/T/runs/R/events.jsonl     the run's events; append to add one\n"
+    "  threads/T/runs/R/messages.jsonl   the run's message events\n"
+    "  threads/T/runs/R/once/TYPE        singleton events (create exclusively)\n"
+    "  threads/T/runs/R/types/TYPE.jsonl the run's events of one type\n"
+    "  threads/T/runs/R/tasks/ID.jsonl   events of subagent task ID\n"
+    "  threads/T/runs/R/since/SEQ        (lookup) the run's events after SEQ\n"
+    "  threads/T/runs/R/last-visible-ai-seq     seq of the last AI message a user sees\n"
+    "  threads/T/runs/R/workspace-changes.json  the latest workspace changes\n"
+    "  threads/T/runs/R/receipt.json     evidence receipt: upper seq, count, terminal\n"
+    "  threads/T/runs/R/seal.json        the seal; create it exclusively to seal the run\n"
+    "  threads/T/runs/R/follow.jsonl     (lookup) live feed until run.terminal\n"
     "\n"
     "Append:  mkdir -p threads/T/runs/R\n"
     "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
@@ -25,7 +46,7 @@ static const char readme_text[] =
     "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
     "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
     "Seal:    set -C; : > threads/T/runs/R/seal.json\n"
-    "Refused writes: errno plus a reason in .runfs/rejects.jsonl. The contract: contract.json.\n";
+    "Refused writes: errno plus a reason in .runfs/rejects.jsonl. Manual: man runfs.\n";
 
 struct rfs_reader {
     rfs_node node;
@@ -36,6 +57,9 @@ struct rfs_reader {
     int64_t next_off;    /* streams: file offset of pending.buf[0] */
     int64_t last_seq;    /* streams: seq of the last row rendered into pending */
     rs_buf pending;      /* streams: rendered bytes not yet read */
+    rfs_transcript *transcript;   /* transcript.md: the rendering state */
+    int finished;        /* transcript.md: its end was rendered */
+    rs_store *store;     /* the store of the read in progress */
 };
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -150,7 +174,7 @@ static rfs_shape shape_of(rfs_kind k)
     case RFS_T_EVENTS: case RFS_R_EVENTS:
         return RFS_SHAPE_LOG;
     case RFS_T_MESSAGES: case RFS_T_HISTORY: case RFS_T_SINCE: case RFS_R_MESSAGES:
-    case RFS_R_TYPE: case RFS_R_TASK: case RFS_R_SINCE:
+    case RFS_R_TYPE: case RFS_R_TASK: case RFS_R_SINCE: case RFS_T_TRANSCRIPT:
         return RFS_SHAPE_STREAM;
     case RFS_T_FOLLOW: case RFS_R_FOLLOW:
         return RFS_SHAPE_FOLLOW;
@@ -198,7 +222,7 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     case RFS_R_EVENTS: case RFS_R_FOLLOW:
         q.run_id = n->run_id;
         break;
-    case RFS_T_EVENTS: case RFS_T_FOLLOW:
+    case RFS_T_EVENTS: case RFS_T_FOLLOW: case RFS_T_TRANSCRIPT:
         break;
     default:
         return -EINVAL;
@@ -206,15 +230,35 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     return rs_store_query(s, &q, out, err);
 }
 
-/* A document's size is its rendering: into doc when the caller wants the bytes too (an
- * open), else into a scratch buffer. */
-static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
-                    rs_buf *doc, rs_err *err)
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
+                       rs_err *err);
+
+/* The key of a node's size in scope->sizes: the node and the owner looking. */
+static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
 {
-    rs_buf scratch = RS_BUF_INIT;
+    int rc = rfs_node_path(n, key);
+    return rc ? rc : rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
+}
+
+/* A document's size is its rendering: into doc when the caller wants the bytes too (an
+ * open), else into a scratch buffer. The documents that scan a run (receipt.json,
+ * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
+static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                    rs_buf *doc, const rs_log_info *token, rs_err *err)
+{
+    rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    int rc = render_doc(s, sc, n, out, err);
+    int cache = token && sc->sizes && (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE);
+    int rc = cache ? size_key(sc, n, &key) : 0;
+    if (!rc && !doc && cache && rfs_sizes_get(sc->sizes, key.buf, token, &st->size)) {
+        rs_buf_release(&key);
+        return 0;
+    }
+    rc = rc ? rc : render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
+    if (!rc && cache)
+        rfs_sizes_put(sc->sizes, key.buf, token, st->size);
+    rs_buf_release(&key);
     rs_buf_release(&scratch);
     return rc;
 }
@@ -226,7 +270,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     st->shape = shape_of(n->kind);
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
     if (n->kind < RFS_THREAD)
-        return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, err) : 0;
+        return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
@@ -241,28 +285,34 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     st->last_seq = info.last_seq;
     switch (st->shape) {
     case RFS_SHAPE_LOG:
-        if (info.exact)
+        if (info.exact) {
             st->size = info.size;
-        else
-            st->shape = RFS_SHAPE_STREAM;
-        return 0;
-    case RFS_SHAPE_DOC:
-        return stat_doc(s, sc, n, st, doc, err);
-    case RFS_SHAPE_STREAM:
-        if (n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK) {
-            /* Only types and tasks the run has exist. */
-            rs_cursor *c;
-            const rs_record *rec;
-            if ((rc = stream_open(s, sc, n, 0, 1, &c, err)))
-                return rc;
-            rc = rs_cursor_next(c, &rec);
-            rs_cursor_free(c);
-            return rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
+            return 0;
         }
-        return 0;
+        st->shape = RFS_SHAPE_STREAM;
+        break;
+    case RFS_SHAPE_DOC:
+        return stat_doc(s, sc, n, st, doc, &info, err);
+    case RFS_SHAPE_STREAM:
+        if (n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
+            return 0;
+        break;
     default:
         return 0;
     }
+    /* A view's size is its rendering, kept until the thread or run changes (info says). */
+    rs_buf key = RS_BUF_INIT;
+    rc = size_key(sc, n, &key);
+    if (!rc && !(sc->sizes && rfs_sizes_get(sc->sizes, key.buf, &info, &st->size))) {
+        rc = stream_size(s, sc, n, &st->size, err);
+        if (!rc && sc->sizes)
+            rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
+    }
+    rs_buf_release(&key);
+    /* Only types and tasks the run has exist. */
+    if (!rc && st->size == 0 && (n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK))
+        rc = -ENOENT;
+    return rc;
 }
 
 int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
@@ -300,6 +350,7 @@ void rfs_reader_free(rfs_reader *r)
 {
     if (!r)
         return;
+    rfs_transcript_free(r->transcript);
     rs_buf_release(&r->doc);
     rs_buf_release(&r->pending);
     free(r);
@@ -348,16 +399,27 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     return rc < 0 ? rc : 0;
 }
 
-static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
-                       rs_err *err)
+/* transcript.md asks for each run's outcome: the line of its run.terminal. */
+static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
 {
-    if (off < r->next_off) {
-        r->next_off = 0;
-        r->last_seq = 0;
-        rs_buf_reset(&r->pending);
-    }
-    int64_t want_end = off + (int64_t)size;
+    rfs_reader *r = ctx;
+    rfs_node once = r->node;
+    once.kind = RFS_R_ONCE;
+    snprintf(once.run_id, sizeof once.run_id, "%s", run_id);
+    snprintf(once.name, sizeof once.name, "run.terminal");
+    int rc = render_once(r->store, &r->scope, &once, out, NULL);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* Rows after last_seq into pending: their lines, or for transcript.md their rendering. */
+static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err)
+{
     int rc = 0;
+    int transcript = r->node.kind == RFS_T_TRANSCRIPT;
+    if (transcript && !r->transcript &&
+        (rc = rfs_transcript_new(&r->transcript, r->node.thread_id, run_terminal, r)))
+        return rc;
+    r->store = s;
     while (r->next_off + (int64_t)r->pending.len < want_end) {
         rs_cursor *c;
         if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, &c, err)))
@@ -368,15 +430,40 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
                (rc = rs_cursor_next(c, &rec)) == 1) {
             rows++;
             r->last_seq = rec->seq;
-            if ((rc = rs_buf_add(&r->pending, rec->line, rec->line_len)))
+            rc = transcript ? rfs_transcript_feed(r->transcript, rec, &r->pending)
+                            : rs_buf_add(&r->pending, rec->line, rec->line_len);
+            if (rc)
                 break;
         }
         rs_cursor_free(c);
         if (rc < 0)
             return rc;
+        if (rc == 0 && transcript && !r->finished) {
+            r->finished = 1;
+            if ((rc = rfs_transcript_finish(r->transcript, &r->pending)))
+                return rc;
+            continue;
+        }
         if (rows == 0 || rc == 0)
             break;
     }
+    return 0;
+}
+
+static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                       rs_err *err)
+{
+    if (off < r->next_off) {
+        r->next_off = 0;
+        r->last_seq = 0;
+        r->finished = 0;
+        rfs_transcript_free(r->transcript);
+        r->transcript = NULL;
+        rs_buf_reset(&r->pending);
+    }
+    int rc = stream_fill(r, s, off + (int64_t)size, err);
+    if (rc)
+        return rc;
     /* Drop what lies before off, hand out what follows. */
     if (off > r->next_off) {
         size_t drop = (size_t)(off - r->next_off);
@@ -393,6 +480,26 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     rs_buf_remove_front(&r->pending, take);
     r->next_off += (int64_t)take;
     return 0;
+}
+
+/* The exact size of a streamed view: render it, counting bytes. */
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
+                       rs_err *err)
+{
+    rfs_reader r = {.node = *n, .scope = *sc, .shape = RFS_SHAPE_STREAM,
+                    .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
+    int rc = 0;
+    *size = 0;
+    for (;;) {
+        if ((rc = stream_fill(&r, s, r.next_off + (1 << 20), err)) || r.pending.len == 0)
+            break;
+        *size += (int64_t)r.pending.len;
+        r.next_off += (int64_t)r.pending.len;
+        rs_buf_reset(&r.pending);
+    }
+    rfs_transcript_free(r.transcript);
+    rs_buf_release(&r.pending);
+    return rc;
 }
 
 int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,

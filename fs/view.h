@@ -18,13 +18,15 @@ typedef struct rfs_scope {
     int (*status_extra)(void *ctx, rs_buf *out);   /* more "key":value pairs, no braces */
     int (*rejects)(void *ctx, const char *user, rs_buf *out);   /* user: the caller's owner */
     void *ctx;
+    struct rfs_sizes *sizes;     /* view sizes kept until their thread changes (NULL: none) */
 } rfs_scope;
 
 typedef enum rfs_shape {
     RFS_SHAPE_DIR,
     RFS_SHAPE_LOG,       /* events.jsonl: exact size, seekable, cacheable */
     RFS_SHAPE_DOC,       /* a small document rendered whole */
-    RFS_SHAPE_STREAM,    /* a filtered view streamed in seq order; size unknown (0) */
+    RFS_SHAPE_STREAM,    /* a view streamed in seq order; its exact size costs a rendering
+                            (kept in scope->sizes), since/<seq> shows 0 */
     RFS_SHAPE_FOLLOW,    /* a live feed */
 } rfs_shape;
 

@@ -98,13 +98,13 @@ EOF
   run ls "$MNT/threads"
   assert_output "t1"
   run ls "$MNT/threads/t1"
-  assert_output "$(printf '%s\n' ai-runs events.jsonl follow.jsonl history.jsonl message-count \
-    message-seqs messages.jsonl runs seq since)"
+  assert_output "$(printf '%s\n' ai-runs events.jsonl history.jsonl message-count \
+    message-seqs messages.jsonl runs seq since transcript.md)"
   run ls "$MNT/threads/t1/runs"
   assert_output "r1"
   # last-visible-ai-seq and seal.json exist only once there is something to show.
   run ls "$RUN"
-  assert_output "$(printf '%s\n' events.jsonl follow.jsonl messages.jsonl once receipt.json \
+  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once receipt.json \
     since tasks types workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"

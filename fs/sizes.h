@@ -1,0 +1,19 @@
+/* sizes.h — the mount's cache of view sizes. A filtered view (messages.jsonl, history.jsonl,
+ * transcript.md, types/, tasks/) has an exact st_size only by rendering it; the size is kept
+ * until its thread or run changes, which the token (what rs_store_log_info said) tells. */
+#ifndef RFS_SIZES_H
+#define RFS_SIZES_H
+
+#include <stdint.h>
+
+#include "runstore.h"
+
+typedef struct rfs_sizes rfs_sizes;
+
+int rfs_sizes_new(rfs_sizes **out);
+void rfs_sizes_free(rfs_sizes *c);
+/* 1 with *size set when key was stored with an equal token, else 0. */
+int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
+void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);
+
+#endif
