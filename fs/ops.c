@@ -57,20 +57,23 @@ static int status_extra(void *ctx, rs_buf *out)
     return rs_buf_addch(out, '}');
 }
 
-/* Where each uid is its own owner, a caller sees only its own refusals (they quote paths
- * and data). */
-static int rejects_doc(void *ctx, const char *user, rs_buf *out)
+/* Each owner sees only its own refusals (they quote paths and data). */
+static int64_t rejects_size(void *ctx, const char *user)
 {
-    rfs_mount *m = ctx;
-    long only_uid = m->opt.user_from_uid && user ? strtol(user, NULL, 10) : -1;
-    return rfs_rejects_render(m->rejects, only_uid, out);
+    return rfs_rejects_size(((rfs_mount *)ctx)->rejects, user);
+}
+
+static int rejects_read(void *ctx, const char *user, int64_t off, size_t size, rs_buf *out)
+{
+    return rfs_rejects_read(((rfs_mount *)ctx)->rejects, user, off, size, out);
 }
 
 void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, size_t len)
 {
     rfs_scope_for(m, req, sc, uidbuf, len);
     sc->status_extra = status_extra;
-    sc->rejects = rejects_doc;
+    sc->rejects_size = rejects_size;
+    sc->rejects_read = rejects_read;
     sc->ctx = m;
 }
 
@@ -85,7 +88,10 @@ void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int co
         rs_buf_addch(&path, '/');
         rs_buf_addstr(&path, leaf);
     }
-    rfs_rejects_add(m->rejects, (long)ctx->pid, (long)ctx->uid, path.buf, code,
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_for(m, req, &sc, uid, sizeof uid);
+    rfs_rejects_add(m->rejects, sc.user, (long)ctx->pid, (long)ctx->uid, path.buf, code,
                     reason && *reason ? reason : strerror(-code), data, len);
     rs_buf_release(&path);
 }

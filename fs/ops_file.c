@@ -33,6 +33,8 @@ typedef struct rfs_handle {
     int skipping;        /* after EMSGSIZE: drop bytes up to the next newline */
     rs_buf refused;      /* append: the bytes of the last refused write */
     int refused_code;    /* and its errno */
+    long lines_seen;     /* append: newlines written through this handle, to number lines as
+                            the writer counts them in reasons */
     int want_receipt;    /* opened O_RDWR: reads return what this handle stored */
     rs_buf receipt;
     int exclusive;
@@ -335,6 +337,14 @@ static int retried_refusal(rfs_handle *h, const char *buf, size_t size)
     return 0;
 }
 
+static long count_lines(const char *p, size_t len)
+{
+    long n = 0;
+    for (const char *end = p + len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+        n++;
+    return n;
+}
+
 /* Commit complete lines of one write(): all of them or none (the splitting is linebuf.c's). */
 static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
@@ -344,6 +354,8 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
     int rc = retried_refusal(h, buf, size);
     if (rc)
         return (void)fuse_reply_err(req, -rc);  /* logged when first refused */
+    long before = h->lines_seen, in_write = count_lines(buf, size);
+    h->lines_seen += in_write;
     rfs_lines lines;
     rc = rfs_linebuf_feed(&h->pending, &h->skipping, max, buf, size, &lines);
     if (rc == -EMSGSIZE) {
@@ -359,8 +371,11 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
     rc = commit_lines(m, h, lines.data, lines.len, &err);
     if (rc) {
         char why[600];
+        /* The batch's line 1 is the first line this write completed (or the one after
+         * the long line the handle was skipping). */
         if (err.line > 0)
-            snprintf(why, sizeof why, "line %ld: %s", err.line, err.msg);
+            snprintf(why, sizeof why, "line %ld: %s",
+                     before + in_write - count_lines(lines.data, lines.len) + err.line, err.msg);
         else
             snprintf(why, sizeof why, "%s", err.msg);
         refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
@@ -401,8 +416,8 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
         if (req)
             rfs_log_refusal(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
         else
-            rfs_rejects_add(m->rejects, h->pid, h->uid, "seal.json", rc, err.msg,
-                            h->pending.buf, h->pending.len);
+            rfs_rejects_add(m->rejects, handle_user(m, h), h->pid, h->uid, "seal.json", rc,
+                            err.msg, h->pending.buf, h->pending.len);
         return rc;
     }
     rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
@@ -456,10 +471,12 @@ void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         /* A last line without its newline commits when it is a whole event. */
         rs_err err = {0};
         rc = commit_lines(m, h, h->pending.buf, h->pending.len, &err);
-        if (rc)
-            rfs_log_refusal(req, &h->node, NULL, rc,
-                        *err.msg ? err.msg : "the last line is not a whole JSON object",
-                        h->pending.buf, h->pending.len);
+        if (rc) {
+            char why[600];
+            snprintf(why, sizeof why, "line %ld: %s", h->lines_seen + 1,
+                     *err.msg ? err.msg : "the last line is not a whole JSON object");
+            rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
+        }
         rs_buf_reset(&h->pending);
     } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
         /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before

@@ -134,8 +134,6 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     }
     case RFS_STATUS:
         return render_status(s, sc, out, err);
-    case RFS_REJECTS:
-        return sc->rejects ? sc->rejects(sc->ctx, sc->user, out) : 0;
     case RFS_T_COUNT:
         rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
         return rc ? rc : put_number(out, v);
@@ -269,6 +267,11 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     memset(st, 0, sizeof *st);
     st->shape = shape_of(n->kind);
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
+    if (n->kind == RFS_REJECTS) {
+        /* A log that grows while it is read (tail -f): its bytes come at each read. */
+        st->size = sc->rejects_size ? sc->rejects_size(sc->ctx, sc->user) : 0;
+        return 0;
+    }
     if (n->kind < RFS_THREAD)
         return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
     if (!thread_visible(sc, n->thread_id))
@@ -507,6 +510,10 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
 {
     if (off < 0)
         return -EINVAL;
+    if (r->node.kind == RFS_REJECTS)
+        return r->scope.rejects_read
+                   ? r->scope.rejects_read(r->scope.ctx, r->scope.user, off, size, out)
+                   : 0;
     switch (r->shape) {
     case RFS_SHAPE_DOC:
         if (off < (int64_t)r->doc.len) {

@@ -16,7 +16,9 @@ typedef struct rfs_scope {
     int64_t mount_ns;            /* times for nodes with no store time */
     /* Mount-only documents; NULL in `runfs cat`. */
     int (*status_extra)(void *ctx, rs_buf *out);   /* more "key":value pairs, no braces */
-    int (*rejects)(void *ctx, const char *user, rs_buf *out);   /* user: the caller's owner */
+    /* .runfs/rejects.jsonl of owner user (the caller's), a log read at any offset. */
+    int64_t (*rejects_size)(void *ctx, const char *user);
+    int (*rejects_read)(void *ctx, const char *user, int64_t off, size_t size, rs_buf *out);
     void *ctx;
     struct rfs_sizes *sizes;     /* view sizes kept until their thread changes (NULL: none) */
 } rfs_scope;

@@ -229,3 +229,39 @@ in_namespace() {
   assert_line --index 1 --partial '"user":"alice"'
   assert_line --index 2 ta
 }
+
+@test "scripts/demo keeps an existing demo.db and says so; --fresh rebuilds it" {
+  export RUNFS_DEMO_STORE=$WORK/demo.db
+  run timeout 300 "$ROOT/scripts/demo" "$MNT"
+  assert_success
+  MOUNTS+=("$MNT")
+  mkdir -p "$MNT/threads/mine/runs/r1"
+  ev_start >> "$MNT/threads/mine/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  run timeout 300 "$ROOT/scripts/demo" "$MNT"
+  assert_success
+  assert_output --partial "$WORK/demo.db exists: mounting it as it is"
+  [ -f "$MNT/threads/mine/runs/r1/events.jsonl" ]
+  [ -f "$MNT/threads/demo-thread/runs/run-1/seal.json" ]
+  runfs_unmount "$MNT"
+  run timeout 300 "$ROOT/scripts/demo" --fresh "$MNT"
+  assert_success
+  [ ! -e "$MNT/threads/mine" ]
+  [ -f "$MNT/threads/demo-thread/runs/run-1/seal.json" ]
+}
+
+@test "README: a standalone manual that names every option of --help" {
+  local readme=$ROOT/README.md c opt
+  run grep -nE '\.\./|DESIGN\.md|shared/' "$readme"
+  assert_failure
+  for c in $COMMANDS; do
+    grep -q "runfs $c" "$readme" || fail "README never shows runfs $c"
+    for opt in $("$RUNFS" "$c" --help | grep -oE -- '(^|[ ,])--?[a-zA-Z][a-zA-Z-]*' | tr -d ' ,' | sort -u); do
+      grep -qF -- "$opt" "$readme" || fail "README lacks $opt (from runfs $c --help)"
+    done
+  done
+  for opt in EINVAL EMSGSIZE EEXIST EPERM EROFS ENOENT EACCES fstab systemd transcript.md \
+    rejects.jsonl follow.jsonl; do
+    grep -qF -- "$opt" "$readme" || fail "README lacks $opt"
+  done
+}

@@ -63,8 +63,20 @@ ev_human() { printf '{"event_type":"llm.human.input","content":{"type":"human","
 ev_ai() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"%s","id":"ai-%s","tool_calls":[]},"metadata":{"caller":"lead_agent","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "${1:-hi}" "${2:-1}"; }
 ev_error() { printf '{"event_type":"llm.error","content":"%s"}\n' "${1:-boom}"; }
 ev_terminal() { printf '{"content":{"status":"%s"},"metadata":{"protocol_version":1,"recovered":false}}\n' "${1:-success}"; }
+# For `bash -c` commands under `run` and `as`.
+export -f ev_start ev_human ev_ai ev_error ev_terminal
 
 # Byte-for-byte snapshot of the database's rows, to prove a refused write changed nothing.
 store_snapshot() {
   sqlite3 "${1:-$STORE}" "SELECT id, thread_id, run_id, seq, event_type, category, content, event_metadata, created_at, user_id FROM run_events ORDER BY id; SELECT * FROM run_event_thread_seq ORDER BY thread_id;" | sha256sum
+}
+
+# Two unprivileged uids without passwd entries (setpriv needs none), for sandbox tests.
+UID_A=61001
+UID_B=61002
+
+# as UID CMD: run the shell command CMD as an unprivileged uid (no supplementary groups).
+as() {
+  local uid=$1; shift
+  setpriv --reuid="$uid" --regid="$uid" --clear-groups -- bash -c "$*"
 }

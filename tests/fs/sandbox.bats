@@ -6,10 +6,6 @@
 # the store byte-for-byte unchanged.
 load lib
 
-# Two unprivileged uids without passwd entries: setpriv needs none.
-UID_A=61001
-UID_B=61002
-
 setup() {
   runfs_setup
   export -f ev_start ev_human ev_ai ev_error ev_terminal
@@ -44,13 +40,6 @@ refused() {
   [[ $output == *"$(errmsg "$name")"* ]] || fail "expected $name from: $*; got: $output"
   assert_equal "$(store_snapshot)" "$before"
 }
-
-# as UID CMD: run the shell command CMD as an unprivileged uid (no supplementary groups).
-as() {
-  local uid=$1; shift
-  setpriv --reuid="$uid" --regid="$uid" --clear-groups -- bash -c "$*"
-}
-
 
 # ---- -o ro ----
 
