@@ -485,21 +485,35 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     return 0;
 }
 
-/* The exact size of a streamed view: render it, counting bytes. */
+/* The exact size of a streamed view: render it through one cursor, counting bytes (a
+ * reader's chunks each open a cursor, which a view like history.jsonl pays for again). */
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
                        rs_err *err)
 {
-    rfs_reader r = {.node = *n, .scope = *sc, .shape = RFS_SHAPE_STREAM,
-                    .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
-    int rc = 0;
+    rfs_reader r = {.node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT,
+                    .pending = RS_BUF_INIT};
+    int transcript = n->kind == RFS_T_TRANSCRIPT;
+    rs_cursor *c;
+    int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r) : 0;
+    if (rc || (rc = stream_open(s, sc, n, 0, 0, &c, err))) {
+        rfs_transcript_free(r.transcript);
+        return rc;
+    }
+    const rs_record *rec;
     *size = 0;
-    for (;;) {
-        if ((rc = stream_fill(&r, s, r.next_off + (1 << 20), err)) || r.pending.len == 0)
+    while ((rc = rs_cursor_next(c, &rec)) == 1) {
+        if (!transcript) {
+            *size += (int64_t)rec->line_len;
+            continue;
+        }
+        if ((rc = rfs_transcript_feed(r.transcript, rec, &r.pending)))
             break;
         *size += (int64_t)r.pending.len;
-        r.next_off += (int64_t)r.pending.len;
         rs_buf_reset(&r.pending);
     }
+    rs_cursor_free(c);
+    if (rc == 0 && transcript && !(rc = rfs_transcript_finish(r.transcript, &r.pending)))
+        *size += (int64_t)r.pending.len;
     rfs_transcript_free(r.transcript);
     rs_buf_release(&r.pending);
     return rc;
