@@ -265,3 +265,29 @@ in_namespace() {
     grep -qF -- "$opt" "$readme" || fail "README lacks $opt"
   done
 }
+
+@test "the README's systemd unit: systemd-analyze accepts it, and its commands mount and unmount" {
+  command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
+  local unit=$WORK/runfs-runs.service
+  # The unit as the README shows it, with this build's runfs and this test's paths.
+  sed -n '/# \/etc\/systemd\/system\/runfs-runs.service/,/WantedBy/p' "$ROOT/README.md" |
+    tail -n +2 | sed -e 's/^    //' -e "s|/usr/local/bin/runfs|$RUNFS_ABS|" \
+      -e "s|/srv/runs.db|$STORE|g" -e "s|/mnt/runs|$MNT|g" > "$unit"
+  grep -q '^ExecStart=' "$unit" || fail "no unit in the README"
+  run systemd-analyze verify "$unit"
+  assert_success
+  # What systemd would run: ExecStartPre, ExecStart (in the foreground), then ExecStop.
+  local pre start stop pid
+  pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
+  start=$(sed -n 's/^ExecStart=//p' "$unit")
+  stop=$(sed -n 's/^ExecStop=//p' "$unit")
+  $pre
+  $start 2>"$WORK/journal" & pid=$!
+  MOUNTS+=("$MNT")
+  wait_for 10 test -f "$MNT/README"
+  grep -q " $MNT fuse.runfs " /proc/mounts
+  $stop
+  wait_for 10 bash -c "! kill -0 $pid" || fail "the daemon outlived ExecStop"
+  wait "$pid"
+  grep -q "mounted $STORE at $MNT" "$WORK/journal"
+}
