@@ -24,7 +24,12 @@
  * follower of the log it touched whose last seq lies behind the log's. The hub then fetches
  * once for all waiting followers at the same position and hands each the same bytes. A read
  * parks before it fetches, so a commit its query missed finds it parked or dirty: no lost
- * wake-up. */
+ * wake-up.
+ *
+ * Release may come the moment a read is answered, while the thread that answered it still
+ * holds f->lock and trims f->ahead; so every thread that touches a follower (a read, a poll,
+ * a hub round) counts itself in f->users under the hub lock first, and release unlinks the
+ * follower, marks it closing and waits for users to reach 0 before it is freed. */
 
 #define PEEK_BYTES (64 * 1024)   /* what a poll fetches to learn the feed is readable */
 #define AHEAD_MAX (1024 * 1024)  /* a follower's undelivered bytes, beyond one line */
@@ -47,7 +52,9 @@ struct rfs_follow {
     int64_t seen_seq;            /* scan_seq as the hub may trust it */
     int64_t want_seq;            /* the log's last seq when the hub marked it dirty */
     int dirty;                   /* a commit may have passed it: fetch before parking */
-    int claimed;                 /* the hub is serving it: release waits */
+    int users;                   /* threads inside it (a read, a poll, the hub): it lives
+                                    until the last one leaves */
+    int closing;                 /* rfs_follow_close waits for users to drop to 0 */
     fuse_req_t req;              /* parked read, or NULL */
     size_t req_size;
     struct fuse_pollhandle *ph;  /* parked poll, or NULL */
@@ -192,6 +199,33 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
     }
 }
 
+/* Enter or leave f; the hub lock held. The last to leave a closing follower lets close
+ * free it. */
+static void follow_enter(rfs_follow *f)
+{
+    f->users++;
+}
+
+static void follow_leave(rfs_hub *hub, rfs_follow *f)
+{
+    if (--f->users == 0 && f->closing)
+        pthread_cond_broadcast(&hub->left);
+}
+
+static void follow_enter_locked(rfs_hub *hub, rfs_follow *f)
+{
+    pthread_mutex_lock(&hub->lock);
+    follow_enter(f);
+    pthread_mutex_unlock(&hub->lock);
+}
+
+static void follow_leave_locked(rfs_hub *hub, rfs_follow *f)
+{
+    pthread_mutex_lock(&hub->lock);
+    follow_leave(hub, f);
+    pthread_mutex_unlock(&hub->lock);
+}
+
 /* Runs on libfuse's thread when a reader is interrupted (Ctrl-C, kill -9): a parked read is
  * answered EINTR at once. It is given the hub, not the follower: libfuse may call it just
  * after the read was answered, when the handle may already be gone. A read not parked yet
@@ -250,10 +284,11 @@ void rfs_follow_close(rfs_follow *f)
     if (f->next)
         f->next->prev = f->prev;
     f->next = f->prev = NULL;
-    /* The hub may be serving it (a poll it was asked about): the handle lives until it is
-     * done. */
-    while (f->claimed)
-        pthread_cond_wait(&hub->done, &hub->lock);
+    /* Unlinked, no new hub round claims it; a read answered a moment ago may still be in
+     * it. */
+    f->closing = 1;
+    while (f->users)
+        pthread_cond_wait(&hub->left, &hub->lock);
     fuse_req_t req = f->req;
     f->req = NULL;
     struct fuse_pollhandle *ph = f->ph;
@@ -281,6 +316,7 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     int rc = rfs_pool_get(m, &s, &err);
     if (rc)
         return (void)fuse_reply_err(req, -rc);
+    follow_enter_locked(hub, f);
     pthread_mutex_lock(&f->lock);
     pthread_mutex_lock(&hub->lock);
     if (f->req) {
@@ -297,6 +333,7 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     else
         follow_serve(hub, f, s, 0);
     pthread_mutex_unlock(&f->lock);
+    follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
 }
 
@@ -314,6 +351,7 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
     }
     int ready;
     struct fuse_pollhandle *old = NULL;
+    follow_enter_locked(hub, f);
     pthread_mutex_lock(&f->lock);
     for (;;) {
         pthread_mutex_lock(&hub->lock);
@@ -341,6 +379,7 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
     if (ready)
         follow_serve(hub, f, s, 0);
     pthread_mutex_unlock(&f->lock);
+    follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
     if (old)
         fuse_pollhandle_destroy(old);
@@ -483,7 +522,7 @@ void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, in
             continue;
         if (!f->dirty && now < f->deadline_ns)
             continue;
-        f->claimed++;
+        follow_enter(f);
         f->work = work;
         work = f;
         nwork++;
@@ -507,10 +546,7 @@ void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, in
         work = f->work;
         follow_serve(hub, f, hub->store, 1);
         pthread_mutex_unlock(&f->lock);
-        pthread_mutex_lock(&hub->lock);
-        f->claimed--;
-        pthread_cond_broadcast(&hub->done);
-        pthread_mutex_unlock(&hub->lock);
+        follow_leave_locked(hub, f);
     }
 }
 

@@ -46,6 +46,7 @@ struct rfs_hub {
     pthread_mutex_t lock;
     pthread_cond_t wake;         /* work for the hub thread */
     pthread_cond_t done;         /* the hub finished a round */
+    pthread_cond_t left;         /* a closing follower's last user left */
     pthread_t thread;
     int running;
     int stop;

@@ -176,6 +176,7 @@ int rfs_hub_start(rfs_mount *m)
     pthread_mutex_init(&hub->lock, NULL);
     pthread_cond_init(&hub->wake, NULL);
     pthread_cond_init(&hub->done, NULL);
+    pthread_cond_init(&hub->left, NULL);
     rs_err err = {0};
     int rc = rs_store_open(&hub->store, m->opt.store, &m->store_opt, &err);
     if (rc) {
@@ -207,6 +208,7 @@ void rfs_hub_stop(rfs_mount *m)
     if (hub->running)
         pthread_join(hub->thread, NULL);
     rs_store_close(hub->store);
+    pthread_cond_destroy(&hub->left);
     pthread_cond_destroy(&hub->done);
     pthread_cond_destroy(&hub->wake);
     pthread_mutex_destroy(&hub->lock);

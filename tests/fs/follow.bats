@@ -126,6 +126,30 @@ daemon_pid() { pgrep -f "runfs mount.*$1\$" | head -1; }
   cmp "$WORK/c1" "$RUN/events.jsonl"
 }
 
+@test "readers that close follow.jsonl right after a read, during appends, leave the mount up" {
+  # Issue 9's recipe: release used to free the follower while the read that had just been
+  # answered still trimmed its buffer (a crash within seconds under the ASan daemon that
+  # scripts/test runs this suite with; within a minute on a plain build).
+  local pid k
+  pid=$(daemon_pid "$MNT")
+  [ -n "$pid" ]
+  seq 200000 | sed 's/.*/{"event_type":"llm.error","content":"&","metadata":{}}/' |
+    dd of="$RUN/events.jsonl" oflag=append conv=notrunc bs=60 status=none 3>&- &
+  BG+=($!)
+  wait_for 5 test -s "$RUN/events.jsonl"
+  for k in 1 2 3 4 5 6 7 8; do
+    ( end=$((SECONDS + ${RUNFS_FOLLOW_CLOSE_SECONDS:-6}))
+      while [ "$SECONDS" -lt "$end" ]; do head -c 100 "$RUN/follow.jsonl" > /dev/null || true; done
+    ) 3>&- &
+    BG+=($!)
+  done
+  for k in 1 2 3 4 5 6 7 8; do wait_for 30 gone "${BG[$k]}"; done
+  kill -0 "$pid" || fail "the daemon died"
+  run head -c 100 "$RUN/follow.jsonl"
+  assert_success
+  assert_output --partial '"seq":1,'
+}
+
 @test "threads/T/follow.jsonl follows every run of the thread in seq order" {
   mkdir -p "$MNT/threads/t1/runs/r2"
   ev_start >> "$RUN/events.jsonl"
