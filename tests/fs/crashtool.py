@@ -25,6 +25,14 @@
       (after one more whole pass / after draining). follow prints the lines it saw.
 
   crashtool.py latency FILE...        p50/p99/max of the write latencies in FILEs
+
+  crashtool.py chaos ACKLOG SECONDS SEED WORKER MOUNT...
+      One chaos process (issue 9): for SECONDS, random operations on random files of the
+      threads c1, c2 (runs r1-r3) through a random MOUNT: appends (whole and split lines,
+      acknowledged in ACKLOG in the write format above; writer "w<WORKER><target>"), whole and
+      partial reads, listings, and follow.jsonl readers that close early: after a few bytes,
+      while a poll() waits, or killed while parked in read(). Exit 1 on a failed append or
+      open, a torn line, or seq not increasing in a read; prints "ops=N" and counts by kind.
 """
 import json
 import os
@@ -265,9 +273,173 @@ def cmd_latency(args):
     return 0
 
 
+CHAOS_THREADS = ("c1", "c2")
+CHAOS_RUNS = ("r1", "r2", "r3")
+CHAOS_FILES = ("events.jsonl", "messages.jsonl", "history.jsonl", "seq", "message-count")
+
+
+class ChaosFailure(Exception):
+    pass
+
+
+def _chaos_lines(path, data, last_seq):
+    """Whole JSON lines with increasing seq in data (a prefix of a log or feed)."""
+    for raw in data.split(b"\n"):
+        try:
+            seq = json.loads(raw)["seq"]
+        except Exception:
+            raise ChaosFailure("torn line in %s: %r" % (path, raw[:80]))
+        if seq <= last_seq:
+            raise ChaosFailure("%s: seq %d after %d" % (path, seq, last_seq))
+        last_seq = seq
+    return last_seq
+
+
+def _chaos_check_prefix(path, data):
+    """data holds the first bytes of a log or feed: its complete lines must be sound."""
+    whole = data[: data.rfind(b"\n")] if b"\n" in data else b""
+    if whole:
+        _chaos_lines(path, whole, 0)
+
+
+def cmd_chaos(args):
+    import random
+    import select
+    import signal
+    acklog, seconds, seed, worker = args[0], float(args[1]), int(args[2]), int(args[3])
+    mounts = args[4:]
+    rnd = random.Random(seed)
+    deadline = time.time() + seconds
+    counts = {}
+    writes = {}
+    ack = open(acklog, "a", buffering=1)
+
+    def target():
+        t, r = rnd.randrange(len(CHAOS_THREADS)), rnd.randrange(len(CHAOS_RUNS))
+        base = os.path.join(rnd.choice(mounts), "threads", CHAOS_THREADS[t])
+        return base, os.path.join(base, "runs", CHAOS_RUNS[r]), t * len(CHAOS_RUNS) + r
+
+    def append():
+        _, run, idx = target()
+        os.makedirs(run, exist_ok=True)
+        writer = "w%d%d" % (worker, idx)
+        fd = os.open(os.path.join(run, "events.jsonl"), os.O_WRONLY | os.O_APPEND)
+        try:
+            for _ in range(rnd.randint(1, 3)):
+                n = writes[writer] = writes.get(writer, 0) + 1
+                k = rnd.randint(1, 3)
+                data = "".join(line_for(writer, n, i, k) for i in range(1, k + 1)).encode()
+                # Sometimes the last line arrives in two writes (held until its newline).
+                cut = rnd.randrange(1, len(data)) if rnd.random() < 0.3 else len(data)
+                for part in (data[:cut], data[cut:]):
+                    if part and os.write(fd, part) != len(part):
+                        raise ChaosFailure("short write to %s" % run)
+                ack.write("%s-%d-%d\n" % (writer, n, k))
+        finally:
+            os.close(fd)
+
+    def read_whole():
+        base, run, _ = target()
+        path = os.path.join(rnd.choice((base, run)), rnd.choice(("events.jsonl", "messages.jsonl",
+                                                                  "history.jsonl")))
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return
+        if data and not data.endswith(b"\n"):
+            raise ChaosFailure("torn tail in %s: %r" % (path, data[-80:]))
+        if data and path.endswith("events.jsonl"):
+            _chaos_lines(path, data[:-1], 0)
+
+    def read_part():
+        base, run, _ = target()
+        pick = rnd.choice([os.path.join(base, f) for f in CHAOS_FILES] +
+                          [os.path.join(run, f) for f in CHAOS_FILES] +
+                          [os.path.join(rnd.choice(mounts), n) for n in
+                           ("README", ".runfs/status.json", ".runfs/rejects.jsonl")])
+        try:
+            fd = os.open(pick, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            data = os.read(fd, rnd.randint(1, 4096))
+        finally:
+            os.close(fd)
+        if pick.endswith("events.jsonl"):
+            _chaos_check_prefix(pick, data)
+
+    def listing():
+        base, run, _ = target()
+        for d in (os.path.dirname(base), base, os.path.join(base, "runs"), run):
+            try:
+                for name in os.listdir(d):
+                    os.lstat(os.path.join(d, name))
+            except FileNotFoundError:
+                pass
+
+    def feed():
+        base, run, _ = target()
+        path = os.path.join(rnd.choice((base, run)), "follow.jsonl")
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        got = b""
+        try:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            for _ in range(rnd.randint(1, 3)):
+                # A reader that closes while its poll() or its data is still pending.
+                if not p.poll(rnd.randint(0, 100)):
+                    break
+                chunk = os.read(fd, rnd.randint(1, 300))
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            os.close(fd)
+        _chaos_check_prefix(path, got)
+
+    def feed_killed():
+        base, run, _ = target()
+        path = os.path.join(rnd.choice((base, run)), "follow.jsonl")
+        if not os.path.exists(path):
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                while os.read(fd, 1 << 16):
+                    pass
+            finally:
+                os._exit(0)
+        time.sleep(rnd.random() * 0.05)
+        os.kill(pid, rnd.choice((signal.SIGKILL, signal.SIGTERM)))
+        os.waitpid(pid, 0)
+
+    ops = ((append, 25), (read_whole, 15), (read_part, 15), (listing, 8), (feed, 30),
+           (feed_killed, 7))
+    names = [f for f, _ in ops]
+    weights = [w for _, w in ops]
+    try:
+        while time.time() < deadline:
+            op = rnd.choices(names, weights)[0]
+            op()
+            counts[op.__name__] = counts.get(op.__name__, 0) + 1
+    except (ChaosFailure, OSError) as e:
+        print("worker %d (seed %d): %s" % (worker, seed, e))
+        return 1
+    finally:
+        ack.close()
+    print("ops=%d %s" % (sum(counts.values()),
+                         " ".join("%s=%d" % kv for kv in sorted(counts.items()))))
+    return 0
+
+
 def main():
     cmds = {"write": cmd_write, "check": cmd_check, "read": cmd_read, "follow": cmd_follow,
-            "latency": cmd_latency}
+            "latency": cmd_latency, "chaos": cmd_chaos}
     if len(sys.argv) < 3 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(cmds[sys.argv[1]](sys.argv[2:]))

@@ -8,6 +8,29 @@ bats_load_library bats-file
 
 RUNFS=${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}
 
+# A daemon built with a sanitizer (scripts/test runs suites with RUNFS=build-asan/runfs and
+# build-tsan/runfs) has no stderr once in the background: its reports go to
+# $WORK/sanitizer.PID, and teardown fails the test when one exists. The other builds ignore
+# these variables.
+sanitizer_env() {
+  local log=$WORK/sanitizer
+  echo "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$log:detect_leaks=1"
+  echo "UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$log:print_stacktrace=1"
+  echo "TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$log:second_deadlock_stack=1"
+}
+
+# sanitizer_reports: print every report a daemon of this test left; fail if there was one.
+sanitizer_reports() {
+  local f found=1
+  for f in "$WORK"/sanitizer.*; do
+    [ -e "$f" ] || continue
+    found=0
+    echo "# sanitizer report $f:"
+    head -80 "$f"
+  done
+  [ "$found" -ne 0 ]
+}
+
 # runfs_workdir: a private $WORK with the paths $STORE and $MNT (an empty directory).
 runfs_workdir() {
   WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
@@ -27,7 +50,9 @@ runfs_setup() {
 runfs_mount() {
   local store=$1 dir=$2; shift 2
   mkdir -p "$dir"
-  timeout 20 "$RUNFS" mount "$@" "$store" "$dir" || return 1
+  local -a san
+  mapfile -t san < <(sanitizer_env)
+  env "${san[@]}" timeout 20 "$RUNFS" mount "$@" "$store" "$dir" || return 1
   MOUNTS+=("$dir")
   wait_for 10 test -f "$dir/README"
 }
@@ -40,11 +65,14 @@ runfs_unmount() {
 }
 
 runfs_teardown() {
-  local d
+  local d clean=0
   for d in "${MOUNTS[@]}"; do
     runfs_unmount "$d"
   done
-  [ -n "${WORK:-}" ] && rm -rf "$WORK"
+  [ -n "${WORK:-}" ] || return 0
+  sanitizer_reports >&2 || clean=1
+  rm -rf "$WORK"
+  return "$clean"
 }
 
 # wait_for SECONDS COMMAND...: retry COMMAND every 50 ms until it succeeds or time runs out.
