@@ -303,17 +303,28 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     default:
         return 0;
     }
-    /* A view's size is its rendering, kept until the thread or run changes (info says). */
+    /* A view's size is its rendering, kept until the thread or run changes (info says). An
+     * open (doc given) is about to render it anyway: it needs only to know it exists. */
+    int filtered = n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK;
     rs_buf key = RS_BUF_INIT;
     rc = size_key(sc, n, &key);
-    if (!rc && !(sc->sizes && rfs_sizes_get(sc->sizes, key.buf, &info, &st->size))) {
+    int known = !rc && sc->sizes && rfs_sizes_get(sc->sizes, key.buf, &info, &st->size);
+    if (!rc && !known && doc) {
+        rs_cursor *c;
+        const rs_record *rec;
+        if (filtered && !(rc = stream_open(s, sc, n, 0, 1, &c, err))) {
+            rc = rs_cursor_next(c, &rec);
+            rs_cursor_free(c);
+            rc = rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
+        }
+    } else if (!rc && !known) {
         rc = stream_size(s, sc, n, &st->size, err);
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
     }
     rs_buf_release(&key);
     /* Only types and tasks the run has exist. */
-    if (!rc && st->size == 0 && (n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK))
+    if (!rc && filtered && st->size == 0 && (known || !doc))
         rc = -ENOENT;
     return rc;
 }
