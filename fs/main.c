@@ -401,12 +401,13 @@ static const command commands[] = {
      "recompute every seal; exit 1 if any changed",
      "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
      cmd_verify},
-    {"unmount", "MOUNTPOINT", "the same as umount", NULL, cmd_umount},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static const command *find_command(const char *name)
 {
+    if (strcmp(name, "unmount") == 0)
+        name = "umount";
     for (const command *c = commands; c->name; c++)
         if (strcmp(c->name, name) == 0)
             return c;

@@ -15,7 +15,8 @@ teardown() {
   runfs_teardown
 }
 
-COMMANDS="mount umount put cat verify"
+# Every command `runfs --help` lists (so a new command is checked too).
+COMMANDS=$("${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
 
 @test "--help: every command answers with its own usage, exit 0, and creates nothing" {
   cd "$WORK"
