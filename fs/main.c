@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "deerflow.h"
 #include "mount.h"
+#include "progress.h"
 
 /* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
 
@@ -37,6 +39,15 @@ static int set_user_from_uid(rfs_options *o, const char *v) { (void)v; o->user_f
 static int set_allow_delete(rfs_options *o, const char *v) { (void)v; o->allow_delete = 1; return 0; }
 static int set_allow_unknown(rfs_options *o, const char *v) { (void)v; o->allow_unknown = 1; return 0; }
 static int set_contract(rfs_options *o, const char *v) { o->contract = v; return 0; }
+
+/* The map is read once the options are parsed (see cmd_mount); a map implies per-uid owners. */
+static const char *user_map_path;
+static int set_user_map(rfs_options *o, const char *v)
+{
+    o->user_from_uid = 1;
+    user_map_path = v;
+    return 0;
+}
 static int set_log(rfs_options *o, const char *v) { o->log_file = v; return 0; }
 
 static int set_user(rfs_options *o, const char *v)
@@ -78,6 +89,8 @@ static const mount_option mount_options[] = {
     {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
     {"user", "NAME", "stamp writes with owner NAME, show only NAME's rows", set_user},
     {"user-from-uid", NULL, "each calling uid is its own owner", set_user_from_uid},
+    {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES",
+     set_user_map},
     {"thread", "ID", "show that one thread only (for a sandbox)", set_thread},
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
     {"contract", "FILE", "the event contract to validate against", set_contract},
@@ -208,55 +221,165 @@ static int open_store(rs_store **out, const char *path, int read_only)
     return 0;
 }
 
-static int read_all(FILE *f, rs_buf *out)
+/* Input read a line at a time through a fixed-size window: a line longer than max (an
+ * event the store would refuse) is refused without being held whole. */
+typedef struct line_reader {
+    FILE *f;
+    rs_buf buf;
+    size_t pos;
+    size_t max;
+    int eof;
+} line_reader;
+
+/* Next line (without its '\n'): 1, 0 at the end, -EMSGSIZE for a line over max, -EIO. */
+static int reader_next(line_reader *r, const char **line, size_t *len)
 {
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (rs_buf_add(out, chunk, n))
+    for (;;) {
+        char *start = r->buf.buf + r->pos;
+        char *nl = memchr(start, '\n', r->buf.len - r->pos);
+        if (nl || (r->eof && r->pos < r->buf.len)) {
+            *line = start;
+            *len = nl ? (size_t)(nl - start) : r->buf.len - r->pos;
+            r->pos += *len + (nl != NULL);
+            return 1;
+        }
+        if (r->eof)
+            return 0;
+        rs_buf_remove_front(&r->buf, r->pos);
+        r->pos = 0;
+        if (r->buf.len > r->max)
+            return -EMSGSIZE;
+        if (rs_buf_grow(&r->buf, 65536))
             return -ENOMEM;
-    return ferror(f) ? -EIO : 0;
+        size_t n = fread(r->buf.buf + r->buf.len, 1, 65536, r->f);
+        r->buf.len += n;
+        r->buf.buf[r->buf.len] = '\0';
+        if (ferror(r->f))
+            return -EIO;
+        if (n == 0)
+            r->eof = 1;
+    }
+}
+
+static void put_busy(void *ctx, const char *store)
+{
+    (void)ctx;
+    fprintf(stderr, "runfs: waiting for another writer's lock on %s (up to 30 s)\n", store);
+}
+
+#define PUT_BATCH_BYTES (8u << 20)
+
+/* Store one batch; print its records unless quiet. */
+static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int quiet,
+                     rs_buf *stored, rs_err *err)
+{
+    rs_buf_reset(stored);
+    int rc = rs_store_append(s, t, data->buf, data->len, quiet ? NULL : stored, err);
+    if (!rc && !quiet && fwrite(stored->buf, 1, stored->len, stdout) != stored->len)
+        rc = rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
+    return rc;
 }
 
 static int cmd_put(int argc, char **argv)
 {
+    enum { OPT_BATCH = 256 };
+    static const struct option longopts[] = {
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"quiet", no_argument, NULL, 'q'},
+        {NULL, 0, NULL, 0},
+    };
+    long batch = 1000;
+    int quiet = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
+        if (c == 'q') {
+            quiet = 1;
+        } else if (c == OPT_BATCH) {
+            char *end;
+            batch = strtol(optarg, &end, 10);
+            if (*end || batch < 1 || batch > 1000000)
+                return usage_error("put", "--batch takes 1-1000000 lines");
+        } else {
+            return usage_error("put", "unknown option or missing value");
+        }
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
     if (argc < 4 || argc > 5)
         return usage_error("put", "expected STORE THREAD RUN [FILE]");
+    int from_file = argc == 5 && strcmp(argv[4], "-") != 0;
+    const char *name = from_file ? argv[4] : "<stdin>";
     FILE *in = stdin;
-    if (argc == 5 && strcmp(argv[4], "-") != 0 && !(in = fopen(argv[4], "rb"))) {
+    if (from_file && !(in = fopen(argv[4], "rb"))) {
         fprintf(stderr, "runfs: %s: %s\n", argv[4], strerror(errno));
         return 2;
     }
-    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
-    int rc = read_all(in, &data);
-    if (in != stdin)
-        fclose(in);
-    if (rc) {
-        fprintf(stderr, "runfs: cannot read input: %s\n", strerror(-rc));
-        rs_buf_release(&data);
+    rs_store *s;
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.busy_notice = put_busy;
+    rs_err err = {0};
+    if (rs_store_open(&s, argv[1], &opt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        if (from_file)
+            fclose(in);
         return 2;
     }
-    rs_store *s;
-    if ((rc = open_store(&s, argv[1], 0))) {
-        rs_buf_release(&data);
-        return rc;
-    }
+    line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
+    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
     rs_target t = {.thread_id = argv[2], .run_id = argv[3]};
-    rs_err err = {0};
-    rc = rs_store_append(s, &t, data.buf, data.len, &stored, &err);
+    rfs_progress *pg = rfs_progress_new("put", "lines");
+    long lineno = 0, first = 1, done = 0, lines = 0;
+    int rc = 0, step;
+    do {
+        const char *line;
+        size_t len;
+        step = reader_next(&r, &line, &len);
+        if (step > 0) {
+            lineno++;
+            lines++;
+            if ((rc = rs_buf_add(&data, line, len)) || (rc = rs_buf_addch(&data, '\n'))) {
+                rs_err_set(&err, rc, "out of memory");
+                break;
+            }
+        } else if (step < 0) {
+            if (step == -EMSGSIZE)
+                rs_err_set(&err, step, "event is over the %zu-byte limit", r.max);
+            else
+                rs_err_set(&err, step, "cannot read: %s", strerror(-step));
+            rc = step;
+            err.line = lineno + 2 - first;     /* the line being read, within this batch */
+            break;
+        }
+        if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
+            if ((rc = put_batch(s, &t, &data, quiet, &stored, &err)))
+                break;
+            rfs_progress_tick(pg, lines);
+            done += lines;
+            first = lineno + 1;
+            lines = 0;
+            rs_buf_reset(&data);
+        }
+    } while (step > 0);
     rs_store_close(s);
-    if (rc) {
-        if (err.line > 0)
-            fprintf(stderr, "line %ld: %s\n", err.line, err.msg);
-        else
-            fprintf(stderr, "runfs: %s\n", err.msg);
-        fprintf(stderr, "runfs: nothing stored (%s)\n", rs_errno_name(rc));
-    } else {
-        fwrite(stored.buf, 1, stored.len, stdout);
-    }
+    if (from_file)
+        fclose(in);
+    rs_buf_release(&r.buf);
     rs_buf_release(&data);
     rs_buf_release(&stored);
-    return rc ? 1 : 0;
+    if (!rc) {
+        rfs_progress_done(pg, "%ld lines stored", done);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    rfs_progress_clear(pg);
+    free(pg);
+    if (err.line > 0)
+        fprintf(stderr, "%s:%ld: %s\n", name, first + err.line - 1, err.msg);
+    else
+        fprintf(stderr, "runfs: %s\n", err.msg);
+    fprintf(stderr, "runfs: nothing stored (%s) from line %ld on; the %ld line%s of earlier "
+            "batches stay\n", rs_errno_name(rc), first, done, done == 1 ? "" : "s");
+    return 1;
 }
 
 static int flush_stdout(void *ctx, rs_buf *out)
@@ -376,7 +499,16 @@ static int cmd_mount(int argc, char **argv)
     }
     o.store = argv[optind];
     o.mountpoint = argv[optind + 1];
-    return rfs_mount_main(&o);
+    rfs_usermap *map = NULL;
+    char why[512];
+    if (user_map_path && rfs_usermap_load(&map, user_map_path, why, sizeof why)) {
+        fprintf(stderr, "runfs: --user-map %s\n", why);
+        return 2;
+    }
+    o.user_map = map;
+    int rc = rfs_mount_main(&o);
+    rfs_usermap_free(map);
+    return rc;
 }
 
 static const command commands[] = {
@@ -391,9 +523,12 @@ static const command commands[] = {
      cmd_mount},
     {"umount", "MOUNTPOINT", "unmount (fusermount3 -u); SIGTERM to the daemon does too", NULL,
      cmd_umount},
-    {"put", "STORE THREAD RUN [FILE]",
-     "append JSONL lines (stdin by default) as one batch",
-     "a refused line stores nothing and is named as 'line N: reason'; exit 1.\n", cmd_put},
+    {"put", "[-q] [--batch N] STORE THREAD RUN [FILE]",
+     "append JSONL lines (stdin by default), N lines a transaction",
+     "  -q, --quiet    do not print the stored records\n"
+     "  --batch N      lines per transaction (default 1000, at most 1000000)\n"
+     "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
+     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n", cmd_put},
     {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
      "the same bytes the mount shows for PATH; never creates STORE.\n", cmd_cat},
@@ -401,6 +536,20 @@ static const command commands[] = {
      "recompute every seal; exit 1 if any changed",
      "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
      cmd_verify},
+    {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID]",
+     "load DeerFlow's JSONL folder, seq and created_at kept",
+     "DIR is DeerFlow's base folder (.deer-flow, holding threads/T/runs/R.jsonl) or its parent.\n"
+     "  --strict          check content against the contract's schemas too\n"
+     "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
+     "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
+     "rows already present and equal are skipped; a malformed line or a different row at a\n"
+     "used seq stops that thread with 'FILE:LINE: reason', nothing of it changed; exit 2.\n",
+     rfs_cmd_import},
+    {"export", "STORE --deerflow-jsonl DIR [--force]",
+     "write the store as DeerFlow's JSONL folder, byte for byte",
+     "  --force   overwrite files that already exist (else: exit 2, nothing written)\n"
+     "opens STORE read-only and never creates it; writes runs/.seq-watermark where the\n"
+     "thread's high-water mark is above its highest seq.\n", rfs_cmd_export},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

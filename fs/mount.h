@@ -11,6 +11,7 @@
 #include "node.h"
 #include "pool.h"
 #include "runstore.h"
+#include "usermap.h"
 #include "view.h"
 
 typedef struct rfs_options {
@@ -21,6 +22,7 @@ typedef struct rfs_options {
     int allow_other;
     const char *user;            /* --user NAME */
     int user_from_uid;           /* --user-from-uid */
+    const rfs_usermap *user_map; /* --user-map: the owner of each uid (NULL: its number) */
     const char *only_thread;     /* --thread ID */
     int allow_delete;
     const char *contract;

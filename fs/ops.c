@@ -25,8 +25,14 @@ void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, si
     memset(sc, 0, sizeof *sc);
     sc->user = m->opt.user;
     if (m->opt.user_from_uid && req) {
-        snprintf(uidbuf, uidlen, "%u", (unsigned)fuse_req_ctx(req)->uid);
+        uid_t uid = fuse_req_ctx(req)->uid;
+        snprintf(uidbuf, uidlen, "%u", (unsigned)uid);
         sc->user = uidbuf;
+        if (m->opt.user_map && !(sc->user = rfs_usermap_owner(m->opt.user_map, uid))) {
+            /* Never an owner's name (not a valid id), and refused before any store call. */
+            sc->user = "!unmapped";
+            sc->denied = 1;
+        }
     }
     sc->only_thread = m->opt.only_thread;
     sc->read_only = m->opt.read_only;

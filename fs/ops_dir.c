@@ -154,8 +154,10 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
         return rfs_refuse(req, &pn, name, -ENOENT, "this mount shows one thread only", NULL, 0);
     rfs_stat st;
     rs_err err = {0};
-    if (rfs_req_stat(req, &cn, &st, &err) == 0)
+    if ((rc = rfs_req_stat(req, &cn, &st, &err)) == 0)
         return (void)fuse_reply_err(req, EEXIST);
+    if (rc == -EACCES)
+        return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);

@@ -306,7 +306,7 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
     if (!rc) {
         if (h->want_receipt && rs_buf_add(&h->receipt, stored.buf, stored.len))
             rc = rs_err_set(err, -ENOMEM, "out of memory for the receipt");
-        rfs_hub_appended(m, t.thread_id, t.run_id, &at, stored.len);
+        rfs_hub_appended(m, t.thread_id, t.run_id, &at, (size_t)at.len);
     }
     rs_buf_release(&stored);
     return rc;

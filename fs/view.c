@@ -46,6 +46,8 @@ static const char readme_text[] =
     "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
     "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
     "Seal:    set -C; : > threads/T/runs/R/seal.json\n"
+    "Retries: a line's \"idempotency_key\":\"K\" (1-128 printable ASCII) stores it once per\n"
+    "         thread; resending it confirms the original record, another event under K is EEXIST.\n"
     "Refused writes: errno plus a reason in .runfs/rejects.jsonl. Manual: man runfs.\n";
 
 struct rfs_reader {
@@ -265,6 +267,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                      rs_buf *doc, rs_err *err)
 {
     memset(st, 0, sizeof *st);
+    if (sc->denied && n->kind > RFS_THREADS)
+        return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
     st->shape = shape_of(n->kind);
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
     if (n->kind == RFS_REJECTS) {
@@ -559,6 +563,8 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
     rs_names_kind kind;
     const char *suffix = "";
     int is_dir = 0;
+    if (sc->denied && n->kind >= RFS_THREADS)
+        return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
     switch (n->kind) {
     case RFS_THREADS: kind = RS_NAMES_THREADS; is_dir = 1; break;
     case RFS_RUNS: kind = RS_NAMES_RUNS; is_dir = 1; break;

@@ -49,6 +49,14 @@ typedef struct rs_backend_ops {
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
     int (*create)(rs_backend *b, const rs_target *t, rs_err *err);  /* run_id NULL: thread */
     int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+    /* Import into thread t->thread_id (owner t->user) in one transaction: each event next
+     * gives (1 with *ev set, borrowed until the next call; 0 at the end; <0 stops and stores
+     * nothing) keeps its seq and created_at; an equal row (owner aside) already at (thread,
+     * seq) is skipped, a different one is -EEXIST. The high-water mark is raised to floor and
+     * to the highest seq imported. */
+    int (*import)(rs_backend *b, const rs_target *t, int64_t floor,
+                  int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx,
+                  int64_t *added, int64_t *skipped, rs_err *err);
 
     int (*query)(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
     int (*log_info)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,

@@ -190,15 +190,17 @@ void rs_time_now(char *canon, char *db)
 /* ---- parsing -------------------------------------------------------------------------- */
 
 enum { F_EVENT_TYPE, F_CATEGORY, F_CONTENT, F_METADATA, F_CREATED_AT, F_THREAD_ID, F_RUN_ID,
-       F_COUNT };
+       F_IDEM_KEY, F_SEQ, F_COUNT };
 
 static const char *const field_names[F_COUNT] = {
     "event_type", "category", "content", "metadata", "created_at", "thread_id", "run_id",
+    "idempotency_key", "seq",
 };
 
 typedef struct fields {
     const char *val[F_COUNT];
     size_t len[F_COUNT];
+    int import;
     rs_err *err;
 } fields;
 
@@ -210,6 +212,8 @@ static int key_is(const char *k, size_t kl, const char *name)
 static int on_member(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
 {
     fields *f = ctx;
+    if (key_is(key, kl, "seq") && !f->import)
+        return rs_err_set(f->err, -EINVAL, "seq is assigned by the store");
     for (int i = 0; i < F_COUNT; i++)
         if (key_is(key, kl, field_names[i])) {
             if (f->val[i])
@@ -218,8 +222,6 @@ static int on_member(void *ctx, const char *key, size_t kl, const char *val, siz
             f->len[i] = vl;
             return 0;
         }
-    if (key_is(key, kl, "seq"))
-        return rs_err_set(f->err, -EINVAL, "seq is assigned by the store");
     if (key_is(key, kl, "user_id"))
         return rs_err_set(f->err, -EINVAL, "user_id is set by the mount, not the event");
     return rs_err_set(f->err, -EINVAL, "unknown field '%.*s'", kl > 64 ? 64 : (int)kl, key);
@@ -392,6 +394,49 @@ static int event_type_name_ok(const char *t, rs_err *err)
     return 0;
 }
 
+/* An import line's seq: a positive integer (DeerFlow's BIGINT). */
+static int parse_seq(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
+{
+    if (!ctx->import)
+        return 0;
+    const char *v = f->val[F_SEQ];
+    size_t n = f->len[F_SEQ];
+    if (!v)
+        return rs_err_set(err, -EINVAL, "missing required field 'seq'");
+    int64_t seq = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9' || seq > (INT64_MAX - 9) / 10)
+            return rs_err_set(err, -EINVAL, "seq: expected a positive integer, got %.*s",
+                              n > 32 ? 32 : (int)n, v);
+        seq = seq * 10 + (v[i] - '0');
+    }
+    if (seq < 1)
+        return rs_err_set(err, -EINVAL, "seq: expected a positive integer, got %.*s",
+                          n > 32 ? 32 : (int)n, v);
+    ev->seq = seq;
+    return 0;
+}
+
+/* DESIGN "Appending": 1-128 printable ASCII characters. */
+static int parse_idem_key(rs_event *ev, const fields *f, rs_err *err)
+{
+    if (!f->val[F_IDEM_KEY])
+        return 0;
+    size_t n = 0;
+    int rc = field_str(f, F_IDEM_KEY, ev->idem_key, sizeof ev->idem_key, &n);
+    if (rc == -EINVAL)
+        return rs_err_set(err, -EINVAL, "idempotency_key: expected string, got %s",
+                          canon_kind(f->val[F_IDEM_KEY]));
+    if (rc || n == 0)
+        return rs_err_set(err, -EINVAL, "idempotency_key: must be 1-%d characters",
+                          RS_IDEM_KEY_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)ev->idem_key[i] < 0x20 || (unsigned char)ev->idem_key[i] > 0x7e)
+            return rs_err_set(err, -EINVAL,
+                              "idempotency_key: only printable ASCII characters are allowed");
+    return 0;
+}
+
 static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
 {
     int rc;
@@ -438,7 +483,8 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
 
     /* category */
     const char *want = rs_contract_category(contract, ev->event_type);
-    if (!want && !ctx->allow_unknown)
+    int lenient = ctx->import && !ctx->strict;    /* history is stored as it happened */
+    if (!want && !ctx->allow_unknown && !lenient)
         return rs_err_set(err, -EINVAL, "unknown event type '%s' (not in the contract)",
                           ev->event_type);
     if (f->val[F_CATEGORY]) {
@@ -451,7 +497,7 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
                               RS_CATEGORY_MAX);
         if (n == 0)
             return rs_err_set(err, -EINVAL, "category: must not be empty");
-        if (want && strcmp(want, ev->category))
+        if (want && strcmp(want, ev->category) && (!ctx->import || ctx->strict))
             return rs_err_set(err, -EINVAL, "category '%s' does not match '%s' for %s",
                               ev->category, want, ev->event_type);
     } else if (want) {
@@ -484,8 +530,13 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
                               "(YYYY-MM-DDTHH:MM[:SS[.ffffff]][Z|+HH:MM], years 0001-9999)",
                               f->len[F_CREATED_AT] > 48 ? 48 : (int)f->len[F_CREATED_AT],
                               f->val[F_CREATED_AT]);
-    } else
+    } else if (ctx->import)
+        return rs_err_set(err, -EINVAL, "missing required field 'created_at'");
+    else
         rs_time_now(ev->created_at, ev->created_db);
+
+    if ((rc = parse_seq(ev, f, ctx, err)) || (rc = parse_idem_key(ev, f, err)))
+        return rc;
 
     /* trees, then the contract */
     const char *cv = f->val[F_CONTENT] ? f->val[F_CONTENT] : "\"\"";
@@ -495,8 +546,8 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
     if ((rc = parse_tree(&ev->content_tree, cv, cl, "content", err)) ||
         (rc = parse_tree(&ev->metadata_tree, mv, ml, "metadata", err)))
         return rc;
-    if ((rc = rs_contract_check(contract, ev->event_type, ev->content_tree, ev->metadata_tree,
-                                ctx->allow_unknown, err)))
+    if (!lenient && (rc = rs_contract_check(contract, ev->event_type, ev->content_tree,
+                                            ev->metadata_tree, ctx->allow_unknown, err)))
         return rc;
 
     /* the bytes: as shown, and as DeerFlow stores them */
@@ -536,7 +587,7 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
                         canon_kind(canon.buf));
         goto done;
     }
-    fields f = { .err = err };
+    fields f = { .err = err, .import = ctx->import };
     if ((rc = rs_json_members(canon.buf, canon.len, on_member, &f)))
         goto done;
     rs_event *ev = calloc(1, sizeof *ev);
@@ -702,4 +753,26 @@ int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user
 fail:
     rs_buf_setlen(out, start);
     return rc;
+}
+
+static int str_member_is(const cJSON *obj, const char *key, const char *want)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!want)
+        return v == NULL;
+    return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+int rs_event_same(const rs_event *ev, const char *user, const char *line, size_t len)
+{
+    cJSON *rec = rs_cjson_parse(line, len);
+    int same = rec && str_member_is(rec, "run_id", ev->run_id) &&
+               str_member_is(rec, "event_type", ev->event_type) &&
+               str_member_is(rec, "category", ev->category) &&
+               str_member_is(rec, "user_id", user) &&
+               cJSON_Compare(cJSON_GetObjectItemCaseSensitive(rec, "content"), ev->content_tree, 1) &&
+               cJSON_Compare(cJSON_GetObjectItemCaseSensitive(rec, "metadata"), ev->metadata_tree,
+                             1);
+    cJSON_Delete(rec);
+    return same;
 }

@@ -9,6 +9,7 @@
 #include "runstore.h"
 
 #define RS_TIME_LEN 32   /* "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" */
+#define RS_IDEM_KEY_MAX 128
 
 /* A validated event awaiting storage. Strings are NUL-terminated and owned. */
 typedef struct rs_event {
@@ -18,6 +19,8 @@ typedef struct rs_event {
     char category[RS_CATEGORY_MAX + 1];
     char created_at[RS_TIME_LEN + 1];  /* canonical UTC: 2026-01-02T03:04:05.678901+00:00 */
     char created_db[27];               /* DeerFlow's DATETIME text: 2026-01-02 03:04:05.678901 */
+    char idem_key[RS_IDEM_KEY_MAX + 1];  /* "" when the line gave no idempotency_key */
+    int64_t seq;                       /* an import line's seq; 0 for every other line */
     rs_buf content;      /* canonical JSON of the content value (the "content" of the line) */
     rs_buf content_db;   /* run_events.content: the decoded string, or canonical JSON text */
     rs_buf metadata;     /* canonical JSON object of the metadata as given ({} when absent) */
@@ -33,6 +36,9 @@ typedef struct rs_event_ctx {
     const char *event_type;      /* once/<type>: the type when the line omits it; NULL else */
     int allow_unknown;
     size_t max_bytes;            /* the line's limit: larger is -EMSGSIZE */
+    int import;                  /* a DeerFlow JSONL line: seq and created_at required, the
+                                  * envelope checked, content schemas only when strict */
+    int strict;
 } rs_event_ctx;
 
 /* Parse one line (without its '\n') into a validated event. Refusals: -EINVAL (malformed
@@ -65,6 +71,11 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 /* The canonical line of ev stored with seq and owner user (NULL: none): the bytes
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);
+
+/* 1 when the stored record line[0..len) (a canonical line) is the same event as ev written
+ * by user (NULL: no owner): equal run_id, event_type, category and owner, content and
+ * metadata equal as JSON values (DESIGN "Appending", idempotency keys). */
+int rs_event_same(const rs_event *ev, const char *user, const char *line, size_t len);
 
 /* Parse an RFC 3339 / ISO-8601 timestamp with any offset (or 'Z'; a naive one is UTC) and
  * write it as canonical UTC (canon, RS_TIME_LEN+1 bytes) and DeerFlow DATETIME text (db, 27

@@ -4,6 +4,7 @@
  * validated events. Decisions that do not depend on storage (singleton equality, message
  * identity) live here too, so every backend answers alike. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,8 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     rs_store *s = calloc(1, sizeof *s);
     if (!s)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    s->opt = *opt;
+    /* A version-1 caller's struct ends before busy_notice. */
+    memcpy(&s->opt, opt, opt->version >= 2 ? sizeof *opt : offsetof(rs_options, busy_notice));
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
     s->ops = &rs_sqlite_backend;

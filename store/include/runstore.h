@@ -82,7 +82,7 @@ typedef struct rs_cursor rs_cursor;
  * way): start from RS_OPTIONS_INIT / RS_QUERY_INIT, then set fields, so a field added later
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
-#define RS_OPTIONS_VERSION 1
+#define RS_OPTIONS_VERSION 2    /* 2: busy_notice, busy_ctx */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 
 typedef struct rs_options {
@@ -92,6 +92,10 @@ typedef struct rs_options {
     int allow_unknown_events;    /* accept event types the contract does not name */
     int read_only;               /* refuse every write with -EROFS */
     size_t max_event_bytes;      /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
+    /* Called once per wait when a write has waited a second for another writer's lock and
+     * goes on waiting (up to 30 s), so a command can say why it is not moving. */
+    void (*busy_notice)(void *ctx, const char *store);
+    void *busy_ctx;
 } rs_options;
 
 /* Open (creating when absent) the store at uri: a SQLite file path. opt NULL: defaults. */
@@ -148,10 +152,13 @@ int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len
                     rs_buf *stored, rs_err *err);
 
 /* Where an append's lines landed: the byte offsets of its first line in the run's and the
- * thread's events.jsonl (a batch is contiguous in both). */
+ * thread's events.jsonl (a batch is contiguous in both), and the bytes it added there (less
+ * than what stored got when a line's idempotency key was already used: that line's
+ * original record is confirmed, not stored again). */
 typedef struct rs_placement {
     int64_t run_off;
     int64_t thread_off;
+    int64_t len;
 } rs_placement;
 
 /* rs_store_append that also says where the lines landed (at may be NULL). */
@@ -297,5 +304,34 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
 typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id, int ok,
                             const char *why);
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);
+
+/* ---- DeerFlow's JSONL store (threads/T/runs/R.jsonl under its .deer-flow folder) -------- */
+
+/* Where rs_store_import reads one thread's lines. next: 1 with *run_id (the run its file
+ * names) and the line without its '\n', 0 at the end, <0 to stop (err filled). bad: told
+ * about a malformed line (err says why); 0 skips it, <0 stops; NULL stops at the first. */
+typedef struct rs_import_src {
+    int (*next)(void *ctx, const char **run_id, const char **line, size_t *len, rs_err *err);
+    int (*bad)(void *ctx, const rs_err *err);
+    void *ctx;
+} rs_import_src;
+
+typedef struct rs_import_opts {
+    const char *user;            /* owner stamped on the rows imported (NULL: none) */
+    int64_t floor;               /* DeerFlow's .seq-watermark for the thread (0: none) */
+    int strict;                  /* check the contract's content schemas too */
+} rs_import_opts;
+
+/* Import one thread's DeerFlow JSONL lines in one transaction: seq and created_at kept, the
+ * envelope checked (ids, JSON, seq increasing within a run's file, timestamps); rows already
+ * present and equal are skipped (*skipped), a different row at an existing seq is -EEXIST;
+ * on any error nothing of the thread changes. The thread's high-water mark is raised to the
+ * highest seq imported and to o->floor. */
+int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
+                    const rs_import_src *src, int64_t *added, int64_t *skipped, rs_err *err);
+
+/* Append DeerFlow's JSONL line for a record's canonical line: its key order (seq after
+ * metadata, no user_id), json.dumps separators, created_at as Python's isoformat(). */
+int rs_deerflow_line(rs_buf *out, const char *line, size_t len, rs_err *err);
 
 #endif

@@ -95,6 +95,12 @@ static const char rs_schema_sql[] =
     "  terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
     "  user_id TEXT,\n"
     "  PRIMARY KEY (thread_id, run_id)\n"
+    ") WITHOUT ROWID;\n"
+    /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). Made
+     * last, so a store without it gets the whole schema again (every statement IF NOT EXISTS). */
+    "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
+    "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, key)\n"
     ") WITHOUT ROWID;\n";
 
 /* Newer DeerFlow's high-water table; created with migration 0034's backfill. */

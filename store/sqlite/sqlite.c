@@ -315,11 +315,11 @@ static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *er
 /* Is the schema in place with nothing to index, and are there reservations to check? */
 static int setup_needed(rs_backend *b, int *ready, int *has_holds, rs_err *err)
 {
-    int has_meta;
-    int rc = table_exists(b, "runfs_meta", &has_meta, err);
+    int has_schema;
+    int rc = table_exists(b, "runfs_idem", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
-    if (rc || !has_meta)
+    if (rc || !has_schema)
         return rc;
     int needed = 1;
     int64_t holds = 0;
@@ -376,6 +376,26 @@ static void clear_stale_holds(rs_backend *b)
             return;
 }
 
+/* sqlite3_busy_timeout's waiting, plus one notice a second into a wait. */
+static int sq_busy(void *arg, int count)
+{
+    rs_backend *b = arg;
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    if (count == 0) {
+        b->busy_since = now;
+        b->busy_told = 0;
+    }
+    int64_t waited_ms = (now - b->busy_since) / 1000000;
+    if (waited_ms >= SQ_BUSY_TIMEOUT_MS)
+        return 0;
+    if (waited_ms >= 1000 && !b->busy_told) {
+        b->busy_told = 1;
+        b->busy_notice(b->busy_ctx, b->path);
+    }
+    sqlite3_sleep(count < 10 ? count + 1 : 25);
+    return 1;
+}
+
 static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
@@ -398,7 +418,12 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         goto fail;
     }
     sqlite3_extended_result_codes(b->db, 1);
-    sqlite3_busy_timeout(b->db, 30000);
+    b->busy_notice = opt->busy_notice;
+    b->busy_ctx = opt->busy_ctx;
+    if (b->busy_notice)
+        sqlite3_busy_handler(b->db, sq_busy, b);
+    else
+        sqlite3_busy_timeout(b->db, SQ_BUSY_TIMEOUT_MS);
     char pragmas[160];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
@@ -584,6 +609,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .release = sq_release,
     .create = sq_create,
     .delete = sq_delete,
+    .import = sq_import,
     .query = sq_query,
     .log_info = sq_log_info,
     .log_seek = sq_log_seek,

@@ -299,6 +299,41 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     return 0;
 }
 
+/* Statements about one thread: ?1 its thread_key, ?2 its id (binding one a statement does
+ * not use is a harmless SQLITE_RANGE). */
+static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *thread_id,
+                       rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "recompute", sql, "it", key, thread_id);
+    return rc < 0 ? rc : 0;
+}
+
+/* Another writer (DeerFlow's delete_by_run / delete_by_thread) deleted rows of the thread:
+ * its owners are what its rows say, a run with no rows left disappears, and a thread with
+ * none disappears and starts again at 1 (DESIGN, "What is never allowed"). */
+static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
+{
+    static const char drop_owners[] = "DELETE FROM runfs_owner WHERE thread_key = ?1";
+    static const char drop_runs[] = "DELETE FROM runfs_run WHERE thread_key = ?1 AND count = 0";
+    int rc = thread_exec(b, drop_owners, key, thread_id, err);
+    if (rc || (rc = sq_thread_reindex(b, thread_id, key, err)) ||
+        (rc = thread_exec(b, drop_runs, key, thread_id, err)))
+        return rc;
+    int64_t left = 0;
+    if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", thread_id, NULL,
+                     &left, NULL, err)) || left > 0)
+        return rc;
+    static const char *const drop_thread[] = {
+        "DELETE FROM runfs_thread WHERE thread_key = ?1 AND thread_id = ?2",
+        "DELETE FROM run_event_thread_seq WHERE thread_id = ?2",
+        "DELETE FROM runfs_once WHERE thread_id = ?2",
+        "DELETE FROM runfs_idem WHERE thread_id = ?2",
+    };
+    for (size_t i = 0; !rc && i < sizeof drop_thread / sizeof drop_thread[0]; i++)
+        rc = thread_exec(b, drop_thread[i], key, thread_id, err);
+    return rc;
+}
+
 int sq_catch_up(rs_backend *b, rs_err *err)
 {
     /* Nobody else committed since this connection last looked: nothing new to index (our
@@ -324,7 +359,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
         char thread_id[RS_ID_MAX + 1];
         snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
         sq_stmt_done(b, st);
-        if ((rc = sq_thread_reindex(b, thread_id, key, err)))
+        if ((rc = recompute_deleted(b, thread_id, key, err)))
             return rc;
     }
     if (rc < 0)

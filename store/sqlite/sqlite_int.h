@@ -12,6 +12,7 @@
 #include "backend.h"
 
 #define SQ_STMT_CACHE 48
+#define SQ_BUSY_TIMEOUT_MS 30000
 
 typedef struct sq_db_lock sq_db_lock;
 
@@ -32,6 +33,10 @@ struct rs_backend {
     int64_t seen_version;        /* data_version when this connection last caught up */
     int64_t started;             /* this process's start time (reservations name it) */
     sq_db_lock *lock;            /* writers of this database in this process queue here */
+    void (*busy_notice)(void *ctx, const char *store);
+    void *busy_ctx;
+    int64_t busy_since;          /* when the current wait for a lock began */
+    int busy_told;               /* busy_notice called for the current wait */
 };
 
 /* The columns every row query selects, in rs_row order (see sq_row). */
@@ -118,6 +123,9 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
 int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
+int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int64_t *skipped, rs_err *err);
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 
 /* ---- sqlite_read.c ---- */

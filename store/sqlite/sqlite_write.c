@@ -128,6 +128,56 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return 0;
 }
 
+/* The stored row at (thread, seq), rendered as its canonical line into line (without its
+ * owner when anonymous); *found 0 when there is none. */
+static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+                  int *found, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "row lookup", "SELECT " SQ_ROW_COLUMNS " FROM run_events e "
+                     "WHERE e.thread_id = ? AND e.seq = ?", "ti", thread_id, seq);
+    *found = rc == 1;
+    if (rc != 1)
+        return rc;
+    rs_row row;
+    sq_row(&row, st, 0);
+    if (anonymous)
+        row.user_id = NULL;
+    rc = rs_event_encode(line, &row, err);
+    sq_stmt_done(b, st);
+    return rc;
+}
+
+/* Has the thread seen ev's idempotency key? *used = 1 with the original record's line in
+ * line when it is the same event; -EEXIST when the key produced a different one. A key
+ * whose row was deleted since is free again. */
+static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs_buf *line,
+                       int *used, rs_err *err)
+{
+    int64_t seq = 0;
+    int found = 0;
+    *used = 0;
+    int rc = sq_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = ? AND key = ?",
+                    t->thread_id, ev->idem_key, &seq, &found, err);
+    if (rc || !found)
+        return rc;
+    if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
+        return rc;
+    if (!rs_event_same(ev, t->user, line->buf, line->len))
+        return rs_err_set(err, -EEXIST, "idempotency_key '%s' was used for a different event "
+                          "(seq %lld)", ev->idem_key, (long long)seq);
+    *used = 1;
+    return 0;
+}
+
+static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
+                       rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "idempotency key", "INSERT OR REPLACE INTO runfs_idem "
+                     "(thread_id, key, seq) VALUES (?, ?, ?)", "tti", thread_id, key, seq);
+    return rc < 0 ? rc : 0;
+}
+
 int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
                   int if_absent, int *created, rs_existing *existing, rs_buf *stored,
                   rs_placement *at, rs_err *err)
@@ -169,23 +219,42 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
     int64_t seq, last_id = 0;
     if ((rc = next_seq(b, t->thread_id, &seq, err)))
         goto fail;
+    int64_t run_start = run.size;
     if (at) {
         at->run_off = run.size;
         at->thread_off = thr.size;
     }
-    for (size_t i = 0; i < n; i++, seq++) {
+    for (size_t i = 0; i < n; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
+        if (ev->idem_key[0]) {
+            int used = 0;
+            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
+                if (err)
+                    err->line = (long)i + 1;
+                goto fail;
+            }
+            if (used) {
+                if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
+                    goto fail;
+                continue;
+            }
+        }
         if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
             (rc = insert_event(b, t, ev, seq, &last_id, err)) ||
             (rc = sq_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              err)))
+                              err)) ||
+            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
             goto fail;
         if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
             goto fail;
+        seq++;
     }
+    if (at)
+        at->len = run.size - run_start;
     if ((rc = sq_log_store(b, 1, &run, err)) || (rc = sq_log_store(b, 0, &thr, err)) ||
-        (rc = raise_floor(b, t->thread_id, seq - 1, err)) || (rc = sq_caught_up(b, last_id, err)))
+        (last_id && (rc = raise_floor(b, t->thread_id, seq - 1, err))) ||
+        (last_id && (rc = sq_caught_up(b, last_id, err))))
         goto fail;
     if (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err)))
         goto fail;
@@ -317,7 +386,8 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     if (!t->run_id && left == 0) {
         static const char drop_thread[] =
             "DELETE FROM run_event_thread_seq WHERE thread_id = ?1";
-        if ((rc = run_exec(b, drop_thread, t, 0, err)))
+        static const char drop_keys[] = "DELETE FROM runfs_idem WHERE thread_id = ?1";
+        if ((rc = run_exec(b, drop_thread, t, 0, err)) || (rc = run_exec(b, drop_keys, t, 0, err)))
             goto fail;
     }
     if (!t->run_id) {
@@ -342,3 +412,69 @@ fail:
     return rc;
 }
 
+
+int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int64_t *skipped, rs_err *err)
+{
+    *added = *skipped = 0;
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    rs_buf line = RS_BUF_INIT, have = RS_BUF_INIT;
+    int64_t top = floor, last_id = 0;
+    if ((rc = sq_catch_up(b, err)))
+        goto fail;
+    for (;;) {
+        rs_event *ev;
+        int step = next(ctx, &ev, err);
+        if (step <= 0) {
+            rc = step;
+            if (rc)
+                goto fail;
+            break;
+        }
+        int found;
+        rs_buf_reset(&have);
+        rs_buf_reset(&line);
+        if ((rc = row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
+            goto fail;
+        if (found) {
+            if ((rc = rs_event_line(&line, ev, ev->seq, NULL)))
+                goto fail;
+            if (line.len != have.len || memcmp(line.buf, have.buf, line.len) != 0) {
+                rc = rs_err_set(err, -EEXIST, "seq %lld of thread %s already holds a different "
+                                "event", (long long)ev->seq, t->thread_id);
+                goto fail;
+            }
+            (*skipped)++;
+            continue;
+        }
+        rs_target rt = {.thread_id = t->thread_id, .run_id = ev->run_id, .user = t->user};
+        if ((rc = insert_event(b, &rt, ev, ev->seq, &last_id, err)))
+            goto fail;
+        (*added)++;
+        if (ev->seq > top)
+            top = ev->seq;
+    }
+    if (*added) {
+        /* Rows may land below others: the thread's logs are rebuilt from its rows. */
+        sq_log thr;
+        int found;
+        if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+            (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
+            (rc = sq_caught_up(b, last_id, err)))
+            goto fail;
+    }
+    if (top > 0 && (rc = raise_floor(b, t->thread_id, top, err)))
+        goto fail;
+    rs_buf_release(&line);
+    rs_buf_release(&have);
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    rs_buf_release(&line);
+    rs_buf_release(&have);
+    *added = *skipped = 0;
+    return rc;
+}

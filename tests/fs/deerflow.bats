@@ -56,3 +56,63 @@ lines() { wc -l < "$1"; }
   run sqlite3 "$STORE" "SELECT seq FROM run_event_thread_seq WHERE thread_id = 'thread-a'"
   assert_output 25
 }
+
+# DeerFlow's delete_by_thread / delete_by_run as its store runs them: plain row deletes.
+df_delete() { sqlite3 "$STORE" "DELETE FROM run_events WHERE $1"; }
+
+@test "a thread DeerFlow empties disappears and starts again at 1; a run it deletes disappears" {
+  ev_error one >> "$MNT/threads/thread-b/runs/run-1/events.jsonl"
+  df_delete "thread_id = 'thread-a' AND run_id = 'run-2'"
+  wait_for 5 bash -c "[ \"\$(ls '$MNT/threads/thread-a/runs')\" = run-1 ]"
+  df_delete "thread_id = 'thread-b'"
+  wait_for 5 bash -c "[ \"\$(ls '$MNT/threads')\" = thread-a ]"
+  wait_for 5 bash -c "[ ! -e '$MNT/threads/thread-b' ]"      # once the kernel's entry expires
+  mkdir -p "$MNT/threads/thread-b/runs/run-9"
+  ev_error again >> "$MNT/threads/thread-b/runs/run-9/events.jsonl"
+  run cat "$MNT/threads/thread-b/events.jsonl"
+  assert_output --partial '"seq":1,"event_type":"llm.error"'
+  # thread-a lost its newest run: its seq never goes back
+  ev_error after >> "$MNT/threads/thread-a/runs/run-1/events.jsonl"
+  run tail -1 "$MNT/threads/thread-a/events.jsonl"
+  assert_output --partial '"seq":25,'
+  # and after a remount, nothing comes back
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  runfs_mount "$STORE" "$MNT"
+  run ls "$MNT/threads/thread-a/runs"
+  assert_output run-1
+}
+
+@test "an owner's rows DeerFlow deleted: that owner's mount no longer lists or reads the thread" {
+  MNT2=$WORK/alice
+  runfs_mount "$STORE" "$MNT2" --user alice
+  sqlite3 "$STORE" "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 'thread-b' AND seq > 6"
+  run ls "$MNT2/threads"
+  assert_output "$(printf 'thread-a\nthread-b')"
+  # DeerFlow's delete_by_thread(user_id='alice')
+  df_delete "thread_id = 'thread-b' AND user_id = 'alice'"
+  wait_for 5 bash -c "[ \"\$(ls '$MNT2/threads')\" = thread-a ]"
+  run cat "$MNT2/threads/thread-b/events.jsonl"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  # bob's rows stay, and the thread's seq goes on from its mark
+  run cat "$MNT/threads/thread-b/events.jsonl"
+  assert_output --partial '"user_id":"bob"'
+  runfs_unmount "$MNT2"
+  runfs_mount "$STORE" "$MNT2" --user alice
+  run ls "$MNT2/threads"
+  assert_output thread-a
+}
+
+@test "a metadata key content_is_json or content_is_dict is EINVAL (it would be lost), nothing stored" {
+  f=$MNT/threads/thread-a/runs/run-2/events.jsonl
+  before=$(store_snapshot)
+  for k in content_is_json content_is_dict; do
+    run bash -c "printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"x\",\"metadata\":{\"$k\":true}}' >> '$f'"
+    assert_failure
+    assert_output --partial "Invalid argument"
+  done
+  [ "$(store_snapshot)" = "$before" ]
+  run grep -c "is a storage marker reserved by the store" "$MNT/.runfs/rejects.jsonl"
+  assert_output 2
+}

@@ -350,3 +350,49 @@ refused() {
   run grep -r --exclude=follow.jsonl zq-hidden-t2 "$sb"
   assert_failure 1
 }
+
+# ---- --user-map ----
+
+@test "--user-map: each mapped uid reads and writes as its owner (a DeerFlow user id); an unmapped uid gets EACCES below threads/" {
+  local um=$WORK/um map=$WORK/users.map
+  printf '# sandbox uid -> DeerFlow user id\n%s alice\n\n%s\tbob   # second sandbox\n' "$UID_A" "$UID_B" > "$map"
+  chmod 755 "$WORK"
+  runfs_mount "$STORE" "$um" --user-map "$map" -o allow_other
+  as "$UID_A" "mkdir -p '$um/threads/ta/runs/r1' && printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"from a\"}' >> '$um/threads/ta/runs/r1/events.jsonl'"
+  run sqlite3 "$STORE" "SELECT user_id FROM run_events WHERE thread_id = 'ta'"
+  assert_output alice
+  run as "$UID_A" "cat '$um/threads/ta/events.jsonl'"
+  assert_output --partial '"user_id":"alice"'
+  run as "$UID_B" "ls '$um/threads'"
+  assert_success
+  assert_output ""
+  run as "$UID_B" "cat '$um/threads/ta/events.jsonl'"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  # a uid the map does not name: EACCES for everything below threads/, nothing stored
+  local before
+  before=$(store_snapshot)
+  run as 61003 "ls '$um/threads'"
+  assert_failure
+  assert_output --partial "Permission denied"
+  run as 61003 "cat '$um/threads/ta/events.jsonl'"
+  assert_failure
+  assert_output --partial "Permission denied"
+  run as 61003 "mkdir '$um/threads/tz'"
+  assert_failure
+  assert_output --partial "Permission denied"
+  assert_equal "$(store_snapshot)" "$before"
+  run as 61003 "cat '$um/README'"
+  assert_success
+}
+
+@test "--user-map: a malformed map is refused at mount with FILE:LINE" {
+  printf '%s alice\nnotauid bob\n' "$UID_A" > "$WORK/bad.map"
+  run timeout 20 "$RUNFS" mount --user-map "$WORK/bad.map" "$STORE" "$WORK/x"
+  assert_failure 2
+  assert_output --partial "bad.map:2: 'notauid' is not a uid"
+  printf '%s alice\n%s b/c\n' "$UID_A" "$UID_B" > "$WORK/bad.map"
+  run timeout 20 "$RUNFS" mount --user-map "$WORK/bad.map" "$STORE" "$WORK/x"
+  assert_failure 2
+  assert_output --partial "bad.map:2: expected 'UID OWNER'"
+}

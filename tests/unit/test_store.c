@@ -2219,6 +2219,65 @@ static void test_foreign_delete_reindexes(void **state)
 }
 
 
+/* ---- idempotency keys and DeerFlow's JSONL ------------------------------------------------ */
+
+#define KEYED(text, key) "{\"event_type\":\"llm.error\",\"content\":\"" text "\"," TS \
+                         ",\"idempotency_key\":\"" key "\"}\n"
+
+static void test_idempotency_keys(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    rs_placement at;
+    const char *first = KEYED("a", "k1") KEYED("b", "k2");
+    assert_int_equal(rs_store_append_at(fx.s, &t, first, strlen(first), &out, &at, &err), 0);
+    assert_string_equal(out.buf, ERR_LINE(1, "a") ERR_LINE(2, "b"));
+    assert_int_equal(at.len, (int64_t)out.len);
+    /* a resend with one new line: the new line stored, the others confirmed, in order */
+    rs_buf_reset(&out);
+    const char *again = KEYED("c", "k3") KEYED("a", "k1") KEYED("b", "k2") KEYED("c", "k3");
+    assert_int_equal(rs_store_append_at(fx.s, &t, again, strlen(again), &out, &at, &err), 0);
+    assert_string_equal(out.buf, ERR_LINE(3, "c") ERR_LINE(1, "a") ERR_LINE(2, "b")
+                                 ERR_LINE(3, "c"));
+    assert_int_equal(at.len, (int64_t)strlen(ERR_LINE(3, "c")));
+    /* another event under k2: EEXIST naming the line, nothing of the batch stored */
+    rs_buf_reset(&out);
+    const char *clash = KEYED("d", "k4") KEYED("changed", "k2");
+    assert_int_equal(rs_store_append(fx.s, &t, clash, strlen(clash), &out, &err), -EEXIST);
+    assert_int_equal(err.line, 2);
+    assert_string_equal(err.msg, "idempotency_key 'k2' was used for a different event (seq 2)");
+    /* another owner with the same key and event is not the same writer */
+    rs_target bob = tgt("t1", "r1", "bob");
+    assert_int_equal(rs_store_append(fx.s, &bob, KEYED("a", "k1"), strlen(KEYED("a", "k1")),
+                                     NULL, &err), -EEXIST);
+    rs_log_info info;
+    assert_int_equal(rs_store_log_info(fx.s, "t1", NULL, NULL, &info, &err), 0);
+    assert_int_equal(info.count, 3);
+    assert_int_equal(info.hwm, 3);
+    rs_buf_release(&out);
+}
+
+static void test_deerflow_line(void **state)
+{
+    (void)state;
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    const char *line =
+        "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":7,\"event_type\":\"llm.ai.response\","
+        "\"category\":\"message\",\"content\":{\"a\":[1,2.5e-05,{}],\"s\":\"x, y: \\\"z\\\"\"},"
+        "\"metadata\":{},\"created_at\":\"2026-01-02T03:04:05.000000+00:00\","
+        "\"user_id\":\"alice\"}\n";
+    assert_int_equal(rs_deerflow_line(&out, line, strlen(line), &err), 0);
+    assert_string_equal(out.buf,
+        "{\"thread_id\": \"t1\", \"run_id\": \"r1\", \"event_type\": \"llm.ai.response\", "
+        "\"category\": \"message\", \"content\": {\"a\": [1, 2.5e-05, {}], "
+        "\"s\": \"x, y: \\\"z\\\"\"}, \"metadata\": {}, \"seq\": 7, "
+        "\"created_at\": \"2026-01-02T03:04:05+00:00\"}\n");
+    rs_buf_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2253,6 +2312,8 @@ int main(void)
         T(test_last_visible_ai_seq),
         T(test_message_seq),
         T(test_latest_ai_run),
+        T(test_idempotency_keys),
+        T(test_deerflow_line),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,596 @@
+/* deerflow.c — `runfs import|export STORE --deerflow-jsonl DIR`: DeerFlow's JSONL store
+ * folder (.deer-flow/threads/T/runs/R.jsonl) into a store and back, streamed a line at a
+ * time, with the store's own checks and DeerFlow's own byte format. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "deerflow.h"
+#include "progress.h"
+
+#define WATERMARK ".seq-watermark"
+
+/* A usage error: one line, exit 2. */
+static int usage_error(const char *cmd, const char *what)
+{
+    fprintf(stderr, "runfs %s: %s (see 'runfs %s --help')\n", cmd, what, cmd);
+    return 2;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of the entries of dir that keep(name) accepts; NULL-terminated. */
+static int list_dir(const char *dir, int (*keep)(const char *name), char ***out, size_t *n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    char **names = NULL;
+    size_t count = 0, cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!keep(e->d_name))
+            continue;
+        if ((rc = rs_array_grow(&names, &cap, count + 2, sizeof *names)))
+            break;
+        if (!(names[count] = strdup(e->d_name))) {
+            rc = -ENOMEM;
+            break;
+        }
+        names[++count] = NULL;
+    }
+    closedir(d);
+    if (!rc && !names && !(names = calloc(1, sizeof *names)))
+        rc = -ENOMEM;
+    if (rc) {
+        for (size_t i = 0; i < count; i++)
+            free(names[i]);
+        free(names);
+        return rc;
+    }
+    qsort(names, count, sizeof *names, cmp_names);
+    *out = names;
+    *n = count;
+    return 0;
+}
+
+static void free_names(char **names)
+{
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int not_dot(const char *name)
+{
+    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+static int is_jsonl(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 6 && strcmp(name + n - 6, ".jsonl") == 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* DIR itself when it holds threads/, else DIR/.deer-flow when that does. */
+static int base_dir(const char *dir, int must_exist, rs_buf *out)
+{
+    rs_buf_reset(out);
+    rs_buf probe = RS_BUF_INIT;
+    int rc = rs_buf_addf(&probe, "%s/threads", dir);
+    if (!rc && !is_dir(probe.buf)) {
+        rs_buf_reset(&probe);
+        if (!(rc = rs_buf_addf(&probe, "%s/.deer-flow/threads", dir)) && is_dir(probe.buf)) {
+            rc = rs_buf_addf(out, "%s/.deer-flow", dir);
+            rs_buf_release(&probe);
+            return rc;
+        }
+        if (!rc && must_exist)
+            rc = -ENOTDIR;
+    }
+    rs_buf_release(&probe);
+    return rc ? rc : rs_buf_addstr(out, dir);
+}
+
+/* ---- import --------------------------------------------------------------------------- */
+
+typedef struct import_state {
+    const char *runs_dir;        /* DIR/threads/T/runs */
+    char **files;                /* its *.jsonl, sorted */
+    size_t next_file;
+    FILE *in;
+    char run_id[RS_ID_MAX + 8];
+    rs_buf path;                 /* the file being read */
+    long lineno;
+    char *line;
+    size_t cap;
+    int skip_bad;
+    long skipped_lines;
+    rfs_progress *progress;
+} import_state;
+
+static int import_bad(void *ctx, const rs_err *err)
+{
+    import_state *st = ctx;
+    if (!st->skip_bad)
+        return err->code;
+    rfs_progress_clear(st->progress);
+    fprintf(stderr, "%s:%ld: %s (skipped)\n", st->path.buf, st->lineno, err->msg);
+    st->skipped_lines++;
+    return 0;
+}
+
+static int open_next_file(import_state *st, rs_err *err)
+{
+    if (st->in) {
+        fclose(st->in);
+        st->in = NULL;
+    }
+    const char *name = st->files[st->next_file];
+    if (!name)
+        return 0;
+    st->next_file++;
+    size_t n = strlen(name) - 6;
+    snprintf(st->run_id, sizeof st->run_id, "%.*s", (int)(n < RS_ID_MAX + 1 ? n : RS_ID_MAX + 1),
+             name);
+    rs_buf_reset(&st->path);
+    st->lineno = 0;
+    if (rs_buf_addf(&st->path, "%s/%s", st->runs_dir, name))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    if (n > RS_ID_MAX || !rs_id_valid(st->run_id))
+        return rs_err_set(err, -EINVAL, "'%.*s' is not a valid run id (1-64 of [A-Za-z0-9_-])",
+                          (int)(n > 80 ? 80 : n), name);
+    if (!(st->in = fopen(st->path.buf, "rb")))
+        return rs_err_set(err, -errno, "cannot open: %s", strerror(errno));
+    return 1;
+}
+
+static int import_line(void *ctx, const char **run_id, const char **line, size_t *len,
+                       rs_err *err)
+{
+    import_state *st = ctx;
+    for (;;) {
+        if (!st->in) {
+            int rc = open_next_file(st, err);
+            if (rc <= 0)
+                return rc;
+        }
+        errno = 0;
+        ssize_t n = getline(&st->line, &st->cap, st->in);
+        if (n < 0) {
+            if (errno)
+                return rs_err_set(err, -EIO, "read error: %s", strerror(errno));
+            fclose(st->in);
+            st->in = NULL;
+            continue;
+        }
+        st->lineno++;
+        rfs_progress_tick(st->progress, 1);
+        rs_err why = {0};
+        if (st->line[n - 1] != '\n')
+            rs_err_set(&why, -EINVAL, "the last line has no newline (torn write?)");
+        else if (n == 1 || (n == 2 && st->line[0] == '\r'))
+            rs_err_set(&why, -EINVAL, "blank line");
+        if (why.code) {
+            if (!st->skip_bad) {
+                *err = why;
+                return why.code;
+            }
+            import_bad(st, &why);
+            continue;
+        }
+        *run_id = st->run_id;
+        *line = st->line;
+        *len = (size_t)n - 1;
+        return 1;
+    }
+}
+
+/* The floor DeerFlow keeps in runs/.seq-watermark (0 when there is none). */
+static int read_watermark(const char *runs_dir, int64_t *floor, rs_err *err)
+{
+    char path[4200], text[32];
+    snprintf(path, sizeof path, "%s/%s", runs_dir, WATERMARK);
+    *floor = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return errno == ENOENT ? 0 : rs_err_set(err, -errno, "%s: %s", path, strerror(errno));
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (n == 0 || end == text || *end || errno || v < 0)
+        return rs_err_set(err, -EINVAL, "%s: not a non-negative decimal seq", path);
+    *floor = v;
+    return 0;
+}
+
+/* Import one thread; 0, or 2 after printing why it was not imported. */
+static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
+                         const rs_import_opts *base, int skip_bad, rfs_progress *pg,
+                         int64_t *added, int64_t *skipped)
+{
+    rs_buf runs_dir = RS_BUF_INIT;
+    import_state st = {.path = RS_BUF_INIT, .skip_bad = skip_bad, .progress = pg};
+    rs_err err = {0};
+    int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
+    if (rc) {
+        fprintf(stderr, "runfs: out of memory\n");
+        return 2;
+    }
+    int status = 0;
+    size_t nfiles = 0;
+    rs_import_opts o = *base;
+    if (!rs_id_valid(thread_id)) {
+        rfs_progress_clear(pg);
+        fprintf(stderr, "%s/%s: '%s' is not a valid thread id (1-64 of [A-Za-z0-9_-])\n",
+                threads_dir, thread_id, thread_id);
+        status = 2;
+        goto out;
+    }
+    if (!is_dir(runs_dir.buf))
+        goto out;                /* DeerFlow makes runs/ on a thread's first write */
+    if ((rc = list_dir(runs_dir.buf, is_jsonl, &st.files, &nfiles))) {
+        fprintf(stderr, "%s: %s\n", runs_dir.buf, strerror(-rc));
+        status = 2;
+        goto out;
+    }
+    if ((rc = read_watermark(runs_dir.buf, &o.floor, &err))) {
+        fprintf(stderr, "%s\n", err.msg);
+        status = 2;
+        goto out;
+    }
+    st.runs_dir = runs_dir.buf;
+    rs_import_src src = {.next = import_line, .bad = skip_bad ? import_bad : NULL, .ctx = &st};
+    rc = rs_store_import(s, thread_id, &o, &src, added, skipped, &err);
+    if (rc) {
+        rfs_progress_clear(pg);
+        if (st.path.len && st.lineno)
+            fprintf(stderr, "%s:%ld: %s\n", st.path.buf, st.lineno, err.msg);
+        else if (st.path.len)
+            fprintf(stderr, "%s: %s\n", st.path.buf, err.msg);
+        else
+            fprintf(stderr, "runfs: thread %s: %s\n", thread_id, err.msg);
+        fprintf(stderr, "runfs: thread %s not imported (nothing of it changed)\n", thread_id);
+        status = 2;
+    }
+out:
+    if (st.in)
+        fclose(st.in);
+    free(st.line);
+    free_names(st.files);
+    rs_buf_release(&st.path);
+    rs_buf_release(&runs_dir);
+    return status;
+}
+
+int rfs_cmd_import(int argc, char **argv)
+{
+    enum { OPT_DIR = 256, OPT_STRICT, OPT_SKIP, OPT_USER };
+    static const struct option longopts[] = {
+        {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
+        {"strict", no_argument, NULL, OPT_STRICT},
+        {"skip-bad-lines", no_argument, NULL, OPT_SKIP},
+        {"user", required_argument, NULL, OPT_USER},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = NULL;
+    int skip_bad = 0, c;
+    rs_import_opts o = {0};
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == OPT_DIR)
+            dir = optarg;
+        else if (c == OPT_STRICT)
+            o.strict = 1;
+        else if (c == OPT_SKIP)
+            skip_bad = 1;
+        else if (c == OPT_USER && rs_id_valid(optarg))
+            o.user = optarg;
+        else if (c == OPT_USER)
+            return usage_error("import", "--user must be 1-64 of [A-Za-z0-9_-]");
+        else
+            return usage_error("import", "unknown option or missing value");
+    }
+    if (argc - optind != 1 || !dir)
+        return usage_error("import", "expected STORE --deerflow-jsonl DIR");
+    rs_buf base = RS_BUF_INIT, threads = RS_BUF_INIT;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = base_dir(dir, 1, &base);
+    if (rc == -ENOTDIR) {
+        fprintf(stderr, "runfs: %s is not a DeerFlow base folder (no threads/ in it or in "
+                        "%s/.deer-flow)\n", dir, dir);
+        return 2;
+    }
+    if (rc || (rc = rs_buf_addf(&threads, "%s/threads", base.buf)) ||
+        (rc = list_dir(threads.buf, not_dot, &names, &n))) {
+        fprintf(stderr, "runfs: %s: %s\n", threads.len ? threads.buf : dir, strerror(-rc));
+        rs_buf_release(&base);
+        rs_buf_release(&threads);
+        return 2;
+    }
+    rs_store *s;
+    rs_options sopt = RS_OPTIONS_INIT;
+    rs_err err = {0};
+    int status = 0;
+    if (rs_store_open(&s, argv[optind], &sopt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        status = 2;
+        goto out;
+    }
+    rfs_progress *pg = rfs_progress_new("import", "lines");
+    int64_t added = 0, skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = 0, k = 0;
+        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
+            status = 2;
+        added += a;
+        skipped += k;
+    }
+    rfs_progress_done(pg, "%lld rows imported, %lld already present, %zu threads",
+                      (long long)added, (long long)skipped, n);
+    rs_store_close(s);
+out:
+    free_names(names);
+    rs_buf_release(&base);
+    rs_buf_release(&threads);
+    return status;
+}
+
+/* ---- export --------------------------------------------------------------------------- */
+
+typedef struct export_ctx {
+    rs_store *s;
+    const char *base;
+    int force;
+    int writing;                 /* 0: only check which files exist; 1: write them */
+    long existing;
+    rs_buf path, tmp, line;
+    rfs_progress *progress;
+} export_ctx;
+
+static int mkdirs(rs_buf *path, size_t from)
+{
+    for (size_t i = from + 1; i <= path->len; i++) {
+        if (i < path->len && path->buf[i] != '/')
+            continue;
+        char saved = path->buf[i];
+        path->buf[i] = '\0';
+        int rc = mkdir(path->buf, 0755) == 0 || errno == EEXIST ? 0 : -errno;
+        path->buf[i] = saved;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Write path through a temporary file beside it, renamed into place when complete. */
+static FILE *open_tmp(export_ctx *x)
+{
+    rs_buf_reset(&x->tmp);
+    if (rs_buf_addf(&x->tmp, "%s.runfs-%ld.tmp", x->path.buf, (long)getpid()))
+        return NULL;
+    return fopen(x->tmp.buf, "wb");
+}
+
+static int close_tmp(export_ctx *x, FILE *f, int ok)
+{
+    int rc = ok ? 0 : -EIO;
+    if (fflush(f) != 0 || ferror(f))
+        rc = -errno ? -errno : -EIO;
+    if (fclose(f) != 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(x->tmp.buf, x->path.buf) != 0)
+        rc = -errno;
+    if (rc)
+        unlink(x->tmp.buf);
+    return rc;
+}
+
+/* Check or write one file of the folder (path is in x->path). */
+static int export_check(export_ctx *x)
+{
+    if (!x->writing && !x->force && access(x->path.buf, F_OK) == 0) {
+        fprintf(stderr, "runfs: %s already exists (--force overwrites)\n", x->path.buf);
+        x->existing++;
+    }
+    return 0;
+}
+
+static int export_run(export_ctx *x, const char *thread_id, const char *run_id)
+{
+    rs_buf_reset(&x->path);
+    if (rs_buf_addf(&x->path, "%s/threads/%s/runs/%s.jsonl", x->base, thread_id, run_id))
+        return -ENOMEM;
+    if (!x->writing)
+        return export_check(x);
+    size_t dir_end = x->path.len - strlen(run_id) - 7;
+    x->path.buf[dir_end] = '\0';
+    int rc = mkdirs(&x->path, strlen(x->base));
+    x->path.buf[dir_end] = '/';
+    if (rc) {
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, strerror(-rc));
+        return rc;
+    }
+    FILE *f = open_tmp(x);
+    if (!f) {
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, strerror(errno));
+        return -errno;
+    }
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = thread_id;
+    q.run_id = run_id;
+    rs_cursor *cur;
+    rs_err err = {0};
+    if ((rc = rs_store_query(x->s, &q, &cur, &err))) {
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, err.msg);
+        close_tmp(x, f, 0);
+        return rc;
+    }
+    const rs_record *rec;
+    int step;
+    while ((step = rs_cursor_next(cur, &rec)) > 0) {
+        rs_buf_reset(&x->line);
+        if ((rc = rs_deerflow_line(&x->line, rec->line, rec->line_len, &err)))
+            break;
+        if (fwrite(x->line.buf, 1, x->line.len, f) != x->line.len) {
+            rc = rs_err_set(&err, -errno, "%s", strerror(errno));
+            break;
+        }
+        rfs_progress_tick(x->progress, 1);
+    }
+    rs_cursor_free(cur);
+    if (!rc && step < 0)
+        rc = rs_err_set(&err, step, "cannot read the run: %s", strerror(-step));
+    int crc = close_tmp(x, f, rc == 0);
+    if (rc || crc) {
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, rc ? err.msg : strerror(-crc));
+        return rc ? rc : crc;
+    }
+    return 0;
+}
+
+/* DeerFlow's floor file, written when the high-water mark is above the highest seq. */
+static int export_watermark(export_ctx *x, const char *thread_id)
+{
+    rs_log_info info;
+    rs_err err = {0};
+    int rc = rs_store_log_info(x->s, thread_id, NULL, NULL, &info, &err);
+    if (rc || info.hwm <= info.last_seq)
+        return rc;
+    rs_buf_reset(&x->path);
+    if (rs_buf_addf(&x->path, "%s/threads/%s/runs/" WATERMARK, x->base, thread_id))
+        return -ENOMEM;
+    if (!x->writing)
+        return export_check(x);
+    size_t dir_end = x->path.len - strlen(WATERMARK) - 1;
+    x->path.buf[dir_end] = '\0';
+    rc = mkdirs(&x->path, strlen(x->base));
+    x->path.buf[dir_end] = '/';
+    FILE *f = rc ? NULL : open_tmp(x);
+    if (!f) {
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, strerror(rc ? -rc : errno));
+        return rc ? rc : -errno;
+    }
+    int ok = fprintf(f, "%lld", (long long)info.hwm) > 0;
+    if ((rc = close_tmp(x, f, ok)))
+        fprintf(stderr, "runfs: %s: %s\n", x->path.buf, strerror(-rc));
+    return rc;
+}
+
+/* One pass over every thread and run with rows. */
+static int export_pass(export_ctx *x)
+{
+    rs_names *threads;
+    rs_err err = {0};
+    int rc = rs_store_names(x->s, RS_NAMES_THREADS, NULL, NULL, NULL, &threads, &err);
+    if (rc) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        return rc;
+    }
+    const char *name;
+    while (!rc && (rc = rs_names_next(threads, &name)) > 0) {
+        char thread_id[RS_ID_MAX + 1];
+        snprintf(thread_id, sizeof thread_id, "%s", name);
+        rs_names *runs;
+        if ((rc = rs_store_names(x->s, RS_NAMES_RUNS, thread_id, NULL, NULL, &runs, &err))) {
+            fprintf(stderr, "runfs: thread %s: %s\n", thread_id, err.msg);
+            break;
+        }
+        const char *run;
+        while ((rc = rs_names_next(runs, &run)) > 0) {
+            rs_log_info info;
+            if ((rc = rs_store_log_info(x->s, thread_id, run, NULL, &info, &err)))
+                break;
+            if (info.count > 0 && (rc = export_run(x, thread_id, run)))
+                break;
+        }
+        rs_names_free(runs);
+        if (!rc)
+            rc = export_watermark(x, thread_id);
+    }
+    rs_names_free(threads);
+    return rc < 0 ? rc : 0;
+}
+
+int rfs_cmd_export(int argc, char **argv)
+{
+    enum { OPT_DIR = 256, OPT_FORCE };
+    static const struct option longopts[] = {
+        {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = NULL;
+    int force = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == OPT_DIR)
+            dir = optarg;
+        else if (c == OPT_FORCE)
+            force = 1;
+        else
+            return usage_error("export", "unknown option or missing value");
+    }
+    if (argc - optind != 1 || !dir)
+        return usage_error("export", "expected STORE --deerflow-jsonl DIR");
+    const char *store = argv[optind];
+    struct stat sb;
+    if (!strstr(store, "://") && stat(store, &sb) != 0) {
+        fprintf(stderr, "runfs: %s: %s (export never creates a store)\n", store,
+                strerror(errno));
+        return 2;
+    }
+    export_ctx x = {.force = force, .path = RS_BUF_INIT, .tmp = RS_BUF_INIT,
+                    .line = RS_BUF_INIT};
+    rs_buf base = RS_BUF_INIT;
+    rs_options sopt = RS_OPTIONS_INIT;
+    sopt.read_only = 1;
+    rs_err err = {0};
+    int status = 2;
+    if (base_dir(dir, 0, &base)) {
+        fprintf(stderr, "runfs: out of memory\n");
+        return 2;
+    }
+    if (rs_store_open(&x.s, store, &sopt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        rs_buf_release(&base);
+        return 2;
+    }
+    x.base = base.buf;
+    /* Nothing is written while any file it would write is already there. */
+    if (export_pass(&x) == 0 && x.existing == 0) {
+        x.writing = 1;
+        x.progress = rfs_progress_new("export", "lines");
+        if (mkdirs(&base, 0) == 0 && export_pass(&x) == 0)
+            status = 0;
+        rfs_progress_done(x.progress, "exported to %s", base.buf);
+    }
+    rs_store_close(x.s);
+    rs_buf_release(&base);
+    rs_buf_release(&x.path);
+    rs_buf_release(&x.tmp);
+    rs_buf_release(&x.line);
+    return status;
+}

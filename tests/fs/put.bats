@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# put.bats — `runfs put` on a store without a mount: streamed in batches with bounded memory,
+# -q, FILE:LINE errors that say what earlier batches stored, a message while a lock is held.
+load lib
+
+setup() {
+  WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
+  MOUNTS=()
+  STORE=$WORK/store.db
+}
+teardown() { runfs_teardown; }
+
+errors() { # errors N [PAD]: N valid llm.error lines, content padded with PAD x's
+  python3 -c "
+import sys
+pad = 'x' * int(sys.argv[2])
+for i in range(int(sys.argv[1])): sys.stdout.write('{\"event_type\":\"llm.error\",\"content\":\"error %d%s\"}\n' % (i, pad))" "$1" "${2:-0}"
+}
+
+rows() { sqlite3 "$STORE" "SELECT count(*) FROM run_events"; }
+
+@test "put prints the stored records; -q prints nothing; seq continues across batches" {
+  errors 25 > "$WORK/in.jsonl"
+  run "$RUNFS" put --batch 10 "$STORE" t1 r1 "$WORK/in.jsonl"
+  assert_success
+  [ "${#lines[@]}" -eq 25 ]
+  assert_line --index 24 --partial '"seq":25,"event_type":"llm.error","category":"trace","content":"error 24"'
+  run "$RUNFS" put -q "$STORE" t1 r1 < "$WORK/in.jsonl"
+  assert_success
+  assert_output ""
+  run sqlite3 "$STORE" "SELECT count(*), count(DISTINCT seq), max(seq) FROM run_events"
+  assert_output "50|50|50"
+}
+
+@test "a bad line stops put with FILE:LINE and what earlier batches stored, which stay" {
+  { errors 250; echo '{"event_type":"nope"}'; errors 5; } > "$WORK/in.jsonl"
+  run "$RUNFS" put -q --batch 100 "$STORE" t1 r1 "$WORK/in.jsonl"
+  assert_failure 1
+  assert_line "$WORK/in.jsonl:251: unknown event type 'nope' (not in the contract)"
+  assert_line "runfs: nothing stored (EINVAL) from line 201 on; the 200 lines of earlier batches stay"
+  [ "$(rows)" -eq 200 ]
+  run bash -c "{ echo '{\"event_type\":\"llm.error\",\"content\":\"x\",\"seq\":3}'; } | '$RUNFS' put -q '$STORE' t1 r1"
+  assert_failure 1
+  assert_line "<stdin>:1: seq is assigned by the store"
+}
+
+@test "a line over the size limit is refused without reading it whole" {
+  { errors 3; head -c 3000000 /dev/zero | tr '\0' 'a'; } > "$WORK/in.jsonl"
+  run "$RUNFS" put -q "$STORE" t1 r1 "$WORK/in.jsonl"
+  assert_failure 1
+  assert_line --partial "$WORK/in.jsonl:4: event is over the 1048576-byte limit"
+  [ "$(rows)" -eq 0 ]
+}
+
+@test "memory stays bounded whatever the input size (70 MB of input under a 150 MB address-space limit)" {
+  errors 200000 300 > "$WORK/in.jsonl"
+  # the old put held the whole input, every parsed event and every stored line at once
+  run bash -c "ulimit -v 150000; '$RUNFS' put '$STORE' t1 r1 '$WORK/in.jsonl' | tail -1"
+  assert_success
+  assert_output --partial '"seq":200000,'
+  [ "$(rows)" -eq 200000 ]
+}
+
+@test "put says it is waiting while another writer holds the lock, then stores" {
+  errors 1 | "$RUNFS" put -q "$STORE" t1 r1
+  { echo "BEGIN IMMEDIATE; INSERT INTO runfs_meta (key, value) VALUES ('held', 1);"; sleep 2.5; echo "COMMIT;"; } | sqlite3 "$STORE" &
+  holder=$!
+  sleep 0.5
+  run bash -c "echo '{\"event_type\":\"llm.error\",\"content\":\"late\"}' | '$RUNFS' put -q '$STORE' t1 r1"
+  wait "$holder"
+  assert_success
+  assert_output "runfs: waiting for another writer's lock on $STORE (up to 30 s)"
+  [ "$(rows)" -eq 2 ]
+}
+
+@test "put --help answers; a bad --batch is a usage error" {
+  run "$RUNFS" put --help
+  assert_success
+  assert_output --partial "--batch N"
+  run "$RUNFS" put --batch 0 "$STORE" t1 r1
+  assert_failure 2
+  [ ! -e "$STORE" ]
+}
