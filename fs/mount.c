@@ -94,6 +94,7 @@ int rfs_mount_main(rfs_options *opt)
     m.store_opt.read_only = opt->read_only;
     m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
     m.mount_ns = rs_clock_ns(CLOCK_REALTIME);
+    pthread_mutex_init(&m.handles_lock, NULL);
 
     if (check_mountpoint(opt->mountpoint))
         return 1;
@@ -173,6 +174,7 @@ int rfs_mount_main(rfs_options *opt)
     fuse_loop_cfg_set_idle_threads(cfg, 8);
     status = fuse_session_loop_mt(m.se, cfg) == 0 ? 0 : 1;
     fuse_loop_cfg_destroy(cfg);
+    rfs_ops_free_handles(&m);
     rfs_log("unmounting %s", abs_mnt);
 out_hub:
     rfs_hub_stop(&m);
@@ -189,6 +191,7 @@ out_tables:
     rfs_sizes_free(m.sizes);
 out_args:
     fuse_opt_free_args(&args);
+    pthread_mutex_destroy(&m.handles_lock);
     free(abs_store);
     free(abs_mnt);
     return status;

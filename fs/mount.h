@@ -36,6 +36,7 @@ typedef struct rfs_options {
 
 typedef struct rfs_hub rfs_hub;
 typedef struct rfs_rejects rfs_rejects;
+typedef struct rfs_handle rfs_handle;
 
 typedef struct rfs_mount {
     rfs_options opt;
@@ -47,10 +48,15 @@ typedef struct rfs_mount {
     rfs_rejects *rejects;
     rfs_hub *hub;
     struct rfs_sizes *sizes;
+    pthread_mutex_t handles_lock;
+    rfs_handle *handles;         /* open file handles (ops_file.c) */
 } rfs_mount;
 
 /* The operation table (ops.c). */
 extern const struct fuse_lowlevel_ops rfs_ops;
+/* After the session loop, before the hub stops: free the handles never released (the
+ * kernel drops a RELEASE still queued when the filesystem is unmounted). */
+void rfs_ops_free_handles(rfs_mount *m);
 
 /* Mount and serve until unmounted or signalled; returns the process exit status. */
 int rfs_mount_main(rfs_options *opt);

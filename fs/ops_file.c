@@ -20,7 +20,10 @@ typedef enum hkind {
     H_FOLLOW,    /* follow.jsonl */
 } hkind;
 
-typedef struct rfs_handle {
+struct rfs_handle {
+    rfs_mount *m;
+    rfs_handle *next;    /* m->handles, under m->handles_lock */
+    rfs_handle *prev;
     hkind kind;
     rfs_node node;
     char user[32];
@@ -42,7 +45,7 @@ typedef struct rfs_handle {
     int done;            /* once/seal: the body was committed or refused */
     int created;         /* made by op_create: counted in its inode's creators */
     rfs_follow *follow;  /* follow.jsonl */
-} rfs_handle;
+};
 
 void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
@@ -77,6 +80,7 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     rfs_handle *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
+    h->m = m;
     h->kind = kind;
     h->node = *n;
     h->pending = (rs_buf)RS_BUF_INIT;
@@ -93,6 +97,12 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
             snprintf(h->user, sizeof h->user, "%s", sc.user);
         h->has_user = 1;
     }
+    pthread_mutex_lock(&m->handles_lock);
+    h->next = m->handles;
+    if (h->next)
+        h->next->prev = h;
+    m->handles = h;
+    pthread_mutex_unlock(&m->handles_lock);
     return h;
 }
 
@@ -105,6 +115,15 @@ static const char *handle_user(rfs_mount *m, rfs_handle *h)
 
 static void handle_free(rfs_handle *h)
 {
+    rfs_mount *m = h->m;
+    pthread_mutex_lock(&m->handles_lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        m->handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&m->handles_lock);
     rfs_follow_close(h->follow);
     rfs_reader_free(h->reader);
     rs_buf_release(&h->pending);
@@ -112,6 +131,12 @@ static void handle_free(rfs_handle *h)
     rs_buf_release(&h->refused);
     pthread_mutex_destroy(&h->lock);
     free(h);
+}
+
+void rfs_ops_free_handles(rfs_mount *m)
+{
+    while (m->handles)
+        handle_free(m->handles);
 }
 
 #define LIVE_NS 2000000000LL   /* a log appended to this recently is still growing */
