@@ -62,6 +62,7 @@ struct rfs_reader {
     rfs_transcript *transcript;   /* transcript.md: the rendering state */
     int finished;        /* transcript.md: its end was rendered */
     rs_store *store;     /* the store of the read in progress */
+    rs_history *history; /* history.jsonl: its hidden runs, computed once per pass */
 };
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -183,9 +184,10 @@ static rfs_shape shape_of(rfs_kind k)
     }
 }
 
-/* Open the stream of node n from the rows after after_seq. */
+/* Open the stream of node n from the rows after after_seq. history: the reader's hidden runs
+ * (NULL: computed for this cursor alone). */
 static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t after_seq,
-                       int64_t limit, rs_cursor **out, rs_err *err)
+                       int64_t limit, const rs_history *history, rs_cursor **out, rs_err *err)
 {
     const char *types[] = {n->name};
     rs_query q = RS_QUERY_INIT;
@@ -195,6 +197,8 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     q.limit = limit;
     switch (n->kind) {
     case RFS_T_HISTORY:
+        if (history)
+            return rs_history_query(s, history, after_seq, out, err);
         return rs_store_history(s, n->thread_id, sc->user, after_seq, out, err);
     case RFS_T_MESSAGES:
         q.messages_only = 1;
@@ -316,7 +320,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     if (!rc && !known && doc) {
         rs_cursor *c;
         const rs_record *rec;
-        if (filtered && !(rc = stream_open(s, sc, n, 0, 1, &c, err))) {
+        if (filtered && !(rc = stream_open(s, sc, n, 0, 1, NULL, &c, err))) {
             rc = rs_cursor_next(c, &rec);
             rs_cursor_free(c);
             rc = rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
@@ -371,6 +375,7 @@ void rfs_reader_free(rfs_reader *r)
     rfs_transcript_free(r->transcript);
     rs_buf_release(&r->doc);
     rs_buf_release(&r->pending);
+    rs_history_free(r->history);
     free(r);
 }
 
@@ -438,9 +443,12 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
         (rc = rfs_transcript_new(&r->transcript, r->node.thread_id, run_terminal, r)))
         return rc;
     r->store = s;
+    if (r->node.kind == RFS_T_HISTORY && !r->history &&
+        (rc = rs_history_open(s, r->node.thread_id, r->scope.user, &r->history, err)))
+        return rc;
     while (r->next_off + (int64_t)r->pending.len < want_end) {
         rs_cursor *c;
-        if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, &c, err)))
+        if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, r->history, &c, err)))
             return rc;
         const rs_record *rec;
         int rows = 0;
@@ -477,6 +485,8 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->finished = 0;
         rfs_transcript_free(r->transcript);
         r->transcript = NULL;
+        rs_history_free(r->history);    /* a new pass sees the runs as they are now */
+        r->history = NULL;
         rs_buf_reset(&r->pending);
     }
     int rc = stream_fill(r, s, off + (int64_t)size, err);
@@ -510,7 +520,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     int transcript = n->kind == RFS_T_TRANSCRIPT;
     rs_cursor *c;
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r) : 0;
-    if (rc || (rc = stream_open(s, sc, n, 0, 0, &c, err))) {
+    if (rc || (rc = stream_open(s, sc, n, 0, 0, NULL, &c, err))) {
         rfs_transcript_free(r.transcript);
         return rc;
     }

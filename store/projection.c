@@ -1,6 +1,7 @@
 /* projection.c — the read-only views DeerFlow's gateway computes from events: the thread
  * history page (history.jsonl, spec 7.1) and the latest workspace changes (spec 7.5).
- * Read through rs_store_query; the history streams, holding only the hidden-run set. */
+ * Read through rs_store_query; the history streams, holding only the hidden-run set, which
+ * a reader computes once (rs_history) rather than once per piece it reads. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,11 +237,18 @@ static int hidden_has(const hidden_set *h, const char *run_id)
 
 /* ---- history.jsonl -------------------------------------------------------------------------- */
 
+struct rs_history {
+    char *thread_id;
+    char *user;
+    fact_list facts;              /* owns the strings hidden points to */
+    hidden_set hidden;
+};
+
 typedef struct hist_cursor {
     rs_cursor base;
     rs_cursor *inner;
-    fact_list facts;
-    hidden_set hidden;
+    const rs_history *h;
+    rs_history *owned;            /* rs_store_history's own state, freed with the cursor */
     scratch sc;
 } hist_cursor;
 
@@ -248,7 +256,7 @@ typedef struct hist_cursor {
 static int history_hides(hist_cursor *c, const rs_row *row, int *hide)
 {
     *hide = 1;
-    if (hidden_has(&c->hidden, row->run_id ? row->run_id : ""))
+    if (hidden_has(&c->h->hidden, row->run_id ? row->run_id : ""))
         return 0;
     unsigned markers;
     int rc = rs_view_meta(&c->sc.meta, row, &markers);
@@ -298,8 +306,7 @@ static void hist_free(rs_cursor *base)
 {
     hist_cursor *c = (hist_cursor *)base;
     rs_cursor_free(c->inner);
-    free(c->hidden.ids);
-    facts_free(&c->facts);
+    rs_history_free(c->owned);
     scratch_release(&c->sc);
     rs_buf_release(&base->line);
     free(c);
@@ -307,7 +314,7 @@ static void hist_free(rs_cursor *base)
 
 /* The thread's run facts, read once from its run.start and run.terminal rows. */
 static int facts_load(rs_store *s, const char *thread_id, const char *user, fact_list *l,
-                      scratch *sc, rs_err *err)
+                      rs_err *err)
 {
     static const char *const types[] = {"run.start", "run.terminal"};
     rs_query q = RS_QUERY_INIT;
@@ -320,21 +327,53 @@ static int facts_load(rs_store *s, const char *thread_id, const char *user, fact
     int rc = rs_store_query(s, &q, &cur, err);
     if (rc)
         return rc;
+    scratch sc = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     const rs_record *rec;
     while ((rc = rs_cursor_next(cur, &rec)) > 0)
-        if ((rc = fact_add(l, &cur->row, sc))) {
+        if ((rc = fact_add(l, &cur->row, &sc))) {
             rs_err_set(err, rc, "out of memory reading run facts");
             break;
         }
     rs_cursor_free(cur);
+    scratch_release(&sc);
     if (rc < 0)
         return rc;
     facts_merge(l);
     return 0;
 }
 
-int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,
-                     rs_cursor **out, rs_err *err)
+void rs_history_free(rs_history *h)
+{
+    if (!h)
+        return;
+    free(h->hidden.ids);
+    facts_free(&h->facts);
+    free(h->thread_id);
+    free(h->user);
+    free(h);
+}
+
+int rs_history_open(rs_store *s, const char *thread_id, const char *user, rs_history **out,
+                    rs_err *err)
+{
+    rs_history *h = calloc(1, sizeof *h);
+    if (!h || !(h->thread_id = strdup(thread_id)) || (user && !(h->user = strdup(user)))) {
+        rs_history_free(h);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    int rc = facts_load(s, thread_id, user, &h->facts, err);
+    if (!rc && (rc = hidden_compute(&h->facts, &h->hidden)))
+        rs_err_set(err, rc, "out of memory computing hidden runs");
+    if (rc) {
+        rs_history_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cursor **out,
+                     rs_err *err)
 {
     hist_cursor *c = calloc(1, sizeof *c);
     if (!c)
@@ -343,22 +382,33 @@ int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64
     c->base.free = hist_free;
     c->base.line = (rs_buf)RS_BUF_INIT;
     c->sc = (scratch){RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
-    int rc = facts_load(s, thread_id, user, &c->facts, &c->sc, err);
-    if (!rc && (rc = hidden_compute(&c->facts, &c->hidden)))
-        rs_err_set(err, rc, "out of memory computing hidden runs");
-    if (!rc) {
-        rs_query q = RS_QUERY_INIT;
-        q.thread_id = thread_id;
-        q.user = user;
-        q.messages_only = 1;
-        q.after_seq = after_seq > 0 ? after_seq : 0;
-        rc = rs_store_query(s, &q, &c->inner, err);
-    }
+    c->h = h;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = h->thread_id;
+    q.user = h->user;
+    q.messages_only = 1;
+    q.after_seq = after_seq > 0 ? after_seq : 0;
+    int rc = rs_store_query(s, &q, &c->inner, err);
     if (rc) {
         hist_free(&c->base);
         return rc;
     }
     *out = &c->base;
+    return 0;
+}
+
+int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,
+                     rs_cursor **out, rs_err *err)
+{
+    rs_history *h;
+    int rc = rs_history_open(s, thread_id, user, &h, err);
+    if (rc)
+        return rc;
+    if ((rc = rs_history_query(s, h, after_seq, out, err))) {
+        rs_history_free(h);
+        return rc;
+    }
+    ((hist_cursor *)*out)->owned = h;
     return 0;
 }
 

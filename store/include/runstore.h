@@ -287,6 +287,16 @@ int rs_store_stats(rs_store *s, const char *user, const char *thread_id, rs_stat
  * subagent AI rows and rows of superseded runs), rows with seq > after_seq. */
 int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,
                      rs_cursor **out, rs_err *err);
+/* history.jsonl read in pieces: the thread's hidden runs, computed once by rs_history_open
+ * and kept by the reader (no store inside: any store of the same database may use it), so
+ * each piece costs only the rows it reads. */
+typedef struct rs_history rs_history;
+int rs_history_open(rs_store *s, const char *thread_id, const char *user, rs_history **out,
+                    rs_err *err);
+/* The history rows of h's thread with seq > after_seq. The cursor must not outlive h. */
+int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cursor **out,
+                     rs_err *err);
+void rs_history_free(rs_history *h);
 /* workspace-changes.json: the latest workspace_changes payload, or the available:false
  * document; '\n'-terminated. */
 int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
