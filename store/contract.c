@@ -8,44 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "contract.h"
+#include "check.h"
+#include "contract_int.h"
 #include "json.h"
 
-enum {
-    T_STRING = 1 << 0, T_OBJECT = 1 << 1, T_ARRAY = 1 << 2, T_NUMBER = 1 << 3,
-    T_INTEGER = 1 << 4, T_BOOLEAN = 1 << 5, T_NULL = 1 << 6,
-};
-
 static const struct { const char *name; unsigned bit; } type_names[] = {
-    { "string", T_STRING }, { "object", T_OBJECT }, { "array", T_ARRAY },
-    { "number", T_NUMBER }, { "integer", T_INTEGER }, { "boolean", T_BOOLEAN },
-    { "null", T_NULL },
+    { "string", RS_T_STRING }, { "object", RS_T_OBJECT }, { "array", RS_T_ARRAY },
+    { "number", RS_T_NUMBER }, { "integer", RS_T_INTEGER }, { "boolean", RS_T_BOOLEAN },
+    { "null", RS_T_NULL },
 };
 
-typedef struct schema schema;
-typedef struct prop { const char *name; schema *s; } prop;
-
-struct schema {
-    int always;                 /* 1: true schema, -1: false schema, 0: keywords */
-    unsigned types;             /* 0: any */
-    const cJSON *required;      /* array of strings, or NULL */
-    prop *props;
-    size_t n_props;
-    const cJSON *const_v;
-    const cJSON *enum_v;
-    int has_min, has_max;
-    double minimum, maximum;
-    long min_len, max_len;      /* -1: none */
-    regex_t *re;
-    const char *re_src;
-    schema *items;
-    int addl_false;             /* additionalProperties: false */
-    schema *addl;               /* additionalProperties: schema */
-    schema **all_of;
-    size_t n_all_of;
-    schema *if_s, *then_s, *else_s;
-    schema *next_alloc;         /* every node, for freeing */
-};
+typedef rs_schema schema;
 
 typedef struct ev_def {
     const char *event_type;
@@ -108,6 +81,54 @@ static int bad(compiler *cp, const char *where, const char *fmt, const char *wha
     return rs_err_set(cp->err, -EINVAL, "contract %s: %s", where, m);
 }
 
+/* A value for a reason: strings bare, anything else as compact JSON. */
+static void render_value(char *dst, size_t cap, const cJSON *v, int quote_strings)
+{
+    if (cJSON_IsString(v)) {
+        snprintf(dst, cap, quote_strings ? "\"%s\"" : "%s", v->valuestring);
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(dst, cap, "%s", t ? t : "?");
+    free(t);
+}
+
+static int lit_set(rs_lit *l, const char *canon, size_t len)
+{
+    if (!(l->text = malloc(len + 1)))
+        return -ENOMEM;
+    memcpy(l->text, canon, len);
+    l->text[len] = '\0';
+    l->len = len;
+    return 0;
+}
+
+/* A name as the scanner writes it as a key. */
+static int lit_name(rs_lit *l, const char *name)
+{
+    rs_buf b = RS_BUF_INIT;
+    int rc = rs_buf_add_json_string(&b, name, strlen(name));
+    if (!rc)
+        rc = lit_set(l, b.buf, b.len);
+    rs_buf_release(&b);
+    return rc;
+}
+
+/* A contract value as canonical JSON text. */
+static int lit_value(compiler *cp, rs_lit *l, const cJSON *v, const char *where)
+{
+    char *t = cJSON_PrintUnformatted(v);
+    rs_buf b = RS_BUF_INIT;
+    int rc = t ? rs_json_canon(&b, t, strlen(t), 0, NULL) : -ENOMEM;
+    if (!rc)
+        rc = lit_set(l, b.buf, b.len);
+    free(t);
+    rs_buf_release(&b);
+    if (rc == -ENOMEM)
+        return rs_err_set(cp->err, -ENOMEM, "out of memory");
+    return rc ? bad(cp, where, "%s", "a const or enum value has no JSON form") : 0;
+}
+
 static int compile(compiler *cp, const cJSON *j, const char *where, schema **out);
 
 static int type_bit(const cJSON *t, unsigned *bits)
@@ -166,10 +187,19 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
         } else if (!strcmp(n, "required")) {
             if (!cJSON_IsArray(k))
                 return bad(cp, where, "%s", "'required' must be an array of strings");
-            for (const cJSON *t = k->child; t; t = t->next)
+            size_t cnt = 0;
+            for (const cJSON *t = k->child; t; t = t->next, cnt++)
                 if (!cJSON_IsString(t))
                     return bad(cp, where, "%s", "'required' must be an array of strings");
-            s->required = k;
+            free(s->required);
+            s->n_required = 0;
+            if (!(s->required = calloc(cnt ? cnt : 1, sizeof *s->required)))
+                return rs_err_set(cp->err, -ENOMEM, "out of memory");
+            for (const cJSON *t = k->child; t; t = t->next) {
+                s->required[s->n_required].name = t->valuestring;
+                if (lit_name(&s->required[s->n_required++].canon, t->valuestring))
+                    return rs_err_set(cp->err, -ENOMEM, "out of memory");
+            }
         } else if (!strcmp(n, "properties")) {
             if (!cJSON_IsObject(k))
                 return bad(cp, where, "%s", "'properties' must be an object");
@@ -182,16 +212,46 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             for (const cJSON *t = k->child; t; t = t->next) {
                 snprintf(sub, sizeof sub, "%s.properties.%s", where, t->string);
                 s->props[s->n_props].name = t->string;
-                if ((rc = compile(cp, t, sub, &s->props[s->n_props].s)))
+                if (lit_name(&s->props[s->n_props].canon, t->string)) {
+                    s->n_props++;
+                    return rs_err_set(cp->err, -ENOMEM, "out of memory");
+                }
+                if ((rc = compile(cp, t, sub, &s->props[s->n_props++].s)))
                     return rc;
-                s->n_props++;
             }
         } else if (!strcmp(n, "const")) {
-            s->const_v = k;
+            char m[128];
+            render_value(m, sizeof m, k, 1);
+            free(s->const_text);
+            if (!s->const_v && !(s->const_v = calloc(1, sizeof *s->const_v)))
+                return rs_err_set(cp->err, -ENOMEM, "out of memory");
+            free(s->const_v->text);
+            s->const_v->text = NULL;
+            if (!(s->const_text = strdup(m)))
+                return rs_err_set(cp->err, -ENOMEM, "out of memory");
+            if ((rc = lit_value(cp, s->const_v, k, where)))
+                return rc;
         } else if (!strcmp(n, "enum")) {
             if (!cJSON_IsArray(k) || !k->child)
                 return bad(cp, where, "%s", "'enum' must be a non-empty array");
-            s->enum_v = k;
+            if (s->enum_v)
+                return bad(cp, where, "%s", "'enum' given twice");
+            size_t cnt = (size_t)cJSON_GetArraySize(k);
+            if (!(s->enum_v = calloc(cnt, sizeof *s->enum_v)))
+                return rs_err_set(cp->err, -ENOMEM, "out of memory");
+            char m[256] = "";
+            size_t w = 0;
+            for (const cJSON *e = k->child; e; e = e->next) {
+                if ((rc = lit_value(cp, &s->enum_v[s->n_enum++], e, where)))
+                    return rc;
+                if (w < sizeof m) {
+                    char one[96];
+                    render_value(one, sizeof one, e, 0);
+                    w += (size_t)snprintf(m + w, sizeof m - w, "%s%s", w ? ", " : "", one);
+                }
+            }
+            if (!(s->enum_text = strdup(m)))
+                return rs_err_set(cp->err, -ENOMEM, "out of memory");
         } else if (!strcmp(n, "minimum") || !strcmp(n, "maximum")) {
             if (!cJSON_IsNumber(k) || !isfinite(k->valuedouble))
                 return bad(cp, where, "'%s' must be a number", n);
@@ -256,221 +316,17 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
     }
     if ((s->then_s || s->else_s) && !s->if_s)
         return bad(cp, where, "%s", "'then'/'else' without 'if'");
-    return 0;
-}
-
-/* ---- checking ------------------------------------------------------------------------- */
-
-typedef struct checker {
-    rs_err *err;
-    int quiet;                  /* inside "if": no reason wanted */
-    char path[512];
-    size_t path_len;
-} checker;
-
-static const char *kind_name(const cJSON *v)
-{
-    if (cJSON_IsString(v)) return "string";
-    if (cJSON_IsObject(v)) return "object";
-    if (cJSON_IsArray(v)) return "array";
-    if (cJSON_IsBool(v)) return "boolean";
-    if (cJSON_IsNull(v)) return "null";
-    if (cJSON_IsNumber(v)) return "number";
-    return "invalid";
-}
-
-static int is_integer(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
-           v->valuedouble == floor(v->valuedouble);
-}
-
-static int type_ok(unsigned types, const cJSON *v)
-{
-    if ((types & T_STRING) && cJSON_IsString(v)) return 1;
-    if ((types & T_OBJECT) && cJSON_IsObject(v)) return 1;
-    if ((types & T_ARRAY) && cJSON_IsArray(v)) return 1;
-    if ((types & T_NUMBER) && cJSON_IsNumber(v)) return 1;
-    if ((types & T_INTEGER) && is_integer(v)) return 1;
-    if ((types & T_BOOLEAN) && cJSON_IsBool(v)) return 1;
-    if ((types & T_NULL) && cJSON_IsNull(v)) return 1;
-    return 0;
-}
-
-#define CHECK_FAIL(ck, ...)                                                                   \
-    ((ck)->quiet ? -EINVAL : rs_err_set((ck)->err, -EINVAL, __VA_ARGS__))
-
-static size_t codepoints(const char *s)
-{
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        n += (*p & 0xc0) != 0x80;
-    return n;
-}
-
-/* A value for a reason: strings bare, anything else as compact JSON. */
-static void render_value(char *dst, size_t cap, const cJSON *v, int quote_strings)
-{
-    if (cJSON_IsString(v)) {
-        snprintf(dst, cap, quote_strings ? "\"%s\"" : "%s", v->valuestring);
-        return;
-    }
-    char *t = cJSON_PrintUnformatted(v);
-    snprintf(dst, cap, "%s", t ? t : "?");
-    free(t);
-}
-
-static int check(checker *ck, const schema *s, const cJSON *v);
-
-static void path_add(checker *ck, const char *text, size_t n)
-{
-    size_t room = sizeof ck->path - ck->path_len - 1;
-    if (n > room)
-        n = room;
-    memcpy(ck->path + ck->path_len, text, n);
-    ck->path_len += n;
-    ck->path[ck->path_len] = '\0';
-}
-
-/* Check v at path + ".key" (key given) or "[index]", restoring the path after. The path is
- * kept for the reason of a refusal but built on every node checked: no snprintf here. */
-static int check_sub(checker *ck, const schema *s, const cJSON *v, const char *key, size_t index)
-{
-    size_t saved = ck->path_len;
-    if (key) {
-        path_add(ck, ".", 1);
-        path_add(ck, key, strlen(key));
-    } else {
-        char digits[24], *d = digits + sizeof digits;
-        *--d = ']';
-        do
-            *--d = (char)('0' + index % 10);
-        while ((index /= 10) > 0);
-        *--d = '[';
-        path_add(ck, d, (size_t)(digits + sizeof digits - d));
-    }
-    int rc = check(ck, s, v);
-    ck->path_len = saved;
-    ck->path[saved] = '\0';
-    return rc;
-}
-
-static int check(checker *ck, const schema *s, const cJSON *v)
-{
-    const char *path = ck->path;
-    if (s->always == 1)
-        return 0;
-    if (s->always == -1)
-        return CHECK_FAIL(ck, "%s: no value is allowed here", path);
-    if (s->types && !type_ok(s->types, v)) {
-        if (ck->quiet)
-            return -EINVAL;
+    if (s->types) {
         char want[96] = "";
         size_t w = 0;
         for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++)
             if (s->types & type_names[i].bit)
                 w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", w ? " or " : "",
                                       type_names[i].name);
-        return rs_err_set(ck->err, -EINVAL, "%s: expected %s, got %s", path, want,
-                          kind_name(v));
-    }
-    if (s->const_v && !cJSON_Compare(s->const_v, v, 1)) {
-        if (ck->quiet)
-            return -EINVAL;
-        char m[128];
-        render_value(m, sizeof m, s->const_v, 1);
-        return rs_err_set(ck->err, -EINVAL, "%s: must equal %s", path, m);
-    }
-    if (s->enum_v) {
-        int found = 0;
-        for (const cJSON *e = s->enum_v->child; e && !found; e = e->next)
-            found = cJSON_Compare(e, v, 1);
-        if (!found) {
-            if (ck->quiet)
-                return -EINVAL;
-            char m[256] = "";
-            size_t w = 0;
-            for (const cJSON *e = s->enum_v->child; e && w < sizeof m; e = e->next) {
-                char one[96];
-                render_value(one, sizeof one, e, 0);
-                w += (size_t)snprintf(m + w, sizeof m - w, "%s%s", w ? ", " : "", one);
-            }
-            return rs_err_set(ck->err, -EINVAL, "%s: must be one of %s", path, m);
-        }
-    }
-    if (cJSON_IsNumber(v)) {
-        if (s->has_min && !(v->valuedouble >= s->minimum))
-            return CHECK_FAIL(ck, "%s: must be >= %g", path, s->minimum);
-        if (s->has_max && !(v->valuedouble <= s->maximum))
-            return CHECK_FAIL(ck, "%s: must be <= %g", path, s->maximum);
-    }
-    if (cJSON_IsString(v)) {
-        if (s->min_len >= 0 || s->max_len >= 0) {
-            size_t n = codepoints(v->valuestring);
-            if (s->min_len >= 0 && n < (size_t)s->min_len)
-                return CHECK_FAIL(ck, "%s: shorter than %ld character%s", path, s->min_len,
-                                  s->min_len == 1 ? "" : "s");
-            if (s->max_len >= 0 && n > (size_t)s->max_len)
-                return CHECK_FAIL(ck, "%s: longer than %ld character%s", path, s->max_len,
-                                  s->max_len == 1 ? "" : "s");
-        }
-        if (s->re && regexec(s->re, v->valuestring, 0, NULL, 0) != 0)
-            return CHECK_FAIL(ck, "%s: does not match %s", path, s->re_src);
-    }
-    int rc;
-    if (cJSON_IsObject(v)) {
-        if (s->required)
-            for (const cJSON *r = s->required->child; r; r = r->next)
-                if (!cJSON_GetObjectItemCaseSensitive(v, r->valuestring))
-                    return CHECK_FAIL(ck, "%s: missing required field '%s'", path,
-                                      r->valuestring);
-        if (s->n_props || s->addl_false || s->addl) {
-            for (const cJSON *m = v->child; m; m = m->next) {
-                const schema *ps = NULL;
-                for (size_t i = 0; i < s->n_props; i++)
-                    if (!strcmp(s->props[i].name, m->string)) {
-                        ps = s->props[i].s;
-                        break;
-                    }
-                if (!ps) {
-                    if (s->addl_false)
-                        return CHECK_FAIL(ck, "%s: unexpected field '%s'", path, m->string);
-                    ps = s->addl;
-                }
-                if (ps && (rc = check_sub(ck, ps, m, m->string ? m->string : "", 0)))
-                    return rc;
-            }
-        }
-    }
-    if (cJSON_IsArray(v) && s->items) {
-        size_t i = 0;
-        for (const cJSON *e = v->child; e; e = e->next, i++)
-            if ((rc = check_sub(ck, s->items, e, NULL, i)))
-                return rc;
-    }
-    for (size_t i = 0; i < s->n_all_of; i++)
-        if ((rc = check(ck, s->all_of[i], v)))
-            return rc;
-    if (s->if_s) {
-        int quiet = ck->quiet;
-        ck->quiet = 1;
-        int cond = check(ck, s->if_s, v) == 0;
-        ck->quiet = quiet;
-        const schema *branch = cond ? s->then_s : s->else_s;
-        if (branch && (rc = check(ck, branch, v)))
-            return rc;
+        if (!(s->types_text = strdup(want)))
+            return rs_err_set(cp->err, -ENOMEM, "out of memory");
     }
     return 0;
-}
-
-static int run_check(const schema *s, const cJSON *v, const char *root, rs_err *err)
-{
-    if (!s)
-        return 0;
-    checker ck = { .err = err };
-    snprintf(ck.path, sizeof ck.path, "%s", root);
-    ck.path_len = strlen(ck.path);
-    return check(&ck, s, v);
 }
 
 /* ---- loading -------------------------------------------------------------------------- */
@@ -707,6 +563,20 @@ void rs_contract_free(rs_contract *c)
             regfree(s->re);
             free(s->re);
         }
+        for (size_t i = 0; i < s->n_props; i++)
+            free(s->props[i].canon.text);
+        for (size_t i = 0; i < s->n_required; i++)
+            free(s->required[i].canon.text);
+        for (size_t i = 0; i < s->n_enum; i++)
+            free(s->enum_v[i].text);
+        if (s->const_v)
+            free(s->const_v->text);
+        free(s->const_v);
+        free(s->const_text);
+        free(s->enum_v);
+        free(s->enum_text);
+        free(s->types_text);
+        free(s->required);
         free(s->props);
         free(s->all_of);
         free(s);
@@ -761,45 +631,84 @@ size_t rs_contract_singletons(const rs_contract *c, const char *const **out)
     return c ? c->n_singletons : 0;
 }
 
+void rs_contract_rule(const rs_contract *c, const char *event_type, rs_rule *out)
+{
+    memset(out, 0, sizeof *out);
+    const ev_def *d = c && event_type ? find_event(c, event_type) : NULL;
+    if (d) {
+        out->known = 1;
+        out->content = d->content;
+        out->metadata = d->metadata;
+        return;
+    }
+    if (c && event_type)
+        for (size_t i = 0; i < c->n_aliases; i++)
+            if (!strcmp(c->aliases[i].event_type, event_type)) {
+                out->known = 1;     /* read-only alias: recognised, not checked */
+                return;
+            }
+    const pattern_def *p = c && event_type ? find_pattern(c, event_type) : NULL;
+    if (p) {
+        out->known = 1;
+        out->content = p->content;
+        out->metadata = p->metadata;
+        out->type_s = p->type_s;
+        out->tag_s = p->tag_s;
+        out->prefix_len = p->prefix_len;
+    }
+}
+
 static int check_name(const schema *s, const char *name, const char *root, rs_err *err)
 {
     if (!s)
         return 0;
-    cJSON *v = cJSON_CreateString(name);
-    if (!v)
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    int rc = run_check(s, v, root, err);
-    cJSON_Delete(v);
+    rs_buf lit = RS_BUF_INIT;
+    rs_check k;
+    rs_check_init(&k, s, root);
+    int rc = rs_buf_add_json_string(&lit, name, strlen(name));
+    if (!rc)
+        rc = rs_check_text(&k, lit.buf, lit.len, err);
+    if (!rc)
+        rc = rs_check_schema(&k, err);
+    rs_check_release(&k);
+    rs_buf_release(&lit);
     return rc;
 }
 
-int rs_contract_check(const rs_contract *c, const char *event_type, const cJSON *content,
-                      const cJSON *metadata, int allow_unknown, rs_err *err)
+int rs_contract_check_name(const rs_rule *r, const char *event_type, rs_err *err)
 {
-    int rc;
-    const ev_def *d = c ? find_event(c, event_type) : NULL;
-    if (d) {
-        if ((rc = run_check(d->content, content, "content", err)))
-            return rc;
-        return run_check(d->metadata, metadata, "metadata", err);
-    }
-    if (c)
-        for (size_t i = 0; i < c->n_aliases; i++)
-            if (!strcmp(c->aliases[i].event_type, event_type))
-                return 0;           /* read-only alias: recognised, not checked */
-    const pattern_def *p = c ? find_pattern(c, event_type) : NULL;
-    if (p) {
-        if ((rc = check_name(p->type_s, event_type, "event_type", err)) ||
-            (rc = check_name(p->tag_s, event_type + p->prefix_len, "event_type tag", err)))
-            return rc;
-        if ((rc = run_check(p->content, content, "content", err)))
-            return rc;
-        return run_check(p->metadata, metadata, "metadata", err);
-    }
-    if (allow_unknown)
-        return 0;
-    return rs_err_set(err, -EINVAL, "unknown event type '%.64s' (not in the contract)",
-                      event_type);
+    int rc = check_name(r->type_s, event_type, "event_type", err);
+    return rc ? rc : check_name(r->tag_s, event_type + r->prefix_len, "event_type tag", err);
+}
+
+int rs_contract_check(const rs_contract *c, const char *event_type, const char *content,
+                      size_t content_len, const char *metadata, size_t metadata_len,
+                      int allow_unknown, rs_err *err)
+{
+    rs_rule r;
+    rs_contract_rule(c, event_type, &r);
+    if (!r.known && !allow_unknown)
+        return rs_err_set(err, -EINVAL, "unknown event type '%.64s' (not in the contract)",
+                          event_type);
+    rs_check ck, mk;
+    rs_check_init(&ck, r.content, "content");
+    rs_check_init(&mk, r.metadata, "metadata");
+    int rc = rs_check_text(&ck, content, content_len, err);
+    if (!rc)
+        rc = rs_check_form(&ck, err);
+    if (!rc)
+        rc = rs_check_text(&mk, metadata, metadata_len, err);
+    if (!rc)
+        rc = rs_check_form(&mk, err);
+    if (!rc)
+        rc = rs_contract_check_name(&r, event_type, err);
+    if (!rc)
+        rc = rs_check_schema(&ck, err);
+    if (!rc)
+        rc = rs_check_schema(&mk, err);
+    rs_check_release(&ck);
+    rs_check_release(&mk);
+    return rc;
 }
 
 const cJSON *rs_contract_required_metadata(const rs_contract *c, const char *event_type)

@@ -26,11 +26,30 @@ int rs_contract_is_singleton(const rs_contract *c, const char *event_type);
 /* The event types the contract marks singleton; *out stays valid while c lives. */
 size_t rs_contract_singletons(const rs_contract *c, const char *const **out);
 
-/* Check the content and metadata trees of an event of this type against its schemas.
- * Unknown types: 0 when allow_unknown, else -EINVAL. A middleware tag outside 1..21
- * characters is -EINVAL. The reason names the field ("content.tool_calls: expected array"). */
-int rs_contract_check(const rs_contract *c, const char *event_type, const cJSON *content,
-                      const cJSON *metadata, int allow_unknown, rs_err *err);
+/* A compiled JSON-Schema node (contract_int.h; checked by check.h). */
+typedef struct rs_schema rs_schema;
+
+/* How the contract checks an event type. */
+typedef struct rs_rule {
+    int known;                   /* an event, a legacy alias or a dynamic pattern */
+    const rs_schema *content;    /* NULL: not checked (an alias, or not known) */
+    const rs_schema *metadata;
+    const rs_schema *type_s;     /* a dynamic pattern's schemas for the name and its tag */
+    const rs_schema *tag_s;
+    size_t prefix_len;           /* the pattern's prefix before {tag} */
+} rs_rule;
+void rs_contract_rule(const rs_contract *c, const char *event_type, rs_rule *out);
+
+/* A dynamic pattern's checks of the event type's name and tag ("event_type tag: ..."). */
+int rs_contract_check_name(const rs_rule *r, const char *event_type, rs_err *err);
+
+/* Check an event's content and metadata (canonical JSON texts) against its type's schemas:
+ * duplicate keys first, then the name, then the schemas. Unknown
+ * types: 0 when allow_unknown, else -EINVAL. The reason names the field
+ * ("content.tool_calls: expected array, got string"). */
+int rs_contract_check(const rs_contract *c, const char *event_type, const char *content,
+                      size_t content_len, const char *metadata, size_t metadata_len,
+                      int allow_unknown, rs_err *err);
 
 /* For singleton confirmation: the metadata keys the type's schema requires. */
 const cJSON *rs_contract_required_metadata(const rs_contract *c, const char *event_type);

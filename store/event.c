@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "event.h"
 #include "json.h"
 
@@ -189,59 +190,35 @@ void rs_time_now(char *canon, char *db)
 
 /* ---- parsing -------------------------------------------------------------------------- */
 
-enum { F_EVENT_TYPE, F_CATEGORY, F_CONTENT, F_METADATA, F_CREATED_AT, F_THREAD_ID, F_RUN_ID,
-       F_IDEM_KEY, F_SEQ, F_COUNT };
-
-static const char *const field_names[F_COUNT] = {
+const char *const rs_event_field_names[RS_F_COUNT] = {
     "event_type", "category", "content", "metadata", "created_at", "thread_id", "run_id",
     "idempotency_key", "seq",
 };
-
-typedef struct fields {
-    const char *val[F_COUNT];
-    size_t len[F_COUNT];
-    int import;
-    rs_err *err;
-} fields;
 
 static int key_is(const char *k, size_t kl, const char *name)
 {
     return strlen(name) == kl && !memcmp(k, name, kl);
 }
 
-static int on_member(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
+int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import,
+                    rs_err *err)
 {
-    fields *f = ctx;
-    if (key_is(key, kl, "seq") && !f->import)
-        return rs_err_set(f->err, -EINVAL, "seq is assigned by the store");
-    for (int i = 0; i < F_COUNT; i++)
-        if (key_is(key, kl, field_names[i])) {
+    if (key_is(key, kl, "seq") && !import)
+        return rs_err_set(err, -EINVAL, "seq is assigned by the store");
+    for (int i = 0; i < RS_F_COUNT; i++)
+        if (key_is(key, kl, rs_event_field_names[i])) {
             if (f->val[i])
-                return rs_err_set(f->err, -EINVAL, "duplicate field '%s'", field_names[i]);
-            f->val[i] = val;
-            f->len[i] = vl;
-            return 0;
+                return rs_err_set(err, -EINVAL, "duplicate field '%s'", rs_event_field_names[i]);
+            return i;
         }
     if (key_is(key, kl, "user_id"))
-        return rs_err_set(f->err, -EINVAL, "user_id is set by the mount, not the event");
-    return rs_err_set(f->err, -EINVAL, "unknown field '%.*s'", kl > 64 ? 64 : (int)kl, key);
-}
-
-static const char *canon_kind(const char *v)
-{
-    switch (v[0]) {
-    case '"': return "string";
-    case '{': return "object";
-    case '[': return "array";
-    case 't': case 'f': return "boolean";
-    case 'n': return "null";
-    default: return "number";
-    }
+        return rs_err_set(err, -EINVAL, "user_id is set by the mount, not the event");
+    return rs_err_set(err, -EINVAL, "unknown field '%.*s'", kl > 64 ? 64 : (int)kl, key);
 }
 
 /* The string value of field i, decoded into dst (cap bytes): 0, or -EINVAL when it is not a
  * string, -E2BIG when longer than cap - 1 bytes. */
-static int field_str(const fields *f, int i, char *dst, size_t cap, size_t *out_len)
+static int field_str(const rs_event_fields *f, int i, char *dst, size_t cap, size_t *out_len)
 {
     const char *v = f->val[i];
     size_t n = f->len[i];
@@ -271,72 +248,6 @@ static int field_str(const fields *f, int i, char *dst, size_t cap, size_t *out_
     return rc;
 }
 
-typedef struct meta_scan {
-    rs_err *err;
-} meta_scan;
-
-static int on_meta_member(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
-{
-    meta_scan *m = ctx;
-    (void)val;
-    (void)vl;
-    if (key_is(key, kl, "content_is_json") || key_is(key, kl, "content_is_dict"))
-        return rs_err_set(m->err, -EINVAL,
-                          "metadata.%.*s is a storage marker reserved by the store", (int)kl, key);
-    return 0;
-}
-
-static int cmp_keys(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Duplicate object keys anywhere in v: -EINVAL naming the first found. */
-static int no_duplicates(const cJSON *v, const char *root, rs_err *err)
-{
-    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
-        return 0;
-    size_t n = 0;
-    int rc;
-    for (const cJSON *c = v->child; c; c = c->next) {
-        n++;
-        if ((rc = no_duplicates(c, root, err)))
-            return rc;
-    }
-    if (!cJSON_IsObject(v) || n < 2)
-        return 0;
-    if (n <= 16) {
-        for (const cJSON *a = v->child; a; a = a->next)
-            for (const cJSON *b = a->next; b; b = b->next)
-                if (!strcmp(a->string, b->string))
-                    return rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root,
-                                      a->string);
-        return 0;
-    }
-    const char **keys = malloc(n * sizeof *keys);
-    if (!keys)
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    size_t i = 0;
-    for (const cJSON *c = v->child; c; c = c->next)
-        keys[i++] = c->string;
-    qsort(keys, n, sizeof *keys, cmp_keys);
-    rc = 0;
-    for (i = 1; i < n && !rc; i++)
-        if (!strcmp(keys[i - 1], keys[i]))
-            rc = rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root, keys[i]);
-    free(keys);
-    return rc;
-}
-
-static int parse_tree(cJSON **out, const char *v, size_t n, const char *root, rs_err *err)
-{
-    *out = rs_cjson_parse(v, n);
-    if (!*out)
-        return rs_err_set(err, -EINVAL,
-                          "%s: the JSON parser refused it (a number over 63 characters?)", root);
-    return no_duplicates(*out, root, err);
-}
-
 void rs_event_free(rs_event *ev)
 {
     if (!ev)
@@ -345,21 +256,19 @@ void rs_event_free(rs_event *ev)
     rs_buf_release(&ev->content_db);
     rs_buf_release(&ev->metadata);
     rs_buf_release(&ev->metadata_db);
-    cJSON_Delete(ev->content_tree);
-    cJSON_Delete(ev->metadata_tree);
     free(ev);
 }
 
-static int check_id(const fields *f, int i, const char *want, char *dst, rs_err *err)
+static int check_id(const rs_event_fields *f, int i, const char *want, char *dst, rs_err *err)
 {
-    const char *name = field_names[i];
+    const char *name = rs_event_field_names[i];
     if (f->val[i]) {
         char got[RS_ID_MAX + 1];
         size_t n;
         int rc = field_str(f, i, got, sizeof got, &n);
         if (rc == -EINVAL)
             return rs_err_set(err, -EINVAL, "%s: expected string, got %s", name,
-                              canon_kind(f->val[i]));
+                              rs_json_kind(f->val[i]));
         if (rc || !rs_id_valid_n(got, n))
             return rs_err_set(err, -EINVAL, "%s: not a valid id (1-64 of [A-Za-z0-9_-])", name);
         if (want && strcmp(got, want))
@@ -395,12 +304,13 @@ static int event_type_name_ok(const char *t, rs_err *err)
 }
 
 /* An import line's seq: a positive integer (DeerFlow's BIGINT). */
-static int parse_seq(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
+static int parse_seq(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                     rs_err *err)
 {
     if (!ctx->import)
         return 0;
-    const char *v = f->val[F_SEQ];
-    size_t n = f->len[F_SEQ];
+    const char *v = f->val[RS_F_SEQ];
+    size_t n = f->len[RS_F_SEQ];
     if (!v)
         return rs_err_set(err, -EINVAL, "missing required field 'seq'");
     int64_t seq = 0;
@@ -418,15 +328,15 @@ static int parse_seq(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_
 }
 
 /* DESIGN "Appending": 1-128 printable ASCII characters. */
-static int parse_idem_key(rs_event *ev, const fields *f, rs_err *err)
+static int parse_idem_key(rs_event *ev, const rs_event_fields *f, rs_err *err)
 {
-    if (!f->val[F_IDEM_KEY])
+    if (!f->val[RS_F_IDEM_KEY])
         return 0;
     size_t n = 0;
-    int rc = field_str(f, F_IDEM_KEY, ev->idem_key, sizeof ev->idem_key, &n);
+    int rc = field_str(f, RS_F_IDEM_KEY, ev->idem_key, sizeof ev->idem_key, &n);
     if (rc == -EINVAL)
         return rs_err_set(err, -EINVAL, "idempotency_key: expected string, got %s",
-                          canon_kind(f->val[F_IDEM_KEY]));
+                          rs_json_kind(f->val[RS_F_IDEM_KEY]));
     if (rc || n == 0)
         return rs_err_set(err, -EINVAL, "idempotency_key: must be 1-%d characters",
                           RS_IDEM_KEY_MAX);
@@ -437,21 +347,22 @@ static int parse_idem_key(rs_event *ev, const fields *f, rs_err *err)
     return 0;
 }
 
-static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, rs_err *err)
+int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                      rs_err *err)
 {
     int rc;
     size_t n;
     const rs_contract *contract = ctx->contract;
 
     /* event_type */
-    if (f->val[F_EVENT_TYPE]) {
-        rc = field_str(f, F_EVENT_TYPE, ev->event_type, sizeof ev->event_type, &n);
+    if (f->val[RS_F_EVENT_TYPE]) {
+        rc = field_str(f, RS_F_EVENT_TYPE, ev->event_type, sizeof ev->event_type, &n);
         if (rc == -EINVAL)
             return rs_err_set(err, -EINVAL, "event_type: expected string, got %s",
-                              canon_kind(f->val[F_EVENT_TYPE]));
+                              rs_json_kind(f->val[RS_F_EVENT_TYPE]));
         if (rc) {
-            const char *v = f->val[F_EVENT_TYPE];
-            size_t vl = f->len[F_EVENT_TYPE];
+            const char *v = f->val[RS_F_EVENT_TYPE];
+            size_t vl = f->len[RS_F_EVENT_TYPE];
             if (vl > 13 && !memcmp(v, "\"middleware:", 12))
                 return rs_err_set(err, -EINVAL,
                                   "event_type: middleware tag is longer than %d characters "
@@ -477,8 +388,8 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
         return rs_err_set(err, -EINVAL, "missing required field 'event_type'");
 
     /* ids */
-    if ((rc = check_id(f, F_THREAD_ID, ctx->thread_id, ev->thread_id, err)) ||
-        (rc = check_id(f, F_RUN_ID, ctx->run_id, ev->run_id, err)))
+    if ((rc = check_id(f, RS_F_THREAD_ID, ctx->thread_id, ev->thread_id, err)) ||
+        (rc = check_id(f, RS_F_RUN_ID, ctx->run_id, ev->run_id, err)))
         return rc;
 
     /* category */
@@ -487,11 +398,11 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
     if (!want && !ctx->allow_unknown && !lenient)
         return rs_err_set(err, -EINVAL, "unknown event type '%s' (not in the contract)",
                           ev->event_type);
-    if (f->val[F_CATEGORY]) {
-        rc = field_str(f, F_CATEGORY, ev->category, sizeof ev->category, &n);
+    if (f->val[RS_F_CATEGORY]) {
+        rc = field_str(f, RS_F_CATEGORY, ev->category, sizeof ev->category, &n);
         if (rc == -EINVAL)
             return rs_err_set(err, -EINVAL, "category: expected string, got %s",
-                              canon_kind(f->val[F_CATEGORY]));
+                              rs_json_kind(f->val[RS_F_CATEGORY]));
         if (rc)
             return rs_err_set(err, -EINVAL, "category: longer than %d characters",
                               RS_CATEGORY_MAX);
@@ -508,49 +419,43 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
                           "not name", ev->event_type);
 
     /* metadata must be an object without storage markers */
-    if (f->val[F_METADATA]) {
-        if (f->val[F_METADATA][0] != '{')
+    if (f->val[RS_F_METADATA]) {
+        if (f->val[RS_F_METADATA][0] != '{')
             return rs_err_set(err, -EINVAL, "metadata: expected object, got %s",
-                              canon_kind(f->val[F_METADATA]));
-        meta_scan m = { err };
-        if ((rc = rs_json_members(f->val[F_METADATA], f->len[F_METADATA], on_meta_member, &m)))
-            return rc;
+                              rs_json_kind(f->val[RS_F_METADATA]));
+        if (f->marker)
+            return rs_err_set(err, -EINVAL,
+                              "metadata.%.*s is a storage marker reserved by the store",
+                              (int)f->marker_len, f->marker);
     }
 
     /* created_at */
-    if (f->val[F_CREATED_AT]) {
+    if (f->val[RS_F_CREATED_AT]) {
         char t[64];
-        rc = field_str(f, F_CREATED_AT, t, sizeof t, &n);
+        rc = field_str(f, RS_F_CREATED_AT, t, sizeof t, &n);
         if (rc == -EINVAL)
             return rs_err_set(err, -EINVAL, "created_at: expected string, got %s",
-                              canon_kind(f->val[F_CREATED_AT]));
+                              rs_json_kind(f->val[RS_F_CREATED_AT]));
         if (rc || rs_time_parse(t, n, ev->created_at, ev->created_db))
             return rs_err_set(err, -EINVAL,
                               "created_at: %.*s is not a valid timestamp "
                               "(YYYY-MM-DDTHH:MM[:SS[.ffffff]][Z|+HH:MM], years 0001-9999)",
-                              f->len[F_CREATED_AT] > 48 ? 48 : (int)f->len[F_CREATED_AT],
-                              f->val[F_CREATED_AT]);
+                              f->len[RS_F_CREATED_AT] > 48 ? 48 : (int)f->len[RS_F_CREATED_AT],
+                              f->val[RS_F_CREATED_AT]);
     } else if (ctx->import)
         return rs_err_set(err, -EINVAL, "missing required field 'created_at'");
     else
         rs_time_now(ev->created_at, ev->created_db);
-
-    if ((rc = parse_seq(ev, f, ctx, err)) || (rc = parse_idem_key(ev, f, err)))
+    if ((rc = parse_seq(ev, f, ctx, err)))
         return rc;
+    return parse_idem_key(ev, f, err);
+}
 
-    /* trees, then the contract */
-    const char *cv = f->val[F_CONTENT] ? f->val[F_CONTENT] : "\"\"";
-    size_t cl = f->val[F_CONTENT] ? f->len[F_CONTENT] : 2;
-    const char *mv = f->val[F_METADATA] ? f->val[F_METADATA] : "{}";
-    size_t ml = f->val[F_METADATA] ? f->len[F_METADATA] : 2;
-    if ((rc = parse_tree(&ev->content_tree, cv, cl, "content", err)) ||
-        (rc = parse_tree(&ev->metadata_tree, mv, ml, "metadata", err)))
-        return rc;
-    if (!lenient && (rc = rs_contract_check(contract, ev->event_type, ev->content_tree,
-                                            ev->metadata_tree, ctx->allow_unknown, err)))
-        return rc;
-
-    /* the bytes: as shown, and as DeerFlow stores them */
+/* The bytes: as shown, and as DeerFlow stores them. */
+static int event_bytes(rs_event *ev, const char *cv, size_t cl, const char *mv, size_t ml,
+                       rs_err *err)
+{
+    int rc;
     if ((rc = rs_buf_add(&ev->content, cv, cl)) || (rc = rs_buf_add(&ev->metadata, mv, ml)))
         return rs_err_set(err, rc, "out of memory");
     if (cv[0] == '"') {
@@ -570,6 +475,160 @@ static int parse_fields(rs_event *ev, const fields *f, const rs_event_ctx *ctx, 
     return 0;
 }
 
+/* ---- the one pass ----------------------------------------------------------------------
+ * The scanner writes the line's canonical bytes and shows each token to line_scan, which
+ * collects the top-level members and hands the tokens of content and metadata to their
+ * checkers as they go by. Only a content or metadata written before the line names its
+ * event type (with no type from the file name) is checked again after the scan. */
+
+typedef struct line_scan {
+    const rs_event_ctx *ctx;
+    rs_event_fields f;
+    int depth;                   /* containers open */
+    int field;                   /* the member whose value comes next: RS_F_*, or -1 */
+    rs_check *route;             /* the checker of the value being scanned, or NULL */
+    rs_check content, metadata;
+    int checked[2];              /* content, metadata: checked during the scan */
+    int not_object;
+    rs_err member_err;           /* the first refused member (code 0: none) */
+} line_scan;
+
+/* The contract's rule for the line as far as it has been read; 0 when the type is unknown
+ * yet (it may come later in the line). */
+static int line_rule(line_scan *ls, rs_rule *r)
+{
+    char type[RS_EVENT_TYPE_MAX + 1];
+    size_t n;
+    memset(r, 0, sizeof *r);
+    if (ls->ctx->import && !ls->ctx->strict)
+        return 1;     /* history is stored as it happened: no schema */
+    if (ls->f.val[RS_F_EVENT_TYPE]) {
+        if (!field_str(&ls->f, RS_F_EVENT_TYPE, type, sizeof type, &n))
+            rs_contract_rule(ls->ctx->contract, type, r);
+        return 1;     /* a type that cannot be read is refused before any schema matters */
+    }
+    if (ls->ctx->event_type) {
+        rs_contract_rule(ls->ctx->contract, ls->ctx->event_type, r);
+        return 1;
+    }
+    return 0;
+}
+
+/* A top-level member's value starts at v: content and metadata get a checker now when
+ * their schema is known. */
+static void member_starts(line_scan *ls, const char *v)
+{
+    int f = ls->field;
+    ls->route = NULL;
+    if (f < 0)
+        return;
+    ls->f.val[f] = v;
+    if (f != RS_F_CONTENT && f != RS_F_METADATA)
+        return;
+    rs_rule r;
+    if (!line_rule(ls, &r))
+        return;
+    int m = f == RS_F_METADATA;
+    ls->route = m ? &ls->metadata : &ls->content;
+    rs_check_init(ls->route, m ? r.metadata : r.content, m ? "metadata" : "content");
+    ls->checked[m] = 1;
+}
+
+static int ls_key(void *ctx, const char *key, size_t len)
+{
+    line_scan *ls = ctx;
+    if (ls->depth == 1) {
+        rs_err e = {0};
+        ls->field = rs_event_member(&ls->f, key + 1, len - 2, ls->ctx->import, &e);
+        if (ls->field < 0) {
+            ls->field = -1;
+            if (!ls->member_err.code)
+                ls->member_err = e;
+        }
+        return 0;
+    }
+    if (!ls->route)
+        return 0;
+    if (ls->depth == 2 && ls->route == &ls->metadata && !ls->f.marker &&
+        ((len == 17 && !memcmp(key, "\"content_is_json\"", 17)) ||
+         (len == 17 && !memcmp(key, "\"content_is_dict\"", 17)))) {
+        ls->f.marker = key + 1;
+        ls->f.marker_len = len - 2;
+    }
+    return rs_check_visitor.key(ls->route, key, len);
+}
+
+static int ls_open(void *ctx, char kind, const char *at)
+{
+    line_scan *ls = ctx;
+    int rc = 0;
+    if (ls->depth == 0)
+        ls->not_object = kind != '{';
+    else if (ls->depth == 1)
+        member_starts(ls, at);
+    if (ls->route && ls->depth >= 1)
+        rc = rs_check_visitor.open(ls->route, kind, at);
+    ls->depth++;
+    return rc;
+}
+
+static int ls_close(void *ctx, const char *end)
+{
+    line_scan *ls = ctx;
+    int rc = 0;
+    ls->depth--;
+    if (ls->depth == 1 && ls->field >= 0)
+        ls->f.len[ls->field] = (size_t)(end - ls->f.val[ls->field]);
+    if (ls->route && ls->depth >= 1)
+        rc = rs_check_visitor.close(ls->route, end);
+    if (ls->depth == 1) {
+        ls->route = NULL;
+        ls->field = -1;
+    }
+    return rc;
+}
+
+static int ls_scalar(void *ctx, const char *v, size_t len)
+{
+    line_scan *ls = ctx;
+    if (ls->depth == 0) {
+        ls->not_object = 1;
+        return 0;
+    }
+    int rc = 0;
+    if (ls->depth == 1) {
+        member_starts(ls, v);
+        if (ls->field >= 0)
+            ls->f.len[ls->field] = len;
+    }
+    if (ls->route)
+        rc = rs_check_visitor.scalar(ls->route, v, len);
+    if (ls->depth == 1) {
+        ls->route = NULL;
+        ls->field = -1;
+    }
+    return rc;
+}
+
+static const rs_json_visitor line_visitor = {
+    .key = ls_key,
+    .open = ls_open,
+    .close = ls_close,
+    .scalar = ls_scalar,
+};
+
+/* Content or metadata not checked during the scan: check its canonical text now. */
+static int check_late(line_scan *ls, int m, const rs_rule *r, const char *v, size_t len,
+                      rs_err *err)
+{
+    rs_check *k = m ? &ls->metadata : &ls->content;
+    if (ls->checked[m])
+        return 0;
+    rs_check_init(k, m ? r->metadata : r->content, m ? "metadata" : "content");
+    ls->checked[m] = 1;
+    return rs_check_text(k, v, len, err);
+}
+
 int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_ctx *ctx,
                    rs_err *err)
 {
@@ -579,34 +638,73 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
         return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len,
                           max);
     rs_buf canon = RS_BUF_INIT;
-    int rc = rs_json_canon(&canon, line, len, 0, err);
-    if (rc)
+    line_scan *ls = malloc(sizeof *ls);
+    rs_event *ev = NULL;
+    int rc = rs_buf_grow(&canon, len);
+    if (!ls || rc) {
+        free(ls);
+        rs_buf_release(&canon);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    memset(&ls->f, 0, sizeof ls->f);
+    ls->ctx = ctx;
+    ls->depth = 0;
+    ls->field = -1;
+    ls->route = NULL;
+    ls->checked[0] = ls->checked[1] = 0;
+    ls->not_object = 0;
+    ls->member_err.code = 0;
+    size_t n = 0;
+    if ((rc = rs_json_scan(canon.buf, &n, line, len, &line_visitor, ls, err)))
         goto done;
-    if (canon.buf[0] != '{') {
+    canon.len = n;
+    if (ls->not_object) {
         rc = rs_err_set(err, -EINVAL, "event is not a JSON object (got %s)",
-                        canon_kind(canon.buf));
+                        rs_json_kind(canon.buf));
         goto done;
     }
-    fields f = { .err = err, .import = ctx->import };
-    if ((rc = rs_json_members(canon.buf, canon.len, on_member, &f)))
+    if (ls->member_err.code) {
+        rc = rs_err_set(err, ls->member_err.code, "%s", ls->member_err.msg);
         goto done;
-    rs_event *ev = calloc(1, sizeof *ev);
-    if (!ev) {
+    }
+    if (!(ev = calloc(1, sizeof *ev))) {
         rc = rs_err_set(err, -ENOMEM, "out of memory");
         goto done;
     }
     ev->content = ev->content_db = ev->metadata = ev->metadata_db = (rs_buf)RS_BUF_INIT;
-    if ((rc = parse_fields(ev, &f, ctx, err))) {
-        rs_event_free(ev);
+    if ((rc = rs_event_envelope(ev, &ls->f, ctx, err)))
         goto done;
-    }
-    *out = ev;
+    const char *cv = ls->f.val[RS_F_CONTENT] ? ls->f.val[RS_F_CONTENT] : "\"\"";
+    size_t cl = ls->f.val[RS_F_CONTENT] ? ls->f.len[RS_F_CONTENT] : 2;
+    const char *mv = ls->f.val[RS_F_METADATA] ? ls->f.val[RS_F_METADATA] : "{}";
+    size_t ml = ls->f.val[RS_F_METADATA] ? ls->f.len[RS_F_METADATA] : 2;
+    rs_rule r;
+    int lenient = ctx->import && !ctx->strict;
+    if (lenient)
+        memset(&r, 0, sizeof r);
+    else
+        rs_contract_rule(ctx->contract, ev->event_type, &r);
+    if ((rc = check_late(ls, 0, &r, cv, cl, err)) || (rc = rs_check_form(&ls->content, err)) ||
+        (rc = check_late(ls, 1, &r, mv, ml, err)) || (rc = rs_check_form(&ls->metadata, err)) ||
+        (rc = rs_contract_check_name(&r, ev->event_type, err)) ||
+        (rc = rs_check_schema(&ls->content, err)) || (rc = rs_check_schema(&ls->metadata, err)))
+        goto done;
+    rc = event_bytes(ev, cv, cl, mv, ml, err);
 done:
+    if (ls->checked[0])
+        rs_check_release(&ls->content);
+    if (ls->checked[1])
+        rs_check_release(&ls->metadata);
+    free(ls);
     rs_buf_release(&canon);
-    if (rc && err)     /* a reason is one line, whatever the input quoted in it held */
-        for (char *p = err->msg; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
+    if (rc) {
+        rs_event_free(ev);
+        if (err)     /* a reason is one line, whatever the input quoted in it held */
+            for (char *p = err->msg; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                    *p = '?';
+    } else
+        *out = ev;
     return rc;
 }
 
@@ -755,24 +853,35 @@ fail:
     return rc;
 }
 
-static int str_member_is(const cJSON *obj, const char *key, const char *want)
+/* A string member of the canonical record equal to want (want NULL: the member is absent). */
+static int str_member_is(const char *rec, size_t len, const char *key, const char *want)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!want)
-        return v == NULL;
-    return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+    const char *v;
+    size_t n;
+    if (!rs_json_get(rec, len, key, strlen(key), &v, &n))
+        return want == NULL;
+    if (!want || v[0] != '"')
+        return 0;
+    rs_buf b = RS_BUF_INIT;
+    int same = rs_json_unquote(&b, v, n) == 0 && strcmp(b.buf, want) == 0;
+    rs_buf_release(&b);
+    return same;
+}
+
+static int value_is(const char *rec, size_t len, const char *key, const rs_buf *want)
+{
+    const char *v;
+    size_t n;
+    return rs_json_get(rec, len, key, strlen(key), &v, &n) &&
+           rs_json_equal(v, n, want->buf, want->len);
 }
 
 int rs_event_same(const rs_event *ev, const char *user, const char *line, size_t len)
 {
-    cJSON *rec = rs_cjson_parse(line, len);
-    int same = rec && str_member_is(rec, "run_id", ev->run_id) &&
-               str_member_is(rec, "event_type", ev->event_type) &&
-               str_member_is(rec, "category", ev->category) &&
-               str_member_is(rec, "user_id", user) &&
-               cJSON_Compare(cJSON_GetObjectItemCaseSensitive(rec, "content"), ev->content_tree, 1) &&
-               cJSON_Compare(cJSON_GetObjectItemCaseSensitive(rec, "metadata"), ev->metadata_tree,
-                             1);
-    cJSON_Delete(rec);
-    return same;
+    return str_member_is(line, len, "run_id", ev->run_id) &&
+           str_member_is(line, len, "event_type", ev->event_type) &&
+           str_member_is(line, len, "category", ev->category) &&
+           str_member_is(line, len, "user_id", user) &&
+           value_is(line, len, "content", &ev->content) &&
+           value_is(line, len, "metadata", &ev->metadata);
 }

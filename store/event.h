@@ -25,8 +25,6 @@ typedef struct rs_event {
     rs_buf content_db;   /* run_events.content: the decoded string, or canonical JSON text */
     rs_buf metadata;     /* canonical JSON object of the metadata as given ({} when absent) */
     rs_buf metadata_db;  /* run_events.event_metadata: metadata plus DeerFlow's markers */
-    cJSON *content_tree;
-    cJSON *metadata_tree;
 } rs_event;
 
 typedef struct rs_event_ctx {
@@ -47,6 +45,29 @@ typedef struct rs_event_ctx {
 int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_ctx *ctx,
                    rs_err *err);
 void rs_event_free(rs_event *ev);
+
+/* The parts of the gate, for a second gate to compare against (tests/fuzz): a line's
+ * top-level members, as canonical bytes (NULL: absent). */
+enum { RS_F_EVENT_TYPE, RS_F_CATEGORY, RS_F_CONTENT, RS_F_METADATA, RS_F_CREATED_AT,
+       RS_F_THREAD_ID, RS_F_RUN_ID, RS_F_IDEM_KEY, RS_F_SEQ, RS_F_COUNT };
+extern const char *const rs_event_field_names[RS_F_COUNT];
+typedef struct rs_event_fields {
+    const char *val[RS_F_COUNT];
+    size_t len[RS_F_COUNT];
+    const char *marker;          /* the first storage-marker key of metadata, or NULL */
+    size_t marker_len;
+} rs_event_fields;
+
+/* The field index of top-level key key[0..kl) (raw, as inside its quotes), or -EINVAL with
+ * the reason: a known field given twice, seq (unless import), user_id, an unknown field. */
+int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import,
+                    rs_err *err);
+
+/* Everything but content and metadata's values, from the members: event_type, ids,
+ * category, metadata's form and markers, created_at, an import's seq, the idempotency key,
+ * into ev. */
+int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                      rs_err *err);
 
 /* A stored row as the backend reads it. */
 typedef struct rs_row {

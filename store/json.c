@@ -1,7 +1,10 @@
 /* json.c — a strict RFC 8259 scanner that checks JSON text and writes its canonical bytes in
  * one linear pass, plus the small string helpers the encoder needs. No trees: see json.h. */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,8 +482,9 @@ int rs_json_truthy(const char *v, size_t n)
 
 enum { K_ARR = 0, K_OBJ = 1 };
 
-int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
-                     unsigned *markers, rs_err *err)
+/* The scanner: canonical bytes into dst, each token shown to vis (may be NULL) as written. */
+static int canon_scan(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
+                      unsigned *markers, const rs_json_visitor *vis, void *vctx, rs_err *err)
 {
     scan sc = { (const u8 *)in, (const u8 *)in, (const u8 *)in + len, dst, flags, err };
     u8 stack[RS_JSON_MAX_DEPTH + 1];
@@ -489,6 +493,7 @@ int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, uns
     char *member_start = NULL;      /* top-level member being written (drop_top) */
     int dropping = 0;               /* 1: json marker, 2: dict marker, 0: keep */
     size_t kept = 0;
+    char *scalar_at;
     if (markers)
         *markers = 0;
 
@@ -496,12 +501,15 @@ value:
     skip_ws(&sc);
     if (sc.p >= sc.end)
         return fail(&sc, "expected a value");
+    scalar_at = sc.o;
     switch (*sc.p) {
     case '{':
         if (depth >= RS_JSON_MAX_DEPTH)
             return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu",
                               RS_JSON_MAX_DEPTH, AT(&sc));
         stack[depth++] = K_OBJ;
+        if (vis && (rc = vis->open(vctx, '{', sc.o)))
+            return rc;
         *sc.o++ = '{';
         sc.p++;
         skip_ws(&sc);
@@ -509,6 +517,8 @@ value:
             *sc.o++ = '}';
             sc.p++;
             depth--;
+            if (vis && (rc = vis->close(vctx, sc.o)))
+                return rc;
             goto after;
         }
         goto key;
@@ -517,6 +527,8 @@ value:
             return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu",
                               RS_JSON_MAX_DEPTH, AT(&sc));
         stack[depth++] = K_ARR;
+        if (vis && (rc = vis->open(vctx, '[', sc.o)))
+            return rc;
         *sc.o++ = '[';
         sc.p++;
         skip_ws(&sc);
@@ -524,54 +536,61 @@ value:
             *sc.o++ = ']';
             sc.p++;
             depth--;
+            if (vis && (rc = vis->close(vctx, sc.o)))
+                return rc;
             goto after;
         }
         goto value;
     case '"':
         if ((rc = scan_string(&sc)))
             return rc;
-        goto after;
+        goto scalar;
     case 't':
         if ((rc = scan_word(&sc, "true", 4)))
             return rc;
-        goto after;
+        goto scalar;
     case 'f':
         if ((rc = scan_word(&sc, "false", 5)))
             return rc;
-        goto after;
+        goto scalar;
     case 'n':
         if ((rc = scan_word(&sc, "null", 4)))
             return rc;
-        goto after;
+        goto scalar;
     case 'N':
         if (!(flags & RS_JSON_LENIENT))
             return fail(&sc, "expected a value");
         if ((rc = scan_word(&sc, "NaN", 3)))
             return rc;
-        goto after;
+        goto scalar;
     case 'I':
         if (!(flags & RS_JSON_LENIENT))
             return fail(&sc, "expected a value");
         if ((rc = scan_word(&sc, "Infinity", 8)))
             return rc;
-        goto after;
+        goto scalar;
     case '-':
         if ((flags & RS_JSON_LENIENT) && sc.end - sc.p >= 9 && sc.p[1] == 'I') {
             if ((rc = scan_word(&sc, "-Infinity", 9)))
                 return rc;
-            goto after;
+            goto scalar;
         }
         /* fall through */
     case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
         if ((rc = scan_number(&sc)))
             return rc;
-        goto after;
+        goto scalar;
     default:
         if (*sc.p >= 0x80 && !utf8_seq(sc.p, sc.end, str_class[*sc.p]))
             return rs_err_set(err, -EINVAL, "invalid UTF-8 at byte %zu", AT(&sc));
         return fail(&sc, "expected a value");
     }
+
+scalar:
+    if (vis && (rc = vis->scalar(vctx, scalar_at, (size_t)(sc.o - scalar_at))))
+        return rc;
+    goto after;
 
 key:
     /* sc.p is past white space, on what must be a key. */
@@ -590,8 +609,13 @@ key:
             dropping = 1;
         else if (kl == 17 && !memcmp(k, "\"content_is_dict\"", 17))
             dropping = 2;
-    } else if ((rc = scan_string(&sc)))
-        return rc;
+    } else {
+        char *k = sc.o;
+        if ((rc = scan_string(&sc)))
+            return rc;
+        if (vis && (rc = vis->key(vctx, k, (size_t)(sc.o - k))))
+            return rc;
+    }
     skip_ws(&sc);
     if (sc.p >= sc.end || *sc.p != ':')
         return fail(&sc, "expected ':'");
@@ -634,6 +658,8 @@ after:
             sc.p++;
             *sc.o++ = '}';
             depth--;
+            if (vis && (rc = vis->close(vctx, sc.o)))
+                return rc;
             goto after;
         }
         return fail(&sc, "expected ',' or '}'");
@@ -647,9 +673,23 @@ after:
         sc.p++;
         *sc.o++ = ']';
         depth--;
+        if (vis && (rc = vis->close(vctx, sc.o)))
+            return rc;
         goto after;
     }
     return fail(&sc, "expected ',' or ']'");
+}
+
+int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
+                     unsigned *markers, rs_err *err)
+{
+    return canon_scan(dst, dst_len, in, len, flags, markers, NULL, NULL, err);
+}
+
+int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len,
+                 const rs_json_visitor *vis, void *ctx, rs_err *err)
+{
+    return canon_scan(dst, dst_len, in, len, 0, NULL, vis, ctx, err);
 }
 
 int rs_json_canon(rs_buf *out, const char *in, size_t len, unsigned flags, rs_err *err)
@@ -902,6 +942,117 @@ int rs_json_unquote(rs_buf *out, const char *lit, size_t len)
 bad:
     rs_buf_setlen(out, out->len);
     return -EINVAL;
+}
+
+double rs_json_number(const char *v, size_t len)
+{
+    char small[64];
+    char *num = len < sizeof small ? small : malloc(len + 1);
+    if (!num)
+        return NAN;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    double d = strtod(num, NULL);
+    if (num != small)
+        free(num);
+    return d;
+}
+
+const char *rs_json_kind(const char *v)
+{
+    switch (v[0]) {
+    case '"': return "string";
+    case '{': return "object";
+    case '[': return "array";
+    case 't': case 'f': return "boolean";
+    case 'n': return "null";
+    default: return "number";
+    }
+}
+
+typedef struct member_find {
+    const char *key;              /* raw, as inside the quotes */
+    size_t key_len;
+    const char *val;
+    size_t val_len;
+} member_find;
+
+static int on_member_find(void *ctx, const char *key, size_t key_len, const char *val,
+                          size_t val_len)
+{
+    member_find *f = ctx;
+    if (key_len != f->key_len || memcmp(key, f->key, key_len) != 0)
+        return 0;
+    f->val = val;
+    f->val_len = val_len;
+    return 1;
+}
+
+int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len,
+                const char **val, size_t *val_len)
+{
+    member_find f = {.key = key, .key_len = key_len};
+    if (rs_json_members(obj, len, on_member_find, &f) != 1)
+        return 0;
+    *val = f.val;
+    *val_len = f.val_len;
+    return 1;
+}
+
+typedef struct eq_find {
+    const char *other;            /* the object searched */
+    size_t other_len;
+    int missing;
+} eq_find;
+
+/* Each member of one object has an equal value under the same key in the other. */
+static int on_member_eq(void *ctx, const char *key, size_t key_len, const char *val,
+                        size_t val_len)
+{
+    eq_find *f = ctx;
+    const char *v;
+    size_t vl;
+    if (!rs_json_get(f->other, f->other_len, key, key_len, &v, &vl) ||
+        !rs_json_equal(val, val_len, v, vl)) {
+        f->missing = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int rs_json_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (!alen || !blen)
+        return 0;
+    char ka = a[0], kb = b[0];
+    int na = ka == '-' || (ka >= '0' && ka <= '9'), nb = kb == '-' || (kb >= '0' && kb <= '9');
+    if (na || nb) {
+        if (!(na && nb))
+            return 0;
+        double x = rs_json_number(a, alen), y = rs_json_number(b, blen);
+        double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+        return fabs(x - y) <= m * DBL_EPSILON;
+    }
+    if (ka != kb)
+        return 0;
+    if (ka == '{') {
+        eq_find ab = {.other = b, .other_len = blen}, ba = {.other = a, .other_len = alen};
+        return rs_json_members(a, alen, on_member_eq, &ab) == 0 && !ab.missing &&
+               rs_json_members(b, blen, on_member_eq, &ba) == 0 && !ba.missing;
+    }
+    if (ka == '[') {
+        const char *p = a + 1, *pe = a + alen - 1, *q = b + 1, *qe = b + blen - 1;
+        while (p < pe && q < qe) {
+            const char *pn = skip_value(p, pe), *qn = skip_value(q, qe);
+            if (!pn || !qn || !rs_json_equal(p, (size_t)(pn - p), q, (size_t)(qn - q)))
+                return 0;
+            p = pn < pe && *pn == ',' ? pn + 1 : pn;
+            q = qn < qe && *qn == ',' ? qn + 1 : qn;
+        }
+        return p >= pe && q >= qe;
+    }
+    /* strings (one canonical spelling each), true, false, null */
+    return alen == blen && memcmp(a, b, alen) == 0;
 }
 
 cJSON *rs_cjson_parse(const char *text, size_t len)

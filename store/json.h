@@ -38,6 +38,29 @@ int rs_json_markers(const char *meta, size_t len, unsigned *markers);
 int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
                      unsigned *markers, rs_err *err);
 
+/* What a checking pass sees as the scanner writes canonical bytes, in document order: each
+ * object key (canonical, with its quotes), each container's start (kind '{' or '[', at: where
+ * its bracket is written) and end (end: just past its closing bracket), each scalar's
+ * canonical bytes. A callback returns 0 to go on, or a negative errno to stop the scan. */
+typedef struct rs_json_visitor {
+    int (*key)(void *ctx, const char *key, size_t len);
+    int (*open)(void *ctx, char kind, const char *at);
+    int (*close)(void *ctx, const char *end);
+    int (*scalar)(void *ctx, const char *v, size_t len);
+} rs_json_visitor;
+
+/* rs_json_canon_to (strict, no flags) that shows every token to vis with ctx. */
+int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len,
+                 const rs_json_visitor *vis, void *ctx, rs_err *err);
+
+/* The number a canonical lexeme stands for, as strtod (and so cJSON) reads it. */
+double rs_json_number(const char *v, size_t len);
+
+/* 1 when the canonical JSON values a and b are equal as cJSON_Compare (case-sensitive) says:
+ * same kind, strings byte-equal, numbers within DBL_EPSILON, arrays element by element,
+ * objects with the same keys holding equal values, in any order. */
+int rs_json_equal(const char *a, size_t alen, const char *b, size_t blen);
+
 /* 1 when s[0..len) is valid UTF-8 with no NUL, no surrogates, no overlong forms. */
 int rs_utf8_valid(const char *s, size_t len);
 
@@ -48,11 +71,21 @@ typedef int (*rs_json_member_fn)(void *ctx, const char *key, size_t key_len,
                                  const char *val, size_t val_len);
 int rs_json_members(const char *obj, size_t len, rs_json_member_fn fn, void *ctx);
 
+/* The first member key[0..key_len) (raw, as inside the quotes) of canonical object obj:
+ * 1 with *val (its canonical bytes) set, 0 when absent or obj is not an object. */
+int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len,
+                const char **val, size_t *val_len);
+
+/* The kind of a canonical value, for reasons: "string", "object", "array", "boolean",
+ * "null" or "number". */
+const char *rs_json_kind(const char *v);
+
 /* Decode a canonical JSON string literal lit[0..len) (with its quotes) into out. */
 int rs_json_unquote(rs_buf *out, const char *lit, size_t len);
 
 /* cJSON_ParseWithLength, serialised: cJSON records parse errors in one process-wide
- * variable, and the mount parses from many threads. */
+ * variable. Only contracts are parsed into trees (once, when a store opens); lines and
+ * rows never are. */
 cJSON *rs_cjson_parse(const char *text, size_t len);
 
 #endif

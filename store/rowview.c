@@ -43,33 +43,10 @@ int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers)
     return rs_buf_add_json_string(content, row->content, row->content_len);
 }
 
-typedef struct member_find {
-    const char *key;
-    size_t key_len;
-    const char *val;
-    size_t val_len;
-} member_find;
-
-static int on_member_find(void *ctx, const char *key, size_t key_len, const char *val,
-                          size_t val_len)
-{
-    member_find *f = ctx;
-    if (key_len != f->key_len || memcmp(key, f->key, key_len) != 0)
-        return 0;
-    f->val = val;
-    f->val_len = val_len;
-    return 1;
-}
-
 int rs_view_get(const char *obj, size_t len, const char *key, const char **val,
                 size_t *val_len)
 {
-    member_find f = {.key = key, .key_len = strlen(key)};
-    if (rs_json_members(obj, len, on_member_find, &f) != 1)
-        return 0;
-    *val = f.val;
-    *val_len = f.val_len;
-    return 1;
+    return rs_json_get(obj, len, key, strlen(key), val, val_len);
 }
 
 int rs_view_get_str(const char *obj, size_t len, const char *key, rs_buf *out)

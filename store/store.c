@@ -12,6 +12,7 @@
 #include "contract.h"
 #include "event.h"
 #include "json.h"
+#include "rowview.h"
 #include "runstore.h"
 #include "store_int.h"
 
@@ -192,30 +193,24 @@ static void existing_release(rs_existing *ex)
     rs_buf_release(&ex->metadata_db);
 }
 
-/* The stored content as a JSON value, decoded the way DeerFlow decodes it (NULL: out of
- * memory). */
-static cJSON *existing_content(const rs_existing *ex)
-{
-    unsigned markers;
-    if (rs_json_markers(ex->metadata_db.buf, ex->metadata_db.len, &markers))
-        return NULL;
-    if (markers) {
-        cJSON *v = rs_cjson_parse(ex->content_db.buf, ex->content_db.len);
-        if (v)
-            return v;
-    }
-    return cJSON_CreateString(ex->content_db.buf);
-}
-
 /* DESIGN "Singletons": the same event is equal category and content and equal values for
- * the metadata keys the contract requires, other than recovered. */
+ * the metadata keys the contract requires, other than recovered. Compared as JSON values,
+ * on canonical text: no tree. */
 static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existing *ex)
 {
     if (strcmp(ev->category, ex->category.buf) != 0)
         return 0;
-    cJSON *meta = rs_cjson_parse(ex->metadata_db.buf, ex->metadata_db.len);
-    cJSON *content = existing_content(ex);
-    int same = content && cJSON_Compare(content, ev->content_tree, 1);
+    rs_buf meta = RS_BUF_INIT, content = RS_BUF_INIT;
+    unsigned markers;
+    int meta_ok = rs_json_canon(&meta, ex->metadata_db.buf, ex->metadata_db.len, 0, NULL) == 0 &&
+                  meta.buf[0] == '{';
+    int same = rs_json_markers(ex->metadata_db.buf, ex->metadata_db.len, &markers) == 0;
+    if (same && (!markers ||
+                 rs_json_canon(&content, ex->content_db.buf, ex->content_db.len, 0, NULL))) {
+        rs_buf_reset(&content);
+        same = rs_buf_add_json_string(&content, ex->content_db.buf, ex->content_db.len) == 0;
+    }
+    same = same && rs_json_equal(content.buf, content.len, ev->content.buf, ev->content.len);
     const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
     const cJSON *key;
     cJSON_ArrayForEach(key, req) {
@@ -223,12 +218,14 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
             break;
         if (!cJSON_IsString(key) || strcmp(key->valuestring, "recovered") == 0)
             continue;
-        const cJSON *a = meta ? cJSON_GetObjectItemCaseSensitive(meta, key->valuestring) : NULL;
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(ev->metadata_tree, key->valuestring);
-        same = a && b && cJSON_Compare(a, b, 1);
+        const char *a, *b;
+        size_t al, bl;
+        same = meta_ok && rs_view_get(meta.buf, meta.len, key->valuestring, &a, &al) &&
+               rs_view_get(ev->metadata.buf, ev->metadata.len, key->valuestring, &b, &bl) &&
+               rs_json_equal(a, al, b, bl);
     }
-    cJSON_Delete(content);
-    cJSON_Delete(meta);
+    rs_buf_release(&content);
+    rs_buf_release(&meta);
     return same;
 }
 
@@ -441,45 +438,52 @@ static char *like_pattern(const char *raw)
     return p;
 }
 
-static const char *str_item(const cJSON *obj, const char *key)
+/* A message row's content object, read once per row into reusable buffers. */
+typedef struct msg_view {
+    rs_buf content;
+    rs_buf a, b;
+} msg_view;
+
+/* A non-empty string member of the content object, decoded into out. */
+static const char *str_item(const msg_view *m, const char *key, rs_buf *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+    return rs_view_get_str(m->content.buf, m->content.len, key, out) && out->len ? out->buf
+                                                                                : NULL;
 }
 
 /* DeerFlow's message identity (message_identity.py): tool:<tool_call_id>, else
  * message:<id> with a human message's trailing "__user" dropped. */
-static int identity_matches(const cJSON *msg, const char *identity)
+static int identity_matches(msg_view *m, const char *identity)
 {
-    const char *tool = str_item(msg, "tool_call_id");
+    const char *tool = str_item(m, "tool_call_id", &m->a);
     if (tool)
         return strncmp(identity, "tool:", 5) == 0 && strcmp(identity + 5, tool) == 0;
-    const char *id = str_item(msg, "id");
+    const char *id = str_item(m, "id", &m->a);
     if (!id || strncmp(identity, "message:", 8) != 0)
         return 0;
-    size_t n = strlen(id);
-    const char *type = str_item(msg, "type");
+    size_t n = m->a.len;
+    const char *type = str_item(m, "type", &m->b);
     if (type && strcmp(type, "human") == 0 && n > 6 && strcmp(id + n - 6, "__user") == 0)
         n -= 6;
     return strlen(identity + 8) == n && strncmp(identity + 8, id, n) == 0;
 }
 
-static cJSON *row_content_object(const rs_row *row)
+/* 1 when a marker says the row's content is JSON and it is an object (into m->content). */
+static int row_content_object(const rs_row *row, msg_view *m, int *rc)
 {
     unsigned markers;
-    if (rs_json_markers(row->metadata, row->metadata_len, &markers) || !markers)
-        return NULL;
-    cJSON *v = rs_cjson_parse(row->content, row->content_len);
-    if (v && !cJSON_IsObject(v)) {
-        cJSON_Delete(v);
-        v = NULL;
-    }
-    return v;
+    if ((*rc = rs_json_markers(row->metadata, row->metadata_len, &markers)) || !markers)
+        return 0;
+    rs_buf_reset(&m->content);
+    int r = rs_json_canon(&m->content, row->content, row->content_len, 0, NULL);
+    if (r == -ENOMEM)
+        *rc = r;
+    return r == 0 && m->content.buf[0] == '{';
 }
 
 /* Scan message rows holding an object; fn decides. */
 static int scan_messages(rs_store *s, const char *thread_id, const char *user, int newest,
-                         const char *raw, int (*fn)(const rs_row *, const cJSON *, void *),
+                         const char *raw, int (*fn)(const rs_row *, msg_view *, void *),
                          void *ctx, rs_err *err)
 {
     rs_target t = {.thread_id = thread_id};
@@ -492,23 +496,28 @@ static int scan_messages(rs_store *s, const char *thread_id, const char *user, i
     free(like);
     if (rc)
         return rc;
+    msg_view m = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     rc = -ENOENT;
-    int step;
+    int step, vrc = 0;
     for (;;) {
         /* The matchers read the raw row (c->row), not the rendered line. */
         const rs_record *rec;
         step = rs_cursor_next(c, &rec);
         if (step <= 0)
             break;
-        cJSON *msg = row_content_object(&c->row);
-        int hit = msg && fn(&c->row, msg, ctx);
-        cJSON_Delete(msg);
-        if (hit) {
+        if (row_content_object(&c->row, &m, &vrc) && fn(&c->row, &m, ctx)) {
             rc = 0;
+            break;
+        }
+        if (vrc) {
+            step = rs_err_set(err, vrc, "out of memory reading messages");
             break;
         }
     }
     rs_cursor_free(c);
+    rs_buf_release(&m.content);
+    rs_buf_release(&m.a);
+    rs_buf_release(&m.b);
     return step < 0 ? step : rc;
 }
 
@@ -517,10 +526,10 @@ typedef struct seq_find {
     int64_t seq;
 } seq_find;
 
-static int match_identity(const rs_row *row, const cJSON *msg, void *ctx)
+static int match_identity(const rs_row *row, msg_view *m, void *ctx)
 {
     seq_find *f = ctx;
-    if (!identity_matches(msg, f->identity))
+    if (!identity_matches(m, f->identity))
         return 0;
     f->seq = row->seq;
     return 1;
@@ -545,11 +554,11 @@ typedef struct run_find {
     int rc;
 } run_find;
 
-static int match_ai(const rs_row *row, const cJSON *msg, void *ctx)
+static int match_ai(const rs_row *row, msg_view *m, void *ctx)
 {
     run_find *f = ctx;
-    const char *type = str_item(msg, "type");
-    const char *id = str_item(msg, "id");
+    const char *type = str_item(m, "type", &m->a);
+    const char *id = str_item(m, "id", &m->b);
     if (!type || strcmp(type, "ai") != 0 || !id || strcmp(id, f->message_id) != 0 ||
         !row->run_id[0])
         return 0;
