@@ -3,6 +3,8 @@
  * are tables, so --help, the man page and the parser cannot drift apart. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,36 @@ static int set_user_map(rfs_options *o, const char *v)
     return 0;
 }
 static int set_log(rfs_options *o, const char *v) { o->log_file = v; return 0; }
+
+/* uid= and gid= as FUSE filesystems take them, a number or a name. */
+static int set_id(long *out, const char *v, int is_uid)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v && !*end && n >= 0) {
+        *out = n;
+        return 0;
+    }
+    struct passwd *pw = is_uid ? getpwnam(v) : NULL;
+    struct group *gr = is_uid ? NULL : getgrnam(v);
+    if (!pw && !gr)
+        return bad_value(is_uid ? "uid: no such user" : "gid: no such group");
+    *out = pw ? (long)pw->pw_uid : (long)gr->gr_gid;
+    return 0;
+}
+
+static int set_uid(rfs_options *o, const char *v) { return set_id(&o->uid, v, 1); }
+static int set_gid(rfs_options *o, const char *v) { return set_id(&o->gid, v, 0); }
+
+static int set_umask(rfs_options *o, const char *v)
+{
+    char *end;
+    long n = strtol(v, &end, 8);
+    if (!*v || *end || n < 0 || n > 0777)
+        return bad_value("umask takes octal mode bits (umask=022)");
+    o->umask = (int)n;
+    return 0;
+}
 
 static int set_user(rfs_options *o, const char *v)
 {
@@ -100,6 +132,11 @@ static const mount_option mount_options[] = {
     {"follow-timeout", "SECS", "end follow.jsonl without a terminal event (default 1800)",
      set_follow_timeout},
     {"log", "FILE", "append the daemon's log lines to FILE", set_log},
+    {"uid", "USER", "files belong to USER (default: who mounts; not with --user-from-uid)",
+     set_uid},
+    {"gid", "GROUP", "files belong to GROUP (default: the mounting user's group)", set_gid},
+    {"umask", "MODE", "mode bits taken off 0666/0777 (default 022; 002 shares with the group)",
+     set_umask},
 };
 #define N_MOUNT_OPTIONS (sizeof mount_options / sizeof mount_options[0])
 
@@ -111,7 +148,8 @@ static const struct {
 } std_options[] = {
     {"ro", STD_RO}, {"rw", STD_RW},
     /* Handed to FUSE: the kernel applies them. */
-    {"allow_other", STD_PASS}, {"default_permissions", STD_PASS},
+    /* default_permissions is always on: the kernel enforces the modes ls -l shows. */
+    {"allow_other", STD_PASS}, {"default_permissions", STD_IGNORE},
     {"atime", STD_PASS}, {"noatime", STD_PASS}, {"relatime", STD_PASS},
     {"norelatime", STD_PASS}, {"strictatime", STD_PASS}, {"nodiratime", STD_PASS},
     {"dev", STD_PASS}, {"nodev", STD_PASS}, {"suid", STD_PASS}, {"nosuid", STD_PASS},
@@ -469,7 +507,7 @@ static int cmd_mount(int argc, char **argv)
                                       mount_options[i].arg ? required_argument : no_argument,
                                       NULL, 256 + (int)i};
     longopts[N_MOUNT_OPTIONS] = (struct option){NULL, 0, NULL, 0};
-    rfs_options o = {.follow_timeout = 1800};
+    rfs_options o = {.follow_timeout = 1800, .uid = -1, .gid = -1, .umask = -1};
     int c;
     optind = 1;
     opterr = 0;

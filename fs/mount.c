@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,11 +19,13 @@
 #include "rejects.h"
 #include "sizes.h"
 
-/* A mountpoint left by a daemon that died reads ENOTCONN; a lazy unmount clears it. */
+/* A mountpoint left by a daemon that died answers ENOTCONN; a lazy unmount clears it. Asked
+ * with statfs, which the kernel always sends to the daemon: a stat may be answered from
+ * attributes it still caches (default_permissions looks them up on every path walk). */
 static int clear_stale_mount(const char *mountpoint)
 {
-    struct stat st;
-    if (stat(mountpoint, &st) == 0 || errno != ENOTCONN)
+    struct statvfs sv;
+    if (statvfs(mountpoint, &sv) == 0 || errno != ENOTCONN)
         return 0;
     pid_t pid = fork();
     if (pid == 0) {
@@ -36,7 +39,7 @@ static int clear_stale_mount(const char *mountpoint)
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0 || stat(mountpoint, &st) != 0) {
+        WEXITSTATUS(status) != 0 || statvfs(mountpoint, &sv) != 0) {
         fprintf(stderr, "runfs: %s is a stale mount left by a daemon that died; run "
                         "'fusermount3 -u -z %s' and mount again\n", mountpoint, mountpoint);
         return -ENOTCONN;
@@ -93,6 +96,13 @@ int rfs_mount_main(rfs_options *opt)
     m.store_opt.allow_unknown_events = opt->allow_unknown;
     m.store_opt.read_only = opt->read_only;
     m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
+    m.store_opt.owners_apart = opt->user || opt->user_from_uid;
+    if (m.opt.uid < 0)
+        m.opt.uid = (long)getuid();
+    if (m.opt.gid < 0)
+        m.opt.gid = (long)getgid();
+    if (m.opt.umask < 0)
+        m.opt.umask = 022;
     m.mount_ns = rs_clock_ns(CLOCK_REALTIME);
     pthread_mutex_init(&m.handles_lock, NULL);
 
@@ -136,6 +146,8 @@ int rfs_mount_main(rfs_options *opt)
         fuse_opt_add_arg(&args, "-osubtype=runfs") ||
         (opt->fuse_opts[0] && add_arg(&args, "-o%s", opt->fuse_opts)) ||
         (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
+        /* The kernel enforces the modes ls -l shows, for every caller. */
+        fuse_opt_add_arg(&args, "-odefault_permissions") ||
         (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;

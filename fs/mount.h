@@ -32,6 +32,11 @@ typedef struct rfs_options {
     int debug;
     const char *log_file;        /* --log FILE */
     char fuse_opts[512];         /* usual mount options handed to FUSE, comma-separated */
+    /* Who owns what ls -l shows (without --user-from-uid): -1 until set, then the mounting
+     * user's ids unless -o uid=/gid= said otherwise; umask= takes bits off every mode. */
+    long uid;
+    long gid;
+    int umask;
 } rfs_options;
 
 typedef struct rfs_hub rfs_hub;

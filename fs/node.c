@@ -77,9 +77,12 @@ int rfs_node_is_log(rfs_kind k)
     return k == RFS_T_EVENTS || k == RFS_R_EVENTS;
 }
 
-int rfs_node_is_writable(rfs_kind k)
+int rfs_node_is_writable(rfs_kind k, int allow_delete)
 {
-    return k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_R_SEAL;
+    if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS ||
+        k == RFS_RUN || k == RFS_R_ONCE_DIR)
+        return 1;
+    return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k);
 }
 
 const char *const *rfs_node_fixed_entries(rfs_kind k)

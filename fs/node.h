@@ -75,8 +75,11 @@ int rfs_node_path(const rfs_node *n, rs_buf *out);
 int rfs_node_is_dir(rfs_kind kind);
 /* Files whose lines are the run's or thread's history log (exact size, seekable). */
 int rfs_node_is_log(rfs_kind kind);
-/* Files that accept writes (events.jsonl of a run, once/<type>, seal.json). */
-int rfs_node_is_writable(rfs_kind kind);
+/* What a writer may change on a writable mount: files it may open for writing (a run's
+ * events.jsonl, once/<type>), directories it may create in (threads/, runs/, a run for its
+ * seal.json, once/); with deleting allowed, every directory of a thread (rm -r empties
+ * them). A sealed seal.json is not writable: a second seal is EEXIST. */
+int rfs_node_is_writable(rfs_kind kind, int allow_delete);
 
 /* The fixed entries of a directory kind, NULL-terminated (dynamic entries come from the
  * store). */

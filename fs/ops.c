@@ -109,13 +109,18 @@ void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
     fuse_reply_err(req, -code);
 }
 
+/* Honest modes, enforced by the kernel (default_permissions): w bits only where the mount
+ * lets a writer change something, less -o umask=. */
 static mode_t mode_of(const rfs_mount *m, rfs_kind kind)
 {
-    if (rfs_node_is_dir(kind))
-        return S_IFDIR | (m->opt.read_only ? 0555 : 0755);
-    if (rfs_node_is_writable(kind))
-        return S_IFREG | (m->opt.read_only ? 0444 : 0644);
-    return S_IFREG | 0444;
+    int dir = rfs_node_is_dir(kind);
+    int w = !m->opt.read_only && rfs_node_is_writable(kind, m->opt.allow_delete);
+    /* Where each uid is its own owner, threads/ takes everyone's new threads; the daemon
+     * keeps them apart. */
+    if (m->opt.user_from_uid && kind == RFS_THREADS && w)
+        return S_IFDIR | 0777;
+    mode_t mode = (dir ? 0555 : 0444) | (w ? 0222 : 0);
+    return (dir ? S_IFDIR : S_IFREG) | (mode & ~(mode_t)m->opt.umask);
 }
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
@@ -126,8 +131,8 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
     a->st_ino = ino;
     a->st_mode = mode_of(m, n->kind);
     a->st_nlink = rfs_node_is_dir(n->kind) ? 2 : 1;
-    a->st_uid = m->opt.user_from_uid ? fuse_req_ctx(req)->uid : getuid();
-    a->st_gid = m->opt.user_from_uid ? fuse_req_ctx(req)->gid : getgid();
+    a->st_uid = m->opt.user_from_uid ? fuse_req_ctx(req)->uid : (uid_t)m->opt.uid;
+    a->st_gid = m->opt.user_from_uid ? fuse_req_ctx(req)->gid : (gid_t)m->opt.gid;
     a->st_size = st->size;
     a->st_blksize = 4096;
     a->st_blocks = (st->size + 511) / 512;

@@ -43,6 +43,7 @@ struct rfs_handle {
     int exclusive;
     int reserved;
     int done;            /* once/seal: the body was committed or refused */
+    char why[600];       /* a created once/seal: why closing it without a body stores nothing */
     int created;         /* made by op_create: counted in its inode's creators */
     rfs_follow *follow;  /* follow.jsonl */
 };
@@ -265,6 +266,9 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
         return (void)fuse_reply_err(req, ENOMEM);
     h->exclusive = (fi->flags & O_EXCL) != 0 || cn.kind == RFS_R_SEAL;
     h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    if (cn.kind == RFS_R_ONCE)
+        snprintf(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
+                 cn.name);
     if (cn.kind == RFS_R_ONCE && h->exclusive) {
         /* Reserve the name now: a second exclusive create fails while we are writing. */
         rs_store *s;
@@ -291,7 +295,9 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
         if (rc == 0) {
             h->done = 1;
             rfs_hub_committed(m, cn.thread_id, cn.run_id);
-        } else if (rc != -EINVAL) {
+        } else if (rc == -EINVAL) {
+            snprintf(h->why, sizeof h->why, "%s", err.msg);
+        } else {
             handle_free(h);
             return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
         }
@@ -412,6 +418,20 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
     fuse_reply_write(req, size);
 }
 
+/* Log a refusal of the handle's file; req NULL at release, which has no caller to tell. */
+static void handle_refusal(fuse_req_t req, rfs_mount *m, rfs_handle *h, int rc, const char *why)
+{
+    if (req) {
+        rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
+        return;
+    }
+    rs_buf path = RS_BUF_INIT;
+    rfs_node_path(&h->node, &path);
+    rfs_rejects_add(m->rejects, handle_user(m, h), h->pid, h->uid, path.buf, rc, why,
+                    h->pending.buf, h->pending.len);
+    rs_buf_release(&path);
+}
+
 /* once/<type> and seal.json: store the body. 0 or a negative errno (logged; the caller
  * replies). */
 static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
@@ -438,11 +458,7 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
     }
     rfs_pool_put(m, s);
     if (rc < 0) {
-        if (req)
-            rfs_log_refusal(req, &h->node, NULL, rc, err.msg, h->pending.buf, h->pending.len);
-        else
-            rfs_rejects_add(m->rejects, handle_user(m, h), h->pid, h->uid, "seal.json", rc,
-                            err.msg, h->pending.buf, h->pending.len);
+        handle_refusal(req, m, h, rc, err.msg);
         return rc;
     }
     rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
@@ -507,6 +523,10 @@ void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
          * the command writes; only a body that arrived commits here. */
         rc = commit_body(req, h, m);
+    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->created) {
+        /* Created and nothing to store yet: each close says so (EINVAL); a body may still
+         * come through another descriptor, and release logs the refusal if none does. */
+        rc = -EINVAL;
     }
     h->skipping = 0;
     pthread_mutex_unlock(&h->lock);
@@ -517,14 +537,15 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
-    /* A seal.json create that got no body asks for a complete seal; its refusal can only
-     * be logged now (release has no caller to tell). */
-    if (h->kind == H_SEAL && !h->done)
-        commit_body(NULL, h, m);
+    /* A created once/<type> or seal.json that never got a body stored nothing: its close
+     * returned EINVAL, and the reason is logged now. */
+    if ((h->kind == H_ONCE || h->kind == H_SEAL) && h->created && !h->done)
+        handle_refusal(NULL, m, h, -EINVAL, h->why);
     if (h->reserved) {
         rs_store *s;
         if (rfs_pool_get(m, &s, NULL) == 0) {
-            rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id};
+            rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+                           .user = handle_user(m, h)};
             rs_store_release_singleton(s, &t, h->node.name);
             rfs_pool_put(m, s);
         }

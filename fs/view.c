@@ -45,10 +45,12 @@ static const char readme_text[] =
     "\"metadata\":{\"caller\":\"lead_agent\"}}' >> threads/T/runs/R/events.jsonl\n"
     "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
     "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
-    "Seal:    set -C; : > threads/T/runs/R/seal.json\n"
+    "Seal:    set -C; : > threads/T/runs/R/seal.json   (close() says EINVAL when nothing\n"
+    "         seals: no valid run.terminal; or write {\"state\":\"partial\",\"error\":\"why\"})\n"
     "Retries: a line's \"idempotency_key\":\"K\" (1-128 printable ASCII) stores it once per\n"
     "         thread; resending it confirms the original record, another event under K is EEXIST.\n"
-    "Refused writes: errno plus a reason in .runfs/rejects.jsonl. Manual: man runfs.\n";
+    "Refused writes: errno plus a reason in .runfs/rejects.jsonl. Manual: man runfs.\n"
+    "Permissions: ls -l shows who may write, and the kernel holds to it.\n";
 
 struct rfs_reader {
     rfs_node node;

@@ -37,8 +37,10 @@ typedef struct rs_backend_ops {
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
 
-    /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user. With
-     * if_absent (n == 1): when a row with the same (thread, run, event_type) exists, store
+    /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user; with
+     * rs_options.owners_apart, -EACCES when t->user is set and the thread exists without
+     * its rows or mkdir (put, reserve and create alike). With if_absent (n == 1): when a row of t->user (of anyone when NULL)
+     * with the same (thread, run, event_type) exists, store
      * nothing, fill *existing and return 0 with *created = 0. Canonical lines of stored rows
      * are appended to stored; at (may be NULL) gets their offsets. A held reservation of this mount for the identity is released
      * in the same transaction. */
@@ -76,7 +78,10 @@ typedef struct rs_backend_ops {
     int (*stats)(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
                  rs_err *err);
 
-    /* Seals (runfs_seal). seal_insert: -EEXIST when the run is sealed already, -EAGAIN when
+    /* Seals (runfs_seal), each owner's own: t->user's (NULL: the unscoped mount's, over
+     * every row); seal_each names the owner in t->user. Deleting a run or thread deletes
+     * the deleter's seals (every seal when t->user is NULL), as it does singletons.
+     * seal_insert: -EEXIST when the run is sealed already, -EAGAIN when
      * the run no longer has exactly row->event_count rows with seq <= row->upper_seq (the
      * caller captured a receipt that changed; it captures again). */
     int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);

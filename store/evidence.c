@@ -448,8 +448,8 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
 {
     verify_ctx *v = ctx;
     capture cap;
-    /* A seal names no owner: it is checked against every row of its run. */
-    int rc = capture_run(v->s, t, NULL, row->upper_seq, 0, &cap, v->err);
+    /* Over the rows the sealing owner saw (every row for an unscoped seal). */
+    int rc = capture_run(v->s, t, t->user, row->upper_seq, 0, &cap, v->err);
     if (rc)
         return rc;
     char why[256];

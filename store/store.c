@@ -16,6 +16,17 @@
 #include "runstore.h"
 #include "store_int.h"
 
+/* The bytes of rs_options a caller built against the given version holds: an older
+ * caller's struct ends before the fields added since. */
+static size_t options_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(rs_options, busy_notice);
+    if (version == 2)
+        return offsetof(rs_options, owners_apart);
+    return sizeof(rs_options);
+}
+
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_options defaults = RS_OPTIONS_INIT;
@@ -27,8 +38,9 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     rs_store *s = calloc(1, sizeof *s);
     if (!s)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    /* A version-1 caller's struct ends before busy_notice. */
-    memcpy(&s->opt, opt, opt->version >= 2 ? sizeof *opt : offsetof(rs_options, busy_notice));
+    s->opt = (rs_options)RS_OPTIONS_INIT;
+    memcpy(&s->opt, opt, options_size(opt->version));
+    s->opt.version = RS_OPTIONS_VERSION;
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
     s->ops = &rs_sqlite_backend;

@@ -82,7 +82,7 @@ typedef struct rs_cursor rs_cursor;
  * way): start from RS_OPTIONS_INIT / RS_QUERY_INIT, then set fields, so a field added later
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
-#define RS_OPTIONS_VERSION 2    /* 2: busy_notice, busy_ctx */
+#define RS_OPTIONS_VERSION 3    /* 2: busy_notice, busy_ctx; 3: owners_apart */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 
 typedef struct rs_options {
@@ -96,6 +96,11 @@ typedef struct rs_options {
      * goes on waiting (up to 30 s), so a command can say why it is not moving. */
     void (*busy_notice)(void *ctx, const char *store);
     void *busy_ctx;
+    int owners_apart;            /* owners do not meet (a mount with --user or --user-from-uid):
+                                  * a writer with an owner (rs_target.user) writes only in
+                                  * threads that are new or hold its rows or its mkdir (else
+                                  * -EACCES), and its singletons are its own; without it,
+                                  * put_if_absent's identity is DeerFlow's, owner-blind */
 } rs_options;
 
 /* Open (creating when absent) the store at uri: a SQLite file path. opt NULL: defaults. */

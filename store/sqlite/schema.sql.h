@@ -76,34 +76,64 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id = old.thread_id;\n"
     "  UPDATE runfs_meta SET value = old.id - 1 WHERE key = 'indexed_id' AND value >= old.id;\n"
     "END;\n"
-    /* Singletons: types written through put_if_absent, and names reserved by an exclusive
+    /* Singletons and seals are each owner's own (owner: the rows' user_id, '' for rows
+     * without one): types written through put_if_absent, names reserved by an exclusive
      * create that has not committed yet (pid and its start time: the holder, to clear after
-     * a crash even when the pid was reused). */
+     * a crash even when the pid was reused), and seals. */
     "CREATE TABLE IF NOT EXISTS runfs_once (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
-    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
+    "  owner TEXT NOT NULL DEFAULT '',\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type, owner)\n"
     ") WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS runfs_hold (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '',\n"
     "  pid INTEGER NOT NULL,\n"
     "  started INTEGER NOT NULL DEFAULT 0,\n"
-    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type, owner)\n"
     ") WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS runfs_seal (\n"
-    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
     "  state TEXT NOT NULL, upper_seq INTEGER NOT NULL, event_count INTEGER NOT NULL,\n"
     "  terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
-    "  user_id TEXT,\n"
-    "  PRIMARY KEY (thread_id, run_id)\n"
+    "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ") WITHOUT ROWID;\n"
     /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). Made
      * last, so a store without it gets the whole schema again (every statement IF NOT EXISTS). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"
     "  PRIMARY KEY (thread_id, key)\n"
-    ") WITHOUT ROWID;\n";
+    ") WITHOUT ROWID;\n"
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 2);\n";
 
-/* Newer DeerFlow's high-water table; created with migration 0034's backfill. */
+/* The side tables' layout this build writes; a store with a newer one is refused. */
+#define RS_SCHEMA_LAYOUT 2
+
+/* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
+ * blocked another's. Before the tables of rs_schema_sql are created, the old ones step
+ * aside; rs_schema_migrate_copy_sql then moves their rows over, the owner taken from the
+ * seal's user_id ('' for rows without one). */
+static const char rs_schema_migrate_sql[] =
+    "ALTER TABLE runfs_once RENAME TO runfs_once_v1;\n"
+    "ALTER TABLE runfs_hold RENAME TO runfs_hold_v1;\n"
+    "ALTER TABLE runfs_seal RENAME TO runfs_seal_v1;\n"
+    "DROP INDEX IF EXISTS runfs_uq_terminal;\n";
+static const char rs_schema_migrate_copy_sql[] =
+    "INSERT INTO runfs_once (thread_id, run_id, event_type, owner)\n"
+    "  SELECT o.thread_id, o.run_id, o.event_type, coalesce(e.user_id, '') FROM runfs_once_v1 o\n"
+    "  JOIN run_events e ON e.thread_id = o.thread_id AND e.run_id = o.run_id\n"
+    "  AND e.event_type = o.event_type GROUP BY 1, 2, 3, 4;\n"
+    "INSERT INTO runfs_hold (thread_id, run_id, event_type, owner, pid, started)\n"
+    "  SELECT thread_id, run_id, event_type, '', pid, started FROM runfs_hold_v1;\n"
+    "INSERT INTO runfs_seal (thread_id, run_id, owner, state, upper_seq, event_count,\n"
+    "  terminal_seq, digest, error, sealed_at)\n"
+    "  SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, event_count,\n"
+    "  terminal_seq, digest, error, sealed_at FROM runfs_seal_v1;\n"
+    "DROP TABLE runfs_once_v1;\n"
+    "DROP TABLE runfs_hold_v1;\n"
+    "DROP TABLE runfs_seal_v1;\n"
+    "UPDATE runfs_meta SET value = 2 WHERE key = 'layout';\n";
+
 static const char rs_schema_hwm_sql[] =
     "CREATE TABLE run_event_thread_seq (\n"
     "  thread_id VARCHAR(64) NOT NULL,\n"
@@ -113,7 +143,8 @@ static const char rs_schema_hwm_sql[] =
     "INSERT INTO run_event_thread_seq (thread_id, seq)\n"
     "  SELECT thread_id, MAX(seq) FROM run_events GROUP BY thread_id;\n";
 
-/* The database itself refuses a second run.terminal of a run, whoever writes it. */
+/* The database itself refuses a second run.terminal of a run from one owner, whoever
+ * writes it. */
 static const char rs_schema_terminal_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
-    "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal';\n";
+    "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal';\n";

@@ -312,15 +312,26 @@ static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *er
     return rc;
 }
 
-/* Is the schema in place with nothing to index, and are there reservations to check? */
-static int setup_needed(rs_backend *b, int *ready, int *has_holds, rs_err *err)
+/* Is the schema in place (at this build's layout) with nothing to index, and are there
+ * reservations to check? *layout: the side tables' layout, 0 for a store without them. */
+static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layout,
+                        rs_err *err)
 {
-    int has_schema;
-    int rc = table_exists(b, "runfs_idem", &has_schema, err);
+    int has_meta, has_schema = 0;
+    int rc = table_exists(b, "runfs_meta", &has_meta, err);
+    if (!rc)
+        rc = table_exists(b, "runfs_idem", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
-    if (rc || !has_schema)
+    *layout = 0;
+    if (rc || !has_meta)
         return rc;
+    *layout = 1;                  /* layout 1 did not say so */
+    if ((rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
+                     layout, NULL, err)))
+        return rc;
+    if (*layout != RS_SCHEMA_LAYOUT || !has_schema)
+        return 0;
     int needed = 1;
     int64_t holds = 0;
     if ((rc = sq_needs_catch_up(b, &needed, err)) ||
@@ -396,6 +407,17 @@ static int sq_busy(void *arg, int count)
     return 1;
 }
 
+/* Finalize every cached statement (before the connection closes, or it cannot). */
+static void stmt_cache_clear(rs_backend *b)
+{
+    for (int i = 0; i < SQ_STMT_CACHE; i++) {
+        if (b->cache[i].st)
+            sqlite3_finalize(b->cache[i].st);
+        free(b->cache[i].sql);
+        b->cache[i] = (sq_stmt_slot){0};
+    }
+}
+
 static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
@@ -406,6 +428,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->pid = (long)getpid();
     b->started = sq_process_start(b->pid);
     b->read_only = opt->read_only;
+    b->owners_apart = opt->owners_apart;
     b->path = strdup(uri);
     int rc = -ENOMEM;
     if (!b->path)
@@ -444,8 +467,15 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     /* Most opens (a mount's pool, the CLI) find the schema in place and nothing to index:
      * they take no write lock. */
     int ready = 0, has_holds = 0;
-    if ((rc = setup_needed(b, &ready, &has_holds, err)))
+    int64_t layout = 0;
+    if ((rc = setup_needed(b, &ready, &has_holds, &layout, err)))
         goto fail;
+    if (layout > RS_SCHEMA_LAYOUT) {
+        rc = rs_err_set(err, -EINVAL, "store %s has runfs side tables of layout %lld, newer "
+                        "than this runfs reads (%d): use a newer runfs", uri, (long long)layout,
+                        RS_SCHEMA_LAYOUT);
+        goto fail;
+    }
     if (ready && !has_holds) {
         *out = b;
         return 0;
@@ -455,7 +485,12 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     int has_hwm;
     if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
         goto fail_tx;
-    src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
+    int migrate = layout > 0 && layout < RS_SCHEMA_LAYOUT;
+    src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
+    if (src == SQLITE_OK)
+        src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK && migrate)
+        src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && !has_hwm)
         src = sqlite3_exec(b->db, rs_schema_hwm_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK)
@@ -478,6 +513,7 @@ fail_tx:
     sq_rollback(b);
 fail:
     db_lock_put(b->lock);
+    stmt_cache_clear(b);
     if (b->db)
         sqlite3_close_v2(b->db);
     free(b->path);
@@ -489,11 +525,7 @@ static void sq_close(rs_backend *b)
 {
     if (!b)
         return;
-    for (int i = 0; i < SQ_STMT_CACHE; i++) {
-        if (b->cache[i].st)
-            sqlite3_finalize(b->cache[i].st);
-        free(b->cache[i].sql);
-    }
+    stmt_cache_clear(b);
     if (!b->read_only) {
         char sql[64];
         snprintf(sql, sizeof sql, "DELETE FROM runfs_hold WHERE pid = %ld", b->pid);

@@ -42,6 +42,7 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->last_seq = sqlite3_column_int64(st, 4);
         ls->mixed = sqlite3_column_int(st, 5);
         ls->mark_off = sqlite3_column_int64(st, 6);
+        ls->owner_known = 0;
         sq_stmt_done(b, st);
         return 0;
     }
@@ -75,26 +76,53 @@ int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
     return rc < 0 ? rc : 0;
 }
 
-/* Record that user has rows (or made the directory) in the thread/run; sets *mixed when
- * this makes more than one owner. */
+/* Record that user has rows (or made the directory) in the thread/run. */
 int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                     int *mixed, rs_err *err)
+                 rs_err *err)
 {
     int rc = sq_step(b, NULL, err, "owner", "INSERT OR IGNORE INTO runfs_owner (thread_key, "
                      "run_key, user) VALUES (?, ?, ?)", "iit", thread_key, run_key,
                      sq_owner_key(user));
     if (rc < 0)
         return rc;
-    if (sqlite3_changes(b->db) == 0 || *mixed)
-        return 0;
-    /* Best effort: a count that fails leaves the log marked single-owner until the next. */
-    sqlite3_stmt *st;
-    if (sq_step(b, &st, NULL, "owners", "SELECT count(*) FROM runfs_owner WHERE thread_key = ? "
-                "AND run_key = ?", "ii", thread_key, run_key) == 1) {
-        *mixed = sqlite3_column_int64(st, 0) > 1;
-        sq_stmt_done(b, st);
-    }
     return 0;
+}
+
+/* The owner of a log's first row: while the log is not mixed, the owner of all its rows. */
+static int first_owner(rs_backend *b, const char *thread_id, const char *run_id, sq_log *log,
+                       rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "owner", run_id
+        ? "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+          "ORDER BY seq LIMIT 1"
+        : "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND ?2 IS NULL "
+          "ORDER BY seq LIMIT 1", "tt", thread_id, run_id);
+    if (rc < 0)
+        return rc;
+    const char *v = rc == 1 ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    log->owner_known = v && strlen(v) < sizeof log->owner ? 1 : -1;
+    snprintf(log->owner, sizeof log->owner, "%s", v ? v : "");
+    if (rc == 1)
+        sq_stmt_done(b, st);
+    return 0;
+}
+
+int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log *log,
+               const char *user, rs_err *err)
+{
+    const char *key = sq_owner_key(user);
+    if (log->mixed)
+        return 0;
+    if (log->count == 0) {
+        log->owner_known = strlen(key) < sizeof log->owner ? 1 : -1;
+        snprintf(log->owner, sizeof log->owner, "%s", key);
+        return 0;
+    }
+    int rc = log->owner_known ? 0 : first_owner(b, thread_id, run_id, log, err);
+    if (!rc && (log->owner_known < 0 || strcmp(log->owner, key) != 0))
+        log->mixed = 1;
+    return rc;
 }
 
 
@@ -185,10 +213,8 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         return NULL;
     if (reset) {
         int64_t key = log->key;
-        int mixed = log->mixed;
         memset(log, 0, sizeof *log);
         log->key = key;
-        log->mixed = mixed;
         log->mark_off = -1;
     }
     snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
@@ -219,11 +245,9 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
         return rc;
     run_set runs = {0};
     if (reset) {
-        int mixed = thr.mixed;
         int64_t key = thr.key;
         memset(&thr, 0, sizeof thr);
         thr.key = key;
-        thr.mixed = mixed;
         thr.mark_off = -1;
     }
     rs_buf line = RS_BUF_INIT;
@@ -236,8 +260,10 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
         sq_log *run = run_find(b, &runs, thread_id, thr.key, row.run_id, reset, err);
         rs_buf_reset(&line);
         if (!run || (rc = rs_event_encode(&line, &row, err)) ||
-            (rc = sq_owner_add(b, thr.key, 0, row.user_id, &thr.mixed, err)) ||
-            (rc = sq_owner_add(b, thr.key, run->key, row.user_id, &run->mixed, err)) ||
+            (rc = sq_owner_add(b, thr.key, 0, row.user_id, err)) ||
+            (rc = sq_owner_add(b, thr.key, run->key, row.user_id, err)) ||
+            (rc = sq_log_mix(b, thread_id, NULL, &thr, row.user_id, err)) ||
+            (rc = sq_log_mix(b, thread_id, row.run_id, run, row.user_id, err)) ||
             (rc = sq_log_line(b, run, &thr, row.seq, line.len,
                               strcmp(row.category, "message") == 0, err))) {
             if (!run && !rc)
@@ -265,11 +291,11 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
         "DELETE FROM runfs_mark WHERE log_key = -?1 OR log_key IN (SELECT run_key FROM "
         "runfs_run WHERE thread_key = ?1)";
     static const char zero_runs[] =
-        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1 "
-        "WHERE thread_key = ?1";
+        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
+        "mixed = 0 WHERE thread_key = ?1";
     static const char zero_thread[] =
         "UPDATE runfs_thread SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
-        "dirty = 0 WHERE thread_key = ?1";
+        "mixed = 0, dirty = 0 WHERE thread_key = ?1";
     const char *steps[] = {drop_marks, zero_runs, zero_thread};
     int rc = 0;
     for (size_t i = 0; !rc && i < 3; i++)
@@ -284,19 +310,7 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
         rc = index_rows(b, st, 1, &more, err);
         sq_stmt_done(b, st);
     }
-    if (rc)
-        return rc;
-    /* Owners may have left with their rows. */
-    static const char remix_runs[] =
-        "UPDATE runfs_run SET mixed = (SELECT count(*) FROM runfs_owner o WHERE o.thread_key = "
-        "?1 AND o.run_key = runfs_run.run_key) > 1 WHERE thread_key = ?1";
-    static const char remix_thread[] =
-        "UPDATE runfs_thread SET mixed = (SELECT count(*) FROM runfs_owner o WHERE "
-        "o.thread_key = ?1 AND o.run_key = 0) > 1 WHERE thread_key = ?1";
-    if ((rc = sq_step(b, NULL, err, "reindex", remix_runs, "i", thread_key)) < 0 ||
-        (rc = sq_step(b, NULL, err, "reindex", remix_thread, "i", thread_key)) < 0)
-        return rc;
-    return 0;
+    return rc;
 }
 
 /* Statements about one thread: ?1 its thread_key, ?2 its id (binding one a statement does
@@ -389,15 +403,29 @@ int sq_catch_up(rs_backend *b, rs_err *err)
 
 /* ---- reading a log ---- */
 
-/* Does user (NULL: anyone) have the thread (run_key 0) or run? */
-static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                     int *has, rs_err *err)
+int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                 int *has, rs_err *err)
 {
     int rc = sq_step(b, NULL, err, "owner", "SELECT 1 FROM runfs_owner WHERE thread_key = ? "
                      "AND run_key = ? AND user = ?", "iit", thread_key, run_key,
                      sq_owner_key(user));
     *has = rc == 1;
     return rc < 0 ? rc : 0;
+}
+
+int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_err *err)
+{
+    if (!user || !b->owners_apart)
+        return 0;
+    sq_log thr;
+    int found, has = 0;
+    int rc = sq_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err);
+    if (!rc && found)
+        rc = sq_owner_has(b, thr.key, 0, user, &has, err);
+    if (rc || !found || has)
+        return rc;
+    return rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s", thread_id,
+                      user);
 }
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
@@ -434,7 +462,7 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
     out->exact = 1;
     if (user) {
         int has;
-        if ((rc = owner_has(b, thread_key, run_id ? key : 0, user, &has, err)))
+        if ((rc = sq_owner_has(b, thread_key, run_id ? key : 0, user, &has, err)))
             return rc;
         if (!has) {
             memset(out, 0, sizeof *out);
@@ -455,6 +483,16 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
                 out->message_count = sqlite3_column_int64(st, 1);
                 out->last_seq = sqlite3_column_int64(st, 2);
                 sq_stmt_done(b, st);
+            }
+        } else if (out->count > 0) {
+            /* One owner's rows only: when they are another's (this owner made the directory
+             * and wrote nothing), this owner's view is empty. */
+            sq_log log = {.count = out->count};
+            if ((rc = first_owner(b, thread_id, run_id, &log, err)))
+                return rc;
+            if (log.owner_known < 0 || strcmp(log.owner, user) != 0) {
+                out->exact = 0;
+                out->size = out->count = out->message_count = out->last_seq = 0;
             }
         }
     }

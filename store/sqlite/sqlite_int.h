@@ -27,6 +27,7 @@ struct rs_backend {
     sqlite3 *db;
     char *path;
     int read_only;
+    int owners_apart;            /* rs_options.owners_apart */
     long pid;
     sq_stmt_slot cache[SQ_STMT_CACHE];
     rs_buf sql;                  /* scratch for built statements */
@@ -89,6 +90,8 @@ typedef struct sq_log {
     int64_t last_seq;
     int64_t mark_off;            /* offset of the log's last mark; -1: none yet */
     int mixed;                   /* rows of more than one owner */
+    char owner[RS_ID_MAX + 2];   /* while not mixed: the rows' owner ('' for none) */
+    int owner_known;             /* 1: owner holds it; 0: not looked up; -1: too long */
 } sq_log;
 
 const char *sq_owner_key(const char *user);
@@ -96,9 +99,19 @@ const char *sq_owner_key(const char *user);
 int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
                 int create, sq_log *log, int *found, rs_err *err);
 int sq_log_store(rs_backend *b, int is_run, const sq_log *log, rs_err *err);
-/* user now has rows in (or made) the thread (run_key 0) or run; *mixed set at a second. */
+/* user now has rows in (or made) the thread (run_key 0) or run. */
 int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 int *mixed, rs_err *err);
+                 rs_err *err);
+/* Does user (NULL: rows without an owner) have the thread (run_key 0) or run? */
+int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                 int *has, rs_err *err);
+/* A row of user is about to join the log (run_id NULL: the thread's): set log->mixed when
+ * it makes a second owner of rows. Directories made by mkdir never make a log mixed. */
+int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log *log,
+               const char *user, rs_err *err);
+/* With owners_apart, a scoped owner (user not NULL) writes only in a thread that is new or
+ * holds its rows or its mkdir: -EACCES otherwise. */
+int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_err *err);
 /* Account one stored line of len bytes in its run's and thread's logs (marks included). */
 int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
                 int message, rs_err *err);

@@ -125,7 +125,7 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
         rc = rs_buf_addstr(sql,
             "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
             "AND (?3 IS NULL OR user_id = ?3) AND (event_type IN (SELECT event_type FROM "
-            "runfs_once WHERE thread_id = ?1 AND run_id = ?2)");
+            "runfs_once WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR owner IN (?3, '')))");
         for (size_t i = 0; !rc && i < n_singletons; i++)
             rc = rs_buf_addf(sql, " OR event_type = ?%zu", 10 + i);
         if (!rc)
@@ -279,10 +279,10 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
         goto fail;
     }
     rc = sq_step(b, NULL, err, "seal", "INSERT INTO runfs_seal (thread_id, run_id, state, "
-                 "upper_seq, event_count, terminal_seq, digest, error, sealed_at, user_id) "
+                 "upper_seq, event_count, terminal_seq, digest, error, sealed_at, owner) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "tttiiotttt", t->thread_id, t->run_id,
                  row->state, row->upper_seq, row->event_count, row->terminal_seq, row->digest,
-                 row->has_error ? row->error : NULL, row->sealed_at, t->user);
+                 row->has_error ? row->error : NULL, row->sealed_at, sq_owner_key(t->user));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
     if (rc < 0)
@@ -297,7 +297,8 @@ int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "seal", "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE "
-                     "thread_id = ? AND run_id = ?", "tt", t->thread_id, t->run_id);
+                     "thread_id = ? AND run_id = ? AND owner = ?", "ttt", t->thread_id, t->run_id,
+                     sq_owner_key(t->user));
     if (rc <= 0)
         return rc < 0 ? rc : -ENOENT;
     seal_from_stmt(row, st, 0);
@@ -309,8 +310,9 @@ int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
                                                  const rs_seal_row *row), void *ctx, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
-                         "ORDER BY thread_id, run_id", &st, err);
+    /* owner '': a seal of an unscoped mount, over every owner's rows. */
+    int rc = sq_stmt_get(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", nullif(owner, '') "
+                         "FROM runfs_seal ORDER BY thread_id, run_id, owner", &st, err);
     if (rc)
         return rc;
     int src;

@@ -30,14 +30,23 @@ static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err
     return rc < 0 ? rc : 0;
 }
 
+/* Whose singleton an identity is: the writer's where owners are apart, else anyone's. */
+static const char *once_owner(const rs_backend *b, const rs_target *t)
+{
+    return b->owners_apart ? sq_owner_key(t->user) : "";
+}
+
+/* The first row of the singleton identity among the writer's rows where owners are apart
+ * (every owner's for an unscoped writer, who sees them all), else among all rows. */
 static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
                          rs_existing *ex, int *found, rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "singleton lookup",
-                     "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ? "
-                     "AND e.run_id = ? AND e.event_type = ? ORDER BY e.seq ASC LIMIT 1",
-                     "ttt", t->thread_id, t->run_id, event_type);
+                     "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+                     "AND e.run_id = ?2 AND e.event_type = ?3 AND (?4 IS NULL OR "
+                     "e.user_id = ?4) ORDER BY e.seq ASC LIMIT 1", "tttt", t->thread_id,
+                     t->run_id, event_type, b->owners_apart ? t->user : NULL);
     if (rc < 0)
         return rc;
     *found = rc;
@@ -62,18 +71,18 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
 }
 
 /* Run a statement about one singleton identity: ?1 thread, ?2 run, ?3 event type, ?4 this
- * process (a statement need not use them all). */
+ * process, ?5 the owner (a statement need not use them all). */
 static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
                          const char *event_type, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "singleton", sql, "ttti", t->thread_id, t->run_id, event_type,
-                     (int64_t)b->pid);
+    int rc = sq_step(b, NULL, err, "singleton", sql, "tttit", t->thread_id, t->run_id,
+                     event_type, (int64_t)b->pid, once_owner(b, t));
     return rc < 0 ? rc : 0;
 }
 
 static const char forget_own_hold[] =
     "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 AND event_type = ?3 "
-    "AND pid = ?4";
+    "AND owner = ?5 AND pid = ?4";
 
 /* Another live writer holds the reservation of this identity? A holder that died (or whose
  * pid was reused) loses it here, so a crashed daemon never blocks a run's terminal event. */
@@ -83,7 +92,8 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "reservation",
                      "SELECT pid, started FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                     "AND event_type = ?", "ttt", t->thread_id, t->run_id, event_type);
+                     "AND event_type = ? AND owner = ?", "tttt", t->thread_id, t->run_id,
+                     event_type, once_owner(b, t));
     if (rc < 0)
         return rc;
     *other = 0;
@@ -99,14 +109,14 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
         return 0;
     }
     return identity_exec(b, "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 "
-                            "AND event_type = ?3", t, event_type, err);
+                            "AND event_type = ?3 AND owner = ?5", t, event_type, err);
 }
 
 /* The identity was written through put_if_absent: list it under once/, drop our hold. */
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
 {
-    int rc = identity_exec(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type) "
-                              "VALUES (?1, ?2, ?3)", t, event_type, err);
+    int rc = identity_exec(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type, "
+                              "owner) VALUES (?1, ?2, ?3, ?5)", t, event_type, err);
     return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
@@ -193,7 +203,7 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
     sq_log thr, run;
     int found;
     rs_buf line = RS_BUF_INIT;
-    if ((rc = sq_catch_up(b, err)))
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_access(b, t->thread_id, t->user, err)))
         goto fail;
     if (if_absent) {
         int other = 0;
@@ -213,8 +223,10 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
     }
     if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
         (rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
-        (rc = sq_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
-        (rc = sq_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
+        (rc = sq_owner_add(b, thr.key, 0, t->user, err)) ||
+        (rc = sq_owner_add(b, thr.key, run.key, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, NULL, &thr, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, t->run_id, &run, t->user, err)))
         goto fail;
     int64_t seq, last_id = 0;
     if ((rc = next_seq(b, t->thread_id, &seq, err)))
@@ -280,7 +292,8 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     if (rc)
         return rc;
     int found;
-    if ((rc = existing_load(b, t, event_type, NULL, &found, err)))
+    if ((rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
+        (rc = existing_load(b, t, event_type, NULL, &found, err)))
         goto fail;
     if (found) {
         rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
@@ -290,9 +303,9 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     if ((rc = hold_check(b, t, event_type, &other, err)))
         goto fail;
     rc = sq_step(b, NULL, err, "reserve",
-                 "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started) "
-                 "VALUES (?, ?, ?, ?, ?)", "tttii", t->thread_id, t->run_id, event_type,
-                 (int64_t)b->pid, b->started);
+                 "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started, owner) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", "tttiit", t->thread_id, t->run_id, event_type,
+                 (int64_t)b->pid, b->started, once_owner(b, t));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
     if (rc < 0)
@@ -317,14 +330,15 @@ int sq_create(rs_backend *b, const rs_target *t, rs_err *err)
         return rc;
     sq_log thr, run;
     int found;
-    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
-        (rc = sq_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
-        (rc = sq_log_store(b, 0, &thr, err)))
+    /* mkdir adds no rows: it makes the directory visible to its owner and changes nothing
+     * another owner sees. */
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
+        (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = sq_owner_add(b, thr.key, 0, t->user, err)))
         goto fail;
     if (t->run_id &&
         ((rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
-         (rc = sq_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)) ||
-         (rc = sq_log_store(b, 1, &run, err))))
+         (rc = sq_owner_add(b, thr.key, run.key, t->user, err))))
         goto fail;
     return sq_commit(b, err);
 fail:
@@ -390,20 +404,20 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
         if ((rc = run_exec(b, drop_thread, t, 0, err)) || (rc = run_exec(b, drop_keys, t, 0, err)))
             goto fail;
     }
+    /* The deleter's singletons and seals go with its rows (every owner's when unscoped). */
+    static const char drop_once[] =
+        "DELETE FROM runfs_once WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
+        "AND (?3 IS NULL OR owner = ?3)";
+    static const char drop_seals[] =
+        "DELETE FROM runfs_seal WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
+        "AND (?3 IS NULL OR owner = ?3)";
+    if ((rc = run_exec(b, drop_once, t, 0, err)) || (rc = run_exec(b, drop_seals, t, 0, err)))
+        goto fail;
     if (!t->run_id) {
         static const char drop_dir[] =
             "DELETE FROM runfs_thread WHERE thread_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
             "runfs_owner o WHERE o.thread_key = runfs_thread.thread_key)";
-        static const char drop_once[] =
-            "DELETE FROM runfs_once WHERE thread_id = ?1";
-        if ((rc = run_exec(b, drop_once, t, 0, err)) || (rc = run_exec(b, drop_dir, t, 0, err)))
-            goto fail;
-    } else {
-        static const char drop_once[] =
-            "DELETE FROM runfs_once WHERE thread_id = ?1 AND run_id = ?2 AND NOT EXISTS "
-            "(SELECT 1 FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2 "
-            "AND e.event_type = runfs_once.event_type)";
-        if ((rc = run_exec(b, drop_once, t, 0, err)))
+        if ((rc = run_exec(b, drop_dir, t, 0, err)))
             goto fail;
     }
     return sq_commit(b, err);

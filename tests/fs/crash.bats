@@ -69,7 +69,7 @@ kill_daemon() {
 
 # remount: the mountpoint is stale; `runfs mount` must clear it and mount again.
 remount() {
-  run stat "$MNT"
+  run stat -f "$MNT"
   assert_failure
   assert_output --partial "Transport endpoint is not connected"
   run timeout 20 "$RUNFS" mount "$@" "$STORE" "$MNT"
@@ -131,7 +131,7 @@ crash_trial() {
   assert_failure
   assert_output --partial "stale mount"
   assert_output --partial "fusermount3 -u -z $MNT"
-  run stat "$MNT"
+  run stat -f "$MNT"
   assert_failure
   # The command it names works, and then a mount comes up without having to clear anything.
   fusermount3 -u -z "$MNT"

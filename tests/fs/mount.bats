@@ -116,7 +116,7 @@ EOF
   run ls "$RUN/once"
   assert_output "run.terminal"
 
-  # Writable history 0644, views 0444, directories 0755.
+  # Writable history 0644, views 0444.
   local f
   for f in "$RUN/events.jsonl" "$RUN/once/run.terminal"; do
     assert_equal "$(stat -c %A "$f")" -rw-r--r--
@@ -128,10 +128,15 @@ EOF
     threads/t1/runs/r1/types/run.start.jsonl; do
     assert_equal "$(stat -c %A "$MNT/$f")" -r--r--r--
   done
-  for f in . .runfs threads threads/t1 threads/t1/runs threads/t1/since "$RUN" "$RUN/once" \
-    "$RUN/types" "$RUN/tasks" "$RUN/since"; do
+  # Directories a writer creates in 0755 (threads/, runs/, a run for seal.json, once/), the
+  # others 0555: without --allow-delete nothing in them can be removed.
+  for f in threads threads/t1/runs "$RUN" "$RUN/once"; do
     [[ $f == /* ]] || f=$MNT/$f
     assert_equal "$(stat -c %A "$f")" drwxr-xr-x
+  done
+  for f in . .runfs threads/t1 threads/t1/since "$RUN/types" "$RUN/tasks" "$RUN/since"; do
+    [[ $f == /* ]] || f=$MNT/$f
+    assert_equal "$(stat -c %A "$f")" dr-xr-xr-x
   done
 }
 
@@ -485,9 +490,15 @@ EOF
   runfs_mount "$STORE" "$bob" --user bob
   mkdir -p "$alice/threads/tm/runs/r1"
   ev_error alice1 >> "$alice/threads/tm/runs/r1/events.jsonl"
-  # Per-row ownership, as in DeerFlow: bob may write into the same thread id.
-  mkdir -p "$bob/threads/tm/runs/r1"
-  ev_error bob1 >> "$bob/threads/tm/runs/r1/events.jsonl"
+  # A thread holding none of bob's rows is taken for him...
+  run mkdir -p "$bob/threads/tm/runs/r1"
+  assert_failure
+  assert_output --partial "Permission denied"
+  # ...but rows are owned one by one, as in DeerFlow, whose gateway may write bob's row into
+  # the same thread; alice's next append indexes it.
+  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+    content, event_metadata, seq, created_at) VALUES ('tm', 'r1', 'bob', 'llm.error', 'trace', \
+    'bob1', '{}', 2, '2026-01-02 03:04:05.000000')"
   ev_error alice2 >> "$alice/threads/tm/runs/r1/events.jsonl"
   local f
   for f in threads/tm/events.jsonl threads/tm/runs/r1/events.jsonl; do

@@ -403,6 +403,18 @@ static void test_struct_versions(void **state)
     opt.version = RS_OPTIONS_VERSION;
     assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), 0);
     rs_store_close(s);
+    /* a program built against an older version hands over a shorter struct: nothing past it
+     * is read (ASan would say so) */
+    const size_t sizes[] = {offsetof(rs_options, busy_notice), offsetof(rs_options, owners_apart)};
+    for (unsigned int v = 1; v <= 2; v++) {
+        unsigned char *old = malloc(sizes[v - 1]);
+        assert_non_null(old);
+        opt.version = v;
+        memcpy(old, &opt, sizes[v - 1]);
+        assert_int_equal(rs_store_open(&s, fx.db, (const rs_options *)(void *)old, &err), 0);
+        rs_store_close(s);
+        free(old);
+    }
     put("t1", "r1", "alice", ERR("a"));
     rs_query q = {.thread_id = "t1"};
     rs_cursor *c = NULL;
@@ -2218,6 +2230,206 @@ static void test_foreign_delete_reindexes(void **state)
     check_log("t1", "r1", 3 * 179, "1 3 6");
 }
 
+/* ---- owners kept apart (a --user / --user-from-uid mount) ------------------------------------ */
+
+static rs_store *open_apart(void)
+{
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.owners_apart = 1;
+    rs_store *s = NULL;
+    rs_err err = {0};
+    int rc = rs_store_open(&s, fx.db, &opt, &err);
+    if (rc)
+        fail_msg("open: %s: %s", rs_errno_name(rc), err.msg);
+    return s;
+}
+
+static int count_verified(void *ctx, const char *thread_id, const char *run_id, int ok,
+                          const char *why)
+{
+    (void)thread_id;
+    (void)run_id;
+    if (!ok)
+        fail_msg("verify: %s", why);
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void test_owners_apart_threads(void **state)
+{
+    (void)state;
+    rs_store *ap = open_apart();
+    rs_err err = {0};
+    put_in(ap, "ta", "r1", "alice", ERR("a1") ERR("a2"));
+    rs_log_info before = info_of("ta", "r1", "alice");
+    char *snap = snapshot(fx.db);
+    /* bob meets a thread holding none of his rows: the id is taken, nothing changes */
+    rs_target tb = tgt("ta", "r1", "bob");
+    assert_int_equal(rs_store_append(ap, &tb, ERR("b"), strlen(ERR("b")), NULL, &err), -EACCES);
+    assert_int_equal(rs_store_create_thread(ap, "ta", "bob", &err), -EACCES);
+    assert_int_equal(rs_store_create_run(ap, &tb, &err), -EACCES);
+    assert_int_equal(rs_store_reserve_singleton(ap, &tb, "run.terminal", &err), -EACCES);
+    const char *term = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_singleton(ap, &tb, "run.terminal", term, strlen(term), 1, NULL,
+                                            &err), -EACCES);
+    char *after = snapshot(fx.db);
+    assert_string_equal(snap, after);
+    free(snap);
+    free(after);
+    assert_false(info_of("ta", NULL, "bob").exists);
+    /* a new thread is his to make; the unscoped writer is not held back */
+    assert_int_equal(rs_store_create_thread(ap, "tb", "bob", &err), 0);
+    put_in(ap, "ta", "r1", NULL, ERR("root"));
+    /* a thread both own (DeerFlow wrote it): bob's mkdir of alice's run changes nothing of
+     * hers, and his view of it is empty */
+    put("sh", "ra", "alice", ERR("a"));
+    put("sh", "rb", "bob", ERR("b"));
+    before = info_of("sh", "ra", "alice");
+    assert_true(before.exact);
+    rs_target shb = tgt("sh", "ra", "bob");
+    assert_int_equal(rs_store_create_run(ap, &shb, &err), 0);
+    rs_log_info now = info_of("sh", "ra", "alice");
+    assert_true(now.exact);
+    assert_int_equal(now.size, before.size);
+    rs_log_info his = info_of("sh", "ra", "bob");
+    assert_true(his.exists);
+    assert_int_equal(his.count, 0);
+    assert_int_equal(his.size, 0);
+    assert_int_equal(his.last_seq, 0);
+    /* his first row there makes the run mixed: both views count their own */
+    put_in(ap, "sh", "ra", "bob", ERR("b2"));
+    assert_int_equal(info_of("sh", "ra", "bob").count, 1);
+    assert_int_equal(info_of("sh", "ra", "alice").count, 1);
+    assert_int_equal(info_of("sh", "ra", NULL).count, 2);
+    rs_store_close(ap);
+}
+
+static void test_owners_apart_singletons_and_seals(void **state)
+{
+    (void)state;
+    put("sh", "r1", "alice", ERR("a"));
+    put("sh", "r1", "bob", ERR("b"));
+    rs_store *ap = open_apart();
+    rs_err err = {0};
+    rs_target ta = tgt("sh", "r1", "alice"), tb = tgt("sh", "r1", "bob");
+    const char *ok = TERMINAL("success", "false", ""), *bad = TERMINAL("error", "false", "");
+    /* bob's terminal and reservation do not block alice's */
+    assert_int_equal(rs_store_reserve_singleton(ap, &tb, "run.terminal", &err), 0);
+    assert_int_equal(rs_store_reserve_singleton(ap, &ta, "run.terminal", &err), 0);
+    assert_int_equal(rs_store_put_singleton(ap, &tb, "run.terminal", bad, strlen(bad), 1, NULL,
+                                            &err), RS_CONFIRMED_NEW);
+    assert_int_equal(rs_store_put_singleton(ap, &ta, "run.terminal", ok, strlen(ok), 1, NULL,
+                                            &err), RS_CONFIRMED_NEW);
+    /* each confirms and conflicts with its own only */
+    assert_int_equal(rs_store_put_singleton(ap, &ta, "run.terminal", ok, strlen(ok), 0, NULL,
+                                            &err), RS_CONFIRMED_EXISTING);
+    assert_int_equal(rs_store_put_singleton(ap, &ta, "run.terminal", bad, strlen(bad), 0, NULL,
+                                            &err), -EEXIST);
+    assert_string_equal(names_of(RS_NAMES_SINGLETONS, "sh", "r1", "alice"), "run.terminal");
+    /* seals: bob's is his; alice seals her own rows */
+    rs_buf out = RS_BUF_INIT;
+    assert_int_equal(rs_store_seal(ap, &tb, "", 0, NULL, &err), 0);
+    assert_int_equal(rs_store_seal_read(ap, &ta, &out, &err), -ENOENT);
+    assert_int_equal(rs_store_seal(ap, &ta, "", 0, &out, &err), 0);
+    assert_non_null(strstr(out.buf, "\"event_count\":2"));
+    assert_int_equal(rs_store_seal(ap, &ta, "", 0, NULL, &err), -EEXIST);
+    int checked = 0;
+    assert_int_equal(rs_store_verify(ap, count_verified, &checked, &err), 0);
+    assert_int_equal(checked, 2);
+    /* bob's delete takes his rows, singleton and seal; alice's stay and still verify */
+    int64_t n = 0;
+    assert_int_equal(rs_store_delete_run(ap, &tb, &n, &err), 0);
+    assert_int_equal(n, 2);
+    rs_buf_reset(&out);
+    assert_int_equal(rs_store_seal_read(ap, &tb, &out, &err), -ENOENT);
+    assert_int_equal(rs_store_seal_read(ap, &ta, &out, &err), 0);
+    checked = 0;
+    assert_int_equal(rs_store_verify(ap, count_verified, &checked, &err), 0);
+    assert_int_equal(checked, 1);
+    /* an unscoped delete takes every seal */
+    rs_target all = tgt("sh", "r1", NULL);
+    assert_int_equal(rs_store_delete_run(ap, &all, &n, &err), 0);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal"), 0);
+    rs_buf_release(&out);
+    rs_store_close(ap);
+}
+
+/* A store written by runfs before seals and singletons had owners (side-table layout 1)
+ * opens migrated: its seals keep their owners and still verify. */
+static void test_layout_migration(void **state)
+{
+    (void)state;
+    rs_err err = {0};
+    const char *term = TERMINAL("success", "false", "");
+    put("t1", "r1", "alice", ERR("a"));
+    rs_target ta = tgt("t1", "r1", "alice"), tn = tgt("t2", "r1", NULL);
+    put("t2", "r1", NULL, ERR("n"));
+    assert_int_equal(rs_store_put_singleton(fx.s, &ta, "run.terminal", term, strlen(term), 1,
+                                            NULL, &err), RS_CONFIRMED_NEW);
+    assert_int_equal(rs_store_put_singleton(fx.s, &tn, "run.terminal", term, strlen(term), 1,
+                                            NULL, &err), RS_CONFIRMED_NEW);
+    assert_int_equal(rs_store_seal(fx.s, &ta, "", 0, NULL, &err), 0);
+    assert_int_equal(rs_store_seal(fx.s, &tn, "", 0, NULL, &err), 0);
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    static const char to_v1[] =
+        "BEGIN;"
+        "CREATE TABLE s1 AS SELECT thread_id, run_id, state, upper_seq, event_count, "
+        "terminal_seq, digest, error, sealed_at, nullif(owner, '') AS user_id FROM runfs_seal;"
+        "DROP TABLE runfs_seal; DROP TABLE runfs_once; DROP TABLE runfs_hold;"
+        "CREATE TABLE runfs_once (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+        "event_type TEXT NOT NULL, PRIMARY KEY (thread_id, run_id, event_type)) WITHOUT ROWID;"
+        "CREATE TABLE runfs_hold (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+        "event_type TEXT NOT NULL, pid INTEGER NOT NULL, started INTEGER NOT NULL DEFAULT 0, "
+        "PRIMARY KEY (thread_id, run_id, event_type)) WITHOUT ROWID;"
+        "CREATE TABLE runfs_seal (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+        "state TEXT NOT NULL, upper_seq INTEGER NOT NULL, event_count INTEGER NOT NULL, "
+        "terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL, "
+        "user_id TEXT, PRIMARY KEY (thread_id, run_id)) WITHOUT ROWID;"
+        "INSERT INTO runfs_seal SELECT * FROM s1; DROP TABLE s1;"
+        "INSERT INTO runfs_once VALUES ('t1', 'r1', 'run.terminal'), ('t2', 'r1', 'run.terminal');"
+        "DELETE FROM runfs_meta WHERE key = 'layout';"
+        "DROP INDEX runfs_uq_terminal;"
+        "CREATE UNIQUE INDEX runfs_uq_terminal ON run_events (thread_id, run_id, event_type) "
+        "WHERE event_type = 'run.terminal';"
+        "COMMIT;";
+    assert_int_equal(raw_exec(fx.db, to_v1), SQLITE_OK);
+    fx.s = open_apart();
+    rs_store *ap = fx.s;
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 2);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = 'alice'"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = ''"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_once WHERE owner = 'alice'"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v1'"),
+                     0);
+    char *index = raw_text(fx.db, "SELECT sql FROM sqlite_master WHERE name = 'runfs_uq_terminal'");
+    assert_non_null(index);
+    assert_non_null(strstr(index, "coalesce(user_id, '')"));
+    free(index);
+    int checked = 0;
+    assert_int_equal(rs_store_verify(ap, count_verified, &checked, &err), 0);
+    assert_int_equal(checked, 2);
+    rs_buf out = RS_BUF_INIT;
+    assert_int_equal(rs_store_seal_read(ap, &ta, &out, &err), 0);
+    assert_int_equal(rs_store_seal_read(ap, &tn, &out, &err), 0);
+    rs_buf_release(&out);
+    assert_string_equal(names_of(RS_NAMES_SINGLETONS, "t1", "r1", "alice"), "run.terminal");
+    rs_store_close(ap);
+    fx.s = NULL;
+    /* a layout newer than this build's is refused, with a reason */
+    assert_int_equal(raw_exec(fx.db, "UPDATE runfs_meta SET value = 99 WHERE key = 'layout'"),
+                     SQLITE_OK);
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
+    rs_store *s = NULL;
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "layout 99"));
+    assert_int_equal(raw_exec(fx.db, "UPDATE runfs_meta SET value = 2 WHERE key = 'layout'"),
+                     SQLITE_OK);
+    fx.s = open_store(fx.db, 0, 0);
+}
+
 
 /* ---- idempotency keys and DeerFlow's JSONL ------------------------------------------------ */
 
@@ -2314,6 +2526,9 @@ int main(void)
         T(test_latest_ai_run),
         T(test_idempotency_keys),
         T(test_deerflow_line),
+        T(test_owners_apart_threads),
+        T(test_owners_apart_singletons_and_seals),
+        T(test_layout_migration),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,200 @@
+#!/usr/bin/env bats
+# owners.bats — issue 9 items 2 and 7 on real mounts: owners of one --user-from-uid mount can
+# neither see nor block each other (threads, sizes, singletons, seals; runfs verify holds where
+# two owners wrote), and refusals that used to vanish reach close() and rejects.jsonl (a
+# created seal.json or once/<type> with nothing to store; a deleted run takes its seal along).
+load lib
+
+# Two unprivileged uids without passwd entries: setpriv needs none.
+UID_A=61001
+UID_B=61002
+
+setup() {
+  runfs_setup --allow-delete
+  export -f ev_start ev_human ev_error ev_terminal
+  chmod 755 "$WORK"
+}
+
+teardown() {
+  runfs_teardown
+}
+
+# as UID CMD: run the shell command CMD as an unprivileged uid (no supplementary groups).
+as() {
+  local uid=$1; shift
+  setpriv --reuid="$uid" --regid="$uid" --clear-groups -- bash -c "$*"
+}
+
+# excl_close PATH [BODY]: create PATH exclusively, write BODY (if any), close; prints the
+# errno name close() (or open) failed with, or "ok".
+excl_close() {
+  python3 - "$@" <<'EOF'
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+except OSError as e:
+    print("open", errno.errorcode[e.errno]); sys.exit(0)
+if len(sys.argv) > 2:
+    os.write(fd, sys.argv[2].encode())
+try:
+    os.close(fd)
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+EOF
+}
+
+# A thread written by DeerFlow for two users (rows carry user_id), as a gateway writes it.
+deerflow_shared_thread() {
+  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+    content, event_metadata, seq, created_at) VALUES \
+    ('shared', 'r1', '$UID_A', 'llm.error', 'error', 'from-a', '{}', 1, '2026-01-02 03:04:05.000000'), \
+    ('shared', 'r1', '$UID_B', 'llm.error', 'error', 'from-b', '{}', 2, '2026-01-02 03:04:06.000000')"
+}
+
+@test "owners: another owner's thread is EACCES to mkdir and ENOENT to read; its size never moves" {
+  local sh=$WORK/shared
+  runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other
+  as $UID_A "mkdir -p '$sh/threads/ta/runs/r1' && ev_error one >> '$sh/threads/ta/runs/r1/events.jsonl' && ev_error two >> '$sh/threads/ta/runs/r1/events.jsonl'"
+  local size
+  size=$(as $UID_A "stat -c %s '$sh/threads/ta/runs/r1/events.jsonl'")
+  [ "$size" -gt 0 ]
+  local before
+  before=$(store_snapshot)
+  # B guesses the id: mkdir says only that it is taken; nothing of it reads.
+  run as $UID_B "mkdir '$sh/threads/ta'"
+  assert_failure
+  assert_output --partial "Permission denied"
+  run as $UID_B "mkdir -p '$sh/threads/ta/runs/r1'"
+  assert_failure
+  assert_output --partial "Permission denied"
+  run as $UID_B "cat '$sh/threads/ta/seq'"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  run as $UID_B "ls '$sh/threads'"
+  assert_success
+  assert_output ""
+  # A's log is as it was: same size, exact, and a tail -f of it would see no truncation.
+  assert_equal "$(as $UID_A "stat -c %s '$sh/threads/ta/runs/r1/events.jsonl'")" "$size"
+  assert_equal "$(as $UID_A "wc -c < '$sh/threads/ta/runs/r1/events.jsonl'")" "$size"
+  assert_equal "$(as $UID_A "cat '$sh/threads/ta/seq'")" 2
+  assert_equal "$(store_snapshot)" "$before"
+  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_owner WHERE user = '$UID_B'")" 0
+}
+
+@test "owners: in a thread both own, singletons and seals are each owner's; verify holds; a delete takes only the deleter's seal" {
+  deerflow_shared_thread
+  local sh=$WORK/shared
+  runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other --allow-delete
+  local R=$sh/threads/shared/runs/r1
+  run as $UID_A "cat '$R/events.jsonl'"
+  assert_output --partial from-a
+  refute_output --partial from-b
+  # B writes its terminal and seals first.
+  as $UID_B "set -C; ev_terminal error > '$R/once/run.terminal'"
+  as $UID_B "set -C; : > '$R/seal.json'"
+  run as $UID_B "cat '$R/seal.json'"
+  assert_output --partial '"state":"sealed"'
+  # A sees neither, and is blocked by neither.
+  run as $UID_A "cat '$R/seal.json'"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  run as $UID_A "cat '$R/once/run.terminal'"
+  assert_failure
+  run as $UID_A "ls '$R/once'"
+  assert_output ""
+  as $UID_A "set -C; ev_terminal success > '$R/once/run.terminal'"
+  run as $UID_A "cat '$R/once/run.terminal'"
+  assert_output --partial '"status":"success"'
+  assert_output --partial "\"user_id\":\"$UID_A\""
+  # A plain > confirms only A's own terminal: B's (error) conflicts with nothing of A's.
+  as $UID_A "ev_terminal success > '$R/once/run.terminal'"
+  as $UID_A "set -C; : > '$R/seal.json'"
+  run as $UID_A "cat '$R/seal.json'"
+  assert_output --partial '"state":"sealed"'
+  assert_output --partial '"event_count":2'
+  # Each seal covers the rows its owner saw: verify recomputes both and both hold.
+  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 2
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  refute_output --partial "threads/shared"
+  # B deletes its run: its rows and its seal go, A's stay and still verify.
+  as $UID_B "rm -r '$R'"
+  run as $UID_B "cat '$R/seal.json'"
+  assert_failure
+  run as $UID_A "cat '$R/seal.json'"
+  assert_success
+  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 1
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  refute_output --partial "threads/shared"
+}
+
+@test "refusals: a created seal.json with nothing to seal fails at close (EINVAL), is logged and stays ENOENT" {
+  local R=$MNT/threads/t1/runs
+  mkdir -p "$R/none" "$R/bad" "$R/empty"
+  ev_start >> "$R/none/events.jsonl"
+  # A terminal a seal cannot rest on (an unknown status), as another writer stored it; the
+  # next append through the mount indexes it.
+  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, event_type, category, content, \
+    event_metadata, seq, created_at) VALUES ('t1', 'bad', 'run.terminal', 'trace', \
+    '{\"status\": \"bogus\"}', '{\"protocol_version\": 1, \"recovered\": false, \"content_is_json\": true, \"content_is_dict\": true}', \
+    100, '2026-01-02 03:04:05.000000')"
+  ev_start >> "$R/none/events.jsonl"
+  run cat "$R/bad/once/run.terminal"
+  assert_output --partial bogus
+  local r
+  for r in none bad empty; do
+    run excl_close "$R/$r/seal.json"
+    assert_output EINVAL
+    run cat "$R/$r/seal.json"
+    assert_failure
+    assert_output --partial "No such file or directory"
+    wait_for 5 grep -q "runs/$r/seal.json.*EINVAL" "$MNT/.runfs/rejects.jsonl"
+  done
+  # The partial body still works through the shell's redirection.
+  (set -C; echo '{"state":"partial","error":"lost"}' > "$R/none/seal.json")
+  run cat "$R/none/seal.json"
+  assert_output --partial '"state":"partial"'
+}
+
+@test "refusals: a created once/run.terminal with no body fails at close (EINVAL), is logged, and the name is free" {
+  local R=$MNT/threads/t1/runs/r1
+  mkdir -p "$R"
+  ev_start >> "$R/events.jsonl"
+  run excl_close "$R/once/run.terminal"
+  assert_output EINVAL
+  run cat "$R/once/run.terminal"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  wait_for 5 grep -q "once/run.terminal.*EINVAL.*no event line" "$MNT/.runfs/rejects.jsonl"
+  # Free again: the next exclusive create stores its body.
+  run excl_close "$R/once/run.terminal" "$(ev_terminal success)"
+  assert_output ok
+  run cat "$R/once/run.terminal"
+  assert_output --partial '"status":"success"'
+}
+
+@test "refusals: rm -r of a sealed run (--allow-delete) deletes its seal; the run made again is unsealed" {
+  local R=$MNT/threads/t1/runs/r1
+  mkdir -p "$R"
+  ev_start >> "$R/events.jsonl"
+  (set -C; ev_terminal success > "$R/once/run.terminal")
+  (set -C; : > "$R/seal.json")
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  rm -r "$R"
+  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 0
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  refute_output --partial "threads/t1"
+  mkdir -p "$R"
+  run cat "$R/seal.json"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  ev_start >> "$R/events.jsonl"
+  (set -C; ev_terminal success > "$R/once/run.terminal")
+  (set -C; : > "$R/seal.json")
+  run "$RUNFS" verify "$STORE"
+  assert_success
+}
