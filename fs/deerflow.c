@@ -347,8 +347,8 @@ int rfs_cmd_import(int argc, char **argv)
         added += a;
         skipped += k;
     }
-    rfs_progress_done(pg, "%lld rows imported, %lld already present, %zu threads",
-                      (long long)added, (long long)skipped, n);
+    rfs_progress_done(pg, "%lld rows imported, %lld already present, %zu thread%s",
+                      (long long)added, (long long)skipped, n, n == 1 ? "" : "s");
     rs_store_close(s);
 out:
     free_names(names);

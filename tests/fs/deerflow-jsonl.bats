@@ -247,7 +247,7 @@ bad_case() {
 @test "progress and a summary on a terminal only" {
   run script -qec "'$RUNFS' import '$STORE' --deerflow-jsonl '$SAMPLE'" /dev/null
   assert_success
-  assert_output --partial "import: 22 rows imported, 0 already present, 1 threads"
+  assert_output --partial "import: 22 rows imported, 0 already present, 1 thread"
   run script -qec "'$RUNFS' export '$STORE' --deerflow-jsonl '$WORK/out'" /dev/null
   assert_success
   assert_output --partial "export: exported to $WORK/out"

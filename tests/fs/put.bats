@@ -81,3 +81,13 @@ rows() { sqlite3 "$STORE" "SELECT count(*) FROM run_events"; }
   assert_failure 2
   [ ! -e "$STORE" ]
 }
+
+@test "put shows progress and a summary on a terminal only" {
+  errors 3000 > "$WORK/in.jsonl"
+  run script -qec "'$RUNFS' put -q '$STORE' t1 r1 '$WORK/in.jsonl'" /dev/null
+  assert_success
+  assert_output --partial "put: 3000 lines stored"
+  run "$RUNFS" put -q "$STORE" t1 r1 "$WORK/in.jsonl"
+  assert_success
+  assert_output ""
+}
