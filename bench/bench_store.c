@@ -3,7 +3,8 @@
  * Baseline: prepared statements on DeerFlow's run_events table (same pragmas, same indexes,
  * same transactions, seq read with MAX(seq) in the transaction), fed with rows already
  * serialised. runfs: the same events as JSONL through rs_store_append (parse, validate,
- * allocate seq, insert, index byte offsets). Figures are printed with their ratio. */
+ * allocate seq, insert, index byte offsets). Each figure is the median of 3 runs of each side,
+ * interleaved, printed with its ratio. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -209,6 +210,156 @@ static void report(const char *what, double runfs_s, double plain_s, long items,
            items / runfs_s, unit, items / plain_s, unit, plain_s / runfs_s);
 }
 
+/* What one figure measures: seconds for runfs (runfs = 1) or plain SQLite (0). */
+typedef struct bench {
+    const char *sp, *pp;          /* database paths */
+    const sample *samples;
+    rs_buf *buf;
+    long total;                   /* events a put figure writes */
+    int batch;
+    rs_store *s;                  /* reads: the store and the plain database, filled once */
+    plain *p;
+} bench;
+
+typedef double (*measure_fn)(bench *b, int runfs);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of 3 runs of each side, interleaved (plain, runfs, plain, ...), so that a
+ * noisy machine moves both sides alike. */
+static void figure(const char *what, measure_fn fn, bench *b, long items, const char *unit,
+                   double *runfs_out)
+{
+    double r[3], p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = fn(b, 0);
+        r[i] = fn(b, 1);
+    }
+    qsort(r, 3, sizeof r[0], cmp_double);
+    qsort(p, 3, sizeof p[0], cmp_double);
+    report(what, r[1], p[1], items, unit);
+    if (runfs_out)
+        *runfs_out = r[1];
+}
+
+static double measure_puts(bench *b, int runfs)
+{
+    int n = b->batch;
+    double t0;
+    if (!runfs) {
+        plain p;
+        plain_open(&p, b->pp);
+        t0 = now_s();
+        for (long i = 0; i < b->total; i += n)
+            plain_batch(&p, b->samples, (int)(i % 1000), n, "thread-b", "run-b");
+        double t = now_s() - t0;
+        plain_close(&p);
+        return t;
+    }
+    rs_store *s = store_open(b->sp);
+    t0 = now_s();
+    for (long i = 0; i < b->total; i += n)
+        store_batch(s, b->samples, (int)(i % 1000), n, "thread-b", "run-b", b->buf);
+    double t = now_s() - t0;
+    rs_store_close(s);
+    return t;
+}
+
+static long read_bytes;
+
+static double measure_full_read(bench *b, int runfs)
+{
+    double t0 = now_s();
+    long rows = 0;
+    if (runfs) {
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = "thread-r";
+        q.run_id = "run-r";
+        rs_cursor *c;
+        rs_err err = {0};
+        if (rs_store_query(b->s, &q, &c, &err))
+            die("query", err.msg);
+        const rs_record *rec;
+        read_bytes = 0;
+        while (rs_cursor_next(c, &rec) == 1) {
+            rows++;
+            read_bytes += (long)rec->line_len;
+        }
+        rs_cursor_free(c);
+    } else {
+        sqlite3_stmt *st;
+        sqlite3_prepare_v2(b->p->db, "SELECT thread_id, run_id, seq, event_type, category, "
+                           "content, event_metadata, created_at, user_id FROM run_events WHERE "
+                           "thread_id = ? AND run_id = ? ORDER BY seq", -1, &st, NULL);
+        sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, "run-r", -1, SQLITE_STATIC);
+        long bytes = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            rows++;
+            for (int col = 0; col < 9; col++)
+                bytes += sqlite3_column_bytes(st, col);
+        }
+        sqlite3_finalize(st);
+    }
+    if (rows != b->total)
+        die("read", "row count mismatch");
+    return now_s() - t0;
+}
+
+/* 20 backward pages of list_messages (limit 50). */
+static double measure_pages(bench *b, int runfs)
+{
+    double t0 = now_s();
+    int64_t before = 0;
+    if (runfs) {
+        for (int page = 0; page < 20; page++) {
+            rs_query mq = RS_QUERY_INIT;
+            mq.thread_id = "thread-r";
+            mq.messages_only = 1;
+            mq.limit = 50;
+            mq.newest = 1;
+            mq.before_seq = before;
+            rs_cursor *c;
+            rs_err err = {0};
+            if (rs_store_query(b->s, &mq, &c, &err))
+                die("messages", err.msg);
+            const rs_record *rec;
+            int64_t first = 0;
+            while (rs_cursor_next(c, &rec) == 1)
+                if (!first)
+                    first = rec->seq;
+            rs_cursor_free(c);
+            before = first;
+        }
+        return now_s() - t0;
+    }
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(b->p->db, "SELECT * FROM (SELECT thread_id, run_id, seq, event_type, "
+                       "category, content, event_metadata, created_at, user_id FROM run_events "
+                       "WHERE thread_id = ?1 AND category = 'message' AND (?2 = 0 OR seq < ?2) "
+                       "ORDER BY seq DESC LIMIT 50) ORDER BY seq", -1, &st, NULL);
+    long bytes = 0;
+    for (int page = 0; page < 20; page++) {
+        sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, before);
+        int64_t first = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (!first)
+                first = sqlite3_column_int64(st, 2);
+            for (int col = 0; col < 9; col++)
+                bytes += sqlite3_column_bytes(st, col);
+        }
+        sqlite3_reset(st);
+        before = first;
+    }
+    sqlite3_finalize(st);
+    return now_s() - t0;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -222,49 +373,22 @@ int main(int argc, char **argv)
     for (int i = 0; i < 1000; i++)
         make_sample(&samples[i], i);
     rs_buf buf = RS_BUF_INIT;
+    bench b = {.sp = sp, .pp = pp, .samples = samples, .buf = &buf, .total = total};
 
-    printf("store benchmark: %ld events, ~%zu-byte lines, %s\n", total, strlen(samples[0].line),
-           dir);
+    printf("store benchmark: %ld events, ~%zu-byte lines, %s; each figure the median of 3 "
+           "interleaved runs\n", total, strlen(samples[0].line), dir);
     int batches[] = {100, 1000};
-    for (int b = 0; b < 2; b++) {
-        int n = batches[b];
-        plain p;
-        plain_open(&p, pp);
-        double t0 = now_s();
-        for (long i = 0; i < total; i += n)
-            plain_batch(&p, samples, (int)(i % 1000), n, "thread-b", "run-b");
-        double plain_s = now_s() - t0;
-        plain_close(&p);
-        rs_store *s = store_open(sp);
-        t0 = now_s();
-        for (long i = 0; i < total; i += n)
-            store_batch(s, samples, (int)(i % 1000), n, "thread-b", "run-b", &buf);
-        double runfs_s = now_s() - t0;
-        rs_store_close(s);
+    for (int i = 0; i < 2; i++) {
         char label[64];
-        snprintf(label, sizeof label, "put, batches of %d", n);
-        report(label, runfs_s, plain_s, total, "ev");
+        b.batch = batches[i];
+        snprintf(label, sizeof label, "put, batches of %d", b.batch);
+        figure(label, measure_puts, &b, total, "ev", NULL);
     }
+    b.batch = 1;
+    b.total = total / 10;
+    figure("single puts (one transaction each)", measure_puts, &b, b.total, "ev", NULL);
 
-    long singles = total / 10;
-    {
-        plain p;
-        plain_open(&p, pp);
-        double t0 = now_s();
-        for (long i = 0; i < singles; i++)
-            plain_batch(&p, samples, (int)(i % 1000), 1, "thread-s", "run-s");
-        double plain_s = now_s() - t0;
-        plain_close(&p);
-        rs_store *s = store_open(sp);
-        t0 = now_s();
-        for (long i = 0; i < singles; i++)
-            store_batch(s, samples, (int)(i % 1000), 1, "thread-s", "run-s", &buf);
-        double runfs_s = now_s() - t0;
-        rs_store_close(s);
-        report("single puts (one transaction each)", runfs_s, plain_s, singles, "ev");
-    }
-
-    /* Reads: a store and a plain database holding the same 100k-event run. */
+    /* Reads: a store and a plain database holding the same run. */
     plain p;
     plain_open(&p, pp);
     rs_store *s = store_open(sp);
@@ -272,84 +396,13 @@ int main(int argc, char **argv)
         plain_batch(&p, samples, 0, 1000, "thread-r", "run-r");
         store_batch(s, samples, 0, 1000, "thread-r", "run-r", &buf);
     }
-    double t0 = now_s();
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = "thread-r";
-    q.run_id = "run-r";
-    rs_cursor *c;
-    rs_err err = {0};
-    if (rs_store_query(s, &q, &c, &err))
-        die("query", err.msg);
-    const rs_record *rec;
-    long rows = 0, bytes = 0;
-    while (rs_cursor_next(c, &rec) == 1) {
-        rows++;
-        bytes += (long)rec->line_len;
-    }
-    rs_cursor_free(c);
-    double runfs_s = now_s() - t0;
-    sqlite3_stmt *st;
-    sqlite3_prepare_v2(p.db, "SELECT thread_id, run_id, seq, event_type, category, content, "
-                       "event_metadata, created_at, user_id FROM run_events WHERE thread_id = ? "
-                       "AND run_id = ? ORDER BY seq", -1, &st, NULL);
-    t0 = now_s();
-    sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, "run-r", -1, SQLITE_STATIC);
-    long prow = 0, pbytes = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        prow++;
-        for (int col = 0; col < 9; col++)
-            pbytes += sqlite3_column_bytes(st, col);
-    }
-    sqlite3_finalize(st);
-    double plain_s = now_s() - t0;
-    if (rows != total || prow != total)
-        die("read", "row count mismatch");
-    report("full read of a run (rendered lines)", runfs_s, plain_s, rows, "ev");
-    printf("%-38s runfs %8.1f MB/s of JSONL\n", "", bytes / runfs_s / 1e6);
-
-    /* 20 backward pages of list_messages (limit 50). */
-    t0 = now_s();
-    int64_t before = 0;
-    for (int page = 0; page < 20; page++) {
-        rs_query mq = RS_QUERY_INIT;
-        mq.thread_id = "thread-r";
-        mq.messages_only = 1;
-        mq.limit = 50;
-        mq.newest = 1;
-        mq.before_seq = before;
-        if (rs_store_query(s, &mq, &c, &err))
-            die("messages", err.msg);
-        int64_t first = 0;
-        while (rs_cursor_next(c, &rec) == 1)
-            if (!first)
-                first = rec->seq;
-        rs_cursor_free(c);
-        before = first;
-    }
-    runfs_s = now_s() - t0;
-    sqlite3_prepare_v2(p.db, "SELECT * FROM (SELECT thread_id, run_id, seq, event_type, category, "
-                       "content, event_metadata, created_at, user_id FROM run_events WHERE "
-                       "thread_id = ?1 AND category = 'message' AND (?2 = 0 OR seq < ?2) ORDER BY "
-                       "seq DESC LIMIT 50) ORDER BY seq", -1, &st, NULL);
-    t0 = now_s();
-    before = 0;
-    for (int page = 0; page < 20; page++) {
-        sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, before);
-        int64_t first = 0;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            if (!first)
-                first = sqlite3_column_int64(st, 2);
-            for (int col = 0; col < 9; col++)
-                pbytes += sqlite3_column_bytes(st, col);
-        }
-        sqlite3_reset(st);
-        before = first;
-    }
-    sqlite3_finalize(st);
-    plain_s = now_s() - t0;
-    report("20 backward pages of list_messages", runfs_s, plain_s, 20, "pg");
+    b.s = s;
+    b.p = &p;
+    b.total = total;
+    double runfs_s;
+    figure("full read of a run (rendered lines)", measure_full_read, &b, total, "ev", &runfs_s);
+    printf("%-38s runfs %8.1f MB/s of JSONL\n", "", read_bytes / runfs_s / 1e6);
+    figure("20 backward pages of list_messages", measure_pages, &b, 20, "pg", &runfs_s);
     printf("%-38s runfs %.3f ms/page\n", "", runfs_s * 1000 / 20);
 
     rs_store_close(s);

@@ -15,6 +15,7 @@
 #define SQ_BUSY_TIMEOUT_MS 30000
 
 typedef struct sq_db_lock sq_db_lock;
+typedef struct sq_group_req sq_group_req;
 
 typedef struct sq_stmt_slot {
     char *sql;
@@ -38,7 +39,28 @@ struct rs_backend {
     void *busy_ctx;
     int64_t busy_since;          /* when the current wait for a lock began */
     int busy_told;               /* busy_notice called for the current wait */
+    int grouped;                 /* appends commit in groups (RUNFS_GROUP_COMMIT=off: not) */
+    int sync_full;               /* synchronous=FULL: a group commits at its leader's level */
 };
+
+/* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
+struct sq_group_req {
+    sq_group_req *next;
+    const rs_target *t;
+    rs_event *const *evs;
+    size_t n;
+    rs_buf *stored;
+    size_t stored_len;           /* stored's length before this append */
+    rs_placement *at;
+    rs_err *err;
+    int sync_full;               /* the --sync level the request was made with */
+    int rc;
+    int done;
+};
+
+/* Queue req and wait until a group holding it has committed (or failed): the first thread
+ * to find no commit in progress runs commit(b, group) for everything queued. req->rc. */
+int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, sq_group_req *));
 
 /* The columns every row query selects, in rs_row order (see sq_row). */
 #define SQ_ROW_COLUMNS \

@@ -188,6 +188,104 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
     return rc < 0 ? rc : 0;
 }
 
+/* The rows of one append inside an open transaction: the logs' totals and marks, seqs,
+ * idempotency keys, the inserts, the high-water mark. The canonical lines go to stored. */
+static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                    rs_buf *stored, rs_placement *at, rs_err *err)
+{
+    sq_log thr, run;
+    int found, rc;
+    rs_buf line = RS_BUF_INIT;
+    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
+        (rc = sq_owner_add(b, thr.key, 0, t->user, err)) ||
+        (rc = sq_owner_add(b, thr.key, run.key, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, NULL, &thr, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, t->run_id, &run, t->user, err)))
+        return rc;
+    int64_t seq, last_id = 0;
+    if ((rc = next_seq(b, t->thread_id, &seq, err)))
+        return rc;
+    int64_t run_start = run.size;
+    if (at) {
+        at->run_off = run.size;
+        at->thread_off = thr.size;
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        const rs_event *ev = evs[i];
+        rs_buf_reset(&line);
+        if (ev->idem_key[0]) {
+            int used = 0;
+            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
+                if (err)
+                    err->line = (long)i + 1;
+                break;
+            }
+            if (used) {
+                if (stored)
+                    rc = rs_buf_add(stored, line.buf, line.len);
+                continue;
+            }
+        }
+        if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
+            (rc = insert_event(b, t, ev, seq, &last_id, err)) ||
+            (rc = sq_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
+                              err)) ||
+            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
+            break;
+        if (stored)
+            rc = rs_buf_add(stored, line.buf, line.len);
+        seq++;
+    }
+    if (at)
+        at->len = run.size - run_start;
+    if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
+        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
+        rc = sq_caught_up(b, last_id, err);
+    rs_buf_release(&line);
+    return rc;
+}
+
+static void stored_trim(rs_buf *stored, size_t len)
+{
+    if (stored)
+        rs_buf_setlen(stored, len);
+}
+
+/* A group of appends in one transaction, each inside its own savepoint so that one that
+ * fails (a full disk, a reused idempotency key) leaves the others whole. A failed commit
+ * fails them all. */
+static void put_group(rs_backend *b, sq_group_req *group)
+{
+    rs_err e = {0};
+    int rc = sq_begin(b, &e);
+    if (!rc && (rc = sq_catch_up(b, &e)))
+        sq_rollback(b);
+    if (!rc) {
+        for (sq_group_req *r = group; r; r = r->next) {
+            r->stored_len = r->stored ? r->stored->len : 0;
+            if ((r->rc = sq_exec(b, "SAVEPOINT put", r->err)))
+                continue;
+            r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
+            if (!r->rc)
+                r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->err);
+            if (r->rc) {
+                sq_exec(b, "ROLLBACK TO put", NULL);
+                stored_trim(r->stored, r->stored_len);
+            }
+            sq_exec(b, "RELEASE put", NULL);
+        }
+        rc = sq_commit(b, &e);
+    }
+    if (!rc)
+        return;
+    for (sq_group_req *r = group; r; r = r->next)
+        if (r->rc == 0) {
+            r->rc = rs_err_set(r->err, rc, "%s", e.msg);
+            stored_trim(r->stored, r->stored_len);
+        }
+}
+
 int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
                   int if_absent, int *created, rs_existing *existing, rs_buf *stored,
                   rs_placement *at, rs_err *err)
@@ -196,13 +294,15 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
         *created = 0;
     if (n == 0)
         return 0;
+    if (!if_absent && b->grouped && !b->read_only) {
+        sq_group_req req = {.t = t, .evs = evs, .n = n, .stored = stored, .at = at, .err = err};
+        return sq_group_run(b, &req, put_group);
+    }
     int rc = sq_begin(b, err);
     if (rc)
         return rc;
     size_t stored_len = stored ? stored->len : 0;
-    sq_log thr, run;
     int found;
-    rs_buf line = RS_BUF_INIT;
     if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_access(b, t->thread_id, t->user, err)))
         goto fail;
     if (if_absent) {
@@ -221,68 +321,18 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
             goto fail;
         }
     }
-    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
-        (rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
-        (rc = sq_owner_add(b, thr.key, 0, t->user, err)) ||
-        (rc = sq_owner_add(b, thr.key, run.key, t->user, err)) ||
-        (rc = sq_log_mix(b, t->thread_id, NULL, &thr, t->user, err)) ||
-        (rc = sq_log_mix(b, t->thread_id, t->run_id, &run, t->user, err)))
-        goto fail;
-    int64_t seq, last_id = 0;
-    if ((rc = next_seq(b, t->thread_id, &seq, err)))
-        goto fail;
-    int64_t run_start = run.size;
-    if (at) {
-        at->run_off = run.size;
-        at->thread_off = thr.size;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const rs_event *ev = evs[i];
-        rs_buf_reset(&line);
-        if (ev->idem_key[0]) {
-            int used = 0;
-            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
-                if (err)
-                    err->line = (long)i + 1;
-                goto fail;
-            }
-            if (used) {
-                if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
-                    goto fail;
-                continue;
-            }
-        }
-        if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
-            (rc = insert_event(b, t, ev, seq, &last_id, err)) ||
-            (rc = sq_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              err)) ||
-            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
-            goto fail;
-        if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
-            goto fail;
-        seq++;
-    }
-    if (at)
-        at->len = run.size - run_start;
-    if ((rc = sq_log_store(b, 1, &run, err)) || (rc = sq_log_store(b, 0, &thr, err)) ||
-        (last_id && (rc = raise_floor(b, t->thread_id, seq - 1, err))) ||
-        (last_id && (rc = sq_caught_up(b, last_id, err))))
-        goto fail;
-    if (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err)))
+    if ((rc = put_rows(b, t, evs, n, stored, at, err)) ||
+        (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err))))
         goto fail;
     if ((rc = sq_commit(b, err)))
         goto fail_committed;
-    rs_buf_release(&line);
     if (created)
         *created = 1;
     return 0;
 fail:
     sq_rollback(b);
 fail_committed:
-    rs_buf_release(&line);
-    if (stored) {
-        rs_buf_setlen(stored, stored_len);
-    }
+    stored_trim(stored, stored_len);
     return rc;
 }
 

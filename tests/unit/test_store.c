@@ -1898,15 +1898,24 @@ static int worker_run(int id, char *why, size_t why_len)
     snprintf(run, sizeof run, "r%d", id % 2);
     rs_target t = tgt("c", run, id % 2 ? "alice" : NULL);
     int failures = 0;
+    rs_buf stored = RS_BUF_INIT;
     for (int i = 0; i < WORKER_EVENTS; i++) {
-        char line[128];
+        char line[128], want[64];
         int n = snprintf(line, sizeof line,
                          "{\"event_type\":\"llm.error\",\"content\":\"w%d-%04d\"}\n", id, i);
-        if ((rc = rs_store_append(s, &t, line, (size_t)n, NULL, &err))) {
+        snprintf(want, sizeof want, "\"content\":\"w%d-%04d\"", id, i);
+        rs_buf_reset(&stored);
+        if ((rc = rs_store_append(s, &t, line, (size_t)n, &stored, &err))) {
             snprintf(why, why_len, "append %d: %s %.200s", i, rs_errno_name(rc), err.msg);
+            failures++;
+        } else if (!strstr(stored.buf, want) ||
+                   strchr(stored.buf, '\n') != stored.buf + stored.len - 1) {
+            /* committed with others (group commit), each append still gets its own line */
+            snprintf(why, why_len, "append %d: stored %.200s", i, stored.buf);
             failures++;
         }
     }
+    rs_buf_release(&stored);
     rs_store_close(s);
     return failures;
 }
