@@ -53,7 +53,8 @@ static int status_extra(void *ctx, rs_buf *out)
                           o->read_only ? "true" : "false", o->allow_delete ? "true" : "false",
                           o->allow_unknown ? "true" : "false", o->sync_full ? "full" : "normal",
                           o->follow_timeout, o->user_from_uid ? "true" : "false")) ||
-        (rc = user ? rs_buf_add_json_string(out, user, strlen(user)) : rs_buf_addlit(out, "null")) ||
+        (rc = user ? rs_buf_add_json_string(out, user, strlen(user))
+                   : rs_buf_addlit(out, "null")) ||
         (rc = rs_buf_addlit(out, ",\"thread\":")) ||
         (rc = thread ? rs_buf_add_json_string(out, thread, strlen(thread))
                      : rs_buf_addlit(out, "null")) ||
@@ -223,10 +224,9 @@ const char *rfs_bad_name_reason(const rfs_node *parent)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    rfs_mount *m = rfs_mount_of(req);
     rfs_node pn, cn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
+    if (rfs_req_node(req, parent, &pn))
+        return;
     int rc = rfs_node_child(&pn, name, &cn);
     /* The kernel looks a name up before mkdir or create, so a bad id is refused here and
      * must be logged here for the writer to learn why. */
@@ -259,8 +259,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     (void)fi;
     rfs_mount *m = rfs_mount_of(req);
     rfs_node n;
-    if (rfs_itable_get(m->inodes, ino, &n))
-        return (void)fuse_reply_err(req, ENOENT);
+    if (rfs_req_node(req, ino, &n))
+        return;
     rfs_stat st;
     rs_err err = {0};
     int rc = rfs_req_stat(req, &n, &st, &err);
@@ -291,9 +291,23 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 int rfs_writable(fuse_req_t req, const rfs_node *n, const char *leaf)
 {
     if (!rfs_mount_of(req)->opt.read_only)
-        return 1;
+        return 0;
     rfs_refuse(req, n, leaf, -EROFS, "the mount is read-only", NULL, 0);
-    return 0;
+    return -EROFS;
+}
+
+int rfs_req_node(fuse_req_t req, fuse_ino_t ino, rfs_node *n)
+{
+    if (rfs_itable_get(rfs_mount_of(req)->inodes, ino, n) == 0)
+        return 0;
+    fuse_reply_err(req, ENOENT);
+    return -ENOENT;
+}
+
+int rfs_req_writable(fuse_req_t req, fuse_ino_t ino, const char *leaf, rfs_node *n)
+{
+    int rc = rfs_req_node(req, ino, n);
+    return rc ? rc : rfs_writable(req, n, leaf);
 }
 
 
@@ -315,11 +329,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
     (void)value;
     (void)size;
     (void)flags;
-    rfs_mount *m = rfs_mount_of(req);
     rfs_node n;
-    if (rfs_itable_get(m->inodes, ino, &n))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &n, NULL))
+    if (rfs_req_writable(req, ino, NULL, &n))
         return;
     rfs_refuse(req, &n, NULL, -EPERM, "runfs keeps no extended attributes", NULL, 0);
 }

@@ -58,8 +58,8 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_node n;
-    if (rfs_itable_get(m->inodes, ino, &n))
-        return (void)fuse_reply_err(req, ENOENT);
+    if (rfs_req_node(req, ino, &n))
+        return;
     if (!rfs_node_is_dir(n.kind))
         return (void)fuse_reply_err(req, ENOTDIR);
     dir_handle *d = calloc(1, sizeof *d);
@@ -140,9 +140,7 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     (void)mode;
     rfs_mount *m = rfs_mount_of(req);
     rfs_node pn, cn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &pn, name))
+    if (rfs_req_writable(req, parent, name, &pn))
         return;
     int rc = rfs_node_child(&pn, name, &cn);
     if (pn.kind != RFS_THREADS && pn.kind != RFS_RUNS)
@@ -181,9 +179,7 @@ void rfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_node pn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &pn, name))
+    if (rfs_req_writable(req, parent, name, &pn))
         return;
     if (!m->opt.allow_delete || pn.kind < RFS_THREAD)
         return rfs_refuse(req, &pn, name, -EPERM,
@@ -196,9 +192,7 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_node pn, cn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &pn, name))
+    if (rfs_req_writable(req, parent, name, &pn))
         return;
     int rc = rfs_node_child(&pn, name, &cn);
     if (rc)
@@ -233,11 +227,8 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void op_refuse_link(fuse_req_t req, fuse_ino_t parent, const char *name, const char *why)
 {
-    rfs_mount *m = rfs_mount_of(req);
     rfs_node pn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &pn, name))
+    if (rfs_req_writable(req, parent, name, &pn))
         return;
     rfs_refuse(req, &pn, name, -EPERM, why, NULL, 0);
 }

@@ -51,11 +51,8 @@ struct rfs_handle {
 void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
-    rfs_mount *m = rfs_mount_of(req);
     rfs_node n;
-    if (rfs_itable_get(m->inodes, ino, &n))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (!rfs_writable(req, &n, NULL))
+    if (rfs_req_writable(req, ino, NULL, &n))
         return;
     rfs_handle *h = fi ? (rfs_handle *)(uintptr_t)fi->fh : NULL;
     /* A truncate to 0 of a singleton being written is how `>` reaches us without atomic
@@ -155,73 +152,86 @@ static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
            rs_clock_ns(CLOCK_REALTIME) - rfs_reader_mtime(r) < LIVE_NS;
 }
 
-void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The one reply of a failed open or create: a refusal (err->msg set) is logged for the
+ * writer to read in rejects.jsonl; anything else is a plain errno. */
+static void reply_failure(fuse_req_t req, const rfs_node *n, const char *leaf, int rc,
+                          const rs_err *err)
+{
+    if (err->msg[0])
+        rfs_refuse(req, n, leaf, rc, err->msg, NULL, 0);
+    else
+        fuse_reply_err(req, -rc);
+}
+
+/* Writing needs the run to be this caller's: the inode may have been looked up by another
+ * owner. */
+static int run_is_callers(fuse_req_t req, const rfs_node *n)
+{
+    rfs_node run = *n;
+    run.kind = RFS_RUN;
+    run.name[0] = '\0';
+    rfs_stat st;
+    rs_err err = {0};
+    return rfs_req_stat(req, &run, &st, &err);
+}
+
+/* An open for writing: events.jsonl appends, once/<type> takes its one event. */
+static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info *fi,
+                       rfs_handle **out, rs_err *err)
 {
     rfs_mount *m = rfs_mount_of(req);
-    rfs_node n;
-    if (rfs_itable_get(m->inodes, ino, &n))
-        return (void)fuse_reply_err(req, ENOENT);
-    if (rfs_node_is_dir(n.kind))
-        return (void)fuse_reply_err(req, EISDIR);
-    int acc = fi->flags & O_ACCMODE;
-    int writing = acc != O_RDONLY || (fi->flags & O_TRUNC);
-    rfs_handle *h = NULL;
-    if (writing) {
-        if (!rfs_writable(req, &n, NULL))
-            return;
-        if (n.kind == RFS_R_EVENTS && (fi->flags & O_TRUNC))
-            return rfs_refuse(req, &n, NULL, -EPERM,
-                          "events.jsonl is append-only: append with >>, never overwrite", NULL, 0);
-        if (n.kind == RFS_R_SEAL)
-            return rfs_refuse(req, &n, NULL, -EEXIST, "the run is already sealed", NULL, 0);
-        if (n.kind != RFS_R_EVENTS && n.kind != RFS_R_ONCE)
-            return rfs_refuse(req, &n, NULL, -EPERM, "this file is a read-only view", NULL, 0);
-        /* The inode may have been looked up by another owner: writing needs the run to be
-         * this caller's. */
-        rfs_node run = n;
-        run.kind = RFS_RUN;
-        run.name[0] = '\0';
-        rfs_stat rst;
-        rs_err rerr = {0};
-        int vrc = rfs_req_stat(req, &run, &rst, &rerr);
-        if (vrc)
-            return (void)fuse_reply_err(req, -vrc);
-        h = handle_new(req, n.kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, &n);
-        if (!h)
-            return (void)fuse_reply_err(req, ENOMEM);
-        h->want_receipt = acc == O_RDWR;
-        if (h->kind == H_APPEND)
-            rfs_itable_hold(m->inodes, thread_ino(m, &n), 1);
-        fi->direct_io = 1;
-        fi->fh = (uintptr_t)h;
-        return (void)fuse_reply_open(req, fi);
-    }
+    if (n->kind == RFS_R_EVENTS && (fi->flags & O_TRUNC))
+        return rs_err_set(err, -EPERM,
+                          "events.jsonl is append-only: append with >>, never overwrite");
+    if (n->kind == RFS_R_SEAL)
+        return rs_err_set(err, -EEXIST, "the run is already sealed");
+    if (n->kind != RFS_R_EVENTS && n->kind != RFS_R_ONCE)
+        return rs_err_set(err, -EPERM, "this file is a read-only view");
+    int rc = run_is_callers(req, n);
+    if (rc)
+        return rc;
+    rfs_handle *h = handle_new(req, n->kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, n);
+    if (!h)
+        return -ENOMEM;
+    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    if (h->kind == H_APPEND)
+        rfs_itable_hold(m->inodes, thread_ino(m, n), 1);
+    fi->direct_io = 1;
+    *out = h;
+    return 0;
+}
+
+/* An open for reading: a reader of the node's bytes, or a live feed. */
+static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n,
+                       struct fuse_file_info *fi, rfs_handle **out)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW;
+    rfs_handle *h = handle_new(req, is_follow ? H_FOLLOW : H_READ, n);
+    if (!h)
+        return -ENOMEM;
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    sc.user = handle_user(m, h);
     rs_err err = {0};
-    int is_follow = n.kind == RFS_T_FOLLOW || n.kind == RFS_R_FOLLOW;
-    h = handle_new(req, is_follow ? H_FOLLOW : H_READ, &n);
-    if (!h)
-        return (void)fuse_reply_err(req, ENOMEM);
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
-        sc.user = handle_user(m, h);
-        rc = rfs_reader_open(&h->reader, s, &sc, &n, &err);
+        rc = rfs_reader_open(&h->reader, s, &sc, n, &err);
         rfs_pool_put(m, s);
     }
     if (!rc && is_follow)
-        rc = rfs_follow_open(&h->follow, m, &n, handle_user(m, h));
+        rc = rfs_follow_open(&h->follow, m, n, handle_user(m, h));
     if (rc) {
         handle_free(h);
-        return (void)fuse_reply_err(req, -rc);
+        return rc;
     }
     if (is_follow) {
         fi->direct_io = 1;
         fi->nonseekable = 1;
     } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
-               !log_is_live(m, &n, h->reader)) {
+               !log_is_live(m, n, h->reader)) {
         /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
          * no size for the kernel to read up to; and while a log grows, the kernel's idea of
          * its size moves with each write() by the bytes written, not by the longer lines
@@ -231,90 +241,134 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     } else {
         fi->direct_io = 1;
     }
+    *out = h;
+    return 0;
+}
+
+void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rfs_node n;
+    if (rfs_req_node(req, ino, &n))
+        return;
+    if (rfs_node_is_dir(n.kind))
+        return (void)fuse_reply_err(req, EISDIR);
+    int writing = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    if (writing && rfs_writable(req, &n, NULL))
+        return;
+    rfs_handle *h = NULL;
+    rs_err err = {0};
+    int rc = writing ? open_writer(req, &n, fi, &h, &err) : open_reader(req, ino, &n, fi, &h);
+    if (rc)
+        return reply_failure(req, &n, NULL, rc, &err);
     fi->fh = (uintptr_t)h;
     fuse_reply_open(req, fi);
 }
 
+/* The node a create makes under pn: once/<type> or seal.json, nothing else. */
+static int creatable(const rfs_node *pn, const char *name, rfs_node *cn, rs_err *err)
+{
+    int rc = rfs_node_child(pn, name, cn);
+    if (rc == -ENOENT || (rc == 0 && cn->kind != RFS_R_ONCE && cn->kind != RFS_R_SEAL))
+        return rs_err_set(err, -EPERM, "only once/<event_type> and seal.json can be created");
+    return rc ? rs_err_set(err, rc, "%s", rfs_bad_name_reason(pn)) : 0;
+}
+
+/* What a create does in the store before it answers. An exclusive once/<type> reserves its
+ * name, so a second exclusive create fails while this one writes. seal.json seals a run
+ * with its terminal event at once; without one, a body must follow ({"state":"partial",
+ * "error":"why"}), committed at its newline. */
+static int create_begin(rfs_mount *m, rfs_handle *h, rs_err *err)
+{
+    if (h->kind == H_ONCE && !h->exclusive)
+        return 0;
+    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+                   .user = handle_user(m, h)};
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, err);
+    if (rc)
+        return rc;
+    if (h->kind == H_ONCE) {
+        rc = rs_store_reserve_singleton(s, &t, h->node.name, err);
+        h->reserved = rc == 0;
+    } else {
+        rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, err);
+    }
+    rfs_pool_put(m, s);
+    if (h->kind == H_SEAL && rc == 0) {
+        h->done = 1;
+        rfs_hub_committed(m, t.thread_id, t.run_id);
+    }
+    if (h->kind == H_SEAL && rc == -EINVAL) {
+        /* Why the run is not sealed yet, for a close that brings no body. */
+        snprintf(h->why, sizeof h->why, "%s", err->msg);
+        err->msg[0] = '\0';
+        return 0;
+    }
+    return rc;
+}
+
+/* A handle for the file cn being created; refusals are described in err. */
+static int create_handle(fuse_req_t req, const rfs_node *cn, const struct fuse_file_info *fi,
+                         rfs_handle **out, rs_err *err)
+{
+    int rc = run_is_callers(req, cn);
+    if (rc)
+        return rc;
+    rfs_handle *h = handle_new(req, cn->kind == RFS_R_ONCE ? H_ONCE : H_SEAL, cn);
+    if (!h)
+        return -ENOMEM;
+    h->exclusive = (fi->flags & O_EXCL) != 0 || cn->kind == RFS_R_SEAL;
+    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    if (cn->kind == RFS_R_ONCE)
+        snprintf(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
+                 cn->name);
+    if ((rc = create_begin(rfs_mount_of(req), h, err))) {
+        if (!err->msg[0])
+            rs_err_set(err, rc, "%s", strerror(-rc));
+        handle_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* The entry of a file being created: it exists for its writer (held while the handle is
+ * open) before anything is stored. */
+static int created_entry(fuse_req_t req, rfs_handle *h, struct fuse_entry_param *e)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    uint64_t ino;
+    int rc = rfs_itable_ref(m->inodes, &h->node, &ino);
+    if (rc)
+        return rc;
+    memset(e, 0, sizeof *e);
+    e->ino = ino;
+    e->entry_timeout = rfs_entry_timeout(m, h->node.kind);
+    int64_t now = rs_clock_ns(CLOCK_REALTIME);
+    rfs_stat st = {.shape = RFS_SHAPE_DOC, .mtime_ns = now, .ctime_ns = now};
+    rfs_fill_attr(req, &h->node, &st, ino, &e->attr);
+    rfs_itable_hold(m->inodes, ino, 1);
+    h->created = 1;
+    return 0;
+}
+
 void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                      struct fuse_file_info *fi)
+                   struct fuse_file_info *fi)
 {
     (void)mode;
-    rfs_mount *m = rfs_mount_of(req);
     rfs_node pn, cn;
-    if (rfs_itable_get(m->inodes, parent, &pn))
-        return (void)fuse_reply_err(req, ENOENT);
-    int rc = rfs_node_child(&pn, name, &cn);
-    if (rc == 0 && cn.kind != RFS_R_ONCE && cn.kind != RFS_R_SEAL)
-        rc = -EPERM;
-    if (rc == -ENOENT)
-        rc = -EPERM;
-    if (!rfs_writable(req, &pn, name))
+    if (rfs_req_writable(req, parent, name, &pn))
         return;
-    if (rc)
-        return rfs_refuse(req, &pn, name, rc,
-                      rc == -EPERM ? "only once/<event_type> and seal.json can be created"
-                                   : rfs_bad_name_reason(&pn), NULL, 0);
+    rfs_handle *h = NULL;
     rs_err err = {0};
-    rfs_stat st;
-    rfs_node run = cn;
-    run.kind = RFS_RUN;
-    run.name[0] = '\0';
-    if ((rc = rfs_req_stat(req, &run, &st, &err)))
-        return (void)fuse_reply_err(req, -rc);
-    rfs_handle *h = handle_new(req, cn.kind == RFS_R_ONCE ? H_ONCE : H_SEAL, &cn);
-    if (!h)
-        return (void)fuse_reply_err(req, ENOMEM);
-    h->exclusive = (fi->flags & O_EXCL) != 0 || cn.kind == RFS_R_SEAL;
-    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
-    if (cn.kind == RFS_R_ONCE)
-        snprintf(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
-                 cn.name);
-    if (cn.kind == RFS_R_ONCE && h->exclusive) {
-        /* Reserve the name now: a second exclusive create fails while we are writing. */
-        rs_store *s;
-        rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
-        if (!(rc = rfs_pool_get(m, &s, &err))) {
-            rc = rs_store_reserve_singleton(s, &t, cn.name, &err);
-            rfs_pool_put(m, s);
-        }
-        if (rc) {
-            handle_free(h);
-            return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
-        }
-        h->reserved = 1;
-    }
-    if (cn.kind == RFS_R_SEAL) {
-        /* A run with its terminal event is sealed at once; without one, a body must
-         * follow ({"state":"partial","error":"why"}), committed at its newline. */
-        rs_store *s;
-        rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = handle_user(m, h)};
-        if (!(rc = rfs_pool_get(m, &s, &err))) {
-            rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, &err);
-            rfs_pool_put(m, s);
-        }
-        if (rc == 0) {
-            h->done = 1;
-            rfs_hub_committed(m, cn.thread_id, cn.run_id);
-        } else if (rc == -EINVAL) {
-            snprintf(h->why, sizeof h->why, "%s", err.msg);
-        } else {
-            handle_free(h);
-            return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
-        }
-    }
+    int rc;
+    if ((rc = creatable(&pn, name, &cn, &err)) || (rc = create_handle(req, &cn, fi, &h, &err)))
+        return reply_failure(req, &pn, name, rc, &err);
     struct fuse_entry_param e;
-    memset(&e, 0, sizeof e);
-    uint64_t ino;
-    if ((rc = rfs_itable_ref(m->inodes, &cn, &ino))) {
+    if ((rc = created_entry(req, h, &e))) {
         handle_free(h);
         return (void)fuse_reply_err(req, -rc);
     }
-    e.ino = ino;
-    e.entry_timeout = rfs_entry_timeout(m, cn.kind);
-    rfs_stat fst = {.shape = RFS_SHAPE_DOC, .mtime_ns = rs_clock_ns(CLOCK_REALTIME), .ctime_ns = rs_clock_ns(CLOCK_REALTIME)};
-    rfs_fill_attr(req, &cn, &fst, ino, &e.attr);
-    rfs_itable_hold(m->inodes, ino, 1);
-    h->created = 1;
     fi->direct_io = 1;
     fi->fh = (uintptr_t)h;
     fuse_reply_create(req, &e, fi);

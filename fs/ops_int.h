@@ -21,8 +21,13 @@ void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int co
                      const char *reason, const char *data, size_t len);
 void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
                 const char *reason, const char *data, size_t len);
-/* 1 on a writable mount; else the request is refused with EROFS and 0 returned. */
+/* The prologue of every handler: the node of ino. 0, or -ENOENT after replying (the kernel
+ * holds no reference to ino). */
+int rfs_req_node(fuse_req_t req, fuse_ino_t ino, rfs_node *n);
+/* 0 on a writable mount; else -EROFS after refusing the request (logged as n/leaf). */
 int rfs_writable(fuse_req_t req, const rfs_node *n, const char *leaf);
+/* rfs_req_node, then rfs_writable: the prologue of a handler that changes something. */
+int rfs_req_writable(fuse_req_t req, fuse_ino_t ino, const char *leaf, rfs_node *n);
 const char *rfs_bad_name_reason(const rfs_node *parent);
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
