@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "runstore.h"
 
 static int use_syslog;
 static int use_stderr = 1;
@@ -50,10 +51,9 @@ void rfs_log(const char *fmt, ...)
     if (log_fd < 0)
         return;
     char line[1200], when[32];
-    struct timespec ts;
+    time_t secs = (time_t)(rs_clock_ns(CLOCK_REALTIME) / 1000000000LL);
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     int n = snprintf(line, sizeof line, "%s runfs[%ld]: %s\n", when, (long)getpid(), msg);
     if (n > (int)sizeof line - 1)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "progress.h"
+#include "runstore.h"
 
 struct rfs_progress {
     const char *verb;
@@ -18,9 +19,7 @@ struct rfs_progress {
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)rs_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 rfs_progress *rfs_progress_new(const char *verb, const char *unit)

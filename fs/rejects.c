@@ -164,8 +164,7 @@ static int add_filler(const owner_log *o, int64_t from, int64_t to, rs_buf *out)
             int64_t n = (to < o->base - 1 ? to : o->base - 1) - p;
             if (!(rc = rs_buf_grow(out, (size_t)n))) {
                 memset(out->buf + out->len, ' ', (size_t)n);
-                out->len += (size_t)n;
-                out->buf[out->len] = '\0';
+                rs_buf_setlen(out, out->len + (size_t)n);
             }
             p += n;
         }

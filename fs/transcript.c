@@ -81,10 +81,8 @@ static int add_value(rs_buf *out, const cJSON *v, int one_line)
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
             if (!cJSON_IsString(text))
                 continue;
-            if (texts++)
-                rc = rs_buf_addch(out, one_line ? ' ' : '\n');
-            rc = rc ? rc : add_value(out, text, one_line);
-            if (rc)
+            if ((texts++ && (rc = rs_buf_addch(out, one_line ? ' ' : '\n'))) ||
+                (rc = add_value(out, text, one_line)))
                 return rc;
         }
         if (texts)
@@ -127,7 +125,8 @@ static int run_heading(rfs_transcript *t, const char *run_id, rs_buf *out)
     int rc = flush_calls(t, out, 0);
     snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
     rs_buf terminal = RS_BUF_INIT;
-    rc = rc ? rc : t->status(t->ctx, run_id, &terminal);
+    if (!rc)
+        rc = t->status(t->ctx, run_id, &terminal);
     cJSON *ev = !rc && terminal.len ? cJSON_ParseWithLength(terminal.buf, terminal.len) : NULL;
     const char *status = str_of(cJSON_GetObjectItemCaseSensitive(ev, "content"), "status");
     int bad = status && strcmp(status, "success") != 0;
@@ -147,7 +146,8 @@ static int tool_calls(rfs_transcript *t, const cJSON *calls, rs_buf *out)
         rs_buf text = RS_BUF_INIT;
         const char *name = str_of(call, "name");
         rc = rs_buf_addf(&text, "`%s` ", name ? name : "?");
-        rc = rc ? rc : add_value(&text, cJSON_GetObjectItemCaseSensitive(call, "args"), 1);
+        if (!rc)
+            rc = add_value(&text, cJSON_GetObjectItemCaseSensitive(call, "args"), 1);
         const char *id = str_of(call, "id");
         if (!rc && !id) {
             rc = rs_buf_addf(out, "- tool %s\n", text.buf);
@@ -182,8 +182,9 @@ static int tool_result(rfs_transcript *t, const cJSON *content, rs_buf *out)
     } else {
         rc = rs_buf_addf(out, "- tool result for %s -> ", id ? id : "?");
     }
-    rc = rc ? rc : add_value(out, result, 1);
-    return rc ? rc : rs_buf_addch(out, '\n');
+    if (rc || (rc = add_value(out, result, 1)))
+        return rc;
+    return rs_buf_addch(out, '\n');
 }
 
 static int message(const char *role, const cJSON *content, rs_buf *out)
@@ -201,9 +202,10 @@ static int message(const char *role, const cJSON *content, rs_buf *out)
 
 static int generic(const char *type, const cJSON *content, const char *mark, rs_buf *out)
 {
-    int rc = rs_buf_addf(out, "- %s`%s`: ", mark, type);
-    rc = rc ? rc : add_value(out, content, 1);
-    return rc ? rc : rs_buf_addch(out, '\n');
+    int rc;
+    if ((rc = rs_buf_addf(out, "- %s`%s`: ", mark, type)) || (rc = add_value(out, content, 1)))
+        return rc;
+    return rs_buf_addch(out, '\n');
 }
 
 static int render(rfs_transcript *t, const rs_record *rec, const cJSON *ev, rs_buf *out)

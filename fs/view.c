@@ -260,7 +260,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rs_buf_release(&key);
         return 0;
     }
-    rc = rc ? rc : render_doc(s, sc, n, out, err);
+    if (!rc)
+        rc = render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
     if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);
