@@ -49,3 +49,16 @@ check() {
   check small "$SMALL"
   check big "$BIG"
 }
+
+@test "indexing a DeerFlow database is linear in its rows, however many runs a thread has" {
+  # Runs of 10 events: 1,000 and 32,000 runs in one thread. A per-row search through the
+  # thread's runs makes 32x the rows cost ~1000x; linear costs 32x (64x allowed for noise).
+  python3 "$GEN" "$WORK/a.db" t 10000
+  python3 "$GEN" "$WORK/b.db" t 320000
+  local a b
+  a=$(secs "$RUNFS" cat "$WORK/a.db" threads/t/seq)
+  b=$(secs "$RUNFS" cat "$WORK/b.db" threads/t/seq)
+  echo "# indexing 10000 rows: $a s, 320000 rows: $b s" >&3
+  [ "$("$RUNFS" cat "$WORK/b.db" threads/t/seq)" -eq 320000 ]
+  awk -v a="$a" -v b="$b" 'BEGIN { exit !(b <= 64 * (a > 0.1 ? a : 0.1)) }'
+}
