@@ -551,7 +551,9 @@ static int cmd_mount(int argc, char **argv)
 
 static const command commands[] = {
     {"mount", "[options] STORE MOUNTPOINT",
-     "mount a store (a SQLite file, created if absent)",
+     "mount a store (a SQLite file, created if absent, or a postgresql:// URI)",
+     "STORE is a SQLite file or a libpq URI (postgresql://, postgres://): mounts on many\n"
+     "hosts share one PostgreSQL database. A store that cannot be opened exits 2.\n"
      "usual mount options are taken too: ro, rw, allow_other, default_permissions, noatime,\n"
      "atime, dev, nodev, suid, nosuid, exec, noexec (to the kernel); _netdev, nofail,\n"
      "x-systemd.*, auto, noauto, user, users, defaults (for mount(8); ignored here).\n"

@@ -114,13 +114,18 @@ int rfs_mount_main(rfs_options *opt)
     rs_err err = {0};
     if (rs_store_open(&probe, opt->store, &m.store_opt, &err)) {
         fprintf(stderr, "runfs: %s\n", err.msg);
-        return 1;
+        return 2;
     }
+    /* /proc/mounts shows a URI without its password. */
+    int remote = strstr(opt->store, "://") != NULL;
+    char *shown = remote ? strdup(rs_store_path(probe)) : NULL;
     rs_store_close(probe);
-    /* The daemon runs from /: keep the store's absolute path. */
-    char *abs_store = realpath(opt->store, NULL);
-    if (!abs_store) {
+    /* The daemon runs from /: keep the store's absolute path (a URI is one already). */
+    char *abs_store = remote ? strdup(opt->store) : realpath(opt->store, NULL);
+    if (!abs_store || (remote && !shown)) {
         fprintf(stderr, "runfs: %s: %s\n", opt->store, strerror(errno));
+        free(abs_store);
+        free(shown);
         return 1;
     }
     m.opt.store = abs_store;
@@ -129,12 +134,14 @@ int rfs_mount_main(rfs_options *opt)
     if (!abs_mnt) {
         fprintf(stderr, "runfs: %s: %s\n", opt->mountpoint, strerror(errno));
         free(abs_store);
+        free(shown);
         return 1;
     }
     m.opt.mountpoint = abs_mnt;
     if (rfs_log_open(opt->log_file)) {
         free(abs_store);
         free(abs_mnt);
+        free(shown);
         return 1;
     }
 
@@ -142,7 +149,7 @@ int rfs_mount_main(rfs_options *opt)
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     /* -o ro goes to the kernel too, so /proc/mounts and findmnt say ro: the kernel then
      * refuses writes itself (EROFS) before they reach the daemon. */
-    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", abs_store) ||
+    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", remote ? shown : abs_store) ||
         fuse_opt_add_arg(&args, "-osubtype=runfs") ||
         (opt->fuse_opts[0] && add_arg(&args, "-o%s", opt->fuse_opts)) ||
         (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
@@ -206,5 +213,6 @@ out_args:
     pthread_mutex_destroy(&m.handles_lock);
     free(abs_store);
     free(abs_mnt);
+    free(shown);
     return status;
 }

@@ -1,8 +1,9 @@
 /* notify.c — the change hub: one thread per mount that tells the kernel what changed and
  * wakes live followers. Commits of this mount arrive through rfs_hub_committed; commits of
- * other processes are noticed by watching SQLite's data_version, one cheap probe per tick
- * for the whole mount. Kernel notifications go out from this thread only, never from inside
- * a request handler (libfuse deadlocks otherwise). */
+ * other processes are noticed by watching the store's data version (SQLite's data_version;
+ * on PostgreSQL the notifications of other mounts and a probe for DeerFlow's rows), one
+ * cheap probe per tick for the whole mount. Kernel notifications go out from this thread
+ * only, never from inside a request handler (libfuse deadlocks otherwise). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>

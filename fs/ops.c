@@ -160,10 +160,14 @@ int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
     rs_store *s;
     int rc = rfs_pool_get(m, &s, err);
-    if (rc)
-        return rc;
-    rc = rfs_view_stat(s, &sc, n, st, err);
-    rfs_pool_put(m, s);
+    if (!rc) {
+        rc = rfs_view_stat(s, &sc, n, st, err);
+        rfs_pool_put(m, s);
+    }
+    /* A lost database fails whatever was under way, a lookup before a write too: the reason
+     * goes where refused writes' reasons go. */
+    if (rc == -EIO)
+        rfs_log_refusal(req, n, NULL, rc, err ? err->msg : NULL, NULL, 0);
     return rc;
 }
 

@@ -50,7 +50,9 @@ static const char readme_text[] =
     "Retries: a line's \"idempotency_key\":\"K\" (1-128 printable ASCII) stores it once per\n"
     "         thread; resending it confirms the original record, another event under K is EEXIST.\n"
     "Refused writes: errno plus a reason in .runfs/rejects.jsonl. Manual: man runfs.\n"
-    "Permissions: ls -l shows who may write, and the kernel holds to it.\n";
+    "Permissions: ls -l shows who may write, and the kernel holds to it.\n"
+    "The store (.runfs/status.json) may be a PostgreSQL database that mounts on other hosts\n"
+    "share: their appends show up here as they commit.\n";
 
 struct rfs_reader {
     rfs_node node;

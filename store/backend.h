@@ -1,6 +1,6 @@
 /* backend.h — what a storage backend provides to store.c. store.c validates and decides;
- * a backend stores, allocates seq and answers queries. SQLite today; PostgreSQL implements
- * the same table of operations, and no caller above store.c changes. */
+ * a backend stores, allocates seq and answers queries: SQLite (sqlite/) or PostgreSQL
+ * (postgres/), chosen by the store's URI; no caller above store.c knows which. */
 #ifndef RS_BACKEND_H
 #define RS_BACKEND_H
 
@@ -95,6 +95,9 @@ typedef struct rs_backend_ops {
 } rs_backend_ops;
 
 extern const rs_backend_ops rs_sqlite_backend;
+extern const rs_backend_ops rs_pg_backend;
+/* A PostgreSQL URI without its password (malloc'd; NULL when out of memory). */
+char *rs_pg_uri_display(const char *uri);
 
 /* Cursor internals shared by backends: a record plus the raw row it came from. */
 struct rs_cursor {
@@ -109,5 +112,15 @@ struct rs_names {
     int (*next)(rs_names *n, const char **name);
     void (*free)(rs_names *n);
 };
+
+/* Render the cursor's row (filled by the backend) into c->rec and c->line. log: 0 for a
+ * plain query, 1 for a run's log and 2 for a thread's, whose lines get offsets from
+ * *next_off (advanced); a line ending at or before skip_to is passed over (returns 0).
+ * 1 with *out set, or a negative errno. */
+int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to,
+                   const rs_record **out);
+/* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie: a
+ * reservation names its holder by pid and start time, so a reused pid is not the holder. */
+int64_t rs_process_start(long pid);
 
 #endif

@@ -43,9 +43,11 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     s->opt.version = RS_OPTIONS_VERSION;
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    s->ops = &rs_sqlite_backend;
+    int pg = strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0;
+    s->ops = pg ? &rs_pg_backend : &rs_sqlite_backend;
     int rc = -ENOMEM;
-    if (!(s->path = strdup(uri)))
+    /* A URI is shown (status.json, messages) without its password. */
+    if (!(s->path = pg ? rs_pg_uri_display(uri) : strdup(uri)))
         goto fail;
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
     rc = rs_contract_load(&s->contract, contract, err);

@@ -400,28 +400,6 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     return 0;
 }
 
-int64_t sq_process_start(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* "pid (comm) state ...": comm may hold spaces and parens, so start after the last ')'.
-     * starttime is field 22, the 20th after the state. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-        return -1;
-    p += 2;
-    for (int field = 3; field < 22 && p; field++)
-        if ((p = strchr(p, ' ')))
-            p++;
-    return p ? strtoll(p, NULL, 10) : -1;
-}
-
 /* Reservations whose holder died (or is a zombie, or whose pid now names another process). */
 static void clear_stale_holds(rs_backend *b)
 {
@@ -433,7 +411,7 @@ static void clear_stale_holds(rs_backend *b)
     while (sqlite3_step(st) == SQLITE_ROW && n < 32) {
         long pid = (long)sqlite3_column_int64(st, 0);
         int64_t started = sqlite3_column_int64(st, 1);
-        if (sq_process_start(pid) != started) {
+        if (rs_process_start(pid) != started) {
             dead[n].pid = pid;
             dead[n++].started = started;
         }
@@ -488,7 +466,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->pid = (long)getpid();
-    b->started = sq_process_start(b->pid);
+    b->started = rs_process_start(b->pid);
     b->read_only = opt->read_only;
     b->owners_apart = opt->owners_apart;
     b->path = strdup(uri);
@@ -624,39 +602,17 @@ static int sq_refresh(rs_backend *b, rs_err *err)
 static int cursor_next(rs_cursor *base, const rs_record **out)
 {
     sq_cursor *c = (sq_cursor *)base;
-    int src = sqlite3_step(c->st);
-    if (src == SQLITE_DONE)
-        return 0;
-    if (src != SQLITE_ROW)
-        return sq_fail(c->b, src, NULL, "read");
-    rs_row *row = &base->row;
-    sq_row(row, c->st, 0);
-    rs_buf_reset(&base->line);
-    int rc = rs_event_encode(&base->line, row, NULL);
-    if (rc)
-        return rc;
-    rs_record *r = &base->rec;
-    r->seq = row->seq;
-    r->thread_id = row->thread_id;
-    r->run_id = row->run_id;
-    r->event_type = row->event_type;
-    r->category = row->category;
-    r->user_id = row->user_id;
-    r->line = base->line.buf;
-    r->line_len = base->line.len;
-    r->run_off = r->thread_off = -1;
-    if (c->log) {
-        int64_t off = c->next_off;
-        c->next_off += (int64_t)base->line.len;
-        if (c->next_off <= c->skip_to)
-            return cursor_next(base, out);   /* ends before the offset asked for */
-        if (c->log == 1)
-            r->run_off = off;
-        else
-            r->thread_off = off;
+    for (;;) {
+        int src = sqlite3_step(c->st);
+        if (src == SQLITE_DONE)
+            return 0;
+        if (src != SQLITE_ROW)
+            return sq_fail(c->b, src, NULL, "read");
+        sq_row(&base->row, c->st, 0);
+        int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
+        if (rc)
+            return rc;           /* 0: the line ends before the offset asked for */
     }
-    *out = r;
-    return 1;
 }
 
 static void cursor_free(rs_cursor *base)

@@ -92,8 +92,6 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL 
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
            int *found, rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);
-/* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie. */
-int64_t sq_process_start(long pid);
 /* A cursor over st's rows (SQ_ROW_COLUMNS first). log: 0 for a plain query, 1 for a run's
  * log and 2 for a thread's, whose rows start at byte start_off and get offsets; lines that
  * end at or before skip_to are passed over. */

@@ -104,7 +104,7 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
     sq_stmt_done(b, st);
     if (pid == b->pid)
         return 0;
-    if (sq_process_start(pid) == started) {
+    if (rs_process_start(pid) == started) {
         *other = 1;
         return 0;
     }

@@ -18,6 +18,9 @@ teardown() {
 # Every command `runfs --help` lists (so a new command is checked too).
 COMMANDS=$("${RUNFS:-$BATS_TEST_DIRNAME/../../build/runfs}" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
 
+# ere TEXT: TEXT as an extended regex that matches itself (a URI holds ? and .).
+ere() { printf '%s' "$1" | sed 's/[][\.*^$?+(){}|]/\\&/g'; }
+
 @test "--help: every command answers with its own usage, exit 0, and creates nothing" {
   cd "$WORK"
   local c
@@ -115,6 +118,7 @@ ARGS
 # ---- mount conventions ----
 
 @test "mount.fuse3's form: runfs STORE MNT -o OPTS, with runfs's own options as -o options" {
+  skip_on_pg "a relative store path"
   mkdir -p "$WORK/c"
   cd "$WORK"
   # Relative paths, as a user types them.
@@ -174,7 +178,7 @@ ARGS
   assert_failure
   runfs_unmount "$MNT"
   run cat "$WORK/runfs.log"
-  assert_line --index 0 --regexp "^[0-9T:-]+Z runfs\[[0-9]+\]: mounted $STORE at $MNT$"
+  assert_line --index 0 --regexp "^[0-9T:-]+Z runfs\[[0-9]+\]: mounted $(ere "$STORE") at $MNT$"
   assert_output --partial "refused threads/t1/runs/r1/events.jsonl"
   assert_output --partial "EINVAL"
   assert_output --partial "unmounting $MNT"
@@ -204,7 +208,7 @@ in_namespace() {
     umount '$MNT'
     ! grep ' $MNT ' /proc/self/mounts"
   assert_success
-  assert_line --index 0 --regexp "^runfs:$STORE $MNT fuse.runfs ro,"
+  assert_line --index 0 --regexp "^runfs:$(ere "$STORE") $MNT fuse.runfs ro,"
   assert_line --index 1 --partial '"event_type":"run.start"'
   assert_line --index 2 t1
 }
@@ -226,7 +230,7 @@ in_namespace() {
     ls '$MNT/threads'
     umount '$MNT'"
   assert_success
-  assert_line --index 0 --regexp "^runfs:$STORE $MNT fuse.runfs ro,"
+  assert_line --index 0 --regexp "^runfs:$(ere "$STORE") $MNT fuse.runfs ro,"
   assert_line --index 1 --partial '"user":"alice"'
   assert_line --index 2 ta
 }
@@ -273,7 +277,7 @@ in_namespace() {
   # The unit as the README shows it, with this build's runfs and this test's paths.
   sed -n '/# \/etc\/systemd\/system\/runfs-runs.service/,/WantedBy/p' "$ROOT/README.md" |
     tail -n +2 | sed -e 's/^    //' -e "s|/usr/local/bin/runfs|$RUNFS_ABS|" \
-      -e "s|/srv/runs.db|$STORE|g" -e "s|/mnt/runs|$MNT|g" > "$unit"
+      -e "s|/srv/runs.db|$(printf '%s' "$STORE" | sed 's/[&|]/\\&/g')|g" -e "s|/mnt/runs|$MNT|g" > "$unit"
   grep -q '^ExecStart=' "$unit" || fail "no unit in the README"
   run systemd-analyze verify "$unit"
   assert_success

@@ -83,7 +83,7 @@ remount() {
 check_store() {
   run "$PY" -S "$TOOL" check "$STORE" "${TRIAL_ACKS[@]}" --thread tc --mount-log "$MNT/threads/tc/events.jsonl"
   [ "$status" -eq 0 ] || fail "check failed: $output"
-  run sqlite3 "$STORE" 'PRAGMA integrity_check'
+  run store_integrity
   assert_success
   assert_output ok
 }
@@ -114,9 +114,9 @@ crash_trial() {
   "$RUNFS" cat "$STORE" threads/tc/events.jsonl | cmp - "$MNT/threads/tc/events.jsonl"
   # And the store still takes appends, seq continuing after the highest stored.
   local before
-  before=$(sqlite3 "$STORE" "SELECT max(seq) FROM run_events WHERE thread_id='tc'")
+  before=$(store_sql "SELECT max(seq) FROM run_events WHERE thread_id='tc'")
   ev_error after >> "$MNT/threads/tc/runs/ra1/events.jsonl"
-  assert_equal "$(sqlite3 "$STORE" "SELECT seq FROM run_events WHERE content='after'")" $((before + 1))
+  assert_equal "$(store_sql "SELECT seq FROM run_events WHERE content='after'")" $((before + 1))
 }
 
 @test "a stale mount: runfs mount clears it with a lazy unmount, or says what to run" {
@@ -156,7 +156,7 @@ crash_trial() {
   mkdir -p "$MNT/threads/t1/runs/r1"
   ev_start >> "$MNT/threads/t1/runs/r1/events.jsonl"
   printf '%s\n%s\n' "$(ev_error a)" "$(ev_error b)" >> "$MNT/threads/t1/runs/r1/events.jsonl"
-  assert_equal "$(sqlite3 "$STORE" "SELECT group_concat(seq) FROM run_events WHERE thread_id='t1'")" "1,2,3"
+  assert_equal "$(store_sql "SELECT group_concat(seq) FROM run_events WHERE thread_id='t1'")" "1,2,3"
   assert_equal "$(wc -l < "$MNT/threads/t1/events.jsonl")" 3
   local t
   for t in 1 2 3; do
@@ -174,6 +174,8 @@ crash_trial() {
   assert_output --partial "--sync is normal or full"
 }
 
+holds_are() { [ "$(store_sql 'SELECT count(*) FROM runfs_hold')" = "$1" ]; }
+
 @test "kill -9 while a once/ create is open: after the remount the singleton can still be written" {
   local R=$MNT/threads/t1/runs/r1
   mkdir -p "$R"
@@ -183,7 +185,7 @@ crash_trial() {
   "$PY" -S -c 'import os, sys, time; os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL); time.sleep(30)' \
     "$R/once/run.terminal" 2>/dev/null &
   local holder=$!
-  wait_for 10 bash -c "[ \"\$(sqlite3 '$STORE' 'SELECT count(*) FROM runfs_hold')\" = 1 ]"
+  wait_for 10 holds_are 1
   kill_daemon "$MNT"
   kill "$holder"
   wait "$holder" 2>/dev/null || true

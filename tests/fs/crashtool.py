@@ -99,6 +99,28 @@ def check_mount_log(path, problems):
     return count
 
 
+def stored_rows(store, thread):
+    """(thread_id, run_id, seq, content, event_type) of the store's rows in thread, seq order:
+    from a SQLite file, or from a PostgreSQL URI through psql."""
+    sql = ("SELECT thread_id, run_id, seq, content, event_type FROM run_events"
+           + (" WHERE thread_id = ?" if thread else "") + " ORDER BY thread_id, seq")
+    if "://" not in store:
+        import sqlite3
+        db = sqlite3.connect(store, timeout=30)
+        rows = db.execute(sql, (thread,) if thread else ()).fetchall()
+        db.close()
+        return rows
+    import csv
+    import io
+    import subprocess
+    if thread:
+        sql = sql.replace("?", "'%s'" % thread.replace("'", "''"))
+    out = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", store, "-c",
+                          "COPY (%s) TO STDOUT WITH (FORMAT csv)" % sql],
+                         check=True, capture_output=True, text=True).stdout
+    return [(t, r, int(q), c, e) for t, r, q, c, e in csv.reader(io.StringIO(out))]
+
+
 def cmd_check(args):
     store = args[0]
     acklogs, mount_logs = [], []
@@ -124,14 +146,7 @@ def cmd_check(args):
                     continue
                 w, n, k = l.rsplit("-", 2)
                 acked[(w, int(n))] = int(k)
-    import sqlite3
-    db = sqlite3.connect(store, timeout=30)
-    rows = db.execute(
-        "SELECT thread_id, run_id, seq, content, event_type FROM run_events"
-        + (" WHERE thread_id = ?" if thread else "") + " ORDER BY thread_id, seq",
-        (thread,) if thread else (),
-    ).fetchall()
-    db.close()
+    rows = stored_rows(store, thread)
     stored = {}  # (w, n) -> {i: count}
     ks = {}
     writer_runs = {}

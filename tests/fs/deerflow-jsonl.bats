@@ -7,11 +7,12 @@ load lib
 SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-jsonl
 
 setup() {
+  on_pg && skip "runfs import is not implemented on PostgreSQL yet"
   WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
   MOUNTS=()
   STORE=$WORK/store.db
 }
-teardown() { runfs_teardown; }
+teardown() { [ -z "${WORK:-}" ] || runfs_teardown; }
 
 # A DeerFlow base folder written the way JsonlRunEventStore writes (jsonl.py: json.dumps with
 # default=str, ensure_ascii=False, keys thread_id, run_id, event_type, category, content,
@@ -60,7 +61,7 @@ PY
   assert_output ""
   run "$RUNFS" cat "$STORE" threads/thread-a/runs/run-2/events.jsonl
   assert_line --index 0 '{"thread_id":"thread-a","run_id":"run-2","seq":12,"event_type":"run.start","category":"trace","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"},"created_at":"2026-03-04T05:07:47.123456+00:00"}'
-  run sqlite3 "$STORE" "SELECT count(*), min(seq), max(seq) FROM run_events WHERE thread_id = 'thread-a'; SELECT seq FROM run_event_thread_seq"
+  run store_sql "SELECT count(*), min(seq), max(seq) FROM run_events WHERE thread_id = 'thread-a'; SELECT seq FROM run_event_thread_seq"
   assert_output "$(printf '22|1|22\n22')"
   run "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
   assert_success
@@ -126,7 +127,7 @@ print(n)" "$WORK/out"
   run cat "$WORK/out/threads/t-1/runs/.seq-watermark"
   assert_output 40
   ev_error x | "$RUNFS" put "$STORE" t-1 r-1 >/dev/null
-  run sqlite3 "$STORE" "SELECT max(seq) FROM run_events WHERE thread_id = 't-1'"
+  run store_sql "SELECT max(seq) FROM run_events WHERE thread_id = 't-1'"
   assert_output 41
   # a thread whose mark is its highest seq gets none
   [ ! -e "$WORK/out/threads/t_2/runs/.seq-watermark" ]
@@ -146,7 +147,7 @@ bad_case() {
   assert_failure 2
   assert_output --partial "$2"
   assert_output --partial "thread t-1 not imported (nothing of it changed)"
-  run sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE thread_id = 't-1'; SELECT count(*) FROM run_events WHERE thread_id = 't_2'; SELECT count(*) FROM run_event_thread_seq WHERE thread_id = 't-1'"
+  run store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't-1'; SELECT count(*) FROM run_events WHERE thread_id = 't_2'; SELECT count(*) FROM run_event_thread_seq WHERE thread_id = 't-1'"
   assert_output "$(printf '0\n1\n0')"
 }
 
@@ -195,7 +196,7 @@ bad_case() {
   assert_success
   assert_line --partial "r-1.jsonl:3: blank line (skipped)"
   assert_line --partial "r-1.jsonl:4: seq 1 does not follow seq 2: a file's seqs increase (skipped)"
-  run sqlite3 "$STORE" "SELECT group_concat(seq) FROM (SELECT seq FROM run_events WHERE thread_id = 't-1' ORDER BY seq)"
+  run store_sql "SELECT group_concat(seq) FROM (SELECT seq FROM run_events WHERE thread_id = 't-1' ORDER BY seq)"
   assert_output "1,2,4,5,9"
   python_folder "$WORK/strict"
   run "$RUNFS" import "$WORK/strict.db" --deerflow-jsonl "$WORK/strict" --strict
@@ -235,7 +236,7 @@ bad_case() {
 @test "import --user stamps the owner DeerFlow reads by; --help answers without touching anything" {
   run "$RUNFS" import "$STORE" --deerflow-jsonl "$SAMPLE" --user alice
   assert_success
-  run sqlite3 "$STORE" "SELECT DISTINCT user_id FROM run_events"
+  run store_sql "SELECT DISTINCT user_id FROM run_events"
   assert_output alice
   run "$RUNFS" import --help
   assert_success

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # deerflow.bats — a database written by DeerFlow mounts as is, and rows DeerFlow adds or
-# deletes while it is mounted show up in the files without a runfs write.
+# deletes while it is mounted show up in the files without a runfs write. On PostgreSQL the
+# sample's rows go into DeerFlow's own PostgreSQL table in a fresh database (nothing else).
 load lib
 
 # A copy of DeerFlow's sample (../shared/reference/deerflow/sample), written by DeerFlow's own code.
@@ -11,6 +12,14 @@ setup() {
   MOUNTS=()
   cp "$SAMPLE" "$WORK/df.db"
   STORE=$WORK/df.db
+  if on_pg; then
+    chmod 755 "$WORK"
+    pg_fresh_store
+    store_sql "$(cat "$BATS_TEST_DIRNAME/../data/deerflow-schema-postgresql.sql")"
+    sqlite3 -csv "$WORK/df.db" "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" |
+      PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -d "$STORE" -c "\copy run_events (id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) FROM STDIN WITH (FORMAT csv)"
+    store_sql "SELECT setval('run_events_id_seq', (SELECT max(id) FROM run_events))" >/dev/null
+  fi
   MNT=$WORK/mnt
   runfs_mount "$STORE" "$MNT"
 }
@@ -28,20 +37,20 @@ lines() { wc -l < "$1"; }
   run head -1 "$MNT/threads/thread-a/events.jsonl"
   assert_output '{"thread_id":"thread-a","run_id":"run-1","seq":1,"event_type":"run.start","category":"trace","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"},"created_at":"2026-03-04T05:06:07.123456+00:00","user_id":"alice"}'
   # DeerFlow's own table is untouched: same rows, same bytes
-  run sqlite3 "$STORE" "SELECT count(*) FROM run_events"
+  run store_sql "SELECT count(*) FROM run_events"
   assert_output 36
 }
 
 @test "a row DeerFlow inserts while mounted appears; one it deletes disappears" {
   f=$MNT/threads/thread-a/events.jsonl
   [ "$(lines "$f")" -eq 24 ]
-  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('thread-a','run-2','alice','llm.error','trace','boom from deerflow','{}',25,'2026-03-04 06:00:00.000000')"
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('thread-a','run-2','alice','llm.error','trace','boom from deerflow','{}',25,'2026-03-04 06:00:00.000000')"
   wait_for 5 bash -c "[ \$(wc -l < '$f') -eq 25 ]"
   r=$MNT/threads/thread-a/runs/run-2/events.jsonl
   wait_for 5 bash -c "tail -1 '$r' | grep -q 'boom from deerflow'"
   run tail -1 "$r"
   assert_output --partial '"seq":25,"event_type":"llm.error","category":"trace","content":"boom from deerflow"'
-  sqlite3 "$STORE" "DELETE FROM run_events WHERE thread_id = 'thread-a' AND seq = 2"
+  store_sql "DELETE FROM run_events WHERE thread_id = 'thread-a' AND seq = 2"
   wait_for 5 bash -c "[ \$(wc -l < '$f') -eq 24 ]"
   run grep -c '"seq":2,' "$f"
   assert_output 0
@@ -53,14 +62,15 @@ lines() { wc -l < "$1"; }
   ev_error "after deerflow" >> "$MNT/threads/thread-a/runs/run-2/events.jsonl"
   run tail -1 "$MNT/threads/thread-a/events.jsonl"
   assert_output --partial '"seq":25,"event_type":"llm.error"'
-  run sqlite3 "$STORE" "SELECT seq FROM run_event_thread_seq WHERE thread_id = 'thread-a'"
+  run store_sql "SELECT seq FROM run_event_thread_seq WHERE thread_id = 'thread-a'"
   assert_output 25
 }
 
 # DeerFlow's delete_by_thread / delete_by_run as its store runs them: plain row deletes.
-df_delete() { sqlite3 "$STORE" "DELETE FROM run_events WHERE $1"; }
+df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
 
 @test "a thread DeerFlow empties disappears and starts again at 1; a run it deletes disappears" {
+  pg_todo "runs DeerFlow empties disappearing"
   ev_error one >> "$MNT/threads/thread-b/runs/run-1/events.jsonl"
   df_delete "thread_id = 'thread-a' AND run_id = 'run-2'"
   wait_for 5 bash -c "[ \"\$(ls '$MNT/threads/thread-a/runs')\" = run-1 ]"
@@ -84,9 +94,10 @@ df_delete() { sqlite3 "$STORE" "DELETE FROM run_events WHERE $1"; }
 }
 
 @test "an owner's rows DeerFlow deleted: that owner's mount no longer lists or reads the thread" {
+  pg_todo "owners recomputed after DeerFlow's deletes"
   MNT2=$WORK/alice
   runfs_mount "$STORE" "$MNT2" --user alice
-  sqlite3 "$STORE" "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 'thread-b' AND seq > 6"
+  store_sql "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 'thread-b' AND seq > 6"
   run ls "$MNT2/threads"
   assert_output "$(printf 'thread-a\nthread-b')"
   # DeerFlow's delete_by_thread(user_id='alice')

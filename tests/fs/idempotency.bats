@@ -8,8 +8,12 @@ load lib
 PY=$(python3 -c 'import sys; print(sys.executable)')
 WRITER=$BATS_TEST_DIRNAME/idemwriter.py
 
-setup() { runfs_setup; }
+setup() {
+  on_pg && skip "idempotency keys are not implemented on PostgreSQL yet"
+  runfs_setup
+}
 teardown() {
+  [ -n "${WORK:-}" ] || return 0
   [ -n "${WPID:-}" ] && { kill "$WPID" 2>/dev/null || true; wait "$WPID" 2>/dev/null || true; }
   runfs_teardown
 }
@@ -123,9 +127,9 @@ os.write(fd, b'{\"event_type\":\"llm.error\",\"content\":\"fresh\",\"idempotency
   last=$((reached + 50))
   run "$PY" -S "$WRITER" "$f" 0 "$last"
   assert_output done
-  run sqlite3 "$STORE" "SELECT count(*), count(DISTINCT content), min(seq), max(seq) FROM run_events WHERE thread_id = 'tk'"
+  run store_sql "SELECT count(*), count(DISTINCT content), min(seq), max(seq) FROM run_events WHERE thread_id = 'tk'"
   assert_output "$((last + 1))|$((last + 1))|1|$((last + 1))"
-  run sqlite3 "$STORE" "SELECT count(*) FROM runfs_idem WHERE thread_id = 'tk'"
+  run store_sql "SELECT count(*) FROM runfs_idem WHERE thread_id = 'tk'"
   assert_output "$((last + 1))"
   [ "$(wc -l < "$f")" -eq $((last + 1)) ]
 }

@@ -1,6 +1,8 @@
 # lib.bash — shared set-up for the bats suites: every test gets a private temp dir, a store
 # and a real FUSE mount that is always unmounted in teardown; every wait is bounded.
 # Use:  load lib   then   setup() { runfs_setup; }  teardown() { runfs_teardown; }
+# RUNFS_BACKEND=pg (with RUNFS_PG_URI, the URI of a cluster's maintenance database, as
+# scripts/test sets them) runs a suite on PostgreSQL: STORE is the URI of a fresh database.
 
 bats_load_library bats-support
 bats_load_library bats-assert
@@ -34,7 +36,9 @@ sanitizer_reports() {
 # runfs_workdir: a private $WORK with the paths $STORE and $MNT (an empty directory).
 runfs_workdir() {
   WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
+  chmod 755 "$WORK"
   STORE=$WORK/store.db
+  if on_pg; then pg_fresh_store || return 1; fi
   MNT=$WORK/mnt
   MOUNTS=()
   mkdir -p "$MNT"
@@ -69,10 +73,50 @@ runfs_teardown() {
   for d in "${MOUNTS[@]}"; do
     runfs_unmount "$d"
   done
+  if on_pg && [ -n "${PG_DB:-}" ]; then
+    pg_admin "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null || true
+  fi
   [ -n "${WORK:-}" ] || return 0
   sanitizer_reports >&2 || clean=1
   rm -rf "$WORK"
   return "$clean"
+}
+
+# ---- the backend switch ----
+on_pg() { [ "${RUNFS_BACKEND:-sqlite}" = pg ]; }
+# skip_on_pg REASON: a test of something only a SQLite file has.
+skip_on_pg() { if on_pg; then skip "SQLite only: $1"; fi; }
+# pg_todo WHAT: a test of something the PostgreSQL backend does not do yet.
+pg_todo() { if on_pg; then skip "not yet on PostgreSQL: $1"; fi; }
+# pg_uri DB: the cluster's URI with another database.
+pg_uri() { printf '%s\n' "$RUNFS_PG_URI" | sed "s|^postgresql:///[^?]*|postgresql:///$1|"; }
+# pg_fresh_store: STORE becomes the URI of a new database named after $WORK (PG_DB).
+pg_fresh_store() {
+  PG_DB=t_$(basename "$WORK" | tr -c 'A-Za-z0-9\n' _ | tr 'A-Z' 'a-z')
+  pg_admin "CREATE DATABASE $PG_DB" >/dev/null || return 1
+  STORE=$(pg_uri "$PG_DB")
+}
+pg_admin() { PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$RUNFS_PG_URI" -c "$1"; }
+
+# store_sql SQL [STORE]: run SQL on the store (the test's by default), rows as sqlite3 prints
+# them (a|b); for a PostgreSQL URI the few SQLite spellings the suites use are translated.
+store_sql() {
+  if [[ ${2:-$STORE} == *://* ]]; then
+    printf '%s\n' "$1" | sed -E 's/group_concat\(DISTINCT ([^)]*)\)/string_agg(DISTINCT (\1)::text, \x27,\x27)/g; s/group_concat\(([^)]*)\)/string_agg((\1)::text, \x27,\x27)/g' |
+      PGTZ=UTC PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "${2:-$STORE}" -f -
+  else
+    sqlite3 "${2:-$STORE}" "$1"
+  fi
+}
+
+# store_integrity: "ok" when the store's structures check out (SQLite's integrity_check;
+# PostgreSQL's amcheck over run_events' indexes).
+store_integrity() {
+  if [[ ${1:-$STORE} == *://* ]]; then
+    store_sql "CREATE EXTENSION IF NOT EXISTS amcheck; SELECT count(*) FROM (SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'run_events'::regclass) x;" "${1:-$STORE}" >/dev/null && echo ok
+  else
+    sqlite3 "${1:-$STORE}" 'PRAGMA integrity_check'
+  fi
 }
 
 # wait_for SECONDS COMMAND...: retry COMMAND every 50 ms until it succeeds or time runs out.
@@ -96,7 +140,7 @@ export -f ev_start ev_human ev_ai ev_error ev_terminal
 
 # Byte-for-byte snapshot of the database's rows, to prove a refused write changed nothing.
 store_snapshot() {
-  sqlite3 "${1:-$STORE}" "SELECT id, thread_id, run_id, seq, event_type, category, content, event_metadata, created_at, user_id FROM run_events ORDER BY id; SELECT * FROM run_event_thread_seq ORDER BY thread_id;" | sha256sum
+  store_sql "SELECT id, thread_id, run_id, seq, event_type, category, content, event_metadata, created_at, user_id FROM run_events ORDER BY id; SELECT * FROM run_event_thread_seq ORDER BY thread_id;" "${1:-$STORE}" | sha256sum
 }
 
 # Two unprivileged uids without passwd entries (setpriv needs none), for sandbox tests.

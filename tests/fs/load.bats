@@ -72,10 +72,10 @@ teardown() {
   run "$PY" -S "$TOOL" check "$STORE" "${acks[@]}" --thread tl --ignore-type run.terminal \
     --mount-log "$MNT/$T/events.jsonl" --mount-log "$M2/$T/events.jsonl"
   [ "$status" -eq 0 ] || fail "check failed: $output"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM run_events WHERE thread_id='tl'")" \
+  assert_equal "$(store_sql "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM run_events WHERE thread_id='tl'")" \
     "$((8 * EVENTS + 1))|$((8 * EVENTS + 1))|1|$((8 * EVENTS + 1))"
   cmp "$MNT/$T/events.jsonl" "$M2/$T/events.jsonl"
-  run sqlite3 "$STORE" 'PRAGMA integrity_check'
+  run store_integrity
   assert_output ok
   local ms=$(( (t1 - t0) / 1000000 ))
   echo "# $((8 * EVENTS)) events in ${ms} ms: $(( 8 * EVENTS * 1000 / (ms > 0 ? ms : 1) )) events/s with 4 readers" >&3

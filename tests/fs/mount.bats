@@ -406,7 +406,7 @@ print(" ".join(sorted(q.get() for _ in ps)))
 EOF
     assert_success
     assert_output "File exists won"
-    assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE run_id='$r' AND event_type='run.terminal'")" 1
+    assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE run_id='$r' AND event_type='run.terminal'")" 1
   done
 }
 
@@ -496,7 +496,7 @@ EOF
   assert_output --partial "Permission denied"
   # ...but rows are owned one by one, as in DeerFlow, whose gateway may write bob's row into
   # the same thread; alice's next append indexes it.
-  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
     content, event_metadata, seq, created_at) VALUES ('tm', 'r1', 'bob', 'llm.error', 'trace', \
     'bob1', '{}', 2, '2026-01-02 03:04:05.000000')"
   ev_error alice2 >> "$alice/threads/tm/runs/r1/events.jsonl"
@@ -537,7 +537,7 @@ EOF
   assert_output 4000
   assert_equal "$(check_seqs "$RUN/events.jsonl")" 2000
   assert_equal "$(check_seqs "$MNT/threads/t1/runs/r2/events.jsonl")" 2000
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM run_events WHERE thread_id='t1'")" "4000|4000|1|4000"
+  assert_equal "$(store_sql "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM run_events WHERE thread_id='t1'")" "4000|4000|1|4000"
   # Each writer's lines are stored in the order it wrote them.
   run python3 - "$MNT/threads/t1/events.jsonl" <<'EOF'
 import json, sys
@@ -571,7 +571,7 @@ EOF
   done
   BG_PIDS=()
   assert_equal "$(check_seqs "$RUN/events.jsonl")" 1200
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*), count(DISTINCT seq), max(seq) FROM run_events")" "1200|1200|1200"
+  assert_equal "$(store_sql "SELECT count(*), count(DISTINCT seq), max(seq) FROM run_events")" "1200|1200|1200"
   cmp "$RUN/events.jsonl" "$m2/threads/t1/runs/r1/events.jsonl"
   cmp "$MNT/threads/t1/events.jsonl" "$m2/threads/t1/events.jsonl"
 }
@@ -592,7 +592,7 @@ EOF
   assert_output "r1"
   run ls "$d/threads/t1/runs/r2"
   assert_failure
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE run_id='r2'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE run_id='r2'")" 0
   assert_equal "$(cat "$d/threads/t1/seq")" 3
   assert_equal "$(count_lines "$d/threads/t1/events.jsonl")" 1
   # The next event continues after the high-water mark, also in a re-made run r2.
@@ -615,7 +615,7 @@ EOF
   assert_success
   run ls "$d/threads"
   assert_output "t1"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE thread_id='t2'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id='t2'")" 0
   assert_equal "$(count_lines "$d/threads/t1/events.jsonl")" 1
   mkdir -p "$d/threads/t2/runs/r1"
   ev_error >> "$d/threads/t2/runs/r1/events.jsonl"
@@ -763,9 +763,11 @@ EOF2
     run grep -c " $MNT fuse" /proc/mounts
     assert_output 0
     # the last connection's close checkpointed the WAL and removed it
-    [ ! -s "$STORE-wal" ]
-    run sqlite3 "$STORE" "PRAGMA integrity_check; SELECT count(*) FROM run_events WHERE content = 'before $sig'"
-    assert_output "$(printf 'ok\n1')"
+    on_pg || [ ! -s "$STORE-wal" ]
+    run store_integrity
+    assert_output ok
+    run store_sql "SELECT count(*) FROM run_events WHERE content = 'before $sig'"
+    assert_output 1
     MOUNTS=()
     runfs_mount "$STORE" "$MNT"
   done

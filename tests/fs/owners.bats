@@ -46,13 +46,14 @@ EOF
 
 # A thread written by DeerFlow for two users (rows carry user_id), as a gateway writes it.
 deerflow_shared_thread() {
-  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
     content, event_metadata, seq, created_at) VALUES \
     ('shared', 'r1', '$UID_A', 'llm.error', 'error', 'from-a', '{}', 1, '2026-01-02 03:04:05.000000'), \
     ('shared', 'r1', '$UID_B', 'llm.error', 'error', 'from-b', '{}', 2, '2026-01-02 03:04:06.000000')"
 }
 
 @test "owners: another owner's thread is EACCES to mkdir and ENOENT to read; its size never moves" {
+  pg_todo "owners apart (another owner's mkdir, sizes)"
   local sh=$WORK/shared
   runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other
   as $UID_A "mkdir -p '$sh/threads/ta/runs/r1' && ev_error one >> '$sh/threads/ta/runs/r1/events.jsonl' && ev_error two >> '$sh/threads/ta/runs/r1/events.jsonl'"
@@ -79,10 +80,11 @@ deerflow_shared_thread() {
   assert_equal "$(as $UID_A "wc -c < '$sh/threads/ta/runs/r1/events.jsonl'")" "$size"
   assert_equal "$(as $UID_A "cat '$sh/threads/ta/seq'")" 2
   assert_equal "$(store_snapshot)" "$before"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_owner WHERE user = '$UID_B'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_owner WHERE user = '$UID_B'")" 0
 }
 
 @test "owners: in a thread both own, singletons and seals are each owner's; verify holds; a delete takes only the deleter's seal" {
+  pg_todo "each owner's own singletons and seals"
   deerflow_shared_thread
   local sh=$WORK/shared
   runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other --allow-delete
@@ -114,7 +116,7 @@ deerflow_shared_thread() {
   assert_output --partial '"state":"sealed"'
   assert_output --partial '"event_count":2'
   # Each seal covers the rows its owner saw: verify recomputes both and both hold.
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 2
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_seal")" 2
   run "$RUNFS" verify "$STORE"
   assert_success
   refute_output --partial "threads/shared"
@@ -124,7 +126,7 @@ deerflow_shared_thread() {
   assert_failure
   run as $UID_A "cat '$R/seal.json'"
   assert_success
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 1
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_seal")" 1
   run "$RUNFS" verify "$STORE"
   assert_success
   refute_output --partial "threads/shared"
@@ -136,7 +138,7 @@ deerflow_shared_thread() {
   ev_start >> "$R/none/events.jsonl"
   # A terminal a seal cannot rest on (an unknown status), as another writer stored it; the
   # next append through the mount indexes it.
-  sqlite3 "$STORE" "INSERT INTO run_events (thread_id, run_id, event_type, category, content, \
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, \
     event_metadata, seq, created_at) VALUES ('t1', 'bad', 'run.terminal', 'trace', \
     '{\"status\": \"bogus\"}', '{\"protocol_version\": 1, \"recovered\": false, \"content_is_json\": true, \"content_is_dict\": true}', \
     100, '2026-01-02 03:04:05.000000')"
@@ -184,7 +186,7 @@ deerflow_shared_thread() {
   run "$RUNFS" verify "$STORE"
   assert_success
   rm -r "$R"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM runfs_seal")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_seal")" 0
   run "$RUNFS" verify "$STORE"
   assert_success
   refute_output --partial "threads/t1"

@@ -92,7 +92,7 @@ try_writes() {
   assert_output "$(printf 'EACCES\nEACCES\nEACCES\nEACCES\nEACCES')"
   run try_writes $UID_A "" "$sh"
   assert_output "$(printf 'ok\nok\nok\nok\nok')"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE run_id = 'r1'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE run_id = 'r1'")" 0
 }
 
 @test "perms: -o umask=002,gid= shares writing with a group; others still only read" {
@@ -122,7 +122,7 @@ try_writes() {
   assert_output "$(printf '%s\n' "-rw-r--r-- $UID_A" "-r--r--r-- $UID_A" writable)"
   as $UID_A -- "ev_error x >> '$R/events.jsonl' && set -C && ev_terminal success > '$R/once/run.terminal'"
   as $UID_B -- "mkdir -p '$sh/threads/t9/runs/r1' && ev_error y >> '$sh/threads/t9/runs/r1/events.jsonl'"
-  assert_equal "$(sqlite3 "$STORE" "SELECT group_concat(user_id) FROM run_events ORDER BY id")" \
+  assert_equal "$(store_sql "SELECT group_concat(user_id) FROM (SELECT user_id FROM run_events ORDER BY id) AS o")" \
     "$UID_A,$UID_A,$UID_A,$UID_B"
 }
 

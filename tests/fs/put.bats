@@ -17,7 +17,7 @@ pad = 'x' * int(sys.argv[2])
 for i in range(int(sys.argv[1])): sys.stdout.write('{\"event_type\":\"llm.error\",\"content\":\"error %d%s\"}\n' % (i, pad))" "$1" "${2:-0}"
 }
 
-rows() { sqlite3 "$STORE" "SELECT count(*) FROM run_events"; }
+rows() { store_sql "SELECT count(*) FROM run_events"; }
 
 @test "put prints the stored records; -q prints nothing; seq continues across batches" {
   errors 25 > "$WORK/in.jsonl"
@@ -28,7 +28,7 @@ rows() { sqlite3 "$STORE" "SELECT count(*) FROM run_events"; }
   run "$RUNFS" put -q "$STORE" t1 r1 < "$WORK/in.jsonl"
   assert_success
   assert_output ""
-  run sqlite3 "$STORE" "SELECT count(*), count(DISTINCT seq), max(seq) FROM run_events"
+  run store_sql "SELECT count(*), count(DISTINCT seq), max(seq) FROM run_events"
   assert_output "50|50|50"
 }
 
@@ -62,6 +62,7 @@ rows() { sqlite3 "$STORE" "SELECT count(*) FROM run_events"; }
 }
 
 @test "put says it is waiting while another writer holds the lock, then stores" {
+  skip_on_pg "SQLite's database-wide write lock"
   errors 1 | "$RUNFS" put -q "$STORE" t1 r1
   { echo "BEGIN IMMEDIATE; INSERT INTO runfs_meta (key, value) VALUES ('held', 1);"; sleep 2.5; echo "COMMIT;"; } | sqlite3 "$STORE" &
   holder=$!

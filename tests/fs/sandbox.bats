@@ -157,8 +157,8 @@ refused() {
   (set -C; ev_terminal > "$A/once/run.terminal")
   (set -C; : > "$A/seal.json")
   # Stamped in the user_id column and shown as the line's last key.
-  assert_equal "$(sqlite3 "$STORE" "SELECT group_concat(DISTINCT user_id) FROM run_events WHERE thread_id='ta'")" alice
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE thread_id='ta'")" 4
+  assert_equal "$(store_sql "SELECT group_concat(DISTINCT user_id) FROM run_events WHERE thread_id='ta'")" alice
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id='ta'")" 4
   run python3 -c 'import json, sys; print(sorted({json.loads(l)["user_id"] for l in open(sys.argv[1])}))' "$A/events.jsonl"
   assert_output "['alice']"
   run tail -c 20 "$A/events.jsonl"
@@ -182,7 +182,7 @@ refused() {
   # Bob's own writes are his; alice does not see them either.
   mkdir -p "$bob/threads/tb/runs/r1"
   ev_error bobs >> "$bob/threads/tb/runs/r1/events.jsonl"
-  assert_equal "$(sqlite3 "$STORE" "SELECT user_id FROM run_events WHERE thread_id='tb'")" bob
+  assert_equal "$(store_sql "SELECT user_id FROM run_events WHERE thread_id='tb'")" bob
   run ls "$alice/threads"
   assert_output ta
   refused ENOENT cat "$alice/threads/tb/events.jsonl"
@@ -201,7 +201,7 @@ refused() {
   as $UID_A "mkdir -p '$sh/threads/ta/runs/r1' && echo '${line/CONTENT/from-a}' >> '$sh/threads/ta/runs/r1/events.jsonl'"
   as $UID_B "mkdir -p '$sh/threads/tb/runs/r1' && echo '${line/CONTENT/from-b}' >> '$sh/threads/tb/runs/r1/events.jsonl'"
   # Each is stamped with its uid.
-  assert_equal "$(sqlite3 "$STORE" "SELECT thread_id || ':' || user_id FROM run_events WHERE thread_id IN ('ta','tb') ORDER BY thread_id")" \
+  assert_equal "$(store_sql "SELECT thread_id || ':' || user_id FROM run_events WHERE thread_id IN ('ta','tb') ORDER BY thread_id")" \
     "$(printf 'ta:%s\ntb:%s' $UID_A $UID_B)"
   run as $UID_A "ls '$sh/threads'"
   assert_output ta
@@ -261,7 +261,7 @@ refused() {
   run as $UID_B "echo '{\"event_type\":\"llm.error\",\"content\":\"intruder\"}' >> '$sh/threads/ta/runs/r1/events.jsonl'"
   assert_failure
   assert_output --partial "No such file or directory"
-  assert_equal "$(sqlite3 "$STORE" "SELECT count(*) FROM run_events WHERE content = 'intruder'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE content = 'intruder'")" 0
 }
 
 @test "--user-from-uid: .runfs/rejects.jsonl does not show one uid's refused writes to another" {
@@ -359,7 +359,7 @@ refused() {
   chmod 755 "$WORK"
   runfs_mount "$STORE" "$um" --user-map "$map" -o allow_other
   as "$UID_A" "mkdir -p '$um/threads/ta/runs/r1' && printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"from a\"}' >> '$um/threads/ta/runs/r1/events.jsonl'"
-  run sqlite3 "$STORE" "SELECT user_id FROM run_events WHERE thread_id = 'ta'"
+  run store_sql "SELECT user_id FROM run_events WHERE thread_id = 'ta'"
   assert_output alice
   run as "$UID_A" "cat '$um/threads/ta/events.jsonl'"
   assert_output --partial '"user_id":"alice"'

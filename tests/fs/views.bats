@@ -174,7 +174,7 @@ except OSError as e:
   (set -C; : > "$S/seal.json")
   run "$RUNFS" verify "$STORE"
   assert_success
-  sqlite3 "$STORE" "UPDATE run_events SET content = '{\"type\":\"ai\",\"content\":\"forged\",\"id\":\"ai-1\",\"tool_calls\":[]}' WHERE thread_id = 't1' AND seq = 4"
+  store_sql "UPDATE run_events SET content = '{\"type\":\"ai\",\"content\":\"forged\",\"id\":\"ai-1\",\"tool_calls\":[]}' WHERE thread_id = 't1' AND seq = 4"
   run "$RUNFS" verify "$STORE"
   assert_failure 1
   assert_output --partial "threads/t1/runs/r1"

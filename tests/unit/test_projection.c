@@ -1,5 +1,6 @@
 /* test_projection.c — history.jsonl, workspace-changes.json, receipts and seals, on a real
- * SQLite file built through the public API only. Expected values are written out by hand. */
+ * SQLite file built through the public API only (or, with RS_TEST_PG_URI set to a cluster's
+ * URI, on a fresh PostgreSQL database). Expected values are written out by hand. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
@@ -38,7 +40,8 @@
 
 typedef struct fixture {
     char dir[256];
-    char db[320];
+    char db[512];                /* a SQLite path, or the URI of the test's database */
+    char pg_db[48];              /* "" on SQLite */
     rs_store *s;
 } fixture;
 
@@ -67,8 +70,47 @@ static void terminal(const char *run, const char *body)
         fail_msg("terminal %s: %d %s", run, rc, err.msg);
 }
 
+/* Run sql on the cluster's maintenance database (RS_TEST_PG_URI). */
+static int pg_admin(const char *sql)
+{
+    PGconn *c = PQconnectdb(getenv("RS_TEST_PG_URI"));
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    return ok ? 0 : -1;
+}
+
+/* A fresh database on the cluster; fx.db becomes its URI. */
+static int pg_fresh(const char *uri)
+{
+    snprintf(fx.pg_db, sizeof fx.pg_db, "rs_proj_%ld", (long)getpid());
+    char sql[96];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", fx.pg_db);
+    if (pg_admin(sql))
+        return -1;
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", fx.pg_db);
+    const char *q = strchr(uri, '?');
+    if (pg_admin(sql) || strncmp(uri, "postgresql:///", 14) != 0 || !q)
+        return -1;
+    snprintf(fx.db, sizeof fx.db, "postgresql:///%s%s", fx.pg_db, q);
+    return 0;
+}
+
 static void raw_sql(const char *sql)
 {
+    if (fx.pg_db[0]) {
+        PGconn *c = PQconnectdb(fx.db);
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            fail_msg("sql: %s", PQerrorMessage(c));
+        assert_string_equal(PQcmdTuples(r), "1");
+        PQclear(r);
+        PQfinish(c);
+        return;
+    }
     sqlite3 *db;
     assert_int_equal(sqlite3_open(fx.db, &db), SQLITE_OK);
     char *msg = NULL;
@@ -89,6 +131,9 @@ static int setup(void **state)
     if (!mkdtemp(fx.dir))
         return -1;
     snprintf(fx.db, sizeof fx.db, "%s/store.db", fx.dir);
+    const char *pg = getenv("RS_TEST_PG_URI");
+    if (pg && *pg && pg_fresh(pg))
+        return -1;
     rs_options opt = RS_OPTIONS_INIT;
     opt.contract_path = UNIT_CONTRACT;
     rs_err err = {0};
@@ -182,6 +227,12 @@ static int teardown(void **state)
 {
     (void)state;
     rs_store_close(fx.s);
+    if (fx.pg_db[0]) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", fx.pg_db);
+        if (pg_admin(sql))
+            return -1;
+    }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx.dir);
     return system(cmd) == 0 ? 0 : -1;

@@ -1,0 +1,597 @@
+/* pg.c — the PostgreSQL backend's core: connections, cached prepared statements,
+ * transactions, cursors, the change feed and the table of operations (the operations live
+ * in pg_index.c, pg_write.c and pg_read.c).
+ *
+ * Every write transaction first takes DeerFlow's advisory lock on its thread, so runfs and
+ * DeerFlow writers serialise per thread and seq is max(high-water, MAX(seq)) + 1 under it.
+ * A lost connection fails what was in flight with EIO; the next call outside a transaction
+ * reconnects. Reads stream through server-side cursors, a batch of rows at a time. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg_int.h"
+#include "pg_schema.sql.h"
+
+#define PG_LAYOUT 1
+#define PG_CHANNEL "runfs_events"
+/* Schema set-up of concurrent first mounts queues on this key ("runfs" in ASCII). */
+#define PG_SETUP_LOCK "521510364787"
+
+typedef struct pg_cursor {
+    rs_cursor base;
+    rs_backend *b;
+    char name[24];
+    PGresult *res;
+    int row, nrows, done, own_tx, batch;
+    int log;                     /* 0: a query; 1: a run's log; 2: a thread's log */
+    int64_t next_off;
+    int64_t skip_to;
+} pg_cursor;
+
+void pg_arg_text(pg_args *a, const char *s)
+{
+    a->types[a->n] = 25;     /* text */
+    a->v[a->n++] = s;
+}
+
+void pg_arg_int(pg_args *a, int64_t v)
+{
+    snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
+    a->v[a->n] = a->num[a->n];
+    a->types[a->n++] = 20;   /* int8 */
+}
+
+/* The first line of libpq's message (its messages end in newlines and carry DETAIL lines). */
+static const char *first_line(const char *msg, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", msg ? msg : "");
+    out[strcspn(out, "\n")] = '\0';
+    return out;
+}
+
+static int fail_conn(rs_backend *b, rs_err *err, const char *what)
+{
+    char line[400];
+    return rs_err_set(err, -EIO, "%s: database unreachable: %s", what,
+                      first_line(PQerrorMessage(b->conn), line, sizeof line));
+}
+
+/* Map a failed result to a negative errno with PostgreSQL's reason. */
+static int fail_result(rs_backend *b, const PGresult *r, rs_err *err, const char *what)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (PQstatus(b->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P", 3) == 0)
+        return fail_conn(b, err, what);
+    int code = -EIO;
+    if (strcmp(state, "23505") == 0)
+        code = -EEXIST;
+    else if (strcmp(state, "53100") == 0)
+        code = -ENOSPC;
+    else if (strcmp(state, "42501") == 0)
+        code = -EACCES;
+    else if (strcmp(state, "25006") == 0)
+        code = -EROFS;
+    else if (strncmp(state, "53", 2) == 0)
+        code = -ENOMEM;
+    char line[400];
+    return rs_err_set(err, code, "%s: %s", what,
+                      first_line(PQresultErrorMessage(r), line, sizeof line));
+}
+
+static int session_setup(rs_backend *b, rs_err *err)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s;%s",
+             b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
+    PGresult *r = PQexec(b->conn, sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail_result(b, r, err, "session");
+    PQclear(r);
+    return rc;
+}
+
+/* Outside a transaction, a lost connection is made again (prepared statements with it). */
+static int ensure_conn(rs_backend *b, rs_err *err)
+{
+    if (PQstatus(b->conn) == CONNECTION_OK)
+        return 0;
+    if (b->in_tx || b->read_tx)
+        return fail_conn(b, err, "query");
+    PQreset(b->conn);
+    if (PQstatus(b->conn) != CONNECTION_OK)
+        return fail_conn(b, err, "reconnect");
+    for (int i = 0; i < PG_STMT_CACHE; i++) {
+        free(b->cache[i].sql);
+        b->cache[i].sql = NULL;
+    }
+    return session_setup(b, err);
+}
+
+/* The prepared statement for sql, preparing it on first use. */
+static int stmt_name(rs_backend *b, const char *sql, const pg_args *a, const char **name,
+                     rs_err *err)
+{
+    pg_stmt_slot *slot = NULL;
+    for (int i = 0; i < PG_STMT_CACHE; i++) {
+        pg_stmt_slot *s = &b->cache[i];
+        if (s->sql && strcmp(s->sql, sql) == 0) {
+            *name = s->name;
+            return 0;
+        }
+        if (!s->sql && !slot)
+            slot = s;
+    }
+    if (!slot) {
+        /* Evict round-robin: the cache bounds memory, correctness never needs it. */
+        slot = &b->cache[b->stmt_seq % PG_STMT_CACHE];
+        char dealloc[40];
+        snprintf(dealloc, sizeof dealloc, "DEALLOCATE %s", slot->name);
+        PQclear(PQexec(b->conn, dealloc));
+        free(slot->sql);
+        slot->sql = NULL;
+    }
+    char *copy = strdup(sql);
+    if (!copy)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    snprintf(slot->name, sizeof slot->name, "rs%d", ++b->stmt_seq);
+    PGresult *r = PQprepare(b->conn, slot->name, sql, a ? a->n : 0, a ? a->types : NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        int rc = fail_result(b, r, err, "prepare");
+        PQclear(r);
+        free(copy);
+        return rc;
+    }
+    PQclear(r);
+    slot->sql = copy;
+    *name = slot->name;
+    return 0;
+}
+
+int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err)
+{
+    if (out)
+        *out = NULL;
+    const char *name = NULL;
+    int rc = ensure_conn(b, err);
+    if (rc || (rc = stmt_name(b, sql, a, &name, err)))
+        return rc;
+    PGresult *r = PQexecPrepared(b->conn, name, a ? a->n : 0, a ? a->v : NULL, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        rc = fail_result(b, r, err, "query");
+        PQclear(r);
+        return rc;
+    }
+    if (out)
+        *out = r;
+    else
+        PQclear(r);
+    return 0;
+}
+
+/* Statements without parameters, outside the cache (transaction control, the schema). */
+static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
+{
+    PGresult *r = PQexec(b->conn, sql);
+    char what[32];
+    snprintf(what, sizeof what, "%.*s", (int)strcspn(sql, " \n("), sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK
+                 ? 0 : fail_result(b, r, err, what);
+    PQclear(r);
+    return rc;
+}
+
+int64_t pg_val_int(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
+           int *found, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    if (a1)
+        pg_arg_text(&a, a1);
+    if (a2)
+        pg_arg_text(&a, a2);
+    PGresult *r;
+    int rc = pg_run(b, sql, &a, &r, err);
+    if (rc)
+        return rc;
+    int have = PQntuples(r) > 0 && !PQgetisnull(r, 0, 0);
+    if (have)
+        *out = pg_val_int(r, 0, 0);
+    PQclear(r);
+    if (found)
+        *found = have;
+    return 0;
+}
+
+int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    return pg_run(b, "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)", &a,
+                  NULL, err);
+}
+
+int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    if (b->read_only)
+        return rs_err_set(err, -EROFS, "the store is read-only");
+    if (b->in_tx || b->read_tx)
+        return rs_err_set(err, -EBUSY, "a transaction is already open on this connection");
+    int rc = ensure_conn(b, err);
+    if (rc || (rc = exec_plain(b, "BEGIN", err)))
+        return rc;
+    b->in_tx = 1;
+    if (thread_id && (rc = pg_lock_thread(b, thread_id, err)))
+        pg_rollback(b);
+    return rc;
+}
+
+int pg_commit(rs_backend *b, rs_err *err)
+{
+    int rc = exec_plain(b, "COMMIT", err);
+    b->in_tx = 0;
+    if (rc && PQstatus(b->conn) == CONNECTION_OK)
+        exec_plain(b, "ROLLBACK", NULL);
+    return rc;
+}
+
+void pg_rollback(rs_backend *b)
+{
+    if (PQstatus(b->conn) == CONNECTION_OK)
+        exec_plain(b, "ROLLBACK", NULL);
+    b->in_tx = 0;
+}
+
+void pg_row(rs_row *row, const PGresult *r, int i, int col)
+{
+    row->thread_id = PQgetvalue(r, i, col + 0);
+    row->run_id = PQgetvalue(r, i, col + 1);
+    row->seq = pg_val_int(r, i, col + 2);
+    row->event_type = PQgetvalue(r, i, col + 3);
+    row->category = PQgetvalue(r, i, col + 4);
+    row->content = PQgetvalue(r, i, col + 5);
+    row->content_len = (size_t)PQgetlength(r, i, col + 5);
+    row->metadata = PQgetvalue(r, i, col + 6);
+    row->metadata_len = (size_t)PQgetlength(r, i, col + 6);
+    row->created_at = PQgetvalue(r, i, col + 7);
+    row->user_id = PQgetisnull(r, i, col + 8) ? NULL : PQgetvalue(r, i, col + 8);
+}
+
+/* ---- cursors ---- */
+
+static int cursor_fetch(pg_cursor *c)
+{
+    PQclear(c->res);
+    c->res = NULL;
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH %d FROM %s", c->batch, c->name);
+    PGresult *r = PQexec(c->b->conn, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = fail_result(c->b, r, NULL, "read");
+        PQclear(r);
+        return rc;
+    }
+    c->res = r;
+    c->row = 0;
+    c->nrows = PQntuples(r);
+    c->done = c->nrows < c->batch;
+    /* A first batch answers a lookup quickly; a long read gets larger ones. */
+    if (c->batch < 2048)
+        c->batch *= 4;
+    return 0;
+}
+
+static int cursor_next(rs_cursor *base, const rs_record **out)
+{
+    pg_cursor *c = (pg_cursor *)base;
+    for (;;) {
+        if (c->row >= c->nrows) {
+            if (c->done)
+                return 0;
+            int rc = cursor_fetch(c);
+            if (rc)
+                return rc;
+            if (c->nrows == 0)
+                return 0;
+        }
+        pg_row(&base->row, c->res, c->row++, 0);
+        int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
+        if (rc)
+            return rc;           /* 0: the line ends before the offset asked for */
+    }
+}
+
+static void cursor_free(rs_cursor *base)
+{
+    pg_cursor *c = (pg_cursor *)base;
+    rs_backend *b = c->b;
+    PQclear(c->res);
+    if (PQstatus(b->conn) == CONNECTION_OK) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "CLOSE %s", c->name);
+        exec_plain(b, sql, NULL);
+    }
+    if (c->own_tx && --b->read_tx == 0 && !b->in_tx && PQstatus(b->conn) == CONNECTION_OK)
+        exec_plain(b, "COMMIT", NULL);
+    rs_buf_release(&base->line);
+    free(c);
+}
+
+int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int64_t start_off,
+                  int64_t skip_to, rs_cursor **out, rs_err *err)
+{
+    pg_cursor *c = calloc(1, sizeof *c);
+    rs_buf decl = RS_BUF_INIT;
+    int rc = ensure_conn(b, err);
+    if (rc)
+        goto fail;
+    if (!c) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* Cursors live in a transaction: the caller's write transaction, or a read one that the
+     * last cursor closed commits. */
+    if (!b->in_tx) {
+        if (b->read_tx == 0 && (rc = exec_plain(b, "BEGIN", err)))
+            goto fail;
+        b->read_tx++;
+        c->own_tx = 1;
+    }
+    snprintf(c->name, sizeof c->name, "rc%d", ++b->cursor_seq);
+    if (rs_buf_addf(&decl, "DECLARE %s NO SCROLL CURSOR FOR %s", c->name, sql)) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto fail_tx;
+    }
+    PGresult *r = PQexecParams(b->conn, decl.buf, a ? a->n : 0, a ? a->types : NULL,
+                               a ? a->v : NULL, NULL,
+                               NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        rc = fail_result(b, r, err, "query");
+        PQclear(r);
+        goto fail_tx;
+    }
+    PQclear(r);
+    rs_buf_release(&decl);
+    c->base.next = cursor_next;
+    c->base.free = cursor_free;
+    c->base.line = (rs_buf)RS_BUF_INIT;
+    c->b = b;
+    c->batch = 64;
+    c->log = log;
+    c->next_off = start_off;
+    c->skip_to = skip_to;
+    *out = &c->base;
+    return 0;
+fail_tx:
+    if (c->own_tx && --b->read_tx == 0 && PQstatus(b->conn) == CONNECTION_OK)
+        exec_plain(b, "ROLLBACK", NULL);
+fail:
+    rs_buf_release(&decl);
+    free(c);
+    return rc;
+}
+
+/* ---- opening ---- */
+
+char *rs_pg_uri_display(const char *uri)
+{
+    char *out = strdup(uri);
+    char *scheme = out ? strstr(out, "://") : NULL;
+    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (!at || (slash && slash < at))
+        return out;
+    char *colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
+    if (colon)
+        memmove(colon, at, strlen(at) + 1);
+    /* A password given as a parameter (?password=...) goes too. */
+    char *pw = strstr(out, "password=");
+    if (pw && (pw[-1] == '?' || pw[-1] == '&'))
+        memmove(pw + 9, pw + 9 + strcspn(pw + 9, "&"), strlen(pw + 9 + strcspn(pw + 9, "&")) + 1);
+    return out;
+}
+
+static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
+{
+    char line[400];
+    char *shown = rs_pg_uri_display(uri);
+    const char *msg = first_line(conn ? PQerrorMessage(conn) : "out of memory", line,
+                                 sizeof line);
+    int code = -EIO;
+    if (strstr(msg, "does not exist"))
+        code = -ENOENT;
+    else if (strstr(msg, "authentication") || strstr(msg, "password") ||
+             strstr(msg, "permission denied"))
+        code = -EACCES;
+    else if (strstr(msg, "invalid") || strstr(msg, "missing") || strstr(msg, "unrecognized"))
+        code = -EINVAL;
+    rs_err_set(err, code, "cannot connect to %s: %s", shown ? shown : "the database", msg);
+    free(shown);
+    return code;
+}
+
+static int tables_present(rs_backend *b, int *events, int *hwm, int *side, rs_err *err)
+{
+    PGresult *r;
+    int rc = pg_run(b, "SELECT to_regclass('run_events') IS NOT NULL, "
+                       "to_regclass('run_event_thread_seq') IS NOT NULL, "
+                       "to_regclass('runfs_meta') IS NOT NULL", NULL, &r, err);
+    if (rc)
+        return rc;
+    *events = PQgetvalue(r, 0, 0)[0] == 't';
+    *hwm = PQgetvalue(r, 0, 1)[0] == 't';
+    *side = PQgetvalue(r, 0, 2)[0] == 't';
+    PQclear(r);
+    return 0;
+}
+
+static int schema_setup(rs_backend *b, rs_err *err)
+{
+    int events, hwm, side;
+    int rc = exec_plain(b, "BEGIN", err);
+    if (rc)
+        return rc;
+    b->in_tx = 1;
+    if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
+        (rc = tables_present(b, &events, &hwm, &side, err)))
+        goto fail;
+    if ((!events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
+        (!hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
+        (!side && (rc = exec_plain(b, pg_schema_side_sql, err))))
+        goto fail;
+    if ((rc = pg_commit(b, err)))
+        return rc;
+    /* A foreign database may already hold duplicate terminals: then the index is skipped. */
+    exec_plain(b, pg_schema_terminal_sql, NULL);
+    return 0;
+fail:
+    pg_rollback(b);
+    return rc;
+}
+
+static void pg_close(rs_backend *b);
+
+static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
+{
+    rs_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    b->sql = (rs_buf)RS_BUF_INIT;
+    b->pid = (long)getpid();
+    b->started = rs_process_start(b->pid);
+    b->read_only = opt->read_only;
+    b->sync_full = opt->sync_full;
+    b->owners_apart = opt->owners_apart;
+    if (gethostname(b->host, sizeof b->host) != 0)
+        snprintf(b->host, sizeof b->host, "?");
+    b->host[sizeof b->host - 1] = '\0';
+    int rc;
+    /* connect_timeout comes first so that the URI's own value overrides it. */
+    static const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {"10", "runfs", uri, NULL};
+    b->conn = PQconnectdbParams(keys, vals, 1);
+    if (!b->conn || PQstatus(b->conn) != CONNECTION_OK) {
+        rc = connect_fail(b->conn, uri, err);
+        goto fail;
+    }
+    int events, hwm, side;
+    if ((rc = session_setup(b, err)) || (rc = tables_present(b, &events, &hwm, &side, err)))
+        goto fail;
+    if (!events || !hwm || !side) {
+        if (b->read_only && (!events || !side)) {
+            rc = rs_err_set(err, -ENOENT, "the database has no %s table: a read-only open "
+                            "creates nothing (open it read-write once)",
+                            events ? "runfs_meta" : "run_events");
+            goto fail;
+        }
+        if (!b->read_only && (rc = schema_setup(b, err))) {
+            if (err) {
+                char why[sizeof err->msg];
+                snprintf(why, sizeof why, "%s", err->msg);
+                rs_err_set(err, rc, "cannot set up the runfs tables: %s", why);
+            }
+            goto fail;
+        }
+    }
+    int64_t layout = 0;
+    if ((rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
+                     &layout, NULL, err)))
+        goto fail;
+    if (layout != PG_LAYOUT) {
+        rc = rs_err_set(err, -EINVAL, "the store's runfs tables have layout %lld; this runfs "
+                        "knows layout %d only", (long long)layout, PG_LAYOUT);
+        goto fail;
+    }
+    if (!b->read_only && (rc = pg_catch_up_all(b, err)))
+        goto fail;
+    *out = b;
+    return 0;
+fail:
+    pg_close(b);
+    return rc;
+}
+
+static void pg_close(rs_backend *b)
+{
+    if (!b)
+        return;
+    if (b->conn && PQstatus(b->conn) == CONNECTION_OK && !b->read_only) {
+        pg_args a = {.n = 0};
+        pg_arg_text(&a, b->host);
+        pg_arg_int(&a, b->pid);
+        pg_run(b, "DELETE FROM runfs_hold WHERE host = $1 AND pid = $2", &a, NULL, NULL);
+    }
+    for (int i = 0; i < PG_STMT_CACHE; i++)
+        free(b->cache[i].sql);
+    PQfinish(b->conn);
+    rs_buf_release(&b->sql);
+    free(b);
+}
+
+/* The change feed: notifications other mounts' commits sent, and one cheap probe for rows
+ * writers that never notify (DeerFlow) added or deleted (the highest id, the threads the
+ * triggers marked). Any change moves the number. */
+static int pg_data_version(rs_backend *b, int64_t *version)
+{
+    if (ensure_conn(b, NULL))
+        return -EIO;
+    if (!b->listening) {
+        if (exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
+            return -EIO;
+        b->listening = 1;
+    }
+    PQconsumeInput(b->conn);
+    PGnotify *n;
+    while ((n = PQnotifies(b->conn))) {
+        b->notified++;
+        PQfreemem(n);
+    }
+    PGresult *r;
+    if (pg_run(b, "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
+                  "(SELECT count(*) FROM runfs_thread WHERE dirty <> 0)", NULL, &r, NULL))
+        return -EIO;
+    int64_t v = pg_val_int(r, 0, 0);
+    v = v * 1000003 + pg_val_int(r, 0, 1);
+    v = v * 1000003 + b->notified;
+    PQclear(r);
+    *version = v;
+    return 0;
+}
+
+static int pg_refresh(rs_backend *b, rs_err *err)
+{
+    return pg_catch_up_all(b, err);
+}
+
+const rs_backend_ops rs_pg_backend = {
+    .name = "postgresql",
+    .open = pg_open,
+    .close = pg_close,
+    .data_version = pg_data_version,
+    .refresh = pg_refresh,
+    .put = pg_put,
+    .reserve = pg_reserve,
+    .release = pg_release,
+    .create = pg_create,
+    .delete = pg_delete,
+    .query = pg_query,
+    .log_info = pg_log_info,
+    .log_seek = pg_log_seek,
+    .names = pg_names,
+    .count_messages = pg_count_messages,
+    .last_visible_ai_seq = pg_last_visible_ai_seq,
+    .message_objects = pg_message_objects,
+    .stats = pg_stats,
+    .seal_insert = pg_seal_insert,
+    .seal_get = pg_seal_get,
+    .seal_each = pg_seal_each,
+};

@@ -1,0 +1,440 @@
+/* pg_index.c — the byte logs behind events.jsonl, as in the SQLite backend: per thread and
+ * run the totals (size, count, ...) so stat is one row, and a mark every MARK_EVERY bytes
+ * (offset -> seq) so a seek renders at most that much. Rows other writers add or delete are
+ * found through the triggers (runfs_thread.dirty) and indexed under the thread's lock. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_int.h"
+
+#define MARK_EVERY (16 * 1024)
+#define LOG_COLUMNS "size, count, messages, last_seq, mixed, mark_off"
+
+const char *pg_owner_key(const char *user)
+{
+    return user ? user : "";
+}
+
+static void log_from(pg_log *ls, const PGresult *r, int col)
+{
+    ls->key = pg_val_int(r, 0, col);
+    ls->size = pg_val_int(r, 0, col + 1);
+    ls->count = pg_val_int(r, 0, col + 2);
+    ls->messages = pg_val_int(r, 0, col + 3);
+    ls->last_seq = pg_val_int(r, 0, col + 4);
+    ls->mixed = (int)pg_val_int(r, 0, col + 5);
+    ls->mark_off = pg_val_int(r, 0, col + 6);
+}
+
+int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
+                int create, pg_log *ls, int *found, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    if (run_id) {
+        pg_arg_int(&a, thread_key);
+        pg_arg_text(&a, run_id);
+    } else {
+        pg_arg_text(&a, thread_id);
+    }
+    const char *sel = run_id
+        ? "SELECT run_key, " LOG_COLUMNS ", 0 FROM runfs_run WHERE thread_key = $1 AND run_id = $2"
+        : "SELECT thread_key, " LOG_COLUMNS ", dirty FROM runfs_thread WHERE thread_id = $1";
+    PGresult *r;
+    int rc = pg_run(b, sel, &a, &r, err);
+    if (rc)
+        return rc;
+    *found = PQntuples(r) > 0;
+    if (*found) {
+        log_from(ls, r, 0);
+        ls->dirty = (int)pg_val_int(r, 0, 7);
+    }
+    PQclear(r);
+    if (*found || !create)
+        return 0;
+    pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
+    const char *ins = run_id
+        ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES ($1, $2, $3, $3) "
+          "RETURNING run_key"
+        : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES ($1, $2, $2) "
+          "RETURNING thread_key";
+    if ((rc = pg_run(b, ins, &a, &r, err)))
+        return rc;
+    memset(ls, 0, sizeof *ls);
+    ls->key = pg_val_int(r, 0, 0);
+    ls->mark_off = -1;
+    PQclear(r);
+    *found = 1;
+    return 0;
+}
+
+int pg_log_store(rs_backend *b, int is_run, const pg_log *ls, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, ls->size);
+    pg_arg_int(&a, ls->count);
+    pg_arg_int(&a, ls->messages);
+    pg_arg_int(&a, ls->last_seq);
+    pg_arg_int(&a, ls->mixed);
+    pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
+    pg_arg_int(&a, ls->mark_off);
+    pg_arg_int(&a, ls->key);
+    return pg_run(b, is_run
+        ? "UPDATE runfs_run SET size = $1, count = $2, messages = $3, last_seq = $4, mixed = $5, "
+          "mtime_ns = $6, mark_off = $7 WHERE run_key = $8"
+        : "UPDATE runfs_thread SET size = $1, count = $2, messages = $3, last_seq = $4, "
+          "mixed = $5, mtime_ns = $6, mark_off = $7 WHERE thread_key = $8", &a, NULL, err);
+}
+
+int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                 int *mixed, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thread_key);
+    pg_arg_int(&a, run_key);
+    pg_arg_text(&a, pg_owner_key(user));
+    PGresult *r;
+    int rc = pg_run(b, "INSERT INTO runfs_owner (thread_key, run_key, owner) VALUES ($1, $2, $3) "
+                       "ON CONFLICT DO NOTHING", &a, &r, err);
+    if (rc)
+        return rc;
+    int added = strcmp(PQcmdTuples(r), "0") != 0;
+    PQclear(r);
+    if (!added || *mixed)
+        return 0;
+    a.n = 2;
+    if ((rc = pg_run(b, "SELECT count(*) FROM runfs_owner WHERE thread_key = $1 AND run_key = $2",
+                     &a, &r, err)))
+        return rc;
+    *mixed = pg_val_int(r, 0, 0) > 1;
+    PQclear(r);
+    return 0;
+}
+
+static int log_advance(rs_backend *b, pg_log *log, int64_t log_key, int64_t seq, size_t len,
+                       int message, rs_err *err)
+{
+    if (log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY) {
+        pg_args a = {.n = 0};
+        pg_arg_int(&a, log_key);
+        pg_arg_int(&a, log->size);
+        pg_arg_int(&a, seq);
+        int rc = pg_run(b, "INSERT INTO runfs_mark (log_key, off, seq) VALUES ($1, $2, $3) "
+                           "ON CONFLICT (log_key, off) DO UPDATE SET seq = excluded.seq", &a,
+                        NULL, err);
+        if (rc)
+            return rc;
+        log->mark_off = log->size;
+    }
+    log->size += (int64_t)len;
+    log->count++;
+    log->messages += message;
+    if (seq > log->last_seq)
+        log->last_seq = seq;
+    return 0;
+}
+
+int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len,
+                int message, rs_err *err)
+{
+    int rc = log_advance(b, run, run->key, seq, len, message, err);
+    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
+}
+
+/* ---- catching up with other writers ---- */
+
+typedef struct run_set {
+    struct { char id[RS_ID_MAX + 1]; pg_log log; } *runs;
+    size_t count, cap;
+} run_set;
+
+static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+                        const char *run_id, int reset, rs_err *err)
+{
+    for (size_t i = 0; i < rs->count; i++)
+        if (strcmp(rs->runs[i].id, run_id) == 0)
+            return &rs->runs[i].log;
+    if (rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
+        rs_err_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    int found;
+    pg_log *log = &rs->runs[rs->count].log;
+    if (pg_log_load(b, thread_id, run_id, thread_key, 1, log, &found, err))
+        return NULL;
+    if (reset) {
+        int64_t key = log->key;
+        int mixed = log->mixed;
+        memset(log, 0, sizeof *log);
+        log->key = key;
+        log->mixed = mixed;
+        log->mark_off = -1;
+    }
+    snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
+    rs->count++;
+    return log;
+}
+
+/* Index the thread's rows above thr->last_seq (all of them after a reset), in seq order. */
+static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int reset, rs_err *err)
+{
+    if (reset) {
+        int64_t key = thr->key;
+        int mixed = thr->mixed;
+        memset(thr, 0, sizeof *thr);
+        thr->key = key;
+        thr->mixed = mixed;
+        thr->mark_off = -1;
+    }
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, thr->last_seq);
+    rs_cursor *c;
+    int rc = pg_cursor_new(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE "
+                              "e.thread_id = $1 AND e.seq > $2::bigint ORDER BY e.seq", &a, 0, 0, 0,
+                           &c, err);
+    if (rc)
+        return rc;
+    run_set runs = {0};
+    const rs_record *rec;
+    while ((rc = c->next(c, &rec)) == 1) {
+        const rs_row *row = &c->row;
+        pg_log *run = run_find(b, &runs, thread_id, thr->key, row->run_id, reset, err);
+        if (!run) {
+            rc = err && err->code ? err->code : -ENOMEM;
+            break;
+        }
+        if ((rc = pg_owner_add(b, thr->key, 0, row->user_id, &thr->mixed, err)) ||
+            (rc = pg_owner_add(b, thr->key, run->key, row->user_id, &run->mixed, err)) ||
+            (rc = pg_log_line(b, run, thr, row->seq, rec->line_len,
+                              strcmp(row->category, "message") == 0, err)))
+            break;
+    }
+    if (rc < 0 && err && !err->code)
+        rs_err_set(err, rc, "index: %s", rs_errno_name(rc));
+    c->free(c);
+    for (size_t i = 0; rc >= 0 && i < runs.count; i++)
+        rc = pg_log_store(b, 1, &runs.runs[i].log, err);
+    free(runs.runs);
+    return rc < 0 ? rc : pg_log_store(b, 0, thr, err);
+}
+
+int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err)
+{
+    static const char *const steps[] = {
+        "DELETE FROM runfs_mark WHERE log_key = -$1::bigint OR log_key IN (SELECT run_key "
+        "FROM runfs_run WHERE thread_key = $1)",
+        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1 "
+        "WHERE thread_key = $1",
+    };
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thread_key);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < 2; i++)
+        rc = pg_run(b, steps[i], &a, NULL, err);
+    pg_log thr;
+    int found;
+    if (rc || (rc = pg_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = index_rows(b, thread_id, &thr, 1, err)))
+        return rc;
+    /* Owners may have left with their rows. */
+    static const char *const remix[] = {
+        "UPDATE runfs_run SET mixed = CASE WHEN (SELECT count(*) FROM runfs_owner o WHERE "
+        "o.thread_key = $1 AND o.run_key = runfs_run.run_key) > 1 THEN 1 ELSE 0 END "
+        "WHERE thread_key = $1",
+        "UPDATE runfs_thread SET dirty = 0, mixed = CASE WHEN (SELECT count(*) FROM runfs_owner "
+        "o WHERE o.thread_key = $1 AND o.run_key = 0) > 1 THEN 1 ELSE 0 END "
+        "WHERE thread_key = $1",
+    };
+    for (size_t i = 0; !rc && i < 2; i++)
+        rc = pg_run(b, remix[i], &a, NULL, err);
+    return rc;
+}
+
+int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err *err)
+{
+    int rc = 0, found;
+    if (thr->dirty == 1) {
+        rc = pg_thread_reindex(b, thread_id, thr->key, err);
+    } else if (thr->dirty == 2) {
+        pg_args a = {.n = 0};
+        pg_arg_int(&a, thr->key);
+        if (!(rc = index_rows(b, thread_id, thr, 0, err)))
+            rc = pg_run(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = $1", &a, NULL,
+                        err);
+    }
+    if (!rc && thr->dirty)
+        rc = pg_log_load(b, thread_id, NULL, 0, 0, thr, &found, err);
+    return rc;
+}
+
+int pg_catch_up_all(rs_backend *b, rs_err *err)
+{
+    /* One transaction per thread, under its lock: a large backlog never holds up writers
+     * of other threads. */
+    for (int round = 0; round < 100000; round++) {
+        PGresult *r;
+        int rc = pg_run(b, "SELECT thread_id FROM runfs_thread WHERE dirty <> 0 LIMIT 1", NULL,
+                        &r, err);
+        if (rc)
+            return rc;
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            return 0;
+        }
+        char thread_id[RS_ID_MAX + 1];
+        snprintf(thread_id, sizeof thread_id, "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        pg_log thr;
+        int found;
+        if ((rc = pg_begin(b, thread_id, err)))
+            return rc;
+        if ((rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) ||
+            (found && (rc = pg_thread_catch_up(b, thread_id, &thr, err)))) {
+            pg_rollback(b);
+            return rc;
+        }
+        if ((rc = pg_commit(b, err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- reading a log ---- */
+
+static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
+                     int *has, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thread_key);
+    pg_arg_int(&a, run_key);
+    pg_arg_text(&a, pg_owner_key(user));
+    PGresult *r;
+    int rc = pg_run(b, "SELECT 1 FROM runfs_owner WHERE thread_key = $1 AND run_key = $2 "
+                       "AND owner = $3", &a, &r, err);
+    if (rc)
+        return rc;
+    *has = PQntuples(r) > 0;
+    PQclear(r);
+    return 0;
+}
+
+int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                rs_log_info *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    if (run_id)
+        pg_arg_text(&a, run_id);
+    const char *sql = run_id
+        ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
+          "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+          "t.thread_key WHERE t.thread_id = $1 AND r.run_id = $2"
+        : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
+          "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = $1";
+    PGresult *r;
+    int rc = pg_run(b, sql, &a, &r, err);
+    if (rc)
+        return rc;
+    int64_t key = 0, thread_key = 0;
+    int mixed = 0;
+    if (PQntuples(r) > 0) {
+        key = pg_val_int(r, 0, 0);
+        out->size = pg_val_int(r, 0, 1);
+        out->count = pg_val_int(r, 0, 2);
+        out->message_count = pg_val_int(r, 0, 3);
+        out->last_seq = pg_val_int(r, 0, 4);
+        mixed = (int)pg_val_int(r, 0, 5);
+        out->ctime_ns = pg_val_int(r, 0, 6);
+        out->mtime_ns = pg_val_int(r, 0, 7);
+        thread_key = pg_val_int(r, 0, 8);
+        out->exists = 1;
+    }
+    PQclear(r);
+    if (!out->exists)
+        return 0;
+    out->exact = 1;
+    if (user) {
+        int has;
+        if ((rc = owner_has(b, thread_key, run_id ? key : 0, user, &has, err)))
+            return rc;
+        if (!has) {
+            memset(out, 0, sizeof *out);
+            return 0;
+        }
+        if (mixed) {
+            /* Several owners share it: this owner's view has its own totals. */
+            out->exact = 0;
+            pg_args u = {.n = 0};
+            pg_arg_text(&u, thread_id);
+            pg_arg_text(&u, run_id);
+            pg_arg_text(&u, user);
+            if ((rc = pg_run(b, "SELECT count(*), count(*) FILTER (WHERE category = 'message'), "
+                                "coalesce(max(seq), 0) FROM run_events WHERE thread_id = $1 "
+                                "AND ($2::text IS NULL OR run_id = $2) AND user_id = $3", &u,
+                             &r, err)))
+                return rc;
+            out->count = pg_val_int(r, 0, 0);
+            out->message_count = pg_val_int(r, 0, 1);
+            out->last_seq = pg_val_int(r, 0, 2);
+            out->size = 0;
+            PQclear(r);
+        }
+    }
+    if (!run_id) {
+        int64_t floor = 0;
+        if ((rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1",
+                         thread_id, NULL, &floor, NULL, err)))
+            return rc;
+        out->hwm = floor > out->last_seq ? floor : out->last_seq;
+        if (!user || out->exact) {
+            int64_t max = 0;
+            if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1",
+                             thread_id, NULL, &max, NULL, err)))
+                return rc;
+            if (max > out->hwm)
+                out->hwm = max;
+        }
+    }
+    return 0;
+}
+
+int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
+                rs_cursor **out, rs_err *err)
+{
+    /* The last mark at or before off, then the log's rows from that mark's seq on. */
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, off < 0 ? 0 : off);
+    if (run_id)
+        pg_arg_text(&a, run_id);
+    const char *mark_sql = run_id
+        ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
+          "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = $1 "
+          "AND r.run_id = $3 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1"
+        : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
+          "-t.thread_key WHERE t.thread_id = $1 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1";
+    PGresult *r;
+    int rc = pg_run(b, mark_sql, &a, &r, err);
+    if (rc)
+        return rc;
+    int64_t from_off = 0, from_seq = INT64_MAX;
+    if (PQntuples(r) > 0) {
+        from_off = pg_val_int(r, 0, 0);
+        from_seq = pg_val_int(r, 0, 1);
+    }
+    PQclear(r);
+    pg_args q = {.n = 0};
+    pg_arg_text(&q, thread_id);
+    pg_arg_int(&q, from_seq);
+    if (run_id)
+        pg_arg_text(&q, run_id);
+    const char *rows_sql = run_id
+        ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+          "AND e.run_id = $3 AND e.seq >= $2::bigint ORDER BY e.seq"
+        : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+          "AND e.seq >= $2::bigint ORDER BY e.seq";
+    return pg_cursor_new(b, rows_sql, &q, run_id ? 1 : 2, from_off, off, out, err);
+}

@@ -1,0 +1,128 @@
+/* pg_schema.sql.h — the PostgreSQL schema: DeerFlow's run_events exactly as DeerFlow creates it
+ * (reference: DeerFlow's ORM compiled for postgresql), the high-water table, and runfs's side
+ * tables (the SQLite backend's, same meaning, all rebuildable from run_events). Included by
+ * pg.c; every statement runs in the URI's search_path. */
+static const char pg_schema_deerflow_sql[] =
+    "CREATE TABLE IF NOT EXISTS run_events (\n"
+    "  id SERIAL NOT NULL,\n"
+    "  thread_id VARCHAR(64) NOT NULL,\n"
+    "  run_id VARCHAR(64) NOT NULL,\n"
+    "  user_id VARCHAR(64),\n"
+    "  event_type VARCHAR(32) NOT NULL,\n"
+    "  category VARCHAR(16) NOT NULL,\n"
+    "  content TEXT NOT NULL,\n"
+    "  event_metadata JSON NOT NULL,\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  created_at TIMESTAMP WITH TIME ZONE NOT NULL,\n"
+    "  PRIMARY KEY (id),\n"
+    "  CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq)\n"
+    ");\n"
+    "CREATE INDEX IF NOT EXISTS ix_events_run ON run_events (thread_id, run_id, seq);\n"
+    "CREATE INDEX IF NOT EXISTS ix_events_thread_cat_seq ON run_events (thread_id, category, seq);\n"
+    "CREATE INDEX IF NOT EXISTS ix_run_events_user_id ON run_events (user_id);\n";
+
+/* Created only when absent, with DeerFlow's backfill (migration 0034). */
+static const char pg_schema_hwm_sql[] =
+    "CREATE TABLE run_event_thread_seq (\n"
+    "  thread_id VARCHAR(64) NOT NULL,\n"
+    "  seq BIGINT DEFAULT 0 NOT NULL,\n"
+    "  CONSTRAINT pk_run_event_thread_seq PRIMARY KEY (thread_id)\n"
+    ");\n"
+    "INSERT INTO run_event_thread_seq (thread_id, seq)\n"
+    "  SELECT thread_id, MAX(seq) FROM run_events GROUP BY thread_id;\n";
+
+static const char pg_schema_side_sql[] =
+    "CREATE TABLE runfs_thread (\n"
+    "  thread_key BIGSERIAL PRIMARY KEY,\n"
+    "  thread_id TEXT NOT NULL UNIQUE,\n"
+    "  mixed INTEGER NOT NULL DEFAULT 0,\n"
+    "  size BIGINT NOT NULL DEFAULT 0,\n"
+    "  count BIGINT NOT NULL DEFAULT 0,\n"
+    "  messages BIGINT NOT NULL DEFAULT 0,\n"
+    "  last_seq BIGINT NOT NULL DEFAULT 0,\n"
+    "  ctime_ns BIGINT NOT NULL DEFAULT 0,\n"
+    "  mtime_ns BIGINT NOT NULL DEFAULT 0,\n"
+    "  mark_off BIGINT NOT NULL DEFAULT -1,\n"
+    "  dirty INTEGER NOT NULL DEFAULT 0\n"
+    ");\n"
+    "CREATE INDEX runfs_thread_dirty ON runfs_thread (thread_key) WHERE dirty <> 0;\n"
+    "CREATE TABLE runfs_run (\n"
+    "  run_key BIGSERIAL PRIMARY KEY,\n"
+    "  thread_key BIGINT NOT NULL,\n"
+    "  run_id TEXT NOT NULL,\n"
+    "  mixed INTEGER NOT NULL DEFAULT 0,\n"
+    "  size BIGINT NOT NULL DEFAULT 0,\n"
+    "  count BIGINT NOT NULL DEFAULT 0,\n"
+    "  messages BIGINT NOT NULL DEFAULT 0,\n"
+    "  last_seq BIGINT NOT NULL DEFAULT 0,\n"
+    "  ctime_ns BIGINT NOT NULL DEFAULT 0,\n"
+    "  mtime_ns BIGINT NOT NULL DEFAULT 0,\n"
+    "  mark_off BIGINT NOT NULL DEFAULT -1,\n"
+    "  UNIQUE (thread_key, run_id)\n"
+    ");\n"
+    "CREATE TABLE runfs_owner (\n"
+    "  thread_key BIGINT NOT NULL,\n"
+    "  run_key BIGINT NOT NULL,\n"
+    "  owner TEXT NOT NULL,\n"
+    "  PRIMARY KEY (thread_key, run_key, owner)\n"
+    ");\n"
+    "CREATE TABLE runfs_mark (\n"
+    "  log_key BIGINT NOT NULL,\n"
+    "  off BIGINT NOT NULL,\n"
+    "  seq BIGINT NOT NULL,\n"
+    "  PRIMARY KEY (log_key, off)\n"
+    ");\n"
+    "CREATE TABLE runfs_once (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
+    ");\n"
+    /* A reservation names its holder: host, pid and start time of the process, and the
+     * database session it reserved on (alive in pg_stat_activity while the mount is). */
+    "CREATE TABLE runfs_hold (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
+    "  host TEXT NOT NULL, pid BIGINT NOT NULL, started BIGINT NOT NULL DEFAULT 0,\n"
+    "  backend_pid INTEGER NOT NULL, backend_start TIMESTAMPTZ,\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
+    ");\n"
+    "CREATE TABLE runfs_seal (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL, upper_seq BIGINT NOT NULL, event_count BIGINT NOT NULL,\n"
+    "  terminal_seq BIGINT, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
+    "  user_id TEXT,\n"
+    "  PRIMARY KEY (thread_id, run_id)\n"
+    ");\n"
+    /* Rows other writers (DeerFlow) add or delete leave their thread to be indexed (2: rows
+     * added above the indexed ones) or recomputed (1: rows deleted). runfs's own sessions
+     * set runfs.writer and index what they write in the same transaction. The functions run
+     * as their owner (runfs's role), so DeerFlow's role needs no rights on runfs's tables. */
+    "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
+    "  INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2 FROM new_rows\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN runfs_thread.dirty = 1\n"
+    "    THEN 1 ELSE 2 END;\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE FUNCTION runfs_note_delete() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
+    "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT thread_id FROM old_rows);\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_note_insert AFTER INSERT ON run_events\n"
+    "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_insert();\n"
+    "CREATE OR REPLACE TRIGGER runfs_note_delete AFTER DELETE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_delete();\n"
+    /* Threads already in the table (a DeerFlow database mounted the first time) get
+     * indexed by the catch-up that follows. */
+    "INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 1 FROM run_events;\n"
+    "CREATE TABLE runfs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);\n"
+    "INSERT INTO runfs_meta (key, value) VALUES ('layout', 1);\n";
+
+/* The database itself refuses a second run.terminal of a run, whoever writes it (a foreign
+ * database may already hold duplicates: then the reservation is the only guard). */
+static const char pg_schema_terminal_sql[] =
+    "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
+    "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal'";

@@ -1,0 +1,427 @@
+/* pg_write.c — everything that changes the store: appends (one transaction per batch under
+ * DeerFlow's advisory lock on the thread: seq = max(high-water, MAX(seq)) + 1, the
+ * high-water mark raised, the logs indexed, a NOTIFY for the other mounts), singletons and
+ * their reservations, mkdir, deletes (under the same lock). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_int.h"
+
+static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err *err)
+{
+    int64_t max = 0, floor = 0;
+    int rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", thread_id, NULL,
+                    &max, NULL, err);
+    if (!rc)
+        rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id,
+                    NULL, &floor, NULL, err);
+    *next = (max > floor ? max : floor) + 1;
+    return rc;
+}
+
+static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, seq);
+    return pg_run(b, "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES ($1, $2) "
+                     "ON CONFLICT (thread_id) DO UPDATE SET seq = greatest(run_event_thread_seq.seq, "
+                     "excluded.seq)", &a, NULL, err);
+}
+
+/* Tell every mount (their hubs LISTEN) that the thread changed; sent at commit. */
+static int notify(rs_backend *b, const char *thread_id, int64_t hwm, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, hwm);
+    return pg_run(b, "SELECT pg_notify('runfs_events', $1 || ' ' || $2::text)", &a, NULL, err);
+}
+
+/* Where owners are apart, a scoped owner writes only in a thread that is new or already
+ * holds its rows or its mkdir. */
+static int thread_access(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    if (!t->user || !b->owners_apart)
+        return 0;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->user);
+    PGresult *r;
+    int rc = pg_run(b, "SELECT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
+                       "t.thread_key AND o.run_key = 0 AND o.owner = $2) FROM runfs_thread t "
+                       "WHERE t.thread_id = $1", &a, &r, err);
+    if (rc)
+        return rc;
+    int taken = PQntuples(r) > 0 && PQgetvalue(r, 0, 0)[0] != 't';
+    PQclear(r);
+    return taken ? rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s",
+                              t->thread_id, t->user) : 0;
+}
+
+static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
+                         rs_existing *ex, int *found, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, event_type);
+    pg_arg_text(&a, b->owners_apart ? t->user : NULL);
+    PGresult *r;
+    /* Where owners are apart, a singleton is the writer's own. */
+    int rc = pg_run(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                       "AND e.run_id = $2 AND e.event_type = $3 AND ($4::text IS NULL OR "
+                       "e.user_id = $4) ORDER BY e.seq ASC LIMIT 1", &a, &r, err);
+    if (rc)
+        return rc;
+    *found = PQntuples(r) > 0;
+    if (*found && ex) {
+        rs_row row;
+        pg_row(&row, r, 0, 0);
+        rs_buf_reset(&ex->line);
+        rs_buf_reset(&ex->category);
+        rs_buf_reset(&ex->content_db);
+        rs_buf_reset(&ex->metadata_db);
+        ex->seq = row.seq;
+        if ((rc = rs_event_encode(&ex->line, &row, err)) == 0 &&
+            (rc = rs_buf_addstr(&ex->category, row.category)) == 0 &&
+            (rc = rs_buf_add(&ex->content_db, row.content, row.content_len)) == 0)
+            rc = rs_buf_add(&ex->metadata_db, row.metadata, row.metadata_len);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* A statement about one singleton identity: $1 thread, $2 run, $3 event type, $4 host,
+ * $5 this process. */
+static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
+                         const char *event_type, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, event_type);
+    pg_arg_text(&a, b->host);
+    pg_arg_int(&a, b->pid);
+    return pg_run(b, sql, &a, NULL, err);
+}
+
+static const char forget_own_hold[] =
+    "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 AND event_type = $3 "
+    "AND host = $4 AND pid = $5";
+
+/* Another live writer holds the reservation? The holder is alive while the database session
+ * it reserved on is (a daemon that died, on any host, lost its sessions), and on this host
+ * while its process is. A dead holder loses the reservation here. */
+static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
+                      rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, event_type);
+    PGresult *r;
+    /* A role without pg_read_all_stats sees other roles' sessions without their start
+     * time: then the pid alone says the session lives. */
+    int rc = pg_run(b, "SELECT h.host, h.pid, h.started, EXISTS (SELECT 1 FROM pg_stat_activity s "
+                       "WHERE s.pid = h.backend_pid AND (s.backend_start IS NULL OR "
+                       "s.backend_start = h.backend_start)) FROM runfs_hold h "
+                       "WHERE h.thread_id = $1 AND h.run_id = $2 AND h.event_type = $3", &a,
+                    &r, err);
+    if (rc)
+        return rc;
+    *other = 0;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return 0;
+    }
+    int here = strcmp(PQgetvalue(r, 0, 0), b->host) == 0;
+    long pid = (long)pg_val_int(r, 0, 1);
+    int64_t started = pg_val_int(r, 0, 2);
+    int session = PQgetvalue(r, 0, 3)[0] == 't';
+    PQclear(r);
+    if (here && pid == b->pid)
+        return 0;
+    if (session && (!here || rs_process_start(pid) == started)) {
+        *other = 1;
+        return 0;
+    }
+    return identity_exec(b, "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 "
+                            "AND event_type = $3", t, event_type, err);
+}
+
+static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
+    int rc = identity_exec(b, "INSERT INTO runfs_once (thread_id, run_id, event_type) "
+                              "VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", t, event_type, err);
+    return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
+}
+
+static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, int64_t seq,
+                        rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, t->user);
+    pg_arg_text(&a, ev->event_type);
+    pg_arg_text(&a, ev->category);
+    pg_arg_text(&a, ev->content_db.buf);
+    pg_arg_text(&a, ev->metadata_db.buf);
+    pg_arg_int(&a, seq);
+    pg_arg_text(&a, ev->created_db);
+    int rc = pg_run(b, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+                       "category, content, event_metadata, seq, created_at) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC')",
+                    &a, NULL, err);
+    if (rc == -EEXIST)
+        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
+                          t->run_id);
+    return rc;
+}
+
+int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
+{
+    if (created)
+        *created = 0;
+    if (n == 0)
+        return 0;
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    if ((rc = thread_access(b, t, err))) {
+        pg_rollback(b);
+        return rc;
+    }
+    size_t stored_len = stored ? stored->len : 0;
+    pg_log thr, run;
+    int found;
+    rs_buf line = RS_BUF_INIT;
+    if (if_absent) {
+        int other = 0;
+        if ((rc = existing_load(b, t, evs[0]->event_type, existing, &found, err)))
+            goto fail;
+        if (found) {
+            pg_rollback(b);
+            return 0;
+        }
+        if ((rc = hold_check(b, t, evs[0]->event_type, &other, err)))
+            goto fail;
+        if (other) {
+            rc = rs_err_set(err, -EEXIST, "once/%s is being written by another process",
+                            evs[0]->event_type);
+            goto fail;
+        }
+    }
+    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = pg_thread_catch_up(b, t->thread_id, &thr, err)) ||
+        (rc = pg_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
+        (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
+        (rc = pg_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
+        goto fail;
+    int64_t seq;
+    if ((rc = next_seq(b, t->thread_id, &seq, err)))
+        goto fail;
+    if (at) {
+        at->run_off = run.size;
+        at->thread_off = thr.size;
+    }
+    for (size_t i = 0; i < n; i++, seq++) {
+        const rs_event *ev = evs[i];
+        rs_buf_reset(&line);
+        if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
+            (rc = insert_event(b, t, ev, seq, err)) ||
+            (rc = pg_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
+                              err)))
+            goto fail;
+        if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
+            goto fail;
+    }
+    if ((rc = pg_log_store(b, 1, &run, err)) || (rc = pg_log_store(b, 0, &thr, err)) ||
+        (rc = raise_floor(b, t->thread_id, seq - 1, err)) ||
+        (rc = notify(b, t->thread_id, seq - 1, err)))
+        goto fail;
+    if (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err)))
+        goto fail;
+    if ((rc = pg_commit(b, err)))
+        goto fail_committed;
+    rs_buf_release(&line);
+    if (created)
+        *created = 1;
+    return 0;
+fail:
+    pg_rollback(b);
+fail_committed:
+    rs_buf_release(&line);
+    if (stored) {
+        stored->len = stored_len;
+        stored->buf[stored_len] = '\0';
+    }
+    return rc;
+}
+
+int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    int found, other = 0;
+    if ((rc = thread_access(b, t, err)) ||
+        (rc = existing_load(b, t, event_type, NULL, &found, err)))
+        goto fail;
+    if (found) {
+        rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
+        goto fail;
+    }
+    if ((rc = hold_check(b, t, event_type, &other, err)))
+        goto fail;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, event_type);
+    pg_arg_text(&a, b->host);
+    pg_arg_int(&a, b->pid);
+    pg_arg_int(&a, b->started);
+    rc = pg_run(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, host, pid, started, "
+                   "backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, pg_backend_pid(), "
+                   "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+                &a, NULL, err);
+    if (rc == -EEXIST)
+        rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
+    if (rc)
+        goto fail;
+    return pg_commit(b, err);
+fail:
+    pg_rollback(b);
+    return rc;
+}
+
+int pg_release(rs_backend *b, const rs_target *t, const char *event_type)
+{
+    if (!b->read_only)
+        identity_exec(b, forget_own_hold, t, event_type, NULL);
+    return 0;
+}
+
+int pg_create(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    pg_log thr, run;
+    int found;
+    if ((rc = thread_access(b, t, err)) ||
+        (rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
+        (rc = pg_log_store(b, 0, &thr, err)))
+        goto fail;
+    if (t->run_id &&
+        ((rc = pg_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
+         (rc = pg_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)) ||
+         (rc = pg_log_store(b, 1, &run, err))))
+        goto fail;
+    if ((rc = notify(b, t->thread_id, 0, err)))
+        goto fail;
+    return pg_commit(b, err);
+fail:
+    pg_rollback(b);
+    return rc;
+}
+
+/* $1 thread, $2 run (NULL: every run), $3 user (NULL: every owner), $4 thread key; a
+ * statement may leave some unused (the parameters are typed). */
+static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t key,
+                    int64_t *changed, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, t->user);
+    pg_arg_int(&a, key);
+    PGresult *r;
+    int rc = pg_run(b, sql, &a, &r, err);
+    if (rc)
+        return rc;
+    if (changed)
+        *changed = strtoll(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+{
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    pg_log thr;
+    int found;
+    *count = 0;
+    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
+        goto fail;
+    if (!found)
+        return pg_commit(b, err);
+    int64_t max = 0;
+    if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", t->thread_id,
+                     NULL, &max, NULL, err)))
+        goto fail;
+    static const char del_rows[] =
+        "DELETE FROM run_events WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
+        "AND ($3::text IS NULL OR user_id = $3)";
+    if ((rc = run_exec(b, del_rows, t, 0, count, err)))
+        goto fail;
+    if (*count > 0 && (rc = raise_floor(b, t->thread_id, max, err)))
+        goto fail;
+    /* The owner leaves the run/thread it deleted; the directory goes when no owner is left. */
+    static const char del_owner[] =
+        "DELETE FROM runfs_owner WHERE thread_key = $4 AND ($3::text IS NULL OR owner = $3) "
+        "AND ($2::text IS NULL OR run_key IN (SELECT run_key FROM runfs_run WHERE thread_key = $4 "
+        "AND run_id = $2))";
+    static const char del_runs[] =
+        "DELETE FROM runfs_run WHERE thread_key = $4 AND ($2::text IS NULL OR run_id = $2) "
+        "AND NOT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = $4 "
+        "AND o.run_key = runfs_run.run_key)";
+    if ((rc = run_exec(b, del_owner, t, thr.key, NULL, err)) ||
+        (rc = run_exec(b, del_runs, t, thr.key, NULL, err)) ||
+        (rc = pg_thread_reindex(b, t->thread_id, thr.key, err)))
+        goto fail;
+    int64_t left = 0;
+    if ((rc = pg_int(b, "SELECT count(*) FROM run_events WHERE thread_id = $1", t->thread_id,
+                     NULL, &left, NULL, err)))
+        goto fail;
+    if (!t->run_id && left == 0) {
+        static const char drop_floor[] =
+            "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
+        if ((rc = run_exec(b, drop_floor, t, 0, NULL, err)))
+            goto fail;
+    }
+    if (!t->run_id) {
+        static const char drop_once[] = "DELETE FROM runfs_once WHERE thread_id = $1";
+        static const char drop_dir[] =
+            "DELETE FROM runfs_thread WHERE thread_id = $1 AND NOT EXISTS (SELECT 1 FROM "
+            "runfs_owner o WHERE o.thread_key = runfs_thread.thread_key)";
+        if ((rc = run_exec(b, drop_once, t, 0, NULL, err)) ||
+            (rc = run_exec(b, drop_dir, t, 0, NULL, err)))
+            goto fail;
+    } else {
+        static const char drop_once[] =
+            "DELETE FROM runfs_once WHERE thread_id = $1 AND run_id = $2 AND NOT EXISTS "
+            "(SELECT 1 FROM run_events e WHERE e.thread_id = $1 AND e.run_id = $2 "
+            "AND e.event_type = runfs_once.event_type)";
+        if ((rc = run_exec(b, drop_once, t, 0, NULL, err)))
+            goto fail;
+    }
+    /* The deleter's seals go with the rows (every seal of the run or thread when unscoped). */
+    static const char drop_seals[] =
+        "DELETE FROM runfs_seal WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
+        "AND ($3::text IS NULL OR user_id = $3)";
+    if ((rc = run_exec(b, drop_seals, t, 0, NULL, err)) ||
+        (rc = notify(b, t->thread_id, max, err)))
+        goto fail;
+    return pg_commit(b, err);
+fail:
+    pg_rollback(b);
+    return rc;
+}
