@@ -116,6 +116,23 @@ static int set_follow_timeout(rfs_options *o, const char *v)
     return 0;
 }
 
+static int set_max_pending(rfs_options *o, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (end == v || *end || errno || n == 0 || v[0] == '-' || n > (SIZE_MAX >> 1) >> shift)
+        return bad_value("--max-pending takes a positive number of bytes (K, M or G for KiB, "
+                         "MiB, GiB)");
+    o->max_pending = (size_t)n << shift;
+    return 0;
+}
+
+static int set_stamp_time(rfs_options *o, const char *v) { (void)v; o->stamp_time = 1; return 0; }
+
 static const mount_option mount_options[] = {
     {"foreground", NULL, "stay in the foreground, log to stderr (also -f)", set_foreground},
     {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
@@ -131,6 +148,10 @@ static const mount_option mount_options[] = {
      set_allow_unknown},
     {"follow-timeout", "SECS", "end follow.jsonl without a terminal event (default 1800)",
      set_follow_timeout},
+    {"max-pending", "BYTES", "unfinished lines held for the whole mount (default 64M)",
+     set_max_pending},
+    {"stamp-time", NULL, "created_at is the store's clock only (a line giving one: EINVAL)",
+     set_stamp_time},
     {"log", "FILE", "append the daemon's log lines to FILE", set_log},
     {"uid", "USER", "files belong to USER (default: who mounts; not with --user-from-uid)",
      set_uid},
@@ -507,7 +528,8 @@ static int cmd_mount(int argc, char **argv)
                                       mount_options[i].arg ? required_argument : no_argument,
                                       NULL, 256 + (int)i};
     longopts[N_MOUNT_OPTIONS] = (struct option){NULL, 0, NULL, 0};
-    rfs_options o = {.follow_timeout = 1800, .uid = -1, .gid = -1, .umask = -1};
+    rfs_options o = {.follow_timeout = 1800, .max_pending = RFS_DEFAULT_MAX_PENDING, .uid = -1,
+                     .gid = -1, .umask = -1};
     int c;
     optind = 1;
     opterr = 0;

@@ -94,6 +94,7 @@ int rfs_mount_main(rfs_options *opt)
     m.store_opt.contract_path = opt->contract;
     m.store_opt.sync_full = opt->sync_full;
     m.store_opt.allow_unknown_events = opt->allow_unknown;
+    m.store_opt.stamp_time = opt->stamp_time;
     m.store_opt.read_only = opt->read_only;
     m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
     m.store_opt.owners_apart = opt->user || opt->user_from_uid;
@@ -103,6 +104,9 @@ int rfs_mount_main(rfs_options *opt)
         m.opt.gid = (long)getgid();
     if (m.opt.umask < 0)
         m.opt.umask = 022;
+    /* The probe below is the first open: it fixes the file every later connection must
+     * find at the path (none may create a new one). */
+    m.store_opt.pin_file = 1;
     m.mount_ns = rs_clock_ns(CLOCK_REALTIME);
     pthread_mutex_init(&m.handles_lock, NULL);
 

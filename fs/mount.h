@@ -5,6 +5,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "itable.h"
@@ -28,7 +29,9 @@ typedef struct rfs_options {
     const char *contract;
     int sync_full;
     int allow_unknown;
+    int stamp_time;              /* --stamp-time */
     double follow_timeout;       /* seconds */
+    size_t max_pending;          /* --max-pending: partial-line bytes of the whole mount */
     int debug;
     const char *log_file;        /* --log FILE */
     char fuse_opts[512];         /* usual mount options handed to FUSE, comma-separated */
@@ -38,6 +41,8 @@ typedef struct rfs_options {
     long gid;
     int umask;
 } rfs_options;
+
+#define RFS_DEFAULT_MAX_PENDING ((size_t)64 << 20)
 
 typedef struct rfs_hub rfs_hub;
 typedef struct rfs_rejects rfs_rejects;
@@ -55,6 +60,7 @@ typedef struct rfs_mount {
     struct rfs_sizes *sizes;
     pthread_mutex_t handles_lock;
     rfs_handle *handles;         /* open file handles (ops_file.c) */
+    atomic_size_t pending;       /* bytes of partial lines and bodies held by open files */
 } rfs_mount;
 
 /* The operation table (ops.c). */

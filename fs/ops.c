@@ -45,21 +45,24 @@ static int status_extra(void *ctx, rs_buf *out)
     rfs_mount *m = ctx;
     const rfs_options *o = &m->opt;
     const char *user = o->user, *thread = o->only_thread;
+    /* The mountpoint is a host path: shown only where every caller sees every thread. */
+    int scoped = o->user || o->user_from_uid || o->only_thread;
     int rc;
     if ((rc = rs_buf_addf(out,
                           ",\"mount\":{\"read_only\":%s,\"allow_delete\":%s,"
                           "\"allow_unknown_events\":%s,\"sync\":\"%s\",\"follow_timeout\":%g,"
-                          "\"user_from_uid\":%s,\"user\":",
+                          "\"max_pending\":%zu,\"stamp_time\":%s,\"user_from_uid\":%s,\"user\":",
                           o->read_only ? "true" : "false", o->allow_delete ? "true" : "false",
                           o->allow_unknown ? "true" : "false", o->sync_full ? "full" : "normal",
-                          o->follow_timeout, o->user_from_uid ? "true" : "false")) ||
+                          o->follow_timeout, o->max_pending, o->stamp_time ? "true" : "false",
+                          o->user_from_uid ? "true" : "false")) ||
         (rc = user ? rs_buf_add_json_string(out, user, strlen(user))
                    : rs_buf_addlit(out, "null")) ||
         (rc = rs_buf_addlit(out, ",\"thread\":")) ||
         (rc = thread ? rs_buf_add_json_string(out, thread, strlen(thread))
                      : rs_buf_addlit(out, "null")) ||
-        (rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
-        (rc = rs_buf_add_json_string(out, m->opt.mountpoint, strlen(m->opt.mountpoint))))
+        (!scoped && ((rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
+                     (rc = rs_buf_add_json_string(out, o->mountpoint, strlen(o->mountpoint))))))
         return rc;
     return rs_buf_addch(out, '}');
 }

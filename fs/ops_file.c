@@ -11,6 +11,7 @@
 
 #include "linebuf.h"
 #include "ops_int.h"
+#include "receipt.h"
 
 typedef enum hkind {
     H_READ,      /* any readable file */
@@ -33,13 +34,16 @@ struct rfs_handle {
     pthread_mutex_t lock;
     rfs_reader *reader;
     rs_buf pending;      /* a partial line (append) or the body (once, seal) */
+    size_t charged;      /* bytes of pending counted in the mount's --max-pending */
     int skipping;        /* after EMSGSIZE: drop bytes up to the next newline */
     rs_buf refused;      /* append: the bytes of the last refused write */
     int refused_code;    /* and its errno */
     long lines_seen;     /* append: newlines written through this handle, to number lines as
                             the writer counts them in reasons */
     int want_receipt;    /* opened O_RDWR: reads return what this handle stored */
-    rs_buf receipt;
+    rfs_receipt stored;  /* append: the records, as seq ranges */
+    rs_buf receipt;      /* once, seal: the document */
+    size_t receipt_pos;  /* reads of the receipt are a stream: where the last one ended */
     int exclusive;
     int reserved;
     int done;            /* once/seal: the body was committed or refused */
@@ -83,6 +87,7 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     h->node = *n;
     h->pending = (rs_buf)RS_BUF_INIT;
     h->receipt = (rs_buf)RS_BUF_INIT;
+    h->stored = (rfs_receipt)RFS_RECEIPT_INIT;
     h->refused = (rs_buf)RS_BUF_INIT;
     pthread_mutex_init(&h->lock, NULL);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -111,6 +116,42 @@ static const char *handle_user(rfs_mount *m, rfs_handle *h)
     return h->has_user ? h->user : NULL;
 }
 
+/* Partial lines are counted for the whole mount: a handle charges what its pending buffer
+ * may reach before it grows (-ENOBUFS past --max-pending) and settles when it shrinks. */
+static int pending_charge(rfs_handle *h, size_t want)
+{
+    if (want <= h->charged)
+        return 0;
+    size_t more = want - h->charged;
+    size_t held = atomic_fetch_add(&h->m->pending, more);
+    if (held + more > h->m->opt.max_pending) {
+        atomic_fetch_sub(&h->m->pending, more);
+        return -ENOBUFS;
+    }
+    h->charged = want;
+    return 0;
+}
+
+static void pending_settle(rfs_handle *h)
+{
+    /* An emptied buffer gives its memory back, not only its count. */
+    if (h->pending.len == 0 && h->pending.alloc > 4096)
+        rs_buf_release(&h->pending);
+    if (h->pending.len < h->charged) {
+        atomic_fetch_sub(&h->m->pending, h->charged - h->pending.len);
+        h->charged = h->pending.len;
+    }
+}
+
+static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+{
+    char why[160];
+    snprintf(why, sizeof why, "unfinished lines of this mount already hold %zu bytes, the "
+             "--max-pending limit is %zu: end lines with a newline", atomic_load(&h->m->pending),
+             h->m->opt.max_pending);
+    rfs_refuse(req, &h->node, NULL, -ENOBUFS, why, buf, size);
+}
+
 static void handle_free(rfs_handle *h)
 {
     rfs_mount *m = h->m;
@@ -125,7 +166,9 @@ static void handle_free(rfs_handle *h)
     rfs_follow_close(h->follow);
     rfs_reader_free(h->reader);
     rs_buf_release(&h->pending);
+    pending_settle(h);
     rs_buf_release(&h->receipt);
+    rfs_receipt_release(&h->stored);
     rs_buf_release(&h->refused);
     pthread_mutex_destroy(&h->lock);
     free(h);
@@ -374,7 +417,7 @@ void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     fuse_reply_create(req, &e, fi);
 }
 
-/* Store complete lines as one transaction, keep them for the handle's receipt, and have
+/* Store complete lines as one transaction, note them for the handle's receipt, and have
  * the kernel's cached tails dropped before the write() returns. */
 static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t len, rs_err *err)
 {
@@ -389,7 +432,7 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
     rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
     rfs_pool_put(m, s);
     if (!rc) {
-        if (h->want_receipt && rs_buf_add(&h->receipt, stored.buf, stored.len))
+        if (h->want_receipt && rfs_receipt_add_lines(&h->stored, stored.buf, stored.len))
             rc = rs_err_set(err, -ENOMEM, "out of memory for the receipt");
         rfs_hub_appended(m, t.thread_id, t.run_id, &at, (size_t)at.len);
     }
@@ -398,12 +441,13 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
 }
 
 /* Refuse an append write and remember its bytes (see retried_refusal). */
-static void refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
-                          const char *buf, size_t size, const char *data, size_t len)
+static int refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
+                         const char *buf, size_t size, const char *data, size_t len)
 {
     rs_buf_reset(&h->refused);
     h->refused_code = rs_buf_add(&h->refused, buf, size) ? 0 : code;
-    rfs_refuse(req, &h->node, NULL, code, why, data, len);
+    rfs_log_refusal(req, &h->node, NULL, code, why, data, len);
+    return code;
 }
 
 /* The kernel cuts a large write() into requests; when we refuse one after accepting
@@ -431,14 +475,15 @@ static long count_lines(const char *p, size_t len)
 }
 
 /* Commit complete lines of one write(): all of them or none (the splitting is linebuf.c's). */
-static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+/* 0, or the negative errno to reply (a refusal is logged here). */
+static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     rfs_mount *m = rfs_mount_of(req);
     size_t max = m->store_opt.max_event_bytes ? m->store_opt.max_event_bytes
                                               : RS_DEFAULT_MAX_EVENT;
     int rc = retried_refusal(h, buf, size);
     if (rc)
-        return (void)fuse_reply_err(req, -rc);  /* logged when first refused */
+        return rc;  /* logged when first refused */
     long before = h->lines_seen, in_write = count_lines(buf, size);
     h->lines_seen += in_write;
     rfs_lines lines;
@@ -448,10 +493,8 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
         snprintf(why, sizeof why, "event line over the %zu-byte limit", max);
         return refuse_append(req, h, -EMSGSIZE, why, buf, size, buf, size);
     }
-    if (rc)
-        return (void)fuse_reply_err(req, -rc);
-    if (!lines.len)
-        return (void)fuse_reply_write(req, size);
+    if (rc || !lines.len)
+        return rc;
     rs_err err = {0};
     rc = commit_lines(m, h, lines.data, lines.len, &err);
     if (rc) {
@@ -465,11 +508,26 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
             snprintf(why, sizeof why, "%s", err.msg);
         refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
         rfs_lines_done(&h->pending, &lines, 0);
-        return;
+        return rc;
     }
-    if (rfs_lines_done(&h->pending, &lines, 1))
-        return (void)fuse_reply_err(req, ENOMEM);
-    fuse_reply_write(req, size);
+    return rfs_lines_done(&h->pending, &lines, 1);
+}
+
+/* append_lines within --max-pending: what the write leaves pending (at most its tail after
+ * the last newline, or everything when it has none) is charged first. */
+static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+{
+    const char *nl = size ? memrchr(buf, '\n', size) : NULL;
+    size_t after = nl ? size - (size_t)(nl + 1 - buf) : h->pending.len + size;
+    if (pending_charge(h, after))
+        return refuse_no_buffer(req, h, buf, size);
+    int rc = append_lines(req, h, buf, size);
+    /* Settled before the reply: the writer's next write may count on the freed bytes. */
+    pending_settle(h);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_write(req, size);
 }
 
 /* Log a refusal of the handle's file; req NULL at release, which has no caller to tell. */
@@ -535,6 +593,8 @@ void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
                                      : "this handle already wrote its one event", buf, size);
         } else if (h->pending.len + size > rfs_mount_of(req)->store_opt.max_event_bytes) {
             rfs_refuse(req, &h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
+        } else if (pending_charge(h, h->pending.len + size)) {
+            refuse_no_buffer(req, h, buf, size);
         } else if (rs_buf_add(&h->pending, buf, size)) {
             fuse_reply_err(req, ENOMEM);
         } else if (memchr(buf, '\n', size)) {
@@ -573,6 +633,7 @@ void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
             rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
         }
         rs_buf_reset(&h->pending);
+        pending_settle(h);
     } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
         /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
          * the command writes; only a body that arrived commits here. */
@@ -621,10 +682,13 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (h->kind == H_FOLLOW)
         return rfs_follow_read(h->follow, req, size);  /* a feed goes on from what it gave */
     pthread_mutex_lock(&h->lock);
-    if (h->kind != H_READ) {
-        /* The receipt: what this handle stored, one line each. */
-        size_t len = off < (off_t)h->receipt.len ? h->receipt.len - (size_t)off : 0;
-        fuse_reply_buf(req, len ? h->receipt.buf + off : NULL, len < size ? len : size);
+    if (h->kind != H_READ && h->kind != H_APPEND) {
+        /* A singleton's or seal's receipt: the document, read as a stream. */
+        size_t len = h->receipt.len - h->receipt_pos;
+        if (len > size)
+            len = size;
+        fuse_reply_buf(req, len ? h->receipt.buf + h->receipt_pos : NULL, len);
+        h->receipt_pos += len;
         pthread_mutex_unlock(&h->lock);
         return;
     }
@@ -633,7 +697,12 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
-        rc = rfs_reader_read(h->reader, s, off, size, &out, &err);
+        /* An append handle's reads are its receipt, continuing where the last read ended
+         * whatever the offset (the write moved it), so a shell's `head <&3` works. */
+        rc = h->kind == H_APPEND
+                 ? rfs_receipt_read(&h->stored, s, h->node.thread_id, h->node.run_id, size,
+                                    &out, &err)
+                 : rfs_reader_read(h->reader, s, off, size, &out, &err);
         rfs_pool_put(m, s);
     }
     pthread_mutex_unlock(&h->lock);

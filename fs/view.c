@@ -45,6 +45,7 @@ static const char readme_text[] =
     "\"metadata\":{\"caller\":\"lead_agent\"}}' >> threads/T/runs/R/events.jsonl\n"
     "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
     "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
+    "Receipt: exec 3<>events.jsonl; echo \"$line\" >&3; head -n 1 <&3   (the stored record)\n"
     "Seal:    set -C; : > threads/T/runs/R/seal.json   (close() says EINVAL when nothing\n"
     "         seals: no valid run.terminal; or write {\"state\":\"partial\",\"error\":\"why\"})\n"
     "Retries: a line's \"idempotency_key\":\"K\" (1-128 printable ASCII) stores it once per\n"
@@ -87,10 +88,16 @@ static int render_status(rs_store *s, const rfs_scope *sc, rs_buf *out, rs_err *
     int rc = rs_store_stats(s, sc->user, sc->only_thread, &st, err);
     if (rc)
         return rc;
+    /* A scoped or one-thread mount is for people and sandboxes who need not learn the
+     * host's paths: the file name only. */
+    const char *db = rs_store_path(s);
+    const char *slash = strrchr(db, '/');
+    if ((sc->user || sc->only_thread) && slash && !strstr(db, "://"))
+        db = slash + 1;
     if ((rc = rs_buf_addlit(out, "{\"backend\":")) ||
         (rc = rs_buf_add_json_string(out, rs_store_backend(s), strlen(rs_store_backend(s)))) ||
         (rc = rs_buf_addlit(out, ",\"database\":")) ||
-        (rc = rs_buf_add_json_string(out, rs_store_path(s), strlen(rs_store_path(s)))) ||
+        (rc = rs_buf_add_json_string(out, db, strlen(db))) ||
         (rc = rs_buf_addf(out, ",\"version\":\"%s\",\"threads\":%lld,\"runs\":%lld,\"events\":%lld",
                           RS_VERSION, (long long)st.threads, (long long)st.runs,
                           (long long)st.events)) ||

@@ -430,6 +430,9 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
     }
 
     /* created_at */
+    if (f->val[RS_F_CREATED_AT] && ctx->stamp_time)
+        return rs_err_set(err, -EINVAL, "created_at is the store's to set on this mount "
+                          "(--stamp-time): leave it out");
     if (f->val[RS_F_CREATED_AT]) {
         char t[64];
         rc = field_str(f, RS_F_CREATED_AT, t, sizeof t, &n);

@@ -33,6 +33,7 @@ typedef struct rs_event_ctx {
     const char *run_id;          /* likewise */
     const char *event_type;      /* once/<type>: the type when the line omits it; NULL else */
     int allow_unknown;
+    int stamp_time;              /* created_at is the store's clock only: giving one is EINVAL */
     size_t max_bytes;            /* the line's limit: larger is -EMSGSIZE */
     int import;                  /* a DeerFlow JSONL line: seq and created_at required, the
                                   * envelope checked, content schemas only when strict */

@@ -24,6 +24,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rs_options, busy_notice);
     if (version == 2)
         return offsetof(rs_options, owners_apart);
+    if (version == 3)
+        return offsetof(rs_options, pin_file);
     return sizeof(rs_options);
 }
 
@@ -138,6 +140,7 @@ static int parse_one(rs_store *s, const rs_target *t, const char *event_type, co
         .run_id = t->run_id,
         .event_type = event_type,
         .allow_unknown = s->opt.allow_unknown_events,
+        .stamp_time = s->opt.stamp_time,
         .max_bytes = s->opt.max_event_bytes,
     };
     return rs_event_parse(out, line, len, &ctx, err);

@@ -82,7 +82,8 @@ typedef struct rs_cursor rs_cursor;
  * way): start from RS_OPTIONS_INIT / RS_QUERY_INIT, then set fields, so a field added later
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
-#define RS_OPTIONS_VERSION 3    /* 2: busy_notice, busy_ctx; 3: owners_apart */
+#define RS_OPTIONS_VERSION 4    /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+                                  * stamp_time */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 
 typedef struct rs_options {
@@ -90,7 +91,8 @@ typedef struct rs_options {
     const char *contract_path;   /* NULL: the contract installed with runfs */
     int sync_full;               /* fsync every commit (synchronous=FULL) */
     int allow_unknown_events;    /* accept event types the contract does not name */
-    int read_only;               /* refuse every write with -EROFS */
+    int read_only;               /* open read-only: write nothing, not even a new file (the
+                                  * store must exist); refuse every write with -EROFS */
     size_t max_event_bytes;      /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
     /* Called once per wait when a write has waited a second for another writer's lock and
      * goes on waiting (up to 30 s), so a command can say why it is not moving. */
@@ -101,9 +103,18 @@ typedef struct rs_options {
                                   * threads that are new or hold its rows or its mkdir (else
                                   * -EACCES), and its singletons are its own; without it,
                                   * put_if_absent's identity is DeerFlow's, owner-blind */
+    /* Version 4: */
+    int pin_file;                /* a mount's store: the process's first open of the path
+                                  * (which may create it) fixes the file; later opens never
+                                  * create one, and writes fail with -EIO once the path no
+                                  * longer is that file (removed, replaced, truncated) */
+    int stamp_time;              /* the store's clock is the only created_at: a line that
+                                  * gives one is -EINVAL */
 } rs_options;
 
-/* Open (creating when absent) the store at uri: a SQLite file path. opt NULL: defaults. */
+/* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file
+ * path (opt NULL: defaults). A store whose schema runfs cannot use (a newer side-table
+ * layout, a run_events without DeerFlow's columns) is -EINVAL with the reason. */
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
 void rs_store_close(rs_store *s);                    /* checkpoints the WAL */
 const char *rs_store_backend(const rs_store *s);     /* "sqlite" */

@@ -134,6 +134,13 @@ static const char rs_schema_migrate_copy_sql[] =
     "DROP TABLE runfs_seal_v1;\n"
     "UPDATE runfs_meta SET value = 2 WHERE key = 'layout';\n";
 
+/* run_events columns runfs reads and writes (DeerFlow's; a fork may add more). */
+static const char *const rs_schema_columns[] = {
+    "id", "thread_id", "run_id", "user_id", "event_type", "category", "content",
+    "event_metadata", "seq", "created_at",
+};
+
+/* Newer DeerFlow's high-water table; created with migration 0034's backfill. */
 static const char rs_schema_hwm_sql[] =
     "CREATE TABLE run_event_thread_seq (\n"
     "  thread_id VARCHAR(64) NOT NULL,\n"

@@ -225,8 +225,7 @@ static void db_lock_put(sq_db_lock *l)
     pthread_mutex_unlock(&db_locks_guard);
 }
 
-/* BEGIN IMMEDIATE under the database's lock, read-only or not (sq_open sets up the schema
- * of a read-only store too). */
+/* BEGIN IMMEDIATE under the database's lock (sq_begin's, and sq_open's setup). */
 static int begin_locked(rs_backend *b, rs_err *err)
 {
     pthread_mutex_lock(&b->lock->mutex);
@@ -284,11 +283,16 @@ int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, 
     return req->rc;
 }
 
+static int pin_check(rs_backend *b, rs_err *err);
+
 int sq_begin(rs_backend *b, rs_err *err)
 {
     if (b->read_only)
         return rs_err_set(err, -EROFS, "the store is read-only");
-    return begin_locked(b, err);
+    int rc = begin_locked(b, err);
+    if (!rc && b->pinned && (rc = pin_check(b, err)))
+        sq_rollback(b);
+    return rc;
 }
 
 int sq_commit(rs_backend *b, rs_err *err)
@@ -447,6 +451,279 @@ static int sq_busy(void *arg, int count)
     return 1;
 }
 
+/* ---- pinning: a mount's store is the file it first opened ---- */
+
+typedef struct sq_pin {
+    char *key;                   /* pin_key of the path */
+    dev_t dev;
+    ino_t ino;
+} sq_pin;
+
+#define SQ_PINS 8
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static sq_pin pins[SQ_PINS];
+
+/* A name for path that outlives the file: its directory's real path and its own name. */
+static char *pin_key(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    rs_buf key = RS_BUF_INIT;
+    int rc = real ? rs_buf_addf(&key, "%s/%s", real, slash ? slash + 1 : path) : -ENOENT;
+    free(real);
+    return rc ? NULL : rs_buf_detach(&key, NULL);
+}
+
+/* The pin of key: 1 with dev/ino when this process opened it before, 0 when not; with
+ * record, a missing pin becomes dev/ino (a racing first open keeps the earlier one). */
+static int pin_find(const char *key, int record, dev_t *dev, ino_t *ino)
+{
+    int found = 0, i;
+    pthread_mutex_lock(&pin_lock);
+    for (i = 0; i < SQ_PINS && pins[i].key && !found; i++)
+        found = strcmp(pins[i].key, key) == 0;
+    if (found) {
+        *dev = pins[i - 1].dev;
+        *ino = pins[i - 1].ino;
+    } else if (record && i < SQ_PINS && (pins[i].key = strdup(key))) {
+        pins[i].dev = *dev;
+        pins[i].ino = *ino;
+    }
+    pthread_mutex_unlock(&pin_lock);
+    return found;
+}
+
+/* Is b->path still the pinned file, whole? Called inside every write transaction. */
+static int pin_check(rs_backend *b, rs_err *err)
+{
+    struct stat st;
+    char wal[4096];
+    if (stat(b->path, &st) != 0)
+        return rs_err_set(err, -EIO, "the store file %s was removed under the mount: "
+                          "writes are refused so that none is lost", b->path);
+    if (st.st_dev != b->pin_dev || st.st_ino != b->pin_ino)
+        return rs_err_set(err, -EIO, "the store file %s was replaced under the mount: "
+                          "writes are refused so that none lands in another file", b->path);
+    if (st.st_size < 512)
+        return rs_err_set(err, -EIO, "the store file %s was truncated under the mount: "
+                          "writes are refused", b->path);
+    snprintf(wal, sizeof wal, "%s-wal", b->path);
+    if (stat(wal, &st) != 0)
+        return rs_err_set(err, -EIO, "the store's write-ahead log %s was removed under the "
+                          "mount: writes are refused so that none is lost", wal);
+    return 0;
+}
+
+/* Before opening a pinned store: only the process's first open of it may create it; a
+ * later one must find the same file there. */
+static int pin_open(rs_backend *b, int *may_create, rs_err *err)
+{
+    char *key = pin_key(b->path);
+    if (!key)
+        return rs_err_set(err, -ENOENT, "cannot resolve the directory of %s", b->path);
+    int found = pin_find(key, 0, &b->pin_dev, &b->pin_ino);
+    free(key);
+    *may_create = !found;
+    struct stat st;
+    if (found && (stat(b->path, &st) != 0 || st.st_dev != b->pin_dev || st.st_ino != b->pin_ino))
+        return rs_err_set(err, -EIO, "the store file %s was removed or replaced under the "
+                          "mount", b->path);
+    return 0;
+}
+
+/* After the first open: the file it found or made is the pinned one. */
+static int pin_record(rs_backend *b, rs_err *err)
+{
+    struct stat st;
+    char *key = pin_key(b->path);
+    if (!key || stat(b->path, &st) != 0) {
+        free(key);
+        return rs_err_set(err, -EIO, "the store file %s vanished while it was opened", b->path);
+    }
+    b->pin_dev = st.st_dev;
+    b->pin_ino = st.st_ino;
+    pin_find(key, 1, &b->pin_dev, &b->pin_ino);
+    free(key);
+    return 0;
+}
+
+/* ---- checking what is in the file ---- */
+
+/* A store runfs can use: run_events with DeerFlow's columns, side tables of a layout this
+ * build knows. */
+static int schema_check(rs_backend *b, rs_err *err)
+{
+    int exists;
+    int rc = table_exists(b, "run_events", &exists, err);
+    if (rc)
+        return rc;
+    if (!exists)
+        return rs_err_set(err, -EINVAL, "%s has no run_events table: it is not a run event "
+                          "store", b->path);
+    for (size_t i = 0; i < sizeof rs_schema_columns / sizeof *rs_schema_columns; i++) {
+        int64_t n = 0;
+        if ((rc = sq_int(b, "SELECT count(*) FROM pragma_table_info('run_events') WHERE name = ?",
+                         rs_schema_columns[i], NULL, &n, NULL, err)))
+            return rc;
+        if (!n)
+            return rs_err_set(err, -EINVAL, "%s: run_events has no column %s (renamed or "
+                              "dropped?): runfs cannot use this schema", b->path,
+                              rs_schema_columns[i]);
+    }
+    int has_meta;
+    if ((rc = table_exists(b, "runfs_meta", &has_meta, err)) || !has_meta)
+        return rc;
+    int64_t layout = 1;   /* layout 1 did not say so */
+    if ((rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'layout'", NULL, NULL,
+                     &layout, NULL, err)))
+        return rc;
+    if (layout > RS_SCHEMA_LAYOUT)
+        return rs_err_set(err, -EINVAL, "%s: runfs side tables of layout %lld, this runfs "
+                          "reads up to layout %d (a newer runfs wrote them): not opened",
+                          b->path, (long long)layout, RS_SCHEMA_LAYOUT);
+    return 0;
+}
+
+/* ---- read-only: the byte logs kept in memory ---- */
+
+static const char *const mem_tables[] = {
+    "runfs_thread", "runfs_run", "runfs_owner", "runfs_mark", "runfs_meta",
+};
+
+static int is_mem_table(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof mem_tables / sizeof *mem_tables; i++)
+        if (strlen(mem_tables[i]) == len && memcmp(mem_tables[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Run sql (built in b->sql) on the connection's TEMP side. */
+static int mem_exec(rs_backend *b, const char *sql, rs_err *err)
+{
+    char *msg = NULL;
+    int src = sqlite3_exec(b->db, sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK)
+        return 0;
+    int rc = rs_err_set(err, -EIO, "cannot index %s in memory: %s", b->path,
+                        msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    return rc;
+}
+
+/* One statement of the schema, for the TEMP copy: runfs's tables (the byte logs always,
+ * the others when the file lacks them) as TEMP tables, which shadow the file's; their
+ * index and seed rows; nothing of DeerFlow's own tables, indexes or triggers. */
+static int mem_statement(rs_backend *b, const char *sql, size_t len, int old, rs_err *err)
+{
+    static const char create[] = "CREATE TABLE IF NOT EXISTS ";
+    rs_buf *q = &b->sql;
+    rs_buf_reset(q);
+    if (strncmp(sql, "INSERT OR IGNORE INTO runfs_", 28) == 0 ||
+        strncmp(sql, "CREATE INDEX IF NOT EXISTS runfs_", 33) == 0)
+        return rs_buf_add(q, sql, len) ? rs_err_set(err, -ENOMEM, "out of memory")
+                                       : mem_exec(b, q->buf, err);
+    if (len <= sizeof create - 1 || memcmp(sql, create, sizeof create - 1) != 0)
+        return 0;
+    const char *name = sql + sizeof create - 1;
+    size_t nlen = strcspn(name, " (\n");
+    char table[64];
+    snprintf(table, sizeof table, "%.*s", (int)nlen, name);
+    int in_file, rc = table_exists(b, table, &in_file, err);
+    int logs = is_mem_table(name, nlen);
+    if (old)
+        in_file = 0;   /* an older layout's tables: built afresh, in this layout */
+    if (rc || strncmp(table, "runfs_", 6) != 0 || (!logs && in_file))
+        return rc;
+    if (rs_buf_addstr(q, "CREATE TEMP TABLE ") || rs_buf_add(q, name, len - (size_t)(name - sql)))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    if ((rc = mem_exec(b, q->buf, err)) || !logs || !in_file)
+        return rc;
+    /* What the file has indexed is kept; only what it lacks is indexed now. */
+    rs_buf_reset(q);
+    if (rs_buf_addf(q, "INSERT INTO temp.%s SELECT * FROM main.%s", table, table))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    return mem_exec(b, q->buf, err);
+}
+
+/* Each statement of sql in turn through mem_statement (a trigger is passed over whole). */
+static int mem_script(rs_backend *b, const char *sql, int old, rs_err *err)
+{
+    const char *p = sql;
+    while (*p) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        if (!*p)
+            break;
+        int trigger = strncmp(p, "CREATE TRIGGER", 14) == 0;
+        const char *end = strstr(p, trigger ? "END;\n" : ";\n");
+        end = end ? end + (trigger ? 5 : 2) : p + strlen(p);
+        int rc = trigger ? 0 : mem_statement(b, p, (size_t)(end - p), old, err);
+        if (rc)
+            return rc;
+        p = end;
+    }
+    return 0;
+}
+
+/* An older DeerFlow file without the high-water table: a TEMP one, backfilled. */
+static int mem_hwm(rs_backend *b, rs_err *err)
+{
+    static const char create[] = "CREATE TABLE";
+    rs_buf *q = &b->sql;
+    rs_buf_reset(q);
+    if (rs_buf_addstr(q, "CREATE TEMP TABLE") ||
+        rs_buf_addstr(q, rs_schema_hwm_sql + sizeof create - 1))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    return mem_exec(b, q->buf, err);
+}
+
+/* A read-only store whose byte logs are missing or behind: build them (or what they lack)
+ * as TEMP tables, in memory, for this connection. */
+static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
+{
+    int rc = sq_exec(b, "BEGIN", err);
+    if (rc)
+        return rc;
+    /* Layout 1 kept seals without an owner column: they are read through a copy. */
+    int old = layout > 0 && layout < RS_SCHEMA_LAYOUT;
+    int has_hwm = 1;
+    if ((rc = mem_script(b, rs_schema_sql, old, err)) ||
+        (old && (rc = mem_exec(b, "INSERT INTO temp.runfs_seal (thread_id, run_id, owner, state, "
+                               "upper_seq, event_count, terminal_seq, digest, error, sealed_at) "
+                               "SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, "
+                               "event_count, terminal_seq, digest, error, sealed_at FROM "
+                               "main.runfs_seal", err))) ||
+        (rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)) ||
+        (!has_hwm && (rc = mem_hwm(b, err))) || (rc = sq_catch_up(b, err))) {
+        sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return sq_exec(b, "COMMIT", err);
+}
+
+/* "file:" URI of a path, for opening read-only; immutable when the database is in WAL mode
+ * and no writer has it open (no -wal file): a plain read-only open would create -wal and
+ * -shm files beside it. */
+static int ro_uri(const char *path, rs_buf *out)
+{
+    unsigned char hdr[20] = {0};
+    char wal[4096];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(hdr, 1, sizeof hdr, f) : 0;
+    if (f)
+        fclose(f);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    int immutable = n == sizeof hdr && hdr[18] == 2 && access(wal, F_OK) != 0;
+    int rc = rs_buf_addstr(out, "file:");
+    for (const char *p = path; !rc && *p; p++)
+        rc = strchr("%?#", *p) ? rs_buf_addf(out, "%%%02X", (unsigned char)*p)
+                               : rs_buf_addch(out, *p);
+    return rc ? rc : rs_buf_addstr(out, immutable ? "?immutable=1" : "?mode=ro");
+}
+
 /* Finalize every cached statement (before the connection closes, or it cannot). */
 static void stmt_cache_clear(rs_backend *b)
 {
@@ -470,11 +747,29 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->read_only = opt->read_only;
     b->owners_apart = opt->owners_apart;
     b->path = strdup(uri);
+    rs_buf ro = RS_BUF_INIT;
     int rc = -ENOMEM;
     if (!b->path)
         goto fail;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int src = sqlite3_open_v2(uri, &b->db, flags, NULL);
+    int may_create = !opt->read_only;
+    if (opt->pin_file && !opt->read_only && (rc = pin_open(b, &may_create, err)))
+        goto fail;
+    b->pinned = opt->pin_file && !opt->read_only;
+    struct stat st;
+    if (!may_create && stat(uri, &st) != 0) {
+        rc = rs_err_set(err, -ENOENT, "no store at %s: %s%s", uri, strerror(errno),
+                        opt->read_only ? " (reading never creates one)" : "");
+        goto fail;
+    }
+    int flags = SQLITE_OPEN_NOMUTEX;
+    if (opt->read_only) {
+        if ((rc = ro_uri(uri, &ro)))
+            goto fail;
+        flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    } else {
+        flags |= SQLITE_OPEN_READWRITE | (may_create ? SQLITE_OPEN_CREATE : 0);
+    }
+    int src = sqlite3_open_v2(opt->read_only ? ro.buf : uri, &b->db, flags, NULL);
     if (src != SQLITE_OK) {
         rc = rs_err_set(err, sq_fail(b, src, NULL, "open"), "cannot open store %s: %s", uri,
                         b->db ? sqlite3_errmsg(b->db) : sqlite3_errstr(src));
@@ -486,23 +781,35 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     sqlite3_busy_handler(b->db, sq_busy, b);
     const char *group = getenv("RUNFS_GROUP_COMMIT");
     b->grouped = !(group && strcmp(group, "off") == 0);
+    /* Before any pragma writes: a database, and one runfs can use (a new, empty file gets
+     * the schema below). */
+    int64_t objects = 0;
+    src = sqlite3_exec(b->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if ((src & 0xff) == SQLITE_NOTADB) {
+        rc = rs_err_set(err, -EINVAL, "%s is not a SQLite database", uri);
+        goto fail;
+    }
+    if ((rc = sq_int(b, "SELECT count(*) FROM sqlite_master", NULL, NULL, &objects, NULL, err)))
+        goto fail;
+    if ((objects || opt->read_only) && (rc = schema_check(b, err)))
+        goto fail;
     char pragmas[160];
     snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
-             "PRAGMA wal_autocheckpoint=8192;",
+             opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
+                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
+                              "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;",
              opt->sync_full ? "FULL" : "NORMAL");
     b->sync_full = opt->sync_full;
     char *msg = NULL;
     src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);
     if (src != SQLITE_OK) {
-        rc = sqlite3_errcode(b->db) == SQLITE_NOTADB
-                 ? rs_err_set(err, -EINVAL, "%s is not a SQLite database", uri)
-                 : rs_err_set(err, sq_fail(b, sqlite3_extended_errcode(b->db), NULL, "open"),
-                              "cannot open store %s: %s", uri, msg ? msg : sqlite3_errstr(src));
+        rc = rs_err_set(err, sq_fail(b, sqlite3_extended_errcode(b->db), NULL, "open"),
+                        "cannot open store %s: %s", uri, msg ? msg : sqlite3_errstr(src));
         sqlite3_free(msg);
         goto fail;
     }
-    if ((rc = db_lock_get(uri, &b->lock, err)))
+    if ((b->pinned && may_create && (rc = pin_record(b, err))) ||
+        (rc = db_lock_get(uri, &b->lock, err)))
         goto fail;
     /* Most opens (a mount's pool, the CLI) find the schema in place and nothing to index:
      * they take no write lock. */
@@ -515,6 +822,13 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
                         "than this runfs reads (%d): use a newer runfs", uri, (long long)layout,
                         RS_SCHEMA_LAYOUT);
         goto fail;
+    }
+    if (opt->read_only) {
+        if (!ready && (rc = mem_index(b, layout, err)))
+            goto fail;
+        rs_buf_release(&ro);
+        *out = b;
+        return 0;
     }
     if (ready && !has_holds) {
         *out = b;
@@ -556,6 +870,8 @@ fail:
     stmt_cache_clear(b);
     if (b->db)
         sqlite3_close_v2(b->db);
+    rs_buf_release(&b->sql);
+    rs_buf_release(&ro);
     free(b->path);
     free(b);
     return rc;

@@ -8,6 +8,7 @@
 #define RS_SQLITE_INT_H
 
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "backend.h"
 
@@ -29,6 +30,9 @@ struct rs_backend {
     char *path;
     int read_only;
     int owners_apart;            /* rs_options.owners_apart */
+    int pinned;                  /* writes check that path is still the file first opened */
+    dev_t pin_dev;
+    ino_t pin_ino;
     long pid;
     sq_stmt_slot cache[SQ_STMT_CACHE];
     rs_buf sql;                  /* scratch for built statements */

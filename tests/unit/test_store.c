@@ -405,8 +405,9 @@ static void test_struct_versions(void **state)
     rs_store_close(s);
     /* a program built against an older version hands over a shorter struct: nothing past it
      * is read (ASan would say so) */
-    const size_t sizes[] = {offsetof(rs_options, busy_notice), offsetof(rs_options, owners_apart)};
-    for (unsigned int v = 1; v <= 2; v++) {
+    const size_t sizes[] = {offsetof(rs_options, busy_notice), offsetof(rs_options, owners_apart),
+                            offsetof(rs_options, pin_file)};
+    for (unsigned int v = 1; v <= 3; v++) {
         unsigned char *old = malloc(sizes[v - 1]);
         assert_non_null(old);
         opt.version = v;
@@ -424,6 +425,79 @@ static void test_struct_versions(void **state)
     assert_int_equal(rs_store_query(fx.s, &q, &c, &err), -EINVAL);
     q.version = RS_QUERY_VERSION;
     assert_string_equal(seqs_of(&q), "1");
+}
+
+/* Read-only opens write nothing: a missing store stays missing, a foreign file keeps its
+ * bytes and gets no -wal or -shm, and rows added behind runfs's back are still shown. */
+static void test_read_only_writes_nothing(void **state)
+{
+    (void)state;
+    char path[sizeof fx.dir + 32], wal[sizeof fx.db + 8];
+    rs_options ro = RS_OPTIONS_INIT;
+    ro.contract_path = RS_CONTRACT_SOURCE;
+    ro.read_only = 1;
+    rs_store *s = NULL;
+    rs_err err = {0};
+    snprintf(path, sizeof path, "%s/missing.db", fx.dir);
+    assert_int_equal(rs_store_open(&s, path, &ro, &err), -ENOENT);
+    assert_int_equal(access(path, F_OK), -1);
+
+    /* A SQLite file without run_events is no store. */
+    snprintf(path, sizeof path, "%s/other.db", fx.dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(x)", NULL, NULL,
+                                  NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    assert_int_equal(rs_store_open(&s, path, &ro, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no run_events table"));
+
+    /* A runfs store, closed, then a row added by another program: shown, nothing written. */
+    put_in(fx.s, "t1", "r1", NULL, ERR("a"));
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    assert_int_equal(sqlite3_open(fx.db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO run_events (thread_id, run_id, event_type, "
+                                  "category, content, event_metadata, seq, created_at) VALUES "
+                                  "('t1', 'r1', 'llm.error', 'trace', 'b', '{}', 2, "
+                                  "'2026-01-01 00:00:00')", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(stat(fx.db, &before), 0);
+    assert_int_equal(rs_store_open(&s, fx.db, &ro, &err), 0);
+    rs_log_info info;
+    assert_int_equal(rs_store_log_info(s, "t1", "r1", NULL, &info, &err), 0);
+    assert_int_equal(info.count, 2);
+    rs_target t = tgt("t1", "r1", NULL);
+    assert_int_equal(rs_store_append(s, &t, ERR("c"), strlen(ERR("c")), NULL, &err), -EROFS);
+    rs_store_close(s);
+    assert_int_equal(stat(fx.db, &after), 0);
+    assert_int_equal(before.st_size, after.st_size);
+    assert_int_equal(before.st_mtime, after.st_mtime);
+    snprintf(wal, sizeof wal, "%s-wal", fx.db);
+    assert_int_equal(access(wal, F_OK), -1);
+    fx.s = open_store(fx.db, 0, 0);
+}
+
+/* --stamp-time: created_at is the store's. */
+static void test_stamp_time(void **state)
+{
+    (void)state;
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.contract_path = RS_CONTRACT_SOURCE;
+    opt.stamp_time = 1;
+    rs_store *s = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_store_open(&s, fx.db, &opt, &err), 0);
+    rs_target t = tgt("t1", "r1", NULL);
+    const char given[] = "{\"event_type\":\"llm.error\",\"content\":\"x\","
+                         "\"created_at\":\"2001-01-01T00:00:00Z\"}\n";
+    const char plain[] = "{\"event_type\":\"llm.error\",\"content\":\"x\"}\n";
+    assert_int_equal(rs_store_append(s, &t, given, strlen(given), NULL, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "--stamp-time"));
+    assert_int_equal(rs_store_append(s, &t, plain, strlen(plain), NULL, &err), 0);
+    rs_store_close(s);
 }
 
 /* ---- put / put_batch ------------------------------------------------------------------------ */
@@ -2506,6 +2580,8 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
         T(test_struct_versions),
+        T(test_read_only_writes_nothing),
+        T(test_stamp_time),
         T(test_append_consecutive_seqs),
         T(test_batch_atomic),
         T(test_event_size_limit),
