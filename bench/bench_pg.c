@@ -35,18 +35,25 @@ static int cmd_insert(PGconn *c, const char *file)
         perror(file);
         return 1;
     }
-    if (!ok(c, PQexec(c,
-            "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, "
-            "run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, "
-            "category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, "
-            "seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL, PRIMARY KEY (id), "
-            "CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
-            "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
-            "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
-            "CREATE INDEX ix_run_events_user_id ON run_events (user_id);"), "schema") ||
-        !ok(c, PQprepare(c, "ins", "INSERT INTO run_events (thread_id, run_id, event_type, "
-                         "category, content, event_metadata, seq, created_at) VALUES ('t', 'r', "
-                         "'x', 'message', $1, '{}', $2, now())", 0, NULL), "prepare")) {
+    if (!ok(c,
+            PQexec(
+                c,
+                "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, "
+                "run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, "
+                "category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, "
+                "seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL, PRIMARY KEY (id), "
+                "CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
+                "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
+                "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
+                "CREATE INDEX ix_run_events_user_id ON run_events (user_id);"),
+            "schema") ||
+        !ok(c,
+            PQprepare(c, "ins",
+                      "INSERT INTO run_events (thread_id, run_id, event_type, "
+                      "category, content, event_metadata, seq, created_at) VALUES ('t', 'r', "
+                      "'x', 'message', $1, '{}', $2, now())",
+                      0, NULL),
+            "prepare")) {
         fclose(f);
         return 1;
     }
@@ -82,11 +89,14 @@ static int cmd_read(PGconn *c, const char *thread, const char *run)
     const char *vals[2] = {thread, run};
     double t0 = now_ms();
     if (!ok(c, PQexec(c, "BEGIN"), "begin") ||
-        !ok(c, PQexecParams(c, "DECLARE rows NO SCROLL CURSOR FOR SELECT thread_id, run_id, seq, "
-                            "event_type, category, content, event_metadata, to_char(created_at "
-                            "AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), user_id FROM "
-                            "run_events WHERE thread_id = $1 AND run_id = $2 ORDER BY seq", 2,
-                            NULL, vals, NULL, NULL, 0), "declare"))
+        !ok(c,
+            PQexecParams(c,
+                         "DECLARE rows NO SCROLL CURSOR FOR SELECT thread_id, run_id, seq, "
+                         "event_type, category, content, event_metadata, to_char(created_at "
+                         "AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), user_id FROM "
+                         "run_events WHERE thread_id = $1 AND run_id = $2 ORDER BY seq",
+                         2, NULL, vals, NULL, NULL, 0),
+            "declare"))
         return 1;
     long rows = 0, bytes = 0;
     for (;;) {
@@ -123,7 +133,8 @@ int main(int argc, char **argv)
         PQfinish(c);
         return 1;
     }
-    int rc = strcmp(argv[1], "insert") == 0 ? cmd_insert(c, argv[3]) : cmd_read(c, argv[3], argv[4]);
+    int rc = strcmp(argv[1], "insert") == 0 ? cmd_insert(c, argv[3])
+                                            : cmd_read(c, argv[3], argv[4]);
     PQfinish(c);
     return rc;
 }

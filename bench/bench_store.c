@@ -54,10 +54,12 @@ static void make_sample(sample *s, int i)
     switch (i % 5) {
     case 0:
         snprintf(s->content, sizeof s->content,
-                 "{\"type\":\"ai\",\"content\":\"%s\",\"id\":\"ai-%d\",\"tool_calls\":[]}", text, i);
+                 "{\"type\":\"ai\",\"content\":\"%s\",\"id\":\"ai-%d\",\"tool_calls\":[]}", text,
+                 i);
         snprintf(s->metadata, sizeof s->metadata,
                  "{\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%d},\"latency_ms\":%d,"
-                 "\"llm_call_index\":1", 100 + i % 50, i % 900);
+                 "\"llm_call_index\":1",
+                 100 + i % 50, i % 900);
         strcpy(s->type, "llm.ai.response");
         strcpy(s->category, "message");
         break;
@@ -71,7 +73,8 @@ static void make_sample(sample *s, int i)
     case 2:
         snprintf(s->content, sizeof s->content,
                  "{\"task_id\":\"task-%d\",\"message_index\":%d,\"kind\":\"tool\",\"text\":\"%s\","
-                 "\"truncated\":false,\"tool_name\":\"read_file\"}", i % 7, i, text);
+                 "\"truncated\":false,\"tool_name\":\"read_file\"}",
+                 i % 7, i, text);
         snprintf(s->metadata, sizeof s->metadata, "{\"task_id\":\"task-%d\",\"message_index\":%d",
                  i % 7, i);
         strcpy(s->type, "subagent.step");
@@ -80,7 +83,8 @@ static void make_sample(sample *s, int i)
     case 3:
         snprintf(s->content, sizeof s->content,
                  "{\"name\":\"LoopDetection\",\"hook\":\"after_model\",\"action\":\"warn\","
-                 "\"changes\":{\"note\":\"%s\"}}", text);
+                 "\"changes\":{\"note\":\"%s\"}}",
+                 text);
         strcpy(s->metadata, "{");
         strcpy(s->type, "middleware:loop_detection");
         strcpy(s->category, "middleware");
@@ -97,11 +101,13 @@ static void make_sample(sample *s, int i)
     snprintf(s->line, sizeof s->line, "{\"event_type\":\"%s\",\"content\":%s,\"metadata\":%s}}\n",
              s->type, s->content, s->metadata);
     if (strcmp(s->metadata, "{") == 0)
-        snprintf(s->line, sizeof s->line, "{\"event_type\":\"%s\",\"content\":%s,\"metadata\":{}}\n",
-                 s->type, s->content);
+        snprintf(s->line, sizeof s->line,
+                 "{\"event_type\":\"%s\",\"content\":%s,\"metadata\":{}}\n", s->type, s->content);
     size_t n = strlen(s->metadata);
-    snprintf(s->metadata + n, sizeof s->metadata - n, "%s\"content_is_json\":true,"
-             "\"content_is_dict\":true}", n > 1 ? "," : "");
+    snprintf(s->metadata + n, sizeof s->metadata - n,
+             "%s\"content_is_json\":true,"
+             "\"content_is_dict\":true}",
+             n > 1 ? "," : "");
 }
 
 static const char plain_schema[] =
@@ -128,10 +134,13 @@ static void plain_open(plain *p, const char *path)
     char *msg = NULL;
     if (sqlite3_exec(p->db, plain_schema, NULL, NULL, &msg) != SQLITE_OK)
         die("plain schema", msg);
-    sqlite3_prepare_v2(p->db, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+    sqlite3_prepare_v2(p->db,
+                       "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
                        "category, content, event_metadata, seq, created_at) VALUES "
-                       "(?, ?, NULL, ?, ?, ?, ?, ?, ?)", -1, &p->ins, NULL);
-    sqlite3_prepare_v2(p->db, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", -1, &p->max, NULL);
+                       "(?, ?, NULL, ?, ?, ?, ?, ?, ?)",
+                       -1, &p->ins, NULL);
+    sqlite3_prepare_v2(p->db, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", -1, &p->max,
+                       NULL);
     sqlite3_prepare_v2(p->db, "BEGIN IMMEDIATE", -1, &p->begin, NULL);
     sqlite3_prepare_v2(p->db, "COMMIT", -1, &p->commit, NULL);
 }
@@ -206,18 +215,18 @@ static void store_batch(rs_store *s, const sample *samples, int from, int n, con
 
 static void report(const char *what, double runfs_s, double plain_s, long items, const char *unit)
 {
-    printf("%-38s runfs %10.0f %s/s   sqlite %10.0f %s/s   ratio %.2fx\n", what,
-           items / runfs_s, unit, items / plain_s, unit, plain_s / runfs_s);
+    printf("%-38s runfs %10.0f %s/s   sqlite %10.0f %s/s   ratio %.2fx\n", what, items / runfs_s,
+           unit, items / plain_s, unit, plain_s / runfs_s);
 }
 
 /* What one figure measures: seconds for runfs (runfs = 1) or plain SQLite (0). */
 typedef struct bench {
-    const char *sp, *pp;          /* database paths */
+    const char *sp, *pp; /* database paths */
     const sample *samples;
     rs_buf *buf;
-    long total;                   /* events a put figure writes */
+    long total; /* events a put figure writes */
     int batch;
-    rs_store *s;                  /* reads: the store and the plain database, filled once */
+    rs_store *s; /* reads: the store and the plain database, filled once */
     plain *p;
 } bench;
 
@@ -292,9 +301,11 @@ static double measure_full_read(bench *b, int runfs)
         rs_cursor_free(c);
     } else {
         sqlite3_stmt *st;
-        sqlite3_prepare_v2(b->p->db, "SELECT thread_id, run_id, seq, event_type, category, "
+        sqlite3_prepare_v2(b->p->db,
+                           "SELECT thread_id, run_id, seq, event_type, category, "
                            "content, event_metadata, created_at, user_id FROM run_events WHERE "
-                           "thread_id = ? AND run_id = ? ORDER BY seq", -1, &st, NULL);
+                           "thread_id = ? AND run_id = ? ORDER BY seq",
+                           -1, &st, NULL);
         sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, "run-r", -1, SQLITE_STATIC);
         long bytes = 0;
@@ -338,10 +349,12 @@ static double measure_pages(bench *b, int runfs)
         return now_s() - t0;
     }
     sqlite3_stmt *st;
-    sqlite3_prepare_v2(b->p->db, "SELECT * FROM (SELECT thread_id, run_id, seq, event_type, "
+    sqlite3_prepare_v2(b->p->db,
+                       "SELECT * FROM (SELECT thread_id, run_id, seq, event_type, "
                        "category, content, event_metadata, created_at, user_id FROM run_events "
                        "WHERE thread_id = ?1 AND category = 'message' AND (?2 = 0 OR seq < ?2) "
-                       "ORDER BY seq DESC LIMIT 50) ORDER BY seq", -1, &st, NULL);
+                       "ORDER BY seq DESC LIMIT 50) ORDER BY seq",
+                       -1, &st, NULL);
     long bytes = 0;
     for (int page = 0; page < 20; page++) {
         sqlite3_bind_text(st, 1, "thread-r", -1, SQLITE_STATIC);
@@ -376,7 +389,8 @@ int main(int argc, char **argv)
     bench b = {.sp = sp, .pp = pp, .samples = samples, .buf = &buf, .total = total};
 
     printf("store benchmark: %ld events, ~%zu-byte lines, %s; each figure the median of 3 "
-           "interleaved runs\n", total, strlen(samples[0].line), dir);
+           "interleaved runs\n",
+           total, strlen(samples[0].line), dir);
     int batches[] = {100, 1000};
     for (int i = 0; i < 2; i++) {
         char label[64];

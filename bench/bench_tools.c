@@ -37,23 +37,31 @@ static int line_of(char *out, size_t cap, long i)
     text[n] = '\0';
     switch (i % 4) {
     case 0:
-        return snprintf(out, cap, "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
-                        "\"content\":\"%s\",\"id\":\"ai-%ld\",\"tool_calls\":[]},\"metadata\":"
-                        "{\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%ld},\"latency_ms\":"
-                        "%ld,\"llm_call_index\":1}}\n", text, i, 100 + i % 50, i % 900);
+        return snprintf(
+            out, cap,
+            "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
+            "\"content\":\"%s\",\"id\":\"ai-%ld\",\"tool_calls\":[]},\"metadata\":"
+            "{\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%ld},\"latency_ms\":"
+            "%ld,\"llm_call_index\":1}}\n",
+            text, i, 100 + i % 50, i % 900);
     case 1:
-        return snprintf(out, cap, "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":"
-                        "\"tool\",\"content\":\"%s\",\"tool_call_id\":\"call-%ld\"}}\n", text, i);
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":"
+                        "\"tool\",\"content\":\"%s\",\"tool_call_id\":\"call-%ld\"}}\n",
+                        text, i);
     case 2:
-        return snprintf(out, cap, "{\"event_type\":\"subagent.step\",\"content\":{\"task_id\":"
+        return snprintf(out, cap,
+                        "{\"event_type\":\"subagent.step\",\"content\":{\"task_id\":"
                         "\"task-%ld\",\"message_index\":%ld,\"kind\":\"tool\",\"text\":\"%s\","
                         "\"truncated\":false,\"tool_name\":\"read_file\"},\"metadata\":"
                         "{\"task_id\":\"task-%ld\",\"message_index\":%ld}}\n",
                         i % 7, i, text, i % 7, i);
     default:
-        return snprintf(out, cap, "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":"
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":"
                         "\"human\",\"content\":\"%s\",\"id\":\"h-%ld\"},\"metadata\":{\"caller\":"
-                        "\"lead_agent\"}}\n", text, i);
+                        "\"lead_agent\"}}\n",
+                        text, i);
     }
 }
 
@@ -138,19 +146,24 @@ static int cmd_plain(const char *dbpath, const char *file)
     unlink(dbpath);
     sqlite3 *db;
     sqlite3_open(dbpath, &db);
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                 "CREATE TABLE run_events (id INTEGER NOT NULL, thread_id VARCHAR(64) NOT NULL,"
-                 " run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL,"
-                 " category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL,"
-                 " seq INTEGER NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id),"
-                 " CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
-                 "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
-                 "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
-                 "CREATE INDEX ix_run_events_user_id ON run_events (user_id);", NULL, NULL, NULL);
+    sqlite3_exec(
+        db,
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        "CREATE TABLE run_events (id INTEGER NOT NULL, thread_id VARCHAR(64) NOT NULL,"
+        " run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL,"
+        " category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL,"
+        " seq INTEGER NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id),"
+        " CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
+        "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
+        "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
+        "CREATE INDEX ix_run_events_user_id ON run_events (user_id);",
+        NULL, NULL, NULL);
     sqlite3_stmt *ins;
-    sqlite3_prepare_v2(db, "INSERT INTO run_events (thread_id, run_id, event_type, category, "
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO run_events (thread_id, run_id, event_type, category, "
                        "content, event_metadata, seq, created_at) VALUES ('t', 'r', 'x', "
-                       "'message', ?, '{}', ?, '2026-11-29 12:00:00.000000')", -1, &ins, NULL);
+                       "'message', ?, '{}', ?, '2026-11-29 12:00:00.000000')",
+                       -1, &ins, NULL);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;

@@ -36,8 +36,8 @@ static int parse_created(const char *p, double *out)
     struct tm tm;
     memset(&tm, 0, sizeof tm);
     int us = 0;
-    if (sscanf(p, "%4d-%2d-%2dT%2d:%2d:%2d.%6d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us) != 7)
+    if (sscanf(p, "%4d-%2d-%2dT%2d:%2d:%2d.%6d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec, &us) != 7)
         return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
@@ -50,8 +50,8 @@ typedef struct follower {
     int fd;
     long expect;
     long got;
-    long bad;            /* out of order, twice, skipped, unparsable */
-    float *lat_ms;       /* expect entries */
+    long bad;      /* out of order, twice, skipped, unparsable */
+    float *lat_ms; /* expect entries */
 } follower;
 
 static void take_line(follower *f, const char *line, size_t len, double at)
@@ -69,7 +69,7 @@ static void take_line(follower *f, const char *line, size_t len, double at)
     if (seq != f->got + 1 || f->got >= f->expect) {
         f->bad++;
         if (seq <= f->got)
-            return;      /* twice: not counted again */
+            return; /* twice: not counted again */
     }
     if (f->got < f->expect)
         f->lat_ms[f->got] = (float)((at - created) * 1e3);
@@ -87,7 +87,7 @@ static void *follow_main(void *arg)
     }
     for (;;) {
         if (cap - len < 65536) {
-            f->bad++;    /* a line over 1 MiB: not this benchmark's */
+            f->bad++; /* a line over 1 MiB: not this benchmark's */
             break;
         }
         ssize_t n = read(f->fd, buf + len, 65536);
@@ -110,7 +110,7 @@ static void *follow_main(void *arg)
         len -= start;
     }
     if (len)
-        f->bad++;        /* a partial last line */
+        f->bad++; /* a partial last line */
     free(buf);
     close(f->fd);
     return NULL;
@@ -201,7 +201,8 @@ static int cmd_write(const char *path, long n, const char *once_dir, double rate
         int len = snprintf(line, sizeof line,
                            "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":\"human\","
                            "\"content\":\"bench %ld\",\"id\":\"h-%ld\"},\"metadata\":"
-                           "{\"caller\":\"lead_agent\"}}\n", i, i);
+                           "{\"caller\":\"lead_agent\"}}\n",
+                           i, i);
         if (write_all(fd, line, (size_t)len)) {
             fprintf(stderr, "follow_client: write %ld: %s\n", i, strerror(errno));
             return 1;

@@ -111,12 +111,12 @@ static int base_dir(const char *dir, int must_exist, rs_buf *out)
 /* ---- import --------------------------------------------------------------------------- */
 
 typedef struct import_state {
-    const char *runs_dir;        /* DIR/threads/T/runs */
-    char **files;                /* its *.jsonl, sorted */
+    const char *runs_dir; /* DIR/threads/T/runs */
+    char **files;         /* its *.jsonl, sorted */
     size_t next_file;
     FILE *in;
     char run_id[RS_ID_MAX + 8];
-    rs_buf path;                 /* the file being read */
+    rs_buf path; /* the file being read */
     long lineno;
     char *line;
     size_t cap;
@@ -161,8 +161,7 @@ static int open_next_file(import_state *st, rs_err *err)
     return 1;
 }
 
-static int import_line(void *ctx, const char **run_id, const char **line, size_t *len,
-                       rs_err *err)
+static int import_line(void *ctx, const char **run_id, const char **line, size_t *len, rs_err *err)
 {
     import_state *st = ctx;
     for (;;) {
@@ -225,8 +224,8 @@ static int read_watermark(const char *runs_dir, int64_t *floor, rs_err *err)
 
 /* Import one thread; 0, or 2 after printing why it was not imported. */
 static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
-                         const rs_import_opts *base, int skip_bad, rfs_progress *pg,
-                         int64_t *added, int64_t *skipped)
+                         const rs_import_opts *base, int skip_bad, rfs_progress *pg, int64_t *added,
+                         int64_t *skipped)
 {
     rs_buf runs_dir = RS_BUF_INIT;
     import_state st = {.path = RS_BUF_INIT, .skip_bad = skip_bad, .progress = pg};
@@ -247,7 +246,7 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         goto out;
     }
     if (!is_dir(runs_dir.buf))
-        goto out;                /* DeerFlow makes runs/ on a thread's first write */
+        goto out; /* DeerFlow makes runs/ on a thread's first write */
     if ((rc = list_dir(runs_dir.buf, is_jsonl, &st.files, &nfiles))) {
         fprintf(stderr, "%s: %s\n", runs_dir.buf, strerror(-rc));
         status = 2;
@@ -318,8 +317,10 @@ int rfs_cmd_import(int argc, char **argv)
     size_t n = 0;
     int rc = base_dir(dir, 1, &base);
     if (rc == -ENOTDIR) {
-        fprintf(stderr, "runfs: %s is not a DeerFlow base folder (no threads/ in it or in "
-                        "%s/.deer-flow)\n", dir, dir);
+        fprintf(stderr,
+                "runfs: %s is not a DeerFlow base folder (no threads/ in it or in "
+                "%s/.deer-flow)\n",
+                dir, dir);
         return 2;
     }
     if (rc || (rc = rs_buf_addf(&threads, "%s/threads", base.buf)) ||
@@ -363,7 +364,7 @@ typedef struct export_ctx {
     rs_store *s;
     const char *base;
     int force;
-    int writing;                 /* 0: only check which files exist; 1: write them */
+    int writing; /* 0: only check which files exist; 1: write them */
     long existing;
     rs_buf path, tmp, line;
     rfs_progress *progress;
@@ -558,12 +559,10 @@ int rfs_cmd_export(int argc, char **argv)
     const char *store = argv[optind];
     struct stat sb;
     if (!strstr(store, "://") && stat(store, &sb) != 0) {
-        fprintf(stderr, "runfs: %s: %s (export never creates a store)\n", store,
-                strerror(errno));
+        fprintf(stderr, "runfs: %s: %s (export never creates a store)\n", store, strerror(errno));
         return 2;
     }
-    export_ctx x = {.force = force, .path = RS_BUF_INIT, .tmp = RS_BUF_INIT,
-                    .line = RS_BUF_INIT};
+    export_ctx x = {.force = force, .path = RS_BUF_INIT, .tmp = RS_BUF_INIT, .line = RS_BUF_INIT};
     rs_buf base = RS_BUF_INIT;
     rs_options sopt = RS_OPTIONS_INIT;
     sopt.read_only = 1;

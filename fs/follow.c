@@ -31,8 +31,8 @@
  * a hub round) counts itself in f->users under the hub lock first, and release unlinks the
  * follower, marks it closing and waits for users to reach 0 before it is freed. */
 
-#define PEEK_BYTES (64 * 1024)   /* what a poll fetches to learn the feed is readable */
-#define AHEAD_MAX (1024 * 1024)  /* a follower's undelivered bytes, beyond one line */
+#define PEEK_BYTES (64 * 1024)  /* what a poll fetches to learn the feed is readable */
+#define AHEAD_MAX (1024 * 1024) /* a follower's undelivered bytes, beyond one line */
 
 static const char TERMINAL[] = "run.terminal";
 
@@ -40,27 +40,27 @@ static const char TERMINAL[] = "run.terminal";
 struct rfs_follow {
     rfs_mount *m;
     rfs_node node;
-    char *user;                  /* NULL: every owner */
-    int64_t deadline_ns;         /* CLOCK_MONOTONIC, from --follow-timeout */
+    char *user;          /* NULL: every owner */
+    int64_t deadline_ns; /* CLOCK_MONOTONIC, from --follow-timeout */
     /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
     pthread_mutex_t lock;
-    rs_buf ahead;                /* fetched, not yet delivered */
-    int64_t scan_seq;            /* seq of the last row fetched */
-    int caught_up;               /* the last fetch reached the end of the rows */
-    int ended;                   /* run.terminal fetched: nothing after it */
+    rs_buf ahead;     /* fetched, not yet delivered */
+    int64_t scan_seq; /* seq of the last row fetched */
+    int caught_up;    /* the last fetch reached the end of the rows */
+    int ended;        /* run.terminal fetched: nothing after it */
     /* Under the hub lock: */
-    int64_t seen_seq;            /* scan_seq as the hub may trust it */
-    int64_t want_seq;            /* the log's last seq when the hub marked it dirty */
-    int dirty;                   /* a commit may have passed it: fetch before parking */
-    int users;                   /* threads inside it (a read, a poll, the hub): it lives
+    int64_t seen_seq; /* scan_seq as the hub may trust it */
+    int64_t want_seq; /* the log's last seq when the hub marked it dirty */
+    int dirty;        /* a commit may have passed it: fetch before parking */
+    int users;        /* threads inside it (a read, a poll, the hub): it lives
                                     until the last one leaves */
-    int closing;                 /* rfs_follow_close waits for users to drop to 0 */
-    fuse_req_t req;              /* parked read, or NULL */
+    int closing;      /* rfs_follow_close waits for users to drop to 0 */
+    fuse_req_t req;   /* parked read, or NULL */
     size_t req_size;
-    struct fuse_pollhandle *ph;  /* parked poll, or NULL */
-    rfs_follow *next;            /* hub's list of live followers */
+    struct fuse_pollhandle *ph; /* parked poll, or NULL */
+    rfs_follow *next;           /* hub's list of live followers */
     rfs_follow *prev;
-    rfs_follow *work;            /* the hub's list for one round */
+    rfs_follow *work; /* the hub's list for one round */
 };
 
 /* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
@@ -109,8 +109,7 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
  * its last fetch stopped short). Returns <0 on error; *eof when the feed ended (terminal
  * delivered, or past the deadline); *empty when the store was asked and had nothing new.
  * f->lock held. */
-static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *eof,
-                       int *empty)
+static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *eof, int *empty)
 {
     *eof = 0;
     *empty = 0;
@@ -320,7 +319,7 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     pthread_mutex_lock(&f->lock);
     pthread_mutex_lock(&hub->lock);
     if (f->req) {
-        rc = -EBUSY;       /* one read at a time on a feed */
+        rc = -EBUSY; /* one read at a time on a feed */
     } else if (fuse_req_interrupted(req)) {
         rc = -EINTR;
     } else {
@@ -391,8 +390,8 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
 /* One log that changed, and its last seq (looked up once a round). */
 typedef struct target {
     const char *thread_id;
-    const char *run_id;          /* NULL: the thread */
-    int64_t last_seq;            /* -1: unknown (error): assume it moved */
+    const char *run_id; /* NULL: the thread */
+    int64_t last_seq;   /* -1: unknown (error): assume it moved */
 } target;
 
 typedef struct round_targets {
@@ -411,7 +410,8 @@ static int64_t target_seq(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
      * costs a fetch that finds nothing, never a missed event. */
     rs_log_info info;
     int64_t seq = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0
-                      ? info.last_seq : -1;
+                      ? info.last_seq
+                      : -1;
     if (rs_array_grow(&rt->t, &rt->cap, rt->n + 1, sizeof *rt->t))
         return seq;
     rt->t[rt->n++] = (target){f->node.thread_id, run, seq};
@@ -489,7 +489,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
                     f->scan_seq = f->want_seq;
                 f->seen_seq = f->scan_seq;
                 if (rc < 0)
-                    f->dirty = 1;   /* its own serve below fetches and reports the error */
+                    f->dirty = 1; /* its own serve below fetches and reports the error */
             }
             pthread_mutex_unlock(&hub->lock);
         }

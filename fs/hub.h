@@ -44,23 +44,25 @@ typedef struct change {
 
 struct rfs_hub {
     pthread_mutex_t lock;
-    pthread_cond_t wake;         /* work for the hub thread */
-    pthread_cond_t done;         /* the hub finished a round */
-    pthread_cond_t left;         /* a closing follower's last user left */
+    pthread_cond_t wake; /* work for the hub thread */
+    pthread_cond_t done; /* the hub finished a round */
+    pthread_cond_t left; /* a closing follower's last user left */
     pthread_t thread;
     int running;
     int stop;
-    rs_store *store;             /* the hub's own connection */
+    rs_store *store; /* the hub's own connection */
     int64_t data_version;
     change queue[QUEUE_MAX];
     size_t queued;
-    int overflow;                /* more changes than the queue holds: check everything */
-    uint64_t requested;          /* rounds asked for */
-    uint64_t finished;           /* rounds done */
-    struct { uint64_t ino; } inval[QUEUE_MAX];   /* logs getattr found changed */
+    int overflow;       /* more changes than the queue holds: check everything */
+    uint64_t requested; /* rounds asked for */
+    uint64_t finished;  /* rounds done */
+    struct {
+        uint64_t ino;
+    } inval[QUEUE_MAX]; /* logs getattr found changed */
     size_t ninval;
     rfs_follow *followers;
-    int serve_asked;             /* a dirty follower parked: serve it in a round */
+    int serve_asked; /* a dirty follower parked: serve it in a round */
 };
 
 /* A CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */

@@ -32,7 +32,7 @@ int rfs_linebuf_feed(rs_buf *pending, int *skipping, size_t max, const char *buf
     if (*skipping) {
         const char *nl = size ? memchr(buf, '\n', size) : NULL;
         if (!nl)
-            return 0;                       /* still inside the long line: dropped */
+            return 0; /* still inside the long line: dropped */
         data = nl + 1;
         len = size - (size_t)(data - buf);
     }

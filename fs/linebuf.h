@@ -18,11 +18,11 @@
 #include "runstore.h"
 
 typedef struct rfs_lines {
-    const char *data;    /* complete lines to commit, each '\n'-terminated; len 0: none */
+    const char *data; /* complete lines to commit, each '\n'-terminated; len 0: none */
     size_t len;
-    const char *tail;    /* the partial line after them (in the caller's write buffer) */
+    const char *tail; /* the partial line after them (in the caller's write buffer) */
     size_t tail_len;
-    rs_buf joined;       /* holds pending + the first lines when a partial line was pending */
+    rs_buf joined; /* holds pending + the first lines when a partial line was pending */
 } rfs_lines;
 
 /* Split buf[0..size) (one write()) given the handle's pending partial line and skipping

@@ -19,9 +19,9 @@
 
 typedef struct mount_option {
     const char *name;
-    const char *arg;             /* the argument's name in help; NULL for a flag */
+    const char *arg; /* the argument's name in help; NULL for a flag */
     const char *help;
-    int (*set)(rfs_options *o, const char *value);   /* 0, or -EINVAL after a message */
+    int (*set)(rfs_options *o, const char *value); /* 0, or -EINVAL after a message */
 } mount_option;
 
 static int bad_value(const char *what)
@@ -30,17 +30,41 @@ static int bad_value(const char *what)
     return -EINVAL;
 }
 
-static int set_foreground(rfs_options *o, const char *v) { (void)v; o->foreground = 1; return 0; }
+static int set_foreground(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->foreground = 1;
+    return 0;
+}
 static int set_debug(rfs_options *o, const char *v)
 {
     (void)v;
     o->debug = o->foreground = 1;
     return 0;
 }
-static int set_user_from_uid(rfs_options *o, const char *v) { (void)v; o->user_from_uid = 1; return 0; }
-static int set_allow_delete(rfs_options *o, const char *v) { (void)v; o->allow_delete = 1; return 0; }
-static int set_allow_unknown(rfs_options *o, const char *v) { (void)v; o->allow_unknown = 1; return 0; }
-static int set_contract(rfs_options *o, const char *v) { o->contract = v; return 0; }
+static int set_user_from_uid(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->user_from_uid = 1;
+    return 0;
+}
+static int set_allow_delete(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->allow_delete = 1;
+    return 0;
+}
+static int set_allow_unknown(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->allow_unknown = 1;
+    return 0;
+}
+static int set_contract(rfs_options *o, const char *v)
+{
+    o->contract = v;
+    return 0;
+}
 
 /* The map is read once the options are parsed (see cmd_mount); a map implies per-uid owners. */
 static const char *user_map_path;
@@ -50,7 +74,11 @@ static int set_user_map(rfs_options *o, const char *v)
     user_map_path = v;
     return 0;
 }
-static int set_log(rfs_options *o, const char *v) { o->log_file = v; return 0; }
+static int set_log(rfs_options *o, const char *v)
+{
+    o->log_file = v;
+    return 0;
+}
 
 /* uid= and gid= as FUSE filesystems take them, a number or a name. */
 static int set_id(long *out, const char *v, int is_uid)
@@ -69,8 +97,14 @@ static int set_id(long *out, const char *v, int is_uid)
     return 0;
 }
 
-static int set_uid(rfs_options *o, const char *v) { return set_id(&o->uid, v, 1); }
-static int set_gid(rfs_options *o, const char *v) { return set_id(&o->gid, v, 0); }
+static int set_uid(rfs_options *o, const char *v)
+{
+    return set_id(&o->uid, v, 1);
+}
+static int set_gid(rfs_options *o, const char *v)
+{
+    return set_id(&o->gid, v, 0);
+}
 
 static int set_umask(rfs_options *o, const char *v)
 {
@@ -131,15 +165,19 @@ static int set_max_pending(rfs_options *o, const char *v)
     return 0;
 }
 
-static int set_stamp_time(rfs_options *o, const char *v) { (void)v; o->stamp_time = 1; return 0; }
+static int set_stamp_time(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->stamp_time = 1;
+    return 0;
+}
 
 static const mount_option mount_options[] = {
     {"foreground", NULL, "stay in the foreground, log to stderr (also -f)", set_foreground},
     {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
     {"user", "NAME", "stamp writes with owner NAME, show only NAME's rows", set_user},
     {"user-from-uid", NULL, "each calling uid is its own owner", set_user_from_uid},
-    {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES",
-     set_user_map},
+    {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES", set_user_map},
     {"thread", "ID", "show that one thread only (for a sandbox)", set_thread},
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
     {"contract", "FILE", "the event contract to validate against", set_contract},
@@ -167,18 +205,35 @@ static const struct {
     const char *name;
     std_action action;
 } std_options[] = {
-    {"ro", STD_RO}, {"rw", STD_RW},
+    {"ro", STD_RO},
+    {"rw", STD_RW},
     /* Handed to FUSE: the kernel applies them. */
     /* default_permissions is always on: the kernel enforces the modes ls -l shows. */
-    {"allow_other", STD_PASS}, {"default_permissions", STD_IGNORE},
-    {"atime", STD_PASS}, {"noatime", STD_PASS}, {"relatime", STD_PASS},
-    {"norelatime", STD_PASS}, {"strictatime", STD_PASS}, {"nodiratime", STD_PASS},
-    {"dev", STD_PASS}, {"nodev", STD_PASS}, {"suid", STD_PASS}, {"nosuid", STD_PASS},
-    {"exec", STD_PASS}, {"noexec", STD_PASS}, {"async", STD_PASS},
+    {"allow_other", STD_PASS},
+    {"default_permissions", STD_IGNORE},
+    {"atime", STD_PASS},
+    {"noatime", STD_PASS},
+    {"relatime", STD_PASS},
+    {"norelatime", STD_PASS},
+    {"strictatime", STD_PASS},
+    {"nodiratime", STD_PASS},
+    {"dev", STD_PASS},
+    {"nodev", STD_PASS},
+    {"suid", STD_PASS},
+    {"nosuid", STD_PASS},
+    {"exec", STD_PASS},
+    {"noexec", STD_PASS},
+    {"async", STD_PASS},
     /* For mount(8) and systemd, not for the filesystem. */
-    {"defaults", STD_IGNORE}, {"auto", STD_IGNORE}, {"noauto", STD_IGNORE},
-    {"user", STD_IGNORE}, {"users", STD_IGNORE}, {"nouser", STD_IGNORE},
-    {"owner", STD_IGNORE}, {"group", STD_IGNORE}, {"_netdev", STD_IGNORE},
+    {"defaults", STD_IGNORE},
+    {"auto", STD_IGNORE},
+    {"noauto", STD_IGNORE},
+    {"user", STD_IGNORE},
+    {"users", STD_IGNORE},
+    {"nouser", STD_IGNORE},
+    {"owner", STD_IGNORE},
+    {"group", STD_IGNORE},
+    {"_netdev", STD_IGNORE},
     {"nofail", STD_IGNORE},
 };
 
@@ -255,9 +310,9 @@ static int mount_o(rfs_options *o, char *list)
 
 typedef struct command {
     const char *name;
-    const char *args;            /* what follows the name */
+    const char *args; /* what follows the name */
     const char *summary;
-    const char *details;         /* the command's own options and notes (may be NULL) */
+    const char *details; /* the command's own options and notes (may be NULL) */
     int (*run)(int argc, char **argv);
 } command;
 
@@ -329,8 +384,8 @@ static void put_busy(void *ctx, const char *store)
 #define PUT_BATCH_BYTES (8u << 20)
 
 /* Store one batch; print its records unless quiet. */
-static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int quiet,
-                     rs_buf *stored, rs_err *err)
+static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int quiet, rs_buf *stored,
+                     rs_err *err)
 {
     rs_buf_reset(stored);
     int rc = rs_store_append(s, t, data->buf, data->len, quiet ? NULL : stored, err);
@@ -407,7 +462,7 @@ static int cmd_put(int argc, char **argv)
             else
                 rs_err_set(&err, step, "cannot read: %s", strerror(-step));
             rc = step;
-            err.line = lineno + 2 - first;     /* the line being read, within this batch */
+            err.line = lineno + 2 - first; /* the line being read, within this batch */
             break;
         }
         if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
@@ -436,8 +491,10 @@ static int cmd_put(int argc, char **argv)
         fprintf(stderr, "%s:%ld: %s\n", name, first + err.line - 1, err.msg);
     else
         fprintf(stderr, "runfs: %s\n", err.msg);
-    fprintf(stderr, "runfs: nothing stored (%s) from line %ld on; the %ld line%s of earlier "
-            "batches stay\n", rs_errno_name(rc), first, done, done == 1 ? "" : "s");
+    fprintf(stderr,
+            "runfs: nothing stored (%s) from line %ld on; the %ld line%s of earlier "
+            "batches stay\n",
+            rs_errno_name(rc), first, done, done == 1 ? "" : "s");
     return 1;
 }
 
@@ -525,11 +582,14 @@ static int cmd_mount(int argc, char **argv)
     struct option longopts[N_MOUNT_OPTIONS + 1];
     for (size_t i = 0; i < N_MOUNT_OPTIONS; i++)
         longopts[i] = (struct option){mount_options[i].name,
-                                      mount_options[i].arg ? required_argument : no_argument,
-                                      NULL, 256 + (int)i};
+                                      mount_options[i].arg ? required_argument : no_argument, NULL,
+                                      256 + (int)i};
     longopts[N_MOUNT_OPTIONS] = (struct option){NULL, 0, NULL, 0};
-    rfs_options o = {.follow_timeout = 1800, .max_pending = RFS_DEFAULT_MAX_PENDING, .uid = -1,
-                     .gid = -1, .umask = -1};
+    rfs_options o = {.follow_timeout = 1800,
+                     .max_pending = RFS_DEFAULT_MAX_PENDING,
+                     .uid = -1,
+                     .gid = -1,
+                     .umask = -1};
     int c;
     optind = 1;
     opterr = 0;
@@ -590,12 +650,13 @@ static const command commands[] = {
      "  -q, --quiet    do not print the stored records\n"
      "  --batch N      lines per transaction (default 1000, at most 1000000)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
-     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n", cmd_put},
+     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n",
+     cmd_put},
     {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
-     "the same bytes the mount shows for PATH; never creates STORE.\n", cmd_cat},
-    {"verify", "STORE",
-     "recompute every seal; exit 1 if any changed",
+     "the same bytes the mount shows for PATH; never creates STORE.\n",
+     cmd_cat},
+    {"verify", "STORE", "recompute every seal; exit 1 if any changed",
      "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
      cmd_verify},
     {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID]",
@@ -611,7 +672,8 @@ static const command commands[] = {
      "write the store as DeerFlow's JSONL folder, byte for byte",
      "  --force   overwrite files that already exist (else: exit 2, nothing written)\n"
      "opens STORE read-only and never creates it; writes runs/.seq-watermark where the\n"
-     "thread's high-water mark is above its highest seq.\n", rfs_cmd_export},
+     "thread's high-water mark is above its highest seq.\n",
+     rfs_cmd_export},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -652,14 +714,16 @@ static int general_help(FILE *f)
 {
     fputs("usage: runfs COMMAND [options] ARGS...\n"
           "       runfs STORE MOUNTPOINT [-o OPTIONS]      (mount.fuse3's form of mount)\n\n"
-          "commands:\n", f);
+          "commands:\n",
+          f);
     for (const command *c = commands; c->name; c++) {
         char head[64];
         snprintf(head, sizeof head, "%s %s", c->name, c->args);
         fprintf(f, "  %-34s %s\n", head, c->summary);
     }
     fputs("\n  runfs --help | -h        this help; 'runfs COMMAND --help' for a command's\n"
-          "  runfs --version | -V     the version\n", f);
+          "  runfs --version | -V     the version\n",
+          f);
     return 0;
 }
 
@@ -694,8 +758,7 @@ int main(int argc, char **argv)
     if (c)
         return wants_help(argc - 1, argv + 1) ? command_help(c) : c->run(argc - 1, argv + 1);
     if (arg[0] != '-' && argc >= 3 && is_dir(argv[2]))
-        return wants_help(argc, argv) ? command_help(find_command("mount"))
-                                      : cmd_mount(argc, argv);
+        return wants_help(argc, argv) ? command_help(find_command("mount")) : cmd_mount(argc, argv);
     char why[300];
     snprintf(why, sizeof why, "unknown command '%s'", arg);
     return usage_error(NULL, why);

@@ -38,10 +38,12 @@ static int clear_stale_mount(const char *mountpoint)
         _exit(127);
     }
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0 || statvfs(mountpoint, &sv) != 0) {
-        fprintf(stderr, "runfs: %s is a stale mount left by a daemon that died; run "
-                        "'fusermount3 -u -z %s' and mount again\n", mountpoint, mountpoint);
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        statvfs(mountpoint, &sv) != 0) {
+        fprintf(stderr,
+                "runfs: %s is a stale mount left by a daemon that died; run "
+                "'fusermount3 -u -z %s' and mount again\n",
+                mountpoint, mountpoint);
         return -ENOTCONN;
     }
     fprintf(stderr, "runfs: cleared a stale mount at %s\n", mountpoint);
@@ -66,13 +68,17 @@ static int check_mountpoint(const char *mountpoint)
     char up[4096];
     snprintf(up, sizeof up, "%s/..", mountpoint);
     if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
-        fprintf(stderr, "runfs: %s is busy: something is already mounted there (unmount it "
-                        "with 'fusermount3 -u %s')\n", mountpoint, mountpoint);
+        fprintf(stderr,
+                "runfs: %s is busy: something is already mounted there (unmount it "
+                "with 'fusermount3 -u %s')\n",
+                mountpoint, mountpoint);
         return -EBUSY;
     }
     if (access("/dev/fuse", R_OK | W_OK) != 0) {
-        fprintf(stderr, "runfs: /dev/fuse is unavailable (%s): load the fuse module or run "
-                        "the container with --device /dev/fuse\n", strerror(errno));
+        fprintf(stderr,
+                "runfs: /dev/fuse is unavailable (%s): load the fuse module or run "
+                "the container with --device /dev/fuse\n",
+                strerror(errno));
         return -ENODEV;
     }
     return 0;
@@ -153,7 +159,8 @@ int rfs_mount_main(rfs_options *opt)
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     /* -o ro goes to the kernel too, so /proc/mounts and findmnt say ro: the kernel then
      * refuses writes itself (EROFS) before they reach the daemon. */
-    if (fuse_opt_add_arg(&args, "runfs") || add_arg(&args, "-ofsname=runfs:%s", remote ? shown : abs_store) ||
+    if (fuse_opt_add_arg(&args, "runfs") ||
+        add_arg(&args, "-ofsname=runfs:%s", remote ? shown : abs_store) ||
         fuse_opt_add_arg(&args, "-osubtype=runfs") ||
         (opt->fuse_opts[0] && add_arg(&args, "-o%s", opt->fuse_opts)) ||
         (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
@@ -177,8 +184,7 @@ int rfs_mount_main(rfs_options *opt)
     if (fuse_set_signal_handlers(m.se) != 0)
         goto out_session;
     if (fuse_session_mount(m.se, abs_mnt) != 0) {
-        fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n",
-                abs_mnt);
+        fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n", abs_mnt);
         goto out_signals;
     }
     if (!opt->foreground)

@@ -29,12 +29,12 @@ typedef struct rfs_options {
     const char *contract;
     int sync_full;
     int allow_unknown;
-    int stamp_time;              /* --stamp-time */
-    double follow_timeout;       /* seconds */
-    size_t max_pending;          /* --max-pending: partial-line bytes of the whole mount */
+    int stamp_time;        /* --stamp-time */
+    double follow_timeout; /* seconds */
+    size_t max_pending;    /* --max-pending: partial-line bytes of the whole mount */
     int debug;
-    const char *log_file;        /* --log FILE */
-    char fuse_opts[512];         /* usual mount options handed to FUSE, comma-separated */
+    const char *log_file; /* --log FILE */
+    char fuse_opts[512];  /* usual mount options handed to FUSE, comma-separated */
     /* Who owns what ls -l shows (without --user-from-uid): -1 until set, then the mounting
      * user's ids unless -o uid=/gid= said otherwise; umask= takes bits off every mode. */
     long uid;
@@ -54,13 +54,13 @@ typedef struct rfs_mount {
     struct fuse_session *se;
     rfs_itable *inodes;
     int64_t mount_ns;
-    rfs_pool *pool;              /* store connections, one per request in flight */
+    rfs_pool *pool; /* store connections, one per request in flight */
     rfs_rejects *rejects;
     rfs_hub *hub;
     struct rfs_sizes *sizes;
     pthread_mutex_t handles_lock;
-    rfs_handle *handles;         /* open file handles (ops_file.c) */
-    atomic_size_t pending;       /* bytes of partial lines and bodies held by open files */
+    rfs_handle *handles;   /* open file handles (ops_file.c) */
+    atomic_size_t pending; /* bytes of partial lines and bodies held by open files */
 } rfs_mount;
 
 /* The operation table (ops.c). */

@@ -9,11 +9,19 @@
 static const char *const root_entries[] = {"README", "contract.json", ".runfs", "threads", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
 /* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
-static const char *const thread_entries[] = {
-    "events.jsonl", "messages.jsonl", "history.jsonl", "transcript.md", "message-count", "seq",
-    "runs", "since", "message-seqs", "ai-runs", NULL};
+static const char *const thread_entries[] = {"events.jsonl",
+                                             "messages.jsonl",
+                                             "history.jsonl",
+                                             "transcript.md",
+                                             "message-count",
+                                             "seq",
+                                             "runs",
+                                             "since",
+                                             "message-seqs",
+                                             "ai-runs",
+                                             NULL};
 static const char *const run_entries[] = {
-    "events.jsonl", "messages.jsonl", "once", "types", "tasks", "since",
+    "events.jsonl",        "messages.jsonl",         "once",         "types",     "tasks", "since",
     "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json", NULL};
 static const char *const no_entries[] = {NULL};
 
@@ -63,12 +71,20 @@ void rfs_node_root(rfs_node *out)
 int rfs_node_is_dir(rfs_kind k)
 {
     switch (k) {
-    case RFS_ROOT: case RFS_META: case RFS_THREADS: case RFS_THREAD: case RFS_T_SINCE_DIR:
-    case RFS_T_MSGSEQ_DIR: case RFS_T_AIRUN_DIR: case RFS_RUNS: case RFS_RUN:
-    case RFS_R_ONCE_DIR: case RFS_R_TYPES_DIR: case RFS_R_TASKS_DIR: case RFS_R_SINCE_DIR:
-        return 1;
-    default:
-        return 0;
+    case RFS_ROOT:
+    case RFS_META:
+    case RFS_THREADS:
+    case RFS_THREAD:
+    case RFS_T_SINCE_DIR:
+    case RFS_T_MSGSEQ_DIR:
+    case RFS_T_AIRUN_DIR:
+    case RFS_RUNS:
+    case RFS_RUN:
+    case RFS_R_ONCE_DIR:
+    case RFS_R_TYPES_DIR:
+    case RFS_R_TASKS_DIR:
+    case RFS_R_SINCE_DIR: return 1;
+    default: return 0;
     }
 }
 
@@ -79,8 +95,8 @@ int rfs_node_is_log(rfs_kind k)
 
 int rfs_node_is_writable(rfs_kind k, int allow_delete)
 {
-    if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS ||
-        k == RFS_RUN || k == RFS_R_ONCE_DIR)
+    if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS || k == RFS_RUN ||
+        k == RFS_R_ONCE_DIR)
         return 1;
     return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k);
 }
@@ -185,8 +201,7 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
         if (strip_suffix(name, ".jsonl", out->name, sizeof out->name))
             return -ENOENT;
         return plain_name(out->name, RFS_NAME_MAX) ? 0 : -ENOENT;
-    default:
-        return -ENOENT;
+    default: return -ENOENT;
     }
 }
 
@@ -249,8 +264,8 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     if (rc || n->kind == RFS_RUN)
         return rc;
     switch (n->kind) {
-    case RFS_T_SINCE: case RFS_R_SINCE:
-        return rs_buf_addf(out, "/since/%lld", (long long)n->num);
+    case RFS_T_SINCE:
+    case RFS_R_SINCE: return rs_buf_addf(out, "/since/%lld", (long long)n->num);
     case RFS_T_MSGSEQ: return rs_buf_addf(out, "/message-seqs/%s", n->name);
     case RFS_T_AIRUN: return rs_buf_addf(out, "/ai-runs/%s", n->name);
     case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);

@@ -13,7 +13,7 @@ typedef enum rfs_kind {
     RFS_ROOT = 1,
     RFS_README,
     RFS_CONTRACT,
-    RFS_META,            /* .runfs/ */
+    RFS_META, /* .runfs/ */
     RFS_STATUS,
     RFS_REJECTS,
     RFS_THREADS,
@@ -56,8 +56,8 @@ typedef struct rfs_node {
     rfs_kind kind;
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
-    char name[RFS_NAME_MAX + 1];   /* event type, task id, identity, message id */
-    int64_t num;                   /* since/<seq> */
+    char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id */
+    int64_t num;                 /* since/<seq> */
 } rfs_node;
 
 void rfs_node_root(rfs_node *out);

@@ -45,7 +45,7 @@ typedef struct known_log {
 } known_log;
 
 typedef struct scan_ctx {
-    const char *thread_id;       /* NULL: every log */
+    const char *thread_id; /* NULL: every log */
     known_log *out;
     size_t count, cap;
 } scan_ctx;
@@ -117,7 +117,9 @@ static void *hub_main(void *arg)
         hub->queued = 0;
         hub->overflow = 0;
         size_t ninval = hub->ninval;
-        struct { uint64_t ino; } inval[QUEUE_MAX];
+        struct {
+            uint64_t ino;
+        } inval[QUEUE_MAX];
         memcpy(inval, hub->inval, ninval * sizeof inval[0]);
         hub->ninval = 0;
         pthread_mutex_unlock(&hub->lock);
@@ -128,9 +130,8 @@ static void *hub_main(void *arg)
             rs_log_info info;
             if (rfs_itable_get(m->inodes, inval[i].ino, &n) == 0 &&
                 rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
-                rs_store_log_info(hub->store, n.thread_id,
-                                  n.kind == RFS_R_EVENTS ? n.run_id : NULL, NULL, &info,
-                                  NULL) == 0)
+                rs_store_log_info(hub->store, n.thread_id, n.kind == RFS_R_EVENTS ? n.run_id : NULL,
+                                  NULL, &info, NULL) == 0)
                 tail_changed(m, inval[i].ino, observed, info.exists ? info.size : 0);
         }
         for (size_t i = 0; i < queued; i++) {

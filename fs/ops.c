@@ -14,7 +14,6 @@
 
 #include "ops_int.h"
 
-
 rfs_mount *rfs_mount_of(fuse_req_t req)
 {
     return fuse_req_userdata(req);
@@ -88,7 +87,7 @@ void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, s
 }
 
 void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
-                        const char *reason, const char *data, size_t len)
+                     const char *reason, const char *data, size_t len)
 {
     rfs_mount *m = rfs_mount_of(req);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -106,8 +105,8 @@ void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int co
     rs_buf_release(&path);
 }
 
-void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
-                   const char *reason, const char *data, size_t len)
+void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code, const char *reason,
+                const char *data, size_t len)
 {
     rfs_log_refusal(req, n, leaf, code, reason, data, len);
     fuse_reply_err(req, -code);
@@ -128,7 +127,7 @@ static mode_t mode_of(const rfs_mount *m, rfs_kind kind)
 }
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
-                      struct stat *a)
+                   struct stat *a)
 {
     rfs_mount *m = rfs_mount_of(req);
     memset(a, 0, sizeof *a);
@@ -180,11 +179,14 @@ double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind)
     if (m->opt.user_from_uid)
         return 0.0;
     switch (kind) {
-    case RFS_T_SINCE: case RFS_R_SINCE: case RFS_T_MSGSEQ: case RFS_T_AIRUN:
-    case RFS_R_ONCE: case RFS_R_SEAL: case RFS_R_LASTAI:
-        return 0.0;
-    default:
-        return DIR_TIMEOUT;
+    case RFS_T_SINCE:
+    case RFS_R_SINCE:
+    case RFS_T_MSGSEQ:
+    case RFS_T_AIRUN:
+    case RFS_R_ONCE:
+    case RFS_R_SEAL:
+    case RFS_R_LASTAI: return 0.0;
+    default: return DIR_TIMEOUT;
     }
 }
 
@@ -316,7 +318,6 @@ int rfs_req_writable(fuse_req_t req, fuse_ino_t ino, const char *leaf, rfs_node 
     int rc = rfs_req_node(req, ino, n);
     return rc ? rc : rfs_writable(req, n, leaf);
 }
-
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {

@@ -107,7 +107,7 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                       struct fuse_file_info *fi)
+                    struct fuse_file_info *fi)
 {
     (void)ino;
     dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
@@ -145,7 +145,7 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     int rc = rfs_node_child(&pn, name, &cn);
     if (pn.kind != RFS_THREADS && pn.kind != RFS_RUNS)
         return rfs_refuse(req, &pn, name, rc == -ENOENT || !rc ? -EPERM : rc,
-                      "directories are made only under threads/ and threads/T/runs/", NULL, 0);
+                          "directories are made only under threads/ and threads/T/runs/", NULL, 0);
     if (rc)
         return rfs_refuse(req, &pn, name, rc, rfs_bad_name_reason(&pn), NULL, 0);
     if (m->opt.only_thread && strcmp(cn.thread_id, m->opt.only_thread) != 0)
@@ -183,8 +183,9 @@ void rfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     if (!m->opt.allow_delete || pn.kind < RFS_THREAD)
         return rfs_refuse(req, &pn, name, -EPERM,
-                      "history is never unlinked (mount with --allow-delete and rm -r a run "
-                      "or thread to delete it)", NULL, 0);
+                          "history is never unlinked (mount with --allow-delete and rm -r a run "
+                          "or thread to delete it)",
+                          NULL, 0);
     fuse_reply_err(req, 0);
 }
 
@@ -198,8 +199,8 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (rc)
         return (void)fuse_reply_err(req, -rc);
     if (!m->opt.allow_delete || cn.kind < RFS_THREAD)
-        return rfs_refuse(req, &pn, name, -EPERM,
-                      "deleting needs a mount with --allow-delete", NULL, 0);
+        return rfs_refuse(req, &pn, name, -EPERM, "deleting needs a mount with --allow-delete",
+                          NULL, 0);
     if (cn.kind != RFS_THREAD && cn.kind != RFS_RUN)
         return (void)fuse_reply_err(req, 0);
     rfs_stat st;
@@ -219,8 +220,8 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rfs_pool_put(m, s);
     if (rc)
         return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
-    rfs_log("deleted %s %s/%s: %lld events", cn.kind == RFS_RUN ? "run" : "thread",
-            cn.thread_id, cn.run_id, (long long)count);
+    rfs_log("deleted %s %s/%s: %lld events", cn.kind == RFS_RUN ? "run" : "thread", cn.thread_id,
+            cn.run_id, (long long)count);
     rfs_hub_deleted(m, cn.thread_id);
     fuse_reply_err(req, 0);
 }
@@ -253,7 +254,7 @@ void rfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 }
 
 void rfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                      const char *newname, unsigned int flags)
+                   const char *newname, unsigned int flags)
 {
     (void)newparent;
     (void)newname;

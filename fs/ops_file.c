@@ -14,16 +14,16 @@
 #include "receipt.h"
 
 typedef enum hkind {
-    H_READ,      /* any readable file */
-    H_APPEND,    /* runs/R/events.jsonl opened for writing */
-    H_ONCE,      /* once/<type> being written */
-    H_SEAL,      /* seal.json being created */
-    H_FOLLOW,    /* follow.jsonl */
+    H_READ,   /* any readable file */
+    H_APPEND, /* runs/R/events.jsonl opened for writing */
+    H_ONCE,   /* once/<type> being written */
+    H_SEAL,   /* seal.json being created */
+    H_FOLLOW, /* follow.jsonl */
 } hkind;
 
 struct rfs_handle {
     rfs_mount *m;
-    rfs_handle *next;    /* m->handles, under m->handles_lock */
+    rfs_handle *next; /* m->handles, under m->handles_lock */
     rfs_handle *prev;
     hkind kind;
     rfs_node node;
@@ -33,27 +33,27 @@ struct rfs_handle {
     long uid;
     pthread_mutex_t lock;
     rfs_reader *reader;
-    rs_buf pending;      /* a partial line (append) or the body (once, seal) */
-    size_t charged;      /* bytes of pending counted in the mount's --max-pending */
-    int skipping;        /* after EMSGSIZE: drop bytes up to the next newline */
-    rs_buf refused;      /* append: the bytes of the last refused write */
-    int refused_code;    /* and its errno */
-    long lines_seen;     /* append: newlines written through this handle, to number lines as
+    rs_buf pending;     /* a partial line (append) or the body (once, seal) */
+    size_t charged;     /* bytes of pending counted in the mount's --max-pending */
+    int skipping;       /* after EMSGSIZE: drop bytes up to the next newline */
+    rs_buf refused;     /* append: the bytes of the last refused write */
+    int refused_code;   /* and its errno */
+    long lines_seen;    /* append: newlines written through this handle, to number lines as
                             the writer counts them in reasons */
-    int want_receipt;    /* opened O_RDWR: reads return what this handle stored */
-    rfs_receipt stored;  /* append: the records, as seq ranges */
-    rs_buf receipt;      /* once, seal: the document */
-    size_t receipt_pos;  /* reads of the receipt are a stream: where the last one ended */
+    int want_receipt;   /* opened O_RDWR: reads return what this handle stored */
+    rfs_receipt stored; /* append: the records, as seq ranges */
+    rs_buf receipt;     /* once, seal: the document */
+    size_t receipt_pos; /* reads of the receipt are a stream: where the last one ended */
     int exclusive;
     int reserved;
-    int done;            /* once/seal: the body was committed or refused */
-    char why[600];       /* a created once/seal: why closing it without a body stores nothing */
-    int created;         /* made by op_create: counted in its inode's creators */
-    rfs_follow *follow;  /* follow.jsonl */
+    int done;           /* once/seal: the body was committed or refused */
+    char why[600];      /* a created once/seal: why closing it without a body stores nothing */
+    int created;        /* made by op_create: counted in its inode's creators */
+    rfs_follow *follow; /* follow.jsonl */
 };
 
 void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-                       struct fuse_file_info *fi)
+                    struct fuse_file_info *fi)
 {
     rfs_node n;
     if (rfs_req_writable(req, ino, NULL, &n))
@@ -146,9 +146,10 @@ static void pending_settle(rfs_handle *h)
 static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     char why[160];
-    snprintf(why, sizeof why, "unfinished lines of this mount already hold %zu bytes, the "
-             "--max-pending limit is %zu: end lines with a newline", atomic_load(&h->m->pending),
-             h->m->opt.max_pending);
+    snprintf(why, sizeof why,
+             "unfinished lines of this mount already hold %zu bytes, the "
+             "--max-pending limit is %zu: end lines with a newline",
+             atomic_load(&h->m->pending), h->m->opt.max_pending);
     rfs_refuse(req, &h->node, NULL, -ENOBUFS, why, buf, size);
 }
 
@@ -180,7 +181,7 @@ void rfs_ops_free_handles(rfs_mount *m)
         handle_free(m->handles);
 }
 
-#define LIVE_NS 2000000000LL   /* a log appended to this recently is still growing */
+#define LIVE_NS 2000000000LL /* a log appended to this recently is still growing */
 
 static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
 {
@@ -245,8 +246,8 @@ static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info 
 }
 
 /* An open for reading: a reader of the node's bytes, or a live feed. */
-static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n,
-                       struct fuse_file_info *fi, rfs_handle **out)
+static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct fuse_file_info *fi,
+                       rfs_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
     int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW;
@@ -324,8 +325,8 @@ static int create_begin(rfs_mount *m, rfs_handle *h, rs_err *err)
 {
     if (h->kind == H_ONCE && !h->exclusive)
         return 0;
-    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
-                   .user = handle_user(m, h)};
+    rs_target t = {
+        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
     rs_store *s;
     int rc = rfs_pool_get(m, &s, err);
     if (rc)
@@ -425,8 +426,8 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
     int rc = rfs_pool_get(m, &s, err);
     if (rc)
         return rc;
-    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
-                   .user = handle_user(m, h)};
+    rs_target t = {
+        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
     rs_buf stored = RS_BUF_INIT;
     rs_placement at;
     rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
@@ -441,8 +442,8 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
 }
 
 /* Refuse an append write and remember its bytes (see retried_refusal). */
-static int refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why,
-                         const char *buf, size_t size, const char *data, size_t len)
+static int refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why, const char *buf,
+                         size_t size, const char *data, size_t len)
 {
     rs_buf_reset(&h->refused);
     h->refused_code = rs_buf_add(&h->refused, buf, size) ? 0 : code;
@@ -479,11 +480,10 @@ static long count_lines(const char *p, size_t len)
 static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     rfs_mount *m = rfs_mount_of(req);
-    size_t max = m->store_opt.max_event_bytes ? m->store_opt.max_event_bytes
-                                              : RS_DEFAULT_MAX_EVENT;
+    size_t max = m->store_opt.max_event_bytes ? m->store_opt.max_event_bytes : RS_DEFAULT_MAX_EVENT;
     int rc = retried_refusal(h, buf, size);
     if (rc)
-        return rc;  /* logged when first refused */
+        return rc; /* logged when first refused */
     long before = h->lines_seen, in_write = count_lines(buf, size);
     h->lines_seen += in_write;
     rfs_lines lines;
@@ -554,8 +554,8 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
     int rc = rfs_pool_get(m, &s, &err);
     if (rc)
         return rc;
-    rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
-                   .user = handle_user(m, h)};
+    rs_target t = {
+        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
     rs_buf *out = h->want_receipt ? &h->receipt : NULL;
     if (h->kind == H_SEAL)
         rc = rs_store_seal(s, &t, h->pending.buf, h->pending.len, out, &err);
@@ -578,10 +578,10 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
 }
 
 void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-                     struct fuse_file_info *fi)
+                  struct fuse_file_info *fi)
 {
     (void)ino;
-    (void)off;  /* append is append: offsets from the kernel are ignored */
+    (void)off; /* append is append: offsets from the kernel are ignored */
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     pthread_mutex_lock(&h->lock);
     if (h->kind == H_APPEND) {
@@ -589,8 +589,9 @@ void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
     } else if (h->kind == H_ONCE || h->kind == H_SEAL) {
         if (h->done) {
             rfs_refuse(req, &h->node, NULL, -EEXIST,
-                   h->kind == H_SEAL ? "the run is already sealed"
-                                     : "this handle already wrote its one event", buf, size);
+                       h->kind == H_SEAL ? "the run is already sealed"
+                                         : "this handle already wrote its one event",
+                       buf, size);
         } else if (h->pending.len + size > rfs_mount_of(req)->store_opt.max_event_bytes) {
             rfs_refuse(req, &h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
         } else if (pending_charge(h, h->pending.len + size)) {
@@ -659,7 +660,8 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (h->reserved) {
         rs_store *s;
         if (rfs_pool_get(m, &s, NULL) == 0) {
-            rs_target t = {.thread_id = h->node.thread_id, .run_id = h->node.run_id,
+            rs_target t = {.thread_id = h->node.thread_id,
+                           .run_id = h->node.run_id,
                            .user = handle_user(m, h)};
             rs_store_release_singleton(s, &t, h->node.name);
             rfs_pool_put(m, s);
@@ -673,14 +675,13 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err(req, 0);
 }
 
-void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                    struct fuse_file_info *fi)
+void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
     (void)ino;
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
-        return rfs_follow_read(h->follow, req, size);  /* a feed goes on from what it gave */
+        return rfs_follow_read(h->follow, req, size); /* a feed goes on from what it gave */
     pthread_mutex_lock(&h->lock);
     if (h->kind != H_READ && h->kind != H_APPEND) {
         /* A singleton's or seal's receipt: the document, read as a stream. */
@@ -699,10 +700,9 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (!rc) {
         /* An append handle's reads are its receipt, continuing where the last read ended
          * whatever the offset (the write moved it), so a shell's `head <&3` works. */
-        rc = h->kind == H_APPEND
-                 ? rfs_receipt_read(&h->stored, s, h->node.thread_id, h->node.run_id, size,
-                                    &out, &err)
-                 : rfs_reader_read(h->reader, s, off, size, &out, &err);
+        rc = h->kind == H_APPEND ? rfs_receipt_read(&h->stored, s, h->node.thread_id,
+                                                    h->node.run_id, size, &out, &err)
+                                 : rfs_reader_read(h->reader, s, off, size, &out, &err);
         rfs_pool_put(m, s);
     }
     pthread_mutex_unlock(&h->lock);
@@ -714,7 +714,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void rfs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-                    struct fuse_pollhandle *ph)
+                 struct fuse_pollhandle *ph)
 {
     (void)ino;
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;

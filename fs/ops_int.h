@@ -19,8 +19,8 @@ void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, s
 /* Record a refusal (rejects.jsonl and the log); rfs_refuse also replies with its errno. */
 void rfs_log_refusal(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
                      const char *reason, const char *data, size_t len);
-void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code,
-                const char *reason, const char *data, size_t len);
+void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code, const char *reason,
+                const char *data, size_t len);
 /* The prologue of every handler: the node of ino. 0, or -ENOENT after replying (the kernel
  * holds no reference to ino). */
 int rfs_req_node(fuse_req_t req, fuse_ino_t ino, rfs_node *n);
@@ -59,8 +59,7 @@ void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void rfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                    struct fuse_file_info *fi);
-void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                 struct fuse_file_info *fi);
+void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                   struct fuse_file_info *fi);
 void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -7,9 +7,9 @@
 
 struct rfs_pool {
     pthread_mutex_t lock;
-    pthread_cond_t cond;         /* a connection was given back */
+    pthread_cond_t cond; /* a connection was given back */
     rs_store *idle[RFS_POOL_MAX];
-    int open;                    /* lent and idle */
+    int open; /* lent and idle */
     int nidle;
 };
 

@@ -12,7 +12,7 @@ struct rfs_progress {
     const char *verb;
     const char *unit;
     int64_t count;
-    int64_t next_check;          /* the count at which the clock is looked at again */
+    int64_t next_check; /* the count at which the clock is looked at again */
     double last_draw;
     int drawn;
 };

@@ -17,13 +17,16 @@ typedef struct rfs_seq_range {
 
 /* Starts as RFS_RECEIPT_INIT. */
 typedef struct rfs_receipt {
-    rs_buf ranges;               /* rfs_seq_range[], in the project's one growable buffer */
-    size_t idx;                  /* the range being read */
-    int64_t next_seq;            /* in it, the next record to read (0: its first) */
-    size_t skip;                 /* bytes of that record already read */
+    rs_buf ranges;    /* rfs_seq_range[], in the project's one growable buffer */
+    size_t idx;       /* the range being read */
+    int64_t next_seq; /* in it, the next record to read (0: its first) */
+    size_t skip;      /* bytes of that record already read */
 } rfs_receipt;
 
-#define RFS_RECEIPT_INIT { RS_BUF_INIT, 0, 0, 0 }
+#define RFS_RECEIPT_INIT \
+    { \
+        RS_BUF_INIT, 0, 0, 0 \
+    }
 
 /* The canonical lines one write stored (new records, or the originals an idempotency key
  * confirmed) are the handle's next records: their seqs are kept (0 or -ENOMEM). */

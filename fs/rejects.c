@@ -15,14 +15,14 @@
 #define OWNERS_MAX 256
 
 typedef struct owner_log {
-    char *owner;                 /* "" for the unscoped mount */
-    rs_buf lines[REJECTS_KEPT];  /* a ring: lines[first] is the oldest kept */
+    char *owner;                /* "" for the unscoped mount */
+    rs_buf lines[REJECTS_KEPT]; /* a ring: lines[first] is the oldest kept */
     size_t first;
     size_t count;
-    int64_t base;                /* offset of the oldest kept line */
-    int64_t end;                 /* the log's size */
-    int64_t dropped;             /* refusals no longer kept */
-    uint64_t used;               /* when it last took a refusal */
+    int64_t base;    /* offset of the oldest kept line */
+    int64_t end;     /* the log's size */
+    int64_t dropped; /* refusals no longer kept */
+    uint64_t used;   /* when it last took a refusal */
 } owner_log;
 
 struct rfs_rejects {
@@ -105,8 +105,8 @@ void rfs_rejects_add(rfs_rejects *r, const char *owner, long pid, long uid, cons
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     rfs_log("refused %s (pid %ld, uid %ld): %s: %s", path, pid, uid, rs_errno_name(code), reason);
     rs_buf line = RS_BUF_INIT;
-    if (rs_buf_addf(&line, "{\"time\":\"%s.%06ld+00:00\",\"pid\":%ld,\"uid\":%ld,\"path\":",
-                    when, (long)(ns % 1000000000LL / 1000), pid, uid) ||
+    if (rs_buf_addf(&line, "{\"time\":\"%s.%06ld+00:00\",\"pid\":%ld,\"uid\":%ld,\"path\":", when,
+                    (long)(ns % 1000000000LL / 1000), pid, uid) ||
         rs_buf_add_json_string(&line, path, strlen(path)) ||
         rs_buf_addf(&line, ",\"errno\":\"%s\",\"reason\":", rs_errno_name(code)) ||
         rs_buf_add_json_string(&line, reason, strlen(reason)) ||
@@ -183,7 +183,8 @@ int rfs_rejects_read(rfs_rejects *r, const char *owner, int64_t off, size_t size
     int64_t at = o ? o->base : 0;
     for (size_t i = 0; o && !rc && i < o->count && at < to; i++) {
         const rs_buf *l = &o->lines[(o->first + i) % REJECTS_KEPT];
-        int64_t from = off > at ? off : at, stop = at + (int64_t)l->len < to ? at + (int64_t)l->len : to;
+        int64_t from = off > at ? off : at,
+                stop = at + (int64_t)l->len < to ? at + (int64_t)l->len : to;
         if (from < stop)
             rc = rs_buf_add(out, l->buf + (from - at), (size_t)(stop - from));
         at += (int64_t)l->len;

@@ -7,7 +7,7 @@
 #include "sizes.h"
 
 #define BUCKETS 1024
-#define MAX_ENTRIES 8192   /* past this the table starts over: sizes are cheap to redo */
+#define MAX_ENTRIES 8192 /* past this the table starts over: sizes are cheap to redo */
 
 typedef struct entry {
     struct entry *next;

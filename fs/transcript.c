@@ -13,7 +13,7 @@
 
 typedef struct pending_call {
     char *id;
-    char *text;      /* "`name` args" */
+    char *text; /* "`name` args" */
 } pending_call;
 
 struct rfs_transcript {
@@ -77,7 +77,8 @@ static int add_value(rs_buf *out, const cJSON *v, int one_line)
     if (cJSON_IsArray(v)) {
         int texts = 0, rc = 0;
         const cJSON *part;
-        cJSON_ArrayForEach(part, v) {
+        cJSON_ArrayForEach(part, v)
+        {
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
             if (!cJSON_IsString(text))
                 continue;
@@ -142,7 +143,8 @@ static int tool_calls(rfs_transcript *t, const cJSON *calls, rs_buf *out)
 {
     const cJSON *call;
     int rc = 0;
-    cJSON_ArrayForEach(call, calls) {
+    cJSON_ArrayForEach(call, calls)
+    {
         rs_buf text = RS_BUF_INIT;
         const char *name = str_of(call, "name");
         rc = rs_buf_addf(&text, "`%s` ", name ? name : "?");
@@ -189,9 +191,8 @@ static int tool_result(rfs_transcript *t, const cJSON *content, rs_buf *out)
 
 static int message(const char *role, const cJSON *content, rs_buf *out)
 {
-    const cJSON *text = cJSON_IsObject(content)
-                            ? cJSON_GetObjectItemCaseSensitive(content, "content")
-                            : content;
+    const cJSON *text =
+        cJSON_IsObject(content) ? cJSON_GetObjectItemCaseSensitive(content, "content") : content;
     rs_buf body = RS_BUF_INIT;
     int rc = add_value(&body, text, 0);
     if (!rc && body.len)
@@ -214,7 +215,7 @@ static int render(rfs_transcript *t, const rs_record *rec, const cJSON *ev, rs_b
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(ev, "content");
     const cJSON *metadata = cJSON_GetObjectItemCaseSensitive(ev, "metadata");
     if (strcmp(type, "run.start") == 0)
-        return 0;   /* the run's heading says it */
+        return 0; /* the run's heading says it */
     if (strcmp(type, "llm.human.input") == 0)
         return message("user", content, out);
     if (strcmp(type, "llm.ai.response") == 0) {

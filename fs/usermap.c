@@ -52,8 +52,7 @@ static int parse_line(rfs_usermap *m, size_t *cap, char *line, const char *where
         return -EINVAL;
     }
     if (!owner || extra || !rs_id_valid(owner)) {
-        snprintf(why, why_len, "%s: expected 'UID OWNER' with OWNER 1-64 of [A-Za-z0-9_-]",
-                 where);
+        snprintf(why, why_len, "%s: expected 'UID OWNER' with OWNER 1-64 of [A-Za-z0-9_-]", where);
         return -EINVAL;
     }
     int rc = add_entry(m, cap, (uid_t)uid, owner);

@@ -59,15 +59,15 @@ struct rfs_reader {
     rfs_node node;
     rfs_scope scope;
     rfs_shape shape;
-    int64_t mtime_ns;    /* the file's last change when it was opened */
-    rs_buf doc;          /* RFS_SHAPE_DOC: the whole document */
-    int64_t next_off;    /* streams: file offset of pending.buf[0] */
-    int64_t last_seq;    /* streams: seq of the last row rendered into pending */
-    rs_buf pending;      /* streams: rendered bytes not yet read */
-    rfs_transcript *transcript;   /* transcript.md: the rendering state */
-    int finished;        /* transcript.md: its end was rendered */
-    rs_store *store;     /* the store of the read in progress */
-    rs_history *history; /* history.jsonl: its hidden runs, computed once per pass */
+    int64_t mtime_ns;           /* the file's last change when it was opened */
+    rs_buf doc;                 /* RFS_SHAPE_DOC: the whole document */
+    int64_t next_off;           /* streams: file offset of pending.buf[0] */
+    int64_t last_seq;           /* streams: seq of the last row rendered into pending */
+    rs_buf pending;             /* streams: rendered bytes not yet read */
+    rfs_transcript *transcript; /* transcript.md: the rendering state */
+    int finished;               /* transcript.md: its end was rendered */
+    rs_store *store;            /* the store of the read in progress */
+    rs_history *history;        /* history.jsonl: its hidden runs, computed once per pass */
 };
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -132,22 +132,19 @@ static int render_once(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_b
     return rc;
 }
 
-static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
-                      rs_err *err)
+static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out, rs_err *err)
 {
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     int64_t v = 0;
     int rc;
     switch (n->kind) {
-    case RFS_README:
-        return rs_buf_addstr(out, readme_text);
+    case RFS_README: return rs_buf_addstr(out, readme_text);
     case RFS_CONTRACT: {
         size_t len;
         const char *text = rs_store_contract_text(s, &len);
         return rs_buf_add(out, text, len);
     }
-    case RFS_STATUS:
-        return render_status(s, sc, out, err);
+    case RFS_STATUS: return render_status(s, sc, out, err);
     case RFS_T_COUNT:
         rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
         return rc ? rc : put_number(out, v);
@@ -162,19 +159,14 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_T_AIRUN:
         rc = rs_store_latest_ai_run(s, n->thread_id, sc->user, n->name, out, err);
         return rc ? rc : rs_buf_addch(out, '\n');
-    case RFS_R_ONCE:
-        return render_once(s, sc, n, out, err);
+    case RFS_R_ONCE: return render_once(s, sc, n, out, err);
     case RFS_R_LASTAI:
         rc = rs_store_last_visible_ai_seq(s, &t, &v, err);
         return rc ? rc : put_number(out, v);
-    case RFS_R_WORKSPACE:
-        return rs_store_workspace_changes(s, &t, out, err);
-    case RFS_R_RECEIPT:
-        return rs_store_receipt(s, &t, out, err);
-    case RFS_R_SEAL:
-        return rs_store_seal_read(s, &t, out, err);
-    default:
-        return -EISDIR;
+    case RFS_R_WORKSPACE: return rs_store_workspace_changes(s, &t, out, err);
+    case RFS_R_RECEIPT: return rs_store_receipt(s, &t, out, err);
+    case RFS_R_SEAL: return rs_store_seal_read(s, &t, out, err);
+    default: return -EISDIR;
     }
 }
 
@@ -183,15 +175,19 @@ static rfs_shape shape_of(rfs_kind k)
     if (rfs_node_is_dir(k))
         return RFS_SHAPE_DIR;
     switch (k) {
-    case RFS_T_EVENTS: case RFS_R_EVENTS:
-        return RFS_SHAPE_LOG;
-    case RFS_T_MESSAGES: case RFS_T_HISTORY: case RFS_T_SINCE: case RFS_R_MESSAGES:
-    case RFS_R_TYPE: case RFS_R_TASK: case RFS_R_SINCE: case RFS_T_TRANSCRIPT:
-        return RFS_SHAPE_STREAM;
-    case RFS_T_FOLLOW: case RFS_R_FOLLOW:
-        return RFS_SHAPE_FOLLOW;
-    default:
-        return RFS_SHAPE_DOC;
+    case RFS_T_EVENTS:
+    case RFS_R_EVENTS: return RFS_SHAPE_LOG;
+    case RFS_T_MESSAGES:
+    case RFS_T_HISTORY:
+    case RFS_T_SINCE:
+    case RFS_R_MESSAGES:
+    case RFS_R_TYPE:
+    case RFS_R_TASK:
+    case RFS_R_SINCE:
+    case RFS_T_TRANSCRIPT: return RFS_SHAPE_STREAM;
+    case RFS_T_FOLLOW:
+    case RFS_R_FOLLOW: return RFS_SHAPE_FOLLOW;
+    default: return RFS_SHAPE_DOC;
     }
 }
 
@@ -211,9 +207,7 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
         if (history)
             return rs_history_query(s, history, after_seq, out, err);
         return rs_store_history(s, n->thread_id, sc->user, after_seq, out, err);
-    case RFS_T_MESSAGES:
-        q.messages_only = 1;
-        break;
+    case RFS_T_MESSAGES: q.messages_only = 1; break;
     case RFS_R_MESSAGES:
         q.messages_only = 1;
         q.run_id = n->run_id;
@@ -227,20 +221,17 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
         q.run_id = n->run_id;
         q.task_id = n->name;
         break;
-    case RFS_T_SINCE:
-        q.after_seq = n->num > after_seq ? n->num : after_seq;
-        break;
+    case RFS_T_SINCE: q.after_seq = n->num > after_seq ? n->num : after_seq; break;
     case RFS_R_SINCE:
         q.run_id = n->run_id;
         q.after_seq = n->num > after_seq ? n->num : after_seq;
         break;
-    case RFS_R_EVENTS: case RFS_R_FOLLOW:
-        q.run_id = n->run_id;
-        break;
-    case RFS_T_EVENTS: case RFS_T_FOLLOW: case RFS_T_TRANSCRIPT:
-        break;
-    default:
-        return -EINVAL;
+    case RFS_R_EVENTS:
+    case RFS_R_FOLLOW: q.run_id = n->run_id; break;
+    case RFS_T_EVENTS:
+    case RFS_T_FOLLOW:
+    case RFS_T_TRANSCRIPT: break;
+    default: return -EINVAL;
     }
     return rs_store_query(s, &q, out, err);
 }
@@ -258,8 +249,8 @@ static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
-static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
-                    rs_buf *doc, const rs_log_info *token, rs_err *err)
+static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
+                    const rs_log_info *token, rs_err *err)
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
@@ -279,8 +270,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     return rc;
 }
 
-static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
-                     rs_buf *doc, rs_err *err)
+static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
+                     rs_err *err)
 {
     memset(st, 0, sizeof *st);
     if (sc->denied && n->kind > RFS_THREADS)
@@ -314,14 +305,12 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         }
         st->shape = RFS_SHAPE_STREAM;
         break;
-    case RFS_SHAPE_DOC:
-        return stat_doc(s, sc, n, st, doc, &info, err);
+    case RFS_SHAPE_DOC: return stat_doc(s, sc, n, st, doc, &info, err);
     case RFS_SHAPE_STREAM:
         if (n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
             return 0;
         break;
-    default:
-        return 0;
+    default: return 0;
     }
     /* A view's size is its rendering, kept until the thread or run changes (info says). An
      * open (doc given) is about to render it anyway: it needs only to know it exists. */
@@ -349,8 +338,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     return rc;
 }
 
-int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
-                  rs_err *err)
+int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_err *err)
 {
     return view_stat(s, sc, n, st, NULL, err);
 }
@@ -401,8 +389,7 @@ int64_t rfs_reader_mtime(const rfs_reader *r)
     return r->mtime_ns;
 }
 
-static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
-                    rs_err *err)
+static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     const rfs_node *n = &r->node;
     int is_run = n->kind == RFS_R_EVENTS;
@@ -497,7 +484,7 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->finished = 0;
         rfs_transcript_free(r->transcript);
         r->transcript = NULL;
-        rs_history_free(r->history);    /* a new pass sees the runs as they are now */
+        rs_history_free(r->history); /* a new pass sees the runs as they are now */
         r->history = NULL;
         rs_buf_reset(&r->pending);
     }
@@ -527,8 +514,8 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
                        rs_err *err)
 {
-    rfs_reader r = {.node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT,
-                    .pending = RS_BUF_INIT};
+    rfs_reader r = {
+        .node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT;
     rs_cursor *c;
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r) : 0;
@@ -556,8 +543,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     return rc;
 }
 
-int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
-                    rs_err *err)
+int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     if (off < 0)
         return -EINVAL;
@@ -572,15 +558,13 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
             return rs_buf_add(out, r->doc.buf + off, n < size ? n : size);
         }
         return 0;
-    case RFS_SHAPE_LOG:
-        return read_log(r, s, off, size, out, err);
-    default:
-        return read_stream(r, s, off, size, out, err);
+    case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
+    default: return read_stream(r, s, off, size, out, err);
     }
 }
 
-int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
-                  void *ctx, rs_err *err)
+int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn, void *ctx,
+                  rs_err *err)
 {
     rs_names_kind kind;
     const char *suffix = "";
@@ -588,10 +572,22 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
     if (sc->denied && n->kind >= RFS_THREADS)
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
     switch (n->kind) {
-    case RFS_THREADS: kind = RS_NAMES_THREADS; is_dir = 1; break;
-    case RFS_RUNS: kind = RS_NAMES_RUNS; is_dir = 1; break;
-    case RFS_R_TYPES_DIR: kind = RS_NAMES_TYPES; suffix = ".jsonl"; break;
-    case RFS_R_TASKS_DIR: kind = RS_NAMES_TASKS; suffix = ".jsonl"; break;
+    case RFS_THREADS:
+        kind = RS_NAMES_THREADS;
+        is_dir = 1;
+        break;
+    case RFS_RUNS:
+        kind = RS_NAMES_RUNS;
+        is_dir = 1;
+        break;
+    case RFS_R_TYPES_DIR:
+        kind = RS_NAMES_TYPES;
+        suffix = ".jsonl";
+        break;
+    case RFS_R_TASKS_DIR:
+        kind = RS_NAMES_TASKS;
+        suffix = ".jsonl";
+        break;
     case RFS_R_ONCE_DIR: kind = RS_NAMES_SINGLETONS; break;
     default: return 0;
     }

@@ -6,8 +6,7 @@
 
 #include "backend.h"
 
-int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to,
-                   const rs_record **out)
+int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to, const rs_record **out)
 {
     const rs_row *row = &c->row;
     rs_buf_reset(&c->line);

@@ -11,7 +11,7 @@ typedef struct rs_backend rs_backend;
 
 /* The first row of a singleton identity, as stored (for confirmation). */
 typedef struct rs_existing {
-    rs_buf line;                 /* its canonical line */
+    rs_buf line; /* its canonical line */
     rs_buf category;
     rs_buf content_db;
     rs_buf metadata_db;
@@ -20,12 +20,12 @@ typedef struct rs_existing {
 
 /* One seal as stored. Strings are NUL-terminated copies owned by the struct. */
 typedef struct rs_seal_row {
-    char state[16];              /* "sealed" | "partial" */
+    char state[16]; /* "sealed" | "partial" */
     int64_t upper_seq;
     int64_t event_count;
-    int64_t terminal_seq;        /* 0: none */
-    char digest[80];             /* "sha256:<hex>" */
-    char error[513];             /* "" with has_error 0: null; up to 512 bytes */
+    int64_t terminal_seq; /* 0: none */
+    char digest[80];      /* "sha256:<hex>" */
+    char error[513];      /* "" with has_error 0: null; up to 512 bytes */
     int has_error;
     char sealed_at[40];
 } rs_seal_row;
@@ -48,11 +48,10 @@ typedef struct rs_backend_ops {
      * are appended to stored; at (may be NULL) gets their offsets. A held reservation of this mount for the identity is released
      * in the same transaction. */
     int (*put)(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
-               int *created, rs_existing *existing, rs_buf *stored, rs_placement *at,
-               rs_err *err);
+               int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
     int (*reserve)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
-    int (*create)(rs_backend *b, const rs_target *t, rs_err *err);  /* run_id NULL: thread */
+    int (*create)(rs_backend *b, const rs_target *t, rs_err *err); /* run_id NULL: thread */
     int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
     /* NULL: the backend cannot import (rs_store_import is -EOPNOTSUPP).
      * Import into thread t->thread_id (owner t->user) in one transaction: each event next
@@ -61,8 +60,8 @@ typedef struct rs_backend_ops {
      * seq) is skipped, a different one is -EEXIST. The high-water mark is raised to floor and
      * to the highest seq imported. */
     int (*import)(rs_backend *b, const rs_target *t, int64_t floor,
-                  int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx,
-                  int64_t *added, int64_t *skipped, rs_err *err);
+                  int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+                  int64_t *skipped, rs_err *err);
 
     int (*query)(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
     int (*log_info)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
@@ -90,8 +89,9 @@ typedef struct rs_backend_ops {
      * caller captured a receipt that changed; it captures again). */
     int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
     int (*seal_get)(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
-    int (*seal_each)(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
-                                              const rs_seal_row *row), void *ctx, rs_err *err);
+    int (*seal_each)(rs_backend *b,
+                     int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row), void *ctx,
+                     rs_err *err);
 } rs_backend_ops;
 
 extern const rs_backend_ops rs_sqlite_backend;

@@ -19,8 +19,20 @@
 
 /* Ranks: the order of the tree checker's tests. allOf[i] is K_ALLOF + i, the if branch
  * K_ALLOF + n_all_of. */
-enum { K_TYPE, K_CONST, K_ENUM, K_MIN, K_MAX, K_MINLEN, K_MAXLEN, K_PATTERN, K_REQUIRED,
-       K_PROPS, K_ITEMS, K_ALLOF };
+enum {
+    K_TYPE,
+    K_CONST,
+    K_ENUM,
+    K_MIN,
+    K_MAX,
+    K_MINLEN,
+    K_MAXLEN,
+    K_PATTERN,
+    K_REQUIRED,
+    K_PROPS,
+    K_ITEMS,
+    K_ALLOF
+};
 
 enum { R_ROOT, R_PROP, R_ITEM, R_ALLOF, R_IF, R_THEN, R_ELSE };
 
@@ -98,7 +110,7 @@ static void fail(rs_check *k, rs_check_item *c, int rank, const char *fmt, ...)
     c->rank = rank;
     if (c->quiet)
         return;
-    char m[sizeof ((rs_err *)0)->msg];
+    char m[sizeof((rs_err *)0)->msg];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(m, sizeof m, fmt, ap);
@@ -121,8 +133,14 @@ static int push(rs_check *k, const rs_schema *s, int parent, int role, size_t in
     if (grow((void **)&k->items, &k->cap_items, k->n_items, sizeof *k->items, k->inline_items))
         return -ENOMEM;
     k->items[k->n_items++] = (rs_check_item){
-        .s = s, .parent = parent, .role = (unsigned char)role, .quiet = (unsigned char)quiet,
-        .index = (unsigned short)index, .rank = NONE, .then_rank = NONE, .else_rank = NONE,
+        .s = s,
+        .parent = parent,
+        .role = (unsigned char)role,
+        .quiet = (unsigned char)quiet,
+        .index = (unsigned short)index,
+        .rank = NONE,
+        .then_rank = NONE,
+        .else_rank = NONE,
     };
     return expand(k, k->n_items - 1);
 }
@@ -254,17 +272,23 @@ static int is_number(char c)
 
 static int type_ok(unsigned types, char c, const char *v, size_t len)
 {
-    if ((types & RS_T_STRING) && c == '"') return 1;
-    if ((types & RS_T_OBJECT) && c == '{') return 1;
-    if ((types & RS_T_ARRAY) && c == '[') return 1;
-    if ((types & RS_T_NUMBER) && is_number(c)) return 1;
+    if ((types & RS_T_STRING) && c == '"')
+        return 1;
+    if ((types & RS_T_OBJECT) && c == '{')
+        return 1;
+    if ((types & RS_T_ARRAY) && c == '[')
+        return 1;
+    if ((types & RS_T_NUMBER) && is_number(c))
+        return 1;
     if ((types & RS_T_INTEGER) && is_number(c)) {
         double d = rs_json_number(v, len);
         if (isfinite(d) && d == floor(d))
             return 1;
     }
-    if ((types & RS_T_BOOLEAN) && (c == 't' || c == 'f')) return 1;
-    if ((types & RS_T_NULL) && c == 'n') return 1;
+    if ((types & RS_T_BOOLEAN) && (c == 't' || c == 'f'))
+        return 1;
+    if ((types & RS_T_NULL) && c == 'n')
+        return 1;
     return 0;
 }
 
@@ -341,9 +365,9 @@ static void own(rs_check *k, size_t i, const rs_check_node *n, const char *v, si
     if (kind == '{')
         for (size_t r = 0; r < s->n_required; r++) {
             size_t j = n->key_base;
-            while (j < k->n_keys && !(k->keys[j].len == s->required[r].canon.len &&
-                                      !memcmp(k->keys[j].key, s->required[r].canon.text,
-                                              k->keys[j].len)))
+            while (j < k->n_keys &&
+                   !(k->keys[j].len == s->required[r].canon.len &&
+                     !memcmp(k->keys[j].key, s->required[r].canon.text, k->keys[j].len)))
                 j++;
             if (j == k->n_keys) {
                 fail(k, c, K_REQUIRED, "%s: missing required field '%s'", path,
@@ -382,9 +406,7 @@ static void settle(rs_check *k, size_t i)
         if (c->rank != NONE)
             take(p, K_ALLOF + c->index, c->msg);
         break;
-    case R_IF:
-        p->if_pass = c->rank == NONE;
-        break;
+    case R_IF: p->if_pass = c->rank == NONE; break;
     case R_THEN:
         p->then_rank = c->rank;
         p->then_msg = c->msg;

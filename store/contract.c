@@ -12,10 +12,13 @@
 #include "contract_int.h"
 #include "json.h"
 
-static const struct { const char *name; unsigned bit; } type_names[] = {
-    { "string", RS_T_STRING }, { "object", RS_T_OBJECT }, { "array", RS_T_ARRAY },
-    { "number", RS_T_NUMBER }, { "integer", RS_T_INTEGER }, { "boolean", RS_T_BOOLEAN },
-    { "null", RS_T_NULL },
+static const struct {
+    const char *name;
+    unsigned bit;
+} type_names[] = {
+    {"string", RS_T_STRING}, {"object", RS_T_OBJECT},   {"array", RS_T_ARRAY},
+    {"number", RS_T_NUMBER}, {"integer", RS_T_INTEGER}, {"boolean", RS_T_BOOLEAN},
+    {"null", RS_T_NULL},
 };
 
 typedef rs_schema schema;
@@ -34,7 +37,7 @@ typedef struct alias_def {
 } alias_def;
 
 typedef struct pattern_def {
-    const char *prefix;         /* "middleware:" of "middleware:{tag}" */
+    const char *prefix; /* "middleware:" of "middleware:{tag}" */
     size_t prefix_len;
     const char *category;
     schema *type_s, *tag_s, *content, *metadata;
@@ -51,9 +54,9 @@ struct rs_contract {
     size_t n_aliases;
     pattern_def *patterns;
     size_t n_patterns;
-    const char **singletons;    /* event types marked "singleton": true */
+    const char **singletons; /* event types marked "singleton": true */
     size_t n_singletons;
-    schema *all;                /* list of every schema node */
+    schema *all; /* list of every schema node */
 };
 
 /* ---- compiling ------------------------------------------------------------------------ */
@@ -63,8 +66,8 @@ typedef struct compiler {
     rs_err *err;
 } compiler;
 
-static const char *annotation_keys[] = { "description", "title", "$comment", "examples",
-                                         "default", NULL };
+static const char *annotation_keys[] = {"description", "title",   "$comment",
+                                        "examples",    "default", NULL};
 
 static int is_annotation(const char *k)
 {
@@ -357,9 +360,22 @@ static int req_schema(compiler *cp, const cJSON *obj, const char *key, const cha
 /* Keys an events[] or dynamic_event_patterns[] entry may have: a misspelt "singleton" must
  * not silently turn a singleton into an ordinary event. */
 static const char *entry_keys[] = {
-    "event_type", "category", "singleton", "producer", "content_schema", "metadata_schema",
-    "content_description", "metadata_description", "storage_semantics", "description",
-    "notes", "pattern", "known_tags", "event_type_schema", "tag_schema", NULL,
+    "event_type",
+    "category",
+    "singleton",
+    "producer",
+    "content_schema",
+    "metadata_schema",
+    "content_description",
+    "metadata_description",
+    "storage_semantics",
+    "description",
+    "notes",
+    "pattern",
+    "known_tags",
+    "event_type_schema",
+    "tag_schema",
+    NULL,
 };
 
 static int check_entry_keys(compiler *cp, const cJSON *entry, const char *where, int pattern)
@@ -393,7 +409,7 @@ static const ev_def *find_event(const rs_contract *c, const char *t)
 
 static int load_doc(rs_contract *c, rs_err *err)
 {
-    compiler cp = { c, err };
+    compiler cp = {c, err};
     const cJSON *doc = c->doc;
     char where[128];
     int rc;
@@ -644,7 +660,7 @@ void rs_contract_rule(const rs_contract *c, const char *event_type, rs_rule *out
     if (c && event_type)
         for (size_t i = 0; i < c->n_aliases; i++)
             if (!strcmp(c->aliases[i].event_type, event_type)) {
-                out->known = 1;     /* read-only alias: recognised, not checked */
+                out->known = 1; /* read-only alias: recognised, not checked */
                 return;
             }
     const pattern_def *p = c && event_type ? find_pattern(c, event_type) : NULL;

@@ -31,12 +31,12 @@ typedef struct rs_schema rs_schema;
 
 /* How the contract checks an event type. */
 typedef struct rs_rule {
-    int known;                   /* an event, a legacy alias or a dynamic pattern */
-    const rs_schema *content;    /* NULL: not checked (an alias, or not known) */
+    int known;                /* an event, a legacy alias or a dynamic pattern */
+    const rs_schema *content; /* NULL: not checked (an alias, or not known) */
     const rs_schema *metadata;
-    const rs_schema *type_s;     /* a dynamic pattern's schemas for the name and its tag */
+    const rs_schema *type_s; /* a dynamic pattern's schemas for the name and its tag */
     const rs_schema *tag_s;
-    size_t prefix_len;           /* the pattern's prefix before {tag} */
+    size_t prefix_len; /* the pattern's prefix before {tag} */
 } rs_rule;
 void rs_contract_rule(const rs_contract *c, const char *event_type, rs_rule *out);
 

@@ -17,7 +17,7 @@ typedef struct import_iter {
     const rs_import_opts *o;
     const rs_import_src *src;
     rs_event *ev;
-    char run_id[RS_ID_MAX + 1];  /* the file being read, and the last seq taken from it */
+    char run_id[RS_ID_MAX + 1]; /* the file being read, and the last seq taken from it */
     int64_t last_seq;
 } import_iter;
 
@@ -84,8 +84,10 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
     if (s->opt.read_only)
         return rs_err_set(err, -EROFS, "the store is open read-only");
     if (!rs_id_valid(thread_id))
-        return rs_err_set(err, -EINVAL, "'%.80s' is not a valid thread id (1-64 of "
-                          "[A-Za-z0-9_-])", thread_id);
+        return rs_err_set(err, -EINVAL,
+                          "'%.80s' is not a valid thread id (1-64 of "
+                          "[A-Za-z0-9_-])",
+                          thread_id);
     if (o->floor < 0)
         return rs_err_set(err, -EINVAL, "a seq watermark cannot be negative");
     if (!s->ops->import)

@@ -43,7 +43,7 @@ static int leap(long long y)
 
 static unsigned month_days(long long y, unsigned m)
 {
-    static const unsigned char md[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    static const unsigned char md[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     return m == 2 && leap(y) ? 29 : md[m - 1];
 }
 
@@ -112,7 +112,7 @@ static void format_time(long long secs, unsigned usec, char *canon, char *db)
 
 int rs_time_parse(const char *s, size_t len, char *canon, char *db)
 {
-    if (!s || len < 16)            /* the shortest form is YYYY-MM-DDTHH:MM */
+    if (!s || len < 16) /* the shortest form is YYYY-MM-DDTHH:MM */
         return -EINVAL;
     const char *p = s, *end = s + len;
     unsigned y, mo, d, h, mi, sec = 0, usec = 0;
@@ -191,8 +191,8 @@ void rs_time_now(char *canon, char *db)
 /* ---- parsing -------------------------------------------------------------------------- */
 
 const char *const rs_event_field_names[RS_F_COUNT] = {
-    "event_type", "category", "content", "metadata", "created_at", "thread_id", "run_id",
-    "idempotency_key", "seq",
+    "event_type", "category", "content",         "metadata", "created_at",
+    "thread_id",  "run_id",   "idempotency_key", "seq",
 };
 
 static int key_is(const char *k, size_t kl, const char *name)
@@ -200,8 +200,7 @@ static int key_is(const char *k, size_t kl, const char *name)
     return strlen(name) == kl && !memcmp(k, name, kl);
 }
 
-int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import,
-                    rs_err *err)
+int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import, rs_err *err)
 {
     if (key_is(key, kl, "seq") && !import)
         return rs_err_set(err, -EINVAL, "seq is assigned by the store");
@@ -297,15 +296,14 @@ static int event_type_name_ok(const char *t, rs_err *err)
         if (*p == '/')
             return rs_err_set(err, -EINVAL, "event_type: must not contain '/'");
         if (*p < 0x20 || *p == 0x7f)
-            return rs_err_set(err, -EINVAL,
-                              "event_type: must not contain control character 0x%02x", *p);
+            return rs_err_set(err, -EINVAL, "event_type: must not contain control character 0x%02x",
+                              *p);
     }
     return 0;
 }
 
 /* An import line's seq: a positive integer (DeerFlow's BIGINT). */
-static int parse_seq(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
-                     rs_err *err)
+static int parse_seq(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx, rs_err *err)
 {
     if (!ctx->import)
         return 0;
@@ -347,8 +345,7 @@ static int parse_idem_key(rs_event *ev, const rs_event_fields *f, rs_err *err)
     return 0;
 }
 
-int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
-                      rs_err *err)
+int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx, rs_err *err)
 {
     int rc;
     size_t n;
@@ -366,7 +363,8 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
             if (vl > 13 && !memcmp(v, "\"middleware:", 12))
                 return rs_err_set(err, -EINVAL,
                                   "event_type: middleware tag is longer than %d characters "
-                                  "(event_type over %d)", RS_MIDDLEWARE_TAG_MAX, RS_EVENT_TYPE_MAX);
+                                  "(event_type over %d)",
+                                  RS_MIDDLEWARE_TAG_MAX, RS_EVENT_TYPE_MAX);
             return rs_err_set(err, -EINVAL, "event_type: longer than %d characters",
                               RS_EVENT_TYPE_MAX);
         }
@@ -394,7 +392,7 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
 
     /* category */
     const char *want = rs_contract_category(contract, ev->event_type);
-    int lenient = ctx->import && !ctx->strict;    /* history is stored as it happened */
+    int lenient = ctx->import && !ctx->strict; /* history is stored as it happened */
     if (!want && !ctx->allow_unknown && !lenient)
         return rs_err_set(err, -EINVAL, "unknown event type '%s' (not in the contract)",
                           ev->event_type);
@@ -404,8 +402,7 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
             return rs_err_set(err, -EINVAL, "category: expected string, got %s",
                               rs_json_kind(f->val[RS_F_CATEGORY]));
         if (rc)
-            return rs_err_set(err, -EINVAL, "category: longer than %d characters",
-                              RS_CATEGORY_MAX);
+            return rs_err_set(err, -EINVAL, "category: longer than %d characters", RS_CATEGORY_MAX);
         if (n == 0)
             return rs_err_set(err, -EINVAL, "category: must not be empty");
         if (want && strcmp(want, ev->category) && (!ctx->import || ctx->strict))
@@ -416,7 +413,8 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
     } else
         return rs_err_set(err, -EINVAL,
                           "category is required for event type '%s', which the contract does "
-                          "not name", ev->event_type);
+                          "not name",
+                          ev->event_type);
 
     /* metadata must be an object without storage markers */
     if (f->val[RS_F_METADATA]) {
@@ -431,7 +429,8 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
 
     /* created_at */
     if (f->val[RS_F_CREATED_AT] && ctx->stamp_time)
-        return rs_err_set(err, -EINVAL, "created_at is the store's to set on this mount "
+        return rs_err_set(err, -EINVAL,
+                          "created_at is the store's to set on this mount "
                           "(--stamp-time): leave it out");
     if (f->val[RS_F_CREATED_AT]) {
         char t[64];
@@ -487,13 +486,13 @@ static int event_bytes(rs_event *ev, const char *cv, size_t cl, const char *mv, 
 typedef struct line_scan {
     const rs_event_ctx *ctx;
     rs_event_fields f;
-    int depth;                   /* containers open */
-    int field;                   /* the member whose value comes next: RS_F_*, or -1 */
-    rs_check *route;             /* the checker of the value being scanned, or NULL */
+    int depth;       /* containers open */
+    int field;       /* the member whose value comes next: RS_F_*, or -1 */
+    rs_check *route; /* the checker of the value being scanned, or NULL */
     rs_check content, metadata;
-    int checked[2];              /* content, metadata: checked during the scan */
+    int checked[2]; /* content, metadata: checked during the scan */
     int not_object;
-    rs_err member_err;           /* the first refused member (code 0: none) */
+    rs_err member_err; /* the first refused member (code 0: none) */
 } line_scan;
 
 /* The contract's rule for the line as far as it has been read; 0 when the type is unknown
@@ -504,11 +503,11 @@ static int line_rule(line_scan *ls, rs_rule *r)
     size_t n;
     memset(r, 0, sizeof *r);
     if (ls->ctx->import && !ls->ctx->strict)
-        return 1;     /* history is stored as it happened: no schema */
+        return 1; /* history is stored as it happened: no schema */
     if (ls->f.val[RS_F_EVENT_TYPE]) {
         if (!field_str(&ls->f, RS_F_EVENT_TYPE, type, sizeof type, &n))
             rs_contract_rule(ls->ctx->contract, type, r);
-        return 1;     /* a type that cannot be read is refused before any schema matters */
+        return 1; /* a type that cannot be read is refused before any schema matters */
     }
     if (ls->ctx->event_type) {
         rs_contract_rule(ls->ctx->contract, ls->ctx->event_type, r);
@@ -638,8 +637,7 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
     *out = NULL;
     size_t max = ctx->max_bytes ? ctx->max_bytes : RS_DEFAULT_MAX_EVENT;
     if (len > max)
-        return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len,
-                          max);
+        return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len, max);
     rs_buf canon = RS_BUF_INIT;
     line_scan *ls = malloc(sizeof *ls);
     rs_event *ev = NULL;
@@ -702,7 +700,7 @@ done:
     rs_buf_release(&canon);
     if (rc) {
         rs_event_free(ev);
-        if (err)     /* a reason is one line, whatever the input quoted in it held */
+        if (err) /* a reason is one line, whatever the input quoted in it held */
             for (char *p = err->msg; *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f)
                     *p = '?';
@@ -748,14 +746,16 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
         if (row->metadata_len < sizeof small) {
             meta_ok = rs_json_canon_to(small, &mlen, row->metadata, row->metadata_len,
                                        RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, &markers,
-                                       NULL) == 0 && small[0] == '{';
+                                       NULL) == 0 &&
+                      small[0] == '{';
         } else {
             /* Scratch space past the end of out; rendered again in place below. */
             if ((rc = rs_buf_grow(out, row->metadata_len)))
                 goto oom;
             meta_big = rs_json_canon_to(out->buf + out->len, &mlen, row->metadata,
                                         row->metadata_len, RS_JSON_LENIENT | RS_JSON_DROP_MARKERS,
-                                        &markers, NULL) == 0 && out->buf[out->len] == '{';
+                                        &markers, NULL) == 0 &&
+                       out->buf[out->len] == '{';
             out->buf[out->len] = '\0';
         }
         if (!meta_ok && !meta_big)

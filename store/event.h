@@ -8,7 +8,7 @@
 #include "contract.h"
 #include "runstore.h"
 
-#define RS_TIME_LEN 32   /* "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" */
+#define RS_TIME_LEN 32 /* "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" */
 #define RS_IDEM_KEY_MAX 128
 
 /* A validated event awaiting storage. Strings are NUL-terminated and owned. */
@@ -17,25 +17,25 @@ typedef struct rs_event {
     char run_id[RS_ID_MAX + 1];
     char event_type[RS_EVENT_TYPE_MAX + 1];
     char category[RS_CATEGORY_MAX + 1];
-    char created_at[RS_TIME_LEN + 1];  /* canonical UTC: 2026-01-02T03:04:05.678901+00:00 */
-    char created_db[27];               /* DeerFlow's DATETIME text: 2026-01-02 03:04:05.678901 */
-    char idem_key[RS_IDEM_KEY_MAX + 1];  /* "" when the line gave no idempotency_key */
-    int64_t seq;                       /* an import line's seq; 0 for every other line */
-    rs_buf content;      /* canonical JSON of the content value (the "content" of the line) */
-    rs_buf content_db;   /* run_events.content: the decoded string, or canonical JSON text */
-    rs_buf metadata;     /* canonical JSON object of the metadata as given ({} when absent) */
-    rs_buf metadata_db;  /* run_events.event_metadata: metadata plus DeerFlow's markers */
+    char created_at[RS_TIME_LEN + 1];   /* canonical UTC: 2026-01-02T03:04:05.678901+00:00 */
+    char created_db[27];                /* DeerFlow's DATETIME text: 2026-01-02 03:04:05.678901 */
+    char idem_key[RS_IDEM_KEY_MAX + 1]; /* "" when the line gave no idempotency_key */
+    int64_t seq;                        /* an import line's seq; 0 for every other line */
+    rs_buf content;     /* canonical JSON of the content value (the "content" of the line) */
+    rs_buf content_db;  /* run_events.content: the decoded string, or canonical JSON text */
+    rs_buf metadata;    /* canonical JSON object of the metadata as given ({} when absent) */
+    rs_buf metadata_db; /* run_events.event_metadata: metadata plus DeerFlow's markers */
 } rs_event;
 
 typedef struct rs_event_ctx {
     const rs_contract *contract;
-    const char *thread_id;       /* from the path: a given thread_id must equal it */
-    const char *run_id;          /* likewise */
-    const char *event_type;      /* once/<type>: the type when the line omits it; NULL else */
+    const char *thread_id;  /* from the path: a given thread_id must equal it */
+    const char *run_id;     /* likewise */
+    const char *event_type; /* once/<type>: the type when the line omits it; NULL else */
     int allow_unknown;
-    int stamp_time;              /* created_at is the store's clock only: giving one is EINVAL */
-    size_t max_bytes;            /* the line's limit: larger is -EMSGSIZE */
-    int import;                  /* a DeerFlow JSONL line: seq and created_at required, the
+    int stamp_time;   /* created_at is the store's clock only: giving one is EINVAL */
+    size_t max_bytes; /* the line's limit: larger is -EMSGSIZE */
+    int import;       /* a DeerFlow JSONL line: seq and created_at required, the
                                   * envelope checked, content schemas only when strict */
     int strict;
 } rs_event_ctx;
@@ -49,26 +49,34 @@ void rs_event_free(rs_event *ev);
 
 /* The parts of the gate, for a second gate to compare against (tests/fuzz): a line's
  * top-level members, as canonical bytes (NULL: absent). */
-enum { RS_F_EVENT_TYPE, RS_F_CATEGORY, RS_F_CONTENT, RS_F_METADATA, RS_F_CREATED_AT,
-       RS_F_THREAD_ID, RS_F_RUN_ID, RS_F_IDEM_KEY, RS_F_SEQ, RS_F_COUNT };
+enum {
+    RS_F_EVENT_TYPE,
+    RS_F_CATEGORY,
+    RS_F_CONTENT,
+    RS_F_METADATA,
+    RS_F_CREATED_AT,
+    RS_F_THREAD_ID,
+    RS_F_RUN_ID,
+    RS_F_IDEM_KEY,
+    RS_F_SEQ,
+    RS_F_COUNT
+};
 extern const char *const rs_event_field_names[RS_F_COUNT];
 typedef struct rs_event_fields {
     const char *val[RS_F_COUNT];
     size_t len[RS_F_COUNT];
-    const char *marker;          /* the first storage-marker key of metadata, or NULL */
+    const char *marker; /* the first storage-marker key of metadata, or NULL */
     size_t marker_len;
 } rs_event_fields;
 
 /* The field index of top-level key key[0..kl) (raw, as inside its quotes), or -EINVAL with
  * the reason: a known field given twice, seq (unless import), user_id, an unknown field. */
-int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import,
-                    rs_err *err);
+int rs_event_member(const rs_event_fields *f, const char *key, size_t kl, int import, rs_err *err);
 
 /* Everything but content and metadata's values, from the members: event_type, ids,
  * category, metadata's form and markers, created_at, an import's seq, the idempotency key,
  * into ev. */
-int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
-                      rs_err *err);
+int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx, rs_err *err);
 
 /* A stored row as the backend reads it. */
 typedef struct rs_row {
@@ -77,12 +85,12 @@ typedef struct rs_row {
     int64_t seq;
     const char *event_type;
     const char *category;
-    const char *content;       /* run_events.content */
+    const char *content; /* run_events.content */
     size_t content_len;
-    const char *metadata;      /* run_events.event_metadata */
+    const char *metadata; /* run_events.event_metadata */
     size_t metadata_len;
-    const char *created_at;    /* DATETIME text as stored (any of DeerFlow's forms) */
-    const char *user_id;       /* NULL: no owner */
+    const char *created_at; /* DATETIME text as stored (any of DeerFlow's forms) */
+    const char *user_id;    /* NULL: no owner */
 } rs_row;
 
 /* Append the canonical line of row, '\n' included, to out: keys thread_id, run_id, seq,

@@ -44,17 +44,17 @@ static int run_info(rs_store *s, const rs_target *t, rs_log_info *info, rs_err *
 typedef struct capture {
     int64_t upper_seq;
     int64_t event_count;
-    int64_t terminal_seq;         /* the valid run.terminal inside the boundary, 0: none */
-    char digest[80];              /* "sha256:<hex>" */
-    char why[200];                /* why there is no valid terminal */
+    int64_t terminal_seq; /* the valid run.terminal inside the boundary, 0: none */
+    char digest[80];      /* "sha256:<hex>" */
+    char why[200];        /* why there is no valid terminal */
 } capture;
 
 static const char *const terminal_statuses[] = {"success", "error", "interrupted", "timeout"};
 
 /* DESIGN: a valid run.terminal has category trace, a known content.status, metadata
  * protocol_version 1 (the integer) and a boolean recovered. 1 when valid, else why says. */
-static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_buf *str,
-                          char *why, size_t why_len, int *oom)
+static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_buf *str, char *why,
+                          size_t why_len, int *oom)
 {
     unsigned markers;
     *oom = 0;
@@ -72,8 +72,10 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
         for (size_t i = 0; i < sizeof terminal_statuses / sizeof *terminal_statuses; i++)
             known |= strcmp(str->buf, terminal_statuses[i]) == 0;
     if (!known) {
-        snprintf(why, why_len, "run.terminal seq %lld: content.status is not one of success, "
-                 "error, interrupted, timeout", (long long)row->seq);
+        snprintf(why, why_len,
+                 "run.terminal seq %lld: content.status is not one of success, "
+                 "error, interrupted, timeout",
+                 (long long)row->seq);
         return 0;
     }
     const char *v;
@@ -115,7 +117,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     q.thread_id = t->thread_id;
     q.run_id = t->run_id;
     q.user = user;
-    q.before_seq = upper + 1;      /* exclusive; upper 0 gives no rows */
+    q.before_seq = upper + 1; /* exclusive; upper 0 gives no rows */
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
@@ -144,8 +146,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         if (want_terminal && !seen_terminal && strcmp(rec->event_type, "run.terminal") == 0) {
             int oom;
             seen_terminal = 1;
-            if (terminal_valid(&cur->row, &meta, &content, &str, cap->why, sizeof cap->why,
-                               &oom))
+            if (terminal_valid(&cur->row, &meta, &content, &str, cap->why, sizeof cap->why, &oom))
                 cap->terminal_seq = rec->seq;
             else if (oom) {
                 rc = rs_err_set(err, -ENOMEM, "out of memory");
@@ -174,8 +175,8 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
 }
 
 /* Events of the run (owner user) with seq > upper: what a seal does not claim. */
-static int count_after(rs_store *s, const rs_target *t, const char *user, int64_t upper,
-                       int64_t *n, rs_err *err)
+static int count_after(rs_store *s, const rs_target *t, const char *user, int64_t upper, int64_t *n,
+                       rs_err *err)
 {
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
@@ -317,7 +318,8 @@ static int on_body_member(void *ctx, const char *key, size_t key_len, const char
     if (key_len == 5 && memcmp(key, "state", 5) == 0 && !b->has_state) {
         b->has_state = 1;
         if (val_len != 9 || memcmp(val, "\"partial\"", 9) != 0) {
-            b->rc = rs_err_set(b->err, -EINVAL, "seal body: state must be \"partial\" (an "
+            b->rc = rs_err_set(b->err, -EINVAL,
+                               "seal body: state must be \"partial\" (an "
                                "empty body asks for a complete seal)");
             return 1;
         }
@@ -332,15 +334,18 @@ static int on_body_member(void *ctx, const char *key, size_t key_len, const char
         }
         if (!b->error.len || b->error.len > SEAL_ERROR_MAX ||
             memchr(b->error.buf, '\0', b->error.len)) {
-            b->rc = rs_err_set(b->err, -EINVAL, "seal body: error must be 1-%zu bytes of text "
-                               "(got %zu)", (size_t)SEAL_ERROR_MAX, b->error.len);
+            b->rc = rs_err_set(b->err, -EINVAL,
+                               "seal body: error must be 1-%zu bytes of text "
+                               "(got %zu)",
+                               (size_t)SEAL_ERROR_MAX, b->error.len);
             return 1;
         }
         return 0;
     }
     b->rc = rs_err_set(b->err, -EINVAL, "seal body: %s field '%.*s' (only state and error)",
                        (key_len == 5 && (!memcmp(key, "state", 5) || !memcmp(key, "error", 5)))
-                           ? "duplicate" : "unknown",
+                           ? "duplicate"
+                           : "unknown",
                        (int)(key_len > 64 ? 64 : key_len), key);
     return 1;
 }
@@ -366,14 +371,16 @@ static int parse_body(seal_body *b, const char *body, size_t len, rs_err *err)
     }
     b->err = err;
     if (canon.buf[0] != '{')
-        rc = rs_err_set(err, -EINVAL, "seal body must be empty or {\"state\":\"partial\","
+        rc = rs_err_set(err, -EINVAL,
+                        "seal body must be empty or {\"state\":\"partial\","
                         "\"error\":\"why\"}");
     else if (rs_json_members(canon.buf, canon.len, on_body_member, b) < 0)
         rc = rs_err_set(err, -EINVAL, "seal body: not a JSON object");
     else if (b->rc)
         rc = b->rc;
     else if (!b->has_state || !b->has_error)
-        rc = rs_err_set(err, -EINVAL, "seal body needs both \"state\":\"partial\" and "
+        rc = rs_err_set(err, -EINVAL,
+                        "seal body needs both \"state\":\"partial\" and "
                         "\"error\":\"why\"");
     rs_buf_release(&canon);
     return rc;
@@ -405,8 +412,10 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             (rc = capture_run(s, t, t->user, info.last_seq, 1, &cap, err)))
             goto out;
         if (!cap.terminal_seq && !b.partial) {
-            rc = rs_err_set(err, -EINVAL, "no valid run.terminal inside the boundary (%s): "
-                            "seal with {\"state\":\"partial\",\"error\":\"why\"}", cap.why);
+            rc = rs_err_set(err, -EINVAL,
+                            "no valid run.terminal inside the boundary (%s): "
+                            "seal with {\"state\":\"partial\",\"error\":\"why\"}",
+                            cap.why);
             goto out;
         }
         memset(&row, 0, sizeof row);
@@ -425,8 +434,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             break;
     }
     if (rc == -EAGAIN)
-        rc = rs_err_set(err, -EAGAIN, "run %s kept changing while it was being sealed",
-                        t->run_id);
+        rc = rs_err_set(err, -EAGAIN, "run %s kept changing while it was being sealed", t->run_id);
     if (!rc && out)
         rc = seal_render(s, t, &row, out, err);
 out:
@@ -455,8 +463,8 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     char why[256];
     int ok = 0;
     if (cap.event_count != row->event_count)
-        snprintf(why, sizeof why, "event count %lld != sealed %lld",
-                 (long long)cap.event_count, (long long)row->event_count);
+        snprintf(why, sizeof why, "event count %lld != sealed %lld", (long long)cap.event_count,
+                 (long long)row->event_count);
     else if (strcmp(cap.digest, row->digest) != 0)
         snprintf(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
     else {
@@ -472,6 +480,6 @@ int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err)
     verify_ctx v = {.s = s, .fn = fn, .ctx = ctx, .err = err};
     int rc = s->ops->seal_each(s->be, verify_one, &v, err);
     if (rc > 0)
-        rc = 0;                   /* the caller's fn asked to stop */
+        rc = 0; /* the caller's fn asked to stop */
     return rc < 0 ? rc : v.changed;
 }

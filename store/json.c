@@ -27,22 +27,22 @@ enum { C_PLAIN = 0, C_QUOTE, C_BSLASH, C_CTRL, C_U2, C_U3, C_U4, C_BAD };
 
 /* Class of each byte inside a string literal (UTF-8 leads: C2-DF, E0-EF, F0-F4). */
 static const u8 str_class[256] = {
-    CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT,  /* 00 */
-    CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT,  /* 10 */
-    PL, PL, QU, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL,  /* 20 */
-    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL,  /* 30 */
-    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL,  /* 40 */
-    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, BS, PL, PL, PL,  /* 50 */
-    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL,  /* 60 */
-    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL,  /* 70 */
-    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,  /* 80 */
-    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,  /* 90 */
-    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,  /* a0 */
-    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,  /* b0 */
-    XX, XX, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2,  /* c0 */
-    U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2,  /* d0 */
-    U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3,  /* e0 */
-    U4, U4, U4, U4, U4, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,  /* f0 */
+    CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, /* 00 */
+    CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, CT, /* 10 */
+    PL, PL, QU, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, /* 20 */
+    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, /* 30 */
+    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, /* 40 */
+    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, BS, PL, PL, PL, /* 50 */
+    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, /* 60 */
+    PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, PL, /* 70 */
+    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* 80 */
+    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* 90 */
+    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* a0 */
+    XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* b0 */
+    XX, XX, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, /* c0 */
+    U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, U2, /* d0 */
+    U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, U3, /* e0 */
+    U4, U4, U4, U4, U4, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* f0 */
 };
 #undef CT
 #undef QU
@@ -97,22 +97,20 @@ static inline size_t utf8_seq(const u8 *p, const u8 *end, int cls)
         if (avail < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
             return 0;
         if (p[0] == 0xe0 && p[1] < 0xa0)
-            return 0;               /* overlong */
+            return 0; /* overlong */
         if (p[0] == 0xed && p[1] > 0x9f)
-            return 0;               /* UTF-16 surrogate */
+            return 0; /* UTF-16 surrogate */
         return 3;
     }
     case C_U4:
-        if (avail < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-            (p[3] & 0xc0) != 0x80)
+        if (avail < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
             return 0;
         if (p[0] == 0xf0 && p[1] < 0x90)
-            return 0;               /* overlong */
+            return 0; /* overlong */
         if (p[0] == 0xf4 && p[1] > 0x8f)
-            return 0;               /* beyond U+10FFFF */
+            return 0; /* beyond U+10FFFF */
         return 4;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -126,10 +124,14 @@ static size_t utf8_bad_len(const u8 *p, const u8 *end)
     while (i < need && p + i < end) {
         u8 lo = 0x80, hi = 0xbf;
         if (i == 1) {
-            if (p[0] == 0xe0) lo = 0xa0;
-            else if (p[0] == 0xed) hi = 0x9f;
-            else if (p[0] == 0xf0) lo = 0x90;
-            else if (p[0] == 0xf4) hi = 0x8f;
+            if (p[0] == 0xe0)
+                lo = 0xa0;
+            else if (p[0] == 0xed)
+                hi = 0x9f;
+            else if (p[0] == 0xf0)
+                lo = 0x90;
+            else if (p[0] == 0xf4)
+                hi = 0x8f;
         }
         if (p[i] < lo || p[i] > hi)
             break;
@@ -151,17 +153,22 @@ static inline size_t put_ctrl(char *o, unsigned c)
     case '\r': o[1] = 'r'; return 2;
     case '\t': o[1] = 't'; return 2;
     default:
-        o[1] = 'u'; o[2] = '0'; o[3] = '0';
-        o[4] = hexdig[c >> 4]; o[5] = hexdig[c & 15];
+        o[1] = 'u';
+        o[2] = '0';
+        o[3] = '0';
+        o[4] = hexdig[c >> 4];
+        o[5] = hexdig[c & 15];
         return 6;
     }
 }
 
 static inline int hexval(u8 c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= '0' && c <= '9')
+        return c - '0';
     c |= 0x20;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
     return -1;
 }
 
@@ -177,18 +184,25 @@ static inline long hex4(const u8 *p, const u8 *end)
 
 static inline size_t put_utf8(char *o, unsigned long cp)
 {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
     if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3f));
+        o[0] = (char)(0xc0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3f));
         return 2;
     }
     if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[0] = (char)(0xe0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
         o[2] = (char)(0x80 | (cp & 0x3f));
         return 3;
     }
-    o[0] = (char)(0xf0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[3] = (char)(0x80 | (cp & 0x3f));
+    o[0] = (char)(0xf0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    o[3] = (char)(0x80 | (cp & 0x3f));
     return 4;
 }
 
@@ -206,8 +220,8 @@ typedef struct scan {
 static int fail(scan *sc, const char *what)
 {
     if (sc->p >= sc->end)
-        return rs_err_set(sc->err, -EINVAL,
-                          "invalid JSON at byte %zu: unexpected end of input, %s", AT(sc), what);
+        return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: unexpected end of input, %s",
+                          AT(sc), what);
     if (*sc->p == 0)
         return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: NUL byte", AT(sc));
     return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: %s", AT(sc), what);
@@ -234,8 +248,8 @@ static int scan_string(scan *sc)
         p += n;
         if (p >= end) {
             sc->p = p;
-            return rs_err_set(sc->err, -EINVAL,
-                              "invalid JSON at byte %zu: unterminated string", AT(sc));
+            return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: unterminated string",
+                              AT(sc));
         }
         int cls = str_class[*p];
         if (cls == C_QUOTE) {
@@ -265,18 +279,35 @@ static int scan_string(scan *sc)
         /* backslash */
         if (end - p < 2) {
             sc->p = p + 1;
-            return rs_err_set(sc->err, -EINVAL,
-                              "invalid JSON at byte %zu: unterminated string", AT(sc));
+            return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: unterminated string",
+                              AT(sc));
         }
         u8 e = p[1];
         switch (e) {
-        case '"': *o++ = '\\'; *o++ = '"'; p += 2; continue;
-        case '\\': *o++ = '\\'; *o++ = '\\'; p += 2; continue;
-        case '/': *o++ = '/'; p += 2; continue;
-        case 'b': case 'f': case 'n': case 'r': case 't':
-            *o++ = '\\'; *o++ = (char)e; p += 2; continue;
-        case 'u':
-            break;
+        case '"':
+            *o++ = '\\';
+            *o++ = '"';
+            p += 2;
+            continue;
+        case '\\':
+            *o++ = '\\';
+            *o++ = '\\';
+            p += 2;
+            continue;
+        case '/':
+            *o++ = '/';
+            p += 2;
+            continue;
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            *o++ = '\\';
+            *o++ = (char)e;
+            p += 2;
+            continue;
+        case 'u': break;
         default:
             sc->p = p;
             return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: bad escape '\\%c'",
@@ -285,8 +316,7 @@ static int scan_string(scan *sc)
         long cp = hex4(p + 2, end);
         if (cp < 0) {
             sc->p = p;
-            return rs_err_set(sc->err, -EINVAL,
-                              "invalid JSON at byte %zu: bad \\u escape", AT(sc));
+            return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: bad \\u escape", AT(sc));
         }
         if (cp >= 0xd800 && cp <= 0xdfff) {
             long lo = -1;
@@ -334,7 +364,7 @@ static int number_overflows(const u8 *s, const u8 *end)
     if (*p == '-')
         p++;
     const u8 *mant = p;
-    long lead = -1;                  /* decimal exponent of the first significant digit */
+    long lead = -1; /* decimal exponent of the first significant digit */
     long intdigits = 0;
     const u8 *q = p;
     while (q < end && *q >= '0' && *q <= '9')
@@ -361,7 +391,7 @@ static int number_overflows(const u8 *s, const u8 *end)
             exp = -exp;
     }
     /* Find the first significant digit and its position. */
-    long pos = intdigits - 1;        /* power of ten of the current digit */
+    long pos = intdigits - 1; /* power of ten of the current digit */
     const u8 *first = NULL;
     for (const u8 *d = mant; d < mant_end; d++) {
         if (*d == '.')
@@ -374,7 +404,7 @@ static int number_overflows(const u8 *s, const u8 *end)
         pos--;
     }
     if (!first)
-        return 0;                    /* zero */
+        return 0; /* zero */
     long e10 = lead + exp;
     if (e10 < 308)
         return 0;
@@ -414,8 +444,8 @@ static int scan_number(scan *sc)
         p++;
         if (p < end && *p >= '0' && *p <= '9') {
             sc->p = p - 1;
-            return rs_err_set(sc->err, -EINVAL, "invalid JSON at byte %zu: leading zero in a number",
-                              AT(sc));
+            return rs_err_set(sc->err, -EINVAL,
+                              "invalid JSON at byte %zu: leading zero in a number", AT(sc));
         }
     } else {
         while (p < end && *p >= '0' && *p <= '9')
@@ -486,12 +516,12 @@ enum { K_ARR = 0, K_OBJ = 1 };
 static int canon_scan(char *dst, size_t *dst_len, const char *in, size_t len, unsigned flags,
                       unsigned *markers, const rs_json_visitor *vis, void *vctx, rs_err *err)
 {
-    scan sc = { (const u8 *)in, (const u8 *)in, (const u8 *)in + len, dst, flags, err };
+    scan sc = {(const u8 *)in, (const u8 *)in, (const u8 *)in + len, dst, flags, err};
     u8 stack[RS_JSON_MAX_DEPTH + 1];
     int depth = 0, rc;
     int drop_top = (flags & RS_JSON_DROP_MARKERS) != 0;
-    char *member_start = NULL;      /* top-level member being written (drop_top) */
-    int dropping = 0;               /* 1: json marker, 2: dict marker, 0: keep */
+    char *member_start = NULL; /* top-level member being written (drop_top) */
+    int dropping = 0;          /* 1: json marker, 2: dict marker, 0: keep */
     size_t kept = 0;
     char *scalar_at;
     if (markers)
@@ -505,8 +535,8 @@ value:
     switch (*sc.p) {
     case '{':
         if (depth >= RS_JSON_MAX_DEPTH)
-            return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu",
-                              RS_JSON_MAX_DEPTH, AT(&sc));
+            return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu", RS_JSON_MAX_DEPTH,
+                              AT(&sc));
         stack[depth++] = K_OBJ;
         if (vis && (rc = vis->open(vctx, '{', sc.o)))
             return rc;
@@ -524,8 +554,8 @@ value:
         goto key;
     case '[':
         if (depth >= RS_JSON_MAX_DEPTH)
-            return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu",
-                              RS_JSON_MAX_DEPTH, AT(&sc));
+            return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu", RS_JSON_MAX_DEPTH,
+                              AT(&sc));
         stack[depth++] = K_ARR;
         if (vis && (rc = vis->open(vctx, '[', sc.o)))
             return rc;
@@ -576,8 +606,16 @@ value:
             goto scalar;
         }
         /* fall through */
-    case '0': case '1': case '2': case '3': case '4':
-    case '5': case '6': case '7': case '8': case '9':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
         if ((rc = scan_number(&sc)))
             return rc;
         goto scalar;
@@ -686,8 +724,8 @@ int rs_json_canon_to(char *dst, size_t *dst_len, const char *in, size_t len, uns
     return canon_scan(dst, dst_len, in, len, flags, markers, NULL, NULL, err);
 }
 
-int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len,
-                 const rs_json_visitor *vis, void *ctx, rs_err *err)
+int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len, const rs_json_visitor *vis,
+                 void *ctx, rs_err *err)
 {
     return canon_scan(dst, dst_len, in, len, 0, NULL, vis, ctx, err);
 }
@@ -912,14 +950,38 @@ int rs_json_unquote(rs_buf *out, const char *lit, size_t len)
         if (end - p < 2)
             goto bad;
         switch (p[1]) {
-        case '"': *o++ = '"'; p += 2; continue;
-        case '\\': *o++ = '\\'; p += 2; continue;
-        case '/': *o++ = '/'; p += 2; continue;
-        case 'b': *o++ = '\b'; p += 2; continue;
-        case 'f': *o++ = '\f'; p += 2; continue;
-        case 'n': *o++ = '\n'; p += 2; continue;
-        case 'r': *o++ = '\r'; p += 2; continue;
-        case 't': *o++ = '\t'; p += 2; continue;
+        case '"':
+            *o++ = '"';
+            p += 2;
+            continue;
+        case '\\':
+            *o++ = '\\';
+            p += 2;
+            continue;
+        case '/':
+            *o++ = '/';
+            p += 2;
+            continue;
+        case 'b':
+            *o++ = '\b';
+            p += 2;
+            continue;
+        case 'f':
+            *o++ = '\f';
+            p += 2;
+            continue;
+        case 'n':
+            *o++ = '\n';
+            p += 2;
+            continue;
+        case 'r':
+            *o++ = '\r';
+            p += 2;
+            continue;
+        case 't':
+            *o++ = '\t';
+            p += 2;
+            continue;
         case 'u': break;
         default: goto bad;
         }
@@ -964,14 +1026,15 @@ const char *rs_json_kind(const char *v)
     case '"': return "string";
     case '{': return "object";
     case '[': return "array";
-    case 't': case 'f': return "boolean";
+    case 't':
+    case 'f': return "boolean";
     case 'n': return "null";
     default: return "number";
     }
 }
 
 typedef struct member_find {
-    const char *key;              /* raw, as inside the quotes */
+    const char *key; /* raw, as inside the quotes */
     size_t key_len;
     const char *val;
     size_t val_len;
@@ -988,8 +1051,8 @@ static int on_member_find(void *ctx, const char *key, size_t key_len, const char
     return 1;
 }
 
-int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len,
-                const char **val, size_t *val_len)
+int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len, const char **val,
+                size_t *val_len)
 {
     member_find f = {.key = key, .key_len = key_len};
     if (rs_json_members(obj, len, on_member_find, &f) != 1)
@@ -1000,14 +1063,13 @@ int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len,
 }
 
 typedef struct eq_find {
-    const char *other;            /* the object searched */
+    const char *other; /* the object searched */
     size_t other_len;
     int missing;
 } eq_find;
 
 /* Each member of one object has an equal value under the same key in the other. */
-static int on_member_eq(void *ctx, const char *key, size_t key_len, const char *val,
-                        size_t val_len)
+static int on_member_eq(void *ctx, const char *key, size_t key_len, const char *val, size_t val_len)
 {
     eq_find *f = ctx;
     const char *v;

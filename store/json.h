@@ -14,8 +14,8 @@
 #define RS_JSON_MAX_DEPTH 128
 
 enum {
-    RS_JSON_LENIENT = 1 << 0,       /* reading foreign rows: accept NaN, Infinity, -Infinity */
-    RS_JSON_DROP_MARKERS = 1 << 1,  /* drop top-level "content_is_json" and "content_is_dict" */
+    RS_JSON_LENIENT = 1 << 0,      /* reading foreign rows: accept NaN, Infinity, -Infinity */
+    RS_JSON_DROP_MARKERS = 1 << 1, /* drop top-level "content_is_json" and "content_is_dict" */
 };
 
 /* Append the canonical form of the one JSON value in in[0..len) (white space around it
@@ -50,8 +50,8 @@ typedef struct rs_json_visitor {
 } rs_json_visitor;
 
 /* rs_json_canon_to (strict, no flags) that shows every token to vis with ctx. */
-int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len,
-                 const rs_json_visitor *vis, void *ctx, rs_err *err);
+int rs_json_scan(char *dst, size_t *dst_len, const char *in, size_t len, const rs_json_visitor *vis,
+                 void *ctx, rs_err *err);
 
 /* The number a canonical lexeme stands for, as strtod (and so cJSON) reads it. */
 double rs_json_number(const char *v, size_t len);
@@ -67,14 +67,14 @@ int rs_utf8_valid(const char *s, size_t len);
 /* Call fn for each member of the canonical JSON object text obj[0..len): key (raw, as
  * inside the quotes) and the value's canonical bytes. fn returns 0 to go on, non-zero to
  * stop (that value is returned). -EINVAL when obj is not an object. */
-typedef int (*rs_json_member_fn)(void *ctx, const char *key, size_t key_len,
-                                 const char *val, size_t val_len);
+typedef int (*rs_json_member_fn)(void *ctx, const char *key, size_t key_len, const char *val,
+                                 size_t val_len);
 int rs_json_members(const char *obj, size_t len, rs_json_member_fn fn, void *ctx);
 
 /* The first member key[0..key_len) (raw, as inside the quotes) of canonical object obj:
  * 1 with *val (its canonical bytes) set, 0 when absent or obj is not an object. */
-int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len,
-                const char **val, size_t *val_len);
+int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len, const char **val,
+                size_t *val_len);
 
 /* The kind of a canonical value, for reasons: "string", "object", "array", "boolean",
  * "null" or "number". */

@@ -24,11 +24,11 @@ static int starts_with(const rs_buf *b, const char *prefix)
 
 typedef struct run_fact {
     char *run_id;
-    char *source;                 /* metadata.regenerate_from_run_id, NULL when none */
-    int is_start;                 /* per row: run.start (else run.terminal) */
-    int edit;                     /* metadata.replay_kind == "edit" */
+    char *source; /* metadata.regenerate_from_run_id, NULL when none */
+    int is_start; /* per row: run.start (else run.terminal) */
+    int edit;     /* metadata.replay_kind == "edit" */
     int has_terminal;
-    char status[16];              /* run.terminal content.status */
+    char status[16]; /* run.terminal content.status */
     char order_time[RS_TIME_LEN + 1];
     int64_t seq;
 } run_fact;
@@ -178,7 +178,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 typedef struct hidden_set {
-    const char **ids;             /* sorted; the strings belong to the fact list */
+    const char **ids; /* sorted; the strings belong to the fact list */
     size_t n;
 } hidden_set;
 
@@ -211,7 +211,7 @@ static int hidden_compute(const fact_list *l, hidden_set *h)
         if (f->edit)
             edits[n_edits++] = f;
         else if (f->has_terminal && status_is(f, success))
-            rc = hidden_add(h, cap, f->source);    /* a superseded regenerate source */
+            rc = hidden_add(h, cap, f->source); /* a superseded regenerate source */
     }
     qsort(edits, n_edits, sizeof *edits, cmp_edit_order);
     for (size_t i = 0; i < n_edits && !rc; i++) {
@@ -240,7 +240,7 @@ static int hidden_has(const hidden_set *h, const char *run_id)
 struct rs_history {
     char *thread_id;
     char *user;
-    fact_list facts;              /* owns the strings hidden points to */
+    fact_list facts; /* owns the strings hidden points to */
     hidden_set hidden;
 };
 
@@ -248,7 +248,7 @@ typedef struct hist_cursor {
     rs_cursor base;
     rs_cursor *inner;
     const rs_history *h;
-    rs_history *owned;            /* rs_store_history's own state, freed with the cursor */
+    rs_history *owned; /* rs_store_history's own state, freed with the cursor */
     scratch sc;
 } hist_cursor;
 
@@ -320,7 +320,7 @@ static int facts_load(rs_store *s, const char *thread_id, const char *user, fact
     rs_query q = RS_QUERY_INIT;
     q.thread_id = thread_id;
     q.user = user;
-    q.category = "trace";     /* both are trace events: the category index finds them */
+    q.category = "trace"; /* both are trace events: the category index finds them */
     q.event_types = types;
     q.n_event_types = 2;
     rs_cursor *cur;
@@ -435,7 +435,7 @@ static int on_payload_member(void *ctx, const char *key, size_t key_len, const c
 {
     ws_render *w = ctx;
     if (key_len == 9 && memcmp(key, "available", 9) == 0)
-        return 0;                  /* ours: always true, always first */
+        return 0; /* ours: always true, always first */
     w->has_summary |= key_len == 7 && memcmp(key, "summary", 7) == 0;
     w->has_files |= key_len == 5 && memcmp(key, "files", 5) == 0;
     if ((w->rc = rs_buf_addlit(w->out, ",\"")) || (w->rc = rs_buf_add(w->out, key, key_len)) ||
@@ -495,8 +495,9 @@ int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_
             rc = -EINVAL;
         if (!rc)
             rc = w.rc;
-        if (rc || (!w.has_summary && ((rc = rs_buf_addlit(out, ",\"summary\":")) ||
-                                      (rc = rs_buf_addstr(out, ws_zero_summary)))) ||
+        if (rc ||
+            (!w.has_summary && ((rc = rs_buf_addlit(out, ",\"summary\":")) ||
+                                (rc = rs_buf_addstr(out, ws_zero_summary)))) ||
             (!w.has_files && (rc = rs_buf_addlit(out, ",\"files\":[]"))) ||
             (rc = rs_buf_addlit(out, "}\n")))
             rs_buf_setlen(out, start);

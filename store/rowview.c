@@ -43,8 +43,7 @@ int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers)
     return rs_buf_add_json_string(content, row->content, row->content_len);
 }
 
-int rs_view_get(const char *obj, size_t len, const char *key, const char **val,
-                size_t *val_len)
+int rs_view_get(const char *obj, size_t len, const char *key, const char **val, size_t *val_len)
 {
     return rs_json_get(obj, len, key, strlen(key), val, val_len);
 }

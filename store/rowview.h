@@ -17,8 +17,7 @@ int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers);
 
 /* Member key of the canonical object obj[0..len): 1 with *val (canonical bytes) set, 0 when
  * absent or obj is not an object. */
-int rs_view_get(const char *obj, size_t len, const char *key, const char **val,
-                size_t *val_len);
+int rs_view_get(const char *obj, size_t len, const char *key, const char **val, size_t *val_len);
 
 /* Member key decoded into out (reset first): 1 when it is a string, else 0. */
 int rs_view_get_str(const char *obj, size_t len, const char *key, rs_buf *out);

@@ -35,8 +35,10 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     if (!opt)
         opt = &defaults;
     if (opt->version < 1 || opt->version > RS_OPTIONS_VERSION)
-        return rs_err_set(err, -EINVAL, "rs_options version %u is not %d (start from "
-                          "RS_OPTIONS_INIT)", opt->version, RS_OPTIONS_VERSION);
+        return rs_err_set(err, -EINVAL,
+                          "rs_options version %u is not %d (start from "
+                          "RS_OPTIONS_INIT)",
+                          opt->version, RS_OPTIONS_VERSION);
     rs_store *s = calloc(1, sizeof *s);
     if (!s)
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -146,14 +148,14 @@ static int parse_one(rs_store *s, const rs_target *t, const char *event_type, co
     return rs_event_parse(out, line, len, &ctx, err);
 }
 
-int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
-                    rs_buf *stored, rs_err *err)
+int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
+                    rs_err *err)
 {
     return rs_store_append_at(s, t, buf, len, stored, NULL, err);
 }
 
-int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len,
-                       rs_buf *stored, rs_placement *at, rs_err *err)
+int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
+                       rs_placement *at, rs_err *err)
 {
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)))
@@ -175,8 +177,10 @@ int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t 
             goto out;
         }
         if (evs[n]->idem_key[0] && !s->ops->idem_keys) {
-            rc = rs_err_set(err, -EOPNOTSUPP, "idempotency_key: the %s backend does not keep "
-                            "keys yet", s->ops->name);
+            rc = rs_err_set(err, -EOPNOTSUPP,
+                            "idempotency_key: the %s backend does not keep "
+                            "keys yet",
+                            s->ops->name);
             n++;
             if (err)
                 err->line = lineno;
@@ -230,15 +234,16 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
     int meta_ok = rs_json_canon(&meta, ex->metadata_db.buf, ex->metadata_db.len, 0, NULL) == 0 &&
                   meta.buf[0] == '{';
     int same = rs_json_markers(ex->metadata_db.buf, ex->metadata_db.len, &markers) == 0;
-    if (same && (!markers ||
-                 rs_json_canon(&content, ex->content_db.buf, ex->content_db.len, 0, NULL))) {
+    if (same &&
+        (!markers || rs_json_canon(&content, ex->content_db.buf, ex->content_db.len, 0, NULL))) {
         rs_buf_reset(&content);
         same = rs_buf_add_json_string(&content, ex->content_db.buf, ex->content_db.len) == 0;
     }
     same = same && rs_json_equal(content.buf, content.len, ev->content.buf, ev->content.len);
     const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
     const cJSON *key;
-    cJSON_ArrayForEach(key, req) {
+    cJSON_ArrayForEach(key, req)
+    {
         if (!same)
             break;
         if (!cJSON_IsString(key) || strcmp(key->valuestring, "recovered") == 0)
@@ -255,8 +260,7 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
 }
 
 int rs_store_put_singleton(rs_store *s, const rs_target *t, const char *event_type,
-                           const char *body, size_t len, int exclusive, rs_buf *stored,
-                           rs_err *err)
+                           const char *body, size_t len, int exclusive, rs_buf *stored, rs_err *err)
 {
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)))
@@ -318,8 +322,7 @@ static int check_type_name(const char *event_type, rs_err *err)
     return 0;
 }
 
-int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *event_type,
-                               rs_err *err)
+int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *event_type, rs_err *err)
 {
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)) || (rc = check_type_name(event_type, err)))
@@ -354,17 +357,17 @@ int rs_store_delete_run(rs_store *s, const rs_target *t, int64_t *count, rs_err 
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)))
         return rc;
-    return s->ops->delete(s->be, t, count, err);
+    return s->ops->delete (s->be, t, count, err);
 }
 
-int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user,
-                           int64_t *count, rs_err *err)
+int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user, int64_t *count,
+                           rs_err *err)
 {
     rs_target t = {.thread_id = thread_id, .user = user};
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(&t, 0, err)))
         return rc;
-    return s->ops->delete(s->be, &t, count, err);
+    return s->ops->delete (s->be, &t, count, err);
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -394,8 +397,10 @@ void rs_names_free(rs_names *n)
 int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err)
 {
     if (q->version < 1 || q->version > RS_QUERY_VERSION)
-        return rs_err_set(err, -EINVAL, "rs_query version %u is not %d (start from "
-                          "RS_QUERY_INIT)", q->version, RS_QUERY_VERSION);
+        return rs_err_set(err, -EINVAL,
+                          "rs_query version %u is not %d (start from "
+                          "RS_QUERY_INIT)",
+                          q->version, RS_QUERY_VERSION);
     rs_target t = {.thread_id = q->thread_id, .run_id = q->run_id};
     int rc = check_target(&t, q->run_id != NULL, err);
     if (rc)
@@ -426,12 +431,12 @@ int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, in
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
                    const char *user, rs_names **out, rs_err *err)
 {
-    return s->ops->names(s->be, kind, thread_id, run_id, user, s->singletons, s->n_singletons,
-                         out, err);
+    return s->ops->names(s->be, kind, thread_id, run_id, user, s->singletons, s->n_singletons, out,
+                         err);
 }
 
-int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user,
-                            int64_t *count, rs_err *err)
+int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,
+                            rs_err *err)
 {
     return s->ops->count_messages(s->be, thread_id, user, count, err);
 }
@@ -472,8 +477,7 @@ typedef struct msg_view {
 /* A non-empty string member of the content object, decoded into out. */
 static const char *str_item(const msg_view *m, const char *key, rs_buf *out)
 {
-    return rs_view_get_str(m->content.buf, m->content.len, key, out) && out->len ? out->buf
-                                                                                : NULL;
+    return rs_view_get_str(m->content.buf, m->content.len, key, out) && out->len ? out->buf : NULL;
 }
 
 /* DeerFlow's message identity (message_identity.py): tool:<tool_call_id>, else
@@ -508,8 +512,8 @@ static int row_content_object(const rs_row *row, msg_view *m, int *rc)
 
 /* Scan message rows holding an object; fn decides. */
 static int scan_messages(rs_store *s, const char *thread_id, const char *user, int newest,
-                         const char *raw, int (*fn)(const rs_row *, msg_view *, void *),
-                         void *ctx, rs_err *err)
+                         const char *raw, int (*fn)(const rs_row *, msg_view *, void *), void *ctx,
+                         rs_err *err)
 {
     rs_target t = {.thread_id = thread_id};
     int rc = check_target(&t, 0, err);
@@ -560,8 +564,8 @@ static int match_identity(const rs_row *row, msg_view *m, void *ctx)
     return 1;
 }
 
-int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user,
-                         const char *identity, int64_t *seq, rs_err *err)
+int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user, const char *identity,
+                         int64_t *seq, rs_err *err)
 {
     const char *raw = strchr(identity, ':');
     if (!raw || !raw[1])
@@ -600,8 +604,7 @@ int rs_store_latest_ai_run(rs_store *s, const char *thread_id, const char *user,
     return rc ? rc : f.rc;
 }
 
-int rs_store_stats(rs_store *s, const char *user, const char *thread_id, rs_stats *out,
-                   rs_err *err)
+int rs_store_stats(rs_store *s, const char *user, const char *thread_id, rs_stats *out, rs_err *err)
 {
     return s->ops->stats(s->be, user, thread_id, out, err);
 }

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #define RS_VERSION "0.1.0"
-#define RS_ID_MAX 64             /* thread and run ids: 1-64 of [A-Za-z0-9_-] */
+#define RS_ID_MAX 64 /* thread and run ids: 1-64 of [A-Za-z0-9_-] */
 #define RS_EVENT_TYPE_MAX 32
 #define RS_CATEGORY_MAX 16
 #define RS_MIDDLEWARE_TAG_MAX 21
@@ -28,21 +28,24 @@ typedef struct rs_buf {
     size_t alloc;
 } rs_buf;
 extern char rs_buf_empty[];
+/* (clang-format would split a brace initialiser in a macro over four lines) */
+/* clang-format off */
 #define RS_BUF_INIT { rs_buf_empty, 0, 0 }
+/* clang-format on */
 
-int rs_buf_grow(rs_buf *b, size_t extra);            /* room for extra more bytes */
+int rs_buf_grow(rs_buf *b, size_t extra); /* room for extra more bytes */
 /* Set len, and the NUL after it: to cut the buffer back, or to take bytes written into the
  * room rs_buf_grow made. len must lie within that room. */
 void rs_buf_setlen(rs_buf *b, size_t len);
 int rs_buf_add(rs_buf *b, const void *data, size_t len);
 int rs_buf_addstr(rs_buf *b, const char *s);
-#define rs_buf_addlit(b, lit) rs_buf_add((b), "" lit, sizeof(lit) - 1)   /* a string literal */
+#define rs_buf_addlit(b, lit) rs_buf_add((b), "" lit, sizeof(lit) - 1) /* a string literal */
 int rs_buf_addch(rs_buf *b, char c);
 int rs_buf_addf(rs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void rs_buf_reset(rs_buf *b);                        /* len = 0, memory kept */
-void rs_buf_release(rs_buf *b);                      /* free, back to RS_BUF_INIT */
-char *rs_buf_detach(rs_buf *b, size_t *len);         /* hand the bytes to the caller */
-void rs_buf_remove_front(rs_buf *b, size_t n);       /* drop the first n bytes */
+void rs_buf_reset(rs_buf *b);                  /* len = 0, memory kept */
+void rs_buf_release(rs_buf *b);                /* free, back to RS_BUF_INIT */
+char *rs_buf_detach(rs_buf *b, size_t *len);   /* hand the bytes to the caller */
+void rs_buf_remove_front(rs_buf *b, size_t n); /* drop the first n bytes */
 /* Append s[0..len) as a JSON string literal in canonical escaping ('"', '\\' and control
  * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
  * bytes render. The project's one JSON string quoter. */
@@ -82,33 +85,36 @@ typedef struct rs_cursor rs_cursor;
  * way): start from RS_OPTIONS_INIT / RS_QUERY_INIT, then set fields, so a field added later
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
-#define RS_OPTIONS_VERSION 4    /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+#define RS_OPTIONS_VERSION \
+    4 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
                                   * stamp_time */
+/* clang-format off */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
+/* clang-format on */
 
 typedef struct rs_options {
-    unsigned int version;        /* RS_OPTIONS_VERSION */
-    const char *contract_path;   /* NULL: the contract installed with runfs */
-    int sync_full;               /* fsync every commit (synchronous=FULL) */
-    int allow_unknown_events;    /* accept event types the contract does not name */
-    int read_only;               /* open read-only: write nothing, not even a new file (the
+    unsigned int version;      /* RS_OPTIONS_VERSION */
+    const char *contract_path; /* NULL: the contract installed with runfs */
+    int sync_full;             /* fsync every commit (synchronous=FULL) */
+    int allow_unknown_events;  /* accept event types the contract does not name */
+    int read_only;             /* open read-only: write nothing, not even a new file (the
                                   * store must exist); refuse every write with -EROFS */
-    size_t max_event_bytes;      /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
+    size_t max_event_bytes;    /* per event line; 0 = RS_DEFAULT_MAX_EVENT */
     /* Called once per wait when a write has waited a second for another writer's lock and
      * goes on waiting (up to 30 s), so a command can say why it is not moving. */
     void (*busy_notice)(void *ctx, const char *store);
     void *busy_ctx;
-    int owners_apart;            /* owners do not meet (a mount with --user or --user-from-uid):
+    int owners_apart; /* owners do not meet (a mount with --user or --user-from-uid):
                                   * a writer with an owner (rs_target.user) writes only in
                                   * threads that are new or hold its rows or its mkdir (else
                                   * -EACCES), and its singletons are its own; without it,
                                   * put_if_absent's identity is DeerFlow's, owner-blind */
     /* Version 4: */
-    int pin_file;                /* a mount's store: the process's first open of the path
+    int pin_file;   /* a mount's store: the process's first open of the path
                                   * (which may create it) fixes the file; later opens never
                                   * create one, and writes fail with -EIO once the path no
                                   * longer is that file (removed, replaced, truncated) */
-    int stamp_time;              /* the store's clock is the only created_at: a line that
+    int stamp_time; /* the store's clock is the only created_at: a line that
                                   * gives one is -EINVAL */
 } rs_options;
 
@@ -116,8 +122,8 @@ typedef struct rs_options {
  * path (opt NULL: defaults). A store whose schema runfs cannot use (a newer side-table
  * layout, a run_events without DeerFlow's columns) is -EINVAL with the reason. */
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
-void rs_store_close(rs_store *s);                    /* checkpoints the WAL */
-const char *rs_store_backend(const rs_store *s);     /* "sqlite" */
+void rs_store_close(rs_store *s);                /* checkpoints the WAL */
+const char *rs_store_backend(const rs_store *s); /* "sqlite" */
 const char *rs_store_path(const rs_store *s);
 size_t rs_store_max_event(const rs_store *s);
 /* The active contract's raw bytes (for contract.json). */
@@ -141,12 +147,12 @@ typedef struct rs_record {
     const char *run_id;
     const char *event_type;
     const char *category;
-    const char *user_id;         /* NULL when the row has no owner */
-    const char *line;            /* canonical JSON line, '\n'-terminated */
+    const char *user_id; /* NULL when the row has no owner */
+    const char *line;    /* canonical JSON line, '\n'-terminated */
     size_t line_len;
-    int64_t run_off;             /* byte offset of line in the run's events.jsonl, from a
+    int64_t run_off;    /* byte offset of line in the run's events.jsonl, from a
                                   * cursor of rs_store_log_seek on that run; else -1 */
-    int64_t thread_off;          /* likewise for the thread's events.jsonl */
+    int64_t thread_off; /* likewise for the thread's events.jsonl */
 } rs_record;
 
 /* Next record: 1 with *out set (valid until the next call), 0 at the end, <0 on error. */
@@ -164,8 +170,8 @@ typedef struct rs_target {
 /* Parse and validate every '\n'-terminated line of buf[0..len) (a last line without '\n'
  * counts too) and store them as one atomic batch with consecutive seqs. The canonical lines
  * stored are appended to stored (may be NULL). -EINVAL/-EMSGSIZE name the line in err. */
-int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len,
-                    rs_buf *stored, rs_err *err);
+int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
+                    rs_err *err);
 
 /* Where an append's lines landed: the byte offsets of its first line in the run's and the
  * thread's events.jsonl (a batch is contiguous in both), and the bytes it added there (less
@@ -178,12 +184,12 @@ typedef struct rs_placement {
 } rs_placement;
 
 /* rs_store_append that also says where the lines landed (at may be NULL). */
-int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len,
-                       rs_buf *stored, rs_placement *at, rs_err *err);
+int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
+                       rs_placement *at, rs_err *err);
 
 typedef enum rs_confirm {
-    RS_CONFIRMED_NEW = 1,        /* stored now */
-    RS_CONFIRMED_EXISTING = 2,   /* an equal event was already stored: its seq kept */
+    RS_CONFIRMED_NEW = 1,      /* stored now */
+    RS_CONFIRMED_EXISTING = 2, /* an equal event was already stored: its seq kept */
 } rs_confirm;
 
 /* put_if_absent for event_type given by a one-line body (its event_type, when given, must
@@ -191,8 +197,8 @@ typedef enum rs_confirm {
  * one is RS_CONFIRMED_EXISTING and a different one -EEXIST (conflict). The stored record's
  * canonical line goes to stored. Returns the rs_confirm outcome or a negative errno. */
 int rs_store_put_singleton(rs_store *s, const rs_target *t, const char *event_type,
-                           const char *body, size_t len, int exclusive,
-                           rs_buf *stored, rs_err *err);
+                           const char *body, size_t len, int exclusive, rs_buf *stored,
+                           rs_err *err);
 
 /* put_if_absent as DeerFlow names it: created=1 when stored now, else the earliest existing
  * row with the same (thread, run, event_type) is returned and the body ignored. */
@@ -213,28 +219,30 @@ int rs_store_create_run(rs_store *s, const rs_target *t, rs_err *err);
  * high-water mark never goes down for a run delete; a thread delete drops it only when no
  * row of the thread remains. *count = rows deleted. */
 int rs_store_delete_run(rs_store *s, const rs_target *t, int64_t *count, rs_err *err);
-int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user,
-                           int64_t *count, rs_err *err);
+int rs_store_delete_thread(rs_store *s, const char *thread_id, const char *user, int64_t *count,
+                           rs_err *err);
 
 /* ---- reading ------------------------------------------------------------------------------
  * user NULL: every owner's rows; otherwise only that owner's. */
 #define RS_QUERY_VERSION 1
+/* clang-format off */
 #define RS_QUERY_INIT { .version = RS_QUERY_VERSION }
+/* clang-format on */
 
 typedef struct rs_query {
-    unsigned int version;        /* RS_QUERY_VERSION */
+    unsigned int version; /* RS_QUERY_VERSION */
     const char *thread_id;
-    const char *run_id;          /* NULL: the whole thread */
+    const char *run_id; /* NULL: the whole thread */
     const char *user;
-    int messages_only;           /* category = 'message' */
-    const char *category;        /* only this category (lets a type filter use an index) */
-    const char *const *event_types;  /* NULL: any type; else n_event_types names */
+    int messages_only;              /* category = 'message' */
+    const char *category;           /* only this category (lets a type filter use an index) */
+    const char *const *event_types; /* NULL: any type; else n_event_types names */
     size_t n_event_types;
-    const char *task_id;         /* metadata.task_id equals this string */
-    int64_t after_seq;           /* exclusive; 0: none */
-    int64_t before_seq;          /* exclusive; 0: none */
-    int64_t limit;               /* 0: no limit */
-    int newest;                  /* with limit and no after_seq: the newest limit rows */
+    const char *task_id; /* metadata.task_id equals this string */
+    int64_t after_seq;   /* exclusive; 0: none */
+    int64_t before_seq;  /* exclusive; 0: none */
+    int64_t limit;       /* 0: no limit */
+    int newest;          /* with limit and no after_seq: the newest limit rows */
 } rs_query;
 
 /* Rows matching q, always in ascending seq (list_events, list_messages, ...). */
@@ -242,14 +250,14 @@ int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err)
 
 /* A thread's or run's events.jsonl as a byte log. */
 typedef struct rs_log_info {
-    int exists;                  /* the thread/run exists for this user */
-    int exact;                   /* size and offsets hold for this user (single owner) */
-    int64_t size;                /* bytes of events.jsonl */
-    int64_t count;               /* events */
+    int exists;    /* the thread/run exists for this user */
+    int exact;     /* size and offsets hold for this user (single owner) */
+    int64_t size;  /* bytes of events.jsonl */
+    int64_t count; /* events */
     int64_t message_count;
-    int64_t last_seq;            /* highest seq of a row (0: none) */
-    int64_t hwm;                 /* thread only: next seq - 1 (the high-water mark) */
-    int64_t mtime_ns;            /* last append or creation */
+    int64_t last_seq; /* highest seq of a row (0: none) */
+    int64_t hwm;      /* thread only: next seq - 1 (the high-water mark) */
+    int64_t mtime_ns; /* last append or creation */
     int64_t ctime_ns;
 } rs_log_info;
 
@@ -276,13 +284,13 @@ int rs_names_next(rs_names *n, const char **name);
 void rs_names_free(rs_names *n);
 
 /* count_messages. */
-int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user,
-                            int64_t *count, rs_err *err);
+int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,
+                            rs_err *err);
 /* get_last_visible_ai_seq_by_run for one run: -ENOENT when the run has none. */
 int rs_store_last_visible_ai_seq(rs_store *s, const rs_target *t, int64_t *seq, rs_err *err);
 /* get_message_seqs for one identity ("tool:<id>" or "message:<id>"): -ENOENT when absent. */
-int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user,
-                         const char *identity, int64_t *seq, rs_err *err);
+int rs_store_message_seq(rs_store *s, const char *thread_id, const char *user, const char *identity,
+                         int64_t *seq, rs_err *err);
 /* find_latest_ai_message_run_ids for one message id: -ENOENT when absent. */
 int rs_store_latest_ai_run(rs_store *s, const char *thread_id, const char *user,
                            const char *message_id, rs_buf *run_id, rs_err *err);
@@ -343,9 +351,9 @@ typedef struct rs_import_src {
 } rs_import_src;
 
 typedef struct rs_import_opts {
-    const char *user;            /* owner stamped on the rows imported (NULL: none) */
-    int64_t floor;               /* DeerFlow's .seq-watermark for the thread (0: none) */
-    int strict;                  /* check the contract's content schemas too */
+    const char *user; /* owner stamped on the rows imported (NULL: none) */
+    int64_t floor;    /* DeerFlow's .seq-watermark for the thread (0: none) */
+    int strict;       /* check the contract's content schemas too */
 } rs_import_opts;
 
 /* Import one thread's DeerFlow JSONL lines in one transaction: seq and created_at kept, the

@@ -27,14 +27,14 @@ typedef struct pg_cursor {
     char name[24];
     PGresult *res;
     int row, nrows, done, own_tx, batch;
-    int log;                     /* 0: a query; 1: a run's log; 2: a thread's log */
+    int log; /* 0: a query; 1: a run's log; 2: a thread's log */
     int64_t next_off;
     int64_t skip_to;
 } pg_cursor;
 
 void pg_arg_text(pg_args *a, const char *s)
 {
-    a->types[a->n] = 25;     /* text */
+    a->types[a->n] = 25; /* text */
     a->v[a->n++] = s;
 }
 
@@ -42,7 +42,7 @@ void pg_arg_int(pg_args *a, int64_t v)
 {
     snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
     a->v[a->n] = a->num[a->n];
-    a->types[a->n++] = 20;   /* int8 */
+    a->types[a->n++] = 20; /* int8 */
 }
 
 /* The first line of libpq's message (its messages end in newlines and carry DETAIL lines). */
@@ -181,7 +181,8 @@ static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
     char what[32];
     snprintf(what, sizeof what, "%.*s", (int)strcspn(sql, " \n("), sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK
-                 ? 0 : fail_result(b, r, err, what);
+                 ? 0
+                 : fail_result(b, r, err, what);
     PQclear(r);
     return rc;
 }
@@ -191,8 +192,8 @@ int64_t pg_val_int(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
-           int *found, rs_err *err)
+int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
+           rs_err *err)
 {
     pg_args a = {.n = 0};
     if (a1)
@@ -216,8 +217,8 @@ int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
-    return pg_run(b, "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)", &a,
-                  NULL, err);
+    return pg_run(b, "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)", &a, NULL,
+                  err);
 }
 
 int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
@@ -306,7 +307,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         pg_row(&base->row, c->res, c->row++, 0);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
-            return rc;           /* 0: the line ends before the offset asked for */
+            return rc; /* 0: the line ends before the offset asked for */
     }
 }
 
@@ -352,8 +353,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
         goto fail_tx;
     }
     PGresult *r = PQexecParams(b->conn, decl.buf, a ? a->n : 0, a ? a->types : NULL,
-                               a ? a->v : NULL, NULL,
-                               NULL, 0);
+                               a ? a->v : NULL, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         rc = fail_result(b, r, err, "query");
         PQclear(r);
@@ -404,8 +404,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 {
     char line[400];
     char *shown = rs_pg_uri_display(uri);
-    const char *msg = first_line(conn ? PQerrorMessage(conn) : "out of memory", line,
-                                 sizeof line);
+    const char *msg = first_line(conn ? PQerrorMessage(conn) : "out of memory", line, sizeof line);
     int code = -EIO;
     if (strstr(msg, "does not exist"))
         code = -ENOENT;
@@ -422,9 +421,11 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 static int tables_present(rs_backend *b, int *events, int *hwm, int *side, rs_err *err)
 {
     PGresult *r;
-    int rc = pg_run(b, "SELECT to_regclass('run_events') IS NOT NULL, "
-                       "to_regclass('run_event_thread_seq') IS NOT NULL, "
-                       "to_regclass('runfs_meta') IS NOT NULL", NULL, &r, err);
+    int rc = pg_run(b,
+                    "SELECT to_regclass('run_events') IS NOT NULL, "
+                    "to_regclass('run_event_thread_seq') IS NOT NULL, "
+                    "to_regclass('runfs_meta') IS NOT NULL",
+                    NULL, &r, err);
     if (rc)
         return rc;
     *events = PQgetvalue(r, 0, 0)[0] == 't';
@@ -488,7 +489,8 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         goto fail;
     if (!events || !hwm || !side) {
         if (b->read_only && (!events || !side)) {
-            rc = rs_err_set(err, -ENOENT, "the database has no %s table: a read-only open "
+            rc = rs_err_set(err, -ENOENT,
+                            "the database has no %s table: a read-only open "
                             "creates nothing (open it read-write once)",
                             events ? "runfs_meta" : "run_events");
             goto fail;
@@ -503,12 +505,14 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         }
     }
     int64_t layout = 0;
-    if ((rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
-                     &layout, NULL, err)))
+    if ((rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL, &layout,
+                     NULL, err)))
         goto fail;
     if (layout != PG_LAYOUT) {
-        rc = rs_err_set(err, -EINVAL, "the store's runfs tables have layout %lld; this runfs "
-                        "knows layout %d only", (long long)layout, PG_LAYOUT);
+        rc = rs_err_set(err, -EINVAL,
+                        "the store's runfs tables have layout %lld; this runfs "
+                        "knows layout %d only",
+                        (long long)layout, PG_LAYOUT);
         goto fail;
     }
     if (!b->read_only && (rc = pg_catch_up_all(b, err)))
@@ -556,8 +560,10 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         PQfreemem(n);
     }
     PGresult *r;
-    if (pg_run(b, "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
-                  "(SELECT count(*) FROM runfs_thread WHERE dirty <> 0)", NULL, &r, NULL))
+    if (pg_run(b,
+               "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
+               "(SELECT count(*) FROM runfs_thread WHERE dirty <> 0)",
+               NULL, &r, NULL))
         return -EIO;
     int64_t v = pg_val_int(r, 0, 0);
     v = v * 1000003 + pg_val_int(r, 0, 1);

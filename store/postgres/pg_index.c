@@ -38,9 +38,10 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     } else {
         pg_arg_text(&a, thread_id);
     }
-    const char *sel = run_id
-        ? "SELECT run_key, " LOG_COLUMNS ", 0 FROM runfs_run WHERE thread_key = $1 AND run_id = $2"
-        : "SELECT thread_key, " LOG_COLUMNS ", dirty FROM runfs_thread WHERE thread_id = $1";
+    const char *sel = run_id ? "SELECT run_key, " LOG_COLUMNS
+                               ", 0 FROM runfs_run WHERE thread_key = $1 AND run_id = $2"
+                             : "SELECT thread_key, " LOG_COLUMNS
+                               ", dirty FROM runfs_thread WHERE thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sel, &a, &r, err);
     if (rc)
@@ -54,11 +55,12 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     if (*found || !create)
         return 0;
     pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
-    const char *ins = run_id
-        ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES ($1, $2, $3, $3) "
-          "RETURNING run_key"
-        : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES ($1, $2, $2) "
-          "RETURNING thread_key";
+    const char *ins =
+        run_id
+            ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES ($1, $2, $3, $3) "
+              "RETURNING run_key"
+            : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES ($1, $2, $2) "
+              "RETURNING thread_key";
     if ((rc = pg_run(b, ins, &a, &r, err)))
         return rc;
     memset(ls, 0, sizeof *ls);
@@ -80,23 +82,28 @@ int pg_log_store(rs_backend *b, int is_run, const pg_log *ls, rs_err *err)
     pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
     pg_arg_int(&a, ls->mark_off);
     pg_arg_int(&a, ls->key);
-    return pg_run(b, is_run
-        ? "UPDATE runfs_run SET size = $1, count = $2, messages = $3, last_seq = $4, mixed = $5, "
-          "mtime_ns = $6, mark_off = $7 WHERE run_key = $8"
-        : "UPDATE runfs_thread SET size = $1, count = $2, messages = $3, last_seq = $4, "
-          "mixed = $5, mtime_ns = $6, mark_off = $7 WHERE thread_key = $8", &a, NULL, err);
+    return pg_run(
+        b,
+        is_run
+            ? "UPDATE runfs_run SET size = $1, count = $2, messages = $3, last_seq = $4, mixed = $5, "
+              "mtime_ns = $6, mark_off = $7 WHERE run_key = $8"
+            : "UPDATE runfs_thread SET size = $1, count = $2, messages = $3, last_seq = $4, "
+              "mixed = $5, mtime_ns = $6, mark_off = $7 WHERE thread_key = $8",
+        &a, NULL, err);
 }
 
-int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 int *mixed, rs_err *err)
+int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *mixed,
+                 rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_int(&a, thread_key);
     pg_arg_int(&a, run_key);
     pg_arg_text(&a, pg_owner_key(user));
     PGresult *r;
-    int rc = pg_run(b, "INSERT INTO runfs_owner (thread_key, run_key, owner) VALUES ($1, $2, $3) "
-                       "ON CONFLICT DO NOTHING", &a, &r, err);
+    int rc = pg_run(b,
+                    "INSERT INTO runfs_owner (thread_key, run_key, owner) VALUES ($1, $2, $3) "
+                    "ON CONFLICT DO NOTHING",
+                    &a, &r, err);
     if (rc)
         return rc;
     int added = strcmp(PQcmdTuples(r), "0") != 0;
@@ -120,9 +127,10 @@ static int log_advance(rs_backend *b, pg_log *log, int64_t log_key, int64_t seq,
         pg_arg_int(&a, log_key);
         pg_arg_int(&a, log->size);
         pg_arg_int(&a, seq);
-        int rc = pg_run(b, "INSERT INTO runfs_mark (log_key, off, seq) VALUES ($1, $2, $3) "
-                           "ON CONFLICT (log_key, off) DO UPDATE SET seq = excluded.seq", &a,
-                        NULL, err);
+        int rc = pg_run(b,
+                        "INSERT INTO runfs_mark (log_key, off, seq) VALUES ($1, $2, $3) "
+                        "ON CONFLICT (log_key, off) DO UPDATE SET seq = excluded.seq",
+                        &a, NULL, err);
         if (rc)
             return rc;
         log->mark_off = log->size;
@@ -135,8 +143,8 @@ static int log_advance(rs_backend *b, pg_log *log, int64_t log_key, int64_t seq,
     return 0;
 }
 
-int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len,
-                int message, rs_err *err)
+int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
+                rs_err *err)
 {
     int rc = log_advance(b, run, run->key, seq, len, message, err);
     return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
@@ -145,7 +153,10 @@ int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t 
 /* ---- catching up with other writers ---- */
 
 typedef struct run_set {
-    struct { char id[RS_ID_MAX + 1]; pg_log log; } *runs;
+    struct {
+        char id[RS_ID_MAX + 1];
+        pg_log log;
+    } * runs;
     size_t count, cap;
 } run_set;
 
@@ -191,9 +202,10 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
     pg_arg_text(&a, thread_id);
     pg_arg_int(&a, thr->last_seq);
     rs_cursor *c;
-    int rc = pg_cursor_new(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE "
-                              "e.thread_id = $1 AND e.seq > $2::bigint ORDER BY e.seq", &a, 0, 0, 0,
-                           &c, err);
+    int rc = pg_cursor_new(b,
+                           "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE "
+                           "e.thread_id = $1 AND e.seq > $2::bigint ORDER BY e.seq",
+                           &a, 0, 0, 0, &c, err);
     if (rc)
         return rc;
     run_set runs = {0};
@@ -261,8 +273,8 @@ int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err
         pg_args a = {.n = 0};
         pg_arg_int(&a, thr->key);
         if (!(rc = index_rows(b, thread_id, thr, 0, err)))
-            rc = pg_run(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = $1", &a, NULL,
-                        err);
+            rc =
+                pg_run(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = $1", &a, NULL, err);
     }
     if (!rc && thr->dirty)
         rc = pg_log_load(b, thread_id, NULL, 0, 0, thr, &found, err);
@@ -275,8 +287,8 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
      * of other threads. */
     for (int round = 0; round < 100000; round++) {
         PGresult *r;
-        int rc = pg_run(b, "SELECT thread_id FROM runfs_thread WHERE dirty <> 0 LIMIT 1", NULL,
-                        &r, err);
+        int rc =
+            pg_run(b, "SELECT thread_id FROM runfs_thread WHERE dirty <> 0 LIMIT 1", NULL, &r, err);
         if (rc)
             return rc;
         if (PQntuples(r) == 0) {
@@ -303,16 +315,18 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
 
 /* ---- reading a log ---- */
 
-static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                     int *has, rs_err *err)
+static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *has,
+                     rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_int(&a, thread_key);
     pg_arg_int(&a, run_key);
     pg_arg_text(&a, pg_owner_key(user));
     PGresult *r;
-    int rc = pg_run(b, "SELECT 1 FROM runfs_owner WHERE thread_key = $1 AND run_key = $2 "
-                       "AND owner = $3", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT 1 FROM runfs_owner WHERE thread_key = $1 AND run_key = $2 "
+                    "AND owner = $3",
+                    &a, &r, err);
     if (rc)
         return rc;
     *has = PQntuples(r) > 0;
@@ -328,12 +342,13 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     pg_arg_text(&a, thread_id);
     if (run_id)
         pg_arg_text(&a, run_id);
-    const char *sql = run_id
-        ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
-          "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
-          "t.thread_key WHERE t.thread_id = $1 AND r.run_id = $2"
-        : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
-          "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = $1";
+    const char *sql =
+        run_id
+            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
+              "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+              "t.thread_key WHERE t.thread_id = $1 AND r.run_id = $2"
+            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
+              "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)
@@ -371,10 +386,11 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
             pg_arg_text(&u, thread_id);
             pg_arg_text(&u, run_id);
             pg_arg_text(&u, user);
-            if ((rc = pg_run(b, "SELECT count(*), count(*) FILTER (WHERE category = 'message'), "
-                                "coalesce(max(seq), 0) FROM run_events WHERE thread_id = $1 "
-                                "AND ($2::text IS NULL OR run_id = $2) AND user_id = $3", &u,
-                             &r, err)))
+            if ((rc = pg_run(b,
+                             "SELECT count(*), count(*) FILTER (WHERE category = 'message'), "
+                             "coalesce(max(seq), 0) FROM run_events WHERE thread_id = $1 "
+                             "AND ($2::text IS NULL OR run_id = $2) AND user_id = $3",
+                             &u, &r, err)))
                 return rc;
             out->count = pg_val_int(r, 0, 0);
             out->message_count = pg_val_int(r, 0, 1);
@@ -385,14 +401,14 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     }
     if (!run_id) {
         int64_t floor = 0;
-        if ((rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1",
-                         thread_id, NULL, &floor, NULL, err)))
+        if ((rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id,
+                         NULL, &floor, NULL, err)))
             return rc;
         out->hwm = floor > out->last_seq ? floor : out->last_seq;
         if (!user || out->exact) {
             int64_t max = 0;
-            if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1",
-                             thread_id, NULL, &max, NULL, err)))
+            if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", thread_id,
+                             NULL, &max, NULL, err)))
                 return rc;
             if (max > out->hwm)
                 out->hwm = max;
@@ -410,12 +426,12 @@ int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
     pg_arg_int(&a, off < 0 ? 0 : off);
     if (run_id)
         pg_arg_text(&a, run_id);
-    const char *mark_sql = run_id
-        ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
-          "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = $1 "
-          "AND r.run_id = $3 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1"
-        : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
-          "-t.thread_key WHERE t.thread_id = $1 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1";
+    const char *mark_sql =
+        run_id ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
+                 "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = $1 "
+                 "AND r.run_id = $3 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1"
+               : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
+                 "-t.thread_key WHERE t.thread_id = $1 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1";
     PGresult *r;
     int rc = pg_run(b, mark_sql, &a, &r, err);
     if (rc)
@@ -431,10 +447,10 @@ int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
     pg_arg_int(&q, from_seq);
     if (run_id)
         pg_arg_text(&q, run_id);
-    const char *rows_sql = run_id
-        ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-          "AND e.run_id = $3 AND e.seq >= $2::bigint ORDER BY e.seq"
-        : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-          "AND e.seq >= $2::bigint ORDER BY e.seq";
+    const char *rows_sql =
+        run_id ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                 "AND e.run_id = $3 AND e.seq >= $2::bigint ORDER BY e.seq"
+               : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                 "AND e.seq >= $2::bigint ORDER BY e.seq";
     return pg_cursor_new(b, rows_sql, &q, run_id ? 1 : 2, from_off, off, out, err);
 }

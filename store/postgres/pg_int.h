@@ -26,18 +26,18 @@ struct rs_backend {
     PGconn *conn;
     int read_only;
     int sync_full;
-    int owners_apart;            /* rs_options.owners_apart */
-    int in_tx;                   /* a write transaction is open */
-    int read_tx;                 /* cursors hold a read transaction open (their count) */
-    int cursor_seq;              /* names of server-side cursors */
+    int owners_apart; /* rs_options.owners_apart */
+    int in_tx;        /* a write transaction is open */
+    int read_tx;      /* cursors hold a read transaction open (their count) */
+    int cursor_seq;   /* names of server-side cursors */
     long pid;
-    int64_t started;             /* this process's start time (reservations name it) */
-    char host[64];               /* reservations name the host too: pids are per host */
+    int64_t started; /* this process's start time (reservations name it) */
+    char host[64];   /* reservations name the host too: pids are per host */
     pg_stmt_slot cache[PG_STMT_CACHE];
     int stmt_seq;
-    int listening;               /* LISTEN is part of this connection's session */
-    int64_t notified;            /* notifications received (the change feed) */
-    rs_buf sql;                  /* scratch for built statements */
+    int listening;    /* LISTEN is part of this connection's session */
+    int64_t notified; /* notifications received (the change feed) */
+    rs_buf sql;       /* scratch for built statements */
 };
 
 /* Parameters of one statement, as text ($1 = v[0]) typed text or bigint; numbers are
@@ -45,7 +45,7 @@ struct rs_backend {
 typedef struct pg_args {
     const char *v[PG_MAX_ARGS];
     char num[PG_MAX_ARGS][24];
-    Oid types[PG_MAX_ARGS];      /* text or int8: statements may leave one unused */
+    Oid types[PG_MAX_ARGS]; /* text or int8: statements may leave one unused */
     int n;
 } pg_args;
 
@@ -55,15 +55,15 @@ typedef struct pg_args {
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
     "to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), e.user_id"
 
-void pg_arg_text(pg_args *a, const char *s);                 /* NULL: SQL NULL */
+void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);
 /* Run sql (cached as a prepared statement) with a's parameters; *out (may be NULL: cleared)
  * holds the result on success. Errors map to an errno with PostgreSQL's reason; a lost
  * connection is -EIO and the next call outside a transaction reconnects. */
 int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err);
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
-int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
-           int *found, rs_err *err);
+int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
+           rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);
 /* A write transaction serialised with every writer of thread_id (DeerFlow's advisory lock
  * when thread_id is not NULL), then exactly one of pg_commit or pg_rollback. */
@@ -80,24 +80,24 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
 
 /* ---- pg_index.c ---- */
 typedef struct pg_log {
-    int64_t key;                 /* thread_key or run_key */
+    int64_t key; /* thread_key or run_key */
     int64_t size;
     int64_t count;
     int64_t messages;
     int64_t last_seq;
-    int64_t mark_off;            /* offset of the log's last mark; -1: none yet */
+    int64_t mark_off; /* offset of the log's last mark; -1: none yet */
     int mixed;
-    int dirty;                   /* threads: 1 rows deleted by others, 2 rows added by others */
+    int dirty; /* threads: 1 rows deleted by others, 2 rows added by others */
 } pg_log;
 
 const char *pg_owner_key(const char *user);
 int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
                 int create, pg_log *log, int *found, rs_err *err);
 int pg_log_store(rs_backend *b, int is_run, const pg_log *log, rs_err *err);
-int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 int *mixed, rs_err *err);
-int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len,
-                int message, rs_err *err);
+int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *mixed,
+                 rs_err *err);
+int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
+                rs_err *err);
 /* Inside a write transaction holding the thread's lock: index what other writers did to
  * the thread (thr loaded; reloaded after). */
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err *err);
@@ -120,15 +120,14 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* ---- pg_read.c ---- */
 int pg_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
-             const char *user, const char *const *singletons, size_t n_singletons,
-             rs_names **out, rs_err *err);
+             const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
+             rs_err *err);
 int pg_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
                       rs_err *err);
 int pg_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
 int pg_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);
-int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
-             rs_err *err);
+int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err);
 int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
 int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),

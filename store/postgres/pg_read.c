@@ -89,8 +89,8 @@ static void names_free(rs_names *base)
 }
 
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
-             const char *user, const char *const *singletons, size_t n_singletons,
-             rs_names **out, rs_err *err)
+             const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
+             rs_err *err)
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
@@ -98,31 +98,36 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     /* $1 thread, $2 run, $3 owner (NULL: every owner), $4... the contract's singletons. */
     switch (kind) {
     case RS_NAMES_THREADS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT t.thread_id FROM runfs_thread t WHERE ($3::text IS NULL OR EXISTS (SELECT 1 "
             "FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "
             "o.owner = $3)) ORDER BY t.thread_key");
         break;
     case RS_NAMES_RUNS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
             "WHERE t.thread_id = $1 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
             "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.owner = $3)) "
             "ORDER BY r.run_key");
         break;
     case RS_NAMES_TYPES:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT DISTINCT event_type COLLATE \"C\" AS name FROM run_events WHERE thread_id = $1 "
             "AND run_id = $2 AND ($3::text IS NULL OR user_id = $3) ORDER BY name");
         break;
     case RS_NAMES_TASKS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT DISTINCT (event_metadata ->> 'task_id') COLLATE \"C\" AS name FROM run_events "
             "WHERE thread_id = $1 AND run_id = $2 AND ($3::text IS NULL OR user_id = $3) "
             "AND json_typeof(event_metadata -> 'task_id') = 'string' ORDER BY name");
         break;
     case RS_NAMES_SINGLETONS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT DISTINCT event_type COLLATE \"C\" AS name FROM run_events WHERE thread_id = $1 "
             "AND run_id = $2 AND ($3::text IS NULL OR user_id = $3) AND (event_type IN (SELECT "
             "event_type FROM runfs_once WHERE thread_id = $1 AND run_id = $2)");
@@ -138,7 +143,8 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     pg_arg_text(&a, thread_id);
     pg_arg_text(&a, run_id);
     pg_arg_text(&a, kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS
-                        ? (user ? pg_owner_key(user) : NULL) : user);
+                        ? (user ? pg_owner_key(user) : NULL)
+                        : user);
     for (size_t i = 0; kind == RS_NAMES_SINGLETONS && i < n_singletons; i++)
         pg_arg_text(&a, singletons[i]);
     pg_names_cursor *n = calloc(1, sizeof *n);
@@ -172,11 +178,13 @@ int pg_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
     pg_arg_text(&a, t->run_id);
     pg_arg_text(&a, t->user);
     PGresult *r;
-    int rc = pg_run(b, "SELECT seq FROM run_events WHERE thread_id = $1 AND run_id = $2 "
-                       "AND category = 'message' AND event_type IN ('llm.ai.response', "
-                       "'ai_message') AND NOT (coalesce(event_metadata ->> 'caller', '') ILIKE "
-                       "'middleware:%') AND ($3::text IS NULL OR user_id = $3) "
-                       "ORDER BY seq DESC LIMIT 1", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT seq FROM run_events WHERE thread_id = $1 AND run_id = $2 "
+                    "AND category = 'message' AND event_type IN ('llm.ai.response', "
+                    "'ai_message') AND NOT (coalesce(event_metadata ->> 'caller', '') ILIKE "
+                    "'middleware:%') AND ($3::text IS NULL OR user_id = $3) "
+                    "ORDER BY seq DESC LIMIT 1",
+                    &a, &r, err);
     if (rc)
         return rc;
     int found = PQntuples(r) > 0;
@@ -189,15 +197,15 @@ int pg_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
 int pg_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err)
 {
-    const char *sql = newest
-        ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-          "AND e.category = 'message' AND ($2::text IS NULL OR e.user_id = $2) "
-          "AND substr(e.content, 1, 1) = '{' AND ($3::text IS NULL OR e.content ILIKE $3 "
-          "ESCAPE '\\') ORDER BY e.seq DESC"
-        : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-          "AND e.category = 'message' AND ($2::text IS NULL OR e.user_id = $2) "
-          "AND substr(e.content, 1, 1) = '{' AND ($3::text IS NULL OR e.content ILIKE $3 "
-          "ESCAPE '\\') ORDER BY e.seq ASC";
+    const char *sql =
+        newest ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                 "AND e.category = 'message' AND ($2::text IS NULL OR e.user_id = $2) "
+                 "AND substr(e.content, 1, 1) = '{' AND ($3::text IS NULL OR e.content ILIKE $3 "
+                 "ESCAPE '\\') ORDER BY e.seq DESC"
+               : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                 "AND e.category = 'message' AND ($2::text IS NULL OR e.user_id = $2) "
+                 "AND substr(e.content, 1, 1) = '{' AND ($3::text IS NULL OR e.content ILIKE $3 "
+                 "ESCAPE '\\') ORDER BY e.seq ASC";
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     pg_arg_text(&a, user);
@@ -205,15 +213,15 @@ int pg_message_objects(rs_backend *b, const char *thread_id, const char *user, i
     return pg_cursor_new(b, sql, &a, 0, 0, 0, out, err);
 }
 
-int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
-             rs_err *err)
+int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     pg_args a = {.n = 0};
     pg_arg_text(&a, user);
     pg_arg_text(&a, thread_id);
     PGresult *r;
-    int rc = pg_run(b,
+    int rc = pg_run(
+        b,
         "SELECT (SELECT count(*) FROM runfs_thread t WHERE ($2::text IS NULL OR t.thread_id = $2) "
         "AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
         "t.thread_key AND o.run_key = 0 AND o.owner = $1))), "
@@ -223,7 +231,8 @@ int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
         "o.owner = $1))), "
         "CASE WHEN $1::text IS NULL THEN (SELECT coalesce(sum(count), 0) FROM runfs_thread WHERE "
         "$2::text IS NULL OR thread_id = $2) ELSE (SELECT count(*) FROM run_events WHERE "
-        "user_id = $1 AND ($2::text IS NULL OR thread_id = $2)) END", &a, &r, err);
+        "user_id = $1 AND ($2::text IS NULL OR thread_id = $2)) END",
+        &a, &r, err);
     if (rc)
         return rc;
     out->threads = pg_val_int(r, 0, 0);
@@ -257,8 +266,10 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
     pg_arg_int(&a, row->upper_seq);
     pg_arg_text(&a, t->user);
     PGresult *r;
-    if ((rc = pg_run(b, "SELECT count(*) FROM run_events WHERE thread_id = $1 AND run_id = $2 "
-                        "AND seq <= $3 AND ($4::text IS NULL OR user_id = $4)", &a, &r, err)))
+    if ((rc = pg_run(b,
+                     "SELECT count(*) FROM run_events WHERE thread_id = $1 AND run_id = $2 "
+                     "AND seq <= $3 AND ($4::text IS NULL OR user_id = $4)",
+                     &a, &r, err)))
         goto fail;
     int64_t n = pg_val_int(r, 0, 0);
     PQclear(r);
@@ -277,9 +288,11 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
     pg_arg_text(&s, row->has_error ? row->error : NULL);
     pg_arg_text(&s, row->sealed_at);
     pg_arg_text(&s, t->user);
-    rc = pg_run(b, "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, event_count, "
-                   "terminal_seq, digest, error, sealed_at, user_id) VALUES ($1, $2, $3, $4, $5, "
-                   "nullif($6, 0), $7, $8, $9, $10)", &s, NULL, err);
+    rc = pg_run(b,
+                "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, event_count, "
+                "terminal_seq, digest, error, sealed_at, user_id) VALUES ($1, $2, $3, $4, $5, "
+                "nullif($6, 0), $7, $8, $9, $10)",
+                &s, NULL, err);
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
     if (rc)
@@ -296,8 +309,10 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, t->run_id);
     PGresult *r;
-    int rc = pg_run(b, "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = $1 "
-                       "AND run_id = $2", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = $1 "
+                    "AND run_id = $2",
+                    &a, &r, err);
     if (rc)
         return rc;
     int found = PQntuples(r) > 0;
@@ -311,8 +326,10 @@ int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
                  void *ctx, rs_err *err)
 {
     PGresult *r;
-    int rc = pg_run(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
-                       "ORDER BY thread_id COLLATE \"C\", run_id COLLATE \"C\"", NULL, &r, err);
+    int rc = pg_run(b,
+                    "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
+                    "ORDER BY thread_id COLLATE \"C\", run_id COLLATE \"C\"",
+                    NULL, &r, err);
     if (rc)
         return rc;
     for (int i = 0; !rc && i < PQntuples(r); i++) {

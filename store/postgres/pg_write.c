@@ -15,8 +15,8 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
     int rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", thread_id, NULL,
                     &max, NULL, err);
     if (!rc)
-        rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id,
-                    NULL, &floor, NULL, err);
+        rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id, NULL,
+                    &floor, NULL, err);
     *next = (max > floor ? max : floor) + 1;
     return rc;
 }
@@ -26,9 +26,11 @@ static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     pg_arg_int(&a, seq);
-    return pg_run(b, "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES ($1, $2) "
-                     "ON CONFLICT (thread_id) DO UPDATE SET seq = greatest(run_event_thread_seq.seq, "
-                     "excluded.seq)", &a, NULL, err);
+    return pg_run(b,
+                  "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES ($1, $2) "
+                  "ON CONFLICT (thread_id) DO UPDATE SET seq = greatest(run_event_thread_seq.seq, "
+                  "excluded.seq)",
+                  &a, NULL, err);
 }
 
 /* Tell every mount (their hubs LISTEN) that the thread changed; sent at commit. */
@@ -50,19 +52,22 @@ static int thread_access(rs_backend *b, const rs_target *t, rs_err *err)
     pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, t->user);
     PGresult *r;
-    int rc = pg_run(b, "SELECT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
-                       "t.thread_key AND o.run_key = 0 AND o.owner = $2) FROM runfs_thread t "
-                       "WHERE t.thread_id = $1", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
+                    "t.thread_key AND o.run_key = 0 AND o.owner = $2) FROM runfs_thread t "
+                    "WHERE t.thread_id = $1",
+                    &a, &r, err);
     if (rc)
         return rc;
     int taken = PQntuples(r) > 0 && PQgetvalue(r, 0, 0)[0] != 't';
     PQclear(r);
     return taken ? rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s",
-                              t->thread_id, t->user) : 0;
+                              t->thread_id, t->user)
+                 : 0;
 }
 
-static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
-                         rs_existing *ex, int *found, rs_err *err)
+static int existing_load(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                         int *found, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
@@ -71,9 +76,11 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
     pg_arg_text(&a, b->owners_apart ? t->user : NULL);
     PGresult *r;
     /* Where owners are apart, a singleton is the writer's own. */
-    int rc = pg_run(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-                       "AND e.run_id = $2 AND e.event_type = $3 AND ($4::text IS NULL OR "
-                       "e.user_id = $4) ORDER BY e.seq ASC LIMIT 1", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                    "AND e.run_id = $2 AND e.event_type = $3 AND ($4::text IS NULL OR "
+                    "e.user_id = $4) ORDER BY e.seq ASC LIMIT 1",
+                    &a, &r, err);
     if (rc)
         return rc;
     *found = PQntuples(r) > 0;
@@ -96,8 +103,8 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
 
 /* A statement about one singleton identity: $1 thread, $2 run, $3 event type, $4 host,
  * $5 this process. */
-static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
-                         const char *event_type, rs_err *err)
+static int identity_exec(rs_backend *b, const char *sql, const rs_target *t, const char *event_type,
+                         rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
@@ -125,11 +132,12 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
     PGresult *r;
     /* A role without pg_read_all_stats sees other roles' sessions without their start
      * time: then the pid alone says the session lives. */
-    int rc = pg_run(b, "SELECT h.host, h.pid, h.started, EXISTS (SELECT 1 FROM pg_stat_activity s "
-                       "WHERE s.pid = h.backend_pid AND (s.backend_start IS NULL OR "
-                       "s.backend_start = h.backend_start)) FROM runfs_hold h "
-                       "WHERE h.thread_id = $1 AND h.run_id = $2 AND h.event_type = $3", &a,
-                    &r, err);
+    int rc = pg_run(b,
+                    "SELECT h.host, h.pid, h.started, EXISTS (SELECT 1 FROM pg_stat_activity s "
+                    "WHERE s.pid = h.backend_pid AND (s.backend_start IS NULL OR "
+                    "s.backend_start = h.backend_start)) FROM runfs_hold h "
+                    "WHERE h.thread_id = $1 AND h.run_id = $2 AND h.event_type = $3",
+                    &a, &r, err);
     if (rc)
         return rc;
     *other = 0;
@@ -148,14 +156,18 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
         *other = 1;
         return 0;
     }
-    return identity_exec(b, "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 "
-                            "AND event_type = $3", t, event_type, err);
+    return identity_exec(b,
+                         "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 "
+                         "AND event_type = $3",
+                         t, event_type, err);
 }
 
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
 {
-    int rc = identity_exec(b, "INSERT INTO runfs_once (thread_id, run_id, event_type) "
-                              "VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", t, event_type, err);
+    int rc = identity_exec(b,
+                           "INSERT INTO runfs_once (thread_id, run_id, event_type) "
+                           "VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                           t, event_type, err);
     return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
@@ -172,13 +184,14 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     pg_arg_text(&a, ev->metadata_db.buf);
     pg_arg_int(&a, seq);
     pg_arg_text(&a, ev->created_db);
-    int rc = pg_run(b, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
-                       "category, content, event_metadata, seq, created_at) "
-                       "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC')",
-                    &a, NULL, err);
+    int rc =
+        pg_run(b,
+               "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+               "category, content, event_metadata, seq, created_at) "
+               "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC')",
+               &a, NULL, err);
     if (rc == -EEXIST)
-        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
-                          t->run_id);
+        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type, t->run_id);
     return rc;
 }
 
@@ -285,9 +298,10 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     pg_arg_text(&a, b->host);
     pg_arg_int(&a, b->pid);
     pg_arg_int(&a, b->started);
-    rc = pg_run(b, "INSERT INTO runfs_hold (thread_id, run_id, event_type, host, pid, started, "
-                   "backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, pg_backend_pid(), "
-                   "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+    rc = pg_run(b,
+                "INSERT INTO runfs_hold (thread_id, run_id, event_type, host, pid, started, "
+                "backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, pg_backend_pid(), "
+                "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())",
                 &a, NULL, err);
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
@@ -364,8 +378,8 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     if (!found)
         return pg_commit(b, err);
     int64_t max = 0;
-    if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", t->thread_id,
-                     NULL, &max, NULL, err)))
+    if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", t->thread_id, NULL,
+                     &max, NULL, err)))
         goto fail;
     static const char del_rows[] =
         "DELETE FROM run_events WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
@@ -388,12 +402,11 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
         (rc = pg_thread_reindex(b, t->thread_id, thr.key, err)))
         goto fail;
     int64_t left = 0;
-    if ((rc = pg_int(b, "SELECT count(*) FROM run_events WHERE thread_id = $1", t->thread_id,
-                     NULL, &left, NULL, err)))
+    if ((rc = pg_int(b, "SELECT count(*) FROM run_events WHERE thread_id = $1", t->thread_id, NULL,
+                     &left, NULL, err)))
         goto fail;
     if (!t->run_id && left == 0) {
-        static const char drop_floor[] =
-            "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
+        static const char drop_floor[] = "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
         if ((rc = run_exec(b, drop_floor, t, 0, NULL, err)))
             goto fail;
     }
@@ -417,8 +430,7 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     static const char drop_seals[] =
         "DELETE FROM runfs_seal WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
         "AND ($3::text IS NULL OR user_id = $3)";
-    if ((rc = run_exec(b, drop_seals, t, 0, NULL, err)) ||
-        (rc = notify(b, t->thread_id, max, err)))
+    if ((rc = run_exec(b, drop_seals, t, 0, NULL, err)) || (rc = notify(b, t->thread_id, max, err)))
         goto fail;
     return pg_commit(b, err);
 fail:

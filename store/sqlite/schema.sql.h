@@ -113,11 +113,10 @@ static const char rs_schema_sql[] =
  * blocked another's. Before the tables of rs_schema_sql are created, the old ones step
  * aside; rs_schema_migrate_copy_sql then moves their rows over, the owner taken from the
  * seal's user_id ('' for rows without one). */
-static const char rs_schema_migrate_sql[] =
-    "ALTER TABLE runfs_once RENAME TO runfs_once_v1;\n"
-    "ALTER TABLE runfs_hold RENAME TO runfs_hold_v1;\n"
-    "ALTER TABLE runfs_seal RENAME TO runfs_seal_v1;\n"
-    "DROP INDEX IF EXISTS runfs_uq_terminal;\n";
+static const char rs_schema_migrate_sql[] = "ALTER TABLE runfs_once RENAME TO runfs_once_v1;\n"
+                                            "ALTER TABLE runfs_hold RENAME TO runfs_hold_v1;\n"
+                                            "ALTER TABLE runfs_seal RENAME TO runfs_seal_v1;\n"
+                                            "DROP INDEX IF EXISTS runfs_uq_terminal;\n";
 static const char rs_schema_migrate_copy_sql[] =
     "INSERT INTO runfs_once (thread_id, run_id, event_type, owner)\n"
     "  SELECT o.thread_id, o.run_id, o.event_type, coalesce(e.user_id, '') FROM runfs_once_v1 o\n"
@@ -136,8 +135,8 @@ static const char rs_schema_migrate_copy_sql[] =
 
 /* run_events columns runfs reads and writes (DeerFlow's; a fork may add more). */
 static const char *const rs_schema_columns[] = {
-    "id", "thread_id", "run_id", "user_id", "event_type", "category", "content",
-    "event_metadata", "seq", "created_at",
+    "id",       "thread_id", "run_id",         "user_id", "event_type",
+    "category", "content",   "event_metadata", "seq",     "created_at",
 };
 
 /* Newer DeerFlow's high-water table; created with migration 0034's backfill. */

@@ -23,9 +23,9 @@ typedef struct sq_cursor {
     rs_cursor base;
     rs_backend *b;
     sqlite3_stmt *st;
-    int log;                     /* 0: a query; 1: a run's log; 2: a thread's log */
-    int64_t next_off;            /* logs: where the next row's line starts */
-    int64_t skip_to;             /* logs: lines ending at or before this are skipped */
+    int log;          /* 0: a query; 1: a run's log; 2: a thread's log */
+    int64_t next_off; /* logs: where the next row's line starts */
+    int64_t skip_to;  /* logs: lines ending at or before this are skipped */
 } sq_cursor;
 
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
@@ -47,7 +47,8 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
     }
     if (code == -EIO && sys == ENOSPC)
         code = -ENOSPC;
-    return rs_err_set(err, code, "%s: %s", what, b->db ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));
+    return rs_err_set(err, code, "%s: %s", what,
+                      b->db ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));
 }
 
 /* A cached statement for sql, reset and unbound, marked busy until sq_stmt_done. */
@@ -168,12 +169,12 @@ struct sq_db_lock {
     sq_db_lock *next;
     dev_t dev;
     ino_t ino;
-    int refs;                    /* connections of this process to the database */
+    int refs; /* connections of this process to the database */
     pthread_mutex_t mutex;
     pthread_mutex_t group_mutex; /* group commit: the queue below and who leads */
     pthread_cond_t group_cond;
     sq_group_req *queue, **queue_tail;
-    int leading;                 /* a thread is committing a group now */
+    int leading; /* a thread is committing a group now */
 };
 
 static pthread_mutex_t db_locks_guard = PTHREAD_MUTEX_INITIALIZER;
@@ -310,7 +311,7 @@ void sq_rollback(rs_backend *b)
 {
     if (!sqlite3_get_autocommit(b->db))
         sq_exec(b, "ROLLBACK", NULL);
-    b->seen_version = -1;   /* what this transaction indexed is gone with it */
+    b->seen_version = -1; /* what this transaction indexed is gone with it */
     pthread_mutex_unlock(&b->lock->mutex);
 }
 
@@ -325,8 +326,8 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s)
 }
 
 /* One integer (or none: *out untouched, returns 0 with *found 0) from a statement. */
-int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2,
-                     int64_t *out, int *found, rs_err *err)
+int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
+           rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = a2 ? sq_step(b, &st, err, "query", sql, "tt", a1, a2)
@@ -356,28 +357,34 @@ void sq_row(rs_row *row, sqlite3_stmt *st, int col)
     row->metadata_len = (size_t)sqlite3_column_bytes(st, col + 6);
     row->created_at = (const char *)sqlite3_column_text(st, col + 7);
     row->user_id = (const char *)sqlite3_column_text(st, col + 8);
-    if (!row->thread_id) row->thread_id = "";
-    if (!row->run_id) row->run_id = "";
-    if (!row->event_type) row->event_type = "";
-    if (!row->category) row->category = "";
-    if (!row->content) row->content = "";
-    if (!row->metadata) row->metadata = "{}";
-    if (!row->created_at) row->created_at = "";
+    if (!row->thread_id)
+        row->thread_id = "";
+    if (!row->run_id)
+        row->run_id = "";
+    if (!row->event_type)
+        row->event_type = "";
+    if (!row->category)
+        row->category = "";
+    if (!row->content)
+        row->content = "";
+    if (!row->metadata)
+        row->metadata = "{}";
+    if (!row->created_at)
+        row->created_at = "";
 }
 
 static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
 {
     int64_t n = 0;
-    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?",
-                       name, NULL, &n, NULL, err);
+    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", name,
+                    NULL, &n, NULL, err);
     *exists = n > 0;
     return rc;
 }
 
 /* Is the schema in place (at this build's layout) with nothing to index, and are there
  * reservations to check? *layout: the side tables' layout, 0 for a store without them. */
-static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layout,
-                        rs_err *err)
+static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layout, rs_err *err)
 {
     int has_meta, has_schema = 0;
     int rc = table_exists(b, "runfs_meta", &has_meta, err);
@@ -388,9 +395,9 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     *layout = 0;
     if (rc || !has_meta)
         return rc;
-    *layout = 1;                  /* layout 1 did not say so */
-    if ((rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
-                     layout, NULL, err)))
+    *layout = 1; /* layout 1 did not say so */
+    if ((rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL, layout,
+                     NULL, err)))
         return rc;
     if (*layout != RS_SCHEMA_LAYOUT || !has_schema)
         return 0;
@@ -410,7 +417,10 @@ static void clear_stale_holds(rs_backend *b)
     sqlite3_stmt *st;
     if (sq_stmt_get(b, "SELECT DISTINCT pid, started FROM runfs_hold", &st, NULL))
         return;
-    struct { long pid; int64_t started; } dead[32];
+    struct {
+        long pid;
+        int64_t started;
+    } dead[32];
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW && n < 32) {
         long pid = (long)sqlite3_column_int64(st, 0);
@@ -422,8 +432,10 @@ static void clear_stale_holds(rs_backend *b)
     }
     sq_stmt_done(b, st);
     for (int i = 0; i < n; i++)
-        if (sq_step(b, NULL, NULL, "reservation", "DELETE FROM runfs_hold WHERE pid = ? AND "
-                    "started = ?", "ii", (int64_t)dead[i].pid, dead[i].started) < 0)
+        if (sq_step(b, NULL, NULL, "reservation",
+                    "DELETE FROM runfs_hold WHERE pid = ? AND "
+                    "started = ?",
+                    "ii", (int64_t)dead[i].pid, dead[i].started) < 0)
             return;
 }
 
@@ -454,7 +466,7 @@ static int sq_busy(void *arg, int count)
 /* ---- pinning: a mount's store is the file it first opened ---- */
 
 typedef struct sq_pin {
-    char *key;                   /* pin_key of the path */
+    char *key; /* pin_key of the path */
     dev_t dev;
     ino_t ino;
 } sq_pin;
@@ -501,18 +513,26 @@ static int pin_check(rs_backend *b, rs_err *err)
     struct stat st;
     char wal[4096];
     if (stat(b->path, &st) != 0)
-        return rs_err_set(err, -EIO, "the store file %s was removed under the mount: "
-                          "writes are refused so that none is lost", b->path);
+        return rs_err_set(err, -EIO,
+                          "the store file %s was removed under the mount: "
+                          "writes are refused so that none is lost",
+                          b->path);
     if (st.st_dev != b->pin_dev || st.st_ino != b->pin_ino)
-        return rs_err_set(err, -EIO, "the store file %s was replaced under the mount: "
-                          "writes are refused so that none lands in another file", b->path);
+        return rs_err_set(err, -EIO,
+                          "the store file %s was replaced under the mount: "
+                          "writes are refused so that none lands in another file",
+                          b->path);
     if (st.st_size < 512)
-        return rs_err_set(err, -EIO, "the store file %s was truncated under the mount: "
-                          "writes are refused", b->path);
+        return rs_err_set(err, -EIO,
+                          "the store file %s was truncated under the mount: "
+                          "writes are refused",
+                          b->path);
     snprintf(wal, sizeof wal, "%s-wal", b->path);
     if (stat(wal, &st) != 0)
-        return rs_err_set(err, -EIO, "the store's write-ahead log %s was removed under the "
-                          "mount: writes are refused so that none is lost", wal);
+        return rs_err_set(err, -EIO,
+                          "the store's write-ahead log %s was removed under the "
+                          "mount: writes are refused so that none is lost",
+                          wal);
     return 0;
 }
 
@@ -528,8 +548,10 @@ static int pin_open(rs_backend *b, int *may_create, rs_err *err)
     *may_create = !found;
     struct stat st;
     if (found && (stat(b->path, &st) != 0 || st.st_dev != b->pin_dev || st.st_ino != b->pin_ino))
-        return rs_err_set(err, -EIO, "the store file %s was removed or replaced under the "
-                          "mount", b->path);
+        return rs_err_set(err, -EIO,
+                          "the store file %s was removed or replaced under the "
+                          "mount",
+                          b->path);
     return 0;
 }
 
@@ -560,27 +582,31 @@ static int schema_check(rs_backend *b, rs_err *err)
     if (rc)
         return rc;
     if (!exists)
-        return rs_err_set(err, -EINVAL, "%s has no run_events table: it is not a run event "
-                          "store", b->path);
+        return rs_err_set(err, -EINVAL,
+                          "%s has no run_events table: it is not a run event "
+                          "store",
+                          b->path);
     for (size_t i = 0; i < sizeof rs_schema_columns / sizeof *rs_schema_columns; i++) {
         int64_t n = 0;
         if ((rc = sq_int(b, "SELECT count(*) FROM pragma_table_info('run_events') WHERE name = ?",
                          rs_schema_columns[i], NULL, &n, NULL, err)))
             return rc;
         if (!n)
-            return rs_err_set(err, -EINVAL, "%s: run_events has no column %s (renamed or "
-                              "dropped?): runfs cannot use this schema", b->path,
-                              rs_schema_columns[i]);
+            return rs_err_set(err, -EINVAL,
+                              "%s: run_events has no column %s (renamed or "
+                              "dropped?): runfs cannot use this schema",
+                              b->path, rs_schema_columns[i]);
     }
     int has_meta;
     if ((rc = table_exists(b, "runfs_meta", &has_meta, err)) || !has_meta)
         return rc;
-    int64_t layout = 1;   /* layout 1 did not say so */
+    int64_t layout = 1; /* layout 1 did not say so */
     if ((rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'layout'", NULL, NULL,
                      &layout, NULL, err)))
         return rc;
     if (layout > RS_SCHEMA_LAYOUT)
-        return rs_err_set(err, -EINVAL, "%s: runfs side tables of layout %lld, this runfs "
+        return rs_err_set(err, -EINVAL,
+                          "%s: runfs side tables of layout %lld, this runfs "
                           "reads up to layout %d (a newer runfs wrote them): not opened",
                           b->path, (long long)layout, RS_SCHEMA_LAYOUT);
     return 0;
@@ -634,7 +660,7 @@ static int mem_statement(rs_backend *b, const char *sql, size_t len, int old, rs
     int in_file, rc = table_exists(b, table, &in_file, err);
     int logs = is_mem_table(name, nlen);
     if (old)
-        in_file = 0;   /* an older layout's tables: built afresh, in this layout */
+        in_file = 0; /* an older layout's tables: built afresh, in this layout */
     if (rc || strncmp(table, "runfs_", 6) != 0 || (!logs && in_file))
         return rc;
     if (rs_buf_addstr(q, "CREATE TEMP TABLE ") || rs_buf_add(q, name, len - (size_t)(name - sql)))
@@ -691,11 +717,13 @@ static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
     int old = layout > 0 && layout < RS_SCHEMA_LAYOUT;
     int has_hwm = 1;
     if ((rc = mem_script(b, rs_schema_sql, old, err)) ||
-        (old && (rc = mem_exec(b, "INSERT INTO temp.runfs_seal (thread_id, run_id, owner, state, "
+        (old && (rc = mem_exec(b,
+                               "INSERT INTO temp.runfs_seal (thread_id, run_id, owner, state, "
                                "upper_seq, event_count, terminal_seq, digest, error, sealed_at) "
                                "SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, "
                                "event_count, terminal_seq, digest, error, sealed_at FROM "
-                               "main.runfs_seal", err))) ||
+                               "main.runfs_seal",
+                               err))) ||
         (rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)) ||
         (!has_hwm && (rc = mem_hwm(b, err))) || (rc = sq_catch_up(b, err))) {
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
@@ -818,9 +846,10 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if ((rc = setup_needed(b, &ready, &has_holds, &layout, err)))
         goto fail;
     if (layout > RS_SCHEMA_LAYOUT) {
-        rc = rs_err_set(err, -EINVAL, "store %s has runfs side tables of layout %lld, newer "
-                        "than this runfs reads (%d): use a newer runfs", uri, (long long)layout,
-                        RS_SCHEMA_LAYOUT);
+        rc = rs_err_set(err, -EINVAL,
+                        "store %s has runfs side tables of layout %lld, newer "
+                        "than this runfs reads (%d): use a newer runfs",
+                        uri, (long long)layout, RS_SCHEMA_LAYOUT);
         goto fail;
     }
     if (opt->read_only) {
@@ -927,7 +956,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         sq_row(&base->row, c->st, 0);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
-            return rc;           /* 0: the line ends before the offset asked for */
+            return rc; /* 0: the line ends before the offset asked for */
     }
 }
 
@@ -958,7 +987,6 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
     *out = &c->base;
     return 0;
 }
-
 
 const rs_backend_ops rs_sqlite_backend = {
     .stats = sq_stats,

@@ -21,14 +21,15 @@ const char *sq_owner_key(const char *user)
 /* Load (creating when create) the totals of a thread (run_id NULL) or run. *found = 0 when
  * absent and not created. */
 int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
-                    int create, sq_log *ls, int *found, rs_err *err)
+                int create, sq_log *ls, int *found, rs_err *err)
 {
     sqlite3_stmt *st;
-    const char *sel = run_id
-        ? "SELECT run_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_run "
-          "WHERE thread_key = ? AND run_id = ?"
-        : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_thread "
-          "WHERE thread_id = ?";
+    const char *sel =
+        run_id
+            ? "SELECT run_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_run "
+              "WHERE thread_key = ? AND run_id = ?"
+            : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_thread "
+              "WHERE thread_id = ?";
     int rc = run_id ? sq_step(b, &st, err, "load", sel, "it", thread_key, run_id)
                     : sq_step(b, &st, err, "load", sel, "t", thread_id);
     if (rc < 0)
@@ -49,11 +50,14 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     if (!create)
         return 0;
     int64_t now = rs_clock_ns(CLOCK_REALTIME);
-    rc = run_id ? sq_step(b, NULL, err, "create", "INSERT INTO runfs_run (thread_key, run_id, "
-                          "ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)", "itii", thread_key, run_id,
-                          now, now)
-                : sq_step(b, NULL, err, "create", "INSERT INTO runfs_thread (thread_id, ctime_ns, "
-                          "mtime_ns) VALUES (?, ?, ?)", "tii", thread_id, now, now);
+    rc = run_id ? sq_step(b, NULL, err, "create",
+                          "INSERT INTO runfs_run (thread_key, run_id, "
+                          "ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)",
+                          "itii", thread_key, run_id, now, now)
+                : sq_step(b, NULL, err, "create",
+                          "INSERT INTO runfs_thread (thread_id, ctime_ns, "
+                          "mtime_ns) VALUES (?, ?, ?)",
+                          "tii", thread_id, now, now);
     if (rc < 0)
         return rc;
     memset(ls, 0, sizeof *ls);
@@ -65,11 +69,12 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
 
 int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 {
-    const char *sql = is_run
-        ? "UPDATE runfs_run SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
-          "mtime_ns = ?, mark_off = ? WHERE run_key = ?"
-        : "UPDATE runfs_thread SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
-          "mtime_ns = ?, mark_off = ? WHERE thread_key = ?";
+    const char *sql =
+        is_run
+            ? "UPDATE runfs_run SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
+              "mtime_ns = ?, mark_off = ? WHERE run_key = ?"
+            : "UPDATE runfs_thread SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
+              "mtime_ns = ?, mark_off = ? WHERE thread_key = ?";
     int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiii", ls->size, ls->count,
                      ls->messages, ls->last_seq, (int64_t)ls->mixed, rs_clock_ns(CLOCK_REALTIME),
                      ls->mark_off, ls->key);
@@ -77,12 +82,12 @@ int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 }
 
 /* Record that user has rows (or made the directory) in the thread/run. */
-int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 rs_err *err)
+int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "owner", "INSERT OR IGNORE INTO runfs_owner (thread_key, "
-                     "run_key, user) VALUES (?, ?, ?)", "iit", thread_key, run_key,
-                     sq_owner_key(user));
+    int rc = sq_step(b, NULL, err, "owner",
+                     "INSERT OR IGNORE INTO runfs_owner (thread_key, "
+                     "run_key, user) VALUES (?, ?, ?)",
+                     "iit", thread_key, run_key, sq_owner_key(user));
     if (rc < 0)
         return rc;
     return 0;
@@ -93,11 +98,14 @@ static int first_owner(rs_backend *b, const char *thread_id, const char *run_id,
                        rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "owner", run_id
-        ? "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
-          "ORDER BY seq LIMIT 1"
-        : "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND ?2 IS NULL "
-          "ORDER BY seq LIMIT 1", "tt", thread_id, run_id);
+    int rc = sq_step(
+        b, &st, err, "owner",
+        run_id
+            ? "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+              "ORDER BY seq LIMIT 1"
+            : "SELECT coalesce(user_id, '') FROM run_events WHERE thread_id = ?1 AND ?2 IS NULL "
+              "ORDER BY seq LIMIT 1",
+        "tt", thread_id, run_id);
     if (rc < 0)
         return rc;
     const char *v = rc == 1 ? (const char *)sqlite3_column_text(st, 0) : NULL;
@@ -125,11 +133,12 @@ int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log 
     return rc;
 }
 
-
 static int mark_insert(rs_backend *b, int64_t log_key, int64_t off, int64_t seq, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "mark", "INSERT OR REPLACE INTO runfs_mark (log_key, off, seq) "
-                     "VALUES (?, ?, ?)", "iii", log_key, off, seq);
+    int rc = sq_step(b, NULL, err, "mark",
+                     "INSERT OR REPLACE INTO runfs_mark (log_key, off, seq) "
+                     "VALUES (?, ?, ?)",
+                     "iii", log_key, off, seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -150,8 +159,8 @@ static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq,
     return 0;
 }
 
-int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
-                int message, rs_err *err)
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len, int message,
+                rs_err *err)
 {
     int rc = log_advance(b, run, run->key, seq, len, message, err);
     return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
@@ -167,8 +176,10 @@ static int meta_get(rs_backend *b, const char *key, int64_t *value, rs_err *err)
 
 static int meta_set(rs_backend *b, const char *key, int64_t value, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "meta", "INSERT OR REPLACE INTO runfs_meta (key, value) "
-                     "VALUES (?, ?)", "ti", key, value);
+    int rc = sq_step(b, NULL, err, "meta",
+                     "INSERT OR REPLACE INTO runfs_meta (key, value) "
+                     "VALUES (?, ?)",
+                     "ti", key, value);
     return rc < 0 ? rc : 0;
 }
 
@@ -184,8 +195,8 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
     *needed = 0;
     if ((rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err)) ||
         (rc = meta_get(b, "indexed_id", &indexed, err)) ||
-        (rc = sq_int(b, "SELECT count(*) FROM runfs_thread WHERE dirty", NULL, NULL, &dirty,
-                     NULL, err)))
+        (rc = sq_int(b, "SELECT count(*) FROM runfs_thread WHERE dirty", NULL, NULL, &dirty, NULL,
+                     err)))
         return rc;
     *needed = max_id > indexed || dirty > 0;
     return 0;
@@ -194,9 +205,12 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
 /* A thread's runs, loaded once for a rebuild, found by id through a hash of their indexes
  * (a thread may hold a hundred thousand runs: a scan per row would be quadratic). */
 typedef struct run_set {
-    struct { char id[RS_ID_MAX + 1]; sq_log log; } *runs;
+    struct {
+        char id[RS_ID_MAX + 1];
+        sq_log log;
+    } * runs;
     size_t count, cap;
-    size_t *slots;               /* index + 1 into runs, 0 for empty; a power of two */
+    size_t *slots; /* index + 1 into runs, 0 for empty; a power of two */
     size_t n_slots;
 } run_set;
 
@@ -242,8 +256,7 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         if (*slot)
             return &rs->runs[*slot - 1].log;
     }
-    if (run_slots_grow(rs) ||
-        rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
+    if (run_slots_grow(rs) || rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
     }
@@ -305,8 +318,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
             (rc = sq_owner_add(b, thr.key, run->key, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, NULL, &thr, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, row.run_id, run, row.user_id, err)) ||
-            (rc = sq_log_line(b, run, &thr, row.seq, line.len,
-                              strcmp(row.category, "message") == 0, err))) {
+            (rc = sq_log_line(b, run, &thr, row.seq, line.len, strcmp(row.category, "message") == 0,
+                              err))) {
             if (!run && !rc)
                 rc = -ENOMEM;
             break;
@@ -345,8 +358,10 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     if (rc < 0)
         return rc;
     sqlite3_stmt *st;
-    rc = sq_step(b, &st, err, "reindex", "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
-                 "WHERE e.thread_id = ? ORDER BY e.seq", "t", thread_id);
+    rc = sq_step(b, &st, err, "reindex",
+                 "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
+                 "WHERE e.thread_id = ? ORDER BY e.seq",
+                 "t", thread_id);
     if (rc == 1) {
         int more;
         rc = index_rows(b, st, 1, &more, err);
@@ -377,7 +392,8 @@ static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, 
         return rc;
     int64_t left = 0;
     if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", thread_id, NULL,
-                     &left, NULL, err)) || left > 0)
+                     &left, NULL, err)) ||
+        left > 0)
         return rc;
     static const char *const drop_thread[] = {
         "DELETE FROM runfs_thread WHERE thread_key = ?1 AND thread_id = ?2",
@@ -407,8 +423,10 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     /* Threads others deleted from: recomputed whole. */
     for (;;) {
         sqlite3_stmt *st;
-        rc = sq_step(b, &st, err, "catch up", "SELECT thread_key, thread_id FROM runfs_thread "
-                     "WHERE dirty LIMIT 1", "");
+        rc = sq_step(b, &st, err, "catch up",
+                     "SELECT thread_key, thread_id FROM runfs_thread "
+                     "WHERE dirty LIMIT 1",
+                     "");
         if (rc <= 0)
             break;
         int64_t key = sqlite3_column_int64(st, 0);
@@ -428,8 +446,10 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     if (max_id <= indexed)
         return 0;
     sqlite3_stmt *st;
-    rc = sq_step(b, &st, err, "catch up", "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
-                 "WHERE e.id > ? ORDER BY e.thread_id, e.seq", "i", indexed);
+    rc = sq_step(b, &st, err, "catch up",
+                 "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
+                 "WHERE e.id > ? ORDER BY e.thread_id, e.seq",
+                 "i", indexed);
     if (rc == 1) {
         int more = 1;
         rc = 0;
@@ -445,12 +465,13 @@ int sq_catch_up(rs_backend *b, rs_err *err)
 
 /* ---- reading a log ---- */
 
-int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 int *has, rs_err *err)
+int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *has,
+                 rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "owner", "SELECT 1 FROM runfs_owner WHERE thread_key = ? "
-                     "AND run_key = ? AND user = ?", "iit", thread_key, run_key,
-                     sq_owner_key(user));
+    int rc = sq_step(b, NULL, err, "owner",
+                     "SELECT 1 FROM runfs_owner WHERE thread_key = ? "
+                     "AND run_key = ? AND user = ?",
+                     "iit", thread_key, run_key, sq_owner_key(user));
     *has = rc == 1;
     return rc < 0 ? rc : 0;
 }
@@ -466,21 +487,21 @@ int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_
         rc = sq_owner_has(b, thr.key, 0, user, &has, err);
     if (rc || !found || has)
         return rc;
-    return rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s", thread_id,
-                      user);
+    return rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s", thread_id, user);
 }
 
-int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
-                       const char *user, rs_log_info *out, rs_err *err)
+int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                rs_log_info *out, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
-    const char *sql = run_id
-        ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
-          "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
-          "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
-        : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
-          "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
+    const char *sql =
+        run_id
+            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
+              "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+              "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
+            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
+              "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
     int rc = sq_step(b, &st, err, "stat", sql, "tt", thread_id, run_id);
     if (rc < 0)
         return rc;
@@ -540,14 +561,14 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
     }
     if (!run_id) {
         int64_t floor = 0;
-        if ((rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?",
-                            thread_id, NULL, &floor, NULL, err)))
+        if ((rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id,
+                         NULL, &floor, NULL, err)))
             return rc;
         out->hwm = floor > out->last_seq ? floor : out->last_seq;
         if (!user || out->exact) {
             int64_t max = 0;
-            if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?",
-                                thread_id, NULL, &max, NULL, err)))
+            if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", thread_id,
+                             NULL, &max, NULL, err)))
                 return rc;
             if (max > out->hwm)
                 out->hwm = max;
@@ -556,19 +577,18 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id,
     return 0;
 }
 
-
 int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                 rs_cursor **out, rs_err *err)
 {
     /* The last mark at or before off, then the log's rows from that mark's seq on. */
     sqlite3_stmt *st;
-    const char *mark_sql = run_id
-        ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
-          "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = ?1 "
-          "AND r.run_id = ?2 AND m.off <= ?3 ORDER BY m.off DESC LIMIT 1"
-        : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
-          "-t.thread_key WHERE t.thread_id = ?1 AND ?2 IS NULL AND m.off <= ?3 "
-          "ORDER BY m.off DESC LIMIT 1";
+    const char *mark_sql =
+        run_id ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
+                 "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = ?1 "
+                 "AND r.run_id = ?2 AND m.off <= ?3 ORDER BY m.off DESC LIMIT 1"
+               : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
+                 "-t.thread_key WHERE t.thread_id = ?1 AND ?2 IS NULL AND m.off <= ?3 "
+                 "ORDER BY m.off DESC LIMIT 1";
     int rc = sq_step(b, &st, err, "seek", mark_sql, "tti", thread_id, run_id,
                      off < 0 ? (int64_t)0 : off);
     if (rc < 0)
@@ -579,11 +599,11 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
         from_seq = sqlite3_column_int64(st, 1);
         sq_stmt_done(b, st);
     }
-    const char *rows_sql = run_id
-        ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
-          "AND e.run_id = ?2 AND e.seq >= ?3 ORDER BY e.seq"
-        : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
-          "AND e.seq >= ?3 AND ?2 IS NULL ORDER BY e.seq";
+    const char *rows_sql =
+        run_id ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+                 "AND e.run_id = ?2 AND e.seq >= ?3 ORDER BY e.seq"
+               : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+                 "AND e.seq >= ?3 AND ?2 IS NULL ORDER BY e.seq";
     if ((rc = sq_stmt_get(b, rows_sql, &st, err)))
         return rc;
     sq_bind_text(st, 1, thread_id);

@@ -20,7 +20,7 @@ typedef struct sq_group_req sq_group_req;
 
 typedef struct sq_stmt_slot {
     char *sql;
-    const char *key;             /* the caller's string when it is a constant, else NULL */
+    const char *key; /* the caller's string when it is a constant, else NULL */
     sqlite3_stmt *st;
     int busy;
 } sq_stmt_slot;
@@ -29,22 +29,22 @@ struct rs_backend {
     sqlite3 *db;
     char *path;
     int read_only;
-    int owners_apart;            /* rs_options.owners_apart */
-    int pinned;                  /* writes check that path is still the file first opened */
+    int owners_apart; /* rs_options.owners_apart */
+    int pinned;       /* writes check that path is still the file first opened */
     dev_t pin_dev;
     ino_t pin_ino;
     long pid;
     sq_stmt_slot cache[SQ_STMT_CACHE];
-    rs_buf sql;                  /* scratch for built statements */
-    int64_t seen_version;        /* data_version when this connection last caught up */
-    int64_t started;             /* this process's start time (reservations name it) */
-    sq_db_lock *lock;            /* writers of this database in this process queue here */
+    rs_buf sql;           /* scratch for built statements */
+    int64_t seen_version; /* data_version when this connection last caught up */
+    int64_t started;      /* this process's start time (reservations name it) */
+    sq_db_lock *lock;     /* writers of this database in this process queue here */
     void (*busy_notice)(void *ctx, const char *store);
     void *busy_ctx;
-    int64_t busy_since;          /* when the current wait for a lock began */
-    int busy_told;               /* busy_notice called for the current wait */
-    int grouped;                 /* appends commit in groups (RUNFS_GROUP_COMMIT=off: not) */
-    int sync_full;               /* synchronous=FULL: a group commits at its leader's level */
+    int64_t busy_since; /* when the current wait for a lock began */
+    int busy_told;      /* busy_notice called for the current wait */
+    int grouped;        /* appends commit in groups (RUNFS_GROUP_COMMIT=off: not) */
+    int sync_full;      /* synchronous=FULL: a group commits at its leader's level */
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
@@ -54,10 +54,10 @@ struct sq_group_req {
     rs_event *const *evs;
     size_t n;
     rs_buf *stored;
-    size_t stored_len;           /* stored's length before this append */
+    size_t stored_len; /* stored's length before this append */
     rs_placement *at;
     rs_err *err;
-    int sync_full;               /* the --sync level the request was made with */
+    int sync_full; /* the --sync level the request was made with */
     int rc;
     int done;
 };
@@ -91,31 +91,30 @@ int sq_exec(rs_backend *b, const char *sql, rs_err *err);
 int sq_begin(rs_backend *b, rs_err *err);
 int sq_commit(rs_backend *b, rs_err *err);
 void sq_rollback(rs_backend *b);
-void sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL */
+void sq_bind_text(sqlite3_stmt *st, int i, const char *s); /* NULL binds NULL */
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
-int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
-           int *found, rs_err *err);
+int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
+           rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);
 /* A cursor over st's rows (SQ_ROW_COLUMNS first). log: 0 for a plain query, 1 for a run's
  * log and 2 for a thread's, whose rows start at byte start_off and get offsets; lines that
  * end at or before skip_to are passed over. */
 int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, int64_t skip_to,
-                  rs_cursor **out,
-                  rs_err *err);
+                  rs_cursor **out, rs_err *err);
 
 /* ---- sqlite_index.c ---- */
 
 /* Totals of a thread's or run's log (runfs_thread / runfs_run). */
 typedef struct sq_log {
-    int64_t key;                 /* thread_key or run_key */
+    int64_t key; /* thread_key or run_key */
     int64_t size;
     int64_t count;
     int64_t messages;
     int64_t last_seq;
-    int64_t mark_off;            /* offset of the log's last mark; -1: none yet */
-    int mixed;                   /* rows of more than one owner */
-    char owner[RS_ID_MAX + 2];   /* while not mixed: the rows' owner ('' for none) */
-    int owner_known;             /* 1: owner holds it; 0: not looked up; -1: too long */
+    int64_t mark_off;          /* offset of the log's last mark; -1: none yet */
+    int mixed;                 /* rows of more than one owner */
+    char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
+    int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
 } sq_log;
 
 const char *sq_owner_key(const char *user);
@@ -124,11 +123,10 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
                 int create, sq_log *log, int *found, rs_err *err);
 int sq_log_store(rs_backend *b, int is_run, const sq_log *log, rs_err *err);
 /* user now has rows in (or made) the thread (run_key 0) or run. */
-int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 rs_err *err);
+int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, rs_err *err);
 /* Does user (NULL: rows without an owner) have the thread (run_key 0) or run? */
-int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user,
-                 int *has, rs_err *err);
+int sq_owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *has,
+                 rs_err *err);
 /* A row of user is about to join the log (run_id NULL: the thread's): set log->mixed when
  * it makes a second owner of rows. Directories made by mkdir never make a log mixed. */
 int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log *log,
@@ -137,8 +135,8 @@ int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log 
  * holds its rows or its mkdir: -EACCES otherwise. */
 int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_err *err);
 /* Account one stored line of len bytes in its run's and thread's logs (marks included). */
-int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
-                int message, rs_err *err);
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len, int message,
+                rs_err *err);
 /* Inside a write transaction: index rows other writers added, recompute threads they
  * deleted from. Cheap when there is nothing to do. */
 int sq_catch_up(rs_backend *b, rs_err *err);
@@ -168,15 +166,14 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
-             const char *user, const char *const *singletons, size_t n_singletons,
-             rs_names **out, rs_err *err);
+             const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
+             rs_err *err);
 int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
                       rs_err *err);
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);
-int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
-             rs_err *err);
+int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err);
 int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
 int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),

@@ -22,7 +22,8 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
     int newest = q->newest && q->limit > 0 && q->after_seq <= 0;
     int rc;
     if ((newest && (rc = rs_buf_addstr(sql, "SELECT * FROM ("))) ||
-        (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1")) ||
+        (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                                 " FROM run_events e WHERE e.thread_id = ?1")) ||
         (q->run_id && (rc = rs_buf_addstr(sql, " AND e.run_id = ?2"))) ||
         (q->user && (rc = rs_buf_addstr(sql, " AND e.user_id = ?3"))) ||
         (q->messages_only && (rc = rs_buf_addstr(sql, " AND e.category = 'message'"))) ||
@@ -89,40 +90,45 @@ static void names_free(rs_names *base)
 }
 
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
-                    const char *user, const char *const *singletons, size_t n_singletons,
-                    rs_names **out, rs_err *err)
+             const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
+             rs_err *err)
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
     int rc = 0;
     switch (kind) {
     case RS_NAMES_THREADS:
-        rc = rs_buf_addstr(sql, user
-            ? "SELECT t.thread_id FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o "
-              "WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND o.user = ?3) "
-              "ORDER BY t.thread_key"
-            : "SELECT thread_id FROM runfs_thread ORDER BY thread_key");
+        rc = rs_buf_addstr(
+            sql,
+            user
+                ? "SELECT t.thread_id FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o "
+                  "WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND o.user = ?3) "
+                  "ORDER BY t.thread_key"
+                : "SELECT thread_id FROM runfs_thread ORDER BY thread_key");
         break;
     case RS_NAMES_RUNS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
             "WHERE t.thread_id = ?1 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
             "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.user = ?3)) "
             "ORDER BY r.run_key");
         break;
     case RS_NAMES_TYPES:
-        rc = rs_buf_addstr(sql,
-            "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
-            "AND (?3 IS NULL OR user_id = ?3) ORDER BY event_type");
+        rc = rs_buf_addstr(
+            sql, "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
+                 "AND (?3 IS NULL OR user_id = ?3) ORDER BY event_type");
         break;
     case RS_NAMES_TASKS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT DISTINCT json_extract(event_metadata, '$.\"task_id\"') AS task FROM run_events "
             "WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR user_id = ?3) "
             "AND json_type(event_metadata, '$.\"task_id\"') = 'text' ORDER BY task");
         break;
     case RS_NAMES_SINGLETONS:
-        rc = rs_buf_addstr(sql,
+        rc = rs_buf_addstr(
+            sql,
             "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
             "AND (?3 IS NULL OR user_id = ?3) AND (event_type IN (SELECT event_type FROM "
             "runfs_once WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR owner IN (?3, '')))");
@@ -144,7 +150,7 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
         sq_bind_text(st, sqlite3_bind_parameter_index(st, "?2"), run_id);
     if (sqlite3_bind_parameter_index(st, "?3"))
         sq_bind_text(st, sqlite3_bind_parameter_index(st, "?3"),
-                  kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS ? sq_owner_key(user) : user);
+                     kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS ? sq_owner_key(user) : user);
     if (kind == RS_NAMES_RUNS && !user)
         sqlite3_bind_null(st, sqlite3_bind_parameter_index(st, "?3"));
     for (size_t i = 0; kind == RS_NAMES_SINGLETONS && i < n_singletons; i++)
@@ -163,7 +169,7 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
 }
 
 int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
-                             rs_err *err)
+                      rs_err *err)
 {
     rs_log_info info;
     int rc = sq_log_info(b, thread_id, NULL, user, &info, err);
@@ -181,8 +187,7 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
         "AND NOT (coalesce(json_extract(event_metadata, '$.\"caller\"'), '') LIKE 'middleware:%') "
         "AND (?3 IS NULL OR user_id = ?3) ORDER BY seq DESC LIMIT 1";
     sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "last visible ai", sql, "ttt", t->thread_id, t->run_id,
-                     t->user);
+    int rc = sq_step(b, &st, err, "last visible ai", sql, "ttt", t->thread_id, t->run_id, t->user);
     if (rc <= 0)
         return rc < 0 ? rc : -ENOENT;
     *seq = sqlite3_column_int64(st, 0);
@@ -191,17 +196,18 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
 }
 
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
-                              const char *like, rs_cursor **out, rs_err *err)
+                       const char *like, rs_cursor **out, rs_err *err)
 {
-    const char *sql = newest
-        ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
-          "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
-          "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
-          "ORDER BY e.seq DESC"
-        : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
-          "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
-          "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
-          "ORDER BY e.seq ASC";
+    const char *sql =
+        newest
+            ? "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+              "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
+              "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
+              "ORDER BY e.seq DESC"
+            : "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
+              "AND e.category = 'message' AND (?2 IS NULL OR e.user_id = ?2) "
+              "AND substr(e.content, 1, 1) = '{' AND (?3 IS NULL OR e.content LIKE ?3 ESCAPE '\\') "
+              "ORDER BY e.seq ASC";
     sqlite3_stmt *st;
     int rc = sq_stmt_get(b, sql, &st, err);
     if (rc)
@@ -212,8 +218,7 @@ int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, i
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
 
-int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
-             rs_err *err)
+int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     /* ?1 owner ('' for rows without one; NULL: every owner), ?2 thread (NULL: all). */
@@ -265,9 +270,10 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
     if (rc)
         return rc;
     sqlite3_stmt *st;
-    if ((rc = sq_step(b, &st, err, "seal", "SELECT count(*) FROM run_events WHERE thread_id = ?1 "
-                      "AND run_id = ?2 AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)", "ttit",
-                      t->thread_id, t->run_id, row->upper_seq, t->user)) < 0)
+    if ((rc = sq_step(b, &st, err, "seal",
+                      "SELECT count(*) FROM run_events WHERE thread_id = ?1 "
+                      "AND run_id = ?2 AND seq <= ?3 AND (?4 IS NULL OR user_id = ?4)",
+                      "ttit", t->thread_id, t->run_id, row->upper_seq, t->user)) < 0)
         goto fail;
     int64_t n = 0;
     if (rc == 1) {
@@ -278,10 +284,12 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
         rc = rs_err_set(err, -EAGAIN, "the run changed while it was being sealed");
         goto fail;
     }
-    rc = sq_step(b, NULL, err, "seal", "INSERT INTO runfs_seal (thread_id, run_id, state, "
+    rc = sq_step(b, NULL, err, "seal",
+                 "INSERT INTO runfs_seal (thread_id, run_id, state, "
                  "upper_seq, event_count, terminal_seq, digest, error, sealed_at, owner) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "tttiiotttt", t->thread_id, t->run_id,
-                 row->state, row->upper_seq, row->event_count, row->terminal_seq, row->digest,
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "tttiiotttt", t->thread_id, t->run_id, row->state, row->upper_seq,
+                 row->event_count, row->terminal_seq, row->digest,
                  row->has_error ? row->error : NULL, row->sealed_at, sq_owner_key(t->user));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
@@ -296,9 +304,10 @@ fail:
 int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "seal", "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE "
-                     "thread_id = ? AND run_id = ? AND owner = ?", "ttt", t->thread_id, t->run_id,
-                     sq_owner_key(t->user));
+    int rc = sq_step(b, &st, err, "seal",
+                     "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE "
+                     "thread_id = ? AND run_id = ? AND owner = ?",
+                     "ttt", t->thread_id, t->run_id, sq_owner_key(t->user));
     if (rc <= 0)
         return rc < 0 ? rc : -ENOENT;
     seal_from_stmt(row, st, 0);
@@ -306,13 +315,15 @@ int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     return 0;
 }
 
-int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
-                                                 const rs_seal_row *row), void *ctx, rs_err *err)
+int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
+                 void *ctx, rs_err *err)
 {
     sqlite3_stmt *st;
     /* owner '': a seal of an unscoped mount, over every owner's rows. */
-    int rc = sq_stmt_get(b, "SELECT thread_id, run_id, " SEAL_COLUMNS ", nullif(owner, '') "
-                         "FROM runfs_seal ORDER BY thread_id, run_id, owner", &st, err);
+    int rc = sq_stmt_get(b,
+                         "SELECT thread_id, run_id, " SEAL_COLUMNS ", nullif(owner, '') "
+                         "FROM runfs_seal ORDER BY thread_id, run_id, owner",
+                         &st, err);
     if (rc)
         return rc;
     int src;
@@ -332,4 +343,3 @@ int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t,
         rc = sq_fail(b, src, err, "seals");
     return rc;
 }
-

@@ -14,8 +14,8 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
     int rc;
     if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", thread_id, NULL,
                      &max, NULL, err)) ||
-        (rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id,
-                     NULL, &floor, NULL, err)))
+        (rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id, NULL,
+                     &floor, NULL, err)))
         return rc;
     *next = (max > floor ? max : floor) + 1;
     return 0;
@@ -38,15 +38,15 @@ static const char *once_owner(const rs_backend *b, const rs_target *t)
 
 /* The first row of the singleton identity among the writer's rows where owners are apart
  * (every owner's for an unscoped writer, who sees them all), else among all rows. */
-static int existing_load(rs_backend *b, const rs_target *t, const char *event_type,
-                         rs_existing *ex, int *found, rs_err *err)
+static int existing_load(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                         int *found, rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "singleton lookup",
                      "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = ?1 "
                      "AND e.run_id = ?2 AND e.event_type = ?3 AND (?4 IS NULL OR "
-                     "e.user_id = ?4) ORDER BY e.seq ASC LIMIT 1", "tttt", t->thread_id,
-                     t->run_id, event_type, b->owners_apart ? t->user : NULL);
+                     "e.user_id = ?4) ORDER BY e.seq ASC LIMIT 1",
+                     "tttt", t->thread_id, t->run_id, event_type, b->owners_apart ? t->user : NULL);
     if (rc < 0)
         return rc;
     *found = rc;
@@ -72,11 +72,11 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
 
 /* Run a statement about one singleton identity: ?1 thread, ?2 run, ?3 event type, ?4 this
  * process, ?5 the owner (a statement need not use them all). */
-static int identity_exec(rs_backend *b, const char *sql, const rs_target *t,
-                         const char *event_type, rs_err *err)
+static int identity_exec(rs_backend *b, const char *sql, const rs_target *t, const char *event_type,
+                         rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "singleton", sql, "tttit", t->thread_id, t->run_id,
-                     event_type, (int64_t)b->pid, once_owner(b, t));
+    int rc = sq_step(b, NULL, err, "singleton", sql, "tttit", t->thread_id, t->run_id, event_type,
+                     (int64_t)b->pid, once_owner(b, t));
     return rc < 0 ? rc : 0;
 }
 
@@ -92,8 +92,8 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "reservation",
                      "SELECT pid, started FROM runfs_hold WHERE thread_id = ? AND run_id = ? "
-                     "AND event_type = ? AND owner = ?", "tttt", t->thread_id, t->run_id,
-                     event_type, once_owner(b, t));
+                     "AND event_type = ? AND owner = ?",
+                     "tttt", t->thread_id, t->run_id, event_type, once_owner(b, t));
     if (rc < 0)
         return rc;
     *other = 0;
@@ -108,15 +108,19 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
         *other = 1;
         return 0;
     }
-    return identity_exec(b, "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 "
-                            "AND event_type = ?3 AND owner = ?5", t, event_type, err);
+    return identity_exec(b,
+                         "DELETE FROM runfs_hold WHERE thread_id = ?1 AND run_id = ?2 "
+                         "AND event_type = ?3 AND owner = ?5",
+                         t, event_type, err);
 }
 
 /* The identity was written through put_if_absent: list it under once/, drop our hold. */
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
 {
-    int rc = identity_exec(b, "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type, "
-                              "owner) VALUES (?1, ?2, ?3, ?5)", t, event_type, err);
+    int rc = identity_exec(b,
+                           "INSERT OR IGNORE INTO runfs_once (thread_id, run_id, event_type, "
+                           "owner) VALUES (?1, ?2, ?3, ?5)",
+                           t, event_type, err);
     return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
@@ -130,8 +134,7 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
                      &ev->content_db, &ev->metadata_db, seq, ev->created_db);
     /* A unique index refused the row: say which event. */
     if (rc == -EEXIST)
-        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type,
-                          t->run_id);
+        return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type, t->run_id);
     if (rc < 0)
         return rc;
     *id = sqlite3_last_insert_rowid(b->db);
@@ -144,8 +147,10 @@ static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymo
                   int *found, rs_err *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "row lookup", "SELECT " SQ_ROW_COLUMNS " FROM run_events e "
-                     "WHERE e.thread_id = ? AND e.seq = ?", "ti", thread_id, seq);
+    int rc = sq_step(b, &st, err, "row lookup",
+                     "SELECT " SQ_ROW_COLUMNS " FROM run_events e "
+                     "WHERE e.thread_id = ? AND e.seq = ?",
+                     "ti", thread_id, seq);
     *found = rc == 1;
     if (rc != 1)
         return rc;
@@ -167,15 +172,17 @@ static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs
     int64_t seq = 0;
     int found = 0;
     *used = 0;
-    int rc = sq_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = ? AND key = ?",
-                    t->thread_id, ev->idem_key, &seq, &found, err);
+    int rc = sq_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = ? AND key = ?", t->thread_id,
+                    ev->idem_key, &seq, &found, err);
     if (rc || !found)
         return rc;
     if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
         return rc;
     if (!rs_event_same(ev, t->user, line->buf, line->len))
-        return rs_err_set(err, -EEXIST, "idempotency_key '%s' was used for a different event "
-                          "(seq %lld)", ev->idem_key, (long long)seq);
+        return rs_err_set(err, -EEXIST,
+                          "idempotency_key '%s' was used for a different event "
+                          "(seq %lld)",
+                          ev->idem_key, (long long)seq);
     *used = 1;
     return 0;
 }
@@ -183,8 +190,10 @@ static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs
 static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
                        rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "idempotency key", "INSERT OR REPLACE INTO runfs_idem "
-                     "(thread_id, key, seq) VALUES (?, ?, ?)", "tti", thread_id, key, seq);
+    int rc = sq_step(b, NULL, err, "idempotency key",
+                     "INSERT OR REPLACE INTO runfs_idem "
+                     "(thread_id, key, seq) VALUES (?, ?, ?)",
+                     "tti", thread_id, key, seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -286,9 +295,8 @@ static void put_group(rs_backend *b, sq_group_req *group)
         }
 }
 
-int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
-                  int if_absent, int *created, rs_existing *existing, rs_buf *stored,
-                  rs_placement *at, rs_err *err)
+int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
 {
     if (created)
         *created = 0;
@@ -354,8 +362,9 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
         goto fail;
     rc = sq_step(b, NULL, err, "reserve",
                  "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started, owner) "
-                 "VALUES (?, ?, ?, ?, ?, ?)", "tttiit", t->thread_id, t->run_id, event_type,
-                 (int64_t)b->pid, b->started, once_owner(b, t));
+                 "VALUES (?, ?, ?, ?, ?, ?)",
+                 "tttiit", t->thread_id, t->run_id, event_type, (int64_t)b->pid, b->started,
+                 once_owner(b, t));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
     if (rc < 0)
@@ -418,8 +427,8 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     if (!found)
         return sq_commit(b, err);
     int64_t max = 0;
-    if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", t->thread_id,
-                        NULL, &max, NULL, err)))
+    if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", t->thread_id, NULL,
+                     &max, NULL, err)))
         goto fail;
     /* ?1 thread, ?2 run (NULL: every run), ?3 user (NULL: every owner). */
     static const char del_rows[] =
@@ -444,12 +453,11 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
         (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)))
         goto fail;
     int64_t left = 0;
-    if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", t->thread_id,
-                        NULL, &left, NULL, err)))
+    if ((rc = sq_int(b, "SELECT count(*) FROM run_events WHERE thread_id = ?", t->thread_id, NULL,
+                     &left, NULL, err)))
         goto fail;
     if (!t->run_id && left == 0) {
-        static const char drop_thread[] =
-            "DELETE FROM run_event_thread_seq WHERE thread_id = ?1";
+        static const char drop_thread[] = "DELETE FROM run_event_thread_seq WHERE thread_id = ?1";
         static const char drop_keys[] = "DELETE FROM runfs_idem WHERE thread_id = ?1";
         if ((rc = run_exec(b, drop_thread, t, 0, err)) || (rc = run_exec(b, drop_keys, t, 0, err)))
             goto fail;
@@ -475,7 +483,6 @@ fail:
     sq_rollback(b);
     return rc;
 }
-
 
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
               int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
@@ -507,8 +514,10 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
             if ((rc = rs_event_line(&line, ev, ev->seq, NULL)))
                 goto fail;
             if (line.len != have.len || memcmp(line.buf, have.buf, line.len) != 0) {
-                rc = rs_err_set(err, -EEXIST, "seq %lld of thread %s already holds a different "
-                                "event", (long long)ev->seq, t->thread_id);
+                rc = rs_err_set(err, -EEXIST,
+                                "seq %lld of thread %s already holds a different "
+                                "event",
+                                (long long)ev->seq, t->thread_id);
                 goto fail;
             }
             (*skipped)++;

@@ -52,14 +52,14 @@ static const char rich_contract[] =
 
 static rs_contract *shipped, *rich;
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "fuzz_gate: property violated: %s\n  ", #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fprintf(stderr, "\n");                                                            \
-            abort();                                                                          \
-        }                                                                                     \
+#define CHECK(cond, ...) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "fuzz_gate: property violated: %s\n  ", #cond); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, "\n"); \
+            abort(); \
+        } \
     } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -69,8 +69,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     rs_err err = {0};
     char path[] = "/tmp/fuzz_gate_contract.XXXXXX";
     int fd = mkstemp(path);
-    if (fd < 0 || write(fd, rich_contract, sizeof rich_contract - 1) !=
-                      (ssize_t)(sizeof rich_contract - 1)) {
+    if (fd < 0 ||
+        write(fd, rich_contract, sizeof rich_contract - 1) != (ssize_t)(sizeof rich_contract - 1)) {
         fprintf(stderr, "fuzz_gate: cannot write the test contract\n");
         exit(2);
     }
@@ -88,37 +88,49 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 typedef struct checker {
     rs_err *err;
-    int quiet;                  /* inside "if": no reason wanted */
+    int quiet; /* inside "if": no reason wanted */
     char path[512];
     size_t path_len;
 } checker;
 
 static const char *kind_name(const cJSON *v)
 {
-    if (cJSON_IsString(v)) return "string";
-    if (cJSON_IsObject(v)) return "object";
-    if (cJSON_IsArray(v)) return "array";
-    if (cJSON_IsBool(v)) return "boolean";
-    if (cJSON_IsNull(v)) return "null";
-    if (cJSON_IsNumber(v)) return "number";
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsObject(v))
+        return "object";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsBool(v))
+        return "boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsNumber(v))
+        return "number";
     return "invalid";
 }
 
 static int type_ok(unsigned types, const cJSON *v)
 {
-    if ((types & RS_T_STRING) && cJSON_IsString(v)) return 1;
-    if ((types & RS_T_OBJECT) && cJSON_IsObject(v)) return 1;
-    if ((types & RS_T_ARRAY) && cJSON_IsArray(v)) return 1;
-    if ((types & RS_T_NUMBER) && cJSON_IsNumber(v)) return 1;
+    if ((types & RS_T_STRING) && cJSON_IsString(v))
+        return 1;
+    if ((types & RS_T_OBJECT) && cJSON_IsObject(v))
+        return 1;
+    if ((types & RS_T_ARRAY) && cJSON_IsArray(v))
+        return 1;
+    if ((types & RS_T_NUMBER) && cJSON_IsNumber(v))
+        return 1;
     if ((types & RS_T_INTEGER) && cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
-        v->valuedouble == floor(v->valuedouble)) return 1;
-    if ((types & RS_T_BOOLEAN) && cJSON_IsBool(v)) return 1;
-    if ((types & RS_T_NULL) && cJSON_IsNull(v)) return 1;
+        v->valuedouble == floor(v->valuedouble))
+        return 1;
+    if ((types & RS_T_BOOLEAN) && cJSON_IsBool(v))
+        return 1;
+    if ((types & RS_T_NULL) && cJSON_IsNull(v))
+        return 1;
     return 0;
 }
 
-#define CHECK_FAIL(ck, ...)                                                                   \
-    ((ck)->quiet ? -EINVAL : rs_err_set((ck)->err, -EINVAL, __VA_ARGS__))
+#define CHECK_FAIL(ck, ...) ((ck)->quiet ? -EINVAL : rs_err_set((ck)->err, -EINVAL, __VA_ARGS__))
 
 static int equal_lit(const rs_lit *l, const cJSON *v)
 {
@@ -140,8 +152,7 @@ static void path_add(checker *ck, const char *text, size_t n)
     ck->path[ck->path_len] = '\0';
 }
 
-static int check_sub(checker *ck, const rs_schema *s, const cJSON *v, const char *key,
-                     size_t index)
+static int check_sub(checker *ck, const rs_schema *s, const cJSON *v, const char *key, size_t index)
 {
     size_t saved = ck->path_len;
     char seg[32];
@@ -199,8 +210,7 @@ static int check(checker *ck, const rs_schema *s, const cJSON *v)
     if (cJSON_IsObject(v)) {
         for (size_t r = 0; r < s->n_required; r++)
             if (!cJSON_GetObjectItemCaseSensitive(v, s->required[r].name))
-                return CHECK_FAIL(ck, "%s: missing required field '%s'", path,
-                                  s->required[r].name);
+                return CHECK_FAIL(ck, "%s: missing required field '%s'", path, s->required[r].name);
         if (s->n_props || s->addl_false || s->addl) {
             for (const cJSON *m = v->child; m; m = m->next) {
                 const rs_schema *ps = NULL;
@@ -271,8 +281,7 @@ static int no_duplicates(const cJSON *v, const char *root, rs_err *err)
         for (const cJSON *a = v->child; a; a = a->next)
             for (const cJSON *b = a->next; b; b = b->next)
                 if (!strcmp(a->string, b->string))
-                    return rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root,
-                                      a->string);
+                    return rs_err_set(err, -EINVAL, "%s: duplicate field '%.64s'", root, a->string);
         return 0;
     }
     const char **keys = malloc(n * sizeof *keys);
@@ -341,13 +350,12 @@ static int check_name(const rs_schema *s, const char *name, const char *root, rs
 }
 
 /* The old rs_event_parse: 0 with ev filled, or the refusal. */
-static int tree_gate(rs_event *ev, rs_buf *content, rs_buf *metadata, const char *line,
-                     size_t len, const rs_event_ctx *ctx, rs_err *err)
+static int tree_gate(rs_event *ev, rs_buf *content, rs_buf *metadata, const char *line, size_t len,
+                     const rs_event_ctx *ctx, rs_err *err)
 {
     size_t max = ctx->max_bytes ? ctx->max_bytes : RS_DEFAULT_MAX_EVENT;
     if (len > max)
-        return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len,
-                          max);
+        return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len, max);
     rs_buf canon = RS_BUF_INIT;
     rs_event_fields f;
     memset(&f, 0, sizeof f);
@@ -377,7 +385,7 @@ static int tree_gate(rs_event *ev, rs_buf *content, rs_buf *metadata, const char
     rs_rule r;
     rs_contract_rule(ctx->contract, ev->event_type, &r);
     if (ctx->import && !ctx->strict)
-        goto bytes;           /* history is stored as it happened: no contract */
+        goto bytes; /* history is stored as it happened: no contract */
     if (!r.known && !ctx->allow_unknown) {
         rc = rs_err_set(err, -EINVAL, "unknown event type '%.64s' (not in the contract)",
                         ev->event_type);
@@ -413,8 +421,8 @@ static void compare(const char *line, size_t len, const rs_event_ctx *ctx, const
     rs_buf content = RS_BUF_INIT, metadata = RS_BUF_INIT;
     int r2 = tree_gate(&old, &content, &metadata, line, len, ctx, &e2);
     int n = len > 300 ? 300 : (int)len;
-    CHECK(r1 == r2, "%s: one-pass %d '%s', tree %d '%s' for %.*s", label, r1, e1.msg, r2,
-          e2.msg, n, line);
+    CHECK(r1 == r2, "%s: one-pass %d '%s', tree %d '%s' for %.*s", label, r1, e1.msg, r2, e2.msg, n,
+          line);
     if (r1) {
         CHECK(!strcmp(e1.msg, e2.msg), "%s: reasons differ: one-pass '%s', tree '%s' for %.*s",
               label, e1.msg, e2.msg, n, line);
@@ -437,15 +445,12 @@ static void compare(const char *line, size_t len, const rs_event_ctx *ctx, const
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *line = (const char *)data;
-    rs_event_ctx run = {.contract = shipped, .thread_id = "t1", .run_id = "r1",
-                        .max_bytes = 4096};
+    rs_event_ctx run = {.contract = shipped, .thread_id = "t1", .run_id = "r1", .max_bytes = 4096};
     rs_event_ctx once = {.contract = shipped, .run_id = "r1", .event_type = "run.terminal"};
-    rs_event_ctx open = {.contract = rich, .thread_id = "t1", .run_id = "r1",
-                         .allow_unknown = 1};
+    rs_event_ctx open = {.contract = rich, .thread_id = "t1", .run_id = "r1", .allow_unknown = 1};
     compare(line, size, &run, "events.jsonl");
     compare(line, size, &once, "once/run.terminal");
-    rs_event_ctx import = {.contract = shipped, .thread_id = "t1", .run_id = "r1",
-                           .import = 1};
+    rs_event_ctx import = {.contract = shipped, .thread_id = "t1", .run_id = "r1", .import = 1};
     compare(line, size, &open, "rich contract");
     compare(line, size, &import, "import");
     return 0;

@@ -29,16 +29,16 @@
 #endif
 
 static rs_contract *contract;
-static int verbose;     /* RUNFS_FUZZ_VERBOSE=1: say which inputs are accepted */
+static int verbose; /* RUNFS_FUZZ_VERBOSE=1: say which inputs are accepted */
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "fuzz_line: property violated: %s\n  ", #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fprintf(stderr, "\n");                                                            \
-            abort();                                                                          \
-        }                                                                                     \
+#define CHECK(cond, ...) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "fuzz_line: property violated: %s\n  ", #cond); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, "\n"); \
+            abort(); \
+        } \
     } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -47,7 +47,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     const char *path = getenv("RUNFS_CONTRACT");
     verbose = getenv("RUNFS_FUZZ_VERBOSE") != NULL;
-    rs_err err = { 0 };
+    rs_err err = {0};
     if (rs_contract_load(&contract, path ? path : RS_CONTRACT_SOURCE, &err)) {
         fprintf(stderr, "fuzz_line: contract: %s\n", err.msg);
         exit(2);
@@ -68,13 +68,19 @@ static void check_reason(int rc, const rs_err *err, const char *line, size_t len
 static int render(rs_buf *out, const rs_event *ev, const char *user)
 {
     rs_row row = {
-        .thread_id = ev->thread_id, .run_id = ev->run_id, .seq = 1,
-        .event_type = ev->event_type, .category = ev->category,
-        .content = ev->content_db.buf, .content_len = ev->content_db.len,
-        .metadata = ev->metadata_db.buf, .metadata_len = ev->metadata_db.len,
-        .created_at = ev->created_db, .user_id = user,
+        .thread_id = ev->thread_id,
+        .run_id = ev->run_id,
+        .seq = 1,
+        .event_type = ev->event_type,
+        .category = ev->category,
+        .content = ev->content_db.buf,
+        .content_len = ev->content_db.len,
+        .metadata = ev->metadata_db.buf,
+        .metadata_len = ev->metadata_db.len,
+        .created_at = ev->created_db,
+        .user_id = user,
     };
-    rs_err err = { 0 };
+    rs_err err = {0};
     return rs_event_encode(out, &row, &err);
 }
 
@@ -124,9 +130,9 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     rs_buf_add(&in, line.buf + prefix.len, line.len - 1 - prefix.len);
 
     rs_event *ev2 = NULL;
-    rs_err err = { 0 };
+    rs_err err = {0};
     rs_event_ctx big = *ctx;
-    big.max_bytes = 0;     /* the envelope makes the line longer than the input was */
+    big.max_bytes = 0; /* the envelope makes the line longer than the input was */
     int rc = rs_event_parse(&ev2, in.buf, in.len, &big, &err);
     CHECK(rc == 0, "the encoder's line is refused (%s): %.300s", err.msg, in.buf);
     CHECK(!strcmp(ev->event_type, ev2->event_type), "event_type");
@@ -159,7 +165,7 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
 static void parse_one(const char *data, size_t size, const rs_event_ctx *ctx)
 {
     rs_event *ev = (rs_event *)1;
-    rs_err err = { 0 };
+    rs_err err = {0};
     int rc = rs_event_parse(&ev, data, size, ctx, &err);
     if (rc) {
         CHECK(ev == NULL, "out set on refusal");
@@ -172,7 +178,8 @@ static void parse_one(const char *data, size_t size, const rs_event_ctx *ctx)
                 ctx->max_bytes, ev->event_type);
     /* an event type is a file name */
     CHECK(ev->event_type[0] && !strchr(ev->event_type, '/') && strcmp(ev->event_type, ".") &&
-              strcmp(ev->event_type, ".."), "event_type '%s' is not a file name", ev->event_type);
+              strcmp(ev->event_type, ".."),
+          "event_type '%s' is not a file name", ev->event_type);
     for (const char *p = ev->event_type; *p; p++)
         CHECK((unsigned char)*p >= 0x20 && *p != 0x7f, "control byte in event_type");
     CHECK(rs_id_valid(ev->thread_id) && rs_id_valid(ev->run_id), "bad ids");
@@ -184,12 +191,11 @@ static void parse_one(const char *data, size_t size, const rs_event_ctx *ctx)
 static void canon_props(const char *data, size_t size, unsigned flags)
 {
     rs_buf a = RS_BUF_INIT, b = RS_BUF_INIT;
-    rs_err err = { 0 };
+    rs_err err = {0};
     if (rs_json_canon(&a, data, size, flags, &err) == 0) {
         CHECK(a.len <= size, "canonical longer than input");
         CHECK(rs_utf8_valid(a.buf, a.len), "canonical not UTF-8");
-        CHECK(rs_json_canon(&b, a.buf, a.len, flags, &err) == 0, "canonical refused: %s",
-              err.msg);
+        CHECK(rs_json_canon(&b, a.buf, a.len, flags, &err) == 0, "canonical refused: %s", err.msg);
         same_buf(&a, &b, "canonical twice");
     } else {
         CHECK(err.code == -EINVAL || err.code == -ENOMEM, "canon rc %d", err.code);
@@ -207,22 +213,28 @@ static void foreign_row(const char *data, size_t size)
         return;
     char *ts = strndup(s2 + 1, size - (size_t)(s2 + 1 - data));
     rs_row row = {
-        .thread_id = "t1", .run_id = "r1", .seq = 42, .event_type = "ai_message",
-        .category = "message", .content = data, .content_len = (size_t)(s1 - data),
-        .metadata = s1 + 1, .metadata_len = (size_t)(s2 - s1 - 1), .created_at = ts,
+        .thread_id = "t1",
+        .run_id = "r1",
+        .seq = 42,
+        .event_type = "ai_message",
+        .category = "message",
+        .content = data,
+        .content_len = (size_t)(s1 - data),
+        .metadata = s1 + 1,
+        .metadata_len = (size_t)(s2 - s1 - 1),
+        .created_at = ts,
     };
     rs_buf out = RS_BUF_INIT, c = RS_BUF_INIT;
-    rs_err err = { 0 };
+    rs_err err = {0};
     CHECK(rs_event_encode(&out, &row, &err) == 0, "foreign encode failed");
-    CHECK(out.len >= 2 && out.buf[out.len - 1] == '\n' &&
-              !memchr(out.buf, '\n', out.len - 1), "foreign line is not one line");
+    CHECK(out.len >= 2 && out.buf[out.len - 1] == '\n' && !memchr(out.buf, '\n', out.len - 1),
+          "foreign line is not one line");
     CHECK(rs_utf8_valid(out.buf, out.len), "foreign line not UTF-8");
     /* a NUL in foreign text renders as \u0000: JSON, though the gate refuses it */
     if (!memchr(data, 0, (size_t)(s1 - data))) {
         CHECK(rs_json_canon(&c, out.buf, out.len - 1, RS_JSON_LENIENT, &err) == 0,
               "foreign line is not JSON (%s): %.300s", err.msg, out.buf);
-        CHECK(c.len == out.len - 1 && !memcmp(c.buf, out.buf, c.len),
-              "foreign line not canonical");
+        CHECK(c.len == out.len - 1 && !memcmp(c.buf, out.buf, c.len), "foreign line not canonical");
     }
     rs_buf_release(&c);
     rs_buf_release(&out);
@@ -232,13 +244,12 @@ static void foreign_row(const char *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t size)
 {
     const char *data = (const char *)buf;
-    rs_event_ctx ctx = { .contract = contract, .thread_id = "t1", .run_id = "r1",
-                         .max_bytes = 4096 };
+    rs_event_ctx ctx = {.contract = contract, .thread_id = "t1", .run_id = "r1", .max_bytes = 4096};
     parse_one(data, size, &ctx);
     ctx.allow_unknown = 1;
     parse_one(data, size, &ctx);
     /* once/<type>: the type comes from the file name; ids from the line */
-    rs_event_ctx once = { .contract = contract, .event_type = "run.terminal", .max_bytes = 4096 };
+    rs_event_ctx once = {.contract = contract, .event_type = "run.terminal", .max_bytes = 4096};
     parse_one(data, size, &once);
     /* a small limit: EMSGSIZE */
     ctx.max_bytes = 64;

@@ -22,14 +22,14 @@
 
 #include "linebuf.h"
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "fuzz_writebuf: property violated: %s\n  ", #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fprintf(stderr, "\n");                                                            \
-            abort();                                                                          \
-        }                                                                                     \
+#define CHECK(cond, ...) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "fuzz_writebuf: property violated: %s\n  ", #cond); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, "\n"); \
+            abort(); \
+        } \
     } while (0)
 
 /* The store's verdict on a span of lines: model 0 accepts all; model 1 refuses a span with a
@@ -53,14 +53,14 @@ typedef struct ref {
 } ref;
 
 typedef struct outcome {
-    int rc;                 /* 0 or -EMSGSIZE */
-    char *commit;           /* the bytes committed by this write (NULL: none) */
+    int rc;       /* 0 or -EMSGSIZE */
+    char *commit; /* the bytes committed by this write (NULL: none) */
     size_t commit_len;
 } outcome;
 
 static outcome ref_feed(ref *r, size_t max, int model, const char *buf, size_t size)
 {
-    outcome o = { 0, NULL, 0 };
+    outcome o = {0, NULL, 0};
     size_t i = 0;
     if (r->skipping) {
         while (i < size && buf[i] != '\n')
@@ -127,7 +127,7 @@ typedef struct sut {
 
 static outcome sut_feed(sut *s, size_t max, int model, const char *buf, size_t size)
 {
-    outcome o = { 0, NULL, 0 };
+    outcome o = {0, NULL, 0};
     rfs_lines lines;
     int rc = rfs_linebuf_feed(&s->pending, &s->skipping, max, buf, size, &lines);
     CHECK(rc == 0 || rc == -EMSGSIZE, "feed rc %d", rc);
@@ -162,11 +162,11 @@ static outcome sut_feed(sut *s, size_t max, int model, const char *buf, size_t s
 /* ---- driving ------------------------------------------------------------------------------ */
 
 typedef struct run {
-    char *committed;        /* all committed bytes, in order */
+    char *committed; /* all committed bytes, in order */
     size_t len;
     char *pending;
     size_t pending_len;
-    size_t emsgsize;        /* refused writes */
+    size_t emsgsize; /* refused writes */
 } run;
 
 static uint32_t next(uint32_t *x)
@@ -181,9 +181,9 @@ static uint32_t next(uint32_t *x)
  * and the reference in lockstep; their outcomes must agree write by write. */
 static run drive(const char *data, size_t size, size_t max, int model, int mode, uint32_t seed)
 {
-    run out = { malloc(size + 1), 0, NULL, 0, 0 };
-    sut s = { RS_BUF_INIT, 0 };
-    ref r = { NULL, 0, 0 };
+    run out = {malloc(size + 1), 0, NULL, 0, 0};
+    sut s = {RS_BUF_INIT, 0};
+    ref r = {NULL, 0, 0};
     uint32_t x = seed * 2654435761u + 1;
     size_t pos = 0;
     do {
@@ -192,8 +192,10 @@ static run drive(const char *data, size_t size, size_t max, int model, int mode,
             n = n ? 1 : 0;
         else if (mode == 2) {
             uint32_t k = next(&x) % 8;
-            size_t want = k == 0 ? 0 : k < 4 ? next(&x) % 4 : k < 7 ? next(&x) % (2 * max + 2)
-                                                                  : next(&x) % 512;
+            size_t want = k == 0  ? 0
+                          : k < 4 ? next(&x) % 4
+                          : k < 7 ? next(&x) % (2 * max + 2)
+                                  : next(&x) % 512;
             n = want < n ? want : n;
         }
         outcome a = sut_feed(&s, max, model, data + pos, n);
@@ -285,7 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t size)
     run whole = drive(data, size, max, model, 0, seed);
     run bytes = drive(data, size, max, model, 1, seed);
     run chunks = drive(data, size, max, model, 2, seed);
-    run *all[] = { &whole, &bytes, &chunks };
+    run *all[] = {&whole, &bytes, &chunks};
     for (int k = 0; k < 3; k++) {
         CHECK(subsequence(all[k]->committed, all[k]->len, data, size),
               "mode %d committed lines not in the stream", k);
