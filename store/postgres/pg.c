@@ -227,6 +227,7 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
         return rs_err_set(err, -EROFS, "the store is read-only");
     if (b->in_tx || b->read_tx)
         return rs_err_set(err, -EBUSY, "a transaction is already open on this connection");
+    pg_log_forget(b);
     int rc = ensure_conn(b, err);
     if (rc || (rc = exec_plain(b, "BEGIN", err)))
         return rc;
@@ -534,6 +535,7 @@ static void pg_close(rs_backend *b)
         pg_arg_int(&a, b->pid);
         pg_run(b, "DELETE FROM runfs_hold WHERE host = $1 AND pid = $2", &a, NULL, NULL);
     }
+    pg_log_forget(b);
     for (int i = 0; i < PG_STMT_CACHE; i++)
         free(b->cache[i].sql);
     PQfinish(b->conn);

@@ -417,9 +417,129 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     return 0;
 }
 
+/* A log read is one prepared query per page, keyed on seq (no cursor, no transaction of
+ * its own), pages growing from PAGE_FIRST rows to PAGE_MAX. A sequential reader asks for
+ * the offset where its last read stopped, inside that read's last line: so the page is
+ * kept on the connection when freed, and a seek there resumes it (no mark query, no rows
+ * fetched twice). A write on this connection drops it, and it is not resumed once HOLD_NS
+ * old, so rows other connections delete are not shown for longer than that. */
+#define PAGE_FIRST 256
+#define PAGE_MAX 4096
+#define HOLD_NS 1000000000LL
+
+typedef struct pg_page {
+    rs_cursor base;
+    rs_backend *b;
+    char *thread_id, *run_id; /* run_id NULL: the thread's log */
+    PGresult *res;
+    int row, nrows, limit, done;
+    int64_t next_seq, next_off, skip_to;
+    int64_t last_off;   /* where the last row handed out starts */
+    int64_t fetched_ns; /* CLOCK_MONOTONIC when the page was fetched */
+} pg_page;
+
+static int page_fetch(pg_page *p, rs_err *err)
+{
+    PQclear(p->res);
+    p->res = NULL;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, p->thread_id);
+    pg_arg_int(&a, p->next_seq);
+    pg_arg_int(&a, p->limit);
+    if (p->run_id)
+        pg_arg_text(&a, p->run_id);
+    const char *sql =
+        p->run_id ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                    "AND e.run_id = $4 AND e.seq >= $2::bigint ORDER BY e.seq LIMIT $3::bigint"
+                  : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                    "AND e.seq >= $2::bigint ORDER BY e.seq LIMIT $3::bigint";
+    int rc = pg_run(p->b, sql, &a, &p->res, err);
+    if (rc)
+        return rc;
+    p->row = 0;
+    p->fetched_ns = rs_clock_ns(CLOCK_MONOTONIC);
+    p->nrows = PQntuples(p->res);
+    p->done = p->nrows < p->limit;
+    if (p->limit < PAGE_MAX)
+        p->limit *= 4;
+    return 0;
+}
+
+static int page_next(rs_cursor *base, const rs_record **out)
+{
+    pg_page *p = (pg_page *)base;
+    for (;;) {
+        if (p->row >= p->nrows) {
+            if (p->done)
+                return 0;
+            int rc = page_fetch(p, NULL);
+            if (rc)
+                return rc;
+            if (p->nrows == 0)
+                return 0;
+        }
+        pg_row(&base->row, p->res, p->row++, 0);
+        p->next_seq = base->row.seq + 1;
+        p->last_off = p->next_off;
+        int rc = rs_cursor_emit(base, p->run_id ? 1 : 2, &p->next_off, p->skip_to, out);
+        if (rc)
+            return rc; /* 0: the line ends before the offset asked for */
+    }
+}
+
+static void page_drop(pg_page *p)
+{
+    PQclear(p->res);
+    free(p->thread_id);
+    free(p->run_id);
+    rs_buf_release(&p->base.line);
+    free(p);
+}
+
+void pg_log_forget(rs_backend *b)
+{
+    if (b->held)
+        page_drop(b->held);
+    b->held = NULL;
+}
+
+static void page_free(rs_cursor *base)
+{
+    pg_page *p = (pg_page *)base;
+    pg_log_forget(p->b);
+    if (p->row > 0 && !p->b->in_tx)
+        p->b->held = p;
+    else
+        page_drop(p);
+}
+
+/* The held page of this log, resumed at off when off lies in its last row handed out
+ * (the row is handed out again); NULL otherwise. */
+static pg_page *page_resume(rs_backend *b, const char *thread_id, const char *run_id, int64_t off)
+{
+    pg_page *p = b->held;
+    if (!p || rs_clock_ns(CLOCK_MONOTONIC) - p->fetched_ns > HOLD_NS || p->row == 0 ||
+        off < p->last_off || off >= p->next_off || strcmp(p->thread_id, thread_id) != 0 ||
+        (run_id ? !p->run_id || strcmp(p->run_id, run_id) != 0 : p->run_id != NULL))
+        return NULL;
+    b->held = NULL;
+    p->row--;
+    p->next_off = p->last_off;
+    p->next_seq = pg_val_int(p->res, p->row, 2);
+    p->skip_to = off;
+    p->done = 0; /* rows appended since are read on */
+    return p;
+}
+
 int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                 rs_cursor **out, rs_err *err)
 {
+    pg_page *p = page_resume(b, thread_id, run_id, off);
+    if (p) {
+        *out = &p->base;
+        return 0;
+    }
+    pg_log_forget(b);
     /* The last mark at or before off, then the log's rows from that mark's seq on. */
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
@@ -436,21 +556,30 @@ int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
     int rc = pg_run(b, mark_sql, &a, &r, err);
     if (rc)
         return rc;
-    int64_t from_off = 0, from_seq = INT64_MAX;
+    p = calloc(1, sizeof *p);
+    if (!p || !(p->thread_id = strdup(thread_id)) || (run_id && !(p->run_id = strdup(run_id)))) {
+        PQclear(r);
+        if (p)
+            page_drop(p);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    p->base.next = page_next;
+    p->base.free = page_free;
+    p->base.line = (rs_buf)RS_BUF_INIT;
+    p->b = b;
+    p->limit = PAGE_FIRST;
+    p->skip_to = off;
     if (PQntuples(r) > 0) {
-        from_off = pg_val_int(r, 0, 0);
-        from_seq = pg_val_int(r, 0, 1);
+        p->next_off = pg_val_int(r, 0, 0);
+        p->next_seq = pg_val_int(r, 0, 1);
+    } else {
+        p->done = 1; /* no mark: the log is empty */
     }
     PQclear(r);
-    pg_args q = {.n = 0};
-    pg_arg_text(&q, thread_id);
-    pg_arg_int(&q, from_seq);
-    if (run_id)
-        pg_arg_text(&q, run_id);
-    const char *rows_sql =
-        run_id ? "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-                 "AND e.run_id = $3 AND e.seq >= $2::bigint ORDER BY e.seq"
-               : "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-                 "AND e.seq >= $2::bigint ORDER BY e.seq";
-    return pg_cursor_new(b, rows_sql, &q, run_id ? 1 : 2, from_off, off, out, err);
+    if (!p->done && (rc = page_fetch(p, err))) {
+        page_drop(p);
+        return rc;
+    }
+    *out = &p->base;
+    return 0;
 }

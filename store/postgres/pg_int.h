@@ -35,9 +35,10 @@ struct rs_backend {
     char host[64];   /* reservations name the host too: pids are per host */
     pg_stmt_slot cache[PG_STMT_CACHE];
     int stmt_seq;
-    int listening;    /* LISTEN is part of this connection's session */
-    int64_t notified; /* notifications received (the change feed) */
-    rs_buf sql;       /* scratch for built statements */
+    int listening;        /* LISTEN is part of this connection's session */
+    int64_t notified;     /* notifications received (the change feed) */
+    rs_buf sql;           /* scratch for built statements */
+    struct pg_page *held; /* a sequential log read's page, kept between reads */
 };
 
 /* Parameters of one statement, as text ($1 = v[0]) typed text or bigint; numbers are
@@ -108,6 +109,8 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
                 rs_log_info *out, rs_err *err);
 int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                 rs_cursor **out, rs_err *err);
+/* Drop the page pg_log_seek keeps for a sequential reader (writes and close call it). */
+void pg_log_forget(rs_backend *b);
 
 /* ---- pg_write.c ---- */
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
