@@ -176,6 +176,32 @@ EOF
   assert_equal "$(cat "$MNT/threads/t1/message-count")" 2
 }
 
+@test "a growing log read 1000 bytes at a time while lines are appended equals its cat" {
+  for i in $(seq 1 300); do ev_human "line $i $(printf 'x%.0s' $(seq 1 $((i % 37))))" "$i"; done > "$WORK/in.jsonl"
+  cat "$WORK/in.jsonl" >> "$RUN/events.jsonl"
+  # The append handle stays open so the log is live (read from the daemon, not cached).
+  run python3 - "$RUN/events.jsonl" "$WORK/got" <<'PY'
+import os, sys
+w = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+r = os.open(sys.argv[1], os.O_RDONLY)
+got, n = b"", 0
+while True:
+    chunk = os.read(r, 1000)
+    if not chunk:
+        break
+    got += chunk
+    n += 1
+    if n % 5 == 0 and n <= 50:
+        os.write(w, b'{"event_type":"llm.error","content":"more %d"}\n' % n)
+os.close(w)
+open(sys.argv[2], "wb").write(got)
+PY
+  assert_success
+  cat "$RUN/events.jsonl" > "$WORK/cat"
+  assert_equal "$(count_lines "$WORK/cat")" 310
+  cmp "$WORK/got" "$WORK/cat"
+}
+
 @test "one write of several lines commits them all or none" {
   { ev_error a; ev_error b; } >> "$RUN/events.jsonl"
   assert_equal "$(count_lines "$RUN/events.jsonl")" 2
