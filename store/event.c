@@ -879,12 +879,17 @@ static int value_is(const char *rec, size_t len, const char *key, const rs_buf *
            rs_json_equal(v, n, want->buf, want->len);
 }
 
-int rs_event_same(const rs_event *ev, const char *user, const char *line, size_t len)
+int rs_event_resend(const rs_event *ev, const char *user, const rs_buf *line, int64_t seq,
+                    rs_err *err)
 {
-    return str_member_is(line, len, "run_id", ev->run_id) &&
-           str_member_is(line, len, "event_type", ev->event_type) &&
-           str_member_is(line, len, "category", ev->category) &&
-           str_member_is(line, len, "user_id", user) &&
-           value_is(line, len, "content", &ev->content) &&
-           value_is(line, len, "metadata", &ev->metadata);
+    const char *l = line->buf;
+    size_t len = line->len;
+    if (str_member_is(l, len, "run_id", ev->run_id) &&
+        str_member_is(l, len, "event_type", ev->event_type) &&
+        str_member_is(l, len, "category", ev->category) &&
+        str_member_is(l, len, "user_id", user) && value_is(l, len, "content", &ev->content) &&
+        value_is(l, len, "metadata", &ev->metadata))
+        return 0;
+    return rs_err_set(err, -EEXIST, "idempotency_key '%s' was used for a different event "
+                      "(seq %lld)", ev->idem_key, (long long)seq);
 }

@@ -102,10 +102,12 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);
 
-/* 1 when the stored record line[0..len) (a canonical line) is the same event as ev written
- * by user (NULL: no owner): equal run_id, event_type, category and owner, content and
- * metadata equal as JSON values (DESIGN "Appending", idempotency keys). */
-int rs_event_same(const rs_event *ev, const char *user, const char *line, size_t len);
+/* A resend under ev's idempotency key, whose first write is the stored record line (a
+ * canonical line, at seq): 0 when it is the same event written by user (NULL: no owner),
+ * i.e. equal run_id, event_type, category and owner, content and metadata equal as JSON
+ * values (DESIGN "Appending"); -EEXIST naming the key otherwise. Both backends say the same. */
+int rs_event_resend(const rs_event *ev, const char *user, const rs_buf *line, int64_t seq,
+                    rs_err *err);
 
 /* Parse an RFC 3339 / ISO-8601 timestamp with any offset (or 'Z'; a naive one is UTC) and
  * write it as canonical UTC (canon, RS_TIME_LEN+1 bytes) and DeerFlow DATETIME text (db, 27

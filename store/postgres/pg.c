@@ -439,6 +439,7 @@ static int tables_present(rs_backend *b, int *events, int *hwm, int *side, rs_er
 static int schema_setup(rs_backend *b, rs_err *err)
 {
     int events, hwm, side;
+    int64_t idem = 0;
     int rc = exec_plain(b, "BEGIN", err);
     if (rc)
         return rc;
@@ -448,7 +449,10 @@ static int schema_setup(rs_backend *b, rs_err *err)
         goto fail;
     if ((!events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
         (!hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
-        (!side && (rc = exec_plain(b, pg_schema_side_sql, err))))
+        (!side && (rc = exec_plain(b, pg_schema_side_sql, err))) ||
+        (rc = pg_int(b, "SELECT CASE WHEN to_regclass('runfs_idem') IS NULL THEN 0 ELSE 1 END",
+                     NULL, NULL, &idem, NULL, err)) ||
+        (!idem && (rc = exec_plain(b, pg_schema_idem_sql, err))))
         goto fail;
     if ((rc = pg_commit(b, err)))
         return rc;
@@ -582,6 +586,7 @@ static int pg_refresh(rs_backend *b, rs_err *err)
 
 const rs_backend_ops rs_pg_backend = {
     .name = "postgresql",
+    .idem_keys = 1,
     .open = pg_open,
     .close = pg_close,
     .data_version = pg_data_version,

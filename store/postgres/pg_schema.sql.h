@@ -31,6 +31,14 @@ static const char pg_schema_hwm_sql[] =
     "INSERT INTO run_event_thread_seq (thread_id, seq)\n"
     "  SELECT thread_id, MAX(seq) FROM run_events GROUP BY thread_id;\n";
 
+/* Idempotency keys (DESIGN "Appending"), per thread; a key whose row is gone is free again.
+ * Created when absent, also in a store whose other side tables an older build made. */
+static const char pg_schema_idem_sql[] =
+    "CREATE TABLE runfs_idem (\n"
+    "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq BIGINT NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, key)\n"
+    ");\n";
+
 static const char pg_schema_side_sql[] =
     "CREATE TABLE runfs_thread (\n"
     "  thread_key BIGSERIAL PRIMARY KEY,\n"

@@ -195,6 +195,61 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return rc;
 }
 
+/* The stored row at (thread, seq) as its canonical line; *found 0 when there is none. */
+static int row_at(rs_backend *b, const char *thread_id, int64_t seq, rs_buf *line, int *found,
+                  rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, seq);
+    PGresult *r;
+    int rc = pg_run(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                       "AND e.seq = $2", &a, &r, err);
+    if (rc)
+        return rc;
+    *found = PQntuples(r) > 0;
+    if (*found) {
+        rs_row row;
+        pg_row(&row, r, 0, 0);
+        rc = rs_event_encode(line, &row, err);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Has the thread seen ev's idempotency key? *used = 1 with the original record's line in
+ * line when it is the same event; -EEXIST when the key produced a different one. A key
+ * whose row was deleted since is free again. */
+static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs_buf *line,
+                       int *used, rs_err *err)
+{
+    int64_t seq = 0;
+    int found = 0;
+    *used = 0;
+    int rc = pg_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2",
+                    t->thread_id, ev->idem_key, &seq, &found, err);
+    if (rc || !found)
+        return rc;
+    if ((rc = row_at(b, t->thread_id, seq, line, &found, err)) || !found)
+        return rc;
+    if ((rc = rs_event_resend(ev, t->user, line, seq, err)))
+        return rc;
+    *used = 1;
+    return 0;
+}
+
+static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
+                       rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, key);
+    pg_arg_int(&a, seq);
+    return pg_run(b, "INSERT INTO runfs_idem (thread_id, key, seq) VALUES ($1, $2, $3) "
+                     "ON CONFLICT (thread_id, key) DO UPDATE SET seq = excluded.seq", &a, NULL,
+                  err);
+}
+
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
 {
@@ -242,20 +297,37 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         at->run_off = run.size;
         at->thread_off = thr.size;
     }
-    for (size_t i = 0; i < n; i++, seq++) {
+    int64_t first = seq;
+    for (size_t i = 0; i < n; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
+        if (ev->idem_key[0]) {
+            int used = 0;
+            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
+                if (err)
+                    err->line = (long)i + 1;
+                goto fail;
+            }
+            if (used) {
+                if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
+                    goto fail;
+                continue;
+            }
+        }
         if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
             (rc = insert_event(b, t, ev, seq, err)) ||
             (rc = pg_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              err)))
+                              err)) ||
+            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
             goto fail;
         if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
             goto fail;
+        seq++;
     }
+    /* A batch of resends only stores nothing: the high-water mark stays where it was. */
     if ((rc = pg_log_store(b, 1, &run, err)) || (rc = pg_log_store(b, 0, &thr, err)) ||
-        (rc = raise_floor(b, t->thread_id, seq - 1, err)) ||
-        (rc = notify(b, t->thread_id, seq - 1, err)))
+        (seq > first && ((rc = raise_floor(b, t->thread_id, seq - 1, err)) ||
+                         (rc = notify(b, t->thread_id, seq - 1, err)))))
         goto fail;
     if (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err)))
         goto fail;
@@ -406,8 +478,11 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
                      &left, NULL, err)))
         goto fail;
     if (!t->run_id && left == 0) {
-        static const char drop_floor[] = "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
-        if ((rc = run_exec(b, drop_floor, t, 0, NULL, err)))
+        static const char drop_floor[] =
+            "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
+        static const char drop_keys[] = "DELETE FROM runfs_idem WHERE thread_id = $1";
+        if ((rc = run_exec(b, drop_floor, t, 0, NULL, err)) ||
+            (rc = run_exec(b, drop_keys, t, 0, NULL, err)))
             goto fail;
     }
     if (!t->run_id) {

@@ -178,11 +178,8 @@ static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs
         return rc;
     if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
         return rc;
-    if (!rs_event_same(ev, t->user, line->buf, line->len))
-        return rs_err_set(err, -EEXIST,
-                          "idempotency_key '%s' was used for a different event "
-                          "(seq %lld)",
-                          ev->idem_key, (long long)seq);
+    if ((rc = rs_event_resend(ev, t->user, line, seq, err)))
+        return rc;
     *used = 1;
     return 0;
 }

@@ -9,7 +9,6 @@ PY=$(python3 -c 'import sys; print(sys.executable)')
 WRITER=$BATS_TEST_DIRNAME/idemwriter.py
 
 setup() {
-  on_pg && skip "idempotency keys are not implemented on PostgreSQL yet"
   runfs_setup
 }
 teardown() {
@@ -17,6 +16,9 @@ teardown() {
   [ -n "${WPID:-}" ] && { kill "$WPID" 2>/dev/null || true; wait "$WPID" 2>/dev/null || true; }
   runfs_teardown
 }
+
+# rows_at_least N: the store holds N rows or more.
+rows_at_least() { [ "$(store_sql 'SELECT count(*) FROM run_events')" -ge "$1" ]; }
 
 keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s"}\n' "$1" "$2"; }
 
@@ -93,16 +95,19 @@ os.write(fd, b'{\"event_type\":\"llm.error\",\"content\":\"fresh\",\"idempotency
 
 @test "runfs put: a resent keyed file stores nothing twice and prints the original records" {
   for i in 1 2 3; do keyed "e$i" "k$i"; done > "$WORK/in.jsonl"
-  run "$RUNFS" put "$WORK/put.db" t1 r1 "$WORK/in.jsonl"
+  # a store of its own (on PostgreSQL the test's database, where nothing is written yet)
+  put=$WORK/put.db
+  on_pg && put=$STORE
+  run "$RUNFS" put "$put" t1 r1 "$WORK/in.jsonl"
   assert_success
   first=$output
   { keyed e4 k4; cat "$WORK/in.jsonl"; } > "$WORK/again.jsonl"
-  run "$RUNFS" put "$WORK/put.db" t1 r1 "$WORK/again.jsonl"
+  run "$RUNFS" put "$put" t1 r1 "$WORK/again.jsonl"
   assert_success
   [ "${lines[0]}" != "" ]
   [[ "${lines[0]}" == *'"seq":4,'* ]]
   [ "$(printf '%s\n' "${lines[@]:1}")" = "$first" ]
-  run sqlite3 "$WORK/put.db" "SELECT count(*) FROM run_events"
+  run store_sql "SELECT count(*) FROM run_events" "$put"
   assert_output 4
 }
 
@@ -111,7 +116,7 @@ os.write(fd, b'{\"event_type\":\"llm.error\",\"content\":\"fresh\",\"idempotency
   f=$MNT/threads/tk/runs/rk/events.jsonl
   "$PY" -S "$WRITER" "$f" 0 200000 > "$WORK/first.out" &
   WPID=$!
-  wait_for 30 bash -c "[ \$(sqlite3 '$STORE' 'SELECT count(*) FROM run_events') -ge 300 ]"
+  wait_for 30 rows_at_least 300
   pid=$(pgrep -f "runfs mount.* $MNT\$" | head -n 1)
   kill -9 "$pid"
   wait_for 10 bash -c "! kill -0 $WPID 2>/dev/null"
