@@ -32,9 +32,6 @@ typedef struct rs_seal_row {
 
 typedef struct rs_backend_ops {
     const char *name;
-    /* put keeps idempotency keys (rs_event.idem_key): without it a keyed line is refused,
-     * never stored as if it had no key. */
-    int idem_keys;
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
@@ -53,8 +50,7 @@ typedef struct rs_backend_ops {
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
     int (*create)(rs_backend *b, const rs_target *t, rs_err *err); /* run_id NULL: thread */
     int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
-    /* NULL: the backend cannot import (rs_store_import is -EOPNOTSUPP).
-     * Import into thread t->thread_id (owner t->user) in one transaction: each event next
+    /* Import into thread t->thread_id (owner t->user) in one transaction: each event next
      * gives (1 with *ev set, borrowed until the next call; 0 at the end; <0 stops and stores
      * nothing) keeps its seq and created_at; an equal row (owner aside) already at (thread,
      * seq) is skipped, a different one is -EEXIST. The high-water mark is raised to floor and

@@ -90,8 +90,6 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
                           thread_id);
     if (o->floor < 0)
         return rs_err_set(err, -EINVAL, "a seq watermark cannot be negative");
-    if (!s->ops->import)
-        return rs_err_set(err, -EOPNOTSUPP, "the %s backend cannot import yet", s->ops->name);
     import_iter it = {.s = s, .thread_id = thread_id, .o = o, .src = src};
     rs_target t = {.thread_id = thread_id, .user = o->user};
     int rc = s->ops->import(s->be, &t, o->floor, import_next, &it, added, skipped, err);

@@ -879,6 +879,18 @@ static int value_is(const char *rec, size_t len, const char *key, const rs_buf *
            rs_json_equal(v, n, want->buf, want->len);
 }
 
+int rs_event_reimport(const rs_event *ev, const char *thread_id, const rs_buf *have, rs_buf *line,
+                      rs_err *err)
+{
+    int rc = rs_event_line(line, ev, ev->seq, NULL);
+    if (rc)
+        return rc;
+    if (line->len == have->len && memcmp(line->buf, have->buf, line->len) == 0)
+        return 0;
+    return rs_err_set(err, -EEXIST, "seq %lld of thread %s already holds a different event",
+                      (long long)ev->seq, thread_id);
+}
+
 int rs_event_resend(const rs_event *ev, const char *user, const rs_buf *line, int64_t seq,
                     rs_err *err)
 {
@@ -886,10 +898,11 @@ int rs_event_resend(const rs_event *ev, const char *user, const rs_buf *line, in
     size_t len = line->len;
     if (str_member_is(l, len, "run_id", ev->run_id) &&
         str_member_is(l, len, "event_type", ev->event_type) &&
-        str_member_is(l, len, "category", ev->category) &&
-        str_member_is(l, len, "user_id", user) && value_is(l, len, "content", &ev->content) &&
-        value_is(l, len, "metadata", &ev->metadata))
+        str_member_is(l, len, "category", ev->category) && str_member_is(l, len, "user_id", user) &&
+        value_is(l, len, "content", &ev->content) && value_is(l, len, "metadata", &ev->metadata))
         return 0;
-    return rs_err_set(err, -EEXIST, "idempotency_key '%s' was used for a different event "
-                      "(seq %lld)", ev->idem_key, (long long)seq);
+    return rs_err_set(err, -EEXIST,
+                      "idempotency_key '%s' was used for a different event "
+                      "(seq %lld)",
+                      ev->idem_key, (long long)seq);
 }

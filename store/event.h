@@ -102,6 +102,12 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);
 
+/* An imported ev whose seq already holds the record have (its canonical line without
+ * owner): 0 when it is the same row (the import skips it), -EEXIST naming the seq otherwise.
+ * line is scratch space. */
+int rs_event_reimport(const rs_event *ev, const char *thread_id, const rs_buf *have, rs_buf *line,
+                      rs_err *err);
+
 /* A resend under ev's idempotency key, whose first write is the stored record line (a
  * canonical line, at seq): 0 when it is the same event written by user (NULL: no owner),
  * i.e. equal run_id, event_type, category and owner, content and metadata equal as JSON

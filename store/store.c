@@ -176,16 +176,6 @@ int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t 
                 err->line = lineno;
             goto out;
         }
-        if (evs[n]->idem_key[0] && !s->ops->idem_keys) {
-            rc = rs_err_set(err, -EOPNOTSUPP,
-                            "idempotency_key: the %s backend does not keep "
-                            "keys yet",
-                            s->ops->name);
-            n++;
-            if (err)
-                err->line = lineno;
-            goto out;
-        }
         if (rs_contract_is_singleton(s->contract, evs[n]->event_type)) {
             rc = rs_err_set(err, -EINVAL, "%s is a singleton: create it with once/%s",
                             evs[n]->event_type, evs[n]->event_type);

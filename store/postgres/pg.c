@@ -586,7 +586,6 @@ static int pg_refresh(rs_backend *b, rs_err *err)
 
 const rs_backend_ops rs_pg_backend = {
     .name = "postgresql",
-    .idem_keys = 1,
     .open = pg_open,
     .close = pg_close,
     .data_version = pg_data_version,
@@ -596,6 +595,7 @@ const rs_backend_ops rs_pg_backend = {
     .release = pg_release,
     .create = pg_create,
     .delete = pg_delete,
+    .import = pg_import,
     .query = pg_query,
     .log_info = pg_log_info,
     .log_seek = pg_log_seek,

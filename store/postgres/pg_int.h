@@ -119,6 +119,9 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
 int pg_release(rs_backend *b, const rs_target *t, const char *event_type);
 int pg_create(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int64_t *skipped, rs_err *err);
 
 /* ---- pg_read.c ---- */
 int pg_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);

@@ -195,22 +195,27 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return rc;
 }
 
-/* The stored row at (thread, seq) as its canonical line; *found 0 when there is none. */
-static int row_at(rs_backend *b, const char *thread_id, int64_t seq, rs_buf *line, int *found,
-                  rs_err *err)
+/* The stored row at (thread, seq) as its canonical line (without its owner when
+ * anonymous); *found 0 when there is none. */
+static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+                  int *found, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     pg_arg_int(&a, seq);
     PGresult *r;
-    int rc = pg_run(b, "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
-                       "AND e.seq = $2", &a, &r, err);
+    int rc = pg_run(b,
+                    "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.thread_id = $1 "
+                    "AND e.seq = $2",
+                    &a, &r, err);
     if (rc)
         return rc;
     *found = PQntuples(r) > 0;
     if (*found) {
         rs_row row;
         pg_row(&row, r, 0, 0);
+        if (anonymous)
+            row.user_id = NULL;
         rc = rs_event_encode(line, &row, err);
     }
     PQclear(r);
@@ -226,11 +231,11 @@ static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs
     int64_t seq = 0;
     int found = 0;
     *used = 0;
-    int rc = pg_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2",
-                    t->thread_id, ev->idem_key, &seq, &found, err);
+    int rc = pg_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2", t->thread_id,
+                    ev->idem_key, &seq, &found, err);
     if (rc || !found)
         return rc;
-    if ((rc = row_at(b, t->thread_id, seq, line, &found, err)) || !found)
+    if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
         return rc;
     if ((rc = rs_event_resend(ev, t->user, line, seq, err)))
         return rc;
@@ -245,9 +250,10 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
     pg_arg_text(&a, thread_id);
     pg_arg_text(&a, key);
     pg_arg_int(&a, seq);
-    return pg_run(b, "INSERT INTO runfs_idem (thread_id, key, seq) VALUES ($1, $2, $3) "
-                     "ON CONFLICT (thread_id, key) DO UPDATE SET seq = excluded.seq", &a, NULL,
-                  err);
+    return pg_run(b,
+                  "INSERT INTO runfs_idem (thread_id, key, seq) VALUES ($1, $2, $3) "
+                  "ON CONFLICT (thread_id, key) DO UPDATE SET seq = excluded.seq",
+                  &a, NULL, err);
 }
 
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
@@ -478,8 +484,7 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
                      &left, NULL, err)))
         goto fail;
     if (!t->run_id && left == 0) {
-        static const char drop_floor[] =
-            "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
+        static const char drop_floor[] = "DELETE FROM run_event_thread_seq WHERE thread_id = $1";
         static const char drop_keys[] = "DELETE FROM runfs_idem WHERE thread_id = $1";
         if ((rc = run_exec(b, drop_floor, t, 0, NULL, err)) ||
             (rc = run_exec(b, drop_keys, t, 0, NULL, err)))
@@ -510,5 +515,64 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     return pg_commit(b, err);
 fail:
     pg_rollback(b);
+    return rc;
+}
+
+int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int64_t *skipped, rs_err *err)
+{
+    *added = *skipped = 0;
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    rs_buf line = RS_BUF_INIT, have = RS_BUF_INIT;
+    int64_t top = floor;
+    pg_log thr;
+    int found;
+    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) ||
+        (found && (rc = pg_thread_catch_up(b, t->thread_id, &thr, err))))
+        goto fail;
+    for (;;) {
+        rs_event *ev;
+        int step = next(ctx, &ev, err);
+        if (step <= 0) {
+            rc = step;
+            if (rc)
+                goto fail;
+            break;
+        }
+        rs_buf_reset(&have);
+        rs_buf_reset(&line);
+        if ((rc = row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
+            goto fail;
+        if (found) {
+            if ((rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))
+                goto fail;
+            (*skipped)++;
+            continue;
+        }
+        rs_target rt = {.thread_id = t->thread_id, .run_id = ev->run_id, .user = t->user};
+        if ((rc = insert_event(b, &rt, ev, ev->seq, err)))
+            goto fail;
+        (*added)++;
+        if (ev->seq > top)
+            top = ev->seq;
+    }
+    /* Rows may land below others: the thread's logs are rebuilt from its rows. */
+    if (*added && ((rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+                   (rc = pg_thread_reindex(b, t->thread_id, thr.key, err))))
+        goto fail;
+    if (top > 0 &&
+        ((rc = raise_floor(b, t->thread_id, top, err)) || (rc = notify(b, t->thread_id, top, err))))
+        goto fail;
+    rs_buf_release(&line);
+    rs_buf_release(&have);
+    return pg_commit(b, err);
+fail:
+    pg_rollback(b);
+    rs_buf_release(&line);
+    rs_buf_release(&have);
+    *added = *skipped = 0;
     return rc;
 }

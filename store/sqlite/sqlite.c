@@ -994,7 +994,6 @@ const rs_backend_ops rs_sqlite_backend = {
     .seal_get = sq_seal_get,
     .seal_each = sq_seal_each,
     .name = "sqlite",
-    .idem_keys = 1,
     .open = sq_open,
     .close = sq_close,
     .data_version = sq_data_version,

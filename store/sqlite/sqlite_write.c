@@ -508,15 +508,8 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         if ((rc = row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
             goto fail;
         if (found) {
-            if ((rc = rs_event_line(&line, ev, ev->seq, NULL)))
+            if ((rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))
                 goto fail;
-            if (line.len != have.len || memcmp(line.buf, have.buf, line.len) != 0) {
-                rc = rs_err_set(err, -EEXIST,
-                                "seq %lld of thread %s already holds a different "
-                                "event",
-                                (long long)ev->seq, t->thread_id);
-                goto fail;
-            }
             (*skipped)++;
             continue;
         }

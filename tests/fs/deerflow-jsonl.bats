@@ -6,13 +6,15 @@ load lib
 
 SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-jsonl
 
-setup() {
-  on_pg && skip "runfs import is not implemented on PostgreSQL yet"
-  WORK=$(mktemp -d "${RUNFS_TEST_ROOT:-${TMPDIR:-/tmp}}/runfs-bats.XXXXXX")
-  MOUNTS=()
-  STORE=$WORK/store.db
-}
+setup() { runfs_workdir; }
 teardown() { [ -z "${WORK:-}" ] || runfs_teardown; }
+
+# store_absent: runfs set nothing up in $STORE (no file; on PostgreSQL, no tables).
+store_absent() {
+  if on_pg; then [ "$(store_sql "SELECT to_regclass('run_events') IS NULL")" = t ]; else [ ! -e "$STORE" ]; fi
+}
+# store_state: a digest of everything in $STORE (the files; on PostgreSQL, the rows).
+store_state() { if on_pg; then store_snapshot; else sha256sum "$STORE"*; fi; }
 
 # A DeerFlow base folder written the way JsonlRunEventStore writes (jsonl.py: json.dumps with
 # default=str, ensure_ascii=False, keys thread_id, run_id, event_type, category, content,
@@ -196,7 +198,7 @@ bad_case() {
   assert_success
   assert_line --partial "r-1.jsonl:3: blank line (skipped)"
   assert_line --partial "r-1.jsonl:4: seq 1 does not follow seq 2: a file's seqs increase (skipped)"
-  run store_sql "SELECT group_concat(seq) FROM (SELECT seq FROM run_events WHERE thread_id = 't-1' ORDER BY seq)"
+  run store_sql "SELECT group_concat(seq) FROM (SELECT seq FROM run_events WHERE thread_id = 't-1' ORDER BY seq) AS s"
   assert_output "1,2,4,5,9"
   python_folder "$WORK/strict"
   run "$RUNFS" import "$WORK/strict.db" --deerflow-jsonl "$WORK/strict" --strict
@@ -209,7 +211,7 @@ bad_case() {
   run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/empty"
   assert_failure 2
   assert_output --partial "is not a DeerFlow base folder"
-  [ ! -e "$STORE" ]
+  store_absent
 }
 
 @test "export: never creates a store, refuses files it would overwrite unless --force" {
@@ -224,13 +226,13 @@ bad_case() {
   assert_failure 2
   assert_output --partial "run-2.jsonl already exists (--force overwrites)"
   [ ! -e "$WORK/out/threads/thread-a/runs/run-1.jsonl" ]
-  before=$(sha256sum "$STORE"*)
+  before=$(store_state)
   run "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out" --force
   assert_success
   run diff -r "$SAMPLE/.deer-flow" "$WORK/out"
   assert_success
   # export opened the store read-only: not a byte of it changed
-  [ "$(sha256sum "$STORE"*)" = "$before" ]
+  [ "$(store_state)" = "$before" ]
 }
 
 @test "import --user stamps the owner DeerFlow reads by; --help answers without touching anything" {
