@@ -97,7 +97,7 @@ PY
 
 # ---- item 5: memory ----
 
-@test "receipt memory: 64 MiB through one O_RDWR handle grows the daemon by < 40 MiB (it keeps seq ranges)" {
+@test "receipt memory: 64 MiB through one O_RDWR handle grows the daemon by < 56 MiB (it keeps seq ranges)" {
   local pid before after
   pid=$(daemon_pid "$MNT")
   [ -n "$pid" ]
@@ -123,7 +123,9 @@ PY
   after=$(rss_kb "$pid")
   echo "rss before ${before} kB after ${after} kB" >&3
   assert_equal "$output" "$(( $(wc -l < "$RUN/events.jsonl") - 1 ))"
-  [ $(( after - before )) -lt 40960 ] || fail "daemon RSS grew by $(( after - before )) kB"
+  # Keeping the bytes (the old receipt) grows it by more than the 64 MiB written; libfuse's
+  # worker threads, more of them on a busy machine, each hold a 1 MiB request buffer.
+  [ $(( after - before )) -lt 57344 ] || fail "daemon RSS grew by $(( after - before )) kB"
 }
 
 # ---- item 3: commands that only read never create or change a store ----
