@@ -89,11 +89,8 @@ static int render_status(rs_store *s, const rfs_scope *sc, rs_buf *out, rs_err *
     if (rc)
         return rc;
     /* A scoped or one-thread mount is for people and sandboxes who need not learn the
-     * host's paths: the file name only. */
-    const char *db = rs_store_path(s);
-    const char *slash = strrchr(db, '/');
-    if ((sc->user || sc->only_thread) && slash && !strstr(db, "://"))
-        db = slash + 1;
+     * host's paths. */
+    const char *db = sc->user || sc->only_thread ? rs_store_name(s) : rs_store_path(s);
     if ((rc = rs_buf_addlit(out, "{\"backend\":")) ||
         (rc = rs_buf_add_json_string(out, rs_store_backend(s), strlen(rs_store_backend(s)))) ||
         (rc = rs_buf_addlit(out, ",\"database\":")) ||

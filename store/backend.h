@@ -94,6 +94,9 @@ extern const rs_backend_ops rs_sqlite_backend;
 extern const rs_backend_ops rs_pg_backend;
 /* A PostgreSQL URI without its password (malloc'd; NULL when out of memory). */
 char *rs_pg_uri_display(const char *uri);
+/* A PostgreSQL URI without password or socket directory: user, host (when not a path), port
+ * and database, as postgresql://USER@HOST:PORT/DB (malloc'd; NULL when out of memory). */
+char *rs_pg_uri_name(const char *uri);
 
 /* Cursor internals shared by backends: a record plus the raw row it came from. */
 struct rs_cursor {

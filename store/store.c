@@ -51,7 +51,9 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     s->ops = pg ? &rs_pg_backend : &rs_sqlite_backend;
     int rc = -ENOMEM;
     /* A URI is shown (status.json, messages) without its password. */
-    if (!(s->path = pg ? rs_pg_uri_display(uri) : strdup(uri)))
+    const char *slash = strrchr(uri, '/');
+    if (!(s->path = pg ? rs_pg_uri_display(uri) : strdup(uri)) ||
+        !(s->name = pg ? rs_pg_uri_name(uri) : strdup(slash ? slash + 1 : uri)))
         goto fail;
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
     rc = rs_contract_load(&s->contract, contract, err);
@@ -71,6 +73,7 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
 fail:
     rs_contract_free(s->contract);
     free(s->path);
+    free(s->name);
     free(s);
     return rc;
 }
@@ -82,6 +85,7 @@ void rs_store_close(rs_store *s)
     s->ops->close(s->be);
     rs_contract_free(s->contract);
     free(s->path);
+    free(s->name);
     free(s);
 }
 
@@ -93,6 +97,11 @@ const char *rs_store_backend(const rs_store *s)
 const char *rs_store_path(const rs_store *s)
 {
     return s->path;
+}
+
+const char *rs_store_name(const rs_store *s)
+{
+    return s->name;
 }
 
 size_t rs_store_max_event(const rs_store *s)

@@ -12,6 +12,7 @@ struct rs_store {
     rs_contract *contract;
     rs_options opt;
     char *path;
+    char *name; /* rs_store_name */
     const char *const *singletons;
     size_t n_singletons;
 };

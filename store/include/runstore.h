@@ -125,6 +125,9 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
 void rs_store_close(rs_store *s);                /* checkpoints the WAL */
 const char *rs_store_backend(const rs_store *s); /* "sqlite" */
 const char *rs_store_path(const rs_store *s);
+/* The store named without host paths, for people and sandboxes: a SQLite file's name, a
+ * PostgreSQL URI without its password and without a socket directory for host. */
+const char *rs_store_name(const rs_store *s);
 size_t rs_store_max_event(const rs_store *s);
 /* The active contract's raw bytes (for contract.json). */
 const char *rs_store_contract_text(const rs_store *s, size_t *len);

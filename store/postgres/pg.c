@@ -401,6 +401,40 @@ char *rs_pg_uri_display(const char *uri)
     return out;
 }
 
+/* libpq's own parse, so the URI's every spelling (host in the authority or as ?host=,
+ * percent-encoded) gives one name. */
+char *rs_pg_uri_name(const char *uri)
+{
+    PQconninfoOption *opts = PQconninfoParse(uri, NULL);
+    if (!opts)
+        return strdup("postgresql://");
+    const char *user = NULL, *host = NULL, *port = NULL, *db = NULL;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val || !o->val[0])
+            continue;
+        if (strcmp(o->keyword, "user") == 0)
+            user = o->val;
+        else if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o->val;
+        else if (strcmp(o->keyword, "dbname") == 0)
+            db = o->val;
+    }
+    /* A host that is a socket directory (or an abstract socket) is a host path. */
+    if (host && (strchr(host, '/') || host[0] == '@'))
+        host = NULL;
+    rs_buf out = RS_BUF_INIT;
+    int rc = rs_buf_addf(&out, "postgresql://%s%s%s%s%s/%s", user ? user : "", user ? "@" : "",
+                         host ? host : "", port ? ":" : "", port ? port : "", db ? db : "");
+    PQconninfoFree(opts);
+    if (rc) {
+        rs_buf_release(&out);
+        return NULL;
+    }
+    return rs_buf_detach(&out, NULL);
+}
+
 static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 {
     char line[400];

@@ -75,18 +75,23 @@ PY
 }
 
 @test "status.json: --thread and --user mounts show no host path" {
-  pg_todo "a scoped status.json without the URI's host path"
   local sb=$WORK/sb al=$WORK/al uid=$WORK/uid
   runfs_mount "$STORE" "$sb" --thread t1
   runfs_mount "$STORE" "$al" --user alice
   runfs_mount "$STORE" "$uid" --user-from-uid
-  local m
+  # A PostgreSQL URI keeps user, port and database; its socket directory is a host path.
+  local m name='store.db' hidden=$WORK
+  if on_pg; then
+    hidden=$(sed -E 's/.*[?&]host=([^&]*).*/\1/' <<<"$STORE")
+    name="postgresql://postgres@:$(sed -E 's/.*[?&]port=([^&]*).*/\1/' <<<"$STORE")/$PG_DB"
+  fi
   for m in "$sb" "$al" "$uid"; do
     run cat "$m/.runfs/status.json"
     assert_success
     python3 -c 'import json,sys; json.loads(sys.argv[1])' "$output"
-    assert_output --partial '"database":"store.db"'
+    assert_output --partial "\"database\":\"$name\""
     refute_output --partial "$WORK"
+    refute_output --partial "$hidden"
     refute_output --partial '"mountpoint"'
   done
   # An unscoped mount is the host's own view: it says where things are.

@@ -341,6 +341,7 @@ static void test_open(void **state)
     assert_string_equal(err.msg, "");
     assert_string_equal(rs_store_backend(s), "sqlite");
     assert_string_equal(rs_store_path(s), path);
+    assert_string_equal(rs_store_name(s), "defaults.db");
     assert_int_equal(rs_store_max_event(s), RS_DEFAULT_MAX_EVENT);
     size_t len = 0;
     const char *text = rs_store_contract_text(s, &len);
@@ -390,6 +391,28 @@ static void test_open(void **state)
 
 /* Options and queries not started from their _INIT macro (version 0), or from a newer
  * header than this library's, are refused rather than misread. */
+/* A scoped mount names a PostgreSQL store by user, host, port and database: never its
+ * password, never a socket directory, however the URI spells them. */
+static void test_pg_uri_name(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"postgresql:///events?host=/run/pg&port=5433&user=runfs", "postgresql://runfs@:5433/events"},
+        {"postgresql://runfs:secret@%2Fvar%2Frun%2Fpostgresql/events",
+         "postgresql://runfs@/events"},
+        {"postgres://runfs:secret@db.example:6432/events?sslmode=require&password=x",
+         "postgresql://runfs@db.example:6432/events"},
+        {"postgresql://db.example/events?host=@abstract", "postgresql:///events"},
+        {"postgresql:///events", "postgresql:///events"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *name = rs_pg_uri_name(cases[i][0]);
+        assert_non_null(name);
+        assert_string_equal(name, cases[i][1]);
+        free(name);
+    }
+}
+
 static void test_struct_versions(void **state)
 {
     (void)state;
@@ -2579,6 +2602,7 @@ int main(void)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
+        T(test_pg_uri_name),
         T(test_struct_versions),
         T(test_read_only_writes_nothing),
         T(test_stamp_time),
