@@ -513,19 +513,22 @@ static void page_free(rs_cursor *base)
         page_drop(p);
 }
 
-/* The held page of this log, resumed at off when off lies in its last row handed out
- * (the row is handed out again); NULL otherwise. */
+/* The held page of this log, resumed at off when off lies in its last row handed out (the
+ * row is handed out again) or is where that row ends (a read that stopped on a line
+ * boundary: the page goes on from its next seq); NULL otherwise. */
 static pg_page *page_resume(rs_backend *b, const char *thread_id, const char *run_id, int64_t off)
 {
     pg_page *p = b->held;
     if (!p || rs_clock_ns(CLOCK_MONOTONIC) - p->fetched_ns > HOLD_NS || p->row == 0 ||
-        off < p->last_off || off >= p->next_off || strcmp(p->thread_id, thread_id) != 0 ||
+        off < p->last_off || off > p->next_off || strcmp(p->thread_id, thread_id) != 0 ||
         (run_id ? !p->run_id || strcmp(p->run_id, run_id) != 0 : p->run_id != NULL))
         return NULL;
     b->held = NULL;
-    p->row--;
-    p->next_off = p->last_off;
-    p->next_seq = pg_val_int(p->res, p->row, 2);
+    if (off < p->next_off) {
+        p->row--;
+        p->next_off = p->last_off;
+        p->next_seq = pg_val_int(p->res, p->row, 2);
+    }
     p->skip_to = off;
     p->done = 0; /* rows appended since are read on */
     return p;

@@ -176,19 +176,24 @@ EOF
   assert_equal "$(cat "$MNT/threads/t1/message-count")" 2
 }
 
-@test "a growing log read 1000 bytes at a time while lines are appended equals its cat" {
-  for i in $(seq 1 300); do ev_human "line $i $(printf 'x%.0s' $(seq 1 $((i % 37))))" "$i"; done > "$WORK/in.jsonl"
-  cat "$WORK/in.jsonl" >> "$RUN/events.jsonl"
-  # The append handle stays open so the log is live (read from the daemon, not cached).
-  run python3 - "$RUN/events.jsonl" "$WORK/got" <<'PY'
+# read_growing LOG OUT MODE: read LOG to OUT while appending 10 lines through a handle held
+# open (so the log is live: read from the daemon, not cached). MODE "1000": reads of 1000
+# bytes; "lines": each read of up to 1000 bytes is read again from its offset up to its last
+# newline, so the next read starts exactly where the previous one ended.
+read_growing() {
+  python3 - "$@" <<'PY'
 import os, sys
 w = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 r = os.open(sys.argv[1], os.O_RDONLY)
 got, n = b"", 0
 while True:
-    chunk = os.read(r, 1000)
+    chunk = os.pread(r, 1000, len(got))
     if not chunk:
         break
+    if sys.argv[3] == "lines" and chunk.rfind(b"\n") >= 0:
+        again = os.pread(r, chunk.rfind(b"\n") + 1, len(got))
+        assert chunk.startswith(again), (len(got), again[:80], chunk[:80])
+        chunk = again
     got += chunk
     n += 1
     if n % 5 == 0 and n <= 50:
@@ -196,10 +201,21 @@ while True:
 os.close(w)
 open(sys.argv[2], "wb").write(got)
 PY
-  assert_success
-  cat "$RUN/events.jsonl" > "$WORK/cat"
-  assert_equal "$(count_lines "$WORK/cat")" 310
-  cmp "$WORK/got" "$WORK/cat"
+}
+
+@test "a growing log read 1000 bytes at a time, or in reads that end on line boundaries, while lines are appended equals its cat" {
+  for i in $(seq 1 300); do ev_human "line $i $(printf 'x%.0s' $(seq 1 $((i % 37))))" "$i"; done > "$WORK/in.jsonl"
+  local mode log
+  for mode in 1000 lines; do
+    log=$MNT/threads/t-$mode/runs/r1/events.jsonl
+    mkdir -p "${log%/*}"
+    cat "$WORK/in.jsonl" >> "$log"
+    run read_growing "$log" "$WORK/got" "$mode"
+    assert_success
+    cat "$log" > "$WORK/cat"
+    assert_equal "$(count_lines "$WORK/cat")" 310
+    cmp "$WORK/got" "$WORK/cat"
+  done
 }
 
 @test "one write of several lines commits them all or none" {
