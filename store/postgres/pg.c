@@ -16,7 +16,6 @@
 #include "pg_int.h"
 #include "pg_schema.sql.h"
 
-#define PG_LAYOUT 1
 #define PG_CHANNEL "runfs_events"
 /* Schema set-up of concurrent first mounts queues on this key ("runfs" in ASCII). */
 #define PG_SETUP_LOCK "521510364787"
@@ -453,40 +452,60 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
     return code;
 }
 
-static int tables_present(rs_backend *b, int *events, int *hwm, int *side, rs_err *err)
+/* What of runfs's schema the database holds: *layout 0 without side tables. */
+typedef struct pg_schema_state {
+    int events, hwm, idem;
+    int64_t layout;
+} pg_schema_state;
+
+static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 {
     PGresult *r;
     int rc = pg_run(b,
                     "SELECT to_regclass('run_events') IS NOT NULL, "
                     "to_regclass('run_event_thread_seq') IS NOT NULL, "
+                    "to_regclass('runfs_idem') IS NOT NULL, "
                     "to_regclass('runfs_meta') IS NOT NULL",
                     NULL, &r, err);
     if (rc)
         return rc;
-    *events = PQgetvalue(r, 0, 0)[0] == 't';
-    *hwm = PQgetvalue(r, 0, 1)[0] == 't';
-    *side = PQgetvalue(r, 0, 2)[0] == 't';
+    st->events = PQgetvalue(r, 0, 0)[0] == 't';
+    st->hwm = PQgetvalue(r, 0, 1)[0] == 't';
+    st->idem = PQgetvalue(r, 0, 2)[0] == 't';
+    int side = PQgetvalue(r, 0, 3)[0] == 't';
     PQclear(r);
-    return 0;
+    st->layout = 0;
+    return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
+                         &st->layout, NULL, err)
+                : 0;
 }
 
+static int schema_complete(const pg_schema_state *st)
+{
+    return st->events && st->hwm && st->idem && st->layout == PG_LAYOUT;
+}
+
+/* Create what is missing and convert an older layout, once, under the set-up lock (other
+ * first mounts wait, then find it done). */
 static int schema_setup(rs_backend *b, rs_err *err)
 {
-    int events, hwm, side;
-    int64_t idem = 0;
+    pg_schema_state st;
     int rc = exec_plain(b, "BEGIN", err);
     if (rc)
         return rc;
     b->in_tx = 1;
     if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
-        (rc = tables_present(b, &events, &hwm, &side, err)))
+        (rc = schema_state(b, &st, err)))
         goto fail;
-    if ((!events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
-        (!hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
-        (!side && (rc = exec_plain(b, pg_schema_side_sql, err))) ||
-        (rc = pg_int(b, "SELECT CASE WHEN to_regclass('runfs_idem') IS NULL THEN 0 ELSE 1 END",
-                     NULL, NULL, &idem, NULL, err)) ||
-        (!idem && (rc = exec_plain(b, pg_schema_idem_sql, err))))
+    int old = st.layout > 0 && st.layout < PG_LAYOUT;
+    if ((!st.events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
+        (!st.hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
+        (!st.layout && ((rc = exec_plain(b, pg_schema_side_sql, err)) ||
+                        (rc = exec_plain(b, pg_schema_owned_sql, err)))) ||
+        (old && ((rc = exec_plain(b, pg_schema_migrate_sql, err)) ||
+                 (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
+                 (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
+        (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))))
         goto fail;
     if ((rc = pg_commit(b, err)))
         return rc;
@@ -523,35 +542,36 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         rc = connect_fail(b->conn, uri, err);
         goto fail;
     }
-    int events, hwm, side;
-    if ((rc = session_setup(b, err)) || (rc = tables_present(b, &events, &hwm, &side, err)))
+    pg_schema_state st;
+    if ((rc = session_setup(b, err)) || (rc = schema_state(b, &st, err)))
         goto fail;
-    if (!events || !hwm || !side) {
-        if (b->read_only && (!events || !side)) {
-            rc = rs_err_set(err, -ENOENT,
-                            "the database has no %s table: a read-only open "
-                            "creates nothing (open it read-write once)",
-                            events ? "runfs_meta" : "run_events");
-            goto fail;
-        }
-        if (!b->read_only && (rc = schema_setup(b, err))) {
-            if (err) {
-                char why[sizeof err->msg];
-                snprintf(why, sizeof why, "%s", err->msg);
-                rs_err_set(err, rc, "cannot set up the runfs tables: %s", why);
-            }
-            goto fail;
-        }
-    }
-    int64_t layout = 0;
-    if ((rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL, &layout,
-                     NULL, err)))
-        goto fail;
-    if (layout != PG_LAYOUT) {
+    if (st.layout > PG_LAYOUT) {
         rc = rs_err_set(err, -EINVAL,
-                        "the store's runfs tables have layout %lld; this runfs "
-                        "knows layout %d only",
-                        (long long)layout, PG_LAYOUT);
+                        "the store's runfs tables have layout %lld, newer than this runfs "
+                        "knows (%d): not opened",
+                        (long long)st.layout, PG_LAYOUT);
+        goto fail;
+    }
+    if (b->read_only && (!st.events || !st.layout)) {
+        rc = rs_err_set(err, -ENOENT,
+                        "the database has no %s table: a read-only open creates nothing "
+                        "(open it read-write once)",
+                        st.events ? "runfs_meta" : "run_events");
+        goto fail;
+    }
+    if (b->read_only && st.layout < PG_LAYOUT) {
+        rc = rs_err_set(err, -ENOENT,
+                        "the store's runfs tables have layout %lld, older than this runfs "
+                        "reads (%d): a read-only open converts nothing (open it read-write once)",
+                        (long long)st.layout, PG_LAYOUT);
+        goto fail;
+    }
+    if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
+        if (err) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            rs_err_set(err, rc, "cannot set up the runfs tables: %s", why);
+        }
         goto fail;
     }
     if (!b->read_only && (rc = pg_catch_up_all(b, err)))

@@ -264,11 +264,49 @@ int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     return rc;
 }
 
-int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err *err)
+/* Statements about one thread: $1 its thread_key, $2 its id (typed: a statement may leave
+ * one unused). */
+static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *thread_id,
+                       rs_err *err)
 {
-    int rc = 0, found;
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, key);
+    pg_arg_text(&a, thread_id);
+    return pg_run(b, sql, &a, NULL, err);
+}
+
+/* Another writer (DeerFlow's delete_by_run / delete_by_thread) deleted rows of the thread:
+ * its owners are what its rows say, a run with no rows left disappears, and a thread with
+ * none disappears and starts again at 1 (as the SQLite backend's recompute_deleted). */
+static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
+{
+    static const char drop_owners[] = "DELETE FROM runfs_owner WHERE thread_key = $1";
+    static const char drop_runs[] = "DELETE FROM runfs_run WHERE thread_key = $1 AND count = 0";
+    int rc = thread_exec(b, drop_owners, key, thread_id, err);
+    if (rc || (rc = pg_thread_reindex(b, thread_id, key, err)) ||
+        (rc = thread_exec(b, drop_runs, key, thread_id, err)))
+        return rc;
+    int64_t left = 0;
+    if ((rc = pg_int(b, "SELECT count(*) FROM run_events WHERE thread_id = $1", thread_id, NULL,
+                     &left, NULL, err)) ||
+        left > 0)
+        return rc;
+    static const char *const drop_thread[] = {
+        "DELETE FROM runfs_thread WHERE thread_key = $1 AND thread_id = $2",
+        "DELETE FROM run_event_thread_seq WHERE thread_id = $2",
+        "DELETE FROM runfs_once WHERE thread_id = $2",
+        "DELETE FROM runfs_idem WHERE thread_id = $2",
+    };
+    for (size_t i = 0; !rc && i < sizeof drop_thread / sizeof drop_thread[0]; i++)
+        rc = thread_exec(b, drop_thread[i], key, thread_id, err);
+    return rc;
+}
+
+int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
+{
+    int rc = 0;
     if (thr->dirty == 1) {
-        rc = pg_thread_reindex(b, thread_id, thr->key, err);
+        rc = recompute_deleted(b, thread_id, thr->key, err);
     } else if (thr->dirty == 2) {
         pg_args a = {.n = 0};
         pg_arg_int(&a, thr->key);
@@ -277,7 +315,7 @@ int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err
                 pg_run(b, "UPDATE runfs_thread SET dirty = 0 WHERE thread_key = $1", &a, NULL, err);
     }
     if (!rc && thr->dirty)
-        rc = pg_log_load(b, thread_id, NULL, 0, 0, thr, &found, err);
+        rc = pg_log_load(b, thread_id, NULL, 0, 0, thr, found, err);
     return rc;
 }
 
@@ -303,7 +341,7 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
         if ((rc = pg_begin(b, thread_id, err)))
             return rc;
         if ((rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) ||
-            (found && (rc = pg_thread_catch_up(b, thread_id, &thr, err)))) {
+            (found && (rc = pg_thread_catch_up(b, thread_id, &thr, &found, err)))) {
             pg_rollback(b);
             return rc;
         }

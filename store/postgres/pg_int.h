@@ -100,8 +100,8 @@ int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char 
 int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
                 rs_err *err);
 /* Inside a write transaction holding the thread's lock: index what other writers did to
- * the thread (thr loaded; reloaded after). */
-int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, rs_err *err);
+ * the thread (thr loaded; reloaded after, *found 0 when it had no rows left and is gone). */
+int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);
 int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err);
 /* Every thread other writers touched, one transaction each. */
 int pg_catch_up_all(rs_backend *b, rs_err *err);

@@ -130,7 +130,8 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
             sql,
             "SELECT DISTINCT event_type COLLATE \"C\" AS name FROM run_events WHERE thread_id = $1 "
             "AND run_id = $2 AND ($3::text IS NULL OR user_id = $3) AND (event_type IN (SELECT "
-            "event_type FROM runfs_once WHERE thread_id = $1 AND run_id = $2)");
+            "event_type FROM runfs_once WHERE thread_id = $1 AND run_id = $2 AND ($3::text IS NULL OR "
+            "owner IN ($3, '')))");
         for (size_t i = 0; !rc && i < n_singletons; i++)
             rc = rs_buf_addf(sql, " OR event_type = $%zu", 4 + i);
         if (!rc)
@@ -287,10 +288,10 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
     pg_arg_text(&s, row->digest);
     pg_arg_text(&s, row->has_error ? row->error : NULL);
     pg_arg_text(&s, row->sealed_at);
-    pg_arg_text(&s, t->user);
+    pg_arg_text(&s, pg_owner_key(t->user));
     rc = pg_run(b,
                 "INSERT INTO runfs_seal (thread_id, run_id, state, upper_seq, event_count, "
-                "terminal_seq, digest, error, sealed_at, user_id) VALUES ($1, $2, $3, $4, $5, "
+                "terminal_seq, digest, error, sealed_at, owner) VALUES ($1, $2, $3, $4, $5, "
                 "nullif($6, 0), $7, $8, $9, $10)",
                 &s, NULL, err);
     if (rc == -EEXIST)
@@ -308,10 +309,11 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, pg_owner_key(t->user));
     PGresult *r;
     int rc = pg_run(b,
                     "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = $1 "
-                    "AND run_id = $2",
+                    "AND run_id = $2 AND owner = $3",
                     &a, &r, err);
     if (rc)
         return rc;
@@ -326,9 +328,11 @@ int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
                  void *ctx, rs_err *err)
 {
     PGresult *r;
+    /* owner '': a seal of an unscoped mount, over every owner's rows. */
     int rc = pg_run(b,
-                    "SELECT thread_id, run_id, " SEAL_COLUMNS ", user_id FROM runfs_seal "
-                    "ORDER BY thread_id COLLATE \"C\", run_id COLLATE \"C\"",
+                    "SELECT thread_id, run_id, " SEAL_COLUMNS ", nullif(owner, '') FROM "
+                    "runfs_seal ORDER BY thread_id COLLATE \"C\", run_id COLLATE \"C\", "
+                    "owner COLLATE \"C\"",
                     NULL, &r, err);
     if (rc)
         return rc;

@@ -80,25 +80,6 @@ static const char pg_schema_side_sql[] =
     "  seq BIGINT NOT NULL,\n"
     "  PRIMARY KEY (log_key, off)\n"
     ");\n"
-    "CREATE TABLE runfs_once (\n"
-    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
-    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
-    ");\n"
-    /* A reservation names its holder: host, pid and start time of the process, and the
-     * database session it reserved on (alive in pg_stat_activity while the mount is). */
-    "CREATE TABLE runfs_hold (\n"
-    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
-    "  host TEXT NOT NULL, pid BIGINT NOT NULL, started BIGINT NOT NULL DEFAULT 0,\n"
-    "  backend_pid INTEGER NOT NULL, backend_start TIMESTAMPTZ,\n"
-    "  PRIMARY KEY (thread_id, run_id, event_type)\n"
-    ");\n"
-    "CREATE TABLE runfs_seal (\n"
-    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
-    "  state TEXT NOT NULL, upper_seq BIGINT NOT NULL, event_count BIGINT NOT NULL,\n"
-    "  terminal_seq BIGINT, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
-    "  user_id TEXT,\n"
-    "  PRIMARY KEY (thread_id, run_id)\n"
-    ");\n"
     /* Rows other writers (DeerFlow) add or delete leave their thread to be indexed (2: rows
      * added above the indexed ones) or recomputed (1: rows deleted). runfs's own sessions
      * set runfs.writer and index what they write in the same transaction. The functions run
@@ -127,10 +108,72 @@ static const char pg_schema_side_sql[] =
      * indexed by the catch-up that follows. */
     "INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 1 FROM run_events;\n"
     "CREATE TABLE runfs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);\n"
-    "INSERT INTO runfs_meta (key, value) VALUES ('layout', 1);\n";
+    "INSERT INTO runfs_meta (key, value) VALUES ('layout', 2);\n";
 
-/* The database itself refuses a second run.terminal of a run, whoever writes it (a foreign
- * database may already hold duplicates: then the reservation is the only guard). */
+/* Singletons and seals are each owner's own (owner: the rows' user_id, '' for rows without
+ * one): types written through put_if_absent, names reserved by an exclusive create that has
+ * not committed yet, and seals. Created with the side tables, or by the migration. */
+static const char pg_schema_owned_sql[] =
+    "CREATE TABLE runfs_once (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '',\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type, owner)\n"
+    ");\n"
+    /* A reservation names its holder: host, pid and start time of the process, and the
+     * database session it reserved on (alive in pg_stat_activity while the mount is). */
+    "CREATE TABLE runfs_hold (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '',\n"
+    "  host TEXT NOT NULL, pid BIGINT NOT NULL, started BIGINT NOT NULL DEFAULT 0,\n"
+    "  backend_pid INTEGER NOT NULL, backend_start TIMESTAMPTZ,\n"
+    "  PRIMARY KEY (thread_id, run_id, event_type, owner)\n"
+    ");\n"
+    "CREATE TABLE runfs_seal (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
+    "  state TEXT NOT NULL, upper_seq BIGINT NOT NULL, event_count BIGINT NOT NULL,\n"
+    "  terminal_seq BIGINT, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, owner)\n"
+    ");\n";
+
+/* The side tables' layout this build writes; a store with another one is refused, an older
+ * one converted at a read-write open. */
+#define PG_LAYOUT 2
+
+/* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
+ * blocked another's. The old tables step aside, pg_schema_owned_sql makes the new ones,
+ * and pg_schema_migrate_copy_sql moves the rows over (a singleton's owner from its rows, a
+ * seal's from its user_id), all in the set-up transaction. */
+static const char pg_schema_migrate_sql[] = "ALTER TABLE runfs_once RENAME TO runfs_once_v1;\n"
+                                            "ALTER TABLE runfs_hold RENAME TO runfs_hold_v1;\n"
+                                            "ALTER TABLE runfs_seal RENAME TO runfs_seal_v1;\n"
+                                            "ALTER TABLE runfs_once_v1 DROP CONSTRAINT "
+                                            "runfs_once_pkey;\n"
+                                            "ALTER TABLE runfs_hold_v1 DROP CONSTRAINT "
+                                            "runfs_hold_pkey;\n"
+                                            "ALTER TABLE runfs_seal_v1 DROP CONSTRAINT "
+                                            "runfs_seal_pkey;\n"
+                                            "DROP INDEX IF EXISTS runfs_uq_terminal;\n";
+static const char pg_schema_migrate_copy_sql[] =
+    "INSERT INTO runfs_once (thread_id, run_id, event_type, owner)\n"
+    "  SELECT o.thread_id, o.run_id, o.event_type, coalesce(e.user_id, '') FROM runfs_once_v1 o\n"
+    "  JOIN run_events e ON e.thread_id = o.thread_id AND e.run_id = o.run_id\n"
+    "  AND e.event_type = o.event_type GROUP BY 1, 2, 3, 4;\n"
+    "INSERT INTO runfs_hold (thread_id, run_id, event_type, owner, host, pid, started,\n"
+    "  backend_pid, backend_start)\n"
+    "  SELECT thread_id, run_id, event_type, '', host, pid, started, backend_pid, backend_start\n"
+    "  FROM runfs_hold_v1;\n"
+    "INSERT INTO runfs_seal (thread_id, run_id, owner, state, upper_seq, event_count,\n"
+    "  terminal_seq, digest, error, sealed_at)\n"
+    "  SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, event_count,\n"
+    "  terminal_seq, digest, error, sealed_at FROM runfs_seal_v1;\n"
+    "DROP TABLE runfs_once_v1;\n"
+    "DROP TABLE runfs_hold_v1;\n"
+    "DROP TABLE runfs_seal_v1;\n"
+    "UPDATE runfs_meta SET value = 2 WHERE key = 'layout';\n";
+
+/* The database itself refuses a second run.terminal of a run from one owner, whoever writes
+ * it (a foreign database may already hold duplicates: then the reservation is the only
+ * guard). */
 static const char pg_schema_terminal_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
-    "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal'";
+    "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal'";

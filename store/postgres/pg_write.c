@@ -66,6 +66,16 @@ static int thread_access(rs_backend *b, const rs_target *t, rs_err *err)
                  : 0;
 }
 
+/* Index what other writers did to the thread first (its owners and runs may have gone with
+ * their rows), then the access check. thr loaded; *found 0 when the thread does not exist. */
+static int thread_enter(rs_backend *b, const rs_target *t, pg_log *thr, int *found, rs_err *err)
+{
+    int rc = pg_log_load(b, t->thread_id, NULL, 0, 0, thr, found, err);
+    if (!rc && *found && thr->dirty)
+        rc = pg_thread_catch_up(b, t->thread_id, thr, found, err);
+    return rc ? rc : thread_access(b, t, err);
+}
+
 static int existing_load(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
                          int *found, rs_err *err)
 {
@@ -101,23 +111,36 @@ static int existing_load(rs_backend *b, const rs_target *t, const char *event_ty
     return rc;
 }
 
-/* A statement about one singleton identity: $1 thread, $2 run, $3 event type, $4 host,
- * $5 this process. */
+/* Whose singleton an identity is: the writer's where owners are apart, else anyone's. */
+static const char *once_owner(const rs_backend *b, const rs_target *t)
+{
+    return b->owners_apart ? pg_owner_key(t->user) : "";
+}
+
+/* The parameters of a statement about one singleton identity: $1 thread, $2 run, $3 event
+ * type, $4 its owner, $5 host, $6 this process (a statement need not use them all). */
+static void identity_args(pg_args *a, const rs_backend *b, const rs_target *t,
+                          const char *event_type)
+{
+    pg_arg_text(a, t->thread_id);
+    pg_arg_text(a, t->run_id);
+    pg_arg_text(a, event_type);
+    pg_arg_text(a, once_owner(b, t));
+    pg_arg_text(a, b->host);
+    pg_arg_int(a, b->pid);
+}
+
 static int identity_exec(rs_backend *b, const char *sql, const rs_target *t, const char *event_type,
                          rs_err *err)
 {
     pg_args a = {.n = 0};
-    pg_arg_text(&a, t->thread_id);
-    pg_arg_text(&a, t->run_id);
-    pg_arg_text(&a, event_type);
-    pg_arg_text(&a, b->host);
-    pg_arg_int(&a, b->pid);
+    identity_args(&a, b, t, event_type);
     return pg_run(b, sql, &a, NULL, err);
 }
 
 static const char forget_own_hold[] =
     "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 AND event_type = $3 "
-    "AND host = $4 AND pid = $5";
+    "AND owner = $4 AND host = $5 AND pid = $6";
 
 /* Another live writer holds the reservation? The holder is alive while the database session
  * it reserved on is (a daemon that died, on any host, lost its sessions), and on this host
@@ -126,9 +149,8 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
                       rs_err *err)
 {
     pg_args a = {.n = 0};
-    pg_arg_text(&a, t->thread_id);
-    pg_arg_text(&a, t->run_id);
-    pg_arg_text(&a, event_type);
+    identity_args(&a, b, t, event_type);
+    a.n = 4;
     PGresult *r;
     /* A role without pg_read_all_stats sees other roles' sessions without their start
      * time: then the pid alone says the session lives. */
@@ -136,7 +158,8 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
                     "SELECT h.host, h.pid, h.started, EXISTS (SELECT 1 FROM pg_stat_activity s "
                     "WHERE s.pid = h.backend_pid AND (s.backend_start IS NULL OR "
                     "s.backend_start = h.backend_start)) FROM runfs_hold h "
-                    "WHERE h.thread_id = $1 AND h.run_id = $2 AND h.event_type = $3",
+                    "WHERE h.thread_id = $1 AND h.run_id = $2 AND h.event_type = $3 "
+                    "AND h.owner = $4",
                     &a, &r, err);
     if (rc)
         return rc;
@@ -156,18 +179,22 @@ static int hold_check(rs_backend *b, const rs_target *t, const char *event_type,
         *other = 1;
         return 0;
     }
-    return identity_exec(b,
-                         "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 "
-                         "AND event_type = $3",
-                         t, event_type, err);
+    a.n = 4;
+    return pg_run(b,
+                  "DELETE FROM runfs_hold WHERE thread_id = $1 AND run_id = $2 "
+                  "AND event_type = $3 AND owner = $4",
+                  &a, NULL, err);
 }
 
 static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
 {
-    int rc = identity_exec(b,
-                           "INSERT INTO runfs_once (thread_id, run_id, event_type) "
-                           "VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                           t, event_type, err);
+    pg_args a = {.n = 0};
+    identity_args(&a, b, t, event_type);
+    a.n = 4;
+    int rc = pg_run(b,
+                    "INSERT INTO runfs_once (thread_id, run_id, event_type, owner) "
+                    "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &a, NULL, err);
     return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
@@ -266,13 +293,13 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
-    if ((rc = thread_access(b, t, err))) {
+    pg_log thr, run;
+    int found, have_thread;
+    if ((rc = thread_enter(b, t, &thr, &have_thread, err))) {
         pg_rollback(b);
         return rc;
     }
     size_t stored_len = stored ? stored->len : 0;
-    pg_log thr, run;
-    int found;
     rs_buf line = RS_BUF_INIT;
     if (if_absent) {
         int other = 0;
@@ -290,8 +317,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
             goto fail;
         }
     }
-    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
-        (rc = pg_thread_catch_up(b, t->thread_id, &thr, err)) ||
+    if ((!have_thread && (rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err))) ||
         (rc = pg_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
         (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
         (rc = pg_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
@@ -359,8 +385,9 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
+    pg_log thr;
     int found, other = 0;
-    if ((rc = thread_access(b, t, err)) ||
+    if ((rc = thread_enter(b, t, &thr, &found, err)) ||
         (rc = existing_load(b, t, event_type, NULL, &found, err)))
         goto fail;
     if (found) {
@@ -370,16 +397,13 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     if ((rc = hold_check(b, t, event_type, &other, err)))
         goto fail;
     pg_args a = {.n = 0};
-    pg_arg_text(&a, t->thread_id);
-    pg_arg_text(&a, t->run_id);
-    pg_arg_text(&a, event_type);
-    pg_arg_text(&a, b->host);
-    pg_arg_int(&a, b->pid);
+    identity_args(&a, b, t, event_type);
     pg_arg_int(&a, b->started);
     rc = pg_run(b,
-                "INSERT INTO runfs_hold (thread_id, run_id, event_type, host, pid, started, "
-                "backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, pg_backend_pid(), "
-                "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+                "INSERT INTO runfs_hold (thread_id, run_id, event_type, owner, host, pid, "
+                "started, backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, $7, "
+                "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = "
+                "pg_backend_pid())",
                 &a, NULL, err);
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
@@ -405,8 +429,8 @@ int pg_create(rs_backend *b, const rs_target *t, rs_err *err)
         return rc;
     pg_log thr, run;
     int found;
-    if ((rc = thread_access(b, t, err)) ||
-        (rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+    if ((rc = thread_enter(b, t, &thr, &found, err)) ||
+        (!found && (rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err))) ||
         (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
         (rc = pg_log_store(b, 0, &thr, err)))
         goto fail;
@@ -490,27 +514,24 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
             (rc = run_exec(b, drop_keys, t, 0, NULL, err)))
             goto fail;
     }
+    /* The deleter's singletons and seals go with its rows (every owner's when unscoped). */
+    static const char drop_once[] =
+        "DELETE FROM runfs_once WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
+        "AND ($3::text IS NULL OR owner = $3)";
+    static const char drop_seals[] =
+        "DELETE FROM runfs_seal WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
+        "AND ($3::text IS NULL OR owner = $3)";
+    if ((rc = run_exec(b, drop_once, t, 0, NULL, err)) ||
+        (rc = run_exec(b, drop_seals, t, 0, NULL, err)))
+        goto fail;
     if (!t->run_id) {
-        static const char drop_once[] = "DELETE FROM runfs_once WHERE thread_id = $1";
         static const char drop_dir[] =
             "DELETE FROM runfs_thread WHERE thread_id = $1 AND NOT EXISTS (SELECT 1 FROM "
             "runfs_owner o WHERE o.thread_key = runfs_thread.thread_key)";
-        if ((rc = run_exec(b, drop_once, t, 0, NULL, err)) ||
-            (rc = run_exec(b, drop_dir, t, 0, NULL, err)))
-            goto fail;
-    } else {
-        static const char drop_once[] =
-            "DELETE FROM runfs_once WHERE thread_id = $1 AND run_id = $2 AND NOT EXISTS "
-            "(SELECT 1 FROM run_events e WHERE e.thread_id = $1 AND e.run_id = $2 "
-            "AND e.event_type = runfs_once.event_type)";
-        if ((rc = run_exec(b, drop_once, t, 0, NULL, err)))
+        if ((rc = run_exec(b, drop_dir, t, 0, NULL, err)))
             goto fail;
     }
-    /* The deleter's seals go with the rows (every seal of the run or thread when unscoped). */
-    static const char drop_seals[] =
-        "DELETE FROM runfs_seal WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
-        "AND ($3::text IS NULL OR user_id = $3)";
-    if ((rc = run_exec(b, drop_seals, t, 0, NULL, err)) || (rc = notify(b, t->thread_id, max, err)))
+    if ((rc = notify(b, t->thread_id, max, err)))
         goto fail;
     return pg_commit(b, err);
 fail:
@@ -531,7 +552,7 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
     pg_log thr;
     int found;
     if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) ||
-        (found && (rc = pg_thread_catch_up(b, t->thread_id, &thr, err))))
+        (found && (rc = pg_thread_catch_up(b, t->thread_id, &thr, &found, err))))
         goto fail;
     for (;;) {
         rs_event *ev;

@@ -70,7 +70,6 @@ lines() { wc -l < "$1"; }
 df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
 
 @test "a thread DeerFlow empties disappears and starts again at 1; a run it deletes disappears" {
-  pg_todo "runs DeerFlow empties disappearing"
   ev_error one >> "$MNT/threads/thread-b/runs/run-1/events.jsonl"
   df_delete "thread_id = 'thread-a' AND run_id = 'run-2'"
   wait_for 5 bash -c "[ \"\$(ls '$MNT/threads/thread-a/runs')\" = run-1 ]"
@@ -94,7 +93,6 @@ df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
 }
 
 @test "an owner's rows DeerFlow deleted: that owner's mount no longer lists or reads the thread" {
-  pg_todo "owners recomputed after DeerFlow's deletes"
   MNT2=$WORK/alice
   runfs_mount "$STORE" "$MNT2" --user alice
   store_sql "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 'thread-b' AND seq > 6"

@@ -86,8 +86,9 @@ runfs_teardown() {
 on_pg() { [ "${RUNFS_BACKEND:-sqlite}" = pg ]; }
 # skip_on_pg REASON: a test of something only a SQLite file has.
 skip_on_pg() { if on_pg; then skip "SQLite only: $1"; fi; }
-# pg_todo WHAT: a test of something the PostgreSQL backend does not do yet.
-pg_todo() { if on_pg; then skip "not yet on PostgreSQL: $1"; fi; }
+# runfs_owner's owner column: `user` on SQLite, `owner` on PostgreSQL (where user is a
+# reserved word that names the session's role).
+owner_column() { if on_pg; then echo owner; else echo user; fi; }
 # pg_uri DB: the cluster's URI with another database.
 pg_uri() { printf '%s\n' "$RUNFS_PG_URI" | sed "s|^postgresql:///[^?]*|postgresql:///$1|"; }
 # pg_fresh_store: STORE becomes the URI of a new database named after $WORK (PG_DB).

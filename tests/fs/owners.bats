@@ -53,7 +53,6 @@ deerflow_shared_thread() {
 }
 
 @test "owners: another owner's thread is EACCES to mkdir and ENOENT to read; its size never moves" {
-  pg_todo "owners apart (another owner's mkdir, sizes)"
   local sh=$WORK/shared
   runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other
   as $UID_A "mkdir -p '$sh/threads/ta/runs/r1' && ev_error one >> '$sh/threads/ta/runs/r1/events.jsonl' && ev_error two >> '$sh/threads/ta/runs/r1/events.jsonl'"
@@ -80,11 +79,10 @@ deerflow_shared_thread() {
   assert_equal "$(as $UID_A "wc -c < '$sh/threads/ta/runs/r1/events.jsonl'")" "$size"
   assert_equal "$(as $UID_A "cat '$sh/threads/ta/seq'")" 2
   assert_equal "$(store_snapshot)" "$before"
-  assert_equal "$(store_sql "SELECT count(*) FROM runfs_owner WHERE user = '$UID_B'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_owner WHERE $(owner_column) = '$UID_B'")" 0
 }
 
 @test "owners: in a thread both own, singletons and seals are each owner's; verify holds; a delete takes only the deleter's seal" {
-  pg_todo "each owner's own singletons and seals"
   deerflow_shared_thread
   local sh=$WORK/shared
   runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other --allow-delete
@@ -130,6 +128,88 @@ deerflow_shared_thread() {
   run "$RUNFS" verify "$STORE"
   assert_success
   refute_output --partial "threads/shared"
+}
+
+# The singleton, reservation and seal tables of PostgreSQL side-table layout 1 (runfs before
+# owners had their own), as that runfs created them.
+PG_LAYOUT1_SQL="
+  CREATE TABLE runfs_once (
+    thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,
+    PRIMARY KEY (thread_id, run_id, event_type));
+  CREATE TABLE runfs_hold (
+    thread_id TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,
+    host TEXT NOT NULL, pid BIGINT NOT NULL, started BIGINT NOT NULL DEFAULT 0,
+    backend_pid INTEGER NOT NULL, backend_start TIMESTAMPTZ,
+    PRIMARY KEY (thread_id, run_id, event_type));
+  CREATE TABLE runfs_seal (
+    thread_id TEXT NOT NULL, run_id TEXT NOT NULL,
+    state TEXT NOT NULL, upper_seq BIGINT NOT NULL, event_count BIGINT NOT NULL,
+    terminal_seq BIGINT, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,
+    user_id TEXT,
+    PRIMARY KEY (thread_id, run_id));
+  CREATE UNIQUE INDEX runfs_uq_terminal ON run_events (thread_id, run_id, event_type)
+    WHERE event_type = 'run.terminal';"
+
+@test "owners: a PostgreSQL store of side-table layout 1 is converted at a read-write open; readers refuse it" {
+  on_pg || skip "PostgreSQL only (SQLite's conversion: tests/unit test_layout_migration)"
+  deerflow_shared_thread
+  runfs_unmount "$MNT"
+  local al=$WORK/alice un=$WORK/unscoped
+  runfs_mount "$STORE" "$al" --user "$UID_A"
+  as_seal() { (set -C; ev_terminal success > "$1/once/run.terminal"; : > "$1/seal.json"); }
+  as_seal "$al/threads/shared/runs/r1"
+  runfs_unmount "$al"
+  runfs_mount "$STORE" "$un"
+  mkdir -p "$un/threads/t2/runs/r1"
+  ev_error n >> "$un/threads/t2/runs/r1/events.jsonl"
+  as_seal "$un/threads/t2/runs/r1"
+  runfs_unmount "$un"
+  MOUNTS=()
+  # Back to layout 1: the seals keep their digests, their owner in user_id.
+  store_sql "BEGIN;
+    CREATE TABLE s1 AS SELECT thread_id, run_id, state, upper_seq, event_count, terminal_seq,
+      digest, error, sealed_at, nullif(owner, '') AS user_id FROM runfs_seal;
+    DROP TABLE runfs_seal, runfs_once, runfs_hold; DROP INDEX runfs_uq_terminal;
+    $PG_LAYOUT1_SQL
+    INSERT INTO runfs_seal SELECT * FROM s1; DROP TABLE s1;
+    INSERT INTO runfs_once VALUES ('shared', 'r1', 'run.terminal'), ('t2', 'r1', 'run.terminal');
+    UPDATE runfs_meta SET value = 1 WHERE key = 'layout';
+    COMMIT;"
+  local before
+  before=$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_seal WHERE user_id = '$UID_A'")
+  assert_equal "$before" "$(printf '1\n1')"
+  # A reader converts nothing: it says why, and the tables stay as they were.
+  run "$RUNFS" cat "$STORE" threads/t2/runs/r1/seal.json
+  assert_failure 2
+  assert_output --partial "layout 1"
+  run "$RUNFS" verify "$STORE"
+  assert_failure 2
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_seal WHERE user_id = '$UID_A'")" "$before"
+  # A read-write open converts it: each seal is its owner's and still holds.
+  runfs_mount "$STORE" "$al" --user "$UID_A"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'")" 2
+  assert_equal "$(store_sql "SELECT owner, count(*) FROM runfs_seal GROUP BY owner ORDER BY owner")" "$(printf '|1\n%s|1' "$UID_A")"
+  assert_equal "$(store_sql "SELECT owner FROM runfs_once WHERE thread_id = 'shared'")" "$UID_A"
+  assert_equal "$(store_sql "SELECT count(*) FROM pg_class WHERE relname LIKE 'runfs_%_v1'")" 0
+  run store_sql "SELECT indexdef FROM pg_indexes WHERE indexname = 'runfs_uq_terminal'"
+  assert_output --partial "COALESCE(user_id, ''::character varying)"
+  run cat "$al/threads/shared/runs/r1/seal.json"
+  assert_output --partial '"state":"sealed"'
+  run ls "$al/threads/shared/runs/r1/once"
+  assert_output run.terminal
+  # (a seal recomputed over another owner's rows too would no longer hold)
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  refute_output --partial "threads/"
+  # Another owner of the thread now has a terminal and a seal of its own.
+  local bo=$WORK/bob
+  runfs_mount "$STORE" "$bo" --user "$UID_B"
+  run ls "$bo/threads/shared/runs/r1/once"
+  assert_output ""
+  as_seal "$bo/threads/shared/runs/r1"
+  run cat "$bo/threads/shared/runs/r1/seal.json"
+  assert_output --partial '"event_count":2'
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE event_type = 'run.terminal' AND thread_id = 'shared'")" 2
 }
 
 @test "refusals: a created seal.json with nothing to seal fails at close (EINVAL), is logged and stays ENOENT" {
