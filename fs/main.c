@@ -537,12 +537,22 @@ static int cmd_cat(int argc, char **argv)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+struct verify_tally {
+    long checked, changed;
+    rfs_progress *progress;
+};
+
 static int verify_report(void *ctx, const char *thread_id, const char *run_id, int ok,
                          const char *why)
 {
-    (void)ctx;
-    if (!ok)
+    struct verify_tally *t = ctx;
+    t->checked++;
+    if (!ok) {
+        t->changed++;
+        rfs_progress_clear(t->progress);
         printf("threads/%s/runs/%s: %s\n", thread_id, run_id, why);
+    }
+    rfs_progress_tick(t->progress, 1);
     return 0;
 }
 
@@ -555,15 +565,16 @@ static int cmd_verify(int argc, char **argv)
     if (rc)
         return rc;
     rs_err err = {0};
-    rc = rs_store_verify(s, verify_report, NULL, &err);
+    struct verify_tally t = {.progress = rfs_progress_new("verify", "seals checked")};
+    rc = rs_store_verify(s, verify_report, &t, &err);
     rs_store_close(s);
+    rfs_progress_end(t.progress);
     if (rc < 0) {
         fprintf(stderr, "runfs: cannot verify: %s\n", err.msg);
         return 2;
     }
-    if (rc > 0)
-        fprintf(stderr, "runfs: %d sealed run%s changed\n", rc, rc == 1 ? "" : "s");
-    return rc > 0 ? 1 : 0;
+    printf("%ld seal%s checked, %ld changed\n", t.checked, t.checked == 1 ? "" : "s", t.changed);
+    return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
 static int cmd_umount(int argc, char **argv)
@@ -657,6 +668,8 @@ static const command commands[] = {
      "the same bytes the mount shows for PATH; never creates STORE.\n",
      cmd_cat},
     {"verify", "STORE", "recompute every seal; exit 1 if any changed",
+     "prints each run whose evidence changed, then 'N seals checked, N changed'\n"
+     "(progress on stderr when it is a terminal).\n"
      "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
      cmd_verify},
     {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID]",

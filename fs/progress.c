@@ -60,6 +60,12 @@ void rfs_progress_clear(rfs_progress *p)
     }
 }
 
+void rfs_progress_end(rfs_progress *p)
+{
+    rfs_progress_clear(p);
+    free(p);
+}
+
 void rfs_progress_done(rfs_progress *p, const char *fmt, ...)
 {
     if (!p)

@@ -12,6 +12,8 @@ rfs_progress *rfs_progress_new(const char *verb, const char *unit);
 void rfs_progress_tick(rfs_progress *p, int64_t n);
 /* Erase the line, so another message starts at the left margin. */
 void rfs_progress_clear(rfs_progress *p);
+/* Erase the line and free p (the caller prints its own summary). */
+void rfs_progress_end(rfs_progress *p);
 /* Replace the line by a summary and free p. */
 void rfs_progress_done(rfs_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
