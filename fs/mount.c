@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mount.h"
 #include "pool.h"
+#include "progress.h"
 #include "rejects.h"
 #include "sizes.h"
 
@@ -91,6 +92,25 @@ static int add_arg(struct fuse_args *args, const char *fmt, const char *value)
     return fuse_opt_add_arg(args, buf);
 }
 
+/* The first open of a database another program wrote indexes its rows: on a terminal, the
+ * mount says how far it has got (the line appears once it has taken a moment). */
+typedef struct index_progress {
+    rfs_progress *line;
+    int64_t shown;
+    char unit[48];
+} index_progress;
+
+static void index_tick(void *ctx, int64_t done, int64_t total)
+{
+    index_progress *ip = ctx;
+    if (!ip->line && done > 0) {
+        snprintf(ip->unit, sizeof ip->unit, total > 0 ? "of %lld rows" : "rows", (long long)total);
+        ip->line = rfs_progress_new("indexing", ip->unit);
+    }
+    rfs_progress_tick(ip->line, done - ip->shown);
+    ip->shown = done;
+}
+
 int rfs_mount_main(rfs_options *opt)
 {
     rfs_mount m;
@@ -122,7 +142,16 @@ int rfs_mount_main(rfs_options *opt)
      * handle is closed before the fork (SQLite handles must not cross one). */
     rs_store *probe;
     rs_err err = {0};
-    if (rs_store_open(&probe, opt->store, &m.store_opt, &err)) {
+    index_progress ip = {0};
+    rs_options probe_opt = m.store_opt;
+    probe_opt.progress = index_tick;
+    probe_opt.progress_ctx = &ip;
+    int64_t t0 = rs_clock_ns(CLOCK_MONOTONIC);
+    int rc = rs_store_open(&probe, opt->store, &probe_opt, &err);
+    if (ip.line)
+        rfs_progress_done(ip.line, "%lld rows in %.1f s", (long long)ip.shown,
+                          (double)(rs_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+    if (rc) {
         fprintf(stderr, "runfs: %s\n", err.msg);
         return 2;
     }

@@ -26,6 +26,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rs_options, owners_apart);
     if (version == 3)
         return offsetof(rs_options, pin_file);
+    if (version == 4)
+        return offsetof(rs_options, progress);
     return sizeof(rs_options);
 }
 

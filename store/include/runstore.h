@@ -86,8 +86,8 @@ typedef struct rs_cursor rs_cursor;
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
 #define RS_OPTIONS_VERSION \
-    4 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
-                                  * stamp_time */
+    5 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+                                  * stamp_time; 5: progress, progress_ctx */
 /* clang-format off */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 /* clang-format on */
@@ -116,6 +116,12 @@ typedef struct rs_options {
                                   * longer is that file (removed, replaced, truncated) */
     int stamp_time; /* the store's clock is the only created_at: a line that
                                   * gives one is -EINVAL */
+    /* Version 5: while rs_store_open indexes rows another program wrote (a DeerFlow
+     * database's first open), called every few thousand rows and once at the end with the
+     * rows indexed so far and the number to index (0: not known), so a command can show
+     * progress. Never called after rs_store_open returns. */
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;
 } rs_options;
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file

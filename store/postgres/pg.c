@@ -530,6 +530,8 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->read_only = opt->read_only;
     b->sync_full = opt->sync_full;
     b->owners_apart = opt->owners_apart;
+    b->progress = opt->progress;
+    b->progress_ctx = opt->progress_ctx;
     if (gethostname(b->host, sizeof b->host) != 0)
         snprintf(b->host, sizeof b->host, "?");
     b->host[sizeof b->host - 1] = '\0';
@@ -576,6 +578,9 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     }
     if (!b->read_only && (rc = pg_catch_up_all(b, err)))
         goto fail;
+    if (b->progress && b->index_done)
+        b->progress(b->progress_ctx, b->index_done, 0);
+    b->progress = NULL;
     *out = b;
     return 0;
 fail:

@@ -26,6 +26,7 @@ static void log_from(pg_log *ls, const PGresult *r, int col)
     ls->last_seq = pg_val_int(r, 0, col + 4);
     ls->mixed = (int)pg_val_int(r, 0, col + 5);
     ls->mark_off = pg_val_int(r, 0, col + 6);
+    ls->noted_set = 0;
 }
 
 int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,
@@ -119,6 +120,21 @@ int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char 
     return 0;
 }
 
+/* pg_owner_add once per owner and log in a pass: rows of one owner follow each other, and
+ * a round trip per row would cost more than the rest of indexing it. */
+static int owner_note(rs_backend *b, pg_log *log, int64_t thread_key, int64_t run_key,
+                      const char *user, rs_err *err)
+{
+    const char *key = pg_owner_key(user);
+    if (log->noted_set && strcmp(log->noted, key) == 0)
+        return 0;
+    int rc = pg_owner_add(b, thread_key, run_key, user, &log->mixed, err);
+    log->noted_set = !rc && strlen(key) < sizeof log->noted;
+    if (log->noted_set)
+        memcpy(log->noted, key, strlen(key) + 1);
+    return rc;
+}
+
 static int log_advance(rs_backend *b, pg_log *log, int64_t log_key, int64_t seq, size_t len,
                        int message, rs_err *err)
 {
@@ -158,14 +174,19 @@ typedef struct run_set {
         pg_log log;
     } * runs;
     size_t count, cap;
+    size_t last; /* index + 1 of the run found last: a run's rows mostly follow each other */
 } run_set;
 
 static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
+    if (rs->last && strcmp(rs->runs[rs->last - 1].id, run_id) == 0)
+        return &rs->runs[rs->last - 1].log;
     for (size_t i = 0; i < rs->count; i++)
-        if (strcmp(rs->runs[i].id, run_id) == 0)
+        if (strcmp(rs->runs[i].id, run_id) == 0) {
+            rs->last = i + 1;
             return &rs->runs[i].log;
+        }
     if (rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
@@ -183,7 +204,7 @@ static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         log->mark_off = -1;
     }
     snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
-    rs->count++;
+    rs->last = ++rs->count;
     return log;
 }
 
@@ -217,11 +238,13 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
             rc = err && err->code ? err->code : -ENOMEM;
             break;
         }
-        if ((rc = pg_owner_add(b, thr->key, 0, row->user_id, &thr->mixed, err)) ||
-            (rc = pg_owner_add(b, thr->key, run->key, row->user_id, &run->mixed, err)) ||
+        if ((rc = owner_note(b, thr, thr->key, 0, row->user_id, err)) ||
+            (rc = owner_note(b, run, thr->key, run->key, row->user_id, err)) ||
             (rc = pg_log_line(b, run, thr, row->seq, rec->line_len,
                               strcmp(row->category, "message") == 0, err)))
             break;
+        if (b->progress && (++b->index_done & 4095) == 0)
+            b->progress(b->progress_ctx, b->index_done, 0);
     }
     if (rc < 0 && err && !err->code)
         rs_err_set(err, rc, "index: %s", rs_errno_name(rc));

@@ -39,6 +39,10 @@ struct rs_backend {
     int64_t notified;     /* notifications received (the change feed) */
     rs_buf sql;           /* scratch for built statements */
     struct pg_page *held; /* a sequential log read's page, kept between reads */
+    /* rs_options.progress, set while pg_open runs; the rows catch-up indexed. */
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;
+    int64_t index_done;
 };
 
 /* Parameters of one statement, as text ($1 = v[0]) typed text or bigint; numbers are
@@ -88,7 +92,9 @@ typedef struct pg_log {
     int64_t last_seq;
     int64_t mark_off; /* offset of the log's last mark; -1: none yet */
     int mixed;
-    int dirty; /* threads: 1 rows deleted by others, 2 rows added by others */
+    int dirty;                 /* threads: 1 rows deleted by others, 2 rows added by others */
+    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
+    int noted_set;             /* ... when set: an indexing pass adds each owner once */
 } pg_log;
 
 const char *pg_owner_key(const char *user);

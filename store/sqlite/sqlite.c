@@ -774,6 +774,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->started = rs_process_start(b->pid);
     b->read_only = opt->read_only;
     b->owners_apart = opt->owners_apart;
+    b->progress = opt->progress;
+    b->progress_ctx = opt->progress_ctx;
     b->path = strdup(uri);
     rs_buf ro = RS_BUF_INIT;
     int rc = -ENOMEM;
@@ -856,13 +858,10 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         if (!ready && (rc = mem_index(b, layout, err)))
             goto fail;
         rs_buf_release(&ro);
-        *out = b;
-        return 0;
+        goto done;
     }
-    if (ready && !has_holds) {
-        *out = b;
-        return 0;
-    }
+    if (ready && !has_holds)
+        goto done;
     if ((rc = begin_locked(b, err)))
         goto fail;
     int has_hwm;
@@ -890,6 +889,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     clear_stale_holds(b);
     if ((rc = sq_commit(b, err)))
         goto fail;
+done:
+    b->progress = NULL;
     *out = b;
     return 0;
 fail_tx:

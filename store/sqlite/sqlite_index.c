@@ -44,6 +44,7 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->mixed = sqlite3_column_int(st, 5);
         ls->mark_off = sqlite3_column_int64(st, 6);
         ls->owner_known = 0;
+        ls->noted_set = 0;
         sq_stmt_done(b, st);
         return 0;
     }
@@ -91,6 +92,21 @@ int sq_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char 
     if (rc < 0)
         return rc;
     return 0;
+}
+
+/* sq_owner_add once per owner and log in a pass: rows of one owner follow each other, and
+ * a statement per row would cost more than the rest of indexing it. */
+static int owner_note(rs_backend *b, sq_log *log, int64_t thread_key, int64_t run_key,
+                      const char *user, rs_err *err)
+{
+    const char *key = sq_owner_key(user);
+    if (log->noted_set && strcmp(log->noted, key) == 0)
+        return 0;
+    int rc = sq_owner_add(b, thread_key, run_key, user, err);
+    log->noted_set = !rc && strlen(key) < sizeof log->noted;
+    if (log->noted_set)
+        memcpy(log->noted, key, strlen(key) + 1);
+    return rc;
 }
 
 /* The owner of a log's first row: while the log is not mixed, the owner of all its rows. */
@@ -212,6 +228,7 @@ typedef struct run_set {
     size_t count, cap;
     size_t *slots; /* index + 1 into runs, 0 for empty; a power of two */
     size_t n_slots;
+    size_t last; /* index + 1 of the run found last: a run's rows mostly follow each other */
 } run_set;
 
 static size_t run_hash(const char *id)
@@ -251,10 +268,14 @@ static int run_slots_grow(run_set *rs)
 static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
+    if (rs->last && strcmp(rs->runs[rs->last - 1].id, run_id) == 0)
+        return &rs->runs[rs->last - 1].log;
     if (rs->n_slots) {
         size_t *slot = run_slot(rs, run_id);
-        if (*slot)
+        if (*slot) {
+            rs->last = *slot;
             return &rs->runs[*slot - 1].log;
+        }
     }
     if (run_slots_grow(rs) || rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
@@ -272,7 +293,7 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
     }
     snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
     *run_slot(rs, rs->runs[rs->count].id) = rs->count + 1;
-    rs->count++;
+    rs->last = ++rs->count;
     return log;
 }
 
@@ -314,8 +335,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
         sq_log *run = run_find(b, &runs, thread_id, thr.key, row.run_id, reset, err);
         rs_buf_reset(&line);
         if (!run || (rc = rs_event_encode(&line, &row, err)) ||
-            (rc = sq_owner_add(b, thr.key, 0, row.user_id, err)) ||
-            (rc = sq_owner_add(b, thr.key, run->key, row.user_id, err)) ||
+            (rc = owner_note(b, &thr, thr.key, 0, row.user_id, err)) ||
+            (rc = owner_note(b, run, thr.key, run->key, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, NULL, &thr, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, row.run_id, run, row.user_id, err)) ||
             (rc = sq_log_line(b, run, &thr, row.seq, line.len, strcmp(row.category, "message") == 0,
@@ -324,6 +345,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
                 rc = -ENOMEM;
             break;
         }
+        if (b->progress && (++b->index_done & 4095) == 0)
+            b->progress(b->progress_ctx, b->index_done, b->index_total);
     } while ((src = sqlite3_step(st)) == SQLITE_ROW);
     if (!rc && src != SQLITE_ROW && src != SQLITE_DONE)
         rc = sq_fail(b, src, err, "index");
@@ -450,6 +473,8 @@ int sq_catch_up(rs_backend *b, rs_err *err)
                  "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
                  "WHERE e.id > ? ORDER BY e.thread_id, e.seq",
                  "i", indexed);
+    b->index_done = 0;
+    b->index_total = max_id - indexed;
     if (rc == 1) {
         int more = 1;
         rc = 0;
@@ -457,6 +482,8 @@ int sq_catch_up(rs_backend *b, rs_err *err)
             rc = index_rows(b, st, 0, &more, err);
         sq_stmt_done(b, st);
     }
+    if (!rc && b->progress)
+        b->progress(b->progress_ctx, b->index_done, b->index_total);
     if (rc || (rc = meta_set(b, "indexed_id", max_id, err)))
         return rc;
     b->seen_version = version;

@@ -45,6 +45,10 @@ struct rs_backend {
     int busy_told;      /* busy_notice called for the current wait */
     int grouped;        /* appends commit in groups (RUNFS_GROUP_COMMIT=off: not) */
     int sync_full;      /* synchronous=FULL: a group commits at its leader's level */
+    /* rs_options.progress, set while sq_open runs; the rows catch-up indexed, of total. */
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;
+    int64_t index_done, index_total;
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
@@ -115,6 +119,8 @@ typedef struct sq_log {
     int mixed;                 /* rows of more than one owner */
     char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
     int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
+    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
+    int noted_set;             /* ... when set: an indexing pass adds each owner once */
 } sq_log;
 
 const char *sq_owner_key(const char *user);

@@ -125,3 +125,28 @@ df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
   run grep -c "is a storage marker reserved by the store" "$MNT/.runfs/rejects.jsonl"
   assert_output 2
 }
+
+@test "the first mount of a DeerFlow database says on a terminal how its indexing goes; later mounts and no terminal say nothing" {
+  skip_on_pg "mkdeerflow.py writes a SQLite file"
+  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/big.db" t 50000
+  cp "$WORK/big.db" "$WORK/quiet.db"
+  mkdir -p "$WORK/m1" "$WORK/m2" "$WORK/m3"
+  MOUNTS+=("$WORK/m1")
+  run script -qec "timeout 60 '$RUNFS' mount '$WORK/big.db' '$WORK/m1'" /dev/null
+  assert_success
+  assert_output --regexp "indexing: 50000 rows in [0-9]+\.[0-9] s"
+  [ "$(cat "$WORK/m1/threads/t/seq")" -eq 50000 ]
+  runfs_unmount "$WORK/m1"
+  # indexed once, by the first mount: the next one has nothing to say
+  MOUNTS+=("$WORK/m2")
+  run script -qec "timeout 60 '$RUNFS' mount '$WORK/big.db' '$WORK/m2'" /dev/null
+  assert_success
+  assert_output ""
+  # not a terminal: nothing at all, and the rows are indexed as well
+  MOUNTS+=("$WORK/m3")
+  run bash -c "timeout 60 '$RUNFS' mount '$WORK/quiet.db' '$WORK/m3' 2>&1"
+  assert_success
+  assert_output ""
+  [ "$(cat "$WORK/m3/threads/t/seq")" -eq 50000 ]
+  [ "$(stat -c %s "$WORK/m3/threads/t/events.jsonl")" -eq "$(cat "$WORK/m3/threads/t/events.jsonl" | wc -c)" ]
+}
