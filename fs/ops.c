@@ -137,7 +137,9 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
     a->st_uid = m->opt.user_from_uid ? fuse_req_ctx(req)->uid : (uid_t)m->opt.uid;
     a->st_gid = m->opt.user_from_uid ? fuse_req_ctx(req)->gid : (gid_t)m->opt.gid;
     a->st_size = st->size;
-    a->st_blksize = 4096;
+    /* A run's log takes one transaction per write(): its preferred write is the largest
+     * request the mount takes (op_init's max_write), so cat, cp and dd write that much. */
+    a->st_blksize = n->kind == RFS_R_EVENTS ? RFS_MAX_WRITE : 4096;
     a->st_blocks = (st->size + 511) / 512;
     a->st_mtim.tv_sec = st->mtime_ns / 1000000000LL;
     a->st_mtim.tv_nsec = st->mtime_ns % 1000000000LL;
@@ -220,7 +222,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-    conn->max_write = 1024 * 1024;
+    conn->max_write = RFS_MAX_WRITE;
     conn->max_read = 0;
 }
 

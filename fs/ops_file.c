@@ -430,7 +430,8 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
         .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
     rs_buf stored = RS_BUF_INIT;
     rs_placement at;
-    rc = rs_store_append_at(s, &t, data, len, &stored, &at, err);
+    /* The stored lines are wanted only for a receipt; without one the store renders none. */
+    rc = rs_store_append_at(s, &t, data, len, h->want_receipt ? &stored : NULL, &at, err);
     rfs_pool_put(m, s);
     if (!rc) {
         if (h->want_receipt && rfs_receipt_add_lines(&h->stored, stored.buf, stored.len))

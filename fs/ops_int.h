@@ -10,6 +10,8 @@
 #include "rejects.h"
 
 #define DIR_TIMEOUT 1.0
+/* The largest write request the mount asks the kernel for (DESIGN "Appending": 1 MiB). */
+#define RFS_MAX_WRITE (1024 * 1024)
 
 rfs_mount *rfs_mount_of(fuse_req_t req);
 /* The scope of a request: the owner it reads and writes as. */

@@ -43,6 +43,8 @@ static const char readme_text[] =
     "Append:  mkdir -p threads/T/runs/R\n"
     "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
     "\"metadata\":{\"caller\":\"lead_agent\"}}' >> threads/T/runs/R/events.jsonl\n"
+    "         One write() is one transaction: its complete lines commit together or not\n"
+    "         at all. The log asks for 1 MiB writes (stat %o), so cat writes that much.\n"
     "Outcome: set -C; echo '{\"content\":{\"status\":\"success\"},\"metadata\":"
     "{\"protocol_version\":1,\"recovered\":false}}' > threads/T/runs/R/once/run.terminal\n"
     "Receipt: exec 3<>events.jsonl; echo \"$line\" >&3; head -n 1 <&3   (the stored record)\n"

@@ -68,7 +68,8 @@ void rs_check_init(rs_check *k, const rs_schema *s, const char *root)
     k->depth = 0;
     k->pending = NULL;
     k->pending_len = 0;
-    k->path_len = (size_t)snprintf(k->path, sizeof k->path, "%s", root);
+    k->path[0] = '\0';
+    k->path_len = 0;
     k->dup = 0;
     k->rank = NONE;
     k->msg = 0;
@@ -103,6 +104,46 @@ static void take(rs_check_item *c, int rank, size_t msg)
 static void fail(rs_check *k, rs_check_item *c, int rank, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+static void path_add(rs_check *k, const char *text, size_t n)
+{
+    size_t room = sizeof k->path - k->path_len - 1;
+    if (n > room)
+        n = room;
+    memcpy(k->path + k->path_len, text, n);
+    k->path_len += n;
+    k->path[k->path_len] = '\0';
+}
+
+/* The open value's path ("content.items[2].name") into k->path. Only a reason needs it,
+ * so it is written when one is, not for every value scanned. Keys are decoded apart from
+ * scratch, which may hold an argument of the reason. */
+static void path_write(rs_check *k)
+{
+    k->path_len = 0;
+    path_add(k, k->root, strlen(k->root));
+    rs_buf key = RS_BUF_INIT;
+    for (size_t d = 1; d < k->depth; d++) {
+        const rs_check_node *n = &k->nodes[d];
+        if (n->key) {
+            rs_buf_reset(&key);
+            path_add(k, ".", 1);
+            if (rs_json_unquote(&key, n->key, n->key_len))
+                k->oom = 1;
+            path_add(k, key.buf, key.len);
+            continue;
+        }
+        char digits[24], *dp = digits + sizeof digits;
+        size_t index = n->index;
+        *--dp = ']';
+        do
+            *--dp = (char)('0' + index % 10);
+        while ((index /= 10) > 0);
+        *--dp = '[';
+        path_add(k, dp, (size_t)(digits + sizeof digits - dp));
+    }
+    rs_buf_release(&key);
+}
+
 static void fail(rs_check *k, rs_check_item *c, int rank, const char *fmt, ...)
 {
     if (rank >= c->rank)
@@ -110,6 +151,7 @@ static void fail(rs_check *k, rs_check_item *c, int rank, const char *fmt, ...)
     c->rank = rank;
     if (c->quiet)
         return;
+    path_write(k);
     char m[sizeof((rs_err *)0)->msg];
     va_list ap;
     va_start(ap, fmt);
@@ -187,16 +229,6 @@ static const char *decoded(rs_check *k, const char *lit, size_t len, size_t *out
     return k->scratch.buf;
 }
 
-static void path_add(rs_check *k, const char *text, size_t n)
-{
-    size_t room = sizeof k->path - k->path_len - 1;
-    if (n > room)
-        n = room;
-    memcpy(k->path + k->path_len, text, n);
-    k->path_len += n;
-    k->path[k->path_len] = '\0';
-}
-
 static const rs_schema *prop_schema(const rs_schema *s, const char *key, size_t len, int *found)
 {
     for (size_t i = 0; i < s->n_props; i++)
@@ -208,8 +240,8 @@ static const rs_schema *prop_schema(const rs_schema *s, const char *key, size_t 
     return s->addl;
 }
 
-/* A value starts at start: its path, and the property or item schemas of the checks on its
- * parent. */
+/* A value starts at start: where it sits in its parent (for its path), and the property or
+ * item schemas of the checks on its parent. */
 static int begin(rs_check *k, const char *start)
 {
     rs_check_node *n = &k->nodes[k->depth];
@@ -217,31 +249,16 @@ static int begin(rs_check *k, const char *start)
     n->key_base = k->n_keys;
     n->count = 0;
     n->start = start;
+    n->key = k->pending;
+    n->key_len = k->pending_len;
     int rc = 0;
     if (k->depth == 0) {
-        n->path_len = k->path_len;
         if (k->schema)
             rc = push(k, k->schema, -1, R_ROOT, 0, 0);
     } else {
         rs_check_node *p = &k->nodes[k->depth - 1];
         int member = k->pending != NULL;
-        if (member) {
-            size_t dl;
-            const char *d = decoded(k, k->pending, k->pending_len, &dl);
-            path_add(k, ".", 1);
-            path_add(k, d, dl);
-        } else {
-            char digits[24], *dp = digits + sizeof digits;
-            size_t index = p->count;
-            *--dp = ']';
-            do
-                *--dp = (char)('0' + index % 10);
-            while ((index /= 10) > 0);
-            *--dp = '[';
-            path_add(k, dp, (size_t)(digits + sizeof digits - dp));
-        }
-        n->path_len = k->path_len;
-        p->count++;
+        n->index = p->count++;
         for (size_t i = p->first; i < p->end && !rc; i++) {
             const rs_schema *s = k->items[i].s, *cs;
             if (s->always)
@@ -342,8 +359,11 @@ static void own(rs_check *k, size_t i, const rs_check_node *n, const char *v, si
         }
     }
     if (kind == '"' && (s->min_len >= 0 || s->max_len >= 0 || s->re)) {
-        size_t dl;
-        const char *d = decoded(k, v, len, &dl);
+        /* A literal without escapes is its own text: no copy unless a pattern needs one. */
+        size_t dl = len - 2;
+        const char *d = v + 1;
+        if (s->re || memchr(v, '\\', len))
+            d = decoded(k, v, len, &dl);
         if (s->min_len >= 0 || s->max_len >= 0) {
             size_t cp = codepoints(d, dl);
             if (s->min_len >= 0 && cp < (size_t)s->min_len) {
@@ -492,8 +512,6 @@ static void finish(rs_check *k, const char *v, size_t len)
     k->n_items = n->first;
     k->n_keys = n->key_base;
     k->depth--;
-    k->path_len = k->depth ? k->nodes[k->depth - 1].path_len : n->path_len;
-    k->path[k->path_len] = '\0';
 }
 
 /* ---- the scanner's tokens ------------------------------------------------------------- */

@@ -37,7 +37,9 @@ typedef struct rs_check_node {
     size_t first, end;
     size_t key_base;   /* its keys start here (objects) */
     size_t count;      /* members or elements so far */
-    size_t path_len;   /* path length for this value */
+    const char *key;   /* the member key it is the value of (canonical), or NULL: */
+    size_t key_len;    /* ... */
+    size_t index;      /* ... the element index it is */
     const char *start; /* where its canonical bytes start (containers) */
 } rs_check_node;
 
@@ -51,7 +53,7 @@ typedef struct rs_check {
     size_t depth;        /* open values */
     const char *pending; /* the key whose value comes next */
     size_t pending_len;
-    char path[512];
+    char path[512]; /* the open value's path, written only for a reason (path_write) */
     size_t path_len;
     int dup; /* a duplicate key was found (dup_msg) */
     char dup_msg[200];

@@ -249,13 +249,7 @@ static int field_str(const rs_event_fields *f, int i, char *dst, size_t cap, siz
 
 void rs_event_free(rs_event *ev)
 {
-    if (!ev)
-        return;
-    rs_buf_release(&ev->content);
-    rs_buf_release(&ev->content_db);
-    rs_buf_release(&ev->metadata);
-    rs_buf_release(&ev->metadata_db);
-    free(ev);
+    free(ev); /* its texts live in the same allocation */
 }
 
 static int check_id(const rs_event_fields *f, int i, const char *want, char *dst, rs_err *err)
@@ -453,27 +447,77 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
     return parse_idem_key(ev, f, err);
 }
 
-/* The bytes: as shown, and as DeerFlow stores them. */
+/* A text of the event: a view of len bytes at at, NUL-terminated; the next text's place. */
+static char *text_at(rs_buf *view, char *at, size_t len)
+{
+    at[len] = '\0';
+    *view = (rs_buf){at, len, 0};
+    return at + len + 1;
+}
+
+/* Room for a metadata_db beyond its metadata: the two markers. */
+#define MARKERS_ROOM (sizeof ",\"content_is_json\":true,\"content_is_dict\":true")
+
+/* A zeroed event with room for its four texts (content and metadata as shown, and as
+ * DeerFlow stores them), allocated with it: one allocation per event. */
+static rs_event *event_new(size_t cl, size_t ml)
+{
+    size_t room = 2 * (cl + 1) + 2 * (ml + 1) + MARKERS_ROOM;
+    rs_event *ev = malloc(sizeof *ev + room);
+    if (ev) {
+        memset(ev, 0, sizeof *ev);
+        ev->content = ev->content_db = ev->metadata = ev->metadata_db = (rs_buf)RS_BUF_INIT;
+    }
+    return ev;
+}
+
+/* The bytes: as shown, and as DeerFlow stores them (a string content decoded, any other
+ * content kept as JSON with markers in the metadata saying so). */
 static int event_bytes(rs_event *ev, const char *cv, size_t cl, const char *mv, size_t ml,
                        rs_err *err)
 {
-    int rc;
-    if ((rc = rs_buf_add(&ev->content, cv, cl)) || (rc = rs_buf_add(&ev->metadata, mv, ml)))
-        return rs_err_set(err, rc, "out of memory");
+    char *o = ev->bytes;
+    memcpy(o, cv, cl);
+    o = text_at(&ev->content, o, cl);
+    memcpy(o, mv, ml);
+    o = text_at(&ev->metadata, o, ml);
     if (cv[0] == '"') {
-        if ((rc = rs_json_unquote(&ev->content_db, cv, cl)) ||
-            (rc = rs_buf_add(&ev->metadata_db, mv, ml)))
-            return rs_err_set(err, rc, "out of memory");
-    } else {
-        int dict = cv[0] == '{';
-        if ((rc = rs_buf_add(&ev->content_db, cv, cl)) ||
-            (rc = rs_buf_add(&ev->metadata_db, mv, ml - 1)) ||
-            (rc = rs_buf_addstr(&ev->metadata_db, ml > 2 ? ",\"content_is_json\":true"
-                                                         : "\"content_is_json\":true")) ||
-            (dict && (rc = rs_buf_addstr(&ev->metadata_db, ",\"content_is_dict\":true"))) ||
-            (rc = rs_buf_addch(&ev->metadata_db, '}')))
-            return rs_err_set(err, rc, "out of memory");
+        size_t n = cl - 2;
+        if (!memchr(cv, '\\', cl)) {
+            memcpy(o, cv + 1, n);
+        } else {
+            rs_buf d = RS_BUF_INIT;
+            int rc = rs_json_unquote(&d, cv, cl);
+            if (rc) {
+                rs_buf_release(&d);
+                return rs_err_set(err, rc, "out of memory");
+            }
+            n = d.len; /* decoding never lengthens */
+            memcpy(o, d.buf, n);
+            rs_buf_release(&d);
+        }
+        o = text_at(&ev->content_db, o, n);
+        memcpy(o, mv, ml);
+        text_at(&ev->metadata_db, o, ml);
+        return 0;
     }
+    memcpy(o, cv, cl);
+    o = text_at(&ev->content_db, o, cl);
+    char *m = o;
+    memcpy(o, mv, ml - 1);
+    o += ml - 1;
+    if (ml > 2)
+        *o++ = ',';
+    static const char json_marker[] = "\"content_is_json\":true";
+    static const char dict_marker[] = ",\"content_is_dict\":true";
+    memcpy(o, json_marker, sizeof json_marker - 1);
+    o += sizeof json_marker - 1;
+    if (cv[0] == '{') {
+        memcpy(o, dict_marker, sizeof dict_marker - 1);
+        o += sizeof dict_marker - 1;
+    }
+    *o++ = '}';
+    text_at(&ev->metadata_db, m, (size_t)(o - m));
     return 0;
 }
 
@@ -492,28 +536,34 @@ typedef struct line_scan {
     rs_check content, metadata;
     int checked[2]; /* content, metadata: checked during the scan */
     int not_object;
-    rs_err member_err; /* the first refused member (code 0: none) */
+    rs_err member_err;   /* the first refused member (code 0: none) */
+    const char *rule_of; /* the type text rule was looked up for; NULL: none yet */
+    rs_rule rule;
 } line_scan;
 
-/* The contract's rule for the line as far as it has been read; 0 when the type is unknown
- * yet (it may come later in the line). */
-static int line_rule(line_scan *ls, rs_rule *r)
+/* The contract's rule for the line as far as it has been read; NULL when the type is
+ * unknown yet (it may come later in the line). Looked up once per type text. */
+static const rs_rule *line_rule(line_scan *ls)
 {
+    const char *of = ls->f.val[RS_F_EVENT_TYPE] ? ls->f.val[RS_F_EVENT_TYPE] : ls->ctx->event_type;
+    if (!of)
+        return NULL;
+    if (of == ls->rule_of)
+        return &ls->rule;
+    ls->rule_of = of;
+    memset(&ls->rule, 0, sizeof ls->rule);
+    if (ls->ctx->import && !ls->ctx->strict)
+        return &ls->rule; /* history is stored as it happened: no schema */
+    if (of == ls->ctx->event_type) {
+        rs_contract_rule(ls->ctx->contract, of, &ls->rule);
+        return &ls->rule;
+    }
     char type[RS_EVENT_TYPE_MAX + 1];
     size_t n;
-    memset(r, 0, sizeof *r);
-    if (ls->ctx->import && !ls->ctx->strict)
-        return 1; /* history is stored as it happened: no schema */
-    if (ls->f.val[RS_F_EVENT_TYPE]) {
-        if (!field_str(&ls->f, RS_F_EVENT_TYPE, type, sizeof type, &n))
-            rs_contract_rule(ls->ctx->contract, type, r);
-        return 1; /* a type that cannot be read is refused before any schema matters */
-    }
-    if (ls->ctx->event_type) {
-        rs_contract_rule(ls->ctx->contract, ls->ctx->event_type, r);
-        return 1;
-    }
-    return 0;
+    /* a type that cannot be read is refused before any schema matters */
+    if (!field_str(&ls->f, RS_F_EVENT_TYPE, type, sizeof type, &n))
+        rs_contract_rule(ls->ctx->contract, type, &ls->rule);
+    return &ls->rule;
 }
 
 /* A top-level member's value starts at v: content and metadata get a checker now when
@@ -527,12 +577,12 @@ static void member_starts(line_scan *ls, const char *v)
     ls->f.val[f] = v;
     if (f != RS_F_CONTENT && f != RS_F_METADATA)
         return;
-    rs_rule r;
-    if (!line_rule(ls, &r))
+    const rs_rule *r = line_rule(ls);
+    if (!r)
         return;
     int m = f == RS_F_METADATA;
     ls->route = m ? &ls->metadata : &ls->content;
-    rs_check_init(ls->route, m ? r.metadata : r.content, m ? "metadata" : "content");
+    rs_check_init(ls->route, m ? r->metadata : r->content, m ? "metadata" : "content");
     ls->checked[m] = 1;
 }
 
@@ -638,15 +688,15 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
     size_t max = ctx->max_bytes ? ctx->max_bytes : RS_DEFAULT_MAX_EVENT;
     if (len > max)
         return rs_err_set(err, -EMSGSIZE, "event is %zu bytes, over the %zu-byte limit", len, max);
-    rs_buf canon = RS_BUF_INIT;
-    line_scan *ls = malloc(sizeof *ls);
+    /* The scan's state and the canonical line are needed only while the event is parsed:
+     * both live on the stack (a long line's bytes excepted). */
+    char small[4096];
+    char *canon = len < sizeof small ? small : malloc(len + 1);
+    line_scan scan, *ls = &scan;
     rs_event *ev = NULL;
-    int rc = rs_buf_grow(&canon, len);
-    if (!ls || rc) {
-        free(ls);
-        rs_buf_release(&canon);
+    int rc = 0;
+    if (!canon)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    }
     memset(&ls->f, 0, sizeof ls->f);
     ls->ctx = ctx;
     ls->depth = 0;
@@ -655,33 +705,33 @@ int rs_event_parse(rs_event **out, const char *line, size_t len, const rs_event_
     ls->checked[0] = ls->checked[1] = 0;
     ls->not_object = 0;
     ls->member_err.code = 0;
+    ls->rule_of = NULL;
     size_t n = 0;
-    if ((rc = rs_json_scan(canon.buf, &n, line, len, &line_visitor, ls, err)))
+    if ((rc = rs_json_scan(canon, &n, line, len, &line_visitor, ls, err)))
         goto done;
-    canon.len = n;
     if (ls->not_object) {
-        rc = rs_err_set(err, -EINVAL, "event is not a JSON object (got %s)",
-                        rs_json_kind(canon.buf));
+        rc = rs_err_set(err, -EINVAL, "event is not a JSON object (got %s)", rs_json_kind(canon));
         goto done;
     }
     if (ls->member_err.code) {
         rc = rs_err_set(err, ls->member_err.code, "%s", ls->member_err.msg);
         goto done;
     }
-    if (!(ev = calloc(1, sizeof *ev))) {
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
-        goto done;
-    }
-    ev->content = ev->content_db = ev->metadata = ev->metadata_db = (rs_buf)RS_BUF_INIT;
-    if ((rc = rs_event_envelope(ev, &ls->f, ctx, err)))
-        goto done;
     const char *cv = ls->f.val[RS_F_CONTENT] ? ls->f.val[RS_F_CONTENT] : "\"\"";
     size_t cl = ls->f.val[RS_F_CONTENT] ? ls->f.len[RS_F_CONTENT] : 2;
     const char *mv = ls->f.val[RS_F_METADATA] ? ls->f.val[RS_F_METADATA] : "{}";
     size_t ml = ls->f.val[RS_F_METADATA] ? ls->f.len[RS_F_METADATA] : 2;
+    if (!(ev = event_new(cl, ml))) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = rs_event_envelope(ev, &ls->f, ctx, err)))
+        goto done;
+    /* The rule the scan looked up is the event type's: the envelope refused any other. */
     rs_rule r;
-    int lenient = ctx->import && !ctx->strict;
-    if (lenient)
+    if (ls->rule_of)
+        r = ls->rule;
+    else if (ctx->import && !ctx->strict)
         memset(&r, 0, sizeof r);
     else
         rs_contract_rule(ctx->contract, ev->event_type, &r);
@@ -696,8 +746,8 @@ done:
         rs_check_release(&ls->content);
     if (ls->checked[1])
         rs_check_release(&ls->metadata);
-    free(ls);
-    rs_buf_release(&canon);
+    if (canon != small)
+        free(canon);
     if (rc) {
         rs_event_free(ev);
         if (err) /* a reason is one line, whatever the input quoted in it held */
@@ -854,6 +904,25 @@ int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user
 fail:
     rs_buf_setlen(out, start);
     return rc;
+}
+
+static size_t quoted_len(const char *s)
+{
+    return rs_json_string_len(s, strlen(s));
+}
+
+size_t rs_event_line_len(const rs_event *ev, int64_t seq, const char *user)
+{
+    static const char keys[] = "{\"thread_id\":,\"run_id\":,\"seq\":,\"event_type\":,"
+                               "\"category\":,\"content\":,\"metadata\":,\"created_at\":\"\"}\n";
+    char digits[24];
+    size_t n = sizeof keys - 1;
+    n += quoted_len(ev->thread_id) + quoted_len(ev->run_id) + quoted_len(ev->event_type) +
+         quoted_len(ev->category) + ev->content.len + ev->metadata.len + RS_TIME_LEN;
+    n += (size_t)(put_i64(digits, seq) - digits);
+    if (user)
+        n += sizeof ",\"user_id\":" - 1 + quoted_len(user);
+    return n;
 }
 
 /* A string member of the canonical record equal to want (want NULL: the member is absent). */

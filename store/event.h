@@ -21,10 +21,13 @@ typedef struct rs_event {
     char created_db[27];                /* DeerFlow's DATETIME text: 2026-01-02 03:04:05.678901 */
     char idem_key[RS_IDEM_KEY_MAX + 1]; /* "" when the line gave no idempotency_key */
     int64_t seq;                        /* an import line's seq; 0 for every other line */
+    /* Read-only views of bytes kept with the event (NUL-terminated; never grown or released
+     * on their own: rs_event_free frees them with the event). */
     rs_buf content;     /* canonical JSON of the content value (the "content" of the line) */
     rs_buf content_db;  /* run_events.content: the decoded string, or canonical JSON text */
     rs_buf metadata;    /* canonical JSON object of the metadata as given ({} when absent) */
     rs_buf metadata_db; /* run_events.event_metadata: metadata plus DeerFlow's markers */
+    char bytes[];       /* where they live */
 } rs_event;
 
 typedef struct rs_event_ctx {
@@ -101,6 +104,8 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 /* The canonical line of ev stored with seq and owner user (NULL: none): the bytes
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);
+/* The length of that line, without writing it. */
+size_t rs_event_line_len(const rs_event *ev, int64_t seq, const char *user);
 
 /* An imported ev whose seq already holds the record have (its canonical line without
  * owner): 0 when it is the same row (the import skips it), -EEXIST naming the seq otherwise.

@@ -809,6 +809,33 @@ int rs_buf_add_json_string(rs_buf *out, const char *s, size_t len)
     return 0;
 }
 
+size_t rs_json_string_len(const char *s, size_t len)
+{
+    const u8 *p = (const u8 *)s, *end = p + len;
+    size_t n = 2;
+    for (;;) {
+        size_t k = plain_run(p, end);
+        n += k;
+        p += k;
+        if (p >= end)
+            return n;
+        int cls = str_class[*p];
+        if (cls >= C_U2 && (k = utf8_seq(p, end, cls))) {
+            n += k;
+            p += k;
+        } else if (cls == C_QUOTE || cls == C_BSLASH) {
+            n += 2;
+            p++;
+        } else if (cls == C_CTRL) {
+            char esc[8];
+            n += put_ctrl(esc, *p++);
+        } else {
+            p += utf8_bad_len(p, end);
+            n += 3;
+        }
+    }
+}
+
 int rs_utf8_valid(const char *s, size_t len)
 {
     const u8 *p = (const u8 *)s, *end = p + len;

@@ -80,6 +80,9 @@ int rs_json_get(const char *obj, size_t len, const char *key, size_t key_len, co
  * "null" or "number". */
 const char *rs_json_kind(const char *v);
 
+/* The length of the literal rs_buf_add_json_string writes for s[0..len), without writing it. */
+size_t rs_json_string_len(const char *s, size_t len);
+
 /* Decode a canonical JSON string literal lit[0..len) (with its quotes) into out. */
 int rs_json_unquote(rs_buf *out, const char *lit, size_t len);
 

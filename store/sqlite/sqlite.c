@@ -133,6 +133,14 @@ int sq_step(rs_backend *b, sqlite3_stmt **row, rs_err *err, const char *what, co
     for (int i = 0; types[i]; i++) {
         if (types[i] == 't') {
             sq_bind_text(st, i + 1, va_arg(ap, const char *));
+        } else if (types[i] == 's') {
+            /* A row's columns on the write path: stepped before this returns, so SQLite
+             * need not copy them. */
+            const char *v = va_arg(ap, const char *);
+            if (v)
+                sqlite3_bind_text(st, i + 1, v, -1, SQLITE_STATIC);
+            else
+                sqlite3_bind_null(st, i + 1);
         } else if (types[i] == 'B') {
             /* Stepped before this returns: SQLite need not copy the bytes. */
             const rs_buf *v = va_arg(ap, const rs_buf *);

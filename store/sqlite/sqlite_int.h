@@ -81,7 +81,8 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err);
 void sq_stmt_done(rs_backend *b, sqlite3_stmt *st);
 /* Prepare-bind-step-once: the cached statement for sql, ?1, ?2... bound from the arguments
- * as types says ('t' const char *, NULL binding NULL; 'B' const rs_buf *, as text; 'i'
+ * as types says ('t' const char *, NULL binding NULL; 's' the same, not copied: only for a
+ * statement without rows; 'B' const rs_buf *, as text, not copied; 'i'
  * int64_t; 'o' int64_t bound only when > 0, else NULL), stepped once. 1: a row, and *row (when row is not NULL) holds the
  * statement to read its columns, given back with sq_stmt_done; 0: no row; <0: a negative
  * errno, err naming what failed. The statement is given back unless *row takes it. */

@@ -130,7 +130,7 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     int rc = sq_step(b, NULL, err, "insert",
                      "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, "
                      "content, event_metadata, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     "tttttBBit", t->thread_id, t->run_id, t->user, ev->event_type, ev->category,
+                     "sssssBBis", t->thread_id, t->run_id, t->user, ev->event_type, ev->category,
                      &ev->content_db, &ev->metadata_db, seq, ev->created_db);
     /* A unique index refused the row: say which event. */
     if (rc == -EEXIST)
@@ -233,14 +233,18 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
                 continue;
             }
         }
-        if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
-            (rc = insert_event(b, t, ev, seq, &last_id, err)) ||
-            (rc = sq_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              err)) ||
+        /* The line is rendered only for a caller that wants it; its length is known. */
+        size_t len = stored ? stored->len : rs_event_line_len(ev, seq, t->user);
+        if (stored) {
+            if ((rc = rs_event_line(stored, ev, seq, t->user)))
+                break;
+            len = stored->len - len;
+        }
+        if ((rc = insert_event(b, t, ev, seq, &last_id, err)) ||
+            (rc =
+                 sq_log_line(b, &run, &thr, seq, len, strcmp(ev->category, "message") == 0, err)) ||
             (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
             break;
-        if (stored)
-            rc = rs_buf_add(stored, line.buf, line.len);
         seq++;
     }
     if (at)

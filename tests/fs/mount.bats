@@ -229,6 +229,22 @@ PY
   assert_output --partial '"reason":"line 2: '
 }
 
+@test "a run's log asks for 1 MiB writes: cat of a 450 kB file is one transaction" {
+  # st_blksize is the mount's largest write request, so cat writes up to 1 MiB at once
+  # (with 4 kB it would write 128 kB pieces, each committed on its own).
+  assert_equal "$(stat -c %o "$RUN/events.jsonl")" 1048576
+  local i
+  for i in $(seq 3000); do ev_human "message $i of a file that cat writes in one piece" "$i"; done \
+    > "$WORK/big.jsonl"
+  echo '{oops' >> "$WORK/big.jsonl"
+  local size; size=$(stat -c %s "$WORK/big.jsonl")
+  [ "$size" -gt 300000 ] && [ "$size" -lt 1048576 ]
+  refused EINVAL bash -c 'cat "$1" >> "$2"' _ "$WORK/big.jsonl" "$RUN/events.jsonl"
+  assert_equal "$(count_lines "$RUN/events.jsonl")" 0
+  run tail -n 1 "$MNT/.runfs/rejects.jsonl"
+  assert_output --partial '"reason":"line 3001: '
+}
+
 @test "partial lines written 7 bytes at a time are joined at their newlines" {
   { ev_start; ev_human "a longer message than seven bytes" 1; ev_error x; } > "$WORK/in.jsonl"
   run dd if="$WORK/in.jsonl" of="$RUN/events.jsonl" bs=7 oflag=append conv=notrunc status=none

@@ -112,6 +112,10 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     CHECK(rs_event_line(&owned, ev, 1, "u-1") == 0 && render(&again, ev, "u-1") == 0,
           "owned lines failed");
     same_buf(&owned, &again, "rs_event_line vs rs_event_encode with an owner");
+    CHECK(rs_event_line_len(ev, 1, NULL) == built.len &&
+              rs_event_line_len(ev, 1, "u-1") == owned.len,
+          "rs_event_line_len %zu/%zu vs rs_event_line %zu/%zu", rs_event_line_len(ev, 1, NULL),
+          rs_event_line_len(ev, 1, "u-1"), built.len, owned.len);
     rs_buf_reset(&again);
     rs_buf_release(&built);
     rs_buf_release(&owned);
