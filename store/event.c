@@ -782,10 +782,120 @@ static int quote_cstr(rs_buf *out, const char *s)
     return s ? rs_buf_add_json_string(out, s, strlen(s)) : rs_buf_addlit(out, "null");
 }
 
+/* The tails event_bytes gives metadata_db when the content is JSON (and an object). */
+static const char tail_json[] = "\"content_is_json\":true}";
+static const char tail_dict[] = "\"content_is_json\":true,\"content_is_dict\":true}";
+
+static size_t tail_at(const char *s, size_t len, const char *tail, size_t tail_len)
+{
+    return len > tail_len && memcmp(s + len - tail_len, tail, tail_len) == 0 ? len - tail_len : 0;
+}
+
+/* 1 for the bytes a JSON string holds as they are, below DEL (ids, types and categories
+ * are made of them). */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* The length of s when it can go between quotes as it is, else SIZE_MAX. */
+static size_t plain_len(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (plain_byte[*p])
+        p++;
+    return *p ? SIZE_MAX : (size_t)(p - (const unsigned char *)s);
+}
+
+static char *put_mem(char *o, const void *s, size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
+#define PUT_LIT(o, lit) put_mem((o), "" lit, sizeof(lit) - 1)
+
+static char *put_quoted(char *o, const char *s, size_t n)
+{
+    *o++ = '"';
+    o = put_mem(o, s, n);
+    *o++ = '"';
+    return o;
+}
+
+/* A row runfs stored (rs_row.canonical): its columns are event_bytes's output, canonical
+ * already, so the line is put together with copies, one allocation and no scan of content
+ * or metadata (a string content is escaped again). 1 when the row does not have that shape
+ * after all: the caller renders it the general way. */
+static int encode_stored(rs_buf *out, const rs_row *row)
+{
+    const char *meta = row->metadata, *at = row->created_at;
+    size_t mlen = row->metadata_len, keep = mlen;
+    size_t cut = meta ? tail_at(meta, mlen, tail_dict, sizeof tail_dict - 1) : 0;
+    if (!cut && meta)
+        cut = tail_at(meta, mlen, tail_json, sizeof tail_json - 1);
+    /* The markers follow the metadata's own members after a comma, or open it. */
+    if (cut)
+        keep = meta[cut - 1] == ',' ? cut - 1 : cut == 1 ? 1 : 0;
+    size_t ids[5] = {
+        plain_len(row->thread_id),
+        plain_len(row->run_id),
+        plain_len(row->event_type),
+        plain_len(row->category),
+        row->user_id ? plain_len(row->user_id) : 0,
+    };
+    if (!meta || mlen < 2 || meta[0] != '{' || !keep || !row->content || !at || strlen(at) != 26 ||
+        at[10] != ' ' || at[19] != '.' || ids[0] > RS_ID_MAX || ids[1] > RS_ID_MAX ||
+        ids[2] > RS_EVENT_TYPE_MAX || ids[3] > RS_CATEGORY_MAX || ids[4] > RS_ID_MAX)
+        return 1;
+    size_t start = out->len;
+    int rc = rs_buf_grow(out, 200 + ids[0] + ids[1] + ids[2] + ids[3] + ids[4] + mlen +
+                                  (cut ? row->content_len : 0));
+    if (rc)
+        return rc;
+    char *o = out->buf + out->len;
+    o = put_quoted(PUT_LIT(o, "{\"thread_id\":"), row->thread_id, ids[0]);
+    o = put_quoted(PUT_LIT(o, ",\"run_id\":"), row->run_id, ids[1]);
+    o = put_i64(PUT_LIT(o, ",\"seq\":"), row->seq);
+    o = put_quoted(PUT_LIT(o, ",\"event_type\":"), row->event_type, ids[2]);
+    o = put_quoted(PUT_LIT(o, ",\"category\":"), row->category, ids[3]);
+    o = PUT_LIT(o, ",\"content\":");
+    if (cut)
+        o = put_mem(o, row->content, row->content_len);
+    else {
+        rs_buf_setlen(out, (size_t)(o - out->buf));
+        if ((rc = rs_buf_add_json_string(out, row->content, row->content_len)) ||
+            (rc = rs_buf_grow(out, 200 + ids[4] + mlen))) {
+            rs_buf_setlen(out, start);
+            return rc;
+        }
+        o = out->buf + out->len;
+    }
+    o = put_mem(PUT_LIT(o, ",\"metadata\":"), meta, keep);
+    if (cut)
+        *o++ = '}';
+    o = put_mem(PUT_LIT(o, ",\"created_at\":\""), at, 10);
+    *o++ = 'T';
+    o = PUT_LIT(put_mem(o, at + 11, 15), "+00:00\"");
+    if (row->user_id)
+        o = put_quoted(PUT_LIT(o, ",\"user_id\":"), row->user_id, ids[4]);
+    o = PUT_LIT(o, "}\n");
+    rs_buf_setlen(out, (size_t)(o - out->buf));
+    return 0;
+}
+
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
 {
     size_t start = out->len;
     int rc;
+    if (row->canonical && (rc = encode_stored(out, row)) <= 0)
+        return rc ? rs_err_set(err, rc, "out of memory rendering an event") : 0;
     char small[2048];
     size_t mlen = 0;
     unsigned markers = 0;

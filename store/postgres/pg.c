@@ -265,6 +265,7 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
     row->metadata_len = (size_t)PQgetlength(r, i, col + 6);
     row->created_at = PQgetvalue(r, i, col + 7);
     row->user_id = PQgetisnull(r, i, col + 8) ? NULL : PQgetvalue(r, i, col + 8);
+    row->canonical = 0;
 }
 
 /* ---- cursors ---- */

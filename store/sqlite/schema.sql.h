@@ -98,12 +98,27 @@ static const char rs_schema_sql[] =
     "  terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ") WITHOUT ROWID;\n"
-    /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). Made
-     * last, so a store without it gets the whole schema again (every statement IF NOT EXISTS). */
+    /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"
     "  PRIMARY KEY (thread_id, key)\n"
     ") WITHOUT ROWID;\n"
+    /* Rows runfs's put stored, as run_events id ranges lo..hi (one per stretch of
+     * transactions no other writer came between): their columns are canonical already, so
+     * a read copies them instead of rendering them again. An id freed at the top may be
+     * handed out again, to any writer: no range keeps covering it. Made last, so a store
+     * without it gets the whole schema again (every statement IF NOT EXISTS). */
+    "CREATE TABLE IF NOT EXISTS runfs_canon (\n"
+    "  hi INTEGER PRIMARY KEY,\n"
+    "  lo INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_canon_top AFTER DELETE ON run_events\n"
+    "  WHEN old.id > coalesce((SELECT max(id) FROM run_events), 0) BEGIN\n"
+    "  DELETE FROM runfs_canon WHERE hi > coalesce((SELECT max(id) FROM run_events), 0)\n"
+    "    AND lo > coalesce((SELECT max(id) FROM run_events), 0);\n"
+    "  UPDATE runfs_canon SET hi = coalesce((SELECT max(id) FROM run_events), 0)\n"
+    "    WHERE hi > coalesce((SELECT max(id) FROM run_events), 0);\n"
+    "END;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 2);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. */

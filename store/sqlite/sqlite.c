@@ -23,9 +23,11 @@ typedef struct sq_cursor {
     rs_cursor base;
     rs_backend *b;
     sqlite3_stmt *st;
-    int log;          /* 0: a query; 1: a run's log; 2: a thread's log */
-    int64_t next_off; /* logs: where the next row's line starts */
-    int64_t skip_to;  /* logs: lines ending at or before this are skipped */
+    int log;                    /* 0: a query; 1: a run's log; 2: a thread's log */
+    int64_t next_off;           /* logs: where the next row's line starts */
+    int64_t skip_to;            /* logs: lines ending at or before this are skipped */
+    int64_t canon_lo, canon_hi; /* ids known to be (canon_in) or not be in runfs_canon */
+    int canon_in;
 } sq_cursor;
 
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
@@ -365,6 +367,7 @@ void sq_row(rs_row *row, sqlite3_stmt *st, int col)
     row->metadata_len = (size_t)sqlite3_column_bytes(st, col + 6);
     row->created_at = (const char *)sqlite3_column_text(st, col + 7);
     row->user_id = (const char *)sqlite3_column_text(st, col + 8);
+    row->canonical = 0;
     if (!row->thread_id)
         row->thread_id = "";
     if (!row->run_id)
@@ -397,7 +400,7 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     int has_meta, has_schema = 0;
     int rc = table_exists(b, "runfs_meta", &has_meta, err);
     if (!rc)
-        rc = table_exists(b, "runfs_idem", &has_schema, err);
+        rc = table_exists(b, "runfs_canon", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -953,6 +956,28 @@ static int sq_refresh(rs_backend *b, rs_err *err)
     return sq_commit(b, err);
 }
 
+/* Was row id stored by runfs's put (runfs_canon)? The answer holds for a stretch of ids
+ * around it, kept for the next rows: in seq order they mostly come next. */
+static int canon_has(sq_cursor *c, int64_t id)
+{
+    if (id >= c->canon_lo && id <= c->canon_hi)
+        return c->canon_in;
+    sqlite3_stmt *st;
+    int rc = sq_step(c->b, &st, NULL, "canonical rows",
+                     "SELECT hi, lo FROM runfs_canon WHERE hi >= ?1 ORDER BY hi LIMIT 1", "i", id);
+    c->canon_in = 0;
+    c->canon_lo = rc < 0 ? INT64_MIN : id; /* no answer: every row the general way */
+    c->canon_hi = INT64_MAX;
+    if (rc == 1) {
+        int64_t hi = sqlite3_column_int64(st, 0), lo = sqlite3_column_int64(st, 1);
+        sq_stmt_done(c->b, st);
+        c->canon_in = lo <= id;
+        c->canon_lo = c->canon_in ? lo : id;
+        c->canon_hi = c->canon_in ? hi : lo - 1;
+    }
+    return c->canon_in;
+}
+
 static int cursor_next(rs_cursor *base, const rs_record **out)
 {
     sq_cursor *c = (sq_cursor *)base;
@@ -963,6 +988,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         if (src != SQLITE_ROW)
             return sq_fail(c->b, src, NULL, "read");
         sq_row(&base->row, c->st, 0);
+        base->row.canonical = canon_has(c, sqlite3_column_int64(c->st, 9));
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
             return rc; /* 0: the line ends before the offset asked for */
@@ -993,6 +1019,7 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
     c->log = log;
     c->next_off = start_off;
     c->skip_to = skip_to;
+    c->canon_lo = 1; /* nothing known yet */
     *out = &c->base;
     return 0;
 }

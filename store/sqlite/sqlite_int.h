@@ -61,7 +61,8 @@ struct sq_group_req {
     size_t stored_len; /* stored's length before this append */
     rs_placement *at;
     rs_err *err;
-    int sync_full; /* the --sync level the request was made with */
+    int sync_full;  /* the --sync level the request was made with */
+    int64_t ids[2]; /* the run_events ids its rows got, first and last (0, 0: none) */
     int rc;
     int done;
 };
@@ -70,10 +71,11 @@ struct sq_group_req {
  * to find no commit in progress runs commit(b, group) for everything queued. req->rc. */
 int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, sq_group_req *));
 
-/* The columns every row query selects, in rs_row order (see sq_row). */
+/* The columns every row query selects, in rs_row order (see sq_row), then the row's id (a
+ * cursor asks runfs_canon about it). */
 #define SQ_ROW_COLUMNS \
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
-    "e.created_at, e.user_id"
+    "e.created_at, e.user_id, e.id"
 
 /* Map a SQLite result to a negative errno with a reason. */
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);

@@ -195,9 +195,10 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
 }
 
 /* The rows of one append inside an open transaction: the logs' totals and marks, seqs,
- * idempotency keys, the inserts, the high-water mark. The canonical lines go to stored. */
+ * idempotency keys, the inserts, the high-water mark. The canonical lines go to stored;
+ * ids gets the run_events ids of the rows inserted, first and last (0, 0: none). */
 static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
-                    rs_buf *stored, rs_placement *at, rs_err *err)
+                    rs_buf *stored, rs_placement *at, int64_t ids[2], rs_err *err)
 {
     sq_log thr, run;
     int found, rc;
@@ -210,6 +211,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         (rc = sq_log_mix(b, t->thread_id, t->run_id, &run, t->user, err)))
         return rc;
     int64_t seq, last_id = 0;
+    ids[0] = ids[1] = 0;
     if ((rc = next_seq(b, t->thread_id, &seq, err)))
         return rc;
     int64_t run_start = run.size;
@@ -245,6 +247,9 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
                  sq_log_line(b, &run, &thr, seq, len, strcmp(ev->category, "message") == 0, err)) ||
             (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
             break;
+        if (!ids[0])
+            ids[0] = last_id;
+        ids[1] = last_id;
         seq++;
     }
     if (at)
@@ -254,6 +259,43 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         rc = sq_caught_up(b, last_id, err);
     rs_buf_release(&line);
     return rc;
+}
+
+/* Rows lo..hi were stored by put in this transaction: they extend the range they follow,
+ * or start one. Inside a transaction ids are handed out in turn (max + 1), so no other
+ * writer's row lies between lo and hi. A range reaching lo is stale (its top rows were
+ * deleted where runfs_canon_top did not see it): it goes, so it never claims new rows. */
+static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
+{
+    int rc =
+        sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
+    if (rc >= 0)
+        rc = sq_step(b, NULL, err, "canonical rows",
+                     "UPDATE runfs_canon SET hi = ?2 WHERE hi = ?1 - 1", "ii", lo, hi);
+    if (rc >= 0 && !sqlite3_changes(b->db))
+        rc = sq_step(b, NULL, err, "canonical rows",
+                     "INSERT INTO runfs_canon (hi, lo) VALUES (?2, ?1)", "ii", lo, hi);
+    return rc < 0 ? rc : 0;
+}
+
+/* The group's rows, once for the transaction: the appends that stayed follow one another. */
+static int canon_group(rs_backend *b, sq_group_req *group, rs_err *err)
+{
+    int64_t lo = 0, hi = 0;
+    int rc = 0;
+    for (sq_group_req *r = group; r && !rc; r = r->next) {
+        if (r->rc || !r->ids[0])
+            continue;
+        if (hi && r->ids[0] == hi + 1) {
+            hi = r->ids[1];
+            continue;
+        }
+        if (hi)
+            rc = canon_add(b, lo, hi, err);
+        lo = r->ids[0];
+        hi = r->ids[1];
+    }
+    return rc || !hi ? rc : canon_add(b, lo, hi, err);
 }
 
 static void stored_trim(rs_buf *stored, size_t len)
@@ -278,14 +320,17 @@ static void put_group(rs_backend *b, sq_group_req *group)
                 continue;
             r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
             if (!r->rc)
-                r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->err);
+                r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->ids, r->err);
             if (r->rc) {
                 sq_exec(b, "ROLLBACK TO put", NULL);
                 stored_trim(r->stored, r->stored_len);
             }
             sq_exec(b, "RELEASE put", NULL);
         }
-        rc = sq_commit(b, &e);
+        if ((rc = canon_group(b, group, &e)))
+            sq_rollback(b);
+        else
+            rc = sq_commit(b, &e);
     }
     if (!rc)
         return;
@@ -330,7 +375,9 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
             goto fail;
         }
     }
-    if ((rc = put_rows(b, t, evs, n, stored, at, err)) ||
+    int64_t ids[2];
+    if ((rc = put_rows(b, t, evs, n, stored, at, ids, err)) ||
+        (ids[0] && (rc = canon_add(b, ids[0], ids[1], err))) ||
         (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err))))
         goto fail;
     if ((rc = sq_commit(b, err)))

@@ -65,7 +65,8 @@ static void check_reason(int rc, const rs_err *err, const char *line, size_t len
         CHECK((unsigned char)*p >= 0x20 && *p != 0x7f, "control byte in reason '%s'", err->msg);
 }
 
-static int render(rs_buf *out, const rs_event *ev, const char *user)
+/* ev's stored row rendered; canonical: as a row put stored (its columns copied). */
+static int render(rs_buf *out, const rs_event *ev, const char *user, int canonical)
 {
     rs_row row = {
         .thread_id = ev->thread_id,
@@ -79,6 +80,7 @@ static int render(rs_buf *out, const rs_event *ev, const char *user)
         .metadata_len = ev->metadata_db.len,
         .created_at = ev->created_db,
         .user_id = user,
+        .canonical = canonical,
     };
     rs_err err = {0};
     return rs_event_encode(out, &row, &err);
@@ -93,7 +95,7 @@ static void same_buf(const rs_buf *a, const rs_buf *b, const char *what)
 static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
 {
     rs_buf line = RS_BUF_INIT, again = RS_BUF_INIT, prefix = RS_BUF_INIT;
-    CHECK(render(&line, ev, NULL) == 0, "encode failed");
+    CHECK(render(&line, ev, NULL, 0) == 0, "encode failed");
     CHECK(line.len >= 2 && line.buf[line.len - 1] == '\n', "line not newline-terminated");
     CHECK(memchr(line.buf, '\n', line.len - 1) == NULL, "raw newline inside the line");
     CHECK(rs_utf8_valid(line.buf, line.len), "line is not valid UTF-8: %s", line.buf);
@@ -109,13 +111,20 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     rs_buf built = RS_BUF_INIT, owned = RS_BUF_INIT;
     CHECK(rs_event_line(&built, ev, 1, NULL) == 0, "rs_event_line failed");
     same_buf(&built, &line, "rs_event_line vs rs_event_encode");
-    CHECK(rs_event_line(&owned, ev, 1, "u-1") == 0 && render(&again, ev, "u-1") == 0,
+    CHECK(rs_event_line(&owned, ev, 1, "u-1") == 0 && render(&again, ev, "u-1", 0) == 0,
           "owned lines failed");
     same_buf(&owned, &again, "rs_event_line vs rs_event_encode with an owner");
     CHECK(rs_event_line_len(ev, 1, NULL) == built.len &&
               rs_event_line_len(ev, 1, "u-1") == owned.len,
           "rs_event_line_len %zu/%zu vs rs_event_line %zu/%zu", rs_event_line_len(ev, 1, NULL),
           rs_event_line_len(ev, 1, "u-1"), built.len, owned.len);
+    rs_buf_reset(&again);
+    /* a row put stored is copied on read: the same bytes as rendering it */
+    CHECK(render(&again, ev, NULL, 1) == 0, "copying a stored row failed");
+    same_buf(&again, &line, "copied vs rendered");
+    rs_buf_reset(&again);
+    CHECK(render(&again, ev, "u-1", 1) == 0, "copying a stored row failed");
+    same_buf(&owned, &again, "copied vs rendered with an owner");
     rs_buf_reset(&again);
     rs_buf_release(&built);
     rs_buf_release(&owned);
@@ -149,12 +158,12 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     same_buf(&ev->metadata, &ev2->metadata, "metadata");
     same_buf(&ev->content_db, &ev2->content_db, "content_db");
     same_buf(&ev->metadata_db, &ev2->metadata_db, "metadata_db");
-    CHECK(render(&again, ev2, NULL) == 0, "encode failed");
+    CHECK(render(&again, ev2, NULL, 0) == 0, "encode failed");
     same_buf(&line, &again, "second rendering");
 
     /* with an owner: the same line plus user_id */
     rs_buf_reset(&again);
-    CHECK(render(&again, ev2, "u-1") == 0, "encode failed");
+    CHECK(render(&again, ev2, "u-1", 0) == 0, "encode failed");
     CHECK(again.len == line.len + 16 && !memcmp(again.buf, line.buf, line.len - 2) &&
               !memcmp(again.buf + line.len - 2, ",\"user_id\":\"u-1\"}\n", 18),
           "owner rendering: %.300s", again.buf);

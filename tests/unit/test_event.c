@@ -444,12 +444,17 @@ static void test_good_lines(void **state)
                           .content = ev->content_db.buf, .content_len = ev->content_db.len,
                           .metadata = ev->metadata_db.buf, .metadata_len = ev->metadata_db.len,
                           .created_at = ev->created_db, .user_id = user};
-            rs_buf built = RS_BUF_INIT, rendered = RS_BUF_INIT;
+            rs_buf built = RS_BUF_INIT, rendered = RS_BUF_INIT, copied = RS_BUF_INIT;
             assert_int_equal(rs_event_line(&built, ev, 42 + (int64_t)i, user), 0);
             assert_int_equal(rs_event_encode(&rendered, &row, NULL), 0);
             assert_string_equal(built.buf, rendered.buf);
+            /* The same row known to be put's: its columns copied, not scanned. */
+            row.canonical = 1;
+            assert_int_equal(rs_event_encode(&copied, &row, NULL), 0);
+            assert_string_equal(built.buf, copied.buf);
             rs_buf_release(&built);
             rs_buf_release(&rendered);
+            rs_buf_release(&copied);
         }
         rs_event_free(ev);
     }
@@ -1038,10 +1043,15 @@ static void test_mutations(void **state)
             if (rc == 0) {
                 rs_row r = { "t1", "r1", 1, ev->event_type, ev->category, ev->content_db.buf,
                              ev->content_db.len, ev->metadata_db.buf, ev->metadata_db.len,
-                             ev->created_db, NULL };
-                rs_buf b = RS_BUF_INIT;
+                             ev->created_db, NULL, 0 };
+                rs_buf b = RS_BUF_INIT, copied = RS_BUF_INIT;
                 assert_int_equal(rs_event_encode(&b, &r, NULL), 0);
+                /* Stored by put, the row's columns are copied into the same line. */
+                r.canonical = 1;
+                assert_int_equal(rs_event_encode(&copied, &r, NULL), 0);
+                assert_string_equal(copied.buf, b.buf);
                 rs_buf_release(&b);
+                rs_buf_release(&copied);
                 rs_event_free(ev);
             } else {
                 assert_true(rc == -EINVAL);
