@@ -185,6 +185,13 @@ struct sq_db_lock {
     pthread_cond_t group_cond;
     sq_group_req *queue, **queue_tail;
     int leading; /* a thread is committing a group now */
+    /* The checkpointer (see ckpt_main), started by the first commit that finds the WAL
+     * long; everything below under ckpt_mutex. */
+    pthread_mutex_t ckpt_mutex;
+    pthread_cond_t ckpt_cond;
+    pthread_t ckpt_thread;
+    char *path;
+    int ckpt_started, ckpt_wanted, ckpt_stop;
 };
 
 static pthread_mutex_t db_locks_guard = PTHREAD_MUTEX_INITIALIZER;
@@ -201,12 +208,18 @@ static int db_lock_get(const char *path, sq_db_lock **out, rs_err *err)
     sq_db_lock *l = db_locks;
     while (l && !(l->dev == st.st_dev && l->ino == st.st_ino))
         l = l->next;
-    if (!l && (l = calloc(1, sizeof *l))) {
+    if (!l && (l = calloc(1, sizeof *l)) && !(l->path = strdup(path))) {
+        free(l);
+        l = NULL;
+    }
+    if (l && !l->refs) {
         l->dev = st.st_dev;
         l->ino = st.st_ino;
         pthread_mutex_init(&l->mutex, NULL);
         pthread_mutex_init(&l->group_mutex, NULL);
         pthread_cond_init(&l->group_cond, NULL);
+        pthread_mutex_init(&l->ckpt_mutex, NULL);
+        pthread_cond_init(&l->ckpt_cond, NULL);
         l->queue_tail = &l->queue;
         l->next = db_locks;
         db_locks = l;
@@ -228,12 +241,89 @@ static void db_lock_put(sq_db_lock *l)
         while (*pp != l)
             pp = &(*pp)->next;
         *pp = l->next;
+        pthread_mutex_lock(&l->ckpt_mutex);
+        l->ckpt_stop = 1;
+        pthread_cond_signal(&l->ckpt_cond);
+        pthread_mutex_unlock(&l->ckpt_mutex);
+        if (l->ckpt_started)
+            pthread_join(l->ckpt_thread, NULL);
         pthread_mutex_destroy(&l->mutex);
         pthread_mutex_destroy(&l->group_mutex);
         pthread_cond_destroy(&l->group_cond);
+        pthread_mutex_destroy(&l->ckpt_mutex);
+        pthread_cond_destroy(&l->ckpt_cond);
+        free(l->path);
         free(l);
     }
     pthread_mutex_unlock(&db_locks_guard);
+}
+
+/* The checkpointer's connection to the file the writers opened (NULL: none now, try again
+ * at the next request; a file replaced under a mount is not the writers' any more). */
+static sqlite3 *ckpt_open(const sq_db_lock *l)
+{
+    struct stat st;
+    sqlite3 *db = NULL;
+    if (stat(l->path, &st) != 0 || st.st_dev != l->dev || st.st_ino != l->ino)
+        return NULL;
+    /* A connection learns that the file is in WAL mode when it first reads it. */
+    if (sqlite3_open_v2(l->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK ||
+        sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_close_v2(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* Checkpoints run on a thread of their own, on a connection of their own: a checkpoint
+ * syncs the WAL and the database file, which on a busy disk takes tens of milliseconds,
+ * and run inside a commit (SQLite's wal_autocheckpoint) it held the write lock meanwhile,
+ * so every writer of every mount waited. PASSIVE: it never waits for a writer or reader;
+ * what it cannot copy yet waits for the next one. */
+static void *ckpt_main(void *arg)
+{
+    sq_db_lock *l = arg;
+    sqlite3 *db = NULL;
+    pthread_mutex_lock(&l->ckpt_mutex);
+    while (!l->ckpt_stop) {
+        if (!l->ckpt_wanted) {
+            pthread_cond_wait(&l->ckpt_cond, &l->ckpt_mutex);
+            continue;
+        }
+        l->ckpt_wanted = 0;
+        pthread_mutex_unlock(&l->ckpt_mutex);
+        if (!db)
+            db = ckpt_open(l);
+        if (db)
+            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        /* While readers keep the WAL from being copied whole, every commit asks again:
+         * one checkpoint per SQ_CKPT_PAUSE_MS at most. */
+        struct timespec ts = {0, SQ_CKPT_PAUSE_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&l->ckpt_mutex);
+    }
+    pthread_mutex_unlock(&l->ckpt_mutex);
+    sqlite3_close_v2(db);
+    return NULL;
+}
+
+/* After each commit (SQLite's WAL hook): a WAL of SQ_CKPT_FRAMES pages or more asks the
+ * checkpointer for a checkpoint, starting it the first time. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    sq_db_lock *l = arg;
+    if (frames < SQ_CKPT_FRAMES)
+        return SQLITE_OK;
+    pthread_mutex_lock(&l->ckpt_mutex);
+    if (!l->ckpt_started && !l->ckpt_stop)
+        l->ckpt_started = pthread_create(&l->ckpt_thread, NULL, ckpt_main, l) == 0;
+    l->ckpt_wanted = 1;
+    pthread_cond_signal(&l->ckpt_cond);
+    pthread_mutex_unlock(&l->ckpt_mutex);
+    return SQLITE_OK;
 }
 
 /* BEGIN IMMEDIATE under the database's lock (sq_begin's, and sq_open's setup). */
@@ -838,7 +928,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     snprintf(pragmas, sizeof pragmas,
              opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
                             : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
-                              "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;",
+                              "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
              opt->sync_full ? "FULL" : "NORMAL");
     b->sync_full = opt->sync_full;
     char *msg = NULL;
@@ -852,6 +942,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if ((b->pinned && may_create && (rc = pin_record(b, err))) ||
         (rc = db_lock_get(uri, &b->lock, err)))
         goto fail;
+    if (!opt->read_only)
+        sqlite3_wal_hook(b->db, wal_hook, b->lock);
     /* Most opens (a mount's pool, the CLI) find the schema in place and nothing to index:
      * they take no write lock. */
     int ready = 0, has_holds = 0;

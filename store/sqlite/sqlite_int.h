@@ -14,6 +14,8 @@
 
 #define SQ_STMT_CACHE 48
 #define SQ_BUSY_TIMEOUT_MS 30000
+#define SQ_CKPT_FRAMES 8192  /* a WAL this many pages long is checkpointed */
+#define SQ_CKPT_PAUSE_MS 10L /* at least this long between two checkpoints */
 
 typedef struct sq_db_lock sq_db_lock;
 typedef struct sq_group_req sq_group_req;

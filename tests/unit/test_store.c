@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -2190,6 +2191,153 @@ static void test_concurrent_processes(void **state)
 
 /* ---- message lookups (spec 5.7-5.10) ---------------------------------------------------------------- */
 
+/* ---- checkpoints ---------------------------------------------------------------------------- */
+
+/* A VFS over the default one that counts the syncs of its files by whether the test's own
+ * thread made them. */
+typedef struct sync_file {
+    sqlite3_file base;
+    sqlite3_file *real; /* the default VFS's file, right after this struct */
+} sync_file;
+
+static sqlite3_vfs sync_vfs, *sync_real;
+static sqlite3_io_methods sync_methods;
+static pthread_t sync_test_thread;
+static atomic_int syncs_test, syncs_other;
+
+#define REAL(f) (((sync_file *)(f))->real)
+static int sf_close(sqlite3_file *f)
+{
+    int rc = REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
+    f->pMethods = NULL;
+    return rc;
+}
+static int sf_read(sqlite3_file *f, void *p, int n, sqlite3_int64 o)
+{
+    return REAL(f)->pMethods->xRead(REAL(f), p, n, o);
+}
+static int sf_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 o)
+{
+    return REAL(f)->pMethods->xWrite(REAL(f), p, n, o);
+}
+static int sf_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+static int sf_sync(sqlite3_file *f, int flags)
+{
+    atomic_fetch_add(pthread_equal(pthread_self(), sync_test_thread) ? &syncs_test : &syncs_other,
+                     1);
+    return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+static int sf_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+static int sf_lock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xLock(REAL(f), l); }
+static int sf_unlock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xUnlock(REAL(f), l); }
+static int sf_reserved(sqlite3_file *f, int *out)
+{
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int sf_control(sqlite3_file *f, int op, void *arg)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int sf_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int sf_device(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int sf_shm_map(sqlite3_file *f, int i, int size, int extend, void volatile **p)
+{
+    return REAL(f)->pMethods->xShmMap(REAL(f), i, size, extend, p);
+}
+static int sf_shm_lock(sqlite3_file *f, int off, int n, int flags)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+static void sf_shm_barrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int sf_shm_unmap(sqlite3_file *f, int del)
+{
+    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+
+static int sync_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    sync_file *sf = (sync_file *)f;
+    sf->real = (sqlite3_file *)(sf + 1);
+    int rc = sync_real->xOpen(sync_real, name, sf->real, flags, out);
+    f->pMethods = sf->real->pMethods ? &sync_methods : NULL;
+    return rc;
+}
+
+/* Make the counting VFS the default (undone by sync_vfs_off), counts at zero. */
+static void sync_vfs_on(void)
+{
+    sync_real = sqlite3_vfs_find(NULL);
+    sync_vfs = *sync_real;
+    sync_vfs.iVersion = 1 < sync_real->iVersion ? sync_real->iVersion : 1;
+    sync_vfs.zName = "unit-sync";
+    sync_vfs.szOsFile = (int)sizeof(sync_file) + sync_real->szOsFile;
+    sync_vfs.xOpen = sync_open;
+    sync_methods = (sqlite3_io_methods){
+        .iVersion = 2, .xClose = sf_close, .xRead = sf_read, .xWrite = sf_write,
+        .xTruncate = sf_truncate, .xSync = sf_sync, .xFileSize = sf_size, .xLock = sf_lock,
+        .xUnlock = sf_unlock, .xCheckReservedLock = sf_reserved, .xFileControl = sf_control,
+        .xSectorSize = sf_sector, .xDeviceCharacteristics = sf_device, .xShmMap = sf_shm_map,
+        .xShmLock = sf_shm_lock, .xShmBarrier = sf_shm_barrier, .xShmUnmap = sf_shm_unmap};
+    sync_test_thread = pthread_self();
+    atomic_store(&syncs_test, 0);
+    atomic_store(&syncs_other, 0);
+    assert_int_equal(sqlite3_vfs_register(&sync_vfs, 1), SQLITE_OK);
+}
+
+static void sync_vfs_off(void)
+{
+    sqlite3_vfs_unregister(&sync_vfs);
+    sqlite3_vfs_register(sync_real, 1);
+}
+
+/* With --sync normal a commit syncs nothing: the checkpoint a long WAL needs (two syncs,
+ * tens of milliseconds on a busy disk) runs on another thread, not inside the commit that
+ * made the WAL long, where it held the write lock; and it does run. */
+static void test_checkpoint_beside_commits(void **state)
+{
+    (void)state;
+    char path[512], wal[520];
+    snprintf(path, sizeof path, "%s/ckpt.db", fx.dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    sync_vfs_on();
+    rs_store *s = open_store(path, 0, 0);
+    rs_target t = tgt("t1", "r1", NULL);
+    rs_err err = {0};
+    /* Lines of 200 kB: a WAL of SQ_CKPT_FRAMES pages in about 170 commits. */
+    size_t text = 200000;
+    rs_buf line = RS_BUF_INIT;
+    assert_int_equal(rs_buf_addstr(&line, "{\"event_type\":\"llm.error\",\"content\":\""), 0);
+    for (size_t i = 0; i < text; i++)
+        assert_int_equal(rs_buf_addch(&line, (char)('a' + i % 26)), 0);
+    assert_int_equal(rs_buf_addstr(&line, "\"}\n"), 0);
+    /* The first commit on a new WAL syncs its header, as SQLite always does. */
+    assert_int_equal(rs_store_append(s, &t, line.buf, line.len, NULL, &err), 0);
+    atomic_store(&syncs_test, 0);
+    struct stat st;
+    int commits = 0;
+    /* WAL header 32 bytes, each frame a 24-byte header and a 4096-byte page. */
+    while (stat(wal, &st) == 0 && st.st_size < 32 + (off_t)SQ_CKPT_FRAMES * (24 + 4096) &&
+           commits < 2000) {
+        assert_int_equal(rs_store_append(s, &t, line.buf, line.len, NULL, &err), 0);
+        commits++;
+    }
+    assert_in_range(commits, 10, 1999);
+    assert_int_equal(atomic_load(&syncs_test), 0);
+    for (int i = 0; i < 1000 && atomic_load(&syncs_other) == 0; i++)
+        usleep(10000);
+    assert_true(atomic_load(&syncs_other) > 0);
+    rs_store_close(s);
+    sync_vfs_off();
+    rs_buf_release(&line);
+}
+
 static void test_last_visible_ai_seq(void **state)
 {
     (void)state;
@@ -2690,6 +2838,7 @@ int main(void)
         T(test_concurrent_threads),
         T(test_concurrent_processes),
         T(test_write_lock_per_database),
+        T(test_checkpoint_beside_commits),
         T(test_last_visible_ai_seq),
         T(test_message_seq),
         T(test_latest_ai_run),
