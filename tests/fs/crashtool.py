@@ -25,6 +25,9 @@
       (after one more whole pass / after draining). follow prints the lines it saw.
 
   crashtool.py latency FILE...        p50/p99/max of the write latencies in FILEs
+  crashtool.py wakeup STOP            sleep 1 ms at a time until STOP (a file) exists, then print
+      how late the wake-ups were (p50/p99/max): the machine's own scheduling delay, which every
+      write() meets at least twice (the daemon's thread, then the writer)
 
   crashtool.py chaos ACKLOG SECONDS SEED WORKER MOUNT...
       One chaos process (issue 9): for SECONDS, random operations on random files of the
@@ -279,13 +282,28 @@ def cmd_latency(args):
     for p in args:
         with open(p) as f:
             vals.extend(int(l) for l in f if l.strip())
+    return _print_spread("writes", vals)
+
+
+def _print_spread(what, vals):
+    """Print the count and p50/p99/max of the µs values; 1 when there are none."""
     vals.sort()
     if not vals:
         print("no samples")
         return 1
     pick = lambda q: vals[min(len(vals) - 1, int(q * len(vals)))]
-    print("writes=%d p50=%dus p99=%dus max=%dus" % (len(vals), pick(0.5), pick(0.99), vals[-1]))
+    print("%s=%d p50=%dus p99=%dus max=%dus" % (what, len(vals), pick(0.5), pick(0.99), vals[-1]))
     return 0
+
+
+def cmd_wakeup(args):
+    stop = args[0]
+    late = []
+    while not os.path.exists(stop):
+        t0 = time.perf_counter_ns()
+        time.sleep(0.001)
+        late.append(max(0, (time.perf_counter_ns() - t0) // 1000 - 1000))
+    return _print_spread("wakeups", late)
 
 
 CHAOS_THREADS = ("c1", "c2")
@@ -454,7 +472,7 @@ def cmd_chaos(args):
 
 def main():
     cmds = {"write": cmd_write, "check": cmd_check, "read": cmd_read, "follow": cmd_follow,
-            "latency": cmd_latency, "chaos": cmd_chaos}
+            "latency": cmd_latency, "wakeup": cmd_wakeup, "chaos": cmd_chaos}
     if len(sys.argv) < 3 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(cmds[sys.argv[1]](sys.argv[2:]))
