@@ -1,6 +1,7 @@
 /* transcript.c — the Markdown transcript of a thread, one record at a time. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,13 @@
 /* Calls waiting for their result; past this many the oldest is shown without one, so a
  * thread of unanswered calls stays linear. */
 #define PENDING_MAX 64
+
+/* A run's heading shows its status, which its run.terminal (usually its last row) gives.
+ * The rendering of a run's rows waits, up to HELD_MAX bytes, for that row, instead of a
+ * query per run. SEEN_BITS: a Bloom filter of the runs met so far in this pass, so a run
+ * met again (interleaved runs) is asked for as before: its first terminal may lie behind. */
+#define HELD_MAX (256 * 1024)
+#define SEEN_BITS (1u << 20)
 
 typedef struct pending_call {
     char *id;
@@ -24,16 +32,23 @@ struct rfs_transcript {
     char run_id[RS_ID_MAX + 1];
     pending_call calls[PENDING_MAX];
     size_t n_calls;
+    int holding; /* the current run's rendering waits in held for its status */
+    rs_buf held;
+    uint64_t *seen; /* SEEN_BITS bits */
 };
 
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
                        void *ctx)
 {
     rfs_transcript *t = calloc(1, sizeof *t);
-    if (!t || !(t->thread_id = strdup(thread_id))) {
+    if (!t || !(t->thread_id = strdup(thread_id)) ||
+        !(t->seen = calloc(SEEN_BITS / 64, sizeof *t->seen))) {
+        if (t)
+            free(t->thread_id);
         free(t);
         return -ENOMEM;
     }
+    t->held = (rs_buf)RS_BUF_INIT;
     t->status = status;
     t->ctx = ctx;
     *out = t;
@@ -54,42 +69,183 @@ void rfs_transcript_free(rfs_transcript *t)
         return;
     while (t->n_calls)
         drop_call(t, 0);
+    rs_buf_release(&t->held);
+    free(t->seen);
     free(t->thread_id);
     free(t);
 }
 
-/* Text on one line: newlines become the two characters \n. */
-static int add_one_line(rs_buf *out, const char *s)
+/* ---- reading a canonical line ----
+ * Records are canonical JSON (compact, valid, strings escaped only for '"', '\\' and control
+ * characters), so a value is found by walking bytes: no tree per record. */
+
+/* A value's bytes inside the line; p NULL when absent. */
+typedef struct span {
+    const char *p;
+    size_t n;
+} span;
+
+/* Just past the closing quote of the string whose body starts at p. */
+static const char *string_close(const char *p, const char *end)
 {
+    for (;;) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return end;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0)
+            return q + 1;
+        p = q + 1;
+    }
+}
+
+/* Length of the value starting at v (end bounds it). */
+static size_t value_len(const char *v, const char *end)
+{
+    const char *p = v;
+    if (*p == '"')
+        return (size_t)(string_close(p + 1, end) - v);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return (size_t)(p - v);
+    }
+    for (int depth = 0; p < end; p++) {
+        if (*p == '"')
+            p = string_close(p + 1, end) - 1;
+        else if (*p == '{' || *p == '[')
+            depth++;
+        else if ((*p == '}' || *p == ']') && --depth == 0)
+            return (size_t)(p + 1 - v);
+    }
+    return (size_t)(end - v);
+}
+
+/* The next element of an array or member of an object after *at (on the opening bracket or
+ * a value's end): 1 with *key (objects only; its literal) and *val set, 0 at the end. */
+static int next_item(span c, const char **at, span *key, span *val)
+{
+    const char *p = *at, *end = c.p + c.n;
+    p += *p == ',' || *p == '{' || *p == '[';
+    if (p >= end || *p == '}' || *p == ']')
+        return 0;
+    if (c.p[0] == '{') {
+        key->p = p;
+        key->n = value_len(p, end);
+        p += key->n + 1;
+    }
+    val->p = p;
+    val->n = value_len(p, end);
+    *at = p + val->n;
+    return 1;
+}
+
+/* The first members of object o named names[0..n) (plain ASCII) into vals, in one walk. */
+static void members(span o, const char *const *names, span *vals, int n)
+{
+    span key, val;
+    const char *at = o.p;
+    int left = n;
+    memset(vals, 0, (size_t)n * sizeof *vals);
+    if (!o.p || o.p[0] != '{')
+        return;
+    while (left && next_item(o, &at, &key, &val))
+        for (int i = 0; i < n; i++)
+            if (!vals[i].p && key.n == strlen(names[i]) + 2 &&
+                memcmp(key.p + 1, names[i], key.n - 2) == 0) {
+                vals[i] = val;
+                left--;
+                break;
+            }
+}
+
+/* The first member named name of object o. */
+static span member(span o, const char *name)
+{
+    span v;
+    members(o, &name, &v, 1);
+    return v;
+}
+
+static int is(span v, char kind)
+{
+    return v.p && v.p[0] == kind;
+}
+
+/* The text of string literal s; one_line: newlines as the two characters \n, CRs dropped
+ * (canonical strings hold neither raw: both arrive escaped). */
+static int add_text(rs_buf *out, span s, int one_line)
+{
+    const char *p = s.p + 1, *end = s.p + s.n - 1;
     int rc = 0;
-    for (const char *p = s; !rc && *p; p++)
-        rc = *p == '\n' ? rs_buf_addstr(out, "\\n") : *p == '\r' ? 0 : rs_buf_addch(out, *p);
+    while (!rc && p < end) {
+        const char *bs = memchr(p, '\\', (size_t)(end - p));
+        if (!bs)
+            return rs_buf_add(out, p, (size_t)(end - p));
+        if ((rc = rs_buf_add(out, p, (size_t)(bs - p))))
+            break;
+        char c = bs[1];
+        p = bs + 2;
+        if (c == 'u') { /* only control characters are \u-escaped */
+            c = (char)strtol((char[]){bs[4], bs[5], 0}, NULL, 16);
+            p = bs + 6;
+        } else if (c != '"' && c != '\\' && c != '/') {
+            c = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : '\t';
+        }
+        rc = one_line && c == '\n'   ? rs_buf_addlit(out, "\\n")
+             : one_line && c == '\r' ? 0
+                                     : rs_buf_addch(out, c);
+    }
     return rc;
 }
 
-/* A JSON value as text: a string as itself, parts lists by their text, the rest as JSON. */
-static int add_value(rs_buf *out, const cJSON *v, int one_line)
+/* A string as a C string (NULL when v is no string). */
+static char *text_of(span v)
 {
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (cJSON_IsString(v))
-        return one_line ? add_one_line(out, v->valuestring) : rs_buf_addstr(out, v->valuestring);
-    if (cJSON_IsArray(v)) {
-        int texts = 0, rc = 0;
-        const cJSON *part;
-        cJSON_ArrayForEach(part, v)
-        {
-            const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-            if (!cJSON_IsString(text))
-                continue;
-            if ((texts++ && (rc = rs_buf_addch(out, one_line ? ' ' : '\n'))) ||
-                (rc = add_value(out, text, one_line)))
-                return rc;
-        }
-        if (texts)
-            return 0;
+    rs_buf b = RS_BUF_INIT;
+    if (!is(v, '"') || add_text(&b, v, 0)) {
+        rs_buf_release(&b);
+        return NULL;
     }
-    char *json = cJSON_PrintUnformatted(v);
+    return rs_buf_detach(&b, NULL);
+}
+
+/* Canonical bytes print as cJSON prints the value, but for numbers other than small
+ * integers (1.50, 1e5, -0 and the like, which cJSON rewrites). */
+static int prints_as_is(span v)
+{
+    const char *p = v.p, *end = v.p + v.n;
+    while (p < end) {
+        if (*p == '"') {
+            p += value_len(p, end);
+            continue;
+        }
+        if (*p != '-' && (*p < '0' || *p > '9')) {
+            p++;
+            continue;
+        }
+        const char *s = p + (*p == '-');
+        const char *e = s;
+        while (e < end && *e >= '0' && *e <= '9')
+            e++;
+        if (e == s || e - s > 9 || (*s == '0' && (e - s > 1 || s > p)) ||
+            (e < end && (*e == '.' || *e == 'e' || *e == 'E')))
+            return 0;
+        p = e;
+    }
+    return 1;
+}
+
+/* A value as JSON text, as cJSON prints it. */
+static int add_json(rs_buf *out, span v)
+{
+    if (prints_as_is(v))
+        return rs_buf_add(out, v.p, v.n);
+    cJSON *tree = cJSON_ParseWithLength(v.p, v.n);
+    char *json = tree ? cJSON_PrintUnformatted(tree) : NULL;
+    cJSON_Delete(tree);
     if (!json)
         return -ENOMEM;
     int rc = rs_buf_addstr(out, json);
@@ -97,10 +253,35 @@ static int add_value(rs_buf *out, const cJSON *v, int one_line)
     return rc;
 }
 
-static const char *str_of(const cJSON *obj, const char *key)
+/* A JSON value as text: a string as itself, parts lists by their text, the rest as JSON. */
+static int add_value(rs_buf *out, span v, int one_line)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    if (!v.p || is(v, 'n'))
+        return 0;
+    if (is(v, '"'))
+        return add_text(out, v, one_line);
+    if (is(v, '[')) {
+        int texts = 0, rc = 0;
+        span key, part;
+        const char *at = v.p;
+        while (next_item(v, &at, &key, &part)) {
+            span text = member(part, "text");
+            if (!is(text, '"'))
+                continue;
+            if ((texts++ && (rc = rs_buf_addch(out, one_line ? ' ' : '\n'))) ||
+                (rc = add_text(out, text, one_line)))
+                return rc;
+        }
+        if (texts)
+            return 0;
+    }
+    return add_json(out, v);
+}
+
+/* The text of a string member (NULL when absent or not a string), freed by the caller. */
+static char *str_of(span obj, const char *key)
+{
+    return text_of(member(obj, key));
 }
 
 static int flush_calls(rfs_transcript *t, rs_buf *out, size_t keep)
@@ -121,59 +302,104 @@ static int header(rfs_transcript *t, rs_buf *out)
     return rs_buf_addf(out, "# Thread %s\n", t->thread_id);
 }
 
-static int run_heading(rfs_transcript *t, const char *run_id, rs_buf *out)
+static span whole(const rs_buf *b)
 {
-    int rc = flush_calls(t, out, 0);
-    snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
-    rs_buf terminal = RS_BUF_INIT;
-    if (!rc)
-        rc = t->status(t->ctx, run_id, &terminal);
-    cJSON *ev = !rc && terminal.len ? cJSON_ParseWithLength(terminal.buf, terminal.len) : NULL;
-    const char *status = str_of(cJSON_GetObjectItemCaseSensitive(ev, "content"), "status");
+    return (span){b->len ? b->buf : NULL, b->len};
+}
+
+/* The run's heading; terminal: the line of its first run.terminal (p NULL: ask for it). */
+static int heading(rfs_transcript *t, span terminal, rs_buf *out)
+{
+    rs_buf asked = RS_BUF_INIT;
+    int rc = terminal.p ? 0 : t->status(t->ctx, t->run_id, &asked);
+    span line = terminal.p ? terminal : whole(&asked);
+    if (line.n && line.p[line.n - 1] == '\n')
+        line.n--;
+    char *status = rc ? NULL : str_of(member(line, "content"), "status");
     int bad = status && strcmp(status, "success") != 0;
     if (!rc)
-        rc = rs_buf_addf(out, "\n## Run %s (%s)%s\n\n", run_id,
+        rc = rs_buf_addf(out, "\n## Run %s (%s)%s\n\n", t->run_id,
                          status ? status : "no terminal event yet", bad ? " **[error]**" : "");
-    cJSON_Delete(ev);
-    rs_buf_release(&terminal);
+    free(status);
+    rs_buf_release(&asked);
     return rc;
 }
 
-static int tool_calls(rfs_transcript *t, const cJSON *calls, rs_buf *out)
+/* The held rendering goes out behind its heading. */
+static int release(rfs_transcript *t, span terminal, rs_buf *out)
 {
-    const cJSON *call;
+    if (!t->holding)
+        return 0;
+    t->holding = 0;
+    int rc = heading(t, terminal, out);
+    if (!rc)
+        rc = rs_buf_add(out, t->held.buf, t->held.len);
+    rs_buf_reset(&t->held);
+    return rc;
+}
+
+/* Whether run_id was met before in this pass (maybe, when the filter says so); marks it. */
+static int seen_before(rfs_transcript *t, const char *run_id)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const char *p = run_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    int seen = 1;
+    for (int k = 0; k < 3; k++) {
+        uint32_t bit = (uint32_t)(h >> (k * 20)) & (SEEN_BITS - 1);
+        seen &= (int)(t->seen[bit / 64] >> (bit % 64)) & 1;
+        t->seen[bit / 64] |= 1ULL << (bit % 64);
+    }
+    return seen;
+}
+
+static int run_change(rfs_transcript *t, const char *run_id, rs_buf *out)
+{
+    span ask = {0};
+    int rc = release(t, ask, out);
+    if (!rc)
+        rc = flush_calls(t, out, 0);
+    snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
+    if (rc || seen_before(t, run_id))
+        return rc ? rc : heading(t, ask, out);
+    t->holding = 1;
+    return 0;
+}
+
+static int tool_calls(rfs_transcript *t, span calls, rs_buf *out)
+{
+    span key, call;
+    const char *at = calls.p;
     int rc = 0;
-    cJSON_ArrayForEach(call, calls)
-    {
+    while (!rc && next_item(calls, &at, &key, &call)) {
         rs_buf text = RS_BUF_INIT;
-        const char *name = str_of(call, "name");
+        char *name = str_of(call, "name"), *id = str_of(call, "id");
         rc = rs_buf_addf(&text, "`%s` ", name ? name : "?");
         if (!rc)
-            rc = add_value(&text, cJSON_GetObjectItemCaseSensitive(call, "args"), 1);
-        const char *id = str_of(call, "id");
+            rc = add_value(&text, member(call, "args"), 1);
         if (!rc && !id) {
             rc = rs_buf_addf(out, "- tool %s\n", text.buf);
         } else if (!rc) {
             rc = flush_calls(t, out, PENDING_MAX - 1);
             pending_call *p = &t->calls[t->n_calls];
-            if (!rc && (!(p->id = strdup(id)) || !(p->text = rs_buf_detach(&text, NULL)))) {
-                free(p->id);
+            if (!rc && !(p->text = rs_buf_detach(&text, NULL)))
                 rc = -ENOMEM;
-            } else if (!rc) {
+            if (!rc) {
+                p->id = id;
+                id = NULL;
                 t->n_calls++;
             }
         }
         rs_buf_release(&text);
-        if (rc)
-            break;
+        free(name);
+        free(id);
     }
     return rc;
 }
 
-static int tool_result(rfs_transcript *t, const cJSON *content, rs_buf *out)
+static int tool_result(rfs_transcript *t, span content, rs_buf *out)
 {
-    const char *id = str_of(content, "tool_call_id");
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(content, "content");
+    char *id = str_of(content, "tool_call_id");
     int rc = 0;
     size_t i = 0;
     while (id && i < t->n_calls && strcmp(t->calls[i].id, id) != 0)
@@ -184,58 +410,72 @@ static int tool_result(rfs_transcript *t, const cJSON *content, rs_buf *out)
     } else {
         rc = rs_buf_addf(out, "- tool result for %s -> ", id ? id : "?");
     }
-    if (rc || (rc = add_value(out, result, 1)))
+    free(id);
+    if (rc || (rc = add_value(out, member(content, "content"), 1)))
         return rc;
     return rs_buf_addch(out, '\n');
 }
 
-static int message(const char *role, const cJSON *content, rs_buf *out)
+/* text: what the message says (its content's content when that is an object). */
+static int message(const char *role, span text, rs_buf *out)
 {
-    const cJSON *text =
-        cJSON_IsObject(content) ? cJSON_GetObjectItemCaseSensitive(content, "content") : content;
-    rs_buf body = RS_BUF_INIT;
-    int rc = add_value(&body, text, 0);
-    if (!rc && body.len)
-        rc = rs_buf_addf(out, "\n**%s:** %s\n\n", role, body.buf);
-    rs_buf_release(&body);
+    size_t at = out->len;
+    int rc = rs_buf_addlit(out, "\n**");
+    if (!rc && !(rc = rs_buf_addstr(out, role)) && !(rc = rs_buf_addlit(out, ":** "))) {
+        size_t body = out->len;
+        if (!(rc = add_value(out, text, 0)) && out->len > body)
+            return rs_buf_addlit(out, "\n\n");
+    }
+    rs_buf_setlen(out, at); /* no text: no message */
     return rc;
 }
 
-static int generic(const char *type, const cJSON *content, const char *mark, rs_buf *out)
+static int generic(const char *type, span content, const char *mark, rs_buf *out)
 {
     int rc;
-    if ((rc = rs_buf_addf(out, "- %s`%s`: ", mark, type)) || (rc = add_value(out, content, 1)))
+    if ((rc = rs_buf_addlit(out, "- ")) || (rc = rs_buf_addstr(out, mark)) ||
+        (rc = rs_buf_addch(out, '`')) || (rc = rs_buf_addstr(out, type)) ||
+        (rc = rs_buf_addlit(out, "`: ")) || (rc = add_value(out, content, 1)))
         return rc;
     return rs_buf_addch(out, '\n');
 }
 
-static int render(rfs_transcript *t, const rs_record *rec, const cJSON *ev, rs_buf *out)
+static int render(rfs_transcript *t, const rs_record *rec, rs_buf *out)
 {
+    static const char *const top[] = {"content", "metadata"};
+    static const char *const inner[] = {"content", "tool_calls"};
     const char *type = rec->event_type;
-    const cJSON *content = cJSON_GetObjectItemCaseSensitive(ev, "content");
-    const cJSON *metadata = cJSON_GetObjectItemCaseSensitive(ev, "metadata");
+    span line = {rec->line, rec->line_len}, v[2], in[2];
+    while (line.n && line.p[line.n - 1] == '\n')
+        line.n--;
+    members(line, top, v, 2);
+    span content = v[0], metadata = v[1];
+    members(content, inner, in, 2);
+    span text = is(content, '{') ? in[0] : content;
     if (strcmp(type, "run.start") == 0)
         return 0; /* the run's heading says it */
     if (strcmp(type, "llm.human.input") == 0)
-        return message("user", content, out);
+        return message("user", text, out);
     if (strcmp(type, "llm.ai.response") == 0) {
-        const char *caller = str_of(metadata, "caller");
-        int rc = message(caller && strcmp(caller, "lead_agent") != 0 ? caller : "assistant",
-                         content, out);
-        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(content, "tool_calls");
-        return rc ? rc : cJSON_IsArray(calls) ? tool_calls(t, calls, out) : 0;
+        char *caller = str_of(metadata, "caller");
+        int rc =
+            message(caller && strcmp(caller, "lead_agent") != 0 ? caller : "assistant", text, out);
+        free(caller);
+        return rc ? rc : is(in[1], '[') ? tool_calls(t, in[1], out) : 0;
     }
-    if (strcmp(type, "llm.tool.result") == 0 && cJSON_IsObject(content))
+    if (strcmp(type, "llm.tool.result") == 0 && is(content, '{'))
         return tool_result(t, content, out);
     if (strcmp(type, "llm.error") == 0 || strcmp(type, "run.error") == 0)
         return generic(type, content, "**[error]** ", out);
     if (strcmp(type, "run.terminal") == 0 || strcmp(type, "run.end") == 0) {
-        const char *status = str_of(content, "status");
+        char *status = str_of(content, "status");
         if (!status)
             status = str_of(metadata, "status");
         int bad = status && strcmp(status, "success") != 0;
-        return rs_buf_addf(out, "\n_%s: %s_%s\n", type, status ? status : "?",
-                           bad ? " **[error]**" : "");
+        int rc = rs_buf_addf(out, "\n_%s: %s_%s\n", type, status ? status : "?",
+                             bad ? " **[error]**" : "");
+        free(status);
+        return rc;
     }
     return generic(type, content, "", out);
 }
@@ -244,19 +484,23 @@ int rfs_transcript_feed(rfs_transcript *t, const rs_record *rec, rs_buf *out)
 {
     int rc = header(t, out);
     if (!rc && strcmp(rec->run_id, t->run_id) != 0)
-        rc = run_heading(t, rec->run_id, out);
-    if (rc)
+        rc = run_change(t, rec->run_id, out);
+    if (rc || (rc = render(t, rec, t->holding ? &t->held : out)) || !t->holding)
         return rc;
-    cJSON *ev = cJSON_ParseWithLength(rec->line, rec->line_len);
-    if (!ev)
-        return generic(rec->event_type, NULL, "", out);
-    rc = render(t, rec, ev, out);
-    cJSON_Delete(ev);
-    return rc;
+    if (strcmp(rec->event_type, "run.terminal") == 0) {
+        /* The run's first terminal (it was not met before): its status is known. */
+        span line = {rec->line, rec->line_len};
+        return release(t, line, out);
+    }
+    span ask = {0};
+    return t->held.len > HELD_MAX ? release(t, ask, out) : 0;
 }
 
 int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
 {
+    span ask = {0};
     int rc = header(t, out);
+    if (!rc)
+        rc = release(t, ask, out);
     return rc ? rc : flush_calls(t, out, 0);
 }

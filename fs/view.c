@@ -449,9 +449,13 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
         if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, r->history, &c, err)))
             return rc;
         const rs_record *rec;
-        int rows = 0;
-        while (r->next_off + (int64_t)r->pending.len < want_end &&
-               (rc = rs_cursor_next(c, &rec)) == 1) {
+        int rows = 0, end = 0;
+        while (r->next_off + (int64_t)r->pending.len < want_end) {
+            /* The rows end only when the cursor says so, not when pending is full. */
+            if ((rc = rs_cursor_next(c, &rec)) != 1) {
+                end = rc == 0;
+                break;
+            }
             rows++;
             r->last_seq = rec->seq;
             rc = transcript ? rfs_transcript_feed(r->transcript, rec, &r->pending)
@@ -462,13 +466,13 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
         rs_cursor_free(c);
         if (rc < 0)
             return rc;
-        if (rc == 0 && transcript && !r->finished) {
+        if (end && transcript && !r->finished) {
             r->finished = 1;
             if ((rc = rfs_transcript_finish(r->transcript, &r->pending)))
                 return rc;
             continue;
         }
-        if (rows == 0 || rc == 0)
+        if (rows == 0 || end)
             break;
     }
     return 0;

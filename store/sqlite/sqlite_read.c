@@ -20,6 +20,10 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
     int newest = q->newest && q->limit > 0 && q->after_seq <= 0;
+    /* A run's run.terminal (transcript.md asks for each run's): named in the SQL, so the
+     * partial index runfs_uq_terminal finds it instead of a walk through the run's rows. */
+    int terminal = q->run_id && !newest && q->event_types && q->n_event_types == 1 &&
+                   strcmp(q->event_types[0], "run.terminal") == 0;
     int rc;
     if ((newest && (rc = rs_buf_addstr(sql, "SELECT * FROM ("))) ||
         (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
@@ -32,13 +36,17 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
          (rc = rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4"))) ||
         (q->after_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq > ?5"))) ||
         (q->before_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq < ?6"))) ||
-        (q->event_types && (rc = rs_buf_addstr(sql, " AND e.event_type IN ("))))
+        (terminal && (rc = rs_buf_addstr(sql, " AND e.event_type = 'run.terminal'"))) ||
+        (q->event_types && !terminal && (rc = rs_buf_addstr(sql, " AND e.event_type IN ("))))
         return rs_err_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; q->event_types && i < q->n_event_types; i++)
+    for (size_t i = 0; q->event_types && !terminal && i < q->n_event_types; i++)
         if ((rc = rs_buf_addf(sql, "%s?%zu", i ? ", " : "", 10 + i)))
             return rs_err_set(err, -ENOMEM, "out of memory");
-    if ((q->event_types && (rc = rs_buf_addstr(sql, q->n_event_types ? ")" : "NULL)"))) ||
-        (rc = rs_buf_addstr(sql, newest ? " ORDER BY e.seq DESC" : " ORDER BY e.seq ASC")) ||
+    if ((q->event_types && !terminal &&
+         (rc = rs_buf_addstr(sql, q->n_event_types ? ")" : "NULL)"))) ||
+        (rc = rs_buf_addstr(sql, newest     ? " ORDER BY e.seq DESC"
+                                 : terminal ? " ORDER BY +e.seq ASC"
+                                            : " ORDER BY e.seq ASC")) ||
         (q->limit > 0 && (rc = rs_buf_addstr(sql, " LIMIT ?7"))) ||
         (newest && (rc = rs_buf_addstr(sql, ") ORDER BY seq ASC"))))
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -60,7 +68,7 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
         sqlite3_bind_int64(st, 7, q->limit);
     if (q->category)
         sq_bind_text(st, 8, q->category);
-    for (size_t i = 0; q->event_types && i < q->n_event_types; i++)
+    for (size_t i = 0; q->event_types && !terminal && i < q->n_event_types; i++)
         sq_bind_text(st, (int)(10 + i), q->event_types[i]);
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # linear.bats — every view costs about what it reads (DESIGN, performance principles): on a
-# real mount of a DeerFlow-shaped database, history.jsonl of a thread takes at most 3x its
-# events.jsonl at two sizes, so a per-piece cost that grows with the thread (quadratic in
-# total) fails here. Byte counts are checked too, so a view that stops early cannot pass.
+# real mount of a DeerFlow-shaped database, history.jsonl and transcript.md of a thread take
+# at most 3x its events.jsonl at two sizes, so a per-piece cost that grows with the thread
+# (quadratic in total) fails here. Byte counts are checked too, so a view that stops early
+# cannot pass.
 load lib
 
 GEN=$BATS_TEST_DIRNAME/mkdeerflow.py
@@ -43,6 +44,30 @@ check() {
   # 0.4 n lines, so a view that stopped early fails.
   [ "$(wc -l < "$t/history.jsonl")" -gt $((n / 5)) ]
   awk -v h="$hi" -v e="$ev" 'BEGIN { exit !(h <= 3 * (e > 0.02 ? e : 0.02)) }'
+}
+
+# check_transcript THREAD EVENTS: transcript.md (its size, then its bytes: a first read
+# renders it twice) within 3x events.jsonl, on a fresh mount so neither is cached.
+check_transcript() {
+  local t=$MNT/threads/$1 n=$2 ev tr tr2
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  ev=$(secs cat "$t/events.jsonl")
+  tr=$(secs cat "$t/transcript.md")
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  tr2=$(secs cat "$t/transcript.md")
+  awk -v a="$tr2" -v b="$tr" 'BEGIN { exit !(a < b) }' && tr=$tr2
+  echo "# $n events: events.jsonl $ev s, transcript.md $tr s" >&3
+  # one heading per run (runs of 10 events), every size exact
+  [ "$(grep -c '^## Run ' "$t/transcript.md")" -eq $((n / 10)) ]
+  [ "$(stat -c %s "$t/transcript.md")" -eq "$(cat "$t/transcript.md" | wc -c)" ]
+  awk -v x="$tr" -v e="$ev" 'BEGIN { exit !(x <= 3 * (e > 0.02 ? e : 0.02)) }'
+}
+
+@test "transcript.md costs at most 3x events.jsonl at $SMALL and $BIG events" {
+  check_transcript small "$SMALL"
+  check_transcript big "$BIG"
 }
 
 @test "history.jsonl costs at most 3x events.jsonl at $SMALL and $BIG events" {

@@ -141,3 +141,22 @@ same_as_cat() {
   done
   [ "$(stat -c %s "$MNT/README")" -eq "$(wc -c < "$MNT/README")" ]
 }
+
+@test "a transcript.md longer than one read ends with the calls that got no result; its size is what a read returns" {
+  local tb=$MNT/threads/tb
+  mkdir -p "$tb/runs/r1"
+  python3 -c "
+import json
+text = 'a question long enough to fill the reads of a transcript quickly ' * 5
+for i in range(3000):
+    print(json.dumps({'event_type': 'llm.human.input', 'content': {'type': 'human', 'content': '%d %s' % (i, text), 'id': 'h%d' % i}, 'metadata': {'caller': 'lead_agent'}}))
+print(json.dumps({'event_type': 'llm.ai.response', 'content': {'type': 'ai', 'content': 'opening', 'id': 'a1', 'tool_calls': [{'id': 'c9', 'name': 'read_file', 'args': {'path': 'x.md'}}]}, 'metadata': {'caller': 'lead_agent', 'usage': {'total_tokens': 1}, 'latency_ms': 1, 'llm_call_index': 1}}))
+" > "$WORK/long.jsonl"
+  cat "$WORK/long.jsonl" >> "$tb/runs/r1/events.jsonl"
+  size=$(stat -c %s "$tb/transcript.md")
+  [ "$size" -gt 1000000 ]
+  [ "$(cat "$tb/transcript.md" | wc -c)" -eq "$size" ]
+  run tail -n 1 "$tb/transcript.md"
+  assert_output '- tool `read_file` {"path":"x.md"} -> (no result)'
+  "$RUNFS" cat "$STORE" threads/tb/transcript.md | cmp - "$tb/transcript.md"
+}
