@@ -403,7 +403,9 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
             return rs_err_set(err, -EINVAL, "category '%s' does not match '%s' for %s",
                               ev->category, want, ev->event_type);
     } else if (want) {
-        snprintf(ev->category, sizeof ev->category, "%s", want);
+        size_t wl = strnlen(want, RS_CATEGORY_MAX);
+        memcpy(ev->category, want, wl);
+        ev->category[wl] = '\0';
     } else
         return rs_err_set(err, -EINVAL,
                           "category is required for event type '%s', which the contract does "

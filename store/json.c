@@ -1035,6 +1035,15 @@ bad:
 
 double rs_json_number(const char *v, size_t len)
 {
+    /* An integer of at most 15 digits is exact in a double: strtod would say the same. */
+    size_t neg = len && v[0] == '-', i = neg;
+    if (len - neg >= 1 && len - neg <= 15) {
+        double d = 0;
+        while (i < len && v[i] >= '0' && v[i] <= '9')
+            d = d * 10 + (v[i++] - '0');
+        if (i == len)
+            return neg ? -d : d;
+    }
     char small[64];
     char *num = len < sizeof small ? small : malloc(len + 1);
     if (!num)

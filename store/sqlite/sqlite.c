@@ -402,6 +402,7 @@ int sq_commit(rs_backend *b, rs_err *err)
     if (rc) {
         sq_exec(b, "ROLLBACK", NULL);
         b->seen_version = -1;
+        b->last_put.version = -1;
     }
     pthread_mutex_unlock(&b->lock->mutex);
     return rc;
@@ -412,6 +413,7 @@ void sq_rollback(rs_backend *b)
     if (!sqlite3_get_autocommit(b->db))
         sq_exec(b, "ROLLBACK", NULL);
     b->seen_version = -1; /* what this transaction indexed is gone with it */
+    b->last_put.version = -1;
     pthread_mutex_unlock(&b->lock->mutex);
 }
 
@@ -871,6 +873,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         return rs_err_set(err, -ENOMEM, "out of memory");
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
+    b->last_put.version = -1;
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);
     b->read_only = opt->read_only;

@@ -437,6 +437,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
     if (rc || (version == b->seen_version && version >= 0))
         return rc;
+    b->last_put.version = -1; /* another writer changed the store: look again */
     int needed = 0;
     if ((rc = sq_needs_catch_up(b, &needed, err)) || !needed) {
         if (!rc)

@@ -27,6 +27,34 @@ typedef struct sq_stmt_slot {
     int busy;
 } sq_stmt_slot;
 
+/* Totals of a thread's or run's log (runfs_thread / runfs_run). */
+typedef struct sq_log {
+    int64_t key; /* thread_key or run_key */
+    int64_t size;
+    int64_t count;
+    int64_t messages;
+    int64_t last_seq;
+    int64_t mark_off;          /* offset of the log's last mark; -1: none yet */
+    int mixed;                 /* rows of more than one owner */
+    char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
+    int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
+    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
+    int noted_set;             /* ... when set: an indexing pass adds each owner once */
+} sq_log;
+
+/* The logs of a connection's last append, for its next append to the same run by the same
+ * owner: valid while the store is as that append left it (version is the data_version the
+ * connection had caught up to; a rollback or another writer's commit voids it). Then the
+ * totals, owners and next seq need no lookups. */
+typedef struct sq_last_put {
+    int64_t version; /* -1: empty */
+    char thread_id[RS_ID_MAX + 1];
+    char run_id[RS_ID_MAX + 1];
+    char user[RS_ID_MAX + 2]; /* sq_owner_key of the writer */
+    sq_log thr, run;
+    int64_t next_seq;
+} sq_last_put;
+
 struct rs_backend {
     sqlite3 *db;
     char *path;
@@ -51,6 +79,7 @@ struct rs_backend {
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
     int64_t index_done, index_total;
+    sq_last_put last_put;
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
@@ -112,21 +141,6 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
                   rs_cursor **out, rs_err *err);
 
 /* ---- sqlite_index.c ---- */
-
-/* Totals of a thread's or run's log (runfs_thread / runfs_run). */
-typedef struct sq_log {
-    int64_t key; /* thread_key or run_key */
-    int64_t size;
-    int64_t count;
-    int64_t messages;
-    int64_t last_seq;
-    int64_t mark_off;          /* offset of the log's last mark; -1: none yet */
-    int mixed;                 /* rows of more than one owner */
-    char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
-    int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
-    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
-    int noted_set;             /* ... when set: an indexing pass adds each owner once */
-} sq_log;
 
 const char *sq_owner_key(const char *user);
 /* Load the totals of a thread (run_id NULL) or run, creating them when create. */

@@ -194,6 +194,58 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
     return rc < 0 ? rc : 0;
 }
 
+/* The connection's last append when t continues it (same run, same owner) and the store
+ * is as it left it; else NULL. */
+static const sq_last_put *last_put_of(const rs_backend *b, const rs_target *t)
+{
+    const sq_last_put *lp = &b->last_put;
+    if (lp->version < 0 || lp->version != b->seen_version || strcmp(lp->thread_id, t->thread_id) ||
+        strcmp(lp->run_id, t->run_id) || strcmp(lp->user, sq_owner_key(t->user)))
+        return NULL;
+    return lp;
+}
+
+static void last_put_keep(rs_backend *b, const rs_target *t, const sq_log *thr, const sq_log *run,
+                          int64_t next_seq)
+{
+    sq_last_put *lp = &b->last_put;
+    const char *user = sq_owner_key(t->user);
+    lp->version = -1;
+    if (b->seen_version < 0 || strlen(t->thread_id) >= sizeof lp->thread_id ||
+        strlen(t->run_id) >= sizeof lp->run_id || strlen(user) >= sizeof lp->user)
+        return;
+    strcpy(lp->thread_id, t->thread_id);
+    strcpy(lp->run_id, t->run_id);
+    strcpy(lp->user, user);
+    lp->thr = *thr;
+    lp->run = *run;
+    lp->next_seq = next_seq;
+    lp->version = b->seen_version;
+}
+
+/* The logs an append starts from, its owner recorded in them, and its first seq: what the
+ * last append left when this one continues it, else looked up. */
+static int put_start(rs_backend *b, const rs_target *t, sq_log *thr, sq_log *run, int64_t *seq,
+                     rs_err *err)
+{
+    const sq_last_put *lp = last_put_of(b, t);
+    if (lp) {
+        *thr = lp->thr;
+        *run = lp->run;
+        *seq = lp->next_seq;
+        return 0;
+    }
+    int found, rc;
+    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, thr, &found, err)) ||
+        (rc = sq_log_load(b, t->thread_id, t->run_id, thr->key, 1, run, &found, err)) ||
+        (rc = sq_owner_add(b, thr->key, 0, t->user, err)) ||
+        (rc = sq_owner_add(b, thr->key, run->key, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, NULL, thr, t->user, err)) ||
+        (rc = sq_log_mix(b, t->thread_id, t->run_id, run, t->user, err)))
+        return rc;
+    return next_seq(b, t->thread_id, seq, err);
+}
+
 /* The rows of one append inside an open transaction: the logs' totals and marks, seqs,
  * idempotency keys, the inserts, the high-water mark. The canonical lines go to stored;
  * ids gets the run_events ids of the rows inserted, first and last (0, 0: none). */
@@ -201,19 +253,14 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
                     rs_buf *stored, rs_placement *at, int64_t ids[2], rs_err *err)
 {
     sq_log thr, run;
-    int found, rc;
-    rs_buf line = RS_BUF_INIT;
-    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
-        (rc = sq_log_load(b, t->thread_id, t->run_id, thr.key, 1, &run, &found, err)) ||
-        (rc = sq_owner_add(b, thr.key, 0, t->user, err)) ||
-        (rc = sq_owner_add(b, thr.key, run.key, t->user, err)) ||
-        (rc = sq_log_mix(b, t->thread_id, NULL, &thr, t->user, err)) ||
-        (rc = sq_log_mix(b, t->thread_id, t->run_id, &run, t->user, err)))
-        return rc;
     int64_t seq, last_id = 0;
+    rs_buf line = RS_BUF_INIT;
     ids[0] = ids[1] = 0;
-    if ((rc = next_seq(b, t->thread_id, &seq, err)))
+    int rc = put_start(b, t, &thr, &run, &seq, err);
+    if (rc) {
+        b->last_put.version = -1;
         return rc;
+    }
     int64_t run_start = run.size;
     if (at) {
         at->run_off = run.size;
@@ -257,6 +304,10 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
         last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
         rc = sq_caught_up(b, last_id, err);
+    if (rc)
+        b->last_put.version = -1;
+    else
+        last_put_keep(b, t, &thr, &run, seq);
     rs_buf_release(&line);
     return rc;
 }
@@ -318,10 +369,12 @@ static void put_group(rs_backend *b, sq_group_req *group)
             r->stored_len = r->stored ? r->stored->len : 0;
             if ((r->rc = sq_exec(b, "SAVEPOINT put", r->err)))
                 continue;
-            r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
+            if (!last_put_of(b, r->t))
+                r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
             if (!r->rc)
                 r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->ids, r->err);
             if (r->rc) {
+                b->last_put.version = -1;
                 sq_exec(b, "ROLLBACK TO put", NULL);
                 stored_trim(r->stored, r->stored_len);
             }
@@ -357,7 +410,8 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         return rc;
     size_t stored_len = stored ? stored->len : 0;
     int found;
-    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_access(b, t->thread_id, t->user, err)))
+    if ((rc = sq_catch_up(b, err)) ||
+        (!last_put_of(b, t) && (rc = sq_thread_access(b, t->thread_id, t->user, err))))
         goto fail;
     if (if_absent) {
         int other = 0;
@@ -432,6 +486,7 @@ int sq_release(rs_backend *b, const rs_target *t, const char *event_type)
 
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err)
 {
+    b->last_put.version = -1; /* it changes logs behind an append's back */
     int rc = sq_begin(b, err);
     if (rc)
         return rc;
@@ -464,6 +519,7 @@ static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t 
 /* delete_by_run (t->run_id set) or delete_by_thread. */
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
 {
+    b->last_put.version = -1; /* it changes logs behind an append's back */
     int rc = sq_begin(b, err);
     if (rc)
         return rc;
@@ -537,6 +593,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
               int64_t *skipped, rs_err *err)
 {
     *added = *skipped = 0;
+    b->last_put.version = -1;
     int rc = sq_begin(b, err);
     if (rc)
         return rc;

@@ -2784,6 +2784,42 @@ static void test_idempotency_keys(void **state)
     rs_buf_release(&out);
 }
 
+/* An append continues what the last one on its connection left (totals, owners, next seq)
+ * only while nothing else changed the store: another connection's append, a foreign delete,
+ * a refused append, another owner and a delete each leave the next append exact. */
+static void test_append_after_changes_elsewhere(void **state)
+{
+    (void)state;
+    rs_store *other = open_store(fx.db, 0, 0);
+    put("t1", "r1", "alice", ERR("x") ERR("x"));
+    put_in(other, "t1", "r1", "alice", ERR("x"));
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", "r1", 4 * 179, "1 2 3 4");
+    put_in(other, "t1", "r2", "alice", ERR("x"));
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", NULL, 6 * 179, "1 2 3 4 5 6");
+    assert_int_equal(raw_exec(fx.db, "DELETE FROM run_events WHERE seq = 6"), 0);
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", "r1", 5 * 179, "1 2 3 4 7");
+    /* a refused batch (its second line reuses a key for another event) leaves nothing */
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_err err = {0};
+    const char *keyed = KEYED("a", "k1");
+    assert_int_equal(rs_store_append(fx.s, &t, keyed, strlen(keyed), NULL, &err), 0);
+    const char *clash = ERR("x") KEYED("b", "k1");
+    assert_int_equal(rs_store_append(fx.s, &t, clash, strlen(clash), NULL, &err), -EEXIST);
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", "r1", 7 * 179, "1 2 3 4 7 8 9");
+    /* another owner's row makes the run mixed for both writers */
+    put_in(other, "t1", "r1", "bob", ERR("x"));
+    put("t1", "r1", "alice", ERR("x"));
+    assert_false(info_of("t1", "r1", "alice").exact);
+    delete_run("t1", "r1", NULL, 9);
+    put("t1", "r1", "alice", ERR("x"));
+    check_log("t1", "r1", 180, "12");
+    rs_store_close(other);
+}
+
 static void test_deerflow_line(void **state)
 {
     (void)state;
@@ -2834,6 +2870,7 @@ int main(void)
         T(test_byte_offsets),
         T(test_foreign_delete_reindexes),
         T(test_canonical_rows),
+        T(test_append_after_changes_elsewhere),
         T(test_create_thread_and_run),
         T(test_concurrent_threads),
         T(test_concurrent_processes),
