@@ -4,16 +4,31 @@
  * same transactions, seq read with MAX(seq) in the transaction), fed with rows already
  * serialised. runfs: the same events as JSONL through rs_store_append (parse, validate,
  * allocate seq, insert, index byte offsets). Each figure is the median of 3 runs of each side,
- * interleaved, printed with its ratio. */
+ * interleaved, printed with its ratio; puts also with the ratio of CPU time spent (user and
+ * system), which other work on the machine moves less than the wall clock. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "runstore.h"
+
+/* CPU seconds of this process, user and system: on a machine shared with other work, a
+ * steadier measure of what each side costs than the wall clock. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The CPU seconds of the last measured run (0: not measured). */
+static double last_cpu;
 
 static double now_s(void)
 {
@@ -213,10 +228,14 @@ static void store_batch(rs_store *s, const sample *samples, int from, int n, con
         die("store append", err.msg);
 }
 
-static void report(const char *what, double runfs_s, double plain_s, long items, const char *unit)
+static void report(const char *what, double runfs_s, double plain_s, long items, const char *unit,
+                   double runfs_cpu, double plain_cpu)
 {
-    printf("%-38s runfs %10.0f %s/s   sqlite %10.0f %s/s   ratio %.2fx\n", what, items / runfs_s,
+    printf("%-38s runfs %10.0f %s/s   sqlite %10.0f %s/s   ratio %.2fx", what, items / runfs_s,
            unit, items / plain_s, unit, plain_s / runfs_s);
+    if (runfs_cpu > 0 && plain_cpu > 0)
+        printf("   cpu ratio %.2fx", plain_cpu / runfs_cpu);
+    printf("\n");
 }
 
 /* What one figure measures: seconds for runfs (runfs = 1) or plain SQLite (0). */
@@ -243,14 +262,20 @@ static int cmp_double(const void *a, const void *b)
 static void figure(const char *what, measure_fn fn, bench *b, long items, const char *unit,
                    double *runfs_out)
 {
-    double r[3], p[3];
+    double r[3], p[3], rc[3], pc[3];
     for (int i = 0; i < 3; i++) {
+        last_cpu = 0;
         p[i] = fn(b, 0);
+        pc[i] = last_cpu;
+        last_cpu = 0;
         r[i] = fn(b, 1);
+        rc[i] = last_cpu;
     }
     qsort(r, 3, sizeof r[0], cmp_double);
     qsort(p, 3, sizeof p[0], cmp_double);
-    report(what, r[1], p[1], items, unit);
+    qsort(rc, 3, sizeof rc[0], cmp_double);
+    qsort(pc, 3, sizeof pc[0], cmp_double);
+    report(what, r[1], p[1], items, unit, rc[1], pc[1]);
     if (runfs_out)
         *runfs_out = r[1];
 }
@@ -262,18 +287,22 @@ static double measure_puts(bench *b, int runfs)
     if (!runfs) {
         plain p;
         plain_open(&p, b->pp);
+        double c0 = cpu_s();
         t0 = now_s();
         for (long i = 0; i < b->total; i += n)
             plain_batch(&p, b->samples, (int)(i % 1000), n, "thread-b", "run-b");
         double t = now_s() - t0;
+        last_cpu = cpu_s() - c0;
         plain_close(&p);
         return t;
     }
     rs_store *s = store_open(b->sp);
+    double c0 = cpu_s();
     t0 = now_s();
     for (long i = 0; i < b->total; i += n)
         store_batch(s, b->samples, (int)(i % 1000), n, "thread-b", "run-b", b->buf);
     double t = now_s() - t0;
+    last_cpu = cpu_s() - c0;
     rs_store_close(s);
     return t;
 }
