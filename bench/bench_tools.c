@@ -7,13 +7,15 @@
  *                                   the run's log and read its last 20 lines; median of 50
  *   bench_tools plain DB FILE       insert a JSONL file's lines into DeerFlow's table with plain
  *                                   prepared statements (one transaction per 1 MiB, like a
- *                                   write() through the mount); prints events/s */
+ *                                   write() through the mount); prints events/s and the CPU
+ *                                   milliseconds the process spent */
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,7 +185,11 @@ static int cmd_plain(const char *dbpath, const char *file)
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     double secs = (now_us() - t0) / 1e6;
-    printf("%.0f\n", seq / secs);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    printf("%.0f %.0f\n", seq / secs, cpu_ms);
     free(line);
     fclose(f);
     sqlite3_finalize(ins);
