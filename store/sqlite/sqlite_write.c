@@ -357,28 +357,36 @@ static void stored_trim(rs_buf *stored, size_t len)
 
 /* A group of appends in one transaction, each inside its own savepoint so that one that
  * fails (a full disk, a reused idempotency key) leaves the others whole. A failed commit
- * fails them all. */
+ * fails them all. An append alone needs no savepoint (a savepoint copies every page it
+ * changes first): when it fails, the transaction is rolled back. */
 static void put_group(rs_backend *b, sq_group_req *group)
 {
     rs_err e = {0};
+    int alone = group->next == NULL;
     int rc = sq_begin(b, &e);
     if (!rc && (rc = sq_catch_up(b, &e)))
         sq_rollback(b);
     if (!rc) {
         for (sq_group_req *r = group; r; r = r->next) {
             r->stored_len = r->stored ? r->stored->len : 0;
-            if ((r->rc = sq_exec(b, "SAVEPOINT put", r->err)))
+            if (!alone && (r->rc = sq_exec(b, "SAVEPOINT put", r->err)))
                 continue;
+            r->rc = 0;
             if (!last_put_of(b, r->t))
                 r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
             if (!r->rc)
                 r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->ids, r->err);
             if (r->rc) {
                 b->last_put.version = -1;
-                sq_exec(b, "ROLLBACK TO put", NULL);
                 stored_trim(r->stored, r->stored_len);
+                if (alone) {
+                    sq_rollback(b);
+                    return;
+                }
+                sq_exec(b, "ROLLBACK TO put", NULL);
             }
-            sq_exec(b, "RELEASE put", NULL);
+            if (!alone)
+                sq_exec(b, "RELEASE put", NULL);
         }
         if ((rc = canon_group(b, group, &e)))
             sq_rollback(b);
