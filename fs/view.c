@@ -312,6 +312,14 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         break;
     default: return 0;
     }
+    /* messages.jsonl: the store keeps its size beside the log (not on every backend, nor
+     * for an owner's share of a shared log). */
+    if (n->kind == RFS_T_MESSAGES || n->kind == RFS_R_MESSAGES) {
+        rc = rs_store_messages_size(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &st->size,
+                                    err);
+        if (rc)
+            return rc < 0 ? rc : 0;
+    }
     /* A view's size is its rendering, kept until the thread or run changes (info says). An
      * open (doc given) is about to render it anyway: it needs only to know it exists. */
     int filtered = n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK;

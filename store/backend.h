@@ -30,6 +30,14 @@ typedef struct rs_seal_row {
     char sealed_at[40];
 } rs_seal_row;
 
+/* What a log keeps beside its totals, so that views of it need no scan. */
+typedef struct rs_log_facts {
+    int known;            /* 0: not kept for this user (an owner's share of a shared log) */
+    int64_t msg_size;     /* bytes of messages.jsonl */
+    int64_t terminal_seq; /* runs: the first run.terminal (0: none) */
+    int64_t ws_seq;       /* runs: the workspace_changes workspace-changes.json shows (0: none) */
+} rs_log_facts;
+
 typedef struct rs_backend_ops {
     const char *name;
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
@@ -64,6 +72,10 @@ typedef struct rs_backend_ops {
                     rs_log_info *out, rs_err *err);
     int (*log_seek)(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                     rs_cursor **out, rs_err *err);
+    /* The facts of a thread's (run_id NULL) or run's log as user sees it; -ENOENT when it
+     * does not exist for user. NULL: the backend keeps none (views render to know). */
+    int (*log_facts)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                     rs_log_facts *out, rs_err *err);
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
                  const char *user, const char *const *singletons, size_t n_singletons,
                  rs_names **out, rs_err *err);

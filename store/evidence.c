@@ -201,8 +201,9 @@ static int count_after(rs_store *s, const rs_target *t, const char *user, int64_
 int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
 {
     rs_log_info info;
+    rs_log_facts facts;
     int rc = check_run(t, err);
-    if (rc || (rc = run_info(s, t, &info, err)))
+    if (rc || (rc = run_info(s, t, &info, err)) || (rc = rs_store_facts(s, t, &facts, err)))
         return rc;
     static const char *const types[] = {"run.terminal"};
     rs_query q = RS_QUERY_INIT;
@@ -212,6 +213,12 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
     q.event_types = types;
     q.n_event_types = 1;
     q.limit = 1;
+    /* A log that knows its terminal's seq is read at that seq (or past its end), not
+     * scanned. */
+    if (facts.known) {
+        q.after_seq = facts.terminal_seq ? facts.terminal_seq - 1 : info.last_seq;
+        q.before_seq = facts.terminal_seq ? facts.terminal_seq + 1 : 0;
+    }
     rs_cursor *cur;
     if ((rc = rs_store_query(s, &q, &cur, err)))
         return rc;

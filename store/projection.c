@@ -456,9 +456,19 @@ int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_
     q.limit = 10;
     if (!t->run_id)
         return rs_err_set(err, -EINVAL, "workspace changes need a run id");
-    rs_cursor *cur;
-    int rc = rs_store_query(s, &q, &cur, err);
+    rs_log_facts facts;
+    int rc = rs_store_facts(s, t, &facts, err);
+    if (rc == -ENOENT)
+        rc = 0; /* a run that is not there has no changes */
     if (rc)
+        return rc;
+    /* A log that knows which row is shown reads that one (none: the absent document). */
+    if (facts.known) {
+        q.after_seq = facts.ws_seq ? facts.ws_seq - 1 : INT64_MAX - 1;
+        q.before_seq = facts.ws_seq ? facts.ws_seq + 1 : 0;
+    }
+    rs_cursor *cur;
+    if ((rc = rs_store_query(s, &q, &cur, err)))
         return rc;
     scratch sc = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     int found = 0;

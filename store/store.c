@@ -429,6 +429,26 @@ int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, in
     return s->ops->log_seek(s->be, thread_id, run_id, off, out, err);
 }
 
+int rs_store_facts(rs_store *s, const rs_target *t, rs_log_facts *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_target(t, t->run_id != NULL, err);
+    if (rc || !s->ops->log_facts)
+        return rc;
+    return s->ops->log_facts(s->be, t->thread_id, t->run_id, t->user, out, err);
+}
+
+int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_id, const char *user,
+                           int64_t *size, rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id, .run_id = run_id, .user = user};
+    rs_log_facts facts;
+    int rc = rs_store_facts(s, &t, &facts, err);
+    if (!rc && facts.known)
+        *size = facts.msg_size;
+    return rc ? rc : facts.known;
+}
+
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
                    const char *user, rs_names **out, rs_err *err)
 {

@@ -17,4 +17,8 @@ struct rs_store {
     size_t n_singletons;
 };
 
+/* What t's log keeps beside its totals (see rs_log_facts); known 0 from a backend that keeps
+ * nothing. -ENOENT when the thread or run does not exist for t->user. */
+int rs_store_facts(rs_store *s, const rs_target *t, rs_log_facts *out, rs_err *err);
+
 #endif

@@ -276,6 +276,11 @@ int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, co
 /* Records of the log from the one holding byte offset off on (needs info.exact). */
 int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, int64_t off,
                       rs_cursor **out, rs_err *err);
+/* The exact size of the thread's (run_id NULL) or run's messages.jsonl as user sees it,
+ * kept by every write: 1 with *size set, 0 when the store does not keep it for this user
+ * (the view must be rendered to know), -ENOENT when the thread or run does not exist. */
+int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_id, const char *user,
+                           int64_t *size, rs_err *err);
 
 /* Names: threads, a thread's runs, a run's event types, task ids, singleton types. */
 typedef enum rs_names_kind {

@@ -19,7 +19,10 @@ static const char rs_schema_sql[] =
     "CREATE INDEX IF NOT EXISTS ix_events_thread_cat_seq ON run_events (thread_id, category, seq);\n"
     "CREATE INDEX IF NOT EXISTS ix_run_events_user_id ON run_events (user_id);\n"
     /* runfs side tables. A thread's and a run's byte log: per line its offsets and length,
-     * per thread/run the totals, so stat is O(1) and a seek is one index probe. */
+     * per thread/run the totals, so stat is O(1) and a seek is one index probe; msg_size is
+     * the bytes of its messages.jsonl. A run also keeps the seq of its first run.terminal
+     * (receipt.json) and, of its first ten workspace_changes, their number and the last's
+     * seq (workspace-changes.json): those documents read one row, not the run. */
     "CREATE TABLE IF NOT EXISTS runfs_thread (\n"
     "  thread_key INTEGER PRIMARY KEY,\n"
     "  thread_id TEXT NOT NULL UNIQUE,\n"
@@ -31,7 +34,8 @@ static const char rs_schema_sql[] =
     "  ctime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mtime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mark_off INTEGER NOT NULL DEFAULT -1,\n"
-    "  dirty INTEGER NOT NULL DEFAULT 0\n"
+    "  dirty INTEGER NOT NULL DEFAULT 0,\n"
+    "  msg_size INTEGER NOT NULL DEFAULT 0\n"
     ");\n"
     "CREATE INDEX IF NOT EXISTS runfs_thread_dirty ON runfs_thread (thread_key) WHERE dirty;\n"
     "CREATE TABLE IF NOT EXISTS runfs_run (\n"
@@ -46,6 +50,10 @@ static const char rs_schema_sql[] =
     "  ctime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mtime_ns INTEGER NOT NULL DEFAULT 0,\n"
     "  mark_off INTEGER NOT NULL DEFAULT -1,\n"
+    "  msg_size INTEGER NOT NULL DEFAULT 0,\n"
+    "  terminal_seq INTEGER NOT NULL DEFAULT 0,\n"
+    "  ws_count INTEGER NOT NULL DEFAULT 0,\n"
+    "  ws_seq INTEGER NOT NULL DEFAULT 0,\n"
     "  UNIQUE (thread_key, run_id)\n"
     ");\n"
     /* Owners present in a thread (run_key 0) or run; '' stands for rows without an owner. */
@@ -119,10 +127,10 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_canon SET hi = coalesce((SELECT max(id) FROM run_events), 0)\n"
     "    WHERE hi > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 2);\n";
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 3);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. */
-#define RS_SCHEMA_LAYOUT 2
+#define RS_SCHEMA_LAYOUT 3
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
  * blocked another's. Before the tables of rs_schema_sql are created, the old ones step
@@ -147,6 +155,13 @@ static const char rs_schema_migrate_copy_sql[] =
     "DROP TABLE runfs_hold_v1;\n"
     "DROP TABLE runfs_seal_v1;\n"
     "UPDATE runfs_meta SET value = 2 WHERE key = 'layout';\n";
+
+/* Layout 2 kept no view sizes or document seqs: the columns come (at zero) where missing,
+ * then every thread is indexed again to fill them (sq_open). */
+static const char *const rs_schema_columns3[][2] = {
+    {"runfs_thread", "msg_size"}, {"runfs_run", "msg_size"}, {"runfs_run", "terminal_seq"},
+    {"runfs_run", "ws_count"},    {"runfs_run", "ws_seq"},
+};
 
 /* run_events columns runfs reads and writes (DeerFlow's; a fork may add more). */
 static const char *const rs_schema_columns[] = {

@@ -514,6 +514,47 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     return 0;
 }
 
+/* Layout 3's columns where the tables lack them. */
+static int add_columns3(rs_backend *b, rs_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof rs_schema_columns3 / sizeof *rs_schema_columns3; i++) {
+        int64_t n = 0;
+        rc = sq_int(b, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?",
+                    rs_schema_columns3[i][0], rs_schema_columns3[i][1], &n, NULL, err);
+        if (rc || n)
+            continue;
+        rs_buf_reset(&b->sql);
+        if (rs_buf_addf(&b->sql, "ALTER TABLE %s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0",
+                        rs_schema_columns3[i][0], rs_schema_columns3[i][1]))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+        rc = sq_exec(b, b->sql.buf, err);
+    }
+    return rc ? rc : sq_exec(b, "UPDATE runfs_meta SET value = 3 WHERE key = 'layout'", err);
+}
+
+/* Every thread's logs indexed again from its rows (a layout that kept less). */
+static int reindex_all(rs_backend *b, rs_err *err)
+{
+    int64_t key = 0;
+    int rc;
+    for (;;) {
+        sqlite3_stmt *st;
+        rc = sq_step(b, &st, err, "reindex",
+                     "SELECT thread_key, thread_id FROM runfs_thread WHERE thread_key > ? "
+                     "ORDER BY thread_key LIMIT 1",
+                     "i", key);
+        if (rc <= 0)
+            return rc;
+        key = sqlite3_column_int64(st, 0);
+        char thread_id[RS_ID_MAX + 1];
+        snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        sq_stmt_done(b, st);
+        if ((rc = sq_thread_reindex(b, thread_id, key, err)))
+            return rc;
+    }
+}
+
 /* Reservations whose holder died (or is a zombie, or whose pid now names another process). */
 static void clear_stale_holds(rs_backend *b)
 {
@@ -744,8 +785,9 @@ static int mem_exec(rs_backend *b, const char *sql, rs_err *err)
 
 /* One statement of the schema, for the TEMP copy: runfs's tables (the byte logs always,
  * the others when the file lacks them) as TEMP tables, which shadow the file's; their
- * index and seed rows; nothing of DeerFlow's own tables, indexes or triggers. */
-static int mem_statement(rs_backend *b, const char *sql, size_t len, int old, rs_err *err)
+ * index and seed rows; nothing of DeerFlow's own tables, indexes or triggers. The file's
+ * layout: logs of another layout are built afresh, and so is everything of layout 1. */
+static int mem_statement(rs_backend *b, const char *sql, size_t len, int64_t layout, rs_err *err)
 {
     static const char create[] = "CREATE TABLE IF NOT EXISTS ";
     rs_buf *q = &b->sql;
@@ -762,7 +804,7 @@ static int mem_statement(rs_backend *b, const char *sql, size_t len, int old, rs
     snprintf(table, sizeof table, "%.*s", (int)nlen, name);
     int in_file, rc = table_exists(b, table, &in_file, err);
     int logs = is_mem_table(name, nlen);
-    if (old)
+    if (logs ? layout != RS_SCHEMA_LAYOUT : layout == 1)
         in_file = 0; /* an older layout's tables: built afresh, in this layout */
     if (rc || strncmp(table, "runfs_", 6) != 0 || (!logs && in_file))
         return rc;
@@ -778,7 +820,7 @@ static int mem_statement(rs_backend *b, const char *sql, size_t len, int old, rs
 }
 
 /* Each statement of sql in turn through mem_statement (a trigger is passed over whole). */
-static int mem_script(rs_backend *b, const char *sql, int old, rs_err *err)
+static int mem_script(rs_backend *b, const char *sql, int64_t layout, rs_err *err)
 {
     const char *p = sql;
     while (*p) {
@@ -789,7 +831,7 @@ static int mem_script(rs_backend *b, const char *sql, int old, rs_err *err)
         int trigger = strncmp(p, "CREATE TRIGGER", 14) == 0;
         const char *end = strstr(p, trigger ? "END;\n" : ";\n");
         end = end ? end + (trigger ? 5 : 2) : p + strlen(p);
-        int rc = trigger ? 0 : mem_statement(b, p, (size_t)(end - p), old, err);
+        int rc = trigger ? 0 : mem_statement(b, p, (size_t)(end - p), layout, err);
         if (rc)
             return rc;
         p = end;
@@ -817,16 +859,16 @@ static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
     if (rc)
         return rc;
     /* Layout 1 kept seals without an owner column: they are read through a copy. */
-    int old = layout > 0 && layout < RS_SCHEMA_LAYOUT;
     int has_hwm = 1;
-    if ((rc = mem_script(b, rs_schema_sql, old, err)) ||
-        (old && (rc = mem_exec(b,
-                               "INSERT INTO temp.runfs_seal (thread_id, run_id, owner, state, "
-                               "upper_seq, event_count, terminal_seq, digest, error, sealed_at) "
-                               "SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, "
-                               "event_count, terminal_seq, digest, error, sealed_at FROM "
-                               "main.runfs_seal",
-                               err))) ||
+    if ((rc = mem_script(b, rs_schema_sql, layout, err)) ||
+        (layout == 1 &&
+         (rc = mem_exec(b,
+                        "INSERT INTO temp.runfs_seal (thread_id, run_id, owner, state, "
+                        "upper_seq, event_count, terminal_seq, digest, error, sealed_at) "
+                        "SELECT thread_id, run_id, coalesce(user_id, ''), state, upper_seq, "
+                        "event_count, terminal_seq, digest, error, sealed_at FROM "
+                        "main.runfs_seal",
+                        err))) ||
         (rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)) ||
         (!has_hwm && (rc = mem_hwm(b, err))) || (rc = sq_catch_up(b, err))) {
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
@@ -973,7 +1015,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     int has_hwm;
     if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
         goto fail_tx;
-    int migrate = layout > 0 && layout < RS_SCHEMA_LAYOUT;
+    int migrate = layout == 1, sizes = layout == 1 || layout == 2;
     src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
     if (src == SQLITE_OK)
         src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
@@ -990,7 +1032,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         sqlite3_free(msg);
         goto fail_tx;
     }
-    if ((rc = sq_catch_up(b, err)))
+    if ((sizes && (rc = add_columns3(b, err))) || (rc = sq_catch_up(b, err)) ||
+        (sizes && (rc = reindex_all(b, err))))
         goto fail_tx;
     clear_stale_holds(b);
     if ((rc = sq_commit(b, err)))
@@ -1138,6 +1181,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .query = sq_query,
     .log_info = sq_log_info,
     .log_seek = sq_log_seek,
+    .log_facts = sq_log_facts,
     .names = sq_names,
     .count_messages = sq_count_messages,
     .last_visible_ai_seq = sq_last_visible_ai_seq,

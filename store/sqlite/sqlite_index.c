@@ -26,10 +26,10 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     sqlite3_stmt *st;
     const char *sel =
         run_id
-            ? "SELECT run_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_run "
-              "WHERE thread_key = ? AND run_id = ?"
-            : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off FROM runfs_thread "
-              "WHERE thread_id = ?";
+            ? "SELECT run_key, size, count, messages, last_seq, mixed, mark_off, msg_size, "
+              "terminal_seq, ws_count, ws_seq FROM runfs_run WHERE thread_key = ? AND run_id = ?"
+            : "SELECT thread_key, size, count, messages, last_seq, mixed, mark_off, msg_size, 0, 0, "
+              "0 FROM runfs_thread WHERE thread_id = ?";
     int rc = run_id ? sq_step(b, &st, err, "load", sel, "it", thread_key, run_id)
                     : sq_step(b, &st, err, "load", sel, "t", thread_id);
     if (rc < 0)
@@ -43,6 +43,10 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->last_seq = sqlite3_column_int64(st, 4);
         ls->mixed = sqlite3_column_int(st, 5);
         ls->mark_off = sqlite3_column_int64(st, 6);
+        ls->msg_size = sqlite3_column_int64(st, 7);
+        ls->terminal_seq = sqlite3_column_int64(st, 8);
+        ls->ws_count = sqlite3_column_int64(st, 9);
+        ls->ws_seq = sqlite3_column_int64(st, 10);
         ls->owner_known = 0;
         ls->noted_set = 0;
         sq_stmt_done(b, st);
@@ -71,14 +75,15 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
 int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 {
     const char *sql =
-        is_run
-            ? "UPDATE runfs_run SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
-              "mtime_ns = ?, mark_off = ? WHERE run_key = ?"
-            : "UPDATE runfs_thread SET size = ?, count = ?, messages = ?, last_seq = ?, mixed = ?, "
-              "mtime_ns = ?, mark_off = ? WHERE thread_key = ?";
-    int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiii", ls->size, ls->count,
+        is_run ? "UPDATE runfs_run SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
+                 "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9, terminal_seq = ?10, "
+                 "ws_count = ?11, ws_seq = ?12 WHERE run_key = ?8"
+               : "UPDATE runfs_thread SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
+                 "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9 WHERE thread_key = ?8";
+    int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiiiiiii", ls->size, ls->count,
                      ls->messages, ls->last_seq, (int64_t)ls->mixed, rs_clock_ns(CLOCK_REALTIME),
-                     ls->mark_off, ls->key);
+                     ls->mark_off, ls->key, ls->msg_size, ls->terminal_seq, ls->ws_count,
+                     ls->ws_seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -158,8 +163,11 @@ static int mark_insert(rs_backend *b, int64_t log_key, int64_t off, int64_t seq,
     return rc < 0 ? rc : 0;
 }
 
+/* workspace-changes.json shows the last of a run's first ten (DeerFlow's "latest"). */
+#define WS_FIRST 10
+
 static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq, size_t len,
-                       int message, rs_err *err)
+                       const char *event_type, int message, rs_err *err)
 {
     if (log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY) {
         int rc = mark_insert(b, log_key, log->size, seq, err);
@@ -170,16 +178,24 @@ static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq,
     log->size += (int64_t)len;
     log->count++;
     log->messages += message;
+    log->msg_size += message ? (int64_t)len : 0;
+    if (strcmp(event_type, "run.terminal") == 0 && (!log->terminal_seq || seq < log->terminal_seq))
+        log->terminal_seq = seq;
+    if (strcmp(event_type, "workspace_changes") == 0 && log->ws_count < WS_FIRST) {
+        log->ws_count++;
+        log->ws_seq = seq;
+    }
     if (seq > log->last_seq)
         log->last_seq = seq;
     return 0;
 }
 
-int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len, int message,
-                rs_err *err)
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
+                const char *event_type, const char *category, rs_err *err)
 {
-    int rc = log_advance(b, run, run->key, seq, len, message, err);
-    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
+    int message = strcmp(category, "message") == 0;
+    int rc = log_advance(b, run, run->key, seq, len, event_type, message, err);
+    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, event_type, message, err);
 }
 
 /* ---- catching up with other writers ---- */
@@ -339,8 +355,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
             (rc = owner_note(b, run, thr.key, run->key, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, NULL, &thr, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, row.run_id, run, row.user_id, err)) ||
-            (rc = sq_log_line(b, run, &thr, row.seq, line.len, strcmp(row.category, "message") == 0,
-                              err))) {
+            (rc =
+                 sq_log_line(b, run, &thr, row.seq, line.len, row.event_type, row.category, err))) {
             if (!run && !rc)
                 rc = -ENOMEM;
             break;
@@ -370,10 +386,11 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
         "runfs_run WHERE thread_key = ?1)";
     static const char zero_runs[] =
         "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
-        "mixed = 0 WHERE thread_key = ?1";
+        "mixed = 0, msg_size = 0, terminal_seq = 0, ws_count = 0, ws_seq = 0 "
+        "WHERE thread_key = ?1";
     static const char zero_thread[] =
         "UPDATE runfs_thread SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
-        "mixed = 0, dirty = 0 WHERE thread_key = ?1";
+        "mixed = 0, msg_size = 0, dirty = 0 WHERE thread_key = ?1";
     const char *steps[] = {drop_marks, zero_runs, zero_thread};
     int rc = 0;
     for (size_t i = 0; !rc && i < 3; i++)
@@ -602,6 +619,31 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
                 out->hwm = max;
         }
     }
+    return 0;
+}
+
+int sq_log_facts(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                 rs_log_facts *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    rs_log_info info;
+    int rc = sq_log_info(b, thread_id, run_id, user, &info, err);
+    if (rc || !info.exists || !info.exact)
+        return rc ? rc : info.exists ? 0 : -ENOENT;
+    sqlite3_stmt *st;
+    rc = sq_step(b, &st, err, "stat",
+                 run_id ? "SELECT r.msg_size, r.terminal_seq, r.ws_seq FROM runfs_thread t JOIN "
+                          "runfs_run r ON r.thread_key = t.thread_key WHERE t.thread_id = ? AND "
+                          "r.run_id = ?"
+                        : "SELECT msg_size, 0, 0 FROM runfs_thread WHERE thread_id = ?",
+                 "tt", thread_id, run_id);
+    if (rc <= 0)
+        return rc;
+    out->known = 1;
+    out->msg_size = sqlite3_column_int64(st, 0);
+    out->terminal_seq = sqlite3_column_int64(st, 1);
+    out->ws_seq = sqlite3_column_int64(st, 2);
+    sq_stmt_done(b, st);
     return 0;
 }
 

@@ -35,6 +35,10 @@ typedef struct sq_log {
     int64_t messages;
     int64_t last_seq;
     int64_t mark_off;          /* offset of the log's last mark; -1: none yet */
+    int64_t msg_size;          /* bytes of its messages.jsonl */
+    int64_t terminal_seq;      /* runs: seq of the first run.terminal (0: none) */
+    int64_t ws_count;          /* runs: workspace_changes rows, counted up to ten */
+    int64_t ws_seq;            /* runs: seq of the last of those (0: none) */
     int mixed;                 /* rows of more than one owner */
     char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
     int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
@@ -159,9 +163,10 @@ int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log 
 /* With owners_apart, a scoped owner (user not NULL) writes only in a thread that is new or
  * holds its rows or its mkdir: -EACCES otherwise. */
 int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_err *err);
-/* Account one stored line of len bytes in its run's and thread's logs (marks included). */
-int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len, int message,
-                rs_err *err);
+/* Account one stored line of len bytes, of event_type and category, in its run's and
+ * thread's logs (marks included). */
+int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
+                const char *event_type, const char *category, rs_err *err);
 /* Inside a write transaction: index rows other writers added, recompute threads they
  * deleted from. Cheap when there is nothing to do. */
 int sq_catch_up(rs_backend *b, rs_err *err);
@@ -174,6 +179,8 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err);
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
+int sq_log_facts(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                 rs_log_facts *out, rs_err *err);
 int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                 rs_cursor **out, rs_err *err);
 

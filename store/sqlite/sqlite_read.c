@@ -24,14 +24,20 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
      * partial index runfs_uq_terminal finds it instead of a walk through the run's rows. */
     int terminal = q->run_id && !newest && q->event_types && q->n_event_types == 1 &&
                    strcmp(q->event_types[0], "run.terminal") == 0;
+    /* A run's rows come from the run's index (linear in the run): the thread's category
+     * and owner indexes would walk the whole thread for them. */
+    int run = q->run_id != NULL;
     int rc;
     if ((newest && (rc = rs_buf_addstr(sql, "SELECT * FROM ("))) ||
         (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
                                  " FROM run_events e WHERE e.thread_id = ?1")) ||
         (q->run_id && (rc = rs_buf_addstr(sql, " AND e.run_id = ?2"))) ||
-        (q->user && (rc = rs_buf_addstr(sql, " AND e.user_id = ?3"))) ||
-        (q->messages_only && (rc = rs_buf_addstr(sql, " AND e.category = 'message'"))) ||
-        (q->category && (rc = rs_buf_addstr(sql, " AND e.category = ?8"))) ||
+        (q->user &&
+         (rc = rs_buf_addstr(sql, run ? " AND +e.user_id = ?3" : " AND e.user_id = ?3"))) ||
+        (q->messages_only && (rc = rs_buf_addstr(sql, run ? " AND +e.category = 'message'"
+                                                          : " AND e.category = 'message'"))) ||
+        (q->category &&
+         (rc = rs_buf_addstr(sql, run ? " AND +e.category = ?8" : " AND e.category = ?8"))) ||
         (q->task_id &&
          (rc = rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4"))) ||
         (q->after_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq > ?5"))) ||

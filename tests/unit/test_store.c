@@ -2543,6 +2543,121 @@ static void test_canonical_rows(void **state)
     rs_buf_release(&want);
 }
 
+#define WS(n)                                                                                      \
+    "{\"event_type\":\"workspace_changes\",\"content\":\"" #n " files changed\",\"metadata\":"    \
+    "{\"workspace_changes\":{\"version\":1,\"summary\":{\"created\":1,\"modified\":0,"            \
+    "\"deleted\":0,\"symlink_created\":0,\"additions\":" #n ",\"deletions\":0,"                   \
+    "\"truncated\":false},\"files\":[],\"limits\":{\"max_files\":200,\"max_scanned_files\":2000," \
+    "\"max_file_bytes_for_diff\":262144,\"max_total_diff_bytes\":1048576}}}," TS "}\n"
+
+/* messages.jsonl's size as the store keeps it equals its rendering, for the thread and each
+ * run, unscoped and for the owner. */
+static void check_messages_size(const char *thread, const char *const *runs, size_t n_runs)
+{
+    const char *users[] = {NULL, "alice"};
+    for (size_t u = 0; u < 2; u++)
+        for (size_t i = 0; i <= n_runs; i++) {
+            const char *run = i < n_runs ? runs[i] : NULL;
+            rs_query q = RS_QUERY_INIT;
+            q.thread_id = thread;
+            q.run_id = run;
+            q.user = users[u];
+            q.messages_only = 1;
+            rs_buf out = RS_BUF_INIT;
+            query_lines(&q, &out);
+            int64_t size = -1;
+            rs_err err = {0};
+            assert_int_equal(rs_store_messages_size(fx.s, thread, run, users[u], &size, &err), 1);
+            if (size != (int64_t)out.len)
+                fail_msg("%s/%s (%s): kept %lld, rendered %zu", thread, run ? run : "-",
+                         users[u] ? users[u] : "unscoped", (long long)size, out.len);
+            rs_buf_release(&out);
+        }
+}
+
+static char *workspace_doc(const char *run)
+{
+    rs_target t = tgt("t1", run, NULL);
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    assert_int_equal(rs_store_workspace_changes(fx.s, &t, &out, &err), 0);
+    size_t len;
+    return rs_buf_detach(&out, &len);
+}
+
+/* What the logs keep beside their totals: the bytes of messages.jsonl, the run's terminal
+ * (receipt.json) and the workspace change shown (the last of the first ten), through
+ * appends, another writer's rows and deletes, and a store of layout 2 catching up. */
+static void test_view_facts(void **state)
+{
+    (void)state;
+    const char *runs[] = {"r1", "r2", "r3"};
+    const char *term = TERMINAL("success", "false", "");
+    put("t1", "r1", "alice", START HUMAN("h1") AI("a1", "lead_agent") TOOL("c1", "t1") WS(1));
+    put("t1", "r2", "alice", HUMAN("h2") ERR("x") AI("a2", "lead_agent"));
+    put("t1", "r3", "alice", WS(1) WS(2) WS(3) WS(4) WS(5) WS(6));
+    put("t1", "r3", "alice", WS(7) WS(8) WS(9) WS(10) WS(11) HUMAN("h3"));
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_err err = {0};
+    assert_int_equal(rs_store_put_singleton(fx.s, &t, "run.terminal", term, strlen(term), 1,
+                                            NULL, &err),
+                     RS_CONFIRMED_NEW);
+    check_messages_size("t1", runs, 3);
+    int64_t size = 0;
+    assert_int_equal(rs_store_messages_size(fx.s, "t1", NULL, "bob", &size, &err), -ENOENT);
+    rs_buf out = RS_BUF_INIT;
+    assert_int_equal(rs_store_receipt(fx.s, &t, &out, &err), 0);
+    assert_non_null(strstr(out.buf, "\"terminal\":{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":21,"
+                                    "\"event_type\":\"run.terminal\""));
+    rs_buf_reset(&out);
+    t.run_id = "r2";
+    assert_int_equal(rs_store_receipt(fx.s, &t, &out, &err), 0);
+    assert_non_null(strstr(out.buf, "\"terminal\":null}"));
+    rs_buf_release(&out);
+    char *ws = workspace_doc("r3");
+    assert_non_null(strstr(ws, "\"additions\":10,"));
+    free(ws);
+    ws = workspace_doc("r2");
+    assert_non_null(strstr(ws, "\"available\":false"));
+    free(ws);
+
+    /* Another writer adds a message and deletes a run. */
+    assert_int_equal(
+        raw_exec(fx.db, "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+                        "category, content, event_metadata, seq, created_at) VALUES ('t1', 'r2', "
+                        "'alice', 'llm.human.input', 'message', '{\"type\": \"human\", "
+                        "\"content\": \"caf\\u00e9\"}', '{\"content_is_json\": true}', 40, "
+                        "'2026-01-02 03:04:05')"),
+        SQLITE_OK);
+    assert_int_equal(rs_store_refresh(fx.s, &err), 0);
+    check_messages_size("t1", runs, 3);
+    assert_int_equal(raw_exec(fx.db, "DELETE FROM run_events WHERE run_id = 'r1'"), SQLITE_OK);
+    assert_int_equal(rs_store_refresh(fx.s, &err), 0);
+    check_messages_size("t1", runs + 1, 2);
+
+    /* Layout 2 had none of it: an open fills it in. */
+    rs_store_close(fx.s);
+    fx.s = NULL;
+    assert_int_equal(raw_exec(fx.db, "ALTER TABLE runfs_thread DROP COLUMN msg_size;"
+                                     "ALTER TABLE runfs_run DROP COLUMN msg_size;"
+                                     "ALTER TABLE runfs_run DROP COLUMN terminal_seq;"
+                                     "ALTER TABLE runfs_run DROP COLUMN ws_count;"
+                                     "ALTER TABLE runfs_run DROP COLUMN ws_seq;"
+                                     "UPDATE runfs_meta SET value = 2 WHERE key = 'layout'"),
+                     SQLITE_OK);
+    rs_store *ro = open_store(fx.db, 0, 1);
+    rs_store *rw = open_store(fx.db, 0, 0);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 3);
+    for (int i = 0; i < 2; i++) {
+        fx.s = i ? rw : ro;
+        check_messages_size("t1", runs + 1, 2);
+        ws = workspace_doc("r3");
+        assert_non_null(strstr(ws, "\"additions\":10,"));
+        free(ws);
+    }
+    rs_store_close(ro);
+}
+
 /* ---- owners kept apart (a --user / --user-from-uid mount) ------------------------------------ */
 
 static rs_store *open_apart(void)
@@ -2710,7 +2825,7 @@ static void test_layout_migration(void **state)
     assert_int_equal(raw_exec(fx.db, to_v1), SQLITE_OK);
     fx.s = open_apart();
     rs_store *ap = fx.s;
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 2);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 3);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = 'alice'"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = ''"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_once WHERE owner = 'alice'"), 1);
@@ -2871,6 +2986,7 @@ int main(void)
         T(test_foreign_delete_reindexes),
         T(test_canonical_rows),
         T(test_append_after_changes_elsewhere),
+        T(test_view_facts),
         T(test_create_thread_and_run),
         T(test_concurrent_threads),
         T(test_concurrent_processes),
