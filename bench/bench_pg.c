@@ -4,7 +4,14 @@
  *                              JSONL file's lines inserted with a prepared statement, one
  *                              transaction per 100 rows; prints events/s
  *   bench_pg read URI THREAD RUN   read the run's rows (the columns runfs reads, seq order)
- *                              through a cursor, 1000 rows per fetch; prints milliseconds */
+ *                              through a cursor, 1000 rows per fetch; prints milliseconds
+ *   bench_pg single URI N      N one-row transactions into DeerFlow's run_events (a fresh
+ *                              database) with the synchronous_commit runfs's --sync normal
+ *                              sets, each as DeerFlow's writer makes it (BEGIN, the advisory
+ *                              lock, MAX(seq) and the high-water mark, INSERT, the high-water
+ *                              mark raised, COMMIT: a round trip each); then N of the bare
+ *                              minimum (one INSERT committing on its own: a round trip and
+ *                              the WAL flush); prints "p50 p99 p50 p99" in microseconds */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +35,26 @@ static int ok(PGconn *c, PGresult *r, const char *what)
     return 0;
 }
 
+/* DeerFlow's run_events with its indexes, and its high-water table. */
+static int create_tables(PGconn *c)
+{
+    return ok(c,
+              PQexec(c,
+                     "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, "
+                     "run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT "
+                     "NULL, category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata "
+                     "JSON NOT NULL, seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT "
+                     "NULL, PRIMARY KEY (id), CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, "
+                     "seq));"
+                     "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
+                     "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, "
+                     "seq);"
+                     "CREATE INDEX ix_run_events_user_id ON run_events (user_id);"
+                     "CREATE TABLE run_event_thread_seq (thread_id VARCHAR(64) PRIMARY KEY, seq "
+                     "BIGINT NOT NULL DEFAULT 0);"),
+              "schema");
+}
+
 static int cmd_insert(PGconn *c, const char *file)
 {
     FILE *f = fopen(file, "rb");
@@ -35,18 +62,7 @@ static int cmd_insert(PGconn *c, const char *file)
         perror(file);
         return 1;
     }
-    if (!ok(c,
-            PQexec(
-                c,
-                "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, "
-                "run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, "
-                "category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, "
-                "seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL, PRIMARY KEY (id), "
-                "CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq));"
-                "CREATE INDEX ix_events_run ON run_events (thread_id, run_id, seq);"
-                "CREATE INDEX ix_events_thread_cat_seq ON run_events (thread_id, category, seq);"
-                "CREATE INDEX ix_run_events_user_id ON run_events (user_id);"),
-            "schema") ||
+    if (!create_tables(c) ||
         !ok(c,
             PQprepare(c, "ins",
                       "INSERT INTO run_events (thread_id, run_id, event_type, "
@@ -120,11 +136,90 @@ static int cmd_read(PGconn *c, const char *thread, const char *run)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The p50 and p99 of lat[0..n), sorted in place. */
+static void print_percentiles(double *lat, long n)
+{
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    printf("%.0f %.0f", lat[n / 2], lat[(size_t)(n * 0.99)]);
+}
+
+static int cmd_single(PGconn *c, long n)
+{
+    static const char *const deerflow[] = {
+        "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)",
+        "SELECT greatest((SELECT MAX(seq) FROM run_events WHERE thread_id = $1), (SELECT seq "
+        "FROM run_event_thread_seq WHERE thread_id = $1))",
+        "INSERT INTO run_events (thread_id, run_id, event_type, category, content, "
+        "event_metadata, seq, created_at) VALUES ($1, 'r', 'llm.human.input', 'message', "
+        "$2, '{\"caller\":\"lead_agent\",\"content_is_json\":true,\"content_is_dict\":true}', "
+        "$3::integer, now())",
+        "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES ($1, $3::bigint) ON CONFLICT "
+        "(thread_id) DO UPDATE SET seq = greatest(run_event_thread_seq.seq, excluded.seq)",
+    };
+    static const char content[] = "{\"type\":\"human\",\"content\":\"the agent reads a "
+                                  "ledger and compares quarterly revenue figures before writing "
+                                  "a short summary for the user\",\"id\":\"h-1\"}";
+    if (!create_tables(c) || !ok(c, PQexec(c, "SET synchronous_commit = local"), "set"))
+        return 1;
+    char name[8];
+    static const Oid text3[3] = {25, 25, 25};
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        if (!ok(c, PQprepare(c, name, deerflow[i], i < 2 ? 1 : 3, text3), "prepare"))
+            return 1;
+    }
+    double *lat = calloc((size_t)n, sizeof *lat);
+    if (!lat)
+        return 1;
+    char seqbuf[24];
+    const char *vals[3] = {"t", content, seqbuf};
+    for (int mode = 0; mode < 2; mode++) {
+        vals[0] = mode ? "u" : "t";
+        for (long i = 0; i < n; i++) {
+            double t0 = now_ms();
+            snprintf(seqbuf, sizeof seqbuf, "%ld", i + 1);
+            int good;
+            if (mode) {
+                good = ok(c, PQexecPrepared(c, "s2", 3, vals, NULL, NULL, 0), "insert");
+            } else {
+                good = ok(c, PQexec(c, "BEGIN"), "begin");
+                for (int k = 0; good && k < 4; k++) {
+                    snprintf(name, sizeof name, "s%d", k);
+                    PGresult *r = PQexecPrepared(c, name, k < 2 ? 1 : 3, vals, NULL, NULL, 0);
+                    if (k == 1 && PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0))
+                        snprintf(seqbuf, sizeof seqbuf, "%lld", atoll(PQgetvalue(r, 0, 0)) + 1);
+                    good = ok(c, r, "statement");
+                }
+                good = good && ok(c, PQexec(c, "COMMIT"), "commit");
+            }
+            if (!good) {
+                free(lat);
+                return 1;
+            }
+            lat[i] = (now_ms() - t0) * 1000;
+        }
+        if (mode)
+            putchar(' ');
+        print_percentiles(lat, n);
+    }
+    putchar('\n');
+    free(lat);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4 || (strcmp(argv[1], "insert") != 0 && strcmp(argv[1], "read") != 0) ||
+    if (argc < 4 ||
+        (strcmp(argv[1], "insert") != 0 && strcmp(argv[1], "read") != 0 &&
+         strcmp(argv[1], "single") != 0) ||
         (strcmp(argv[1], "read") == 0 && argc < 5)) {
-        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN\n");
+        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN | single URI N\n");
         return 2;
     }
     PGconn *c = PQconnectdb(argv[2]);
@@ -133,8 +228,9 @@ int main(int argc, char **argv)
         PQfinish(c);
         return 1;
     }
-    int rc = strcmp(argv[1], "insert") == 0 ? cmd_insert(c, argv[3])
-                                            : cmd_read(c, argv[3], argv[4]);
+    int rc = strcmp(argv[1], "insert") == 0   ? cmd_insert(c, argv[3])
+             : strcmp(argv[1], "single") == 0 ? cmd_single(c, atol(argv[3]))
+                                              : cmd_read(c, argv[3], argv[4]);
     PQfinish(c);
     return rc;
 }

@@ -94,13 +94,9 @@ static int session_setup(rs_backend *b, rs_err *err)
     return rc;
 }
 
-/* Outside a transaction, a lost connection is made again (prepared statements with it). */
-static int ensure_conn(rs_backend *b, rs_err *err)
+/* A new session (prepared statements go with the old one). */
+static int conn_reset(rs_backend *b, rs_err *err)
 {
-    if (PQstatus(b->conn) == CONNECTION_OK)
-        return 0;
-    if (b->in_tx || b->read_tx)
-        return fail_conn(b, err, "query");
     PQreset(b->conn);
     if (PQstatus(b->conn) != CONNECTION_OK)
         return fail_conn(b, err, "reconnect");
@@ -111,21 +107,53 @@ static int ensure_conn(rs_backend *b, rs_err *err)
     return session_setup(b, err);
 }
 
+/* Outside a transaction, a lost connection is made again. */
+static int ensure_conn(rs_backend *b, rs_err *err)
+{
+    if (PQstatus(b->conn) == CONNECTION_OK)
+        return 0;
+    if (b->in_tx || b->read_tx)
+        return fail_conn(b, err, "query");
+    return conn_reset(b, err);
+}
+
+static pg_stmt_slot *stmt_cached(rs_backend *b, const char *sql)
+{
+    for (int i = 0; i < PG_STMT_CACHE; i++)
+        if (b->cache[i].sql && strcmp(b->cache[i].sql, sql) == 0)
+            return &b->cache[i];
+    return NULL;
+}
+
+static pg_stmt_slot *stmt_free_slot(rs_backend *b)
+{
+    for (int i = 0; i < PG_STMT_CACHE; i++)
+        if (!b->cache[i].sql)
+            return &b->cache[i];
+    return NULL;
+}
+
+/* Name slot for sql (the caller prepares it under that name). */
+static int stmt_claim(rs_backend *b, pg_stmt_slot *slot, const char *sql, rs_err *err)
+{
+    char *copy = strdup(sql);
+    if (!copy)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    snprintf(slot->name, sizeof slot->name, "rs%d", ++b->stmt_seq);
+    slot->sql = copy;
+    return 0;
+}
+
 /* The prepared statement for sql, preparing it on first use. */
 static int stmt_name(rs_backend *b, const char *sql, const pg_args *a, const char **name,
                      rs_err *err)
 {
-    pg_stmt_slot *slot = NULL;
-    for (int i = 0; i < PG_STMT_CACHE; i++) {
-        pg_stmt_slot *s = &b->cache[i];
-        if (s->sql && strcmp(s->sql, sql) == 0) {
-            *name = s->name;
-            return 0;
-        }
-        if (!s->sql && !slot)
-            slot = s;
+    pg_stmt_slot *slot = stmt_cached(b, sql);
+    if (slot) {
+        *name = slot->name;
+        return 0;
     }
-    if (!slot) {
+    if (!(slot = stmt_free_slot(b))) {
         /* Evict round-robin: the cache bounds memory, correctness never needs it. */
         slot = &b->cache[b->stmt_seq % PG_STMT_CACHE];
         char dealloc[40];
@@ -134,27 +162,140 @@ static int stmt_name(rs_backend *b, const char *sql, const pg_args *a, const cha
         free(slot->sql);
         slot->sql = NULL;
     }
-    char *copy = strdup(sql);
-    if (!copy)
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    snprintf(slot->name, sizeof slot->name, "rs%d", ++b->stmt_seq);
+    int rc = stmt_claim(b, slot, sql, err);
+    if (rc)
+        return rc;
     PGresult *r = PQprepare(b->conn, slot->name, sql, a ? a->n : 0, a ? a->types : NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        int rc = fail_result(b, r, err, "prepare");
+        rc = fail_result(b, r, err, "prepare");
         PQclear(r);
-        free(copy);
+        free(slot->sql);
+        slot->sql = NULL;
         return rc;
     }
     PQclear(r);
-    slot->sql = copy;
     *name = slot->name;
     return 0;
+}
+
+/* ---- pipelines ---- */
+
+int pg_pipe_start(rs_backend *b, rs_err *err)
+{
+    int rc = ensure_conn(b, err);
+    if (rc)
+        return rc;
+    if (!PQenterPipelineMode(b->conn))
+        return fail_conn(b, err, "pipeline");
+    b->piped = 1;
+    b->npipe = b->pipe_rc = b->pipe_commit = 0;
+    return 0;
+}
+
+static void pipe_note(rs_backend *b, PGresult **out, int slot)
+{
+    b->pipe[b->npipe].out = out;
+    b->pipe[b->npipe++].slot = slot;
+}
+
+/* Queue sql: prepared on first use (the preparation queued before it) while the cache has
+ * room, else sent unnamed; statements without parameters always go unnamed. */
+static int pipe_send(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err)
+{
+    if (b->pipe_rc)
+        return b->pipe_rc;
+    int rc = 0, sent;
+    if (b->npipe + 2 > PG_PIPE_MAX) {
+        rc = rs_err_set(err, -EIO, "query: more than %d statements in one pipeline", PG_PIPE_MAX);
+        goto out;
+    }
+    pg_stmt_slot *slot = a ? stmt_cached(b, sql) : NULL;
+    if (a && !slot && (slot = stmt_free_slot(b))) {
+        if ((rc = stmt_claim(b, slot, sql, err)))
+            goto out;
+        if (!PQsendPrepare(b->conn, slot->name, sql, a->n, a->types)) {
+            free(slot->sql);
+            slot->sql = NULL;
+            rc = fail_conn(b, err, "prepare");
+            goto out;
+        }
+        pipe_note(b, NULL, (int)(slot - b->cache));
+    }
+    sent = slot ? PQsendQueryPrepared(b->conn, slot->name, a->n, a->v, NULL, NULL, 0)
+                : PQsendQueryParams(b->conn, sql, a ? a->n : 0, a ? a->types : NULL,
+                                    a ? a->v : NULL, NULL, NULL, 0);
+    if (!sent)
+        rc = fail_conn(b, err, "query");
+    else
+        pipe_note(b, out, -1);
+out:
+    b->pipe_rc = rc;
+    return rc;
+}
+
+int pg_pipe_run(rs_backend *b, rs_err *err)
+{
+    int rc = b->pipe_rc, i;
+    if (PQpipelineSync(b->conn) != 1 && !rc)
+        rc = fail_conn(b, err, "query");
+    for (i = 0; i < b->npipe; i++) {
+        PGresult *r = PQgetResult(b->conn);
+        if (!r) {
+            if (!rc)
+                rc = fail_conn(b, err, "query");
+            break;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+            if (b->pipe[i].out) {
+                *b->pipe[i].out = r;
+                r = NULL;
+            }
+        } else {
+            int slot = b->pipe[i].slot;
+            if (slot >= 0) {
+                free(b->cache[slot].sql);
+                b->cache[slot].sql = NULL;
+            }
+            if (!rc)
+                rc = fail_result(b, r, err, slot >= 0 ? "prepare" : "query");
+        }
+        PQclear(r);
+        PQclear(PQgetResult(b->conn)); /* the NULL that ends each statement's results */
+    }
+    /* Up to the sync: what an aborted pipeline skipped, then the sync itself. */
+    PGresult *r;
+    int synced = 0;
+    while (!synced && (r = PQgetResult(b->conn))) {
+        synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+    }
+    b->piped = 0;
+    /* A session whose answers got out of step is not used again. */
+    if ((!synced || !PQexitPipelineMode(b->conn)) && PQstatus(b->conn) == CONNECTION_OK) {
+        if (!rc)
+            rc = rs_err_set(err, -EIO, "query: the pipeline ended out of step");
+        conn_reset(b, NULL);
+    }
+    if (rc) {
+        for (int k = 0; k < b->npipe; k++)
+            if (b->pipe[k].out && *b->pipe[k].out) {
+                PQclear(*b->pipe[k].out);
+                *b->pipe[k].out = NULL;
+            }
+    } else if (b->pipe_commit) {
+        b->in_tx = 0;
+    }
+    b->npipe = 0;
+    return rc;
 }
 
 int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err)
 {
     if (out)
         *out = NULL;
+    if (b->piped)
+        return pipe_send(b, sql, a, out, err);
     const char *name = NULL;
     int rc = ensure_conn(b, err);
     if (rc || (rc = stmt_name(b, sql, a, &name, err)))
@@ -228,7 +369,7 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
         return rs_err_set(err, -EBUSY, "a transaction is already open on this connection");
     pg_log_forget(b);
     int rc = ensure_conn(b, err);
-    if (rc || (rc = exec_plain(b, "BEGIN", err)))
+    if (rc || (rc = b->piped ? pg_run(b, "BEGIN", NULL, NULL, err) : exec_plain(b, "BEGIN", err)))
         return rc;
     b->in_tx = 1;
     if (thread_id && (rc = pg_lock_thread(b, thread_id, err)))
@@ -238,6 +379,10 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
 
 int pg_commit(rs_backend *b, rs_err *err)
 {
+    if (b->piped) {
+        b->pipe_commit = 1;
+        return pg_run(b, "COMMIT", NULL, NULL, err);
+    }
     int rc = exec_plain(b, "COMMIT", err);
     b->in_tx = 0;
     if (rc && PQstatus(b->conn) == CONNECTION_OK)
@@ -247,6 +392,8 @@ int pg_commit(rs_backend *b, rs_err *err)
 
 void pg_rollback(rs_backend *b)
 {
+    if (b->piped)
+        pg_pipe_run(b, NULL);
     if (PQstatus(b->conn) == CONNECTION_OK)
         exec_plain(b, "ROLLBACK", NULL);
     b->in_tx = 0;

@@ -3,6 +3,7 @@
  * (offset -> seq) so a seek renders at most that much. Rows other writers add or delete are
  * found through the triggers (runfs_thread.dirty) and indexed under the thread's lock. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ const char *pg_owner_key(const char *user)
     return user ? user : "";
 }
 
-static void log_from(pg_log *ls, const PGresult *r, int col)
+void pg_log_from(pg_log *ls, const PGresult *r, int col)
 {
     ls->key = pg_val_int(r, 0, col);
     ls->size = pg_val_int(r, 0, col + 1);
@@ -49,7 +50,7 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         return rc;
     *found = PQntuples(r) > 0;
     if (*found) {
-        log_from(ls, r, 0);
+        pg_log_from(ls, r, 0);
         ls->dirty = (int)pg_val_int(r, 0, 7);
     }
     PQclear(r);
@@ -135,37 +136,73 @@ static int owner_note(rs_backend *b, pg_log *log, int64_t thread_key, int64_t ru
     return rc;
 }
 
-static int log_advance(rs_backend *b, pg_log *log, int64_t log_key, int64_t seq, size_t len,
-                       int message, rs_err *err)
+/* Account a line of len bytes at seq; 1 when a mark at the line's offset is due first. */
+static int log_step(pg_log *log, int64_t seq, size_t len, int message, int64_t *mark_off)
 {
-    if (log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY) {
-        pg_args a = {.n = 0};
-        pg_arg_int(&a, log_key);
-        pg_arg_int(&a, log->size);
-        pg_arg_int(&a, seq);
-        int rc = pg_run(b,
-                        "INSERT INTO runfs_mark (log_key, off, seq) VALUES ($1, $2, $3) "
-                        "ON CONFLICT (log_key, off) DO UPDATE SET seq = excluded.seq",
-                        &a, NULL, err);
-        if (rc)
-            return rc;
-        log->mark_off = log->size;
-    }
+    int due = log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY;
+    if (due)
+        *mark_off = log->mark_off = log->size;
     log->size += (int64_t)len;
     log->count++;
     log->messages += message;
     if (seq > log->last_seq)
         log->last_seq = seq;
-    return 0;
+    return due;
+}
+
+static const char mark_sql[] =
+    "INSERT INTO runfs_mark (log_key, off, seq) SELECT * FROM unnest($1::bigint[], "
+    "$2::bigint[], $3::bigint[]) ON CONFLICT (log_key, off) DO UPDATE SET seq = excluded.seq";
+
+static int marks_add(pg_marks *m, int64_t log_key, int64_t off, int64_t seq)
+{
+    const char *sep = m->count++ ? "," : "{";
+    return rs_buf_addf(&m->keys, "%s%" PRId64, sep, log_key) ||
+                   rs_buf_addf(&m->offs, "%s%" PRId64, sep, off) ||
+                   rs_buf_addf(&m->seqs, "%s%" PRId64, sep, seq)
+               ? -ENOMEM
+               : 0;
 }
 
 int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
-                rs_err *err)
+                pg_marks *marks, rs_err *err)
 {
-    int rc = log_advance(b, run, run->key, seq, len, message, err);
-    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, message, err);
+    pg_marks now = PG_MARKS_INIT;
+    pg_marks *m = marks ? marks : &now;
+    int64_t off;
+    int rc = 0;
+    if (log_step(run, seq, len, message, &off))
+        rc = marks_add(m, run->key, off, seq);
+    if (!rc && log_step(thread, seq, len, message, &off))
+        rc = marks_add(m, -thread->key, off, seq);
+    if (rc)
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    else if (!marks)
+        rc = pg_marks_send(b, &now, err);
+    pg_marks_release(&now);
+    return rc;
 }
 
+void pg_marks_release(pg_marks *m)
+{
+    rs_buf_release(&m->keys);
+    rs_buf_release(&m->offs);
+    rs_buf_release(&m->seqs);
+}
+
+int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err)
+{
+    if (m->count == 0)
+        return 0;
+    pg_args a = {.n = 0};
+    rs_buf *arrays[] = {&m->keys, &m->offs, &m->seqs};
+    for (int i = 0; i < 3; i++) {
+        if (rs_buf_addch(arrays[i], '}'))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+        pg_arg_text(&a, arrays[i]->buf);
+    }
+    return pg_run(b, mark_sql, &a, NULL, err);
+}
 /* ---- catching up with other writers ---- */
 
 typedef struct run_set {
@@ -241,7 +278,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
         if ((rc = owner_note(b, thr, thr->key, 0, row->user_id, err)) ||
             (rc = owner_note(b, run, thr->key, run->key, row->user_id, err)) ||
             (rc = pg_log_line(b, run, thr, row->seq, rec->line_len,
-                              strcmp(row->category, "message") == 0, err)))
+                              strcmp(row->category, "message") == 0, NULL, err)))
             break;
         if (b->progress && (++b->index_done & 4095) == 0)
             b->progress(b->progress_ctx, b->index_done, 0);

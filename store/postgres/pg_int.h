@@ -16,6 +16,7 @@
 
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
+#define PG_PIPE_MAX 32 /* statements (and their first preparations) in one pipeline */
 
 typedef struct pg_stmt_slot {
     char *sql;
@@ -43,6 +44,13 @@ struct rs_backend {
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
     int64_t index_done;
+    /* A pipeline (pg_pipe_start .. pg_pipe_run): what each queued statement's result is
+     * for, in order; pipe_rc is the first failure to queue one. */
+    int piped, npipe, pipe_rc, pipe_commit;
+    struct {
+        PGresult **out; /* NULL: checked, then dropped */
+        int slot;       /* a preparation's cache slot, forgotten if it fails; -1 */
+    } pipe[PG_PIPE_MAX];
 };
 
 /* Parameters of one statement, as text ($1 = v[0]) typed text or bigint; numbers are
@@ -64,14 +72,22 @@ void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);
 /* Run sql (cached as a prepared statement) with a's parameters; *out (may be NULL: cleared)
  * holds the result on success. Errors map to an errno with PostgreSQL's reason; a lost
- * connection is -EIO and the next call outside a transaction reconnects. */
+ * connection is -EIO and the next call outside a transaction reconnects. Inside a pipeline
+ * it only queues the statement: *out is filled, and errors reported, by pg_pipe_run. */
 int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err);
+/* A pipeline: pg_run, pg_begin and pg_commit between pg_pipe_start and pg_pipe_run are sent
+ * together and answered in one round trip. pg_pipe_run waits for every answer and ends the
+ * pipeline: 0 when all succeeded (a queued COMMIT ended the transaction), else the first
+ * failure, every *out cleared, the transaction left for pg_rollback. */
+int pg_pipe_start(rs_backend *b, rs_err *err);
+int pg_pipe_run(rs_backend *b, rs_err *err);
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);
 /* A write transaction serialised with every writer of thread_id (DeerFlow's advisory lock
- * when thread_id is not NULL), then exactly one of pg_commit or pg_rollback. */
+ * when thread_id is not NULL), then exactly one of pg_commit or pg_rollback (either may be
+ * queued in a pipeline; pg_rollback ends one). */
 int pg_begin(rs_backend *b, const char *thread_id, rs_err *err);
 int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err);
 int pg_commit(rs_backend *b, rs_err *err);
@@ -103,8 +119,25 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
 int pg_log_store(rs_backend *b, int is_run, const pg_log *log, rs_err *err);
 int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *mixed,
                  rs_err *err);
+/* The log's columns (key, size, count, messages, last_seq, mixed, mark_off) from row 0 of r,
+ * starting at column col. */
+void pg_log_from(pg_log *ls, const PGresult *r, int col);
+/* Marks due while lines are accounted, kept to be written in one statement (array
+ * literals of the keys, offsets and seqs). */
+typedef struct pg_marks {
+    rs_buf keys, offs, seqs;
+    int count;
+} pg_marks;
+#define PG_MARKS_INIT \
+    { \
+        .keys = RS_BUF_INIT, .offs = RS_BUF_INIT, .seqs = RS_BUF_INIT \
+    }
+int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err);
+void pg_marks_release(pg_marks *m);
+/* Account a stored line in its run's and thread's logs; the marks it makes are written now
+ * (marks NULL) or added to marks. */
 int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
-                rs_err *err);
+                pg_marks *marks, rs_err *err);
 /* Inside a write transaction holding the thread's lock: index what other writers did to
  * the thread (thr loaded; reloaded after, *found 0 when it had no rows left and is gone). */
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);

@@ -283,6 +283,135 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
                   &a, NULL, err);
 }
 
+/* ---- plain appends in two round trips ----
+ * An append of lines without idempotency keys to a run that exists, whose owner already has
+ * rows there and whose thread holds nothing other writers left to index (the usual write):
+ * BEGIN, the lock and everything the append must know go in one pipeline; the rows (one
+ * statement), the marks, the logs, the high-water mark, the NOTIFY and COMMIT in a second. */
+
+static const char append_state_sql[] =
+    "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.mark_off, "
+    "r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.mark_off, t.dirty = 0 "
+    "AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 "
+    "AND o.owner = $3) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key "
+    "AND o.run_key = r.run_key AND o.owner = $3), greatest((SELECT MAX(seq) FROM run_events "
+    "WHERE thread_id = $1), (SELECT seq FROM run_event_thread_seq WHERE thread_id = $1)) "
+    "FROM runfs_thread t JOIN runfs_run r ON r.thread_key = t.thread_key AND r.run_id = $2 "
+    "WHERE t.thread_id = $1";
+
+static const char append_rows_sql[] =
+    "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
+    "event_metadata, seq, created_at) SELECT $1, $2, $3, x.event_type, x.category, x.content, "
+    "x.metadata::json, $4::bigint + x.i - 1, x.created::timestamp AT TIME ZONE 'UTC' FROM "
+    "unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY "
+    "AS x(event_type, category, content, metadata, created, i)";
+
+/* One element of an array literal, quoted. */
+static int array_add(rs_buf *arr, const char *s)
+{
+    int rc = rs_buf_addstr(arr, arr->len ? ",\"" : "{\"");
+    for (const char *p = s; !rc && *p; p++)
+        rc = ((*p == '"' || *p == '\\') && rs_buf_addch(arr, '\\')) || rs_buf_addch(arr, *p);
+    return rc ? rc : rs_buf_addch(arr, '"');
+}
+
+/* Every column of the rows but the ones all share, as array literals. */
+typedef struct append_rows {
+    rs_buf col[5]; /* event_type, category, content, metadata, created_at */
+} append_rows;
+
+static int rows_add(append_rows *rows, const rs_event *ev)
+{
+    const char *v[5] = {ev->event_type, ev->category, ev->content_db.buf, ev->metadata_db.buf,
+                        ev->created_db};
+    int rc = 0;
+    for (int i = 0; !rc && i < 5; i++)
+        rc = array_add(&rows->col[i], v[i]);
+    return rc;
+}
+
+/* Send BEGIN, the lock and the state query; *ready 1 when the plain way applies, with the
+ * logs loaded and *seq the first seq. The transaction stays open either way. */
+static int append_begin(rs_backend *b, const rs_target *t, pg_log *thr, pg_log *run, int64_t *seq,
+                        int *ready, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, pg_owner_key(t->user));
+    PGresult *r = NULL;
+    int rc = pg_pipe_start(b, err);
+    if (rc)
+        return rc;
+    if ((rc = pg_begin(b, t->thread_id, err)) || (rc = pg_run(b, append_state_sql, &a, &r, err)) ||
+        (rc = pg_pipe_run(b, err))) {
+        pg_rollback(b);
+        return rc;
+    }
+    *ready = PQntuples(r) > 0 && PQgetvalue(r, 0, 14)[0] == 't';
+    if (*ready) {
+        pg_log_from(thr, r, 0);
+        pg_log_from(run, r, 7);
+        *seq = pg_val_int(r, 0, 15) + 1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* The rest of a plain append, then COMMIT, in one pipeline. */
+static int append_finish(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                         pg_log *thr, pg_log *run, int64_t first, rs_buf *stored, rs_err *err)
+{
+    append_rows rows;
+    pg_marks marks = PG_MARKS_INIT;
+    rs_buf line = RS_BUF_INIT;
+    for (int i = 0; i < 5; i++)
+        rows.col[i] = (rs_buf)RS_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const rs_event *ev = evs[i];
+        rs_buf_reset(&line);
+        if ((rc = rs_event_line(&line, ev, first + (int64_t)i, t->user)) ||
+            (rc = pg_log_line(b, run, thr, first + (int64_t)i, line.len,
+                              strcmp(ev->category, "message") == 0, &marks, err)))
+            break;
+        if ((stored && rs_buf_add(stored, line.buf, line.len)) || rows_add(&rows, ev))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, t->user);
+    pg_arg_int(&a, first);
+    for (int i = 0; !rc && i < 5; i++) {
+        if (rs_buf_addch(&rows.col[i], '}'))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+        pg_arg_text(&a, rows.col[i].buf);
+    }
+    int64_t last = first + (int64_t)n - 1;
+    if (!rc && !(rc = pg_pipe_start(b, err)) &&
+        ((rc = pg_run(b, append_rows_sql, &a, NULL, err)) || (rc = pg_marks_send(b, &marks, err)) ||
+         (rc = pg_log_store(b, 1, run, err)) || (rc = pg_log_store(b, 0, thr, err)) ||
+         (rc = raise_floor(b, t->thread_id, last, err)) ||
+         (rc = notify(b, t->thread_id, last, err)) || (rc = pg_commit(b, err)) ||
+         (rc = pg_pipe_run(b, err))) &&
+        rc == -EEXIST)
+        rs_err_set(err, -EEXIST, "a line of this write already exists in run %s", t->run_id);
+    pg_marks_release(&marks);
+    rs_buf_release(&line);
+    for (int i = 0; i < 5; i++)
+        rs_buf_release(&rows.col[i]);
+    return rc;
+}
+
+static int has_keys(rs_event *const *evs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (evs[i]->idem_key[0])
+            return 1;
+    return 0;
+}
+
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
 {
@@ -290,17 +419,28 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         *created = 0;
     if (n == 0)
         return 0;
-    int rc = pg_begin(b, t->thread_id, err);
+    size_t stored_len = stored ? stored->len : 0;
+    pg_log thr, run;
+    int ready = 0, found, have_thread, rc;
+    int64_t seq;
+    rs_buf line = RS_BUF_INIT;
+    if (if_absent || has_keys(evs, n)) {
+        rc = pg_begin(b, t->thread_id, err);
+    } else if (!(rc = append_begin(b, t, &thr, &run, &seq, &ready, err)) && ready) {
+        if (at) {
+            at->run_off = run.size;
+            at->thread_off = thr.size;
+        }
+        if ((rc = append_finish(b, t, evs, n, &thr, &run, seq, stored, err)) == 0)
+            return 0;
+        goto fail;
+    }
     if (rc)
         return rc;
-    pg_log thr, run;
-    int found, have_thread;
     if ((rc = thread_enter(b, t, &thr, &have_thread, err))) {
         pg_rollback(b);
         return rc;
     }
-    size_t stored_len = stored ? stored->len : 0;
-    rs_buf line = RS_BUF_INIT;
     if (if_absent) {
         int other = 0;
         if ((rc = existing_load(b, t, evs[0]->event_type, existing, &found, err)))
@@ -322,7 +462,6 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
         (rc = pg_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
         goto fail;
-    int64_t seq;
     if ((rc = next_seq(b, t->thread_id, &seq, err)))
         goto fail;
     if (at) {
@@ -349,7 +488,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
             (rc = insert_event(b, t, ev, seq, err)) ||
             (rc = pg_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              err)) ||
+                              NULL, err)) ||
             (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
             goto fail;
         if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
