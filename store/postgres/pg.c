@@ -5,7 +5,9 @@
  * Every write transaction first takes DeerFlow's advisory lock on its thread, so runfs and
  * DeerFlow writers serialise per thread and seq is max(high-water, MAX(seq)) + 1 under it.
  * A lost connection fails what was in flight with EIO; the next call outside a transaction
- * reconnects. Reads stream through server-side cursors, a batch of rows at a time. */
+ * reconnects. Reads stream through server-side cursors, a batch of rows at a time. Statements
+ * that need no answer before the next one is sent go together in a libpq pipeline (one round
+ * trip): an append's transaction, a cursor's BEGIN, DECLARE and first FETCH. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -189,6 +191,7 @@ int pg_pipe_start(rs_backend *b, rs_err *err)
         return fail_conn(b, err, "pipeline");
     b->piped = 1;
     b->npipe = b->pipe_rc = b->pipe_commit = 0;
+    b->pipe_failed = -1;
     return 0;
 }
 
@@ -199,8 +202,10 @@ static void pipe_note(rs_backend *b, PGresult **out, int slot)
 }
 
 /* Queue sql: prepared on first use (the preparation queued before it) while the cache has
- * room, else sent unnamed; statements without parameters always go unnamed. */
-static int pipe_send(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_err *err)
+ * room and cache is set, else sent unnamed; statements without parameters always go
+ * unnamed. */
+static int pipe_send(rs_backend *b, const char *sql, const pg_args *a, int cache, PGresult **out,
+                     rs_err *err)
 {
     if (b->pipe_rc)
         return b->pipe_rc;
@@ -209,8 +214,8 @@ static int pipe_send(rs_backend *b, const char *sql, const pg_args *a, PGresult 
         rc = rs_err_set(err, -EIO, "query: more than %d statements in one pipeline", PG_PIPE_MAX);
         goto out;
     }
-    pg_stmt_slot *slot = a ? stmt_cached(b, sql) : NULL;
-    if (a && !slot && (slot = stmt_free_slot(b))) {
+    pg_stmt_slot *slot = a && cache ? stmt_cached(b, sql) : NULL;
+    if (a && cache && !slot && (slot = stmt_free_slot(b))) {
         if ((rc = stmt_claim(b, slot, sql, err)))
             goto out;
         if (!PQsendPrepare(b->conn, slot->name, sql, a->n, a->types)) {
@@ -257,8 +262,10 @@ int pg_pipe_run(rs_backend *b, rs_err *err)
                 free(b->cache[slot].sql);
                 b->cache[slot].sql = NULL;
             }
-            if (!rc)
+            if (!rc) {
                 rc = fail_result(b, r, err, slot >= 0 ? "prepare" : "query");
+                b->pipe_failed = i;
+            }
         }
         PQclear(r);
         PQclear(PQgetResult(b->conn)); /* the NULL that ends each statement's results */
@@ -277,15 +284,8 @@ int pg_pipe_run(rs_backend *b, rs_err *err)
             rc = rs_err_set(err, -EIO, "query: the pipeline ended out of step");
         conn_reset(b, NULL);
     }
-    if (rc) {
-        for (int k = 0; k < b->npipe; k++)
-            if (b->pipe[k].out && *b->pipe[k].out) {
-                PQclear(*b->pipe[k].out);
-                *b->pipe[k].out = NULL;
-            }
-    } else if (b->pipe_commit) {
+    if (!rc && b->pipe_commit)
         b->in_tx = 0;
-    }
     b->npipe = 0;
     return rc;
 }
@@ -295,7 +295,7 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
     if (out)
         *out = NULL;
     if (b->piped)
-        return pipe_send(b, sql, a, out, err);
+        return pipe_send(b, sql, a, 1, out, err);
     const char *name = NULL;
     int rc = ensure_conn(b, err);
     if (rc || (rc = stmt_name(b, sql, a, &name, err)))
@@ -417,18 +417,9 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
 
 /* ---- cursors ---- */
 
-static int cursor_fetch(pg_cursor *c)
+/* The batch of rows a FETCH returned. */
+static void cursor_batch(pg_cursor *c, PGresult *r)
 {
-    PQclear(c->res);
-    c->res = NULL;
-    char sql[64];
-    snprintf(sql, sizeof sql, "FETCH %d FROM %s", c->batch, c->name);
-    PGresult *r = PQexec(c->b->conn, sql);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = fail_result(c->b, r, NULL, "read");
-        PQclear(r);
-        return rc;
-    }
     c->res = r;
     c->row = 0;
     c->nrows = PQntuples(r);
@@ -436,6 +427,26 @@ static int cursor_fetch(pg_cursor *c)
     /* A first batch answers a lookup quickly; a long read gets larger ones. */
     if (c->batch < 2048)
         c->batch *= 4;
+}
+
+static void fetch_sql(const pg_cursor *c, char *sql, size_t cap)
+{
+    snprintf(sql, cap, "FETCH %d FROM %s", c->batch, c->name);
+}
+
+static int cursor_fetch(pg_cursor *c)
+{
+    PQclear(c->res);
+    c->res = NULL;
+    char sql[64];
+    fetch_sql(c, sql, sizeof sql);
+    PGresult *r = PQexec(c->b->conn, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = fail_result(c->b, r, NULL, "read");
+        PQclear(r);
+        return rc;
+    }
+    cursor_batch(c, r);
     return 0;
 }
 
@@ -464,13 +475,13 @@ static void cursor_free(rs_cursor *base)
     pg_cursor *c = (pg_cursor *)base;
     rs_backend *b = c->b;
     PQclear(c->res);
+    /* The COMMIT of the read transaction closes the cursor too. */
+    int commit = c->own_tx && --b->read_tx == 0 && !b->in_tx;
     if (PQstatus(b->conn) == CONNECTION_OK) {
         char sql[48];
         snprintf(sql, sizeof sql, "CLOSE %s", c->name);
-        exec_plain(b, sql, NULL);
+        exec_plain(b, commit ? "COMMIT" : sql, NULL);
     }
-    if (c->own_tx && --b->read_tx == 0 && !b->in_tx && PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "COMMIT", NULL);
     rs_buf_release(&base->line);
     free(c);
 }
@@ -480,52 +491,48 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
 {
     pg_cursor *c = calloc(1, sizeof *c);
     rs_buf decl = RS_BUF_INIT;
-    int rc = ensure_conn(b, err);
-    if (rc)
-        goto fail;
-    if (!c) {
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
-        goto fail;
+    if (!c)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    c->b = b;
+    c->batch = 64;
+    snprintf(c->name, sizeof c->name, "rc%d", ++b->cursor_seq);
+    if (rs_buf_addf(&decl, "DECLARE %s NO SCROLL CURSOR FOR %s", c->name, sql)) {
+        free(c);
+        return rs_err_set(err, -ENOMEM, "out of memory");
     }
     /* Cursors live in a transaction: the caller's write transaction, or a read one that the
-     * last cursor closed commits. */
+     * last cursor closed commits. BEGIN, DECLARE and the first FETCH go in one pipeline. */
+    int begin = !b->in_tx && b->read_tx == 0;
+    char fetch[64];
+    fetch_sql(c, fetch, sizeof fetch);
+    PGresult *r = NULL;
+    int rc = pg_pipe_start(b, err);
+    if (!rc && !(rc = begin ? pg_run(b, "BEGIN", NULL, NULL, err) : 0) &&
+        !(rc = pipe_send(b, decl.buf, a, 0, NULL, err)) && !(rc = pg_run(b, fetch, NULL, &r, err)))
+        rc = pg_pipe_run(b, err);
+    else if (b->piped)
+        pg_pipe_run(b, NULL);
+    rs_buf_release(&decl);
+    if (rc) {
+        PQclear(r);
+        if (begin && PQstatus(b->conn) == CONNECTION_OK)
+            exec_plain(b, "ROLLBACK", NULL);
+        free(c);
+        return rc;
+    }
     if (!b->in_tx) {
-        if (b->read_tx == 0 && (rc = exec_plain(b, "BEGIN", err)))
-            goto fail;
         b->read_tx++;
         c->own_tx = 1;
     }
-    snprintf(c->name, sizeof c->name, "rc%d", ++b->cursor_seq);
-    if (rs_buf_addf(&decl, "DECLARE %s NO SCROLL CURSOR FOR %s", c->name, sql)) {
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
-        goto fail_tx;
-    }
-    PGresult *r = PQexecParams(b->conn, decl.buf, a ? a->n : 0, a ? a->types : NULL,
-                               a ? a->v : NULL, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rc = fail_result(b, r, err, "query");
-        PQclear(r);
-        goto fail_tx;
-    }
-    PQclear(r);
-    rs_buf_release(&decl);
+    cursor_batch(c, r);
     c->base.next = cursor_next;
     c->base.free = cursor_free;
     c->base.line = (rs_buf)RS_BUF_INIT;
-    c->b = b;
-    c->batch = 64;
     c->log = log;
     c->next_off = start_off;
     c->skip_to = skip_to;
     *out = &c->base;
     return 0;
-fail_tx:
-    if (c->own_tx && --b->read_tx == 0 && PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "ROLLBACK", NULL);
-fail:
-    rs_buf_release(&decl);
-    free(c);
-    return rc;
 }
 
 /* ---- opening ---- */
@@ -676,6 +683,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);
     b->read_only = opt->read_only;
+    b->dirty_seen = -1;
     b->sync_full = opt->sync_full;
     b->owners_apart = opt->owners_apart;
     b->progress = opt->progress;
@@ -779,7 +787,8 @@ static int pg_data_version(rs_backend *b, int64_t *version)
                NULL, &r, NULL))
         return -EIO;
     int64_t v = pg_val_int(r, 0, 0);
-    v = v * 1000003 + pg_val_int(r, 0, 1);
+    b->dirty_seen = pg_val_int(r, 0, 1);
+    v = v * 1000003 + b->dirty_seen;
     v = v * 1000003 + b->notified;
     PQclear(r);
     *version = v;
@@ -788,7 +797,8 @@ static int pg_data_version(rs_backend *b, int64_t *version)
 
 static int pg_refresh(rs_backend *b, rs_err *err)
 {
-    return pg_catch_up_all(b, err);
+    /* The probe just counted no thread to index: a row marked since moves the next probe. */
+    return b->dirty_seen == 0 ? 0 : pg_catch_up_all(b, err);
 }
 
 const rs_backend_ops rs_pg_backend = {

@@ -440,18 +440,21 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     pg_arg_text(&a, thread_id);
     if (run_id)
         pg_arg_text(&a, run_id);
+    /* A thread's high-water mark and highest seq come with it: one round trip. */
     const char *sql =
         run_id
             ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
               "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
               "t.thread_key WHERE t.thread_id = $1 AND r.run_id = $2"
             : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
-              "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = $1";
+              "t.mtime_ns, t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
+              "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1) FROM runfs_thread t "
+              "WHERE t.thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)
         return rc;
-    int64_t key = 0, thread_key = 0;
+    int64_t key = 0, thread_key = 0, floor = 0, max = 0;
     int mixed = 0;
     if (PQntuples(r) > 0) {
         key = pg_val_int(r, 0, 0);
@@ -463,6 +466,10 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
         out->ctime_ns = pg_val_int(r, 0, 6);
         out->mtime_ns = pg_val_int(r, 0, 7);
         thread_key = pg_val_int(r, 0, 8);
+        if (!run_id) {
+            floor = pg_val_int(r, 0, 9);
+            max = pg_val_int(r, 0, 10);
+        }
         out->exists = 1;
     }
     PQclear(r);
@@ -498,19 +505,9 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
         }
     }
     if (!run_id) {
-        int64_t floor = 0;
-        if ((rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id,
-                         NULL, &floor, NULL, err)))
-            return rc;
         out->hwm = floor > out->last_seq ? floor : out->last_seq;
-        if (!user || out->exact) {
-            int64_t max = 0;
-            if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", thread_id,
-                             NULL, &max, NULL, err)))
-                return rc;
-            if (max > out->hwm)
-                out->hwm = max;
-        }
+        if ((!user || out->exact) && max > out->hwm)
+            out->hwm = max;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 /* pg_int.h — what the PostgreSQL backend's files share (never included outside store/).
- *   pg.c        connections (reconnect, session set-up), statements, transactions, cursors,
- *               the change feed (NOTIFY/LISTEN and the poll) and the ops table
+ *   pg.c        connections (reconnect, session set-up), statements, pipelines,
+ *               transactions, cursors, the change feed (NOTIFY/LISTEN and the poll) and the
+ *               ops table
  *   pg_index.c  the byte logs (totals, owners, offset marks), catching up on rows other
  *               writers added or deleted (found through the runfs_note_* triggers),
  *               log_info and log_seek
@@ -17,6 +18,28 @@
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
 #define PG_PIPE_MAX 32 /* statements (and their first preparations) in one pipeline */
+
+/* The byte log of one thread or run as stored in runfs_thread / runfs_run. */
+typedef struct pg_log {
+    int64_t key; /* thread_key or run_key */
+    int64_t size;
+    int64_t count;
+    int64_t messages;
+    int64_t last_seq;
+    int64_t mark_off; /* offset of the log's last mark; -1: none yet */
+    int mixed;
+    int dirty;                 /* threads: 1 rows deleted by others, 2 rows added by others */
+    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
+    int noted_set;             /* ... when set: an indexing pass adds each owner once */
+} pg_log;
+
+/* Where this connection's last plain append left its thread and run (pg_write.c). */
+typedef struct pg_tail {
+    int valid;
+    char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1], owner[RS_ID_MAX + 1];
+    pg_log thr, run;
+    int64_t last; /* the thread's highest seq given out */
+} pg_tail;
 
 typedef struct pg_stmt_slot {
     char *sql;
@@ -38,15 +61,18 @@ struct rs_backend {
     int stmt_seq;
     int listening;        /* LISTEN is part of this connection's session */
     int64_t notified;     /* notifications received (the change feed) */
+    int64_t dirty_seen;   /* threads to index at the last probe (-1: not probed) */
     rs_buf sql;           /* scratch for built statements */
     struct pg_page *held; /* a sequential log read's page, kept between reads */
     /* rs_options.progress, set while pg_open runs; the rows catch-up indexed. */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
     int64_t index_done;
+    pg_tail tail;
     /* A pipeline (pg_pipe_start .. pg_pipe_run): what each queued statement's result is
-     * for, in order; pipe_rc is the first failure to queue one. */
-    int piped, npipe, pipe_rc, pipe_commit;
+     * for, in order; pipe_rc is the first failure to queue one, pipe_failed the index of
+     * the first that failed (-1: none). */
+    int piped, npipe, pipe_rc, pipe_commit, pipe_failed;
     struct {
         PGresult **out; /* NULL: checked, then dropped */
         int slot;       /* a preparation's cache slot, forgotten if it fails; -1 */
@@ -78,7 +104,9 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
 /* A pipeline: pg_run, pg_begin and pg_commit between pg_pipe_start and pg_pipe_run are sent
  * together and answered in one round trip. pg_pipe_run waits for every answer and ends the
  * pipeline: 0 when all succeeded (a queued COMMIT ended the transaction), else the first
- * failure, every *out cleared, the transaction left for pg_rollback. */
+ * failure (the statements after it skipped; b->pipe_failed says which), the transaction
+ * left for pg_rollback. *out is set for each statement that succeeded (the caller clears
+ * it). */
 int pg_pipe_start(rs_backend *b, rs_err *err);
 int pg_pipe_run(rs_backend *b, rs_err *err);
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
@@ -100,18 +128,6 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
                   int64_t skip_to, rs_cursor **out, rs_err *err);
 
 /* ---- pg_index.c ---- */
-typedef struct pg_log {
-    int64_t key; /* thread_key or run_key */
-    int64_t size;
-    int64_t count;
-    int64_t messages;
-    int64_t last_seq;
-    int64_t mark_off; /* offset of the log's last mark; -1: none yet */
-    int mixed;
-    int dirty;                 /* threads: 1 rows deleted by others, 2 rows added by others */
-    char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
-    int noted_set;             /* ... when set: an indexing pass adds each owner once */
-} pg_log;
 
 const char *pg_owner_key(const char *user);
 int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_t thread_key,

@@ -283,21 +283,34 @@ static int idem_record(rs_backend *b, const char *thread_id, const char *key, in
                   &a, NULL, err);
 }
 
-/* ---- plain appends in two round trips ----
+/* ---- plain appends in one round trip ----
  * An append of lines without idempotency keys to a run that exists, whose owner already has
- * rows there and whose thread holds nothing other writers left to index (the usual write):
- * BEGIN, the lock and everything the append must know go in one pipeline; the rows (one
- * statement), the marks, the logs, the high-water mark, the NOTIFY and COMMIT in a second. */
+ * rows there and whose thread holds nothing other writers left to index (the usual write)
+ * goes in one pipeline: BEGIN, the lock, the state the append depends on, then (under a
+ * savepoint) a guard that the state is what this connection's last append of the run left,
+ * the rows (one statement), the marks, the logs, the high-water mark, the NOTIFY and COMMIT.
+ * When another writer came between, the guard fails, which skips the rest; the state read
+ * under the lock says how to redo it: back to the savepoint and the writes again, a second
+ * round trip. Without a guess (the connection's first append of the run) the state is read
+ * first: two round trips. */
 
-static const char append_state_sql[] =
-    "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.mark_off, "
-    "r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.mark_off, t.dirty = 0 "
-    "AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 "
-    "AND o.owner = $3) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key "
-    "AND o.run_key = r.run_key AND o.owner = $3), greatest((SELECT MAX(seq) FROM run_events "
-    "WHERE thread_id = $1), (SELECT seq FROM run_event_thread_seq WHERE thread_id = $1)) "
-    "FROM runfs_thread t JOIN runfs_run r ON r.thread_key = t.thread_key AND r.run_id = $2 "
-    "WHERE t.thread_id = $1";
+#define APPEND_STATE \
+    "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.mark_off, " \
+    "r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.mark_off, t.dirty = 0 " \
+    "AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = " \
+    "0 AND o.owner = $3) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = " \
+    "t.thread_key AND o.run_key = r.run_key AND o.owner = $3), coalesce(greatest((SELECT " \
+    "MAX(seq) FROM run_events WHERE thread_id = $1), (SELECT seq FROM run_event_thread_seq " \
+    "WHERE thread_id = $1)), 0) FROM runfs_thread t JOIN runfs_run r ON r.thread_key = " \
+    "t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
+
+/* Division by zero (not a constant the planner would fold) unless the state is the guess. */
+static const char append_guard_sql[] =
+    "SELECT 1 / count(*)::int FROM (" APPEND_STATE ") s(tk, ts, tc, tm, tl, tx, tmo, rk, rs, rc, "
+    "rm, rl, rx, rmo, ready, last) WHERE ready AND (tk, ts, tc, tm, tl, tx, tmo, rk, rs, rc, rm, "
+    "rl, rx, rmo, last) = ($4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::bigint, "
+    "$9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::bigint, "
+    "$16::bigint, $17::bigint, $18::bigint)";
 
 static const char append_rows_sql[] =
     "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
@@ -330,52 +343,89 @@ static int rows_add(append_rows *rows, const rs_event *ev)
     return rc;
 }
 
-/* Send BEGIN, the lock and the state query; *ready 1 when the plain way applies, with the
- * logs loaded and *seq the first seq. The transaction stays open either way. */
-static int append_begin(rs_backend *b, const rs_target *t, pg_log *thr, pg_log *run, int64_t *seq,
-                        int *ready, rs_err *err)
+/* Take back the lines a failed attempt added to stored (may be NULL). */
+static void stored_cut(rs_buf *stored, size_t len)
 {
-    pg_args a = {.n = 0};
-    pg_arg_text(&a, t->thread_id);
-    pg_arg_text(&a, t->run_id);
-    pg_arg_text(&a, pg_owner_key(t->user));
-    PGresult *r = NULL;
-    int rc = pg_pipe_start(b, err);
-    if (rc)
-        return rc;
-    if ((rc = pg_begin(b, t->thread_id, err)) || (rc = pg_run(b, append_state_sql, &a, &r, err)) ||
-        (rc = pg_pipe_run(b, err))) {
-        pg_rollback(b);
-        return rc;
+    if (stored) {
+        stored->len = len;
+        stored->buf[len] = '\0';
     }
-    *ready = PQntuples(r) > 0 && PQgetvalue(r, 0, 14)[0] == 't';
-    if (*ready) {
-        pg_log_from(thr, r, 0);
-        pg_log_from(run, r, 7);
-        *seq = pg_val_int(r, 0, 15) + 1;
-    }
-    PQclear(r);
-    return 0;
 }
 
-/* The rest of a plain append, then COMMIT, in one pipeline. */
-static int append_finish(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
-                         pg_log *thr, pg_log *run, int64_t first, rs_buf *stored, rs_err *err)
+static void state_args(pg_args *a, const rs_target *t)
+{
+    a->n = 0;
+    pg_arg_text(a, t->thread_id);
+    pg_arg_text(a, t->run_id);
+    pg_arg_text(a, pg_owner_key(t->user));
+}
+
+/* r: APPEND_STATE's answer; 0 when the plain way does not apply. */
+static int state_from(pg_tail *st, const PGresult *r)
+{
+    if (!r || PQntuples(r) == 0 || PQgetvalue(r, 0, 14)[0] != 't')
+        return 0;
+    pg_log_from(&st->thr, r, 0);
+    pg_log_from(&st->run, r, 7);
+    st->last = pg_val_int(r, 0, 15);
+    return 1;
+}
+
+static int tail_guessed(const rs_backend *b, const rs_target *t)
+{
+    const pg_tail *g = &b->tail;
+    return g->valid && strcmp(g->thread_id, t->thread_id) == 0 &&
+           strcmp(g->run_id, t->run_id) == 0 && strcmp(g->owner, pg_owner_key(t->user)) == 0;
+}
+
+/* Queue the guard that the state is still *g. */
+static int queue_guard(rs_backend *b, const rs_target *t, const pg_tail *g, rs_err *err)
+{
+    pg_args a;
+    state_args(&a, t);
+    const pg_log *logs[2] = {&g->thr, &g->run};
+    for (int i = 0; i < 2; i++) {
+        pg_arg_int(&a, logs[i]->key);
+        pg_arg_int(&a, logs[i]->size);
+        pg_arg_int(&a, logs[i]->count);
+        pg_arg_int(&a, logs[i]->messages);
+        pg_arg_int(&a, logs[i]->last_seq);
+        pg_arg_int(&a, logs[i]->mixed);
+        pg_arg_int(&a, logs[i]->mark_off);
+    }
+    pg_arg_int(&a, g->last);
+    return pg_run(b, append_guard_sql, &a, NULL, err);
+}
+
+/* Queue the writes of evs after state st (advanced to the state they leave) and COMMIT;
+ * their lines go to stored, their offsets to at. */
+static int queue_writes(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                        pg_tail *st, rs_buf *stored, rs_placement *at, rs_err *err)
 {
     append_rows rows;
     pg_marks marks = PG_MARKS_INIT;
-    rs_buf line = RS_BUF_INIT;
     for (int i = 0; i < 5; i++)
         rows.col[i] = (rs_buf)RS_BUF_INIT;
+    if (at) {
+        at->run_off = st->run.size;
+        at->thread_off = st->thr.size;
+    }
+    int64_t first = st->last + 1;
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         const rs_event *ev = evs[i];
-        rs_buf_reset(&line);
-        if ((rc = rs_event_line(&line, ev, first + (int64_t)i, t->user)) ||
-            (rc = pg_log_line(b, run, thr, first + (int64_t)i, line.len,
-                              strcmp(ev->category, "message") == 0, &marks, err)))
+        int64_t seq = first + (int64_t)i;
+        /* The line is rendered only for a caller that wants it; its length is known. */
+        size_t len = stored ? stored->len : rs_event_line_len(ev, seq, t->user);
+        if (stored) {
+            if ((rc = rs_event_line(stored, ev, seq, t->user)))
+                break;
+            len = stored->len - len;
+        }
+        if ((rc = pg_log_line(b, &st->run, &st->thr, seq, len, strcmp(ev->category, "message") == 0,
+                              &marks, err)))
             break;
-        if ((stored && rs_buf_add(stored, line.buf, line.len)) || rows_add(&rows, ev))
+        if (rows_add(&rows, ev))
             rc = rs_err_set(err, -ENOMEM, "out of memory");
     }
     pg_args a = {.n = 0};
@@ -388,20 +438,81 @@ static int append_finish(rs_backend *b, const rs_target *t, rs_event *const *evs
             rc = rs_err_set(err, -ENOMEM, "out of memory");
         pg_arg_text(&a, rows.col[i].buf);
     }
-    int64_t last = first + (int64_t)n - 1;
-    if (!rc && !(rc = pg_pipe_start(b, err)) &&
-        ((rc = pg_run(b, append_rows_sql, &a, NULL, err)) || (rc = pg_marks_send(b, &marks, err)) ||
-         (rc = pg_log_store(b, 1, run, err)) || (rc = pg_log_store(b, 0, thr, err)) ||
-         (rc = raise_floor(b, t->thread_id, last, err)) ||
-         (rc = notify(b, t->thread_id, last, err)) || (rc = pg_commit(b, err)) ||
-         (rc = pg_pipe_run(b, err))) &&
-        rc == -EEXIST)
-        rs_err_set(err, -EEXIST, "a line of this write already exists in run %s", t->run_id);
+    st->last = first + (int64_t)n - 1;
+    if (!rc && !(rc = pg_run(b, append_rows_sql, &a, NULL, err)) &&
+        !(rc = pg_marks_send(b, &marks, err)) && !(rc = pg_log_store(b, 1, &st->run, err)) &&
+        !(rc = pg_log_store(b, 0, &st->thr, err)) &&
+        !(rc = raise_floor(b, t->thread_id, st->last, err)) &&
+        !(rc = notify(b, t->thread_id, st->last, err)))
+        rc = pg_commit(b, err);
     pg_marks_release(&marks);
-    rs_buf_release(&line);
     for (int i = 0; i < 5; i++)
         rs_buf_release(&rows.col[i]);
     return rc;
+}
+
+/* A plain append: 0 when stored, 1 when it must go the general way (the transaction open,
+ * the lock held), or a failure (rolled back). */
+static int append_plain(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                        rs_buf *stored, rs_placement *at, rs_err *err)
+{
+    size_t stored_len = stored ? stored->len : 0;
+    int guessed = tail_guessed(b, t), guard = -1;
+    pg_tail st = b->tail;
+    b->tail.valid = 0;
+    PGresult *r = NULL;
+    pg_args a;
+    state_args(&a, t);
+    int rc = pg_pipe_start(b, err);
+    if (rc)
+        return rc;
+    if (!(rc = pg_begin(b, t->thread_id, err)) && !(rc = pg_run(b, APPEND_STATE, &a, &r, err)) &&
+        guessed && !(rc = pg_run(b, "SAVEPOINT runfs_append", NULL, NULL, err)) &&
+        !(rc = queue_guard(b, t, &st, err))) {
+        guard = b->npipe - 1;
+        rc = queue_writes(b, t, evs, n, &st, stored, at, err);
+    }
+    if (!rc)
+        rc = pg_pipe_run(b, err);
+    int missed = rc && guard >= 0 && b->pipe_failed == guard;
+    if (!rc && guessed)
+        goto stored;
+    stored_cut(stored, stored_len);
+    if (rc && !missed)
+        goto fail;
+    if (missed && err)
+        memset(err, 0, sizeof *err); /* the guard's division by zero is no failure */
+    /* The state under the lock: the writes again (back to the savepoint after a miss). */
+    int ready = state_from(&st, r);
+    PQclear(r);
+    r = NULL;
+    if (missed || ready) {
+        if (!(rc = pg_pipe_start(b, err)) &&
+            !(missed && (rc = pg_run(b, "ROLLBACK TO SAVEPOINT runfs_append", NULL, NULL, err))) &&
+            ready)
+            rc = queue_writes(b, t, evs, n, &st, stored, at, err);
+        if (!rc)
+            rc = pg_pipe_run(b, err);
+        if (rc)
+            goto fail;
+    }
+    if (!ready)
+        return 1;
+stored:
+    PQclear(r);
+    st.valid = 1;
+    snprintf(st.thread_id, sizeof st.thread_id, "%s", t->thread_id);
+    snprintf(st.run_id, sizeof st.run_id, "%s", t->run_id);
+    snprintf(st.owner, sizeof st.owner, "%s", pg_owner_key(t->user));
+    b->tail = st;
+    return 0;
+fail:
+    PQclear(r);
+    pg_rollback(b);
+    stored_cut(stored, stored_len);
+    return rc == -EEXIST ? rs_err_set(err, -EEXIST, "a line of this write already exists in run %s",
+                                      t->run_id)
+                         : rc;
 }
 
 static int has_keys(rs_event *const *evs, size_t n)
@@ -421,22 +532,16 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         return 0;
     size_t stored_len = stored ? stored->len : 0;
     pg_log thr, run;
-    int ready = 0, found, have_thread, rc;
+    int found, have_thread, rc;
     int64_t seq;
     rs_buf line = RS_BUF_INIT;
-    if (if_absent || has_keys(evs, n)) {
-        rc = pg_begin(b, t->thread_id, err);
-    } else if (!(rc = append_begin(b, t, &thr, &run, &seq, &ready, err)) && ready) {
-        if (at) {
-            at->run_off = run.size;
-            at->thread_off = thr.size;
-        }
-        if ((rc = append_finish(b, t, evs, n, &thr, &run, seq, stored, err)) == 0)
-            return 0;
-        goto fail;
-    }
-    if (rc)
+    if (!if_absent && !has_keys(evs, n)) {
+        /* 1: the general way, in the transaction append_plain began */
+        if ((rc = append_plain(b, t, evs, n, stored, at, err)) <= 0)
+            return rc;
+    } else if ((rc = pg_begin(b, t->thread_id, err))) {
         return rc;
+    }
     if ((rc = thread_enter(b, t, &thr, &have_thread, err))) {
         pg_rollback(b);
         return rc;
@@ -512,10 +617,7 @@ fail:
     pg_rollback(b);
 fail_committed:
     rs_buf_release(&line);
-    if (stored) {
-        stored->len = stored_len;
-        stored->buf[stored_len] = '\0';
-    }
+    stored_cut(stored, stored_len);
     return rc;
 }
 

@@ -58,6 +58,39 @@ rows() { store_sql "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FRO
   assert_success
 }
 
+# logs THREAD: the thread's byte logs as runfs keeps them (totals of the thread and each run,
+# and every offset mark), without the times.
+logs() {
+  store_sql "SELECT t.size, t.count, t.messages, t.last_seq, t.mark_off, t.mixed, (SELECT string_agg(r.run_id || ':' || r.size || ':' || r.count || ':' || r.messages || ':' || r.last_seq || ':' || r.mark_off || ':' || r.mixed, ' ' ORDER BY r.run_id) FROM runfs_run r WHERE r.thread_key = t.thread_key), (SELECT string_agg(m.log_key || ':' || m.off || ':' || m.seq, ' ' ORDER BY m.log_key, m.off) FROM runfs_mark m WHERE m.log_key = -t.thread_key OR m.log_key IN (SELECT run_key FROM runfs_run r WHERE r.thread_key = t.thread_key)) FROM runfs_thread t WHERE t.thread_id = '$1'"
+}
+
+indexed() { [ "$(store_sql "SELECT dirty FROM runfs_thread WHERE thread_id = '$1'")" = 0 ]; }
+
+@test "appends taking turns on 2 mounts into one run: the logs each keeps are the logs its rows give" {
+  pg_only "the PostgreSQL backend guesses where the last append left a run"
+  local w
+  mkdir -p "$A/threads/tt/runs/r1" "$A/threads/tt/runs/r2"
+  # One line per write on A, 7 per write on B, into the same run, and a second run: every
+  # append of a mount follows one of the other's, so a guess is often stale.
+  "$PY" "$WRITER" "$A/threads/tt/runs/r1/events.jsonl" a 3000 1 &
+  PIDS+=($!)
+  "$PY" "$WRITER" "$B/threads/tt/runs/r1/events.jsonl" b 2100 7 &
+  PIDS+=($!)
+  "$PY" "$WRITER" "$B/threads/tt/runs/r2/events.jsonl" c 1000 1 &
+  PIDS+=($!)
+  for w in "${PIDS[@]}"; do wait "$w" || fail "a writer failed"; done
+  PIDS=()
+  assert_equal "$(rows tt)" "6100|6100|1|6100"
+  local kept; kept=$(logs tt)
+  # What the logs would be if built from the rows alone: runfs rebuilds them when another
+  # writer deleted rows (dirty = 1), here at the next probe.
+  store_sql "UPDATE runfs_thread SET dirty = 1 WHERE thread_id = 'tt'" >/dev/null
+  wait_for 10 indexed tt
+  assert_equal "$(logs tt)" "$kept"
+  [ "$(stat -c %s "$A/threads/tt/events.jsonl")" -eq "$(wc -c < "$B/threads/tt/events.jsonl")" ]
+  cmp "$A/threads/tt/runs/r1/events.jsonl" <("$RUNFS" cat "$STORE" threads/tt/runs/r1/events.jsonl)
+}
+
 @test "follow.jsonl and tail -f on mount A see an append made on mount B" {
   local R=runs/r1
   mkdir -p "$A/threads/t1/$R"
