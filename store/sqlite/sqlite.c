@@ -651,21 +651,31 @@ static int pin_find(const char *key, int record, dev_t *dev, ino_t *ino)
     return found;
 }
 
+/* Is b->path still the pinned file (its stat in *st)? Every check says it in these words:
+ * a new pool connection is as likely as a write to be the one that finds out. */
+static int pin_same_file(rs_backend *b, struct stat *st, rs_err *err)
+{
+    if (stat(b->path, st) != 0)
+        return rs_err_set(err, -EIO,
+                          "the store file %s was removed under the mount: "
+                          "writes are refused so that none is lost",
+                          b->path);
+    if (st->st_dev != b->pin_dev || st->st_ino != b->pin_ino)
+        return rs_err_set(err, -EIO,
+                          "the store file %s was replaced under the mount: "
+                          "writes are refused so that none lands in another file",
+                          b->path);
+    return 0;
+}
+
 /* Is b->path still the pinned file, whole? Called inside every write transaction. */
 static int pin_check(rs_backend *b, rs_err *err)
 {
     struct stat st;
     char wal[4096];
-    if (stat(b->path, &st) != 0)
-        return rs_err_set(err, -EIO,
-                          "the store file %s was removed under the mount: "
-                          "writes are refused so that none is lost",
-                          b->path);
-    if (st.st_dev != b->pin_dev || st.st_ino != b->pin_ino)
-        return rs_err_set(err, -EIO,
-                          "the store file %s was replaced under the mount: "
-                          "writes are refused so that none lands in another file",
-                          b->path);
+    int rc = pin_same_file(b, &st, err);
+    if (rc)
+        return rc;
     if (st.st_size < 512)
         return rs_err_set(err, -EIO,
                           "the store file %s was truncated under the mount: "
@@ -691,12 +701,7 @@ static int pin_open(rs_backend *b, int *may_create, rs_err *err)
     free(key);
     *may_create = !found;
     struct stat st;
-    if (found && (stat(b->path, &st) != 0 || st.st_dev != b->pin_dev || st.st_ino != b->pin_ino))
-        return rs_err_set(err, -EIO,
-                          "the store file %s was removed or replaced under the "
-                          "mount",
-                          b->path);
-    return 0;
+    return found ? pin_same_file(b, &st, err) : 0;
 }
 
 /* After the first open: the file it found or made is the pinned one. */
