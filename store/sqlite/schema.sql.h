@@ -72,12 +72,15 @@ static const char rs_schema_sql[] =
     "  PRIMARY KEY (log_key, off)\n"
     ") WITHOUT ROWID;\n"
     /* layout: the side tables' version; indexed_id: run_events rows up to this id are in
-     * the logs (rows above it were written by someone else and get indexed next). */
+     * the logs of their thread when it has logs (rows above it were written by someone else
+     * and get indexed next). A thread without logs is indexed whole at its first use, so a
+     * DeerFlow database starts with every row below the mark and nothing indexed. */
     "CREATE TABLE IF NOT EXISTS runfs_meta (\n"
     "  key TEXT PRIMARY KEY,\n"
     "  value INTEGER NOT NULL\n"
     ") WITHOUT ROWID;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('indexed_id', 0);\n"
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('indexed_id',\n"
+    "  (SELECT coalesce(max(id), 0) FROM run_events));\n"
     /* Rows deleted by any writer (DeerFlow too: the trigger lives in the file) leave their
      * thread to be recomputed; an id freed at the top may be handed out again. */
     "CREATE TRIGGER IF NOT EXISTS runfs_forget_deleted AFTER DELETE ON run_events BEGIN\n"
@@ -169,15 +172,20 @@ static const char *const rs_schema_columns[] = {
     "category", "content",   "event_metadata", "seq",     "created_at",
 };
 
-/* Newer DeerFlow's high-water table; created with migration 0034's backfill. */
+/* Newer DeerFlow's high-water table; created with migration 0034's backfill (each thread's
+ * MAX(seq), found by index probes, a thread at a time: no scan of the rows). */
 static const char rs_schema_hwm_sql[] =
     "CREATE TABLE run_event_thread_seq (\n"
     "  thread_id VARCHAR(64) NOT NULL,\n"
     "  seq BIGINT DEFAULT 0 NOT NULL,\n"
     "  CONSTRAINT pk_run_event_thread_seq PRIMARY KEY (thread_id)\n"
     ");\n"
+    "WITH RECURSIVE d(id) AS (SELECT (SELECT min(thread_id) FROM run_events) UNION ALL\n"
+    "  SELECT (SELECT min(thread_id) FROM run_events WHERE thread_id > d.id) FROM d\n"
+    "  WHERE d.id IS NOT NULL)\n"
     "INSERT INTO run_event_thread_seq (thread_id, seq)\n"
-    "  SELECT thread_id, MAX(seq) FROM run_events GROUP BY thread_id;\n";
+    "  SELECT id, (SELECT MAX(seq) FROM run_events WHERE thread_id = d.id) FROM d\n"
+    "  WHERE id IS NOT NULL;\n";
 
 /* The database itself refuses a second run.terminal of a run from one owner, whoever
  * writes it. */

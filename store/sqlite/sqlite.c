@@ -398,6 +398,7 @@ int sq_begin(rs_backend *b, rs_err *err)
 
 int sq_commit(rs_backend *b, rs_err *err)
 {
+    b->commits++;
     int rc = sq_exec(b, "COMMIT", err);
     if (rc) {
         sq_exec(b, "ROLLBACK", NULL);
@@ -485,8 +486,8 @@ static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *er
     return rc;
 }
 
-/* Is the schema in place (at this build's layout) with nothing to index, and are there
- * reservations to check? *layout: the side tables' layout, 0 for a store without them. */
+/* Is the schema in place (at this build's layout), and are there reservations to check?
+ * *layout: the side tables' layout, 0 for a store without them. */
 static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layout, rs_err *err)
 {
     int has_meta, has_schema = 0;
@@ -504,12 +505,11 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
         return rc;
     if (*layout != RS_SCHEMA_LAYOUT || !has_schema)
         return 0;
-    int needed = 1;
+    /* Rows others wrote are indexed a thread at a time, at its first use: not here. */
     int64_t holds = 0;
-    if ((rc = sq_needs_catch_up(b, &needed, err)) ||
-        (rc = sq_int(b, "SELECT count(*) FROM runfs_hold", NULL, NULL, &holds, NULL, err)))
+    if ((rc = sq_int(b, "SELECT count(*) FROM runfs_hold", NULL, NULL, &holds, NULL, err)))
         return rc;
-    *ready = !needed;
+    *ready = 1;
     *has_holds = holds > 0;
     return 0;
 }
@@ -856,8 +856,9 @@ static int mem_hwm(rs_backend *b, rs_err *err)
     return mem_exec(b, q->buf, err);
 }
 
-/* A read-only store whose byte logs are missing or behind: build them (or what they lack)
- * as TEMP tables, in memory, for this connection. */
+/* A read-only store whose byte logs are missing, of another layout or behind for a thread
+ * in use: TEMP copies of them (empty where the file has none), in memory, for this
+ * connection; threads are indexed into them at their first use (sq_thread_ready). */
 static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
 {
     int rc = sq_exec(b, "BEGIN", err);
@@ -875,11 +876,149 @@ static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
                         "main.runfs_seal",
                         err))) ||
         (rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)) ||
-        (!has_hwm && (rc = mem_hwm(b, err))) || (rc = sq_catch_up(b, err))) {
+        (!has_hwm && (rc = mem_hwm(b, err)))) {
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;
     }
-    return sq_exec(b, "COMMIT", err);
+    if ((rc = sq_exec(b, "COMMIT", err)))
+        return rc;
+    b->mem = 1;
+    return 0;
+}
+
+/* ---- a thread indexed at its first use ---- */
+
+static size_t ready_slot(const rs_backend *b, const char *thread_id)
+{
+    size_t h = 14695981039346656037ULL;
+    for (const char *p = thread_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    size_t i = h % SQ_READY_SLOTS;
+    while (b->ready[i][0] && strcmp(b->ready[i], thread_id) != 0)
+        i = (i + 1) % SQ_READY_SLOTS;
+    return i;
+}
+
+static void ready_clear(rs_backend *b)
+{
+    for (size_t i = 0; i < SQ_READY_SLOTS; i++)
+        b->ready[i][0] = '\0';
+    b->n_ready = 0;
+}
+
+/* Remember the thread as caught up (the set starts over when three quarters full). */
+static void ready_add(rs_backend *b, const char *thread_id)
+{
+    if (strlen(thread_id) > RS_ID_MAX)
+        return;
+    if (b->n_ready >= SQ_READY_SLOTS * 3 / 4)
+        ready_clear(b);
+    size_t i = ready_slot(b, thread_id);
+    if (!b->ready[i][0]) {
+        strcpy(b->ready[i], thread_id);
+        b->n_ready++;
+    }
+}
+
+/* A reader's copy holds at most SQ_MEM_ROWS rows' worth of threads it indexed: the oldest
+ * go first (indexed again should they be used again). */
+static int mem_forget(rs_backend *b, const char *keep, rs_err *err)
+{
+    static const char *const drop[] = {
+        "DELETE FROM temp.runfs_mark WHERE log_key = -?1 OR log_key IN (SELECT run_key FROM "
+        "temp.runfs_run WHERE thread_key = ?1)",
+        "DELETE FROM temp.runfs_owner WHERE thread_key = ?1",
+        "DELETE FROM temp.runfs_run WHERE thread_key = ?1",
+        "DELETE FROM temp.runfs_thread WHERE thread_key = ?1",
+    };
+    size_t gone = 0;
+    int rc = 0;
+    while (!rc && b->mem_rows > SQ_MEM_ROWS && gone < b->n_mem) {
+        sq_mem_thread *t = &b->mem_threads[gone++];
+        if (strcmp(t->id, keep) == 0)
+            continue;
+        int64_t key = 0;
+        int found = 0;
+        rc = sq_int(b, "SELECT thread_key FROM temp.runfs_thread WHERE thread_id = ?", t->id, NULL,
+                    &key, &found, err);
+        for (size_t i = 0; !rc && found && i < sizeof drop / sizeof *drop; i++) {
+            int src = sq_step(b, NULL, err, "forget", drop[i], "i", key);
+            rc = src < 0 ? src : 0;
+        }
+        b->mem_rows -= t->rows;
+        t->rows = 0;
+    }
+    /* The thread kept moves to the front of what is left. */
+    size_t n = 0;
+    for (size_t i = 0; i < b->n_mem; i++)
+        if (i >= gone || strcmp(b->mem_threads[i].id, keep) == 0)
+            b->mem_threads[n++] = b->mem_threads[i];
+    b->n_mem = n;
+    if (gone)
+        ready_clear(b);
+    return rc;
+}
+
+/* Read-only: index the thread into this connection's TEMP copies, and keep them bounded. */
+static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    int rc = b->mem ? 0 : mem_index(b, b->layout, err);
+    if (rc || (rc = sq_exec(b, "BEGIN", err)))
+        return rc;
+    int64_t rows = 0;
+    if ((rc = sq_thread_catch_up(b, thread_id, err)) ||
+        (rc = sq_int(b, "SELECT count FROM runfs_thread WHERE thread_id = ?", thread_id, NULL,
+                     &rows, NULL, err)) ||
+        (rc = sq_exec(b, "COMMIT", err))) {
+        sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    size_t i = 0;
+    while (i < b->n_mem && strcmp(b->mem_threads[i].id, thread_id) != 0)
+        i++;
+    if (i == b->n_mem) {
+        if (rs_array_grow(&b->mem_threads, &b->cap_mem, b->n_mem + 1, sizeof *b->mem_threads))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+        snprintf(b->mem_threads[i].id, sizeof b->mem_threads[i].id, "%s", thread_id);
+        b->mem_threads[i].rows = 0;
+        b->n_mem++;
+    }
+    b->mem_rows += rows - b->mem_threads[i].rows;
+    b->mem_threads[i].rows = rows;
+    return mem_forget(b, thread_id, err);
+}
+
+int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    int64_t version = -1;
+    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    if (rc)
+        return rc;
+    if (version != b->ready_version) {
+        ready_clear(b);
+        b->ready_version = version;
+    }
+    if (b->ready[ready_slot(b, thread_id)][0])
+        return 0;
+    int behind = 0;
+    if ((rc = sq_thread_behind(b, thread_id, &behind, err)))
+        return rc;
+    if (behind) {
+        /* Under the same discipline as any write: inside the caller's transaction, else
+         * one of its own under the write lock (or, read-only, in memory). */
+        if (!sqlite3_get_autocommit(b->db))
+            rc = sq_thread_catch_up(b, thread_id, err);
+        else if (b->read_only)
+            rc = mem_catch_up(b, thread_id, err);
+        else if (!(rc = sq_begin(b, err)) && (rc = sq_thread_catch_up(b, thread_id, err)))
+            sq_rollback(b);
+        else if (!rc)
+            rc = sq_commit(b, err);
+        if (rc)
+            return rc;
+    }
+    ready_add(b, thread_id);
+    return 0;
 }
 
 /* "file:" URI of a path, for opening read-only; immutable when the database is in WAL mode
@@ -921,6 +1060,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;
+    b->ready_version = -1;
+    b->unindexed_version = -1;
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);
     b->read_only = opt->read_only;
@@ -1007,6 +1148,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
                         uri, (long long)layout, RS_SCHEMA_LAYOUT);
         goto fail;
     }
+    b->layout = layout;
     if (opt->read_only) {
         if (!ready && (rc = mem_index(b, layout, err)))
             goto fail;
@@ -1037,8 +1179,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         sqlite3_free(msg);
         goto fail_tx;
     }
-    if ((sizes && (rc = add_columns3(b, err))) || (rc = sq_catch_up(b, err)) ||
-        (sizes && (rc = reindex_all(b, err))))
+    if ((sizes && (rc = add_columns3(b, err))) || (sizes && (rc = reindex_all(b, err))))
         goto fail_tx;
     clear_stale_holds(b);
     if ((rc = sq_commit(b, err)))
@@ -1075,6 +1216,7 @@ static void sq_close(rs_backend *b)
     sqlite3_close_v2(b->db);
     db_lock_put(b->lock);
     rs_buf_release(&b->sql);
+    free(b->mem_threads);
     free(b->path);
     free(b);
 }

@@ -1,7 +1,8 @@
 /* sqlite_index.c — the byte logs behind events.jsonl: a thread's and each run's lines in
  * seq order, with totals per log (size, count, ...) so stat is one row, and a mark every
- * MARK_EVERY bytes (offset -> seq) so a seek renders at most that much. Rows written by
- * others (DeerFlow) are indexed when runfs next writes or opens; rows they delete leave
+ * MARK_EVERY bytes (offset -> seq) so a seek renders at most that much. A thread is indexed
+ * at its first use (nothing is scanned at open); rows others (DeerFlow) add to a thread
+ * already indexed are indexed when runfs next writes or refreshes, rows they delete leave
  * their thread to be recomputed (the runfs_forget_deleted trigger). */
 #include <errno.h>
 #include <stdio.h>
@@ -441,9 +442,66 @@ static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, 
         "DELETE FROM runfs_once WHERE thread_id = ?2",
         "DELETE FROM runfs_idem WHERE thread_id = ?2",
     };
-    for (size_t i = 0; !rc && i < sizeof drop_thread / sizeof drop_thread[0]; i++)
+    /* A reader drops only its own copy of the logs (the rest is the file's). */
+    size_t n = b->read_only ? 1 : sizeof drop_thread / sizeof drop_thread[0];
+    for (size_t i = 0; !rc && i < n; i++)
         rc = thread_exec(b, drop_thread[i], key, thread_id, err);
     return rc;
+}
+
+/* The thread's highest seq, its logs' last seq, key and dirty flag (*found: it has logs). */
+static int thread_state(rs_backend *b, const char *thread_id, int64_t *max, int64_t *last,
+                        int64_t *key, int *dirty, int *found, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "catch up",
+                     "SELECT coalesce((SELECT max(seq) FROM run_events WHERE thread_id = ?1), 0), "
+                     "t.last_seq, t.thread_key, t.dirty FROM (SELECT 1) LEFT JOIN runfs_thread t "
+                     "ON t.thread_id = ?1",
+                     "t", thread_id);
+    if (rc < 0)
+        return rc;
+    *max = sqlite3_column_int64(st, 0);
+    *found = sqlite3_column_type(st, 2) != SQLITE_NULL;
+    *last = sqlite3_column_int64(st, 1);
+    *key = sqlite3_column_int64(st, 2);
+    *dirty = sqlite3_column_int(st, 3);
+    sq_stmt_done(b, st);
+    return 0;
+}
+
+int sq_thread_behind(rs_backend *b, const char *thread_id, int *behind, rs_err *err)
+{
+    int64_t max, last, key;
+    int dirty, found;
+    int rc = thread_state(b, thread_id, &max, &last, &key, &dirty, &found, err);
+    *behind = !rc && ((found && dirty) || max > last);
+    return rc;
+}
+
+int sq_thread_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    int64_t max, last, key;
+    int dirty, found;
+    int rc = thread_state(b, thread_id, &max, &last, &key, &dirty, &found, err);
+    if (rc || (!(found && dirty) && max <= last))
+        return rc;
+    b->last_put.version = -1; /* it changes logs behind an append's back */
+    b->commits++;             /* and what counts as not indexed */
+    if (found && dirty)
+        return recompute_deleted(b, thread_id, key, err);
+    /* Rows above the logs (all of them the first time), as sq_catch_up indexes them. */
+    sqlite3_stmt *st;
+    rc = sq_step(b, &st, err, "index",
+                 "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
+                 "WHERE e.thread_id = ? AND e.seq > ? ORDER BY e.seq",
+                 "ti", thread_id, last);
+    if (rc == 1) {
+        int more;
+        rc = index_rows(b, st, 0, &more, err);
+        sq_stmt_done(b, st);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 int sq_catch_up(rs_backend *b, rs_err *err)
@@ -479,7 +537,8 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     }
     if (rc < 0)
         return rc;
-    /* Rows others added: above the indexed id, thread by thread in seq order. */
+    /* Rows others added: above the indexed id, thread by thread in seq order; those of a
+     * thread not indexed yet wait for its first use (sq_thread_catch_up). */
     int64_t indexed = 0, max_id = 0;
     if ((rc = meta_get(b, "indexed_id", &indexed, err)) ||
         (rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err)))
@@ -489,7 +548,8 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     sqlite3_stmt *st;
     rc = sq_step(b, &st, err, "catch up",
                  "SELECT e.id, " SQ_ROW_COLUMNS " FROM run_events e "
-                 "WHERE e.id > ? ORDER BY e.thread_id, e.seq",
+                 "WHERE e.id > ? AND e.thread_id IN (SELECT thread_id FROM runfs_thread) "
+                 "ORDER BY e.thread_id, e.seq",
                  "i", indexed);
     b->index_done = 0;
     b->index_total = max_id - indexed;
@@ -540,6 +600,9 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
+    int rc = sq_thread_ready(b, thread_id, err);
+    if (rc)
+        return rc;
     const char *sql =
         run_id
             ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
@@ -547,7 +610,7 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
               "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
             : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
               "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
-    int rc = sq_step(b, &st, err, "stat", sql, "tt", thread_id, run_id);
+    rc = sq_step(b, &st, err, "stat", sql, "tt", thread_id, run_id);
     if (rc < 0)
         return rc;
     int64_t key = 0, thread_key = 0;
@@ -652,6 +715,9 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
 {
     /* The last mark at or before off, then the log's rows from that mark's seq on. */
     sqlite3_stmt *st;
+    int rc = sq_thread_ready(b, thread_id, err);
+    if (rc)
+        return rc;
     const char *mark_sql =
         run_id ? "SELECT m.off, m.seq FROM runfs_run r JOIN runfs_thread t ON t.thread_key = "
                  "r.thread_key JOIN runfs_mark m ON m.log_key = r.run_key WHERE t.thread_id = ?1 "
@@ -659,8 +725,8 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
                : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
                  "-t.thread_key WHERE t.thread_id = ?1 AND ?2 IS NULL AND m.off <= ?3 "
                  "ORDER BY m.off DESC LIMIT 1";
-    int rc = sq_step(b, &st, err, "seek", mark_sql, "tti", thread_id, run_id,
-                     off < 0 ? (int64_t)0 : off);
+    rc = sq_step(b, &st, err, "seek", mark_sql, "tti", thread_id, run_id,
+                 off < 0 ? (int64_t)0 : off);
     if (rc < 0)
         return rc;
     int64_t from_off = 0, from_seq = INT64_MAX;

@@ -16,9 +16,17 @@
 #define SQ_BUSY_TIMEOUT_MS 30000
 #define SQ_CKPT_FRAMES 8192  /* a WAL this many pages long is checkpointed */
 #define SQ_CKPT_PAUSE_MS 10L /* at least this long between two checkpoints */
+#define SQ_READY_SLOTS 256   /* threads a connection remembers as caught up */
+#define SQ_MEM_ROWS 4000000  /* read-only: rows indexed in memory before the oldest go */
 
 typedef struct sq_db_lock sq_db_lock;
 typedef struct sq_group_req sq_group_req;
+
+/* A thread a read-only connection indexed in memory, and how many rows that took. */
+typedef struct sq_mem_thread {
+    char id[RS_ID_MAX + 1];
+    int64_t rows;
+} sq_mem_thread;
 
 typedef struct sq_stmt_slot {
     char *sql;
@@ -84,6 +92,22 @@ struct rs_backend {
     void *progress_ctx;
     int64_t index_done, index_total;
     sq_last_put last_put;
+    /* Threads caught up on this connection while data_version was ready_version (another
+     * connection's commit empties the set): a thread is indexed at its first use. */
+    char ready[SQ_READY_SLOTS][RS_ID_MAX + 1];
+    int n_ready;
+    int64_t ready_version;
+    /* Read-only: the side tables live as TEMP copies once a thread needed indexing (mem);
+     * the threads this connection indexed, oldest first, and their rows (bounded). */
+    int mem;
+    int64_t layout;
+    sq_mem_thread *mem_threads;
+    size_t n_mem, cap_mem;
+    int64_t mem_rows;
+    /* Commits and catch-ups on this connection; the threads not indexed yet and their
+     * runs as counted at (unindexed_version, unindexed_gen), for status counts. */
+    int64_t commits;
+    int64_t unindexed_version, unindexed_gen, unindexed_threads, unindexed_runs;
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
@@ -176,6 +200,23 @@ int sq_caught_up(rs_backend *b, int64_t last_id, rs_err *err);
 int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err);
 /* Whether sq_catch_up has work (read-only check, for a cheap open). */
 int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err);
+/* Whether the thread's logs lag its rows: none while it has rows, rows above the logs'
+ * last seq, or rows another writer deleted. */
+int sq_thread_behind(rs_backend *b, const char *thread_id, int *behind, rs_err *err);
+/* Inside a transaction: bring the thread's logs level with its rows (a thread is indexed
+ * at its first use; nothing is scanned at open). */
+int sq_thread_catch_up(rs_backend *b, const char *thread_id, rs_err *err);
+/* Before reading the thread's logs: caught up once per connection and data_version, in a
+ * transaction of its own (read-only: in the TEMP copies, sqlite.c). */
+int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err);
+/* Thread ids of run_events in order, one index probe each (a skip scan of its thread_id
+ * index, cheap whatever the rows), as a WITH RECURSIVE table d(id) (a NULL id ends it);
+ * and u(id), those without logs yet (indexed at their first use). */
+#define SQ_THREAD_IDS \
+    "d(id) AS (SELECT (SELECT min(thread_id) FROM run_events) UNION ALL SELECT (SELECT " \
+    "min(thread_id) FROM run_events WHERE thread_id > d.id) FROM d WHERE d.id IS NOT NULL), " \
+    "u(id) AS (SELECT id FROM d WHERE id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " \
+    "runfs_thread x WHERE x.thread_id = d.id))"
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);

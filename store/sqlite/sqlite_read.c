@@ -103,6 +103,19 @@ static void names_free(rs_names *base)
     free(n);
 }
 
+/* Threads with logs in the order they came, then those of run_events not indexed yet
+ * (found by index probes, a thread at a time) in id order; of one owner (?3): the threads
+ * holding its rows. */
+static const char threads_sql[] =
+    "WITH RECURSIVE " SQ_THREAD_IDS " SELECT thread_id FROM (SELECT thread_id, thread_key AS k "
+    "FROM runfs_thread UNION ALL SELECT id, NULL FROM u) ORDER BY k IS NULL, k, thread_id";
+static const char threads_of_user_sql[] =
+    "WITH RECURSIVE " SQ_THREAD_IDS " SELECT thread_id FROM (SELECT t.thread_id, t.thread_key "
+    "AS k FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
+    "t.thread_key AND o.run_key = 0 AND o.user = ?3) UNION ALL SELECT id, NULL FROM u WHERE "
+    "EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = u.id AND e.user_id = ?3)) "
+    "ORDER BY k IS NULL, k, thread_id";
+
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err)
@@ -111,16 +124,10 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     rs_buf_reset(sql);
     int rc = 0;
     switch (kind) {
-    case RS_NAMES_THREADS:
-        rc = rs_buf_addstr(
-            sql,
-            user
-                ? "SELECT t.thread_id FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o "
-                  "WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND o.user = ?3) "
-                  "ORDER BY t.thread_key"
-                : "SELECT thread_id FROM runfs_thread ORDER BY thread_key");
-        break;
+    case RS_NAMES_THREADS: rc = rs_buf_addstr(sql, user ? threads_of_user_sql : threads_sql); break;
     case RS_NAMES_RUNS:
+        if ((rc = sq_thread_ready(b, thread_id, err)))
+            return rc;
         rc = rs_buf_addstr(
             sql,
             "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
@@ -232,23 +239,64 @@ int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, i
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
 
+/* The threads not indexed yet and their runs, from run_events' covering indexes (no row is
+ * read, but every index entry of those threads is): kept while this connection has seen
+ * no commit, its own included (one indexes a thread, which then counts with the logs). */
+static int unindexed_add(rs_backend *b, rs_stats *out, rs_err *err)
+{
+    int64_t version = -1;
+    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    if (rc)
+        return rc;
+    if (version != b->unindexed_version || b->unindexed_gen != b->commits) {
+        sqlite3_stmt *st;
+        rc = sq_step(b, &st, err, "stats",
+                     "WITH RECURSIVE " SQ_THREAD_IDS " SELECT (SELECT count(*) FROM u), "
+                     "(SELECT count(*) FROM (SELECT DISTINCT e.thread_id, e.run_id FROM "
+                     "run_events e WHERE e.thread_id IN u))",
+                     "");
+        if (rc < 0)
+            return rc;
+        b->unindexed_threads = sqlite3_column_int64(st, 0);
+        b->unindexed_runs = sqlite3_column_int64(st, 1);
+        sq_stmt_done(b, st);
+        b->unindexed_version = version;
+        b->unindexed_gen = b->commits;
+    }
+    out->threads += b->unindexed_threads;
+    out->runs += b->unindexed_runs;
+    return 0;
+}
+
 int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err)
 {
     memset(out, 0, sizeof *out);
-    /* ?1 owner ('' for rows without one; NULL: every owner), ?2 thread (NULL: all). */
-    static const char sql[] =
-        "SELECT (SELECT count(*) FROM runfs_thread t WHERE (?2 IS NULL OR t.thread_id = ?2) AND "
-        "(?1 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key "
-        "AND o.run_key = 0 AND o.user = ?1))), "
+    int rc = thread_id ? sq_thread_ready(b, thread_id, err) : 0;
+    if (rc)
+        return rc;
+    /* ?1 owner ('' for rows without one), ?2 thread (NULL: all; then threads not indexed
+     * yet (u) count from run_events' covering indexes: no row is read). */
+    static const char all_sql[] =
+        "SELECT (SELECT count(*) FROM runfs_thread t WHERE ?2 IS NULL OR t.thread_id = ?2), "
         "(SELECT count(*) FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
-        "WHERE (?2 IS NULL OR t.thread_id = ?2) AND (?1 IS NULL OR EXISTS (SELECT 1 FROM "
-        "runfs_owner o WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND "
-        "o.user = ?1))), "
-        "CASE WHEN ?1 IS NULL THEN (SELECT coalesce(sum(count), 0) FROM runfs_thread WHERE "
-        "?2 IS NULL OR thread_id = ?2) ELSE (SELECT count(*) FROM run_events WHERE user_id = ?1 "
-        "AND (?2 IS NULL OR thread_id = ?2)) END";
+        "WHERE ?2 IS NULL OR t.thread_id = ?2), CASE WHEN ?2 IS NULL THEN (SELECT count(*) "
+        "FROM run_events) ELSE (SELECT coalesce(sum(count), 0) FROM runfs_thread WHERE "
+        "thread_id = ?2) END";
+    static const char user_sql[] =
+        "WITH RECURSIVE " SQ_THREAD_IDS ", v(id) AS (SELECT id FROM u WHERE ?2 IS NULL AND "
+        "EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = u.id AND e.user_id = ?1)) "
+        "SELECT (SELECT count(*) FROM runfs_thread t WHERE (?2 IS NULL OR t.thread_id = ?2) AND "
+        "EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 "
+        "AND o.user = ?1)) + (SELECT count(*) FROM v), "
+        "(SELECT count(*) FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
+        "WHERE (?2 IS NULL OR t.thread_id = ?2) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE "
+        "o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.user = ?1)) + (SELECT "
+        "count(*) FROM (SELECT DISTINCT e.thread_id, e.run_id FROM run_events e WHERE "
+        "e.thread_id IN v AND e.user_id = ?1)), "
+        "(SELECT count(*) FROM run_events WHERE user_id = ?1 AND (?2 IS NULL OR thread_id = ?2))";
+    const char *sql = user ? user_sql : all_sql;
     sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "stats", sql, "tt", user, thread_id);
+    rc = sq_step(b, &st, err, "stats", sql, "tt", user, thread_id);
     if (rc < 0)
         return rc;
     if (rc == 1) {
@@ -257,7 +305,7 @@ int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
         out->events = sqlite3_column_int64(st, 2);
         sq_stmt_done(b, st);
     }
-    return 0;
+    return user || thread_id ? 0 : unindexed_add(b, out, err);
 }
 
 static void seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col)

@@ -371,7 +371,8 @@ static void put_group(rs_backend *b, sq_group_req *group)
             if (!alone && (r->rc = sq_exec(b, "SAVEPOINT put", r->err)))
                 continue;
             r->rc = 0;
-            if (!last_put_of(b, r->t))
+            /* A thread not indexed yet is indexed first (its owners decide access). */
+            if (!last_put_of(b, r->t) && !(r->rc = sq_thread_catch_up(b, r->t->thread_id, r->err)))
                 r->rc = sq_thread_access(b, r->t->thread_id, r->t->user, r->err);
             if (!r->rc)
                 r->rc = put_rows(b, r->t, r->evs, r->n, r->stored, r->at, r->ids, r->err);
@@ -418,7 +419,8 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
     size_t stored_len = stored ? stored->len : 0;
     int found;
     if ((rc = sq_catch_up(b, err)) ||
-        (!last_put_of(b, t) && (rc = sq_thread_access(b, t->thread_id, t->user, err))))
+        (!last_put_of(b, t) && ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
+                                (rc = sq_thread_access(b, t->thread_id, t->user, err)))))
         goto fail;
     if (if_absent) {
         int other = 0;
@@ -459,7 +461,8 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     if (rc)
         return rc;
     int found;
-    if ((rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
+    if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
+        (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
         (rc = existing_load(b, t, event_type, NULL, &found, err)))
         goto fail;
     if (found) {
@@ -501,7 +504,8 @@ int sq_create(rs_backend *b, const rs_target *t, rs_err *err)
     int found;
     /* mkdir adds no rows: it makes the directory visible to its owner and changes nothing
      * another owner sees. */
-    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_catch_up(b, t->thread_id, err)) ||
+        (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
         (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
         (rc = sq_owner_add(b, thr.key, 0, t->user, err)))
         goto fail;
@@ -533,7 +537,8 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     sq_log thr;
     int found;
     *count = 0;
-    if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
+    if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
+        (rc = sq_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
         goto fail;
     if (!found)
         return sq_commit(b, err);
@@ -606,7 +611,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         return rc;
     rs_buf line = RS_BUF_INIT, have = RS_BUF_INIT;
     int64_t top = floor, last_id = 0;
-    if ((rc = sq_catch_up(b, err)))
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_catch_up(b, t->thread_id, err)))
         goto fail;
     for (;;) {
         rs_event *ev;

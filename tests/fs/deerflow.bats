@@ -126,27 +126,124 @@ df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
   assert_output 2
 }
 
-@test "the first mount of a DeerFlow database says on a terminal how its indexing goes; later mounts and no terminal say nothing" {
+@test "a DeerFlow database mounts without indexing; a thread is indexed at its first use, rows DeerFlow adds meanwhile included" {
   skip_on_pg "mkdeerflow.py writes a SQLite file"
   python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/big.db" t 50000
-  cp "$WORK/big.db" "$WORK/quiet.db"
-  mkdir -p "$WORK/m1" "$WORK/m2" "$WORK/m3"
+  for t in u v w; do python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/big.db" "$t" 1000; done
+  cp "$WORK/big.db" "$WORK/copy.db"
+  mkdir -p "$WORK/m1"
   MOUNTS+=("$WORK/m1")
+  # nothing to index, so nothing to say, even on a terminal
   run script -qec "timeout 60 '$RUNFS' mount '$WORK/big.db' '$WORK/m1'" /dev/null
   assert_success
-  assert_output --regexp "indexing: 50000 rows in [0-9]+\.[0-9] s"
-  [ "$(cat "$WORK/m1/threads/t/seq")" -eq 50000 ]
+  assert_output ""
+  indexed() { sqlite3 "$WORK/big.db" "SELECT group_concat(thread_id, ' ') FROM (SELECT thread_id FROM runfs_thread ORDER BY thread_id)"; }
+  [ "$(indexed)" = "" ]
+  [ "$(sqlite3 "$WORK/big.db" "SELECT (SELECT count(*) FROM runfs_run) + (SELECT count(*) FROM runfs_mark) + (SELECT count(*) FROM runfs_owner)")" -eq 0 ]
+  # listing and counting every thread indexes none of them
+  run ls "$WORK/m1/threads"
+  assert_output "$(printf 't\nu\nv\nw')"
+  run cat "$WORK/m1/.runfs/status.json"
+  assert_output --partial '"threads":4,"runs":5300,"events":53000'
+  [ "$(indexed)" = "" ]
+  # a look at one thread indexes that one only; its bytes are runfs cat's of the file
+  # nobody mounted (a reader, which indexes in memory and changes nothing)
+  before=$(sha256sum < "$WORK/copy.db")
+  [ "$(cat "$WORK/m1/threads/u/seq")" -eq 1000 ]
+  [ "$(indexed)" = "u" ]
+  cmp "$WORK/m1/threads/u/events.jsonl" <("$RUNFS" cat "$WORK/copy.db" threads/u/events.jsonl)
+  cmp "$WORK/m1/threads/u/runs/run-7/events.jsonl" <("$RUNFS" cat "$WORK/copy.db" threads/u/runs/run-7/events.jsonl)
+  [ "$(sha256sum < "$WORK/copy.db")" = "$before" ]
+  # DeerFlow adds rows to a thread nobody has looked at (and deletes some of another's):
+  # its first use shows them
+  sqlite3 "$WORK/big.db" "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('v', 'run-101', 'llm.error', 'trace', 'late', '{}', 1001, '2026-03-05 00:00:00.000000'), ('v', 'run-101', 'llm.error', 'trace', 'later', '{}', 1002, '2026-03-05 00:00:01.000000'); DELETE FROM run_events WHERE thread_id = 'w' AND run_id = 'run-100'"
+  [ "$(indexed)" = "u" ]
+  [ "$(wc -l < "$WORK/m1/threads/v/events.jsonl")" -eq 1002 ]
+  [ "$(stat -c %s "$WORK/m1/threads/v/events.jsonl")" -eq "$(wc -c < "$WORK/m1/threads/v/events.jsonl")" ]
+  cmp "$WORK/m1/threads/v/events.jsonl" <("$RUNFS" cat "$WORK/big.db" threads/v/events.jsonl)
+  run ls "$WORK/m1/threads/w/runs"
+  refute_output --partial run-100
+  [ "$(wc -l < "$WORK/m1/threads/w/events.jsonl")" -eq 990 ]
+  # a write to a thread not indexed yet (another process's, beside the mount) indexes it
+  # first: the seq follows DeerFlow's rows; then one through the mount
+  [ "$(indexed)" = "u v w" ]
+  ev_error "from runfs put" | "$RUNFS" put -q "$WORK/big.db" t run-9999
+  [ "$(indexed)" = "t u v w" ]
+  mkdir -p "$WORK/m1/threads/t/runs/run-9999"
+  ev_error "from the mount" >> "$WORK/m1/threads/t/runs/run-9999/events.jsonl"
+  [ "$(cat "$WORK/m1/threads/t/seq")" -eq 50002 ]
+  [ "$(wc -l < "$WORK/m1/threads/t/events.jsonl")" -eq 50002 ]
+  cmp "$WORK/m1/threads/t/events.jsonl" <("$RUNFS" cat "$WORK/big.db" threads/t/events.jsonl)
   runfs_unmount "$WORK/m1"
-  # indexed once, by the first mount: the next one has nothing to say
+  # the next mount finds them indexed and says nothing either
   MOUNTS+=("$WORK/m2")
+  mkdir -p "$WORK/m2"
   run script -qec "timeout 60 '$RUNFS' mount '$WORK/big.db' '$WORK/m2'" /dev/null
   assert_success
   assert_output ""
-  # not a terminal: nothing at all, and the rows are indexed as well
-  MOUNTS+=("$WORK/m3")
-  run bash -c "timeout 60 '$RUNFS' mount '$WORK/quiet.db' '$WORK/m3' 2>&1"
-  assert_success
-  assert_output ""
-  [ "$(cat "$WORK/m3/threads/t/seq")" -eq 50000 ]
-  [ "$(stat -c %s "$WORK/m3/threads/t/events.jsonl")" -eq "$(cat "$WORK/m3/threads/t/events.jsonl" | wc -c)" ]
+  [ "$(cat "$WORK/m2/threads/t/seq")" -eq 50002 ]
 }
+
+@test "two mounts index a thread at its first use while DeerFlow inserts and deletes rows in it" {
+  skip_on_pg "DeerFlow's writer here is its SQLite one"
+  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/busy.db" t 20000
+  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/busy.db" z 100
+  sqlite3 "$WORK/busy.db" "PRAGMA journal_mode=WAL" >/dev/null
+  runfs_mount "$WORK/busy.db" "$WORK/b1"
+  runfs_mount "$WORK/busy.db" "$WORK/b2"
+  # DeerFlow's writer: a row per transaction (seq = MAX + 1), and delete_by_run of two runs
+  python3 - "$WORK/busy.db" <<'PY' &
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+for i in range(300):
+    db.execute("BEGIN IMMEDIATE")
+    seq = db.execute("SELECT max(seq) FROM run_events WHERE thread_id = 't'").fetchone()[0] + 1
+    db.execute("INSERT INTO run_events (thread_id, run_id, event_type, category, content, "
+               "event_metadata, seq, created_at) VALUES ('t', 'run-late', 'llm.error', 'trace', ?, "
+               "'{}', ?, '2026-03-05 00:00:00.000000')", ("late %d" % i, seq))
+    if i in (100, 200):
+        db.execute("DELETE FROM run_events WHERE thread_id = 't' AND run_id = ?", ("run-%d" % (i // 100 + 4),))
+    db.execute("COMMIT")
+    time.sleep(0.002)
+PY
+  writer=$!
+  # first uses on both mounts while it writes
+  cat "$WORK/b1/threads/t/seq" >/dev/null
+  cat "$WORK/b2/threads/t/events.jsonl" >/dev/null
+  ls "$WORK/b1/threads/t/runs" >/dev/null
+  wait "$writer"
+  want=$(sqlite3 "$WORK/busy.db" "SELECT count(*) FROM run_events WHERE thread_id = 't'")
+  [ "$want" -eq 20280 ]
+  for m in b1 b2; do
+    f=$WORK/$m/threads/t/events.jsonl
+    wait_for 10 bash -c "[ \$(wc -l < '$f') -eq $want ] && [ \$(stat -c %s '$f') -eq \$(wc -c < '$f') ]"
+    cmp "$f" <("$RUNFS" cat "$WORK/busy.db" threads/t/events.jsonl)
+    [ "$(ls "$WORK/$m/threads/t/runs" | grep -cx 'run-[56]')" -eq 0 ]
+    [ "$(cat "$WORK/$m/threads/t/seq")" -eq 20300 ]
+  done
+}
+
+@test "a --thread mount indexes its thread only; a --user mount lists only the threads holding that owner's rows" {
+  skip_on_pg "mkdeerflow.py writes a SQLite file"
+  for t in t1 t2 t3; do python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/many.db" "$t" 200; done
+  sqlite3 "$WORK/many.db" "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 't2'"
+  mkdir -p "$WORK/s1" "$WORK/s2"
+  MOUNTS+=("$WORK/s1")
+  runfs_mount "$WORK/many.db" "$WORK/s1" --thread t3
+  run ls "$WORK/s1/threads"
+  assert_output t3
+  [ "$(wc -l < "$WORK/s1/threads/t3/events.jsonl")" -eq 200 ]
+  run sqlite3 "$WORK/many.db" "SELECT group_concat(thread_id) FROM runfs_thread"
+  assert_output t3
+  runfs_unmount "$WORK/s1"
+  MOUNTS+=("$WORK/s2")
+  runfs_mount "$WORK/many.db" "$WORK/s2" --user bob
+  run ls "$WORK/s2/threads"
+  assert_output t2
+  run cat "$WORK/s2/.runfs/status.json"
+  assert_output --partial '"threads":1,"runs":20,"events":200'
+  run cat "$WORK/s2/threads/t1/seq"
+  assert_failure
+  [ "$(wc -l < "$WORK/s2/threads/t2/events.jsonl")" -eq 200 ]
+}
+
