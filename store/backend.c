@@ -1,5 +1,6 @@
 /* backend.c — what every backend does alike: rendering a cursor's current row into its
- * record, and telling whether a process that holds a reservation is still alive. */
+ * record, telling whether a process that holds a reservation is still alive, and keeping
+ * a reader's threads indexed in memory bounded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,4 +58,56 @@ int64_t rs_process_start(long pid)
         if ((p = strchr(p, ' ')))
             p++;
     return p ? strtoll(p, NULL, 10) : -1;
+}
+
+rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->threads[i].id, id) == 0)
+            return &l->threads[i];
+    if (!create || rs_array_grow(&l->threads, &l->cap, l->count + 1, sizeof *l->threads))
+        return NULL;
+    rs_mem_thread *t = &l->threads[l->count++];
+    *t = (rs_mem_thread){.rows = 0};
+    snprintf(t->id, sizeof t->id, "%s", id);
+    return t;
+}
+
+int rs_mem_trim(rs_mem_list *l, rs_mem_thread *t, int64_t rows, int64_t max,
+                int (*drop)(void *ctx, const char *id), void *ctx, size_t *dropped)
+{
+    l->rows += rows - t->rows;
+    t->rows = rows;
+    char keep[sizeof t->id];
+    memcpy(keep, t->id, sizeof keep);
+    size_t gone = 0;
+    int rc = 0;
+    while (!rc && l->rows > max && gone < l->count) {
+        rs_mem_thread *old = &l->threads[gone++];
+        if (strcmp(old->id, keep) == 0)
+            continue;
+        rc = drop(ctx, old->id);
+        l->rows -= old->rows;
+        old->rows = 0;
+    }
+    /* The thread kept stays, first of what is left. */
+    size_t n = 0;
+    for (size_t i = 0; i < l->count; i++)
+        if (i >= gone || strcmp(l->threads[i].id, keep) == 0)
+            l->threads[n++] = l->threads[i];
+    *dropped = l->count - n;
+    l->count = n;
+    return rc;
+}
+
+void rs_mem_clear(rs_mem_list *l)
+{
+    l->count = 0;
+    l->rows = 0;
+}
+
+void rs_mem_release(rs_mem_list *l)
+{
+    free(l->threads);
+    *l = (rs_mem_list){0};
 }

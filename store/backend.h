@@ -130,6 +130,29 @@ struct rs_names {
  * 1 with *out set, or a negative errno. */
 int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to,
                    const rs_record **out);
+/* The threads a reader (a read-only connection) indexed in memory, oldest first, with the
+ * rows each holds: memory stays bounded by forgetting the oldest. */
+typedef struct rs_mem_thread {
+    char id[RS_ID_MAX + 1];
+    int64_t rows;
+    char state[96]; /* what the backend checks to know its copy current ("": none) */
+} rs_mem_thread;
+typedef struct rs_mem_list {
+    rs_mem_thread *threads;
+    size_t count, cap;
+    int64_t rows;
+} rs_mem_list;
+/* The thread's entry; when absent NULL, or with create a new one at the end (rows 0, state
+ * ""; NULL when out of memory). */
+rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create);
+/* The thread's entry t holds rows now; then, while the list holds more than max rows, the
+ * oldest threads but keep are dropped (drop(ctx, id) forgets the backend's copy of one).
+ * *dropped: how many were. */
+int rs_mem_trim(rs_mem_list *l, rs_mem_thread *t, int64_t rows, int64_t max,
+                int (*drop)(void *ctx, const char *id), void *ctx, size_t *dropped);
+void rs_mem_clear(rs_mem_list *l); /* forget every entry (the copies are gone) */
+void rs_mem_release(rs_mem_list *l);
+
 /* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie: a
  * reservation names its holder by pid and start time, so a reused pid is not the holder. */
 int64_t rs_process_start(long pid);

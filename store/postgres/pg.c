@@ -106,6 +106,10 @@ static int conn_reset(rs_backend *b, rs_err *err)
         free(b->cache[i].sql);
         b->cache[i].sql = NULL;
     }
+    /* A reader's TEMP copies went with the session too. */
+    b->mem = 0;
+    b->side[0] = '\0';
+    rs_mem_clear(&b->mem_list);
     return session_setup(b, err);
 }
 
@@ -732,10 +736,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         }
         goto fail;
     }
-    if (!b->read_only && (rc = pg_catch_up_all(b, err)))
-        goto fail;
-    if (b->progress && b->index_done)
-        b->progress(b->progress_ctx, b->index_done, 0);
+    /* Nothing is indexed here: a thread is, at its first use. */
     b->progress = NULL;
     *out = b;
     return 0;
@@ -757,6 +758,7 @@ static void pg_close(rs_backend *b)
     pg_log_forget(b);
     for (int i = 0; i < PG_STMT_CACHE; i++)
         free(b->cache[i].sql);
+    rs_mem_release(&b->mem_list);
     PQfinish(b->conn);
     rs_buf_release(&b->sql);
     free(b);
@@ -781,10 +783,11 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         PQfreemem(n);
     }
     PGresult *r;
-    if (pg_run(b,
-               "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
-               "(SELECT count(*) FROM runfs_thread WHERE dirty <> 0)",
-               NULL, &r, NULL))
+    if (pg_side_sql(b,
+                    "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
+                    "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0)",
+                    NULL) ||
+        pg_run(b, b->sql.buf, NULL, &r, NULL))
         return -EIO;
     int64_t v = pg_val_int(r, 0, 0);
     b->dirty_seen = pg_val_int(r, 0, 1);
@@ -793,6 +796,178 @@ static int pg_data_version(rs_backend *b, int64_t *version)
     PQclear(r);
     *version = v;
     return 0;
+}
+
+/* ---- read-only: the facts of the threads in use, in memory ---- */
+
+int pg_side_sql(rs_backend *b, const char *sql, rs_err *err)
+{
+    rs_buf_reset(&b->sql);
+    for (const char *p = sql; *p; p++)
+        if (*p == '@' ? rs_buf_addstr(&b->sql, b->side) : rs_buf_addch(&b->sql, *p))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+static const char *const mem_tables[] = {"runfs_thread", "runfs_run", "runfs_owner", "runfs_mark"};
+
+/* TEMP tables shaped as runfs's, which shadow them for this session (their keys from a
+ * sequence of their own, far above the database's), empty; prepared statements made
+ * before name the real ones, so they go. */
+static int mem_setup(rs_backend *b, rs_err *err)
+{
+    PGresult *r;
+    int rc = pg_run(b, "SELECT quote_ident(current_schema())", NULL, &r, err);
+    if (rc)
+        return rc;
+    char schema[sizeof b->side - 1];
+    snprintf(schema, sizeof schema, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    rs_buf q = RS_BUF_INIT;
+    for (size_t i = 0; !rc && i < sizeof mem_tables / sizeof *mem_tables; i++)
+        rc = rs_buf_addf(&q,
+                         "CREATE TEMP TABLE %s (LIKE %s.%s INCLUDING DEFAULTS INCLUDING "
+                         "INDEXES); ",
+                         mem_tables[i], schema, mem_tables[i]);
+    if (!rc)
+        rc = rs_buf_addstr(
+            &q, "CREATE TEMP SEQUENCE runfs_mem_key START 4611686018427387904; "
+                "ALTER TABLE pg_temp.runfs_thread ALTER thread_key SET DEFAULT "
+                "nextval('pg_temp.runfs_mem_key'); ALTER TABLE pg_temp.runfs_run ALTER run_key "
+                "SET DEFAULT nextval('pg_temp.runfs_mem_key'); DEALLOCATE ALL");
+    if (rc) {
+        rs_buf_release(&q);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    rc = exec_plain(b, q.buf, err);
+    rs_buf_release(&q);
+    if (rc)
+        return rc;
+    for (int i = 0; i < PG_STMT_CACHE; i++) {
+        free(b->cache[i].sql);
+        b->cache[i].sql = NULL;
+    }
+    snprintf(b->side, sizeof b->side, "%s.", schema);
+    b->mem = 1;
+    return 0;
+}
+
+/* Statements with $1 the thread's id, run in turn (sql ends each with a NUL, the list with
+ * two); '@' names the real tables. */
+static int mem_exec(rs_backend *b, const char *steps, const char *thread_id, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    int rc = 0;
+    for (const char *p = steps; !rc && *p; p += strlen(p) + 1)
+        if (!(rc = pg_side_sql(b, p, err)))
+            rc = pg_run(b, b->sql.buf, &a, NULL, err);
+    return rc;
+}
+
+/* The thread's copy replaced by what the real tables hold of it now. */
+static const char mem_drop[] =
+    "DELETE FROM pg_temp.runfs_mark WHERE log_key IN (SELECT -thread_key FROM "
+    "pg_temp.runfs_thread WHERE thread_id = $1) OR log_key IN (SELECT r.run_key FROM "
+    "pg_temp.runfs_run r JOIN pg_temp.runfs_thread t ON t.thread_key = r.thread_key WHERE "
+    "t.thread_id = $1)\0"
+    "DELETE FROM pg_temp.runfs_owner WHERE thread_key IN (SELECT thread_key FROM "
+    "pg_temp.runfs_thread WHERE thread_id = $1)\0"
+    "DELETE FROM pg_temp.runfs_run WHERE thread_key IN (SELECT thread_key FROM "
+    "pg_temp.runfs_thread WHERE thread_id = $1)\0"
+    "DELETE FROM pg_temp.runfs_thread WHERE thread_id = $1\0";
+static const char mem_copy[] =
+    "INSERT INTO pg_temp.runfs_thread SELECT * FROM @runfs_thread WHERE thread_id = $1\0"
+    "INSERT INTO pg_temp.runfs_run SELECT r.* FROM @runfs_run r JOIN @runfs_thread t ON "
+    "t.thread_key = r.thread_key WHERE t.thread_id = $1\0"
+    "INSERT INTO pg_temp.runfs_owner SELECT o.* FROM @runfs_owner o JOIN @runfs_thread t ON "
+    "t.thread_key = o.thread_key WHERE t.thread_id = $1\0"
+    "INSERT INTO pg_temp.runfs_mark SELECT m.* FROM @runfs_mark m JOIN @runfs_thread t ON "
+    "m.log_key = -t.thread_key WHERE t.thread_id = $1\0"
+    "INSERT INTO pg_temp.runfs_mark SELECT m.* FROM @runfs_mark m JOIN @runfs_run r ON "
+    "m.log_key = r.run_key JOIN @runfs_thread t ON t.thread_key = r.thread_key WHERE "
+    "t.thread_id = $1\0";
+
+/* A copy forgotten (copied again should it be used again). */
+static int mem_drop_thread(void *ctx, const char *thread_id)
+{
+    return mem_exec(ctx, mem_drop, thread_id, NULL);
+}
+
+/* Bring the copy level: copied afresh when the real thread's facts changed (or it has none
+ * yet), then indexed where they lag its rows; only the rows above the copy when just rows
+ * were added. */
+static int mem_sync(rs_backend *b, const char *thread_id, int fresh, int64_t dirty, int64_t *rows,
+                    rs_err *err)
+{
+    int rc = exec_plain(b, "BEGIN", err), found;
+    if (rc)
+        return rc;
+    b->in_tx = 1;
+    pg_log thr;
+    if (fresh && !(rc = mem_exec(b, mem_drop, thread_id, err)))
+        rc = mem_exec(b, mem_copy, thread_id, err);
+    if (!rc && !(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found) {
+        thr.dirty = fresh ? (int)dirty : 2;
+        if (thr.dirty)
+            rc = pg_thread_catch_up(b, thread_id, &thr, &found, err);
+    }
+    *rows = 0;
+    if (!rc)
+        rc = pg_int(b, "SELECT count FROM pg_temp.runfs_thread WHERE thread_id = $1", thread_id,
+                    NULL, rows, NULL, err);
+    if (rc) {
+        pg_rollback(b);
+        return rc;
+    }
+    return pg_commit(b, err);
+}
+
+int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    if (b->piped || b->in_tx)
+        return 0;
+    /* What the real tables and rows say of the thread: its facts, then its highest seq. */
+    PGresult *r;
+    int rc = pg_side_sql(b,
+                         "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || "
+                         "last_seq FROM @runfs_thread WHERE thread_id = $1), (SELECT max(seq) "
+                         "FROM run_events WHERE thread_id = $1)",
+                         err);
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    if (rc || (rc = pg_run(b, b->sql.buf, &a, &r, err)))
+        return rc;
+    char facts[64], state[sizeof((rs_mem_thread *)0)->state];
+    snprintf(facts, sizeof facts, "%s", PQgetisnull(r, 0, 0) ? "-" : PQgetvalue(r, 0, 0));
+    snprintf(state, sizeof state, "%s %s", facts, PQgetvalue(r, 0, 1));
+    PQclear(r);
+    int64_t dirty = strtoll(facts, NULL, 10);
+    if (!b->mem && (facts[0] == '-' || dirty == 0))
+        return 0; /* the real tables are up to date: read there */
+    rs_mem_thread *t = rs_mem_find(&b->mem_list, thread_id, 0);
+    if ((t && strcmp(t->state, state) == 0) || b->read_tx)
+        return 0; /* current; or a cursor's snapshot is open here: the next use copies it */
+    if (!b->mem && (rc = mem_setup(b, err)))
+        return rc;
+    if (!t && !(t = rs_mem_find(&b->mem_list, thread_id, 1)))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    /* Only rows added (the facts as at the copy, the highest seq higher): index those
+     * above the copy. */
+    size_t flen = strlen(facts);
+    const char *was = strrchr(t->state, ' ');
+    int fresh = !t->state[0] || strncmp(t->state, facts, flen) != 0 || t->state[flen] != ' ' ||
+                !was || strtoll(was + 1, NULL, 10) > strtoll(strrchr(state, ' ') + 1, NULL, 10);
+    int64_t rows;
+    if ((rc = mem_sync(b, thread_id, fresh, dirty, &rows, err))) {
+        t->state[0] = '\0';
+        return rc;
+    }
+    snprintf(t->state, sizeof t->state, "%s", state);
+    size_t dropped;
+    if ((rc = rs_mem_trim(&b->mem_list, t, rows, PG_MEM_ROWS, mem_drop_thread, b, &dropped)))
+        rc = rs_err_set(err, rc, "cannot forget a thread copied into memory");
+    return rc;
 }
 
 static int pg_refresh(rs_backend *b, rs_err *err)

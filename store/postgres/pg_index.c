@@ -357,7 +357,9 @@ static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, 
         "DELETE FROM runfs_once WHERE thread_id = $2",
         "DELETE FROM runfs_idem WHERE thread_id = $2",
     };
-    for (size_t i = 0; !rc && i < sizeof drop_thread / sizeof drop_thread[0]; i++)
+    /* A reader drops only its own copy of the logs (the rest is the database's). */
+    size_t n = b->read_only ? 1 : sizeof drop_thread / sizeof drop_thread[0];
+    for (size_t i = 0; !rc && i < n; i++)
         rc = thread_exec(b, drop_thread[i], key, thread_id, err);
     return rc;
 }
@@ -385,8 +387,11 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
      * of other threads. */
     for (int round = 0; round < 100000; round++) {
         PGresult *r;
-        int rc =
-            pg_run(b, "SELECT thread_id FROM runfs_thread WHERE dirty <> 0 LIMIT 1", NULL, &r, err);
+        int rc = pg_run(b,
+                        "SELECT thread_id FROM runfs_thread t WHERE dirty <> 0 AND (count > 0 OR "
+                        "EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key)) "
+                        "LIMIT 1",
+                        NULL, &r, err);
         if (rc)
             return rc;
         if (PQntuples(r) == 0) {
@@ -411,6 +416,35 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
     return 0;
 }
 
+int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    if (b->read_only)
+        return pg_mem_ready(b, thread_id, err);
+    if (b->piped || (b->read_tx && !b->in_tx))
+        return 0; /* a cursor's snapshot is open here: the next use catches it up */
+    int own = !b->in_tx, found, rc;
+    pg_log thr;
+    if ((rc = own ? pg_begin(b, thread_id, err) : pg_lock_thread(b, thread_id, err)))
+        return rc;
+    if (!(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found && thr.dirty)
+        rc = pg_thread_catch_up(b, thread_id, &thr, &found, err);
+    if (own && rc)
+        pg_rollback(b);
+    else if (own)
+        rc = pg_commit(b, err);
+    return rc;
+}
+
+int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    if (b->read_only)
+        return pg_mem_ready(b, thread_id, err);
+    int64_t dirty = 0;
+    int rc = pg_int(b, "SELECT dirty FROM runfs_thread WHERE thread_id = $1", thread_id, NULL,
+                    &dirty, NULL, err);
+    return rc || !dirty ? rc : pg_thread_fix(b, thread_id, err);
+}
+
 /* ---- reading a log ---- */
 
 static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const char *user, int *has,
@@ -432,8 +466,9 @@ static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const c
     return 0;
 }
 
-int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
-                rs_log_info *out, rs_err *err)
+/* The log's totals as the side tables have them; *dirty: the thread waits to be caught up. */
+static int log_info_once(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                         rs_log_info *out, int *dirty, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     pg_args a = {.n = 0};
@@ -444,19 +479,20 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     const char *sql =
         run_id
             ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
-              "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
-              "t.thread_key WHERE t.thread_id = $1 AND r.run_id = $2"
+              "r.mtime_ns, t.thread_key, 0, 0, t.dirty FROM runfs_thread t LEFT JOIN runfs_run r "
+              "ON r.thread_key = t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
             : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
               "t.mtime_ns, t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
-              "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1) FROM runfs_thread t "
-              "WHERE t.thread_id = $1";
+              "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1), t.dirty FROM "
+              "runfs_thread t WHERE t.thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)
         return rc;
     int64_t key = 0, thread_key = 0, floor = 0, max = 0;
     int mixed = 0;
-    if (PQntuples(r) > 0) {
+    *dirty = PQntuples(r) > 0 && pg_val_int(r, 0, 11) != 0;
+    if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
         key = pg_val_int(r, 0, 0);
         out->size = pg_val_int(r, 0, 1);
         out->count = pg_val_int(r, 0, 2);
@@ -510,6 +546,21 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
             out->hwm = max;
     }
     return 0;
+}
+
+int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                rs_log_info *out, rs_err *err)
+{
+    /* A reader's copy is checked first; elsewhere the dirty flag comes with the totals, and
+     * a thread found behind is caught up and read again. */
+    int dirty = 0;
+    int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
+    if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, err)) || !dirty ||
+        b->read_only)
+        return rc;
+    if ((rc = pg_thread_fix(b, thread_id, err)))
+        return rc;
+    return log_info_once(b, thread_id, run_id, user, out, &dirty, err);
 }
 
 /* A log read is one prepared query per page, keyed on seq (no cursor, no transaction of
@@ -638,6 +689,9 @@ int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
         return 0;
     }
     pg_log_forget(b);
+    int rc = pg_thread_ready(b, thread_id, err);
+    if (rc)
+        return rc;
     /* The last mark at or before off, then the log's rows from that mark's seq on. */
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
@@ -651,8 +705,7 @@ int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
                : "SELECT m.off, m.seq FROM runfs_thread t JOIN runfs_mark m ON m.log_key = "
                  "-t.thread_key WHERE t.thread_id = $1 AND m.off <= $2 ORDER BY m.off DESC LIMIT 1";
     PGresult *r;
-    int rc = pg_run(b, mark_sql, &a, &r, err);
-    if (rc)
+    if ((rc = pg_run(b, mark_sql, &a, &r, err)))
         return rc;
     p = calloc(1, sizeof *p);
     if (!p || !(p->thread_id = strdup(thread_id)) || (run_id && !(p->run_id = strdup(run_id)))) {

@@ -17,7 +17,8 @@
 
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
-#define PG_PIPE_MAX 32 /* statements (and their first preparations) in one pipeline */
+#define PG_PIPE_MAX 32      /* statements (and their first preparations) in one pipeline */
+#define PG_MEM_ROWS 4000000 /* read-only: rows of threads kept in memory before the oldest go */
 
 /* The byte log of one thread or run as stored in runfs_thread / runfs_run. */
 typedef struct pg_log {
@@ -69,6 +70,14 @@ struct rs_backend {
     void *progress_ctx;
     int64_t index_done;
     pg_tail tail;
+    /* Read-only: the facts of each thread in use, copied into TEMP tables that shadow
+     * runfs's (mem), and indexed there when another writer left them behind; side is the
+     * schema of the real tables ("" before), mem_list the threads copied, oldest first,
+     * each with the real thread's state at the copy (its dirty flag, mtime, count, last_seq
+     * and highest seq: a change there means copying it again), bounded by PG_MEM_ROWS. */
+    int mem;
+    char side[160];
+    rs_mem_list mem_list;
     /* A pipeline (pg_pipe_start .. pg_pipe_run): what each queued statement's result is
      * for, in order; pipe_rc is the first failure to queue one, pipe_failed the index of
      * the first that failed (-1: none). */
@@ -158,8 +167,21 @@ int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t 
  * the thread (thr loaded; reloaded after, *found 0 when it had no rows left and is gone). */
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);
 int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err);
-/* Every thread other writers touched, one transaction each. */
+/* Every thread with logs other writers touched, one transaction each (a thread without
+ * logs waits for its first use). */
 int pg_catch_up_all(rs_backend *b, rs_err *err);
+/* Before reading the thread's logs: a thread other writers left to index (a DeerFlow thread
+ * never used before, rows added or deleted) is caught up at its first use, in a transaction
+ * of its own under the thread's lock (inside the caller's when one is open; a reader copies
+ * and indexes it in memory, pg.c). */
+int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err);
+/* The same for a thread found dirty already. */
+int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err);
+/* Read-only (pg.c): bring the thread's TEMP copy level with the real tables and its rows. */
+int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err);
+/* sql with each '@' replaced by the real tables' schema (b->side: "" but in memory), into
+ * b->sql: for statements over every thread, which a reader's TEMP copies do not hold. */
+int pg_side_sql(rs_backend *b, const char *sql, rs_err *err);
 int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
 int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,

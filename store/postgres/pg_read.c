@@ -98,13 +98,25 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     /* $1 thread, $2 run, $3 owner (NULL: every owner), $4... the contract's singletons. */
     switch (kind) {
     case RS_NAMES_THREADS:
-        rc = rs_buf_addstr(
-            sql,
-            "SELECT t.thread_id FROM runfs_thread t WHERE ($3::text IS NULL OR EXISTS (SELECT 1 "
-            "FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "
-            "o.owner = $3)) ORDER BY t.thread_key");
+        /* A thread not caught up yet (dirty: a DeerFlow thread nobody used, say) is listed
+         * when it has rows (of the owner) left; every thread, so the real tables. */
+        if ((rc = pg_side_sql(
+                 b,
+                 user ? "SELECT t.thread_id FROM @runfs_thread t WHERE EXISTS (SELECT 1 FROM "
+                        "@runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "
+                        "o.owner = $3) OR (t.dirty <> 0 AND EXISTS (SELECT 1 FROM run_events e "
+                        "WHERE e.thread_id = t.thread_id AND e.user_id = $3)) ORDER BY t.thread_key"
+                      : "SELECT t.thread_id FROM @runfs_thread t WHERE $3::text IS NULL AND "
+                        "(t.dirty = 0 OR EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = "
+                        "t.thread_id) OR EXISTS (SELECT 1 FROM @runfs_owner o WHERE o.thread_key = "
+                        "t.thread_key AND o.run_key = 0)) ORDER BY t.thread_key",
+                 err)))
+            return rc;
         break;
     case RS_NAMES_RUNS:
+        if ((rc = pg_thread_ready(b, thread_id, err)))
+            return rc;
+        rs_buf_reset(sql);
         rc = rs_buf_addstr(
             sql,
             "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
@@ -220,21 +232,40 @@ int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
     pg_args a = {.n = 0};
     pg_arg_text(&a, user);
     pg_arg_text(&a, thread_id);
-    PGresult *r;
-    int rc = pg_run(
-        b,
-        "SELECT (SELECT count(*) FROM runfs_thread t WHERE ($2::text IS NULL OR t.thread_id = $2) "
-        "AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
-        "t.thread_key AND o.run_key = 0 AND o.owner = $1))), "
+    /* $1 owner (NULL: every owner), $2 thread: caught up first, then its logs. */
+    static const char thread_sql[] =
+        "SELECT (SELECT count(*) FROM runfs_thread t WHERE t.thread_id = $2 AND ($1::text IS "
+        "NULL OR EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND "
+        "o.run_key = 0 AND o.owner = $1))), "
         "(SELECT count(*) FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
-        "WHERE ($2::text IS NULL OR t.thread_id = $2) AND ($1::text IS NULL OR EXISTS (SELECT 1 "
-        "FROM runfs_owner o WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND "
-        "o.owner = $1))), "
+        "WHERE t.thread_id = $2 AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
+        "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.owner = $1))), "
         "CASE WHEN $1::text IS NULL THEN (SELECT coalesce(sum(count), 0) FROM runfs_thread WHERE "
-        "$2::text IS NULL OR thread_id = $2) ELSE (SELECT count(*) FROM run_events WHERE "
-        "user_id = $1 AND ($2::text IS NULL OR thread_id = $2)) END",
-        &a, &r, err);
-    if (rc)
+        "thread_id = $2) ELSE (SELECT count(*) FROM run_events WHERE user_id = $1 AND "
+        "thread_id = $2) END";
+    /* Every thread (the real tables): those not caught up yet (dirty) count from their rows,
+     * as their logs will. */
+    static const char all_sql[] =
+        "SELECT (SELECT count(*) FROM @runfs_thread t WHERE $2::text IS NULL AND CASE WHEN "
+        "$1::text IS NULL THEN t.dirty = 0 OR EXISTS (SELECT 1 FROM run_events e WHERE "
+        "e.thread_id = t.thread_id) OR EXISTS (SELECT 1 FROM @runfs_owner o WHERE o.thread_key = "
+        "t.thread_key AND o.run_key = 0) ELSE EXISTS (SELECT 1 FROM @runfs_owner o WHERE "
+        "o.thread_key = t.thread_key AND o.run_key = 0 AND o.owner = $1) OR (t.dirty <> 0 AND "
+        "EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = t.thread_id AND e.user_id = $1)) "
+        "END), "
+        "(SELECT count(*) FROM @runfs_run r JOIN @runfs_thread t ON t.thread_key = r.thread_key "
+        "WHERE t.dirty = 0 AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM @runfs_owner o WHERE "
+        "o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.owner = $1))) + (SELECT "
+        "count(*) FROM (SELECT DISTINCT e.thread_id, e.run_id FROM run_events e JOIN "
+        "@runfs_thread t ON t.thread_id = e.thread_id WHERE t.dirty <> 0 AND ($1::text IS NULL "
+        "OR e.user_id = $1)) x), "
+        "CASE WHEN $1::text IS NULL THEN (SELECT coalesce(sum(count), 0) FROM @runfs_thread "
+        "WHERE dirty = 0) + (SELECT count(*) FROM run_events e WHERE e.thread_id IN (SELECT "
+        "thread_id FROM @runfs_thread WHERE dirty <> 0)) ELSE (SELECT count(*) FROM run_events "
+        "WHERE user_id = $1) END";
+    int rc = thread_id ? pg_thread_ready(b, thread_id, err) : pg_side_sql(b, all_sql, err);
+    PGresult *r;
+    if (rc || (rc = pg_run(b, thread_id ? thread_sql : b->sql.buf, &a, &r, err)))
         return rc;
     out->threads = pg_val_int(r, 0, 0);
     out->runs = pg_val_int(r, 0, 1);

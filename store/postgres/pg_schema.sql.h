@@ -21,15 +21,19 @@ static const char pg_schema_deerflow_sql[] =
     "CREATE INDEX IF NOT EXISTS ix_events_thread_cat_seq ON run_events (thread_id, category, seq);\n"
     "CREATE INDEX IF NOT EXISTS ix_run_events_user_id ON run_events (user_id);\n";
 
-/* Created only when absent, with DeerFlow's backfill (migration 0034). */
+/* Created only when absent, with DeerFlow's backfill (migration 0034): each thread's
+ * MAX(seq), by index probes. */
 static const char pg_schema_hwm_sql[] =
     "CREATE TABLE run_event_thread_seq (\n"
     "  thread_id VARCHAR(64) NOT NULL,\n"
     "  seq BIGINT DEFAULT 0 NOT NULL,\n"
     "  CONSTRAINT pk_run_event_thread_seq PRIMARY KEY (thread_id)\n"
     ");\n"
+    "WITH RECURSIVE d(id) AS (SELECT min(thread_id) FROM run_events UNION ALL SELECT (SELECT\n"
+    "  min(thread_id) FROM run_events WHERE thread_id > d.id) FROM d WHERE d.id IS NOT NULL)\n"
     "INSERT INTO run_event_thread_seq (thread_id, seq)\n"
-    "  SELECT thread_id, MAX(seq) FROM run_events GROUP BY thread_id;\n";
+    "  SELECT id, (SELECT MAX(seq) FROM run_events WHERE thread_id = d.id) FROM d\n"
+    "  WHERE id IS NOT NULL;\n";
 
 /* Idempotency keys (DESIGN "Appending"), per thread; a key whose row is gone is free again.
  * Created when absent, also in a store whose other side tables an older build made. */
@@ -104,9 +108,11 @@ static const char pg_schema_side_sql[] =
     "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_insert();\n"
     "CREATE OR REPLACE TRIGGER runfs_note_delete AFTER DELETE ON run_events\n"
     "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_delete();\n"
-    /* Threads already in the table (a DeerFlow database mounted the first time) get
-     * indexed by the catch-up that follows. */
-    "INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 1 FROM run_events;\n"
+    /* Threads already in the table (a DeerFlow database mounted the first time) are
+     * indexed at their first use; found by index probes, a thread at a time. */
+    "WITH RECURSIVE d(id) AS (SELECT min(thread_id) FROM run_events UNION ALL SELECT (SELECT\n"
+    "  min(thread_id) FROM run_events WHERE thread_id > d.id) FROM d WHERE d.id IS NOT NULL)\n"
+    "INSERT INTO runfs_thread (thread_id, dirty) SELECT id, 1 FROM d WHERE id IS NOT NULL;\n"
     "CREATE TABLE runfs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);\n"
     "INSERT INTO runfs_meta (key, value) VALUES ('layout', 2);\n";
 

@@ -920,9 +920,8 @@ static void ready_add(rs_backend *b, const char *thread_id)
     }
 }
 
-/* A reader's copy holds at most SQ_MEM_ROWS rows' worth of threads it indexed: the oldest
- * go first (indexed again should they be used again). */
-static int mem_forget(rs_backend *b, const char *keep, rs_err *err)
+/* A reader's copy of one thread's logs forgotten (indexed again should it be used again). */
+static int mem_drop(void *ctx, const char *thread_id)
 {
     static const char *const drop[] = {
         "DELETE FROM temp.runfs_mark WHERE log_key = -?1 OR log_key IN (SELECT run_key FROM "
@@ -931,35 +930,20 @@ static int mem_forget(rs_backend *b, const char *keep, rs_err *err)
         "DELETE FROM temp.runfs_run WHERE thread_key = ?1",
         "DELETE FROM temp.runfs_thread WHERE thread_key = ?1",
     };
-    size_t gone = 0;
-    int rc = 0;
-    while (!rc && b->mem_rows > SQ_MEM_ROWS && gone < b->n_mem) {
-        sq_mem_thread *t = &b->mem_threads[gone++];
-        if (strcmp(t->id, keep) == 0)
-            continue;
-        int64_t key = 0;
-        int found = 0;
-        rc = sq_int(b, "SELECT thread_key FROM temp.runfs_thread WHERE thread_id = ?", t->id, NULL,
-                    &key, &found, err);
-        for (size_t i = 0; !rc && found && i < sizeof drop / sizeof *drop; i++) {
-            int src = sq_step(b, NULL, err, "forget", drop[i], "i", key);
-            rc = src < 0 ? src : 0;
-        }
-        b->mem_rows -= t->rows;
-        t->rows = 0;
+    rs_backend *b = ctx;
+    int64_t key = 0;
+    int found = 0;
+    int rc = sq_int(b, "SELECT thread_key FROM temp.runfs_thread WHERE thread_id = ?", thread_id,
+                    NULL, &key, &found, NULL);
+    for (size_t i = 0; !rc && found && i < sizeof drop / sizeof *drop; i++) {
+        int src = sq_step(b, NULL, NULL, "forget", drop[i], "i", key);
+        rc = src < 0 ? src : 0;
     }
-    /* The thread kept moves to the front of what is left. */
-    size_t n = 0;
-    for (size_t i = 0; i < b->n_mem; i++)
-        if (i >= gone || strcmp(b->mem_threads[i].id, keep) == 0)
-            b->mem_threads[n++] = b->mem_threads[i];
-    b->n_mem = n;
-    if (gone)
-        ready_clear(b);
     return rc;
 }
 
-/* Read-only: index the thread into this connection's TEMP copies, and keep them bounded. */
+/* Read-only: index the thread into this connection's TEMP copies, which hold at most
+ * SQ_MEM_ROWS rows' worth of threads (the oldest go first). */
 static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
 {
     int rc = b->mem ? 0 : mem_index(b, b->layout, err);
@@ -973,19 +957,15 @@ static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;
     }
-    size_t i = 0;
-    while (i < b->n_mem && strcmp(b->mem_threads[i].id, thread_id) != 0)
-        i++;
-    if (i == b->n_mem) {
-        if (rs_array_grow(&b->mem_threads, &b->cap_mem, b->n_mem + 1, sizeof *b->mem_threads))
-            return rs_err_set(err, -ENOMEM, "out of memory");
-        snprintf(b->mem_threads[i].id, sizeof b->mem_threads[i].id, "%s", thread_id);
-        b->mem_threads[i].rows = 0;
-        b->n_mem++;
-    }
-    b->mem_rows += rows - b->mem_threads[i].rows;
-    b->mem_threads[i].rows = rows;
-    return mem_forget(b, thread_id, err);
+    rs_mem_thread *t = rs_mem_find(&b->mem_list, thread_id, 1);
+    size_t dropped = 0;
+    if (!t)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    if ((rc = rs_mem_trim(&b->mem_list, t, rows, SQ_MEM_ROWS, mem_drop, b, &dropped)))
+        rc = rs_err_set(err, rc, "cannot forget a thread indexed in memory");
+    if (dropped)
+        ready_clear(b);
+    return rc;
 }
 
 int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
@@ -1216,7 +1196,7 @@ static void sq_close(rs_backend *b)
     sqlite3_close_v2(b->db);
     db_lock_put(b->lock);
     rs_buf_release(&b->sql);
-    free(b->mem_threads);
+    rs_mem_release(&b->mem_list);
     free(b->path);
     free(b);
 }

@@ -22,12 +22,6 @@
 typedef struct sq_db_lock sq_db_lock;
 typedef struct sq_group_req sq_group_req;
 
-/* A thread a read-only connection indexed in memory, and how many rows that took. */
-typedef struct sq_mem_thread {
-    char id[RS_ID_MAX + 1];
-    int64_t rows;
-} sq_mem_thread;
-
 typedef struct sq_stmt_slot {
     char *sql;
     const char *key; /* the caller's string when it is a constant, else NULL */
@@ -101,9 +95,7 @@ struct rs_backend {
      * the threads this connection indexed, oldest first, and their rows (bounded). */
     int mem;
     int64_t layout;
-    sq_mem_thread *mem_threads;
-    size_t n_mem, cap_mem;
-    int64_t mem_rows;
+    rs_mem_list mem_list;
     /* Commits and catch-ups on this connection; the threads not indexed yet and their
      * runs as counted at (unindexed_version, unindexed_gen), for status counts. */
     int64_t commits;

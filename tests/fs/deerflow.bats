@@ -126,6 +126,36 @@ df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
   assert_output 2
 }
 
+@test "the mount indexed nothing; a thread is indexed at its first use, with rows DeerFlow added before it; listing and counts index nothing" {
+  # the mount in setup() was this database's first: the side tables hold no logs yet
+  logs() { store_sql "SELECT (SELECT count(*) FROM runfs_run) + (SELECT count(*) FROM runfs_mark) + (SELECT count(*) FROM runfs_owner)"; }
+  [ "$(logs)" -eq 0 ]
+  # DeerFlow writes to a thread nobody has looked at, and starts another
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('thread-b','run-2','alice','llm.error','trace','late','{}',13,'2026-03-04 06:00:00.000000'), ('thread-c','run-1','carol','llm.error','trace','new','{}',1,'2026-03-04 06:00:01.000000')"
+  run ls "$MNT/threads"
+  assert_output "$(printf 'thread-a\nthread-b\nthread-c')"
+  run cat "$MNT/.runfs/status.json"
+  assert_output --partial '"threads":3,"runs":5,"events":38'
+  [ "$(logs)" -eq 0 ]
+  # one thread used: its logs only, and its bytes are what a reader renders from the rows
+  [ "$(lines "$MNT/threads/thread-b/events.jsonl")" -eq 13 ]
+  [ "$(stat -c %s "$MNT/threads/thread-b/runs/run-2/events.jsonl")" -eq "$(wc -c < "$MNT/threads/thread-b/runs/run-2/events.jsonl")" ]
+  run store_sql "SELECT count(*) FROM runfs_run WHERE thread_key = (SELECT thread_key FROM runfs_thread WHERE thread_id = 'thread-b')"
+  assert_output 2
+  run store_sql "SELECT count(*) FROM runfs_run WHERE thread_key IN (SELECT thread_key FROM runfs_thread WHERE thread_id <> 'thread-b')"
+  assert_output 0
+  cmp "$MNT/threads/thread-b/events.jsonl" <("$RUNFS" cat "$STORE" threads/thread-b/events.jsonl)
+  # a read-only mount of it indexes the others in memory only
+  before=$(store_sql "SELECT count(*), coalesce(sum(size), 0) FROM runfs_thread")
+  runfs_mount "$STORE" "$WORK/ro" -o ro
+  [ "$(lines "$WORK/ro/threads/thread-a/events.jsonl")" -eq 24 ]
+  cmp "$WORK/ro/threads/thread-a/runs/run-2/events.jsonl" <("$RUNFS" cat "$STORE" threads/thread-a/runs/run-2/events.jsonl)
+  [ "$(cat "$WORK/ro/threads/thread-c/seq")" -eq 1 ]
+  [ "$(store_sql "SELECT count(*), coalesce(sum(size), 0) FROM runfs_thread")" = "$before" ]
+  run store_sql "SELECT count(*) FROM runfs_run WHERE thread_key IN (SELECT thread_key FROM runfs_thread WHERE thread_id <> 'thread-b')"
+  assert_output 0
+}
+
 @test "a DeerFlow database mounts without indexing; a thread is indexed at its first use, rows DeerFlow adds meanwhile included" {
   skip_on_pg "mkdeerflow.py writes a SQLite file"
   python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/big.db" t 50000
@@ -185,14 +215,28 @@ df_delete() { store_sql "DELETE FROM run_events WHERE $1"; }
 }
 
 @test "two mounts index a thread at its first use while DeerFlow inserts and deletes rows in it" {
-  skip_on_pg "DeerFlow's writer here is its SQLite one"
-  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/busy.db" t 20000
-  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/busy.db" z 100
-  sqlite3 "$WORK/busy.db" "PRAGMA journal_mode=WAL" >/dev/null
-  runfs_mount "$WORK/busy.db" "$WORK/b1"
-  runfs_mount "$WORK/busy.db" "$WORK/b2"
-  # DeerFlow's writer: a row per transaction (seq = MAX + 1), and delete_by_run of two runs
-  python3 - "$WORK/busy.db" <<'PY' &
+  local db=$WORK/busy.db
+  if on_pg; then
+    db=$STORE
+    store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) SELECT 't', 'run-' || ((g - 1) / 10 + 1), 'llm.error', 'trace', 'row ' || g, '{}', g, '2026-03-04 05:00:00' FROM generate_series(1, 20000) g"
+  else
+    python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$db" t 20000
+    python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$db" z 100
+    sqlite3 "$db" "PRAGMA journal_mode=WAL" >/dev/null
+  fi
+  runfs_mount "$db" "$WORK/b1"
+  runfs_mount "$db" "$WORK/b2"
+  # DeerFlow's writer: a row per transaction (seq = MAX + 1; on PostgreSQL under its
+  # advisory lock of the thread), and delete_by_run of two runs
+  if on_pg; then
+    for i in $(seq 0 299); do
+      printf "BEGIN; SELECT pg_advisory_xact_lock(hashtext(CAST('t' AS text))::bigint); INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) SELECT 't', 'run-late', 'llm.error', 'trace', 'late %s', '{}', max(seq) + 1, now() FROM run_events WHERE thread_id = 't';" "$i"
+      case $i in 100 | 200) printf " DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'run-%s';" $((i / 100 + 4)) ;; esac
+      printf ' COMMIT;\n'
+    done > "$WORK/writer.sql"
+    PGOPTIONS='-c client_min_messages=warning' psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$WORK/writer.sql" >/dev/null &
+  else
+    python3 - "$db" <<'PY' &
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
 for i in range(300):
@@ -206,44 +250,54 @@ for i in range(300):
     db.execute("COMMIT")
     time.sleep(0.002)
 PY
+  fi
   writer=$!
   # first uses on both mounts while it writes
   cat "$WORK/b1/threads/t/seq" >/dev/null
   cat "$WORK/b2/threads/t/events.jsonl" >/dev/null
   ls "$WORK/b1/threads/t/runs" >/dev/null
   wait "$writer"
-  want=$(sqlite3 "$WORK/busy.db" "SELECT count(*) FROM run_events WHERE thread_id = 't'")
+  want=$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't'" "$db")
   [ "$want" -eq 20280 ]
   for m in b1 b2; do
     f=$WORK/$m/threads/t/events.jsonl
     wait_for 10 bash -c "[ \$(wc -l < '$f') -eq $want ] && [ \$(stat -c %s '$f') -eq \$(wc -c < '$f') ]"
-    cmp "$f" <("$RUNFS" cat "$WORK/busy.db" threads/t/events.jsonl)
+    cmp "$f" <("$RUNFS" cat "$db" threads/t/events.jsonl)
     [ "$(ls "$WORK/$m/threads/t/runs" | grep -cx 'run-[56]')" -eq 0 ]
     [ "$(cat "$WORK/$m/threads/t/seq")" -eq 20300 ]
   done
 }
 
+# df_thread THREAD ROWS [USER]: DeerFlow's rows of a new thread, in runs of 10, written by SQL.
+df_thread() {
+  local u=${3:+"'$3'"}
+  if on_pg; then
+    store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT '$1', 'run-' || ((g - 1) / 10 + 1), ${u:-NULL}, 'llm.error', 'trace', 'row ' || g, '{}', g, '2026-03-04 05:00:00' FROM generate_series(1, $2) g"
+  else
+    store_sql "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $2) INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT '$1', 'run-' || ((n - 1) / 10 + 1), ${u:-NULL}, 'llm.error', 'trace', 'row ' || n, '{}', n, '2026-03-04 05:00:00' FROM g"
+  fi
+}
+
 @test "a --thread mount indexes its thread only; a --user mount lists only the threads holding that owner's rows" {
-  skip_on_pg "mkdeerflow.py writes a SQLite file"
-  for t in t1 t2 t3; do python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$WORK/many.db" "$t" 200; done
-  sqlite3 "$WORK/many.db" "UPDATE run_events SET user_id = 'bob' WHERE thread_id = 't2'"
-  mkdir -p "$WORK/s1" "$WORK/s2"
-  MOUNTS+=("$WORK/s1")
-  runfs_mount "$WORK/many.db" "$WORK/s1" --thread t3
+  df_thread t1 200
+  df_thread t2 200 bob
+  df_thread t3 200
+  indexed() { store_sql "SELECT group_concat(thread_id) FROM (SELECT thread_id FROM runfs_thread WHERE count > 0 ORDER BY thread_id) x"; }
+  runfs_mount "$STORE" "$WORK/s1" --thread t3
   run ls "$WORK/s1/threads"
   assert_output t3
   [ "$(wc -l < "$WORK/s1/threads/t3/events.jsonl")" -eq 200 ]
-  run sqlite3 "$WORK/many.db" "SELECT group_concat(thread_id) FROM runfs_thread"
+  run indexed
   assert_output t3
-  runfs_unmount "$WORK/s1"
-  MOUNTS+=("$WORK/s2")
-  runfs_mount "$WORK/many.db" "$WORK/s2" --user bob
+  runfs_mount "$STORE" "$WORK/s2" --user bob
   run ls "$WORK/s2/threads"
   assert_output t2
   run cat "$WORK/s2/.runfs/status.json"
   assert_output --partial '"threads":1,"runs":20,"events":200'
+  [ "$(wc -l < "$WORK/s2/threads/t2/events.jsonl")" -eq 200 ]
+  run indexed
+  assert_output "t2,t3"
+  # another's thread: looking it up indexes it, to learn it holds none of bob's rows
   run cat "$WORK/s2/threads/t1/seq"
   assert_failure
-  [ "$(wc -l < "$WORK/s2/threads/t2/events.jsonl")" -eq 200 ]
 }
-
