@@ -92,8 +92,9 @@ static int add_arg(struct fuse_args *args, const char *fmt, const char *value)
     return fuse_opt_add_arg(args, buf);
 }
 
-/* The first open of a database another program wrote indexes its rows: on a terminal, the
- * mount says how far it has got (the line appears once it has taken a moment). */
+/* An open that indexes rows (a store of an older layout, converted: threads are otherwise
+ * indexed at their first use) says on a terminal how far it has got (the line appears once
+ * it has taken a moment). */
 typedef struct index_progress {
     rfs_progress *line;
     int64_t shown;
