@@ -2,8 +2,10 @@
  * wakes live followers. Commits of this mount arrive through rfs_hub_committed; commits of
  * other processes are noticed by watching the store's data version (SQLite's data_version;
  * on PostgreSQL the notifications of other mounts and a probe for DeerFlow's rows), one
- * cheap probe per tick for the whole mount. Kernel notifications go out from this thread
- * only, never from inside a request handler (libfuse deadlocks otherwise). */
+ * cheap probe per tick for the whole mount. Kernel invalidations go out from this thread
+ * only, never from inside a request handler (libfuse deadlocks otherwise); the one
+ * notification a handler sends is getattr's store of a view's pages (ops.c), which waits
+ * for no lock of the inode's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -60,9 +62,41 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
     sc->out[sc->count++] = (known_log){.ino = ino, .node = *n, .observed = size};
 }
 
-/* Every cached log (of one thread, or all) whose store size moved. */
+/* ---- the kernel's copy of the views ----
+ * history.jsonl and transcript.md may change anywhere when their thread changes (a run's
+ * heading, runs a regeneration hides): a kept rendering (its version in the inode table,
+ * see op_getattr) is dropped whole. */
+
+static void view_dropped(rfs_mount *m, uint64_t ino)
+{
+    fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+    rfs_itable_set_size(m->inodes, ino, -1);
+}
+
+/* The kept views of a thread that changed (thread_id), or of every thread whose version is
+ * not the one kept (NULL: another process changed something). */
+static void sync_views(rfs_mount *m, const char *thread_id)
+{
+    scan_ctx sc = {.thread_id = thread_id};
+    rfs_itable_each(m->inodes, RFS_T_HISTORY, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_T_TRANSCRIPT, collect_log, &sc);
+    for (size_t i = 0; i < sc.count; i++) {
+        rs_log_info info;
+        if (!thread_id &&
+            rs_store_log_info(m->hub->store, sc.out[i].node.thread_id, NULL, m->opt.user, &info,
+                              NULL) == 0 &&
+            rfs_view_version(&info) == sc.out[i].observed)
+            continue;
+        view_dropped(m, sc.out[i].ino);
+    }
+    free(sc.out);
+}
+
+/* Every cached log (of one thread, or all) whose store size moved, and the views kept of
+ * them. */
 static void sync_logs(rfs_mount *m, const char *thread_id)
 {
+    sync_views(m, thread_id);
     scan_ctx sc = {.thread_id = thread_id};
     rfs_itable_each(m->inodes, RFS_T_EVENTS, collect_log, &sc);
     rfs_itable_each(m->inodes, RFS_R_EVENTS, collect_log, &sc);
@@ -80,6 +114,7 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const change *c)
 {
+    sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
     memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
     memcpy(n.run_id, c->run_id, sizeof n.run_id);
@@ -130,10 +165,14 @@ static void *hub_main(void *arg)
             rfs_node n;
             int64_t observed = -1;
             rs_log_info info;
-            if (rfs_itable_get(m->inodes, inval[i].ino, &n) == 0 &&
-                rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
-                rs_store_log_info(hub->store, n.thread_id, n.kind == RFS_R_EVENTS ? n.run_id : NULL,
-                                  NULL, &info, NULL) == 0)
+            if (rfs_itable_get(m->inodes, inval[i].ino, &n) != 0)
+                continue;
+            if (rfs_view_kernel_keeps(n.kind))
+                view_dropped(m, inval[i].ino);
+            else if (rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
+                     rs_store_log_info(hub->store, n.thread_id,
+                                       n.kind == RFS_R_EVENTS ? n.run_id : NULL, NULL, &info,
+                                       NULL) == 0)
                 tail_changed(m, inval[i].ino, observed, info.exists ? info.size : 0);
         }
         for (size_t i = 0; i < queued; i++) {
@@ -253,6 +292,14 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     rfs_node n = {.kind = RFS_T_EVENTS};
     snprintf(n.thread_id, sizeof n.thread_id, "%s", thread_id);
     int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
+    /* So does a kept view of the thread. */
+    static const rfs_kind views[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT};
+    for (size_t i = 0; i < sizeof views / sizeof views[0] && !wait; i++) {
+        int64_t kept = -1;
+        n.kind = views[i];
+        wait = rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&
+               kept >= 0;
+    }
     if (run_id) {
         n.kind = RFS_R_EVENTS;
         snprintf(n.run_id, sizeof n.run_id, "%s", run_id);

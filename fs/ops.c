@@ -158,6 +158,12 @@ double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind)
 
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
 {
+    return rfs_req_stat_ex(req, n, 0, NULL, NULL, st, err);
+}
+
+int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int lazy, rfs_bytes_fn bytes, void *ctx,
+                    rfs_stat *st, rs_err *err)
+{
     rfs_mount *m = rfs_mount_of(req);
     rfs_scope sc;
     char uid[24];
@@ -165,7 +171,7 @@ int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
     rs_store *s;
     int rc = rfs_pool_get(m, &s, err);
     if (!rc) {
-        rc = rfs_view_stat(s, &sc, n, st, err);
+        rc = rfs_view_stat_ex(s, &sc, n, lazy, bytes, ctx, st, err);
         rfs_pool_put(m, s);
     }
     /* A lost database fails whatever was under way, a lookup before a write too: the reason
@@ -208,6 +214,9 @@ int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st)
     rfs_fill_attr(req, n, st, ino, &e.attr);
     if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG)
         rfs_itable_set_size(m->inodes, ino, st->size);
+    /* Size 0 drops whatever the kernel kept of the view (it is of another version). */
+    if (st->unsized)
+        rfs_itable_set_size(m->inodes, ino, -1);
     return fuse_reply_entry(req, &e);
 }
 
@@ -247,7 +256,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return (void)fuse_reply_err(req, -rc);
     rfs_stat st;
     rs_err err = {0};
-    if ((rc = rfs_req_stat(req, &cn, &st, &err)))
+    /* A view the kernel keeps is sized at its getattr (every stat sends one: files have no
+     * attribute timeout), where its rendering can go to the kernel's cache; a lookup has no
+     * inode yet to give it to. */
+    int lazy = !rfs_mount_of(req)->opt.user_from_uid;
+    if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err)))
         return (void)fuse_reply_err(req, -rc);
     rfs_reply_entry(req, &cn, &st);
 }
@@ -265,6 +278,83 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
+int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns)
+{
+    rfs_node t = {.kind = RFS_THREAD};
+    memcpy(t.thread_id, n->thread_id, sizeof t.thread_id);
+    return rfs_itable_holds(m->inodes, rfs_itable_ino_of(m->inodes, &t)) > 0 ||
+           rs_clock_ns(CLOCK_REALTIME) - mtime_ns < RFS_LIVE_NS;
+}
+
+/* ---- a view's rendering into the kernel's page cache ----
+ * The rendering a stat makes for a view's size is the file's bytes: they go to the kernel
+ * as they are made (fuse_lowlevel_notify_store, a MiB at a time, whole pages), so that the
+ * read after the stat is served from the cache instead of rendering the view again. Only
+ * from getattr: the inode exists, and no kernel lock is held for it (a stat or a read's
+ * size check sends it). Memory: the MiB being made. */
+
+#define PUSH_CHUNK (1024 * 1024)
+#define PAGE 4096
+
+typedef struct pusher {
+    rfs_mount *m;
+    uint64_t ino;
+    int64_t off; /* file offset of buf's first byte */
+    rs_buf buf;
+    int failed;
+} pusher;
+
+static int push_out(pusher *p, size_t len)
+{
+    struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+    bv.buf[0].mem = p->buf.buf;
+    if (fuse_lowlevel_notify_store(p->m->se, p->ino, (off_t)p->off, &bv, 0) != 0) {
+        p->failed = 1;
+        return -1;
+    }
+    rs_buf_remove_front(&p->buf, len);
+    p->off += (int64_t)len;
+    return 0;
+}
+
+static int push_bytes(void *ctx, const char *data, size_t len)
+{
+    pusher *p = ctx;
+    if (p->failed || rs_buf_add(&p->buf, data, len)) {
+        p->failed = 1;
+        return -1;
+    }
+    return p->buf.len < PUSH_CHUNK ? 0 : push_out(p, p->buf.len / PAGE * PAGE);
+}
+
+/* Size a view the kernel keeps. st: its lazy stat. A quiet thread's view is rendered into
+ * the kernel's cache (recorded as the version the cache holds); a live one's only sized, as
+ * its bytes are read without the cache. */
+static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *st, rs_err *err)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    if (rfs_thread_live(m, n, st->mtime_ns))
+        return rfs_req_stat(req, n, st, err);
+    pusher p = {.m = m, .ino = ino, .buf = RS_BUF_INIT};
+    int64_t version = st->version;
+    rfs_itable_mark_cached(m->inodes, ino);
+    int rc = rfs_req_stat_ex(req, n, 0, push_bytes, &p, st, err);
+    if (!rc && !p.failed && p.buf.len)
+        push_out(&p, p.buf.len);
+    rs_buf_release(&p.buf);
+    rfs_stat now;
+    rs_err ignored = {0};
+    /* What the cache got is that version's bytes only if all of them went and the thread
+     * did not change meanwhile; else it is dropped before the reply. */
+    if (!rc && !p.failed && st->version == version &&
+        rfs_req_stat_ex(req, n, 1, NULL, NULL, &now, &ignored) == 0 && now.version == version) {
+        rfs_itable_set_size(m->inodes, ino, version);
+        return 0;
+    }
+    rfs_hub_sync(m, ino);
+    return rc;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)fi;
@@ -274,7 +364,18 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         return;
     rfs_stat st;
     rs_err err = {0};
-    int rc = rfs_req_stat(req, &n, &st, &err);
+    int keeps = rfs_view_kernel_keeps(n.kind) && !m->opt.user_from_uid;
+    int rc = rfs_req_stat_ex(req, &n, keeps, NULL, NULL, &st, &err);
+    if (!rc && keeps) {
+        int64_t held = -1;
+        rfs_itable_known_size(m->inodes, ino, &held);
+        /* The kernel's copy is of another version (another process changed the thread
+         * and the hub has not seen it yet): dropped before anything else. */
+        if (held >= 0 && held != st.version)
+            rfs_hub_sync(m, ino);
+        if (st.unsized)
+            rc = view_size(req, ino, &n, &st, &err);
+    }
     /* A singleton or seal being created exists for its writer (cat > once/T fstats its
      * output) before its body is stored. */
     if (rc == -ENOENT && rfs_itable_holds(m->inodes, ino) > 0) {

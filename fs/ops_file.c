@@ -13,6 +13,8 @@
 #include "ops_int.h"
 #include "receipt.h"
 
+#define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
+
 typedef enum hkind {
     H_READ,   /* any readable file */
     H_APPEND, /* runs/R/events.jsonl opened for writing */
@@ -181,8 +183,6 @@ void rfs_ops_free_handles(rfs_mount *m)
         handle_free(m->handles);
 }
 
-#define LIVE_NS 2000000000LL /* a log appended to this recently is still growing */
-
 static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
 {
     rfs_node t = {.kind = RFS_THREAD};
@@ -190,10 +190,14 @@ static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
     return rfs_itable_ino_of(m->inodes, &t);
 }
 
-static int log_is_live(rfs_mount *m, const rfs_node *n, const rfs_reader *r)
+/* A view's kept rendering (op_getattr) serves its reads when it is of the version the
+ * reader sees and the thread is quiet. */
+static int view_is_kept(rfs_mount *m, uint64_t ino, const rfs_node *n, const rfs_reader *r)
 {
-    return rfs_itable_holds(m->inodes, thread_ino(m, n)) > 0 ||
-           rs_clock_ns(CLOCK_REALTIME) - rfs_reader_mtime(r) < LIVE_NS;
+    int64_t kept = -1;
+    return rfs_view_kernel_keeps(n->kind) && !m->opt.user_from_uid &&
+           rfs_itable_known_size(m->inodes, ino, &kept) == 0 && kept >= 0 &&
+           kept == rfs_reader_version(r) && !rfs_thread_live(m, n, rfs_reader_mtime(r));
 }
 
 /* The one reply of a failed open or create: a refusal (err->msg set) is logged for the
@@ -274,8 +278,12 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     if (is_follow) {
         fi->direct_io = 1;
         fi->nonseekable = 1;
+    } else if (view_is_kept(m, ino, n, h->reader)) {
+        /* Pages the cache dropped are read again in readahead's requests, several at once. */
+        fi->keep_cache = 1;
+        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
     } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
-               !log_is_live(m, n, h->reader)) {
+               !rfs_thread_live(m, n, rfs_reader_mtime(h->reader))) {
         /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
          * no size for the kernel to read up to; and while a log grows, the kernel's idea of
          * its size moves with each write() by the bytes written, not by the longer lines

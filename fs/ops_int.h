@@ -38,6 +38,13 @@ double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
 double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
 /* Stat a node for this request's owner, with a pooled connection. */
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
+/* rfs_req_stat through rfs_view_stat_ex. */
+int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int lazy, rfs_bytes_fn bytes, void *ctx,
+                    rfs_stat *st, rs_err *err);
+#define RFS_LIVE_NS 2000000000LL /* a thread appended to this recently is still growing */
+/* Whether n's thread is being written (a writer open on this mount, or a change less than
+ * RFS_LIVE_NS before mtime_ns): its files are then read without the kernel's cache. */
+int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns);
 /* Reply with the entry of n (one more kernel lookup counted). */
 int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
 

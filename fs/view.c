@@ -63,10 +63,12 @@ struct rfs_reader {
     rfs_scope scope;
     rfs_shape shape;
     int64_t mtime_ns;           /* the file's last change when it was opened */
+    int64_t version;            /* rfs_stat's version at open */
     rs_buf doc;                 /* RFS_SHAPE_DOC: the whole document */
     int64_t next_off;           /* streams: file offset of pending.buf[0] */
     int64_t last_seq;           /* streams: seq of the last row rendered into pending */
-    rs_buf pending;             /* streams: rendered bytes not yet read */
+    rs_buf pending;             /* streams: rendered bytes from next_off on */
+    size_t behind;              /* streams: bytes kept before the last read's offset */
     rfs_transcript *transcript; /* transcript.md: the rendering state */
     int finished;               /* transcript.md: its end was rendered */
     rs_store *store;            /* the store of the read in progress */
@@ -236,8 +238,33 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     return rs_store_query(s, &q, out, err);
 }
 
-static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
-                       rs_err *err);
+/* How a stat may learn a rendered view's size (rfs_view_stat_ex). */
+typedef struct sizing {
+    int lazy;
+    rfs_bytes_fn bytes;
+    void *ctx;
+} sizing;
+
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                       int64_t *size, rs_err *err);
+
+int rfs_view_kernel_keeps(rfs_kind kind)
+{
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT;
+}
+
+/* Every field of the log info, hashed (FNV-1a): equal info, equal version. */
+int64_t rfs_view_version(const rs_log_info *info)
+{
+    const int64_t v[] = {info->exists, info->exact,         info->size,
+                         info->count,  info->message_count, info->last_seq,
+                         info->hwm,    info->mtime_ns,      info->ctime_ns};
+    uint64_t h = 14695981039346656037ULL;
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof v; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return (int64_t)(h >> 1);
+}
 
 /* The key of a node's size in scope->sizes: the node and the owner looking. */
 static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
@@ -270,8 +297,10 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     return rc;
 }
 
+/* doc: an open's buffer for a document's bytes; how: NULL, or how a view's size may be
+ * learnt. */
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
-                     rs_err *err)
+                     const sizing *how, rs_err *err)
 {
     memset(st, 0, sizeof *st);
     if (sc->denied && n->kind > RFS_THREADS)
@@ -297,6 +326,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     st->mtime_ns = info.mtime_ns;
     st->ctime_ns = info.ctime_ns;
     st->last_seq = info.last_seq;
+    st->version = rfs_view_version(&info);
     switch (st->shape) {
     case RFS_SHAPE_LOG:
         if (info.exact) {
@@ -323,6 +353,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     /* A view's size is its rendering, kept until the thread or run changes (info says). An
      * open (doc given) is about to render it anyway: it needs only to know it exists. */
     int filtered = n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK;
+    const sizing *keeps = how && rfs_view_kernel_keeps(n->kind) ? how : NULL;
     rs_buf key = RS_BUF_INIT;
     rc = size_key(sc, n, &key);
     int known = !rc && sc->sizes && rfs_sizes_get(sc->sizes, key.buf, &info, &st->size);
@@ -334,8 +365,10 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
             rs_cursor_free(c);
             rc = rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
         }
+    } else if (!rc && !known && keeps && keeps->lazy) {
+        st->unsized = 1; /* these views exist with their thread */
     } else if (!rc && !known) {
-        rc = stream_size(s, sc, n, &st->size, err);
+        rc = stream_size(s, sc, n, keeps, &st->size, err);
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
     }
@@ -348,7 +381,14 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
 
 int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_err *err)
 {
-    return view_stat(s, sc, n, st, NULL, err);
+    return view_stat(s, sc, n, st, NULL, NULL, err);
+}
+
+int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int lazy,
+                     rfs_bytes_fn bytes, void *ctx, rfs_stat *st, rs_err *err)
+{
+    sizing how = {.lazy = lazy, .bytes = bytes, .ctx = ctx};
+    return view_stat(s, sc, n, st, NULL, &how, err);
 }
 
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
@@ -363,7 +403,7 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     r->pending = (rs_buf)RS_BUF_INIT;
     /* One rendering of a document serves both its existence and its bytes. */
     rfs_stat st;
-    int rc = view_stat(s, sc, n, &st, &r->doc, err);
+    int rc = view_stat(s, sc, n, &st, &r->doc, NULL, err);
     if (!rc && st.shape == RFS_SHAPE_DIR)
         rc = -EISDIR;
     if (rc) {
@@ -372,6 +412,7 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     }
     r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
     r->mtime_ns = st.mtime_ns;
+    r->version = st.version;
     *out = r;
     return 0;
 }
@@ -395,6 +436,16 @@ rfs_shape rfs_reader_shape(const rfs_reader *r)
 int64_t rfs_reader_mtime(const rfs_reader *r)
 {
     return r->mtime_ns;
+}
+
+int64_t rfs_reader_version(const rfs_reader *r)
+{
+    return r->version;
+}
+
+void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)
+{
+    r->behind = bytes;
 }
 
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
@@ -487,6 +538,20 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
     return 0;
 }
 
+/* Drop the bytes before off but the last r->behind of them (dropped in steps of that much,
+ * so that what is kept is not moved at every read). */
+static void stream_trim(rfs_reader *r, int64_t off)
+{
+    int64_t lag = off - r->next_off;
+    if (lag <= 2 * (int64_t)r->behind)
+        return;
+    size_t drop = (size_t)(lag - (int64_t)r->behind);
+    if (drop > r->pending.len)
+        drop = r->pending.len;
+    rs_buf_remove_front(&r->pending, drop);
+    r->next_off += (int64_t)drop;
+}
+
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
@@ -500,32 +565,23 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->history = NULL;
         rs_buf_reset(&r->pending);
     }
+    stream_trim(r, off);
     int rc = stream_fill(r, s, off + (int64_t)size, err);
     if (rc)
         return rc;
-    /* Drop what lies before off, hand out what follows. */
-    if (off > r->next_off) {
-        size_t drop = (size_t)(off - r->next_off);
-        if (drop > r->pending.len)
-            drop = r->pending.len;
-        rs_buf_remove_front(&r->pending, drop);
-        r->next_off += (int64_t)drop;
-    }
-    if (off != r->next_off)
+    stream_trim(r, off);
+    if (off < r->next_off || off - r->next_off >= (int64_t)r->pending.len)
         return 0;
-    size_t take = r->pending.len < size ? r->pending.len : size;
-    if ((rc = rs_buf_add(out, r->pending.buf, take)))
-        return rc;
-    rs_buf_remove_front(&r->pending, take);
-    r->next_off += (int64_t)take;
-    return 0;
+    size_t at = (size_t)(off - r->next_off), take = r->pending.len - at;
+    return rs_buf_add(out, r->pending.buf + at, take < size ? take : size);
 }
 
 /* The exact size of a streamed view: render it through one cursor, counting bytes (a
  * reader's chunks each open a cursor, which a view like history.jsonl pays for again). */
-static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t *size,
-                       rs_err *err)
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                       int64_t *size, rs_err *err)
 {
+    int give = how && how->bytes;
     rfs_reader r = {
         .node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT;
@@ -540,16 +596,21 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     while ((rc = rs_cursor_next(c, &rec)) == 1) {
         if (!transcript) {
             *size += (int64_t)rec->line_len;
+            give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
             continue;
         }
         if ((rc = rfs_transcript_feed(r.transcript, rec, &r.pending)))
             break;
         *size += (int64_t)r.pending.len;
+        give = give && how->bytes(how->ctx, r.pending.buf, r.pending.len) == 0;
         rs_buf_reset(&r.pending);
     }
     rs_cursor_free(c);
-    if (rc == 0 && transcript && !(rc = rfs_transcript_finish(r.transcript, &r.pending)))
+    if (rc == 0 && transcript && !(rc = rfs_transcript_finish(r.transcript, &r.pending))) {
         *size += (int64_t)r.pending.len;
+        if (give)
+            how->bytes(how->ctx, r.pending.buf, r.pending.len);
+    }
     rfs_transcript_free(r.transcript);
     rs_buf_release(&r.pending);
     return rc;

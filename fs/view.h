@@ -39,10 +39,28 @@ typedef struct rfs_stat {
     int64_t mtime_ns;
     int64_t ctime_ns;
     int64_t last_seq; /* logs: the highest seq in the file */
+    int64_t version;  /* a fingerprint of what the thread or run was (its log info): a
+                         rendering's bytes hold while it stays the same */
+    int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
 } rfs_stat;
 
 /* Does the node exist for this scope, and what is it. -ENOENT when it does not. */
 int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_err *err);
+
+/* Takes the bytes of a view rendered to learn its size, in order from offset 0; nonzero
+ * stops the bytes (not the rendering). */
+typedef int (*rfs_bytes_fn)(void *ctx, const char *p, size_t len);
+
+/* rfs_view_stat, where a view rfs_view_kernel_keeps names may be left unsized (lazy: when
+ * its size is not kept, st->unsized and no rendering), or its rendering for the size handed
+ * to bytes(ctx, ...) as it is made. */
+int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int lazy,
+                     rfs_bytes_fn bytes, void *ctx, rfs_stat *st, rs_err *err);
+/* The views whose rendering the kernel may keep (history.jsonl, transcript.md): a first
+ * read then renders them once, at the stat that learns their size. */
+int rfs_view_kernel_keeps(rfs_kind kind);
+/* The version (rfs_stat) of a thread-wide node whose log info is info. */
+int64_t rfs_view_version(const rs_log_info *info);
 
 /* A reader of one file node. Reads at any offset; sequential reads are cheapest. */
 typedef struct rfs_reader rfs_reader;
@@ -55,6 +73,11 @@ void rfs_reader_free(rfs_reader *r);
 int64_t rfs_reader_mtime(const rfs_reader *r);
 /* RFS_SHAPE_LOG when the reader's sizes and offsets are exact (the kernel may cache it). */
 rfs_shape rfs_reader_shape(const rfs_reader *r);
+/* The node's version (rfs_stat) when the reader was opened. */
+int64_t rfs_reader_version(const rfs_reader *r);
+/* Streams: keep the last bytes read, so that a read a little behind the last one (the
+ * kernel's readahead requests, answered in any order) costs no new rendering pass. */
+void rfs_reader_keep_behind(rfs_reader *r, size_t bytes);
 
 /* Directory entries of node n that come from the store (threads, runs, types, ...), each
  * passed to fn with its name and whether it is a directory. */

@@ -73,6 +73,46 @@ same_as_cat() {
   done
 }
 
+# cached_bytes FILE: the bytes of the pages of FILE the kernel's page cache holds.
+cached_bytes() { fincore --noheadings --bytes --output RES "$1"; }
+
+# kept_views: stat history.jsonl and transcript.md of the quiet thread (not stat'ed since it
+# last changed): the rendering each stat makes for the size is in the kernel's cache before
+# any read, and a read gives the bytes runfs cat prints.
+kept_views() {
+  local f size
+  sleep 2.2 # the thread is quiet
+  for f in history.jsonl transcript.md; do
+    size=$(stat -c %s "$T/$f")
+    [ "$(cached_bytes "$T/$f")" -ge "$size" ] || fail "$f: $(cached_bytes "$T/$f") of $size bytes cached"
+    "$RUNFS" cat "$STORE" "threads/tt/$f" | cmp - "$T/$f" || fail "$f differs from runfs cat"
+  done
+}
+
+# fresh_views WHAT: history.jsonl and transcript.md give their new bytes and sizes.
+fresh_views() {
+  local f
+  for f in history.jsonl transcript.md; do
+    [ "$(stat -c %s "$T/$f")" -eq "$(cat "$T/$f" | wc -c)" ] || fail "$f: stale size after $1"
+    "$RUNFS" cat "$STORE" "threads/tt/$f" | cmp - "$T/$f" || fail "$f is stale after $1"
+  done
+}
+
+@test "a quiet thread's history.jsonl and transcript.md are in the kernel's cache after their stat, and fresh after appends from this mount and from another process" {
+  command -v fincore >/dev/null || skip "fincore is not installed"
+  kept_views
+  # r3's terminal changes r3's heading, in the middle of transcript.md.
+  ev_terminal success | (set -C; cat > "$T/runs/r3/once/run.terminal")
+  fresh_views "an append"
+  grep -q '^## Run r3 (success)' "$T/transcript.md"
+  mkdir "$T/runs/r4"
+  ev_human "asked here" 8 >> "$T/runs/r4/events.jsonl"
+  kept_views
+  ev_human "from another process" 9 | "$RUNFS" put "$STORE" tt r4 >/dev/null
+  fresh_views "another process's append"
+  grep -q 'from another process' "$T/history.jsonl"
+}
+
 @test "cp -r of a thread: complete bytes, terminates" {
   timeout 60 cp -r "$T" "$WORK/cp"
   same_as_cat "$WORK/cp"
