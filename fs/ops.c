@@ -337,16 +337,17 @@ static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *
         return rfs_req_stat(req, n, st, err);
     pusher p = {.m = m, .ino = ino, .buf = RS_BUF_INIT};
     int64_t version = st->version;
-    rfs_itable_mark_cached(m->inodes, ino);
     int rc = rfs_req_stat_ex(req, n, 0, push_bytes, &p, st, err);
     if (!rc && !p.failed && p.buf.len)
         push_out(&p, p.buf.len);
     rs_buf_release(&p.buf);
+    if (!rc && !p.failed && p.off == 0 && st->size > 0)
+        return 0; /* another stat sized it meanwhile: what it gave the cache stands */
     rfs_stat now;
     rs_err ignored = {0};
     /* What the cache got is that version's bytes only if all of them went and the thread
      * did not change meanwhile; else it is dropped before the reply. */
-    if (!rc && !p.failed && st->version == version &&
+    if (!rc && !p.failed && p.off == st->size && st->version == version &&
         rfs_req_stat_ex(req, n, 1, NULL, NULL, &now, &ignored) == 0 && now.version == version) {
         rfs_itable_set_size(m->inodes, ino, version);
         return 0;

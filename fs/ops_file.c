@@ -190,14 +190,21 @@ static uint64_t thread_ino(rfs_mount *m, const rfs_node *n)
     return rfs_itable_ino_of(m->inodes, &t);
 }
 
-/* A view's kept rendering (op_getattr) serves its reads when it is of the version the
- * reader sees and the thread is quiet. */
-static int view_is_kept(rfs_mount *m, uint64_t ino, const rfs_node *n, const rfs_reader *r)
+/* A quiet thread's history.jsonl or transcript.md is read through the kernel's cache:
+ * 1 when the cache holds this version's rendering (op_getattr's, or an earlier read's), 2
+ * when it is to be filled by this read (its pages of another version dropped at open), 0
+ * when the view is read direct. */
+static int view_caching(rfs_mount *m, uint64_t ino, const rfs_node *n, const rfs_reader *r)
 {
     int64_t kept = -1;
-    return rfs_view_kernel_keeps(n->kind) && !m->opt.user_from_uid &&
-           rfs_itable_known_size(m->inodes, ino, &kept) == 0 && kept >= 0 &&
-           kept == rfs_reader_version(r) && !rfs_thread_live(m, n, rfs_reader_mtime(r));
+    if (!rfs_view_kernel_keeps(n->kind) || m->opt.user_from_uid ||
+        rfs_itable_known_size(m->inodes, ino, &kept) != 0 ||
+        rfs_thread_live(m, n, rfs_reader_mtime(r)))
+        return 0;
+    if (kept == rfs_reader_version(r))
+        return 1;
+    rfs_itable_set_size(m->inodes, ino, rfs_reader_version(r));
+    return 2;
 }
 
 /* The one reply of a failed open or create: a refusal (err->msg set) is logged for the
@@ -254,7 +261,7 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
                        rfs_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
-    int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW;
+    int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW, caching = 0;
     rfs_handle *h = handle_new(req, is_follow ? H_FOLLOW : H_READ, n);
     if (!h)
         return -ENOMEM;
@@ -278,9 +285,9 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     if (is_follow) {
         fi->direct_io = 1;
         fi->nonseekable = 1;
-    } else if (view_is_kept(m, ino, n, h->reader)) {
-        /* Pages the cache dropped are read again in readahead's requests, several at once. */
-        fi->keep_cache = 1;
+    } else if ((caching = view_caching(m, ino, n, h->reader))) {
+        /* Pages the cache lacks are read in readahead's requests, several at once. */
+        fi->keep_cache = caching == 1;
         rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
     } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
                !rfs_thread_live(m, n, rfs_reader_mtime(h->reader))) {

@@ -46,8 +46,9 @@ check() {
   awk -v h="$hi" -v e="$ev" 'BEGIN { exit !(h <= 3 * (e > 0.02 ? e : 0.02)) }'
 }
 
-# check_transcript THREAD EVENTS: transcript.md (its size, then its bytes: a first read
-# renders it twice) within 3x events.jsonl, on a fresh mount so neither is cached.
+# check_transcript THREAD EVENTS: transcript.md (its size, then its bytes; a thread indexed
+# in the last 2 s counts as live, and its first read renders it twice) within 3x
+# events.jsonl, on a fresh mount so neither is cached.
 check_transcript() {
   local t=$MNT/threads/$1 n=$2 ev tr tr2
   runfs_unmount "$MNT"

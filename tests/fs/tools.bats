@@ -111,6 +111,14 @@ fresh_views() {
   ev_human "from another process" 9 | "$RUNFS" put "$STORE" tt r4 >/dev/null
   fresh_views "another process's append"
   grep -q 'from another process' "$T/history.jsonl"
+  # Sized while the thread was live, nothing was kept: the first read of the quiet view fills
+  # the cache for the next.
+  sleep 2.2
+  for f in history.jsonl transcript.md; do
+    cat "$T/$f" > /dev/null
+    [ "$(cached_bytes "$T/$f")" -ge "$(stat -c %s "$T/$f")" ] || fail "$f: not cached by its read"
+    "$RUNFS" cat "$STORE" "threads/tt/$f" | cmp - "$T/$f" || fail "$f differs from runfs cat"
+  done
 }
 
 @test "cp -r of a thread: complete bytes, terminates" {
