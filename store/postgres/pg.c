@@ -31,6 +31,7 @@ typedef struct pg_cursor {
     int log; /* 0: a query; 1: a run's log; 2: a thread's log */
     int64_t next_off;
     int64_t skip_to;
+    pg_canon canon;
 } pg_cursor;
 
 void pg_arg_text(pg_args *a, const char *s)
@@ -333,7 +334,15 @@ static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
 
 int64_t pg_val_int(const PGresult *r, int row, int col)
 {
-    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+    if (PQgetisnull(r, row, col))
+        return 0;
+    /* Two per row read (seq and id): plain digits are read here, without strtoll's locale
+     * and sign handling (a few percent of a long read's CPU). */
+    const char *s = PQgetvalue(r, row, col), *p = s;
+    int64_t v = 0;
+    while (*p >= '0' && *p <= '9' && p - s < 18)
+        v = v * 10 + (*p++ - '0');
+    return *p || p == s ? strtoll(s, NULL, 10) : v;
 }
 
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
@@ -419,6 +428,55 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
     row->canonical = 0;
 }
 
+/* ---- rows runfs stored (runfs_canon) ---- */
+
+/* The ranges with hi >= from, asked now (after the rows in hand were fetched). No answer:
+ * every row is rendered until the next fetch. */
+static void canon_load(rs_backend *b, pg_canon *k, int64_t from)
+{
+    k->valid = 1;
+    k->n = 0;
+    k->from = INT64_MIN;
+    k->upto = INT64_MAX;
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, from);
+    pg_arg_int(&a, PG_CANON_MAX);
+    PGresult *r;
+    if (pg_run(b, "SELECT lo, hi FROM runfs_canon WHERE hi >= $1::bigint ORDER BY hi LIMIT $2", &a,
+               &r, NULL))
+        return;
+    k->n = PQntuples(r);
+    for (int i = 0; i < k->n; i++) {
+        k->lo[i] = pg_val_int(r, i, 0);
+        k->hi[i] = pg_val_int(r, i, 1);
+    }
+    PQclear(r);
+    k->from = from;
+    k->upto = k->n == PG_CANON_MAX ? k->hi[k->n - 1] : INT64_MAX;
+}
+
+int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i)
+{
+    if (!b->has_canon || b->piped)
+        return 0;
+    int64_t id = pg_val_int(r, i, PG_ROW_ID);
+    if (!k->valid || id > k->upto)
+        canon_load(b, k, id);
+    /* A thread's writers take its lock before their ids, so along seq ids mostly go up; a
+     * row below the stretch asked (an import's, say) is rendered. */
+    if (id < k->from)
+        return 0;
+    int lo = 0, hi = k->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (k->hi[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k->n && k->lo[lo] <= id;
+}
+
 /* ---- cursors ---- */
 
 /* The batch of rows a FETCH returned. */
@@ -426,6 +484,7 @@ static void cursor_batch(pg_cursor *c, PGresult *r)
 {
     c->res = r;
     c->row = 0;
+    c->canon.valid = 0;
     c->nrows = PQntuples(r);
     c->done = c->nrows < c->batch;
     /* A first batch answers a lookup quickly; a long read gets larger ones. */
@@ -467,7 +526,8 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
             if (c->nrows == 0)
                 return 0;
         }
-        pg_row(&base->row, c->res, c->row++, 0);
+        pg_row(&base->row, c->res, c->row, 0);
+        base->row.canonical = pg_canon_has(c->b, &c->canon, c->res, c->row++);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
             return rc; /* 0: the line ends before the offset asked for */
@@ -613,7 +673,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
-    int events, hwm, idem;
+    int events, hwm, idem, canon;
     int64_t layout;
 } pg_schema_state;
 
@@ -624,7 +684,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "SELECT to_regclass('run_events') IS NOT NULL, "
                     "to_regclass('run_event_thread_seq') IS NOT NULL, "
                     "to_regclass('runfs_idem') IS NOT NULL, "
-                    "to_regclass('runfs_meta') IS NOT NULL",
+                    "to_regclass('runfs_meta') IS NOT NULL, "
+                    "to_regclass('runfs_canon') IS NOT NULL",
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -632,6 +693,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->hwm = PQgetvalue(r, 0, 1)[0] == 't';
     st->idem = PQgetvalue(r, 0, 2)[0] == 't';
     int side = PQgetvalue(r, 0, 3)[0] == 't';
+    st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -656,14 +718,16 @@ static int schema_setup(rs_backend *b, rs_err *err)
     if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
         (rc = schema_state(b, &st, err)))
         goto fail;
-    int old = st.layout > 0 && st.layout < PG_LAYOUT;
+    int older = st.layout < PG_LAYOUT;
     if ((!st.events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
         (!st.hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
+        (older && (rc = exec_plain(b, pg_schema_note_sql, err))) ||
         (!st.layout && ((rc = exec_plain(b, pg_schema_side_sql, err)) ||
                         (rc = exec_plain(b, pg_schema_owned_sql, err)))) ||
-        (old && ((rc = exec_plain(b, pg_schema_migrate_sql, err)) ||
-                 (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
-                 (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
+        (st.layout == 1 && ((rc = exec_plain(b, pg_schema_migrate_sql, err)) ||
+                            (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
+                            (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
+        (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))))
         goto fail;
     if ((rc = pg_commit(b, err)))
@@ -721,13 +785,15 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
                         st.events ? "runfs_meta" : "run_events");
         goto fail;
     }
-    if (b->read_only && st.layout < PG_LAYOUT) {
+    if (b->read_only && st.layout < PG_LAYOUT_READ) {
         rc = rs_err_set(err, -ENOENT,
                         "the store's runfs tables have layout %lld, older than this runfs "
                         "reads (%d): a read-only open converts nothing (open it read-write once)",
-                        (long long)st.layout, PG_LAYOUT);
+                        (long long)st.layout, PG_LAYOUT_READ);
         goto fail;
     }
+    /* A read-only open of a store without runfs_canon renders every row. */
+    b->has_canon = !b->read_only || (st.canon && st.layout == PG_LAYOUT);
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];

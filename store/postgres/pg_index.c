@@ -582,6 +582,7 @@ typedef struct pg_page {
     int64_t next_seq, next_off, skip_to;
     int64_t last_off;   /* where the last row handed out starts */
     int64_t fetched_ns; /* CLOCK_MONOTONIC when the page was fetched */
+    pg_canon canon;
 } pg_page;
 
 static int page_fetch(pg_page *p, rs_err *err)
@@ -603,6 +604,7 @@ static int page_fetch(pg_page *p, rs_err *err)
     if (rc)
         return rc;
     p->row = 0;
+    p->canon.valid = 0;
     p->fetched_ns = rs_clock_ns(CLOCK_MONOTONIC);
     p->nrows = PQntuples(p->res);
     p->done = p->nrows < p->limit;
@@ -624,7 +626,8 @@ static int page_next(rs_cursor *base, const rs_record **out)
             if (p->nrows == 0)
                 return 0;
         }
-        pg_row(&base->row, p->res, p->row++, 0);
+        pg_row(&base->row, p->res, p->row, 0);
+        base->row.canonical = pg_canon_has(p->b, &p->canon, p->res, p->row++);
         p->next_seq = base->row.seq + 1;
         p->last_off = p->next_off;
         int rc = rs_cursor_emit(base, p->run_id ? 1 : 2, &p->next_off, p->skip_to, out);

@@ -52,6 +52,7 @@ struct rs_backend {
     int read_only;
     int sync_full;
     int owners_apart; /* rs_options.owners_apart */
+    int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
     int in_tx;        /* a write transaction is open */
     int read_tx;      /* cursors hold a read transaction open (their count) */
     int cursor_seq;   /* names of server-side cursors */
@@ -97,11 +98,27 @@ typedef struct pg_args {
     int n;
 } pg_args;
 
-/* The columns every row query selects, in rs_row order (see pg_row); created_at as DeerFlow's
- * SQLite DATETIME text, so both backends hand the encoder the same bytes. */
+/* The columns every row query selects, in rs_row order (see pg_row), then the row's id (a
+ * read asks runfs_canon about it: PG_ROW_ID); created_at as DeerFlow's SQLite DATETIME
+ * text, so both backends hand the encoder the same bytes. */
 #define PG_ROW_COLUMNS \
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
-    "to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), e.user_id"
+    "to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), e.user_id, e.id"
+#define PG_ROW_ID 9
+
+/* What runfs_canon said about a stretch of ids: its ranges with hi in from..upto, asked after
+ * the rows in hand were fetched. A row another writer changed or stored at a noted id lost
+ * its range in the same transaction, so the answer holds for every row fetched before it;
+ * each fetch makes it stale (valid 0). */
+#define PG_CANON_MAX 128
+typedef struct pg_canon {
+    int valid, n;
+    int64_t from, upto;
+    int64_t lo[PG_CANON_MAX], hi[PG_CANON_MAX]; /* ascending hi */
+} pg_canon;
+/* Is row i of r (PG_ROW_COLUMNS) one runfs stored itself (rs_row.canonical)? 0 when not
+ * known: the row is rendered. */
+int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i);
 
 void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);

@@ -43,6 +43,23 @@ static const char pg_schema_idem_sql[] =
     "  PRIMARY KEY (thread_id, key)\n"
     ");\n";
 
+/* What a row another writer inserts does to runfs's tables: its thread is left to be
+ * indexed, and no range of runfs_canon keeps covering its id (an id given again, by hand or
+ * after the sequence was set back, is that writer's row, not runfs's). Made before the side
+ * tables (their trigger calls it) and made again by the conversion to layout 3. */
+static const char pg_schema_note_sql[] =
+    "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
+    "  INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2 FROM new_rows\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN runfs_thread.dirty = 1\n"
+    "    THEN 1 ELSE 2 END;\n"
+    "  DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n"
+    "    AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi);\n"
+    "  RETURN NULL;\n"
+    "END $$;\n";
+
 static const char pg_schema_side_sql[] =
     "CREATE TABLE runfs_thread (\n"
     "  thread_key BIGSERIAL PRIMARY KEY,\n"
@@ -85,18 +102,10 @@ static const char pg_schema_side_sql[] =
     "  PRIMARY KEY (log_key, off)\n"
     ");\n"
     /* Rows other writers (DeerFlow) add or delete leave their thread to be indexed (2: rows
-     * added above the indexed ones) or recomputed (1: rows deleted). runfs's own sessions
-     * set runfs.writer and index what they write in the same transaction. The functions run
-     * as their owner (runfs's role), so DeerFlow's role needs no rights on runfs's tables. */
-    "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
-    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
-    "BEGIN\n"
-    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
-    "  INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2 FROM new_rows\n"
-    "    ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN runfs_thread.dirty = 1\n"
-    "    THEN 1 ELSE 2 END;\n"
-    "  RETURN NULL;\n"
-    "END $$;\n"
+     * added above the indexed ones) or recomputed (1: rows deleted): runfs_note_insert
+     * (pg_schema_note_sql) and runfs_note_delete. runfs's own sessions set runfs.writer and
+     * index what they write in the same transaction. The functions run as their owner
+     * (runfs's role), so DeerFlow's role needs no rights on runfs's tables. */
     "CREATE OR REPLACE FUNCTION runfs_note_delete() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
@@ -141,9 +150,11 @@ static const char pg_schema_owned_sql[] =
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ");\n";
 
-/* The side tables' layout this build writes; a store with another one is refused, an older
- * one converted at a read-write open. */
-#define PG_LAYOUT 2
+/* The side tables' layout this build writes; a store with a newer one is refused, an older
+ * one converted at a read-write open. A read-only open reads layout PG_LAYOUT_READ too
+ * (without runfs_canon: every row is rendered). */
+#define PG_LAYOUT 3
+#define PG_LAYOUT_READ 2
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
  * blocked another's. The old tables step aside, pg_schema_owned_sql makes the new ones,
@@ -183,3 +194,25 @@ static const char pg_schema_migrate_copy_sql[] =
 static const char pg_schema_terminal_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
     "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal'";
+
+/* Layout 3: the rows runfs's put and import stored, as run_events id ranges lo..hi
+ * (sqlite/schema.sql.h's runfs_canon): their columns are canonical already, so a read
+ * copies them instead of rendering them again. A range holds only ids the statements that
+ * noted it got (islands of ids, extended only by the id right above: a row another session
+ * took meanwhile splits it). SERIAL ids are not handed out again; one given by hand or after
+ * the sequence was set back is another writer's (runfs_note_insert drops the ranges around
+ * it), and a row changed in place drops the ranges around its old and new ids. Rows already
+ * in a converted store are not in any range: they are rendered as before. */
+static const char pg_schema_canon_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_canon (hi BIGINT PRIMARY KEY, lo BIGINT NOT NULL);\n"
+    "CREATE OR REPLACE FUNCTION runfs_canon_update() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  DELETE FROM runfs_canon c USING (SELECT id FROM old_rows UNION SELECT id FROM new_rows) u\n"
+    "    WHERE u.id BETWEEN c.lo AND c.hi;\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_canon_update AFTER UPDATE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_canon_update();\n"
+    "UPDATE runfs_meta SET value = 3 WHERE key = 'layout';\n";

@@ -198,6 +198,20 @@ static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, 
     return rc ? rc : identity_exec(b, forget_own_hold, t, event_type, err);
 }
 
+/* The rest of a statement WITH ins AS (INSERT INTO run_events ... RETURNING id): the ids
+ * the rows got go to runfs_canon (pg_schema_canon_sql), in the same statement, as the
+ * islands of consecutive ids they make (another session's insert meanwhile takes ids in
+ * between). An island extends the range that ends right below it, else is a range of its
+ * own; a range it would meet at the top (one left over from before the sequence was set
+ * back) takes it in instead. */
+#define CANON_NOTE \
+    ", isl AS (SELECT min(id) AS lo, max(id) AS hi FROM (SELECT id, id - row_number() OVER " \
+    "(ORDER BY id) AS g FROM ins) s GROUP BY g), ext AS (UPDATE runfs_canon c SET hi = isl.hi " \
+    "FROM isl WHERE c.hi = isl.lo - 1 AND NOT EXISTS (SELECT 1 FROM runfs_canon d WHERE d.hi = " \
+    "isl.hi) RETURNING isl.lo) INSERT INTO runfs_canon (hi, lo) SELECT hi, lo FROM isl WHERE " \
+    "lo NOT IN (SELECT lo FROM ext) ON CONFLICT (hi) DO UPDATE SET lo = least(runfs_canon.lo, " \
+    "excluded.lo)"
+
 static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, int64_t seq,
                         rs_err *err)
 {
@@ -213,9 +227,10 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     pg_arg_text(&a, ev->created_db);
     int rc =
         pg_run(b,
-               "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+               "WITH ins AS (INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
                "category, content, event_metadata, seq, created_at) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC')",
+               "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC') "
+               "RETURNING id)" CANON_NOTE,
                &a, NULL, err);
     if (rc == -EEXIST)
         return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type, t->run_id);
@@ -313,11 +328,11 @@ static const char append_guard_sql[] =
     "$16::bigint, $17::bigint, $18::bigint)";
 
 static const char append_rows_sql[] =
-    "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
-    "event_metadata, seq, created_at) SELECT $1, $2, $3, x.event_type, x.category, x.content, "
-    "x.metadata::json, $4::bigint + x.i - 1, x.created::timestamp AT TIME ZONE 'UTC' FROM "
-    "unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY "
-    "AS x(event_type, category, content, metadata, created, i)";
+    "WITH ins AS (INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, "
+    "content, event_metadata, seq, created_at) SELECT $1, $2, $3, x.event_type, x.category, "
+    "x.content, x.metadata::json, $4::bigint + x.i - 1, x.created::timestamp AT TIME ZONE 'UTC' "
+    "FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY "
+    "AS x(event_type, category, content, metadata, created, i) RETURNING id)" CANON_NOTE;
 
 /* One element of an array literal, quoted. */
 static int array_add(rs_buf *arr, const char *s)

@@ -610,7 +610,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
     if (rc)
         return rc;
     rs_buf line = RS_BUF_INIT, have = RS_BUF_INIT;
-    int64_t top = floor, last_id = 0;
+    int64_t top = floor, first_id = 0, last_id = 0;
     if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_catch_up(b, t->thread_id, err)))
         goto fail;
     for (;;) {
@@ -636,6 +636,8 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         rs_target rt = {.thread_id = t->thread_id, .run_id = ev->run_id, .user = t->user};
         if ((rc = insert_event(b, &rt, ev, ev->seq, &last_id, err)))
             goto fail;
+        if (!first_id)
+            first_id = last_id;
         (*added)++;
         if (ev->seq > top)
             top = ev->seq;
@@ -644,7 +646,10 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         /* Rows may land below others: the thread's logs are rebuilt from its rows. */
         sq_log thr;
         int found;
-        if ((rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
+        /* The rows were parsed as put's are: noted, they are copied from now on (by the
+         * reindex too). */
+        if ((rc = canon_add(b, first_id, last_id, err)) ||
+            (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
             (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
             (rc = sq_caught_up(b, last_id, err)))
             goto fail;

@@ -185,3 +185,73 @@ except OSError as e:
   assert_output --partial "digest changed"
   assert_line -n 1 "1 seal checked, 1 changed"
 }
+
+# Lines of every shape: strings with escapes and non-ASCII, JSON scalars and arrays as
+# content, a given created_at, metadata empty or not.
+shapes() {
+  cat <<'EOF2'
+{"event_type":"llm.error","content":"quote \" backslash \\ tab \t nl \n e\u0301 \u00e9 \u2028 \ud83d\ude00 <\/>"}
+{"event_type":"llm.error","content":"","metadata":{"k":[1,2.5e3,-0,true,null,"v"],"u":"\u00fc"}}
+{"event_type":"run.end","content":[1,"two",{"three":3}],"metadata":{"status":"success"}}
+{"event_type":"run.end","content":42,"metadata":{"status":"success"}}
+{"event_type":"run.end","content":null,"metadata":{"status":"success","x":{}}}
+{"event_type":"run.end","content":"s","metadata":{"status":"success"},"created_at":"2026-01-02T03:04:05+02:00"}
+{"event_type":"llm.human.input","content":{"type":"human","content":"x\u0001y","id":"h9"},"metadata":{"caller":"lead_agent"},"created_at":"2026-01-02T03:04:05.5Z"}
+EOF2
+}
+
+@test "rows runfs stored are copied from their columns: the same bytes as rendered every time" {
+  mkdir -p "$MNT/$T/runs/r4"
+  shapes >> "$MNT/$T/runs/r4/events.jsonl"
+  runfs_mount "$STORE" "$WORK/al" --user "$UID_A"
+  mkdir -p "$WORK/al/threads/t2/runs/r5"
+  shapes >> "$WORK/al/threads/t2/runs/r5/events.jsonl"
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon")" -gt 0 ]
+  [ "$(store_sql "SELECT count(*) FROM run_events WHERE user_id IS NOT NULL")" -eq 7 ]
+  local f files=($T/events.jsonl $T/messages.jsonl $T/runs/r1/events.jsonl $T/runs/r4/events.jsonl threads/t2/events.jsonl)
+  for f in "${files[@]}"; do cat "$MNT/$f" > "$WORK/copied.${f//\//_}"; done
+  # Without the ranges every row is rendered again: the same bytes.
+  store_sql "DELETE FROM runfs_canon"
+  for f in "${files[@]}"; do
+    "$RUNFS" cat "$STORE" "$f" > "$WORK/rendered.${f//\//_}"
+    cmp "$WORK/copied.${f//\//_}" "$WORK/rendered.${f//\//_}"
+  done
+  [ "$(cat "$WORK/copied.threads_t1_events.jsonl" "$WORK/copied.threads_t2_events.jsonl" | wc -l)" -eq 32 ]
+}
+
+@test "a row another writer stored at a noted id, or changed in place, is rendered, not copied" {
+  on_pg || skip "PostgreSQL only (SQLite hands an id out again only at the top: tests/unit test_canonical_rows)"
+  local id top
+  id=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 3")
+  top=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 5")
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $top")" -eq 1 ]
+  # DeerFlow's role (runfs.writer unset) gives by hand an id a runfs row had.
+  store_sql "DELETE FROM run_events WHERE id = $id;
+    INSERT INTO run_events (id, thread_id, run_id, event_type, category, content, event_metadata, seq, created_at)
+    VALUES ($id, 't1', 'r1', 'llm.error', 'trace', 'spaced', '{\"a\":  1,   \"b\" : [ 2 ]}', 3, '2026-01-02 03:04:05+00');"
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 0 ]
+  store_sql "UPDATE run_events SET event_metadata = '{ \"c\" : \"d\" }' WHERE id = $top"
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $top AND hi >= $top")" -eq 0 ]
+  wait_for 10 grep -qF '"content":"spaced"' "$MNT/$T/events.jsonl"
+  run grep -F '"seq":3,' "$MNT/$T/events.jsonl"
+  assert_output '{"thread_id":"t1","run_id":"r1","seq":3,"event_type":"llm.error","category":"trace","content":"spaced","metadata":{"a":1,"b":[2]},"created_at":"2026-01-02T03:04:05.000000+00:00"}'
+  run grep -F '"seq":5,' "$MNT/$T/events.jsonl"
+  assert_output --partial '"metadata":{"c":"d"},'
+}
+
+@test "a PostgreSQL store of layout 2 (no runfs_canon): a reader renders every row, a read-write open adds the table" {
+  on_pg || skip "PostgreSQL only (SQLite's layouts: tests/unit test_layout_migration)"
+  cat "$MNT/$T/events.jsonl" > "$WORK/before"
+  runfs_unmount "$MNT"
+  store_sql "DROP TRIGGER runfs_canon_update ON run_events; DROP FUNCTION runfs_canon_update();
+    DROP TABLE runfs_canon; UPDATE runfs_meta SET value = 2 WHERE key = 'layout'"
+  run "$RUNFS" cat "$STORE" "$T/events.jsonl"
+  assert_success
+  assert_output "$(cat "$WORK/before")"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT to_regclass('runfs_canon') IS NULL")" "$(printf '2\nt')"
+  runfs_mount "$STORE" "$MNT"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_canon")" "$(printf '3\n0')"
+  cmp "$WORK/before" "$MNT/$T/events.jsonl"
+  ev_error after >> "$MNT/$T/runs/r1/events.jsonl"
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_canon c JOIN run_events e ON e.id BETWEEN c.lo AND c.hi")" 1
+}
