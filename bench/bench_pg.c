@@ -3,8 +3,9 @@
  *   bench_pg insert URI FILE   DeerFlow's run_events (same indexes) in a fresh database, the
  *                              JSONL file's lines inserted with a prepared statement, one
  *                              transaction per 100 rows; prints events/s
- *   bench_pg read URI THREAD RUN   read the run's rows (the columns runfs reads, seq order)
- *                              through a cursor, 1000 rows per fetch; prints milliseconds
+ *   bench_pg read URI THREAD RUN   read the run's rows (RUN -: the thread's; the columns
+ *                              runfs reads, seq order) through a cursor, 1000 rows per
+ *                              fetch; prints milliseconds
  *   bench_pg single URI N      N one-row transactions into DeerFlow's run_events (a fresh
  *                              database) with the synchronous_commit runfs's --sync normal
  *                              sets, each as DeerFlow's writer makes it (BEGIN, the advisory
@@ -100,18 +101,20 @@ static int cmd_insert(PGconn *c, const char *file)
     return rc;
 }
 
+/* The rows of a run (or of the whole thread, run "-") in seq order, as runfs reads them. */
 static int cmd_read(PGconn *c, const char *thread, const char *run)
 {
+#define READ_SQL(where) \
+    "DECLARE rows NO SCROLL CURSOR FOR SELECT thread_id, run_id, seq, event_type, category, " \
+    "content, event_metadata, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD " \
+    "HH24:MI:SS.US'), user_id FROM run_events WHERE thread_id = $1" where " ORDER BY seq"
+    int whole = strcmp(run, "-") == 0;
     const char *vals[2] = {thread, run};
     double t0 = now_ms();
     if (!ok(c, PQexec(c, "BEGIN"), "begin") ||
         !ok(c,
-            PQexecParams(c,
-                         "DECLARE rows NO SCROLL CURSOR FOR SELECT thread_id, run_id, seq, "
-                         "event_type, category, content, event_metadata, to_char(created_at "
-                         "AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), user_id FROM "
-                         "run_events WHERE thread_id = $1 AND run_id = $2 ORDER BY seq",
-                         2, NULL, vals, NULL, NULL, 0),
+            PQexecParams(c, whole ? READ_SQL("") : READ_SQL(" AND run_id = $2"), whole ? 1 : 2,
+                         NULL, vals, NULL, NULL, 0),
             "declare"))
         return 1;
     long rows = 0, bytes = 0;
@@ -219,7 +222,7 @@ int main(int argc, char **argv)
         (strcmp(argv[1], "insert") != 0 && strcmp(argv[1], "read") != 0 &&
          strcmp(argv[1], "single") != 0) ||
         (strcmp(argv[1], "read") == 0 && argc < 5)) {
-        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN | single URI N\n");
+        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN|- | single URI N\n");
         return 2;
     }
     PGconn *c = PQconnectdb(argv[2]);

@@ -1,6 +1,7 @@
 /* backend.c — what every backend does alike: rendering a cursor's current row into its
  * record, telling whether a process that holds a reservation is still alive, and keeping
  * a reader's threads indexed in memory bounded. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,49 @@ int64_t rs_process_start(long pid)
         if ((p = strchr(p, ' ')))
             p++;
     return p ? strtoll(p, NULL, 10) : -1;
+}
+
+static size_t id_hash(const char *id)
+{
+    size_t h = 14695981039346656037ULL;
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 1099511628211ULL;
+    return h;
+}
+
+size_t *rs_id_slot(const rs_id_index *x, const void *items, size_t size, const char *id)
+{
+    const char *base = items;
+    size_t mask = x->n_slots - 1, i = id_hash(id) & mask;
+    while (x->slots[i] && strcmp(base + (x->slots[i] - 1) * size, id) != 0)
+        i = (i + 1) & mask;
+    return &x->slots[i];
+}
+
+size_t rs_id_find(rs_id_index *x, const void *items, size_t size, const char *id)
+{
+    if (x->last && strcmp((const char *)items + (x->last - 1) * size, id) == 0)
+        return x->last;
+    size_t *slot = x->n_slots ? rs_id_slot(x, items, size, id) : NULL;
+    if (slot && *slot)
+        x->last = *slot;
+    return slot ? *slot : 0;
+}
+
+int rs_id_room(rs_id_index *x, const void *items, size_t size, size_t count)
+{
+    if (2 * (count + 1) <= x->n_slots)
+        return 0;
+    size_t n = x->n_slots ? 2 * x->n_slots : 64;
+    size_t *slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return -ENOMEM;
+    free(x->slots);
+    x->slots = slots;
+    x->n_slots = n;
+    for (size_t i = 0; i < count; i++)
+        *rs_id_slot(x, items, size, (const char *)items + i * size) = i + 1;
+    return 0;
 }
 
 rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create)

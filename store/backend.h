@@ -153,6 +153,22 @@ int rs_mem_trim(rs_mem_list *l, rs_mem_thread *t, int64_t rows, int64_t max,
 void rs_mem_clear(rs_mem_list *l); /* forget every entry (the copies are gone) */
 void rs_mem_release(rs_mem_list *l);
 
+/* Items found by id: an open-addressed hash of indexes into an array of fixed-size items
+ * whose first member is their NUL-terminated id (a thread may hold a hundred thousand runs:
+ * a scan per lookup would be quadratic). */
+typedef struct rs_id_index {
+    size_t *slots; /* index + 1 into the items, 0 for empty; a power of two */
+    size_t n_slots;
+    size_t last; /* index + 1 of the item found last: a run's rows mostly follow each other */
+} rs_id_index;
+/* The slot holding id, or the empty slot where it would go (n_slots > 0). */
+size_t *rs_id_slot(const rs_id_index *x, const void *items, size_t size, const char *id);
+/* Index + 1 of the item with id (then the one found last), 0 when there is none. */
+size_t rs_id_find(rs_id_index *x, const void *items, size_t size, const char *id);
+/* Room for one more than count items (at most half full): grown and filled again from the
+ * count items when needed. */
+int rs_id_room(rs_id_index *x, const void *items, size_t size, size_t count);
+
 /* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie: a
  * reservation names its holder by pid and start time, so a reused pid is not the holder. */
 int64_t rs_process_start(long pid);

@@ -121,21 +121,6 @@ int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char 
     return 0;
 }
 
-/* pg_owner_add once per owner and log in a pass: rows of one owner follow each other, and
- * a round trip per row would cost more than the rest of indexing it. */
-static int owner_note(rs_backend *b, pg_log *log, int64_t thread_key, int64_t run_key,
-                      const char *user, rs_err *err)
-{
-    const char *key = pg_owner_key(user);
-    if (log->noted_set && strcmp(log->noted, key) == 0)
-        return 0;
-    int rc = pg_owner_add(b, thread_key, run_key, user, &log->mixed, err);
-    log->noted_set = !rc && strlen(key) < sizeof log->noted;
-    if (log->noted_set)
-        memcpy(log->noted, key, strlen(key) + 1);
-    return rc;
-}
-
 /* Account a line of len bytes at seq; 1 when a mark at the line's offset is due first. */
 static int log_step(pg_log *log, int64_t seq, size_t len, int message, int64_t *mark_off)
 {
@@ -205,33 +190,35 @@ int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err)
 }
 /* ---- catching up with other writers ---- */
 
+/* An indexing pass sends what it writes in batches of this many (a round trip per run,
+ * owner or mark would cost more than the rest of indexing it: a DeerFlow thread of 1M rows
+ * holds 100k runs). */
+#define INDEX_BATCH 4096
+
+/* A thread's runs that rows of a pass belong to, loaded in one query, found by id. */
 typedef struct run_set {
     struct {
-        char id[RS_ID_MAX + 1];
+        char id[RS_ID_MAX + 1]; /* first: rs_id_index finds it there */
         pg_log log;
     } * runs;
     size_t count, cap;
-    size_t last; /* index + 1 of the run found last: a run's rows mostly follow each other */
+    rs_id_index ids;
 } run_set;
 
-static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
-                        const char *run_id, int reset, rs_err *err)
+/* Room for one more run, in the array and in the hash. */
+static int run_room(run_set *rs)
 {
-    if (rs->last && strcmp(rs->runs[rs->last - 1].id, run_id) == 0)
-        return &rs->runs[rs->last - 1].log;
-    for (size_t i = 0; i < rs->count; i++)
-        if (strcmp(rs->runs[i].id, run_id) == 0) {
-            rs->last = i + 1;
-            return &rs->runs[i].log;
-        }
-    if (rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
-        rs_err_set(err, -ENOMEM, "out of memory");
-        return NULL;
-    }
-    int found;
+    return rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs) ||
+                   rs_id_room(&rs->ids, rs->runs, sizeof *rs->runs, rs->count)
+               ? -ENOMEM
+               : 0;
+}
+
+/* The log just filled in after rs's last run added as run_id's (zeroed after a reset: a
+ * pass then starts every log over). */
+static pg_log *run_added(run_set *rs, const char *run_id, int reset)
+{
     pg_log *log = &rs->runs[rs->count].log;
-    if (pg_log_load(b, thread_id, run_id, thread_key, 1, log, &found, err))
-        return NULL;
     if (reset) {
         int64_t key = log->key;
         int mixed = log->mixed;
@@ -240,12 +227,174 @@ static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         log->mixed = mixed;
         log->mark_off = -1;
     }
+    log->noted_set = 0;
     snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
-    rs->last = ++rs->count;
+    *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
+    rs->ids.last = ++rs->count;
     return log;
 }
 
-/* Index the thread's rows above thr->last_seq (all of them after a reset), in seq order. */
+/* The runs of the thread's rows above after_seq, created where missing (keys in the order
+ * their first rows come), all in one statement. */
+static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+                     int64_t after_seq, int reset, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thread_key);
+    pg_arg_text(&a, thread_id);
+    pg_arg_int(&a, after_seq);
+    pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
+    PGresult *r;
+    int rc = pg_run(
+        b,
+        "WITH ids AS (SELECT run_id, min(seq) AS first FROM run_events WHERE thread_id = $2 "
+        "AND seq > $3::bigint GROUP BY run_id), made AS (INSERT INTO runfs_run (thread_key, "
+        "run_id, ctime_ns, mtime_ns) SELECT $1, run_id, $4, $4 FROM ids ORDER BY first ON "
+        "CONFLICT (thread_key, run_id) DO NOTHING RETURNING run_key, " LOG_COLUMNS ", run_id) "
+        "SELECT * FROM made UNION ALL SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, "
+        "r.mixed, r.mark_off, r.run_id FROM runfs_run r JOIN ids ON ids.run_id = r.run_id WHERE "
+        "r.thread_key = $1",
+        &a, &r, err);
+    if (rc)
+        return rc;
+    int n = PQntuples(r);
+    for (int i = 0; !rc && i < n; i++) {
+        if ((rc = run_room(rs))) {
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+            break;
+        }
+        rs->runs[rs->count].log = (pg_log){
+            .key = pg_val_int(r, i, 0),
+            .size = pg_val_int(r, i, 1),
+            .count = pg_val_int(r, i, 2),
+            .messages = pg_val_int(r, i, 3),
+            .last_seq = pg_val_int(r, i, 4),
+            .mixed = (int)pg_val_int(r, i, 5),
+            .mark_off = pg_val_int(r, i, 6),
+        };
+        run_added(rs, PQgetvalue(r, i, 7), reset);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+                        const char *run_id, int reset, rs_err *err)
+{
+    size_t found_at = rs_id_find(&rs->ids, rs->runs, sizeof *rs->runs, run_id);
+    if (found_at)
+        return &rs->runs[found_at - 1].log;
+    /* Not among the runs loaded: a run the rows gained since (not under DeerFlow's lock). */
+    if (run_room(rs)) {
+        rs_err_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    int found;
+    if (pg_log_load(b, thread_id, run_id, thread_key, 1, &rs->runs[rs->count].log, &found, err))
+        return NULL;
+    return run_added(rs, run_id, reset);
+}
+
+/* Owners the logs of a pass gain, written INDEX_BATCH at a time: array literals of the run
+ * keys (0 for the thread's log) and the owners. */
+typedef struct owner_set {
+    rs_buf keys, owners;
+    int count;
+} owner_set;
+
+static const char owners_sql[] =
+    "INSERT INTO runfs_owner (thread_key, run_key, owner) SELECT $1, * FROM "
+    "unnest($2::bigint[], $3::text[]) ON CONFLICT DO NOTHING";
+
+static int owners_send(rs_backend *b, owner_set *os, int64_t thread_key, rs_err *err)
+{
+    if (os->count == 0)
+        return 0;
+    if (rs_buf_addch(&os->keys, '}') || rs_buf_addch(&os->owners, '}'))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thread_key);
+    pg_arg_text(&a, os->keys.buf);
+    pg_arg_text(&a, os->owners.buf);
+    int rc = pg_run(b, owners_sql, &a, NULL, err);
+    rs_buf_reset(&os->keys);
+    rs_buf_reset(&os->owners);
+    os->count = 0;
+    return rc;
+}
+
+/* The log's owner put in the set, once for each run of its rows in a pass (rows of one
+ * owner follow each other); mixed is worked out from runfs_owner when the logs are stored. */
+static int owner_note(rs_backend *b, owner_set *os, pg_log *log, int64_t thread_key,
+                      int64_t run_key, const char *user, rs_err *err)
+{
+    const char *key = pg_owner_key(user);
+    if (log->noted_set && strcmp(log->noted, key) == 0)
+        return 0;
+    const char *sep = os->count++ ? "," : "{";
+    int rc = rs_buf_addf(&os->keys, "%s%" PRId64, sep, run_key) ||
+             rs_buf_addf(&os->owners, "%s\"", sep);
+    for (const char *p = key; !rc && *p; p++)
+        rc = (*p == '"' || *p == '\\' ? rs_buf_addch(&os->owners, '\\') : 0) ||
+             rs_buf_addch(&os->owners, *p);
+    if (rc || rs_buf_addch(&os->owners, '"'))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    log->noted_set = strlen(key) < sizeof log->noted;
+    if (log->noted_set)
+        memcpy(log->noted, key, strlen(key) + 1);
+    return os->count >= INDEX_BATCH ? owners_send(b, os, thread_key, err) : 0;
+}
+
+static int marks_flush(rs_backend *b, pg_marks *m, rs_err *err)
+{
+    int rc = pg_marks_send(b, m, err);
+    pg_marks_release(m);
+    m->count = 0;
+    return rc;
+}
+
+/* The runs' totals, INDEX_BATCH runs a statement, each run mixed when runfs_owner has more
+ * than one owner of it (its owners are all written by then). */
+static int runs_store(rs_backend *b, const run_set *rs, rs_err *err)
+{
+    static const char sql[] =
+        "UPDATE runfs_run r SET size = u.size, count = u.count, messages = u.messages, "
+        "last_seq = u.last_seq, mark_off = u.mark_off, mtime_ns = $7, mixed = CASE WHEN "
+        "(SELECT count(*) FROM runfs_owner o WHERE o.thread_key = r.thread_key AND o.run_key = "
+        "r.run_key) > 1 THEN 1 ELSE 0 END FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], "
+        "$4::bigint[], $5::bigint[], $6::bigint[]) AS u(key, size, count, messages, last_seq, "
+        "mark_off) WHERE r.run_key = u.key";
+    rs_buf cols[6] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    int rc = 0;
+    for (size_t from = 0; !rc && from < rs->count; from += INDEX_BATCH) {
+        size_t to = rs->count - from > INDEX_BATCH ? from + INDEX_BATCH : rs->count;
+        for (size_t i = from; !rc && i < to; i++) {
+            const pg_log *l = &rs->runs[i].log;
+            int64_t v[6] = {l->key, l->size, l->count, l->messages, l->last_seq, l->mark_off};
+            for (int c = 0; !rc && c < 6; c++)
+                rc = rs_buf_addf(&cols[c], "%s%" PRId64, i > from ? "," : "{", v[c]);
+        }
+        pg_args a = {.n = 0};
+        for (int c = 0; !rc && c < 6; c++)
+            if (!(rc = rs_buf_addch(&cols[c], '}')))
+                pg_arg_text(&a, cols[c].buf);
+        if (rc) {
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+            break;
+        }
+        pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
+        rc = pg_run(b, sql, &a, NULL, err);
+        for (int c = 0; c < 6; c++)
+            rs_buf_reset(&cols[c]);
+    }
+    for (int c = 0; c < 6; c++)
+        rs_buf_release(&cols[c]);
+    return rc;
+}
+
+/* Index the thread's rows above thr->last_seq (all of them after a reset), in seq order:
+ * the rows stream through a cursor while runs, owners and marks go in batches, so a pass
+ * costs about what reading the rows does. */
 static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int reset, rs_err *err)
 {
     if (reset) {
@@ -256,40 +405,58 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
         thr->mixed = mixed;
         thr->mark_off = -1;
     }
+    thr->noted_set = 0;
+    run_set runs = {0};
+    int rc = runs_load(b, &runs, thread_id, thr->key, thr->last_seq, reset, err);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     pg_arg_int(&a, thr->last_seq);
-    rs_cursor *c;
-    int rc = pg_cursor_new(b,
+    rs_cursor *c = NULL;
+    if (!rc)
+        rc = pg_cursor_new(b,
                            "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE "
                            "e.thread_id = $1 AND e.seq > $2::bigint ORDER BY e.seq",
                            &a, 0, 0, 0, &c, err);
-    if (rc)
-        return rc;
-    run_set runs = {0};
+    owner_set owners = {.keys = RS_BUF_INIT, .owners = RS_BUF_INIT};
+    pg_marks marks = PG_MARKS_INIT;
     const rs_record *rec;
-    while ((rc = c->next(c, &rec)) == 1) {
+    while (c && (rc = c->next(c, &rec)) == 1) {
         const rs_row *row = &c->row;
         pg_log *run = run_find(b, &runs, thread_id, thr->key, row->run_id, reset, err);
         if (!run) {
             rc = err && err->code ? err->code : -ENOMEM;
             break;
         }
-        if ((rc = owner_note(b, thr, thr->key, 0, row->user_id, err)) ||
-            (rc = owner_note(b, run, thr->key, run->key, row->user_id, err)) ||
+        if ((rc = owner_note(b, &owners, thr, thr->key, 0, row->user_id, err)) ||
+            (rc = owner_note(b, &owners, run, thr->key, run->key, row->user_id, err)) ||
             (rc = pg_log_line(b, run, thr, row->seq, rec->line_len,
-                              strcmp(row->category, "message") == 0, NULL, err)))
+                              strcmp(row->category, "message") == 0, &marks, err)) ||
+            (marks.count >= INDEX_BATCH && (rc = marks_flush(b, &marks, err))))
             break;
         if (b->progress && (++b->index_done & 4095) == 0)
             b->progress(b->progress_ctx, b->index_done, 0);
     }
     if (rc < 0 && err && !err->code)
         rs_err_set(err, rc, "index: %s", rs_errno_name(rc));
-    c->free(c);
-    for (size_t i = 0; rc >= 0 && i < runs.count; i++)
-        rc = pg_log_store(b, 1, &runs.runs[i].log, err);
+    if (c)
+        c->free(c);
+    if (rc >= 0 && !(rc = marks_flush(b, &marks, err)) &&
+        !(rc = owners_send(b, &owners, thr->key, err)) && !(rc = runs_store(b, &runs, err)))
+        rc = pg_log_store(b, 0, thr, err);
+    pg_marks_release(&marks);
+    rs_buf_release(&owners.keys);
+    rs_buf_release(&owners.owners);
     free(runs.runs);
-    return rc < 0 ? rc : pg_log_store(b, 0, thr, err);
+    free(runs.ids.slots);
+    if (rc < 0)
+        return rc;
+    pg_args k = {.n = 0};
+    pg_arg_int(&k, thr->key);
+    return pg_run(b,
+                  "UPDATE runfs_thread SET mixed = CASE WHEN (SELECT count(*) FROM runfs_owner "
+                  "o WHERE o.thread_key = $1 AND o.run_key = 0) > 1 THEN 1 ELSE 0 END "
+                  "WHERE thread_key = $1",
+                  &k, NULL, err);
 }
 
 int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err)
@@ -310,11 +477,11 @@ int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     if (rc || (rc = pg_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)) ||
         (rc = index_rows(b, thread_id, &thr, 1, err)))
         return rc;
-    /* Owners may have left with their rows. */
+    /* Owners may have left with their rows (index_rows set the runs with rows). */
     static const char *const remix[] = {
         "UPDATE runfs_run SET mixed = CASE WHEN (SELECT count(*) FROM runfs_owner o WHERE "
         "o.thread_key = $1 AND o.run_key = runfs_run.run_key) > 1 THEN 1 ELSE 0 END "
-        "WHERE thread_key = $1",
+        "WHERE thread_key = $1 AND count = 0",
         "UPDATE runfs_thread SET dirty = 0, mixed = CASE WHEN (SELECT count(*) FROM runfs_owner "
         "o WHERE o.thread_key = $1 AND o.run_key = 0) > 1 THEN 1 ELSE 0 END "
         "WHERE thread_key = $1",

@@ -235,66 +235,24 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
     return 0;
 }
 
-/* A thread's runs, loaded once for a rebuild, found by id through a hash of their indexes
- * (a thread may hold a hundred thousand runs: a scan per row would be quadratic). */
+/* A thread's runs, loaded once for a rebuild, found by id. */
 typedef struct run_set {
     struct {
-        char id[RS_ID_MAX + 1];
+        char id[RS_ID_MAX + 1]; /* first: rs_id_index finds it there */
         sq_log log;
     } * runs;
     size_t count, cap;
-    size_t *slots; /* index + 1 into runs, 0 for empty; a power of two */
-    size_t n_slots;
-    size_t last; /* index + 1 of the run found last: a run's rows mostly follow each other */
+    rs_id_index ids;
 } run_set;
-
-static size_t run_hash(const char *id)
-{
-    size_t h = 14695981039346656037ULL;
-    for (; *id; id++)
-        h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return h;
-}
-
-/* The slot holding run_id, or the empty slot where it would go. */
-static size_t *run_slot(const run_set *rs, const char *run_id)
-{
-    size_t mask = rs->n_slots - 1, i = run_hash(run_id) & mask;
-    while (rs->slots[i] && strcmp(rs->runs[rs->slots[i] - 1].id, run_id) != 0)
-        i = (i + 1) & mask;
-    return &rs->slots[i];
-}
-
-/* Room for one more run in the hash (at most half full). */
-static int run_slots_grow(run_set *rs)
-{
-    if (2 * (rs->count + 1) <= rs->n_slots)
-        return 0;
-    size_t n = rs->n_slots ? 2 * rs->n_slots : 64;
-    size_t *slots = calloc(n, sizeof *slots);
-    if (!slots)
-        return -ENOMEM;
-    free(rs->slots);
-    rs->slots = slots;
-    rs->n_slots = n;
-    for (size_t i = 0; i < rs->count; i++)
-        *run_slot(rs, rs->runs[i].id) = i + 1;
-    return 0;
-}
 
 static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
-    if (rs->last && strcmp(rs->runs[rs->last - 1].id, run_id) == 0)
-        return &rs->runs[rs->last - 1].log;
-    if (rs->n_slots) {
-        size_t *slot = run_slot(rs, run_id);
-        if (*slot) {
-            rs->last = *slot;
-            return &rs->runs[*slot - 1].log;
-        }
-    }
-    if (run_slots_grow(rs) || rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
+    size_t found_at = rs_id_find(&rs->ids, rs->runs, sizeof *rs->runs, run_id);
+    if (found_at)
+        return &rs->runs[found_at - 1].log;
+    if (rs_id_room(&rs->ids, rs->runs, sizeof *rs->runs, rs->count) ||
+        rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
     }
@@ -309,8 +267,8 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         log->mark_off = -1;
     }
     snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
-    *run_slot(rs, rs->runs[rs->count].id) = rs->count + 1;
-    rs->last = ++rs->count;
+    *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
+    rs->ids.last = ++rs->count;
     return log;
 }
 
@@ -374,7 +332,7 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
     *more = src == SQLITE_ROW;
     rs_buf_release(&line);
     free(runs.runs);
-    free(runs.slots);
+    free(runs.ids.slots);
     return rc;
 }
 
