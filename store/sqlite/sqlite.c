@@ -968,6 +968,101 @@ static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
     return rc;
 }
 
+/* Read-only: the copy taken when this connection first needed one lacks what a writer made
+ * since without rows to index it from, threads and runs made by mkdir: the file's empty
+ * ones the copy lacks are added (thread_id NULL: every thread, for a listing). */
+static int mem_add_empty(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    static const char *const add[] = {
+        "INSERT INTO temp.runfs_thread (thread_id, ctime_ns, mtime_ns) SELECT m.thread_id, "
+        "m.ctime_ns, m.mtime_ns FROM main.runfs_thread m WHERE (?1 IS NULL OR m.thread_id = "
+        "?1) AND m.count = 0 AND m.dirty = 0 AND NOT EXISTS (SELECT 1 FROM temp.runfs_thread t "
+        "WHERE t.thread_id = m.thread_id) AND NOT EXISTS (SELECT 1 FROM run_events e WHERE "
+        "e.thread_id = m.thread_id)",
+        "INSERT INTO temp.runfs_run (thread_key, run_id, ctime_ns, mtime_ns) SELECT "
+        "t.thread_key, r.run_id, r.ctime_ns, r.mtime_ns FROM main.runfs_thread m JOIN "
+        "main.runfs_run r ON r.thread_key = m.thread_key JOIN temp.runfs_thread t ON "
+        "t.thread_id = m.thread_id WHERE (?1 IS NULL OR m.thread_id = ?1) AND r.count = 0 AND "
+        "NOT EXISTS (SELECT 1 FROM temp.runfs_run x WHERE x.thread_key = t.thread_key AND "
+        "x.run_id = r.run_id) AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = "
+        "m.thread_id AND e.run_id = r.run_id)",
+    };
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof add / sizeof *add; i++) {
+        int src = sq_step(b, NULL, err, "refresh", add[i], "t", thread_id);
+        rc = src < 0 ? src : 0;
+    }
+    return rc;
+}
+
+/* Read-only: the thread's copy dropped (indexed again from its rows at this use) when rows
+ * went since it was taken: the file has no logs of it and no rows are left, the file's
+ * logs are marked for recomputing, or their count is not the copy's plus the rows above
+ * the copy. */
+static int mem_drop_stale(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "refresh",
+                     "SELECT m.thread_key IS NOT NULL, m.count, m.last_seq, m.dirty, t.count, "
+                     "t.last_seq, EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = ?1) "
+                     "FROM temp.runfs_thread t LEFT JOIN main.runfs_thread m ON m.thread_id = "
+                     "t.thread_id WHERE t.thread_id = ?1",
+                     "t", thread_id);
+    if (rc <= 0)
+        return rc;
+    int in_file = sqlite3_column_int(st, 0), has_rows = sqlite3_column_int(st, 6);
+    int64_t count = sqlite3_column_int64(st, 1), last = sqlite3_column_int64(st, 2);
+    int64_t dirty = sqlite3_column_int64(st, 3), copy_count = sqlite3_column_int64(st, 4);
+    int64_t copy_last = sqlite3_column_int64(st, 5);
+    sq_stmt_done(b, st);
+    rc = 0;
+    int stale = in_file ? dirty != 0 : !has_rows;
+    if (in_file && !stale && (count != copy_count || last != copy_last)) {
+        if ((rc = sq_step(b, &st, err, "refresh",
+                          "SELECT count(*) FROM run_events WHERE thread_id = ? AND seq > ?", "ti",
+                          thread_id, copy_last)) < 0)
+            return rc;
+        stale = count != copy_count + sqlite3_column_int64(st, 0);
+        sq_stmt_done(b, st);
+        rc = 0;
+    }
+    if (stale && (rc = mem_drop(b, thread_id)))
+        rc = rs_err_set(err, rc, "cannot forget a thread indexed in memory");
+    return rc;
+}
+
+/* A listing or count on a read-only copy (once per data_version): threads gone from the
+ * file's logs and from the rows dropped, empty ones the file gained added. */
+int sq_mem_refresh(rs_backend *b, rs_err *err)
+{
+    int64_t version = -1;
+    int rc = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT
+                 ? sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err)
+                 : 0;
+    if (rc || version < 0 || version == b->mem_version)
+        return rc;
+    for (;;) {
+        sqlite3_stmt *st;
+        rc = sq_step(b, &st, err, "refresh",
+                     "SELECT t.thread_id FROM temp.runfs_thread t WHERE NOT EXISTS (SELECT 1 "
+                     "FROM run_events e WHERE e.thread_id = t.thread_id) AND NOT EXISTS (SELECT "
+                     "1 FROM main.runfs_thread m WHERE m.thread_id = t.thread_id AND m.dirty = "
+                     "0) LIMIT 1",
+                     "");
+        if (rc <= 0)
+            break;
+        char id[RS_ID_MAX + 1];
+        snprintf(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0));
+        sq_stmt_done(b, st);
+        if ((rc = mem_drop(b, id)))
+            return rs_err_set(err, rc, "cannot forget a thread indexed in memory");
+    }
+    if (rc < 0 || (rc = mem_add_empty(b, NULL, err)))
+        return rc;
+    b->mem_version = version;
+    return 0;
+}
+
 int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     int64_t version = -1;
@@ -980,8 +1075,9 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     }
     if (b->ready[ready_slot(b, thread_id)][0])
         return 0;
-    int behind = 0;
-    if ((rc = sq_thread_behind(b, thread_id, &behind, err)))
+    int refresh = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT, behind = 0;
+    if ((refresh && (rc = mem_drop_stale(b, thread_id, err))) ||
+        (rc = sq_thread_behind(b, thread_id, &behind, err)))
         return rc;
     if (behind) {
         /* Under the same discipline as any write: inside the caller's transaction, else
@@ -997,6 +1093,9 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
         if (rc)
             return rc;
     }
+    refresh = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT;
+    if (refresh && (rc = mem_add_empty(b, thread_id, err)))
+        return rc;
     ready_add(b, thread_id);
     return 0;
 }

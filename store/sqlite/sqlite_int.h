@@ -95,6 +95,7 @@ struct rs_backend {
      * the threads this connection indexed, oldest first, and their rows (bounded). */
     int mem;
     int64_t layout;
+    int64_t mem_version; /* data_version the copy last took the file's empty threads at */
     rs_mem_list mem_list;
     /* Commits and catch-ups on this connection; the threads not indexed yet and their
      * runs as counted at (unindexed_version, unindexed_gen), for status counts. */
@@ -201,6 +202,9 @@ int sq_thread_catch_up(rs_backend *b, const char *thread_id, rs_err *err);
 /* Before reading the thread's logs: caught up once per connection and data_version, in a
  * transaction of its own (read-only: in the TEMP copies, sqlite.c). */
 int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err);
+/* Read-only, before listing threads: the in-memory copy brought level with the file's
+ * empty and deleted threads (sqlite.c). */
+int sq_mem_refresh(rs_backend *b, rs_err *err);
 /* Thread ids of run_events in order, one index probe each (a skip scan of its thread_id
  * index, cheap whatever the rows), as a WITH RECURSIVE table d(id) (a NULL id ends it);
  * and u(id), those without logs yet (indexed at their first use). */

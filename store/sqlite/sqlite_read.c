@@ -124,7 +124,11 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     rs_buf_reset(sql);
     int rc = 0;
     switch (kind) {
-    case RS_NAMES_THREADS: rc = rs_buf_addstr(sql, user ? threads_of_user_sql : threads_sql); break;
+    case RS_NAMES_THREADS:
+        if ((rc = sq_mem_refresh(b, err)))
+            return rc;
+        rc = rs_buf_addstr(sql, user ? threads_of_user_sql : threads_sql);
+        break;
     case RS_NAMES_RUNS:
         if ((rc = sq_thread_ready(b, thread_id, err)))
             return rc;
@@ -271,7 +275,7 @@ static int unindexed_add(rs_backend *b, rs_stats *out, rs_err *err)
 int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = thread_id ? sq_thread_ready(b, thread_id, err) : 0;
+    int rc = thread_id ? sq_thread_ready(b, thread_id, err) : sq_mem_refresh(b, err);
     if (rc)
         return rc;
     /* ?1 owner ('' for rows without one), ?2 thread (NULL: all; then threads not indexed

@@ -82,6 +82,37 @@ refused() {
   assert_output r1
 }
 
+@test "-o ro beside a read-write mount: a thread or run made by mkdir, and an rm -r, show on the ro mount at once" {
+  local ro=$WORK/ro rw=$WORK/rw
+  runfs_mount "$STORE" "$rw" --allow-delete
+  runfs_mount "$STORE" "$ro" -o ro
+  # a thread another writer added, not indexed in the store: the ro mount indexes it for itself
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('tf', 'rf', NULL, 'llm.error', 'trace', 'foreign', '{}', 1, '2026-03-04 06:00:00.000000')"
+  [ "$(cat "$ro/threads/tf/seq")" -eq 1 ]
+  cmp "$ro/threads/t1/events.jsonl" "$MNT/threads/t1/events.jsonl"
+  run ls "$ro/threads"
+  assert_output "$(printf 't1\ntf')"
+  # empty threads and runs made afterwards, on an indexed thread and on the foreign one
+  mkdir "$rw/threads/t2" "$rw/threads/t1/runs/r2" "$rw/threads/tf/runs/r3"
+  run ls "$ro/threads"
+  assert_output "$(printf 't1\nt2\ntf')"
+  run ls "$ro/threads/t1/runs"
+  assert_output "$(printf 'r1\nr2')"
+  run ls "$ro/threads/tf/runs"
+  assert_output "$(printf 'r3\nrf')"
+  [ "$(cat "$ro/threads/t2/seq")" -eq 0 ]
+  run ls "$ro/threads/t2/runs"
+  assert_output ""
+  # deletes: a run, then whole threads
+  rm -r "$rw/threads/t1/runs/r1"
+  run ls "$ro/threads/t1/runs"
+  assert_output r2
+  rm -r "$rw/threads/tf" "$rw/threads/t2"
+  run ls "$ro/threads"
+  assert_output t1
+  cmp "$ro/threads/t1/events.jsonl" "$MNT/threads/t1/events.jsonl"
+}
+
 # ---- --thread T ----
 
 @test "--thread: only that thread is visible or writable; other ids are ENOENT" {
