@@ -130,6 +130,15 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_canon SET hi = coalesce((SELECT max(id) FROM run_events), 0)\n"
     "    WHERE hi > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n"
+    /* A row changed in place (by DeerFlow or anyone) may no longer be canonical: the range
+     * around its id (old and new) goes, so it is rendered, as runfs_canon_update does on
+     * PostgreSQL. Made last: an open that finds it missing runs the schema (sq_open). */
+    "CREATE TRIGGER IF NOT EXISTS runfs_canon_update AFTER UPDATE ON run_events BEGIN\n"
+    "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id)\n"
+    "    AND lo <= old.id;\n"
+    "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= new.id)\n"
+    "    AND lo <= new.id;\n"
+    "END;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 3);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. */

@@ -477,13 +477,19 @@ void sq_row(rs_row *row, sqlite3_stmt *st, int col)
         row->created_at = "";
 }
 
-static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
+static int object_exists(rs_backend *b, const char *type, const char *name, int *exists,
+                         rs_err *err)
 {
     int64_t n = 0;
-    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", name,
-                    NULL, &n, NULL, err);
+    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type = ? AND name = ?", type, name,
+                    &n, NULL, err);
     *exists = n > 0;
     return rc;
+}
+
+static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
+{
+    return object_exists(b, "table", name, exists, err);
 }
 
 /* Is the schema in place (at this build's layout), and are there reservations to check?
@@ -494,6 +500,10 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     int rc = table_exists(b, "runfs_meta", &has_meta, err);
     if (!rc)
         rc = table_exists(b, "runfs_canon", &has_schema, err);
+    /* A writer also wants the last trigger (a store an older build set up lacks it); a
+     * reader alters nothing and reads the store as it is. */
+    if (!rc && has_schema && !b->read_only)
+        rc = object_exists(b, "trigger", "runfs_canon_update", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;

@@ -206,7 +206,6 @@ EOF2
   runfs_mount "$STORE" "$WORK/al" --user "$UID_A"
   mkdir -p "$WORK/al/threads/t2/runs/r5"
   shapes >> "$WORK/al/threads/t2/runs/r5/events.jsonl"
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon")" -gt 0 ]
   [ "$(store_sql "SELECT count(*) FROM run_events WHERE user_id IS NOT NULL")" -eq 7 ]
   local f files=($T/events.jsonl $T/messages.jsonl $T/runs/r1/events.jsonl $T/runs/r4/events.jsonl threads/t2/events.jsonl)
   for f in "${files[@]}"; do cat "$MNT/$f" > "$WORK/copied.${f//\//_}"; done
@@ -254,4 +253,29 @@ EOF2
   cmp "$WORK/before" "$MNT/$T/events.jsonl"
   ev_error after >> "$MNT/$T/runs/r1/events.jsonl"
   assert_equal "$(store_sql "SELECT count(*) FROM runfs_canon c JOIN run_events e ON e.id BETWEEN c.lo AND c.hi")" 1
+}
+
+@test "a row changed in place is rendered, not copied; a SQLite store set up without the trigger gets it at a read-write open" {
+  local id
+  id=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 2")
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 1 ]
+  cat "$MNT/$T/events.jsonl" > "$WORK/before"
+  if ! on_pg; then
+    # as an older build left it: a reader alters nothing, a writer adds the trigger
+    runfs_unmount "$MNT"
+    store_sql "DROP TRIGGER runfs_canon_update"
+    "$RUNFS" cat "$STORE" "$T/events.jsonl" > /dev/null
+    [ "$(store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_canon_update'")" -eq 0 ]
+    runfs_mount "$STORE" "$MNT"
+    [ "$(store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_canon_update'")" -eq 1 ]
+  fi
+  # the same metadata spelled with spaces: rendered, the line is as before; copied, it is not
+  local spaced="replace(event_metadata, '\":', '\" :  ')"
+  if on_pg; then spaced="CAST(replace(CAST(event_metadata AS text), '\":', '\" :  ') AS json)"; fi
+  store_sql "UPDATE run_events SET event_metadata = $spaced WHERE id = $id"
+  [[ $(store_sql "SELECT event_metadata FROM run_events WHERE id = $id") == *'" :  '* ]]
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 0 ]
+  run "$RUNFS" cat "$STORE" "$T/events.jsonl"
+  assert_success
+  assert_output "$(cat "$WORK/before")"
 }
