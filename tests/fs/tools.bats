@@ -182,7 +182,7 @@ fresh_views() {
 
 @test "the mount's README describes every kind of file in the tree" {
   local names name
-  names=$(grep -oE '^    \{RFS_[A-Z_]+, "[^"]+"' "$BATS_TEST_DIRNAME/../../fs/node.c" | cut -d'"' -f2)
+  names=$(grep -oE '^    \{RFS_[A-Z_]+, "[^"]+"' "$BATS_TEST_DIRNAME/../../views/node.c" | cut -d'"' -f2)
   [ "$(wc -w <<<"$names")" -ge 25 ] || fail "node.c's table not found"
   for name in $names; do
     grep -qF -- "$name" "$MNT/README" || fail "README does not mention $name"
