@@ -147,8 +147,9 @@ static int open_next_file(import_state *st, rs_err *err)
         return 0;
     st->next_file++;
     size_t n = strlen(name) - 6;
-    snprintf(st->run_id, sizeof st->run_id, "%.*s", (int)(n < RS_ID_MAX + 1 ? n : RS_ID_MAX + 1),
-             name);
+    /* A name too long for a run id is refused below, not cut into one. */
+    if (n > RS_ID_MAX || rs_fmt(st->run_id, sizeof st->run_id, "%.*s", (int)n, name) < 0)
+        st->run_id[0] = '\0';
     rs_buf_reset(&st->path);
     st->lineno = 0;
     if (rs_buf_addf(&st->path, "%s/%s", st->runs_dir, name))
@@ -205,8 +206,9 @@ static int import_line(void *ctx, const char **run_id, const char **line, size_t
 static int read_watermark(const char *runs_dir, int64_t *floor, rs_err *err)
 {
     char path[4200], text[32];
-    snprintf(path, sizeof path, "%s/%s", runs_dir, WATERMARK);
     *floor = 0;
+    if (rs_fmt(path, sizeof path, "%s/%s", runs_dir, WATERMARK) < 0)
+        return rs_err_set(err, -ENAMETOOLONG, "%.200s...: path too long", runs_dir);
     FILE *f = fopen(path, "rb");
     if (!f)
         return errno == ENOENT ? 0 : rs_err_set(err, -errno, "%s: %s", path, strerror(errno));
@@ -366,6 +368,7 @@ typedef struct export_ctx {
     int force;
     int writing; /* 0: only check which files exist; 1: write them */
     long existing;
+    long skipped; /* threads whose id is no path: named once, in the first pass */
     rs_buf path, tmp, line;
     rfs_progress *progress;
 } export_ctx;
@@ -512,7 +515,13 @@ static int export_pass(export_ctx *x)
     const char *name;
     while (!rc && (rc = rs_names_next(threads, &name)) > 0) {
         char thread_id[RS_ID_MAX + 1];
-        snprintf(thread_id, sizeof thread_id, "%s", name);
+        if (!rs_id_valid(name) || rs_fmt(thread_id, sizeof thread_id, "%s", name) < 0) {
+            if (!x->writing) {
+                fprintf(stderr, "runfs export: thread '%s': not a valid path id, skipped\n", name);
+                x->skipped++;
+            }
+            continue;
+        }
         rs_names *runs;
         if ((rc = rs_store_names(x->s, RS_NAMES_RUNS, thread_id, NULL, NULL, &runs, &err))) {
             fprintf(stderr, "runfs: thread %s: %s\n", thread_id, err.msg);
@@ -583,7 +592,7 @@ int rfs_cmd_export(int argc, char **argv)
         x.writing = 1;
         x.progress = rfs_progress_new("export", "lines");
         if (mkdirs(&base, 0) == 0 && export_pass(&x) == 0)
-            status = 0;
+            status = x.skipped ? 1 : 0;
         rfs_progress_done(x.progress, "exported to %s", base.buf);
     }
     rs_store_close(x.s);

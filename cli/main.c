@@ -287,11 +287,11 @@ static int mount_o_item(rfs_options *o, char *tok)
     const mount_option *mo = find_mount_option(tok, eq ? (size_t)(eq - tok) : strlen(tok));
     char why[300];
     if (!mo)
-        snprintf(why, sizeof why, "unknown mount option '%s'", tok);
+        (void)rs_fmt(why, sizeof why, "unknown mount option '%s'", tok);
     else if (mo->arg && !eq)
-        snprintf(why, sizeof why, "-o %s needs a value (%s=%s)", tok, tok, mo->arg);
+        (void)rs_fmt(why, sizeof why, "-o %s needs a value (%s=%s)", tok, tok, mo->arg);
     else if (!mo->arg && eq)
-        snprintf(why, sizeof why, "-o %s takes no value", tok);
+        (void)rs_fmt(why, sizeof why, "-o %s takes no value", tok);
     else
         return mo->set(o, eq ? eq + 1 : NULL);
     return bad_value(why);
@@ -616,7 +616,7 @@ static int cmd_mount(int argc, char **argv)
             return usage_error("mount", "an option needs a value");
         else {
             char why[128];
-            snprintf(why, sizeof why, "unknown option '%s'", argv[optind - 1]);
+            (void)rs_fmt(why, sizeof why, "unknown option '%s'", argv[optind - 1]);
             return usage_error("mount", why);
         }
         if (rc)
@@ -704,10 +704,8 @@ static void print_mount_options(FILE *f)
 {
     for (size_t i = 0; i < N_MOUNT_OPTIONS; i++) {
         const mount_option *mo = &mount_options[i];
-        char spell[64];
-        snprintf(spell, sizeof spell, "--%s%s%s", mo->name, mo->arg ? " " : "",
-                 mo->arg ? mo->arg : "");
-        fprintf(f, "  %-28s %s\n", spell, mo->help);
+        int w = fprintf(f, "  --%s%s%s", mo->name, mo->arg ? " " : "", mo->arg ? mo->arg : "");
+        fprintf(f, "%*s %s\n", w < 30 ? 30 - w : 0, "", mo->help);
     }
 }
 
@@ -730,9 +728,8 @@ static int general_help(FILE *f)
           "commands:\n",
           f);
     for (const command *c = commands; c->name; c++) {
-        char head[64];
-        snprintf(head, sizeof head, "%s %s", c->name, c->args);
-        fprintf(f, "  %-34s %s\n", head, c->summary);
+        int w = fprintf(f, "  %s %s", c->name, c->args);
+        fprintf(f, "%*s %s\n", w < 36 ? 36 - w : 0, "", c->summary);
     }
     fputs("\n  runfs --help | -h        this help; 'runfs COMMAND --help' for a command's\n"
           "  runfs --version | -V     the version\n",
@@ -773,6 +770,6 @@ int main(int argc, char **argv)
     if (arg[0] != '-' && argc >= 3 && is_dir(argv[2]))
         return wants_help(argc, argv) ? command_help(find_command("mount")) : cmd_mount(argc, argv);
     char why[300];
-    snprintf(why, sizeof why, "unknown command '%s'", arg);
+    (void)rs_fmt(why, sizeof why, "unknown command '%s'", arg);
     return usage_error(NULL, why);
 }

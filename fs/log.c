@@ -42,7 +42,7 @@ void rfs_log(const char *fmt, ...)
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    (void)rs_vfmt(msg, sizeof msg, fmt, ap); /* a longer message is kept cut, marked */
     va_end(ap);
     if (use_syslog)
         syslog(LOG_NOTICE, "%s", msg);
@@ -55,9 +55,9 @@ void rfs_log(const char *fmt, ...)
     struct tm tm;
     gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    int n = snprintf(line, sizeof line, "%s runfs[%ld]: %s\n", when, (long)getpid(), msg);
-    if (n > (int)sizeof line - 1)
-        n = (int)sizeof line - 1;
+    int n = rs_fmt(line, sizeof line, "%s runfs[%ld]: %s\n", when, (long)getpid(), msg);
+    if (n < 0)
+        return;
     /* One write() per line: O_APPEND keeps the lines of concurrent threads whole. */
     if (write(log_fd, line, (size_t)n) < 0)
         return;

@@ -67,7 +67,10 @@ static int check_mountpoint(const char *mountpoint)
     }
     struct stat parent;
     char up[4096];
-    snprintf(up, sizeof up, "%s/..", mountpoint);
+    if (rs_fmt(up, sizeof up, "%s/..", mountpoint) < 0) {
+        fprintf(stderr, "runfs: mountpoint %s: %s\n", mountpoint, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
     if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
         fprintf(stderr,
                 "runfs: %s is busy: something is already mounted there (unmount it "
@@ -88,8 +91,8 @@ static int check_mountpoint(const char *mountpoint)
 static int add_arg(struct fuse_args *args, const char *fmt, const char *value)
 {
     char buf[4096];
-    snprintf(buf, sizeof buf, fmt, value);
-    return fuse_opt_add_arg(args, buf);
+    int rc = rs_fmt(buf, sizeof buf, fmt, value);
+    return rc < 0 ? rc : fuse_opt_add_arg(args, buf);
 }
 
 /* An open that indexes rows (a store of an older layout, converted: threads are otherwise
@@ -105,7 +108,10 @@ static void index_tick(void *ctx, int64_t done, int64_t total)
 {
     index_progress *ip = ctx;
     if (!ip->line && done > 0) {
-        snprintf(ip->unit, sizeof ip->unit, total > 0 ? "of %lld rows" : "rows", (long long)total);
+        /* 48 bytes hold "of " and any int64's digits */
+        if (rs_fmt(ip->unit, sizeof ip->unit, total > 0 ? "of %lld rows" : "rows",
+                   (long long)total) < 0)
+            return;
         ip->line = rfs_progress_new("indexing", ip->unit);
     }
     rfs_progress_tick(ip->line, done - ip->shown);

@@ -290,7 +290,10 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     /* Only a log the kernel may hold pages of needs the invalidation before write()
      * returns; otherwise the hub just wakes followers. */
     rfs_node n = {.kind = RFS_T_EVENTS};
-    snprintf(n.thread_id, sizeof n.thread_id, "%s", thread_id);
+    /* ids are 1-64 characters, which every id field holds */
+    if (rs_fmt(n.thread_id, sizeof n.thread_id, "%s", thread_id) < 0 ||
+        (run_id && rs_fmt(n.run_id, sizeof n.run_id, "%s", run_id) < 0))
+        return;
     int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
     /* So does a kept view of the thread. */
     static const rfs_kind views[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT};
@@ -302,14 +305,13 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     }
     if (run_id) {
         n.kind = RFS_R_EVENTS;
-        snprintf(n.run_id, sizeof n.run_id, "%s", run_id);
         wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
     }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < QUEUE_MAX) {
         change *c = &hub->queue[hub->queued++];
-        snprintf(c->thread_id, sizeof c->thread_id, "%s", thread_id);
-        snprintf(c->run_id, sizeof c->run_id, "%s", run_id ? run_id : "");
+        memcpy(c->thread_id, n.thread_id, sizeof c->thread_id);
+        memcpy(c->run_id, run_id ? n.run_id : "", run_id ? sizeof c->run_id : 1);
         c->deleted = deleted;
         c->placed = at != NULL;
         c->len = len;

@@ -25,9 +25,10 @@ void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, si
     sc->user = m->opt.user;
     if (m->opt.user_from_uid && req) {
         uid_t uid = fuse_req_ctx(req)->uid;
-        snprintf(uidbuf, uidlen, "%u", (unsigned)uid);
+        /* Callers give room for any uid's digits; a buffer too small denies, never cuts. */
+        int fits = rs_fmt(uidbuf, uidlen, "%u", (unsigned)uid) >= 0;
         sc->user = uidbuf;
-        if (m->opt.user_map && !(sc->user = rfs_usermap_owner(m->opt.user_map, uid))) {
+        if (!fits || (m->opt.user_map && !(sc->user = rfs_usermap_owner(m->opt.user_map, uid)))) {
             /* Never an owner's name (not a valid id), and refused before any store call. */
             sc->user = "!unmapped";
             sc->denied = 1;

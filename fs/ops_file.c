@@ -29,7 +29,7 @@ struct rfs_handle {
     rfs_handle *prev;
     hkind kind;
     rfs_node node;
-    char user[32];
+    char user[RS_ID_MAX + 1]; /* the owner: any valid id (1-64), or a uid's digits */
     int has_user;
     long pid;
     long uid;
@@ -98,8 +98,11 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     rfs_scope sc;
     rfs_scope_for(m, req, &sc, h->user, sizeof h->user);
     if (sc.user) {
-        if (sc.user != h->user)
-            snprintf(h->user, sizeof h->user, "%s", sc.user);
+        if (sc.user != h->user && rs_fmt(h->user, sizeof h->user, "%s", sc.user) < 0) {
+            pthread_mutex_destroy(&h->lock);
+            free(h);
+            return NULL;
+        }
         h->has_user = 1;
     }
     pthread_mutex_lock(&m->handles_lock);
@@ -148,10 +151,10 @@ static void pending_settle(rfs_handle *h)
 static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     char why[160];
-    snprintf(why, sizeof why,
-             "unfinished lines of this mount already hold %zu bytes, the "
-             "--max-pending limit is %zu: end lines with a newline",
-             atomic_load(&h->m->pending), h->m->opt.max_pending);
+    (void)rs_fmt(why, sizeof why,
+                 "unfinished lines of this mount already hold %zu bytes, the "
+                 "--max-pending limit is %zu: end lines with a newline",
+                 atomic_load(&h->m->pending), h->m->opt.max_pending);
     rfs_refuse(req, &h->node, NULL, -ENOBUFS, why, buf, size);
 }
 
@@ -359,7 +362,7 @@ static int create_begin(rfs_mount *m, rfs_handle *h, rs_err *err)
     }
     if (h->kind == H_SEAL && rc == -EINVAL) {
         /* Why the run is not sealed yet, for a close that brings no body. */
-        snprintf(h->why, sizeof h->why, "%s", err->msg);
+        (void)rs_fmt(h->why, sizeof h->why, "%s", err->msg);
         err->msg[0] = '\0';
         return 0;
     }
@@ -379,8 +382,8 @@ static int create_handle(fuse_req_t req, const rfs_node *cn, const struct fuse_f
     h->exclusive = (fi->flags & O_EXCL) != 0 || cn->kind == RFS_R_SEAL;
     h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
     if (cn->kind == RFS_R_ONCE)
-        snprintf(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
-                 cn->name);
+        (void)rs_fmt(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
+                     cn->name);
     if ((rc = create_begin(rfs_mount_of(req), h, err))) {
         if (!err->msg[0])
             rs_err_set(err, rc, "%s", strerror(-rc));
@@ -506,7 +509,7 @@ static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t s
     rc = rfs_linebuf_feed(&h->pending, &h->skipping, max, buf, size, &lines);
     if (rc == -EMSGSIZE) {
         char why[128];
-        snprintf(why, sizeof why, "event line over the %zu-byte limit", max);
+        (void)rs_fmt(why, sizeof why, "event line over the %zu-byte limit", max);
         return refuse_append(req, h, -EMSGSIZE, why, buf, size, buf, size);
     }
     if (rc || !lines.len)
@@ -518,10 +521,11 @@ static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t s
         /* The batch's line 1 is the first line this write completed (or the one after
          * the long line the handle was skipping). */
         if (err.line > 0)
-            snprintf(why, sizeof why, "line %ld: %s",
-                     before + in_write - count_lines(lines.data, lines.len) + err.line, err.msg);
+            (void)rs_fmt(why, sizeof why, "line %ld: %s",
+                         before + in_write - count_lines(lines.data, lines.len) + err.line,
+                         err.msg);
         else
-            snprintf(why, sizeof why, "%s", err.msg);
+            (void)rs_fmt(why, sizeof why, "%s", err.msg);
         refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
         rfs_lines_done(&h->pending, &lines, 0);
         return rc;
@@ -645,8 +649,8 @@ void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         rc = commit_lines(m, h, h->pending.buf, h->pending.len, &err);
         if (rc) {
             char why[600];
-            snprintf(why, sizeof why, "line %ld: %s", h->lines_seen + 1,
-                     *err.msg ? err.msg : "the last line is not a whole JSON object");
+            (void)rs_fmt(why, sizeof why, "line %ld: %s", h->lines_seen + 1,
+                         *err.msg ? err.msg : "the last line is not a whole JSON object");
             rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
         }
         rs_buf_reset(&h->pending);

@@ -150,8 +150,8 @@ int64_t rfs_rejects_size(rfs_rejects *r, const char *owner)
 static int add_filler(const owner_log *o, int64_t from, int64_t to, rs_buf *out)
 {
     char head[40];
-    int64_t hlen = snprintf(head, sizeof head, "{\"dropped\":%lld}", (long long)o->dropped);
-    int rc = 0;
+    int64_t hlen = rs_fmt(head, sizeof head, "{\"dropped\":%lld}", (long long)o->dropped);
+    int rc = hlen < 0 ? (int)hlen : 0;
     for (int64_t p = from; !rc && p < to;) {
         if (p == o->base - 1) {
             rc = rs_buf_addch(out, '\n');

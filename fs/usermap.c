@@ -26,7 +26,8 @@ static int add_entry(rfs_usermap *m, size_t *cap, uid_t uid, const char *owner)
     if (rc)
         return rc;
     m->e[m->n].uid = uid;
-    snprintf(m->e[m->n].owner, sizeof m->e[m->n].owner, "%s", owner);
+    if (rs_fmt(m->e[m->n].owner, sizeof m->e[m->n].owner, "%s", owner) < 0)
+        return -ENAMETOOLONG;
     m->n++;
     return 0;
 }
@@ -48,18 +49,19 @@ static int parse_line(rfs_usermap *m, size_t *cap, char *line, const char *where
     errno = 0;
     unsigned long uid = strtoul(uid_s, &end, 10);
     if (*end || errno || uid_s[0] == '-' || uid > (uid_t)-2) {
-        snprintf(why, why_len, "%s: '%.32s' is not a uid", where, uid_s);
+        (void)rs_fmt(why, why_len, "%s: '%.32s' is not a uid", where, uid_s);
         return -EINVAL;
     }
     if (!owner || extra || !rs_id_valid(owner)) {
-        snprintf(why, why_len, "%s: expected 'UID OWNER' with OWNER 1-64 of [A-Za-z0-9_-]", where);
+        (void)rs_fmt(why, why_len, "%s: expected 'UID OWNER' with OWNER 1-64 of [A-Za-z0-9_-]",
+                     where);
         return -EINVAL;
     }
     int rc = add_entry(m, cap, (uid_t)uid, owner);
     if (rc == -EEXIST)
-        snprintf(why, why_len, "%s: uid %lu is mapped twice", where, uid);
+        (void)rs_fmt(why, why_len, "%s: uid %lu is mapped twice", where, uid);
     else if (rc)
-        snprintf(why, why_len, "%s: out of memory", where);
+        (void)rs_fmt(why, why_len, "%s: out of memory", where);
     return rc ? -EINVAL : 0;
 }
 
@@ -68,13 +70,13 @@ int rfs_usermap_load(rfs_usermap **out, const char *path, char *why, size_t why_
     FILE *f = fopen(path, "r");
     if (!f) {
         int rc = -errno;
-        snprintf(why, why_len, "%s: %s", path, strerror(errno));
+        (void)rs_fmt(why, why_len, "%s: %s", path, strerror(errno));
         return rc;
     }
     rfs_usermap *m = calloc(1, sizeof *m);
     if (!m) {
         fclose(f);
-        snprintf(why, why_len, "out of memory");
+        (void)rs_fmt(why, why_len, "out of memory");
         return -ENOMEM;
     }
     size_t cap = 0, len = 0;
@@ -83,12 +85,12 @@ int rfs_usermap_load(rfs_usermap **out, const char *path, char *why, size_t why_
     int rc = 0;
     while (!rc && getline(&line, &len, f) >= 0) {
         char where[64 + 4096];
-        snprintf(where, sizeof where, "%s:%ld", path, ++lineno);
+        (void)rs_fmt(where, sizeof where, "%s:%ld", path, ++lineno);
         rc = parse_line(m, &cap, line, where, why, why_len);
     }
     if (!rc && ferror(f)) {
         rc = -EIO;
-        snprintf(why, why_len, "%s: read error", path);
+        (void)rs_fmt(why, why_len, "%s: read error", path);
     }
     free(line);
     fclose(f);

@@ -42,7 +42,8 @@ int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to, co
 int64_t rs_process_start(long pid)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (rs_fmt(path, sizeof path, "/proc/%ld/stat", pid) < 0)
+        return -1;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -111,9 +112,11 @@ rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create)
             return &l->threads[i];
     if (!create || rs_array_grow(&l->threads, &l->cap, l->count + 1, sizeof *l->threads))
         return NULL;
+    if (strlen(id) >= sizeof l->threads[0].id)
+        return NULL;
     rs_mem_thread *t = &l->threads[l->count++];
     *t = (rs_mem_thread){.rows = 0};
-    snprintf(t->id, sizeof t->id, "%s", id);
+    memcpy(t->id, id, strlen(id) + 1);
     return t;
 }
 

@@ -6,7 +6,7 @@
 
 #include "runstore.h"
 
-char rs_buf_empty[1];
+static char rs_buf_empty[1]; /* what a released buffer points at; never written */
 
 int rs_array_grow(void *items, size_t *cap, size_t need, size_t size)
 {
@@ -31,7 +31,7 @@ int rs_buf_grow(rs_buf *b, size_t extra)
 {
     if (extra > SIZE_MAX - b->len - 1)
         return -ENOMEM;
-    /* Before the first allocation buf is the shared rs_buf_empty, never realloc'd. */
+    /* Before the first allocation buf is an empty string of RS_BUF_INIT's, never realloc'd. */
     char *p = b->alloc ? b->buf : NULL;
     size_t alloc = b->alloc;
     int rc = rs_array_grow(&p, &alloc, b->len + extra + 1, 1);
@@ -122,4 +122,30 @@ void rs_buf_remove_front(rs_buf *b, size_t n)
     }
     memmove(b->buf, b->buf + n, b->len - n);
     rs_buf_setlen(b, b->len - n);
+}
+
+int rs_vfmt(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+    if (cap == 0)
+        return -EOVERFLOW;
+    int n = vsnprintf(dst, cap, fmt, ap);
+    if (n < 0) {
+        dst[0] = '\0';
+        return -EINVAL;
+    }
+    if ((size_t)n < cap)
+        return n;
+    /* Mark the cut where it is, so that a kept reason cannot pass for the whole text. */
+    size_t end = cap - 1, dots = end < 3 ? end : 3;
+    memset(dst + end - dots, '.', dots);
+    return -EOVERFLOW;
+}
+
+int rs_fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = rs_vfmt(dst, cap, fmt, ap);
+    va_end(ap);
+    return rc;
 }

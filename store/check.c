@@ -155,14 +155,10 @@ static void fail(rs_check *k, rs_check_item *c, int rank, const char *fmt, ...)
     char m[sizeof((rs_err *)0)->msg];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(m, sizeof m, fmt, ap);
+    (void)rs_vfmt(m, sizeof m, fmt, ap); /* a reason: a cut is marked "..." */
     va_end(ap);
-    if (n < 0)
-        n = 0;
-    if ((size_t)n >= sizeof m)
-        n = (int)sizeof m - 1;
     c->msg = k->msgs.len;
-    if (rs_buf_add(&k->msgs, m, (size_t)n + 1))
+    if (rs_buf_add(&k->msgs, m, strlen(m) + 1))
         k->oom = 1;
 }
 
@@ -450,7 +446,8 @@ static void dup_found(rs_check *k, const rs_check_key *key)
 {
     const char *d = decoded(k, key->key, key->len, NULL);
     k->dup = 1;
-    snprintf(k->dup_msg, sizeof k->dup_msg, "%s: duplicate field '%.64s'", k->root, d);
+    (void)rs_fmt(k->dup_msg, sizeof k->dup_msg,
+                 /* a reason: a cut is marked */ "%s: duplicate field '%.64s'", k->root, d);
 }
 
 /* Duplicate keys of the object ending now, named as the tree checker named them: the first

@@ -80,7 +80,7 @@ static int is_annotation(const char *k)
 static int bad(compiler *cp, const char *where, const char *fmt, const char *what)
 {
     char m[256];
-    snprintf(m, sizeof m, fmt, what);
+    (void)rs_fmt(m, sizeof m, fmt, what);
     return rs_err_set(cp->err, -EINVAL, "contract %s: %s", where, m);
 }
 
@@ -88,11 +88,11 @@ static int bad(compiler *cp, const char *where, const char *fmt, const char *wha
 static void render_value(char *dst, size_t cap, const cJSON *v, int quote_strings)
 {
     if (cJSON_IsString(v)) {
-        snprintf(dst, cap, quote_strings ? "\"%s\"" : "%s", v->valuestring);
+        (void)rs_fmt(dst, cap, quote_strings ? "\"%s\"" : "%s", v->valuestring);
         return;
     }
     char *t = cJSON_PrintUnformatted(v);
-    snprintf(dst, cap, "%s", t ? t : "?");
+    (void)rs_fmt(dst, cap, "%s", t ? t : "?");
     free(t);
 }
 
@@ -213,7 +213,7 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             if (!s->props)
                 return rs_err_set(cp->err, -ENOMEM, "out of memory");
             for (const cJSON *t = k->child; t; t = t->next) {
-                snprintf(sub, sizeof sub, "%s.properties.%s", where, t->string);
+                (void)rs_fmt(sub, sizeof sub, "%s.properties.%s", where, t->string);
                 s->props[s->n_props].name = t->string;
                 if (lit_name(&s->props[s->n_props].canon, t->string)) {
                     s->n_props++;
@@ -242,18 +242,20 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             size_t cnt = (size_t)cJSON_GetArraySize(k);
             if (!(s->enum_v = calloc(cnt, sizeof *s->enum_v)))
                 return rs_err_set(cp->err, -ENOMEM, "out of memory");
-            char m[256] = "";
-            size_t w = 0;
+            rs_buf m = RS_BUF_INIT; /* the values, for reasons */
             for (const cJSON *e = k->child; e; e = e->next) {
-                if ((rc = lit_value(cp, &s->enum_v[s->n_enum++], e, where)))
+                if ((rc = lit_value(cp, &s->enum_v[s->n_enum++], e, where))) {
+                    rs_buf_release(&m);
                     return rc;
-                if (w < sizeof m) {
-                    char one[96];
-                    render_value(one, sizeof one, e, 0);
-                    w += (size_t)snprintf(m + w, sizeof m - w, "%s%s", w ? ", " : "", one);
+                }
+                char one[96];
+                render_value(one, sizeof one, e, 0);
+                if (m.len < 256 && (rc = rs_buf_addf(&m, "%s%s", m.len ? ", " : "", one))) {
+                    rs_buf_release(&m);
+                    return rs_err_set(cp->err, rc, "out of memory");
                 }
             }
-            if (!(s->enum_text = strdup(m)))
+            if (!(s->enum_text = rs_buf_detach(&m, NULL)))
                 return rs_err_set(cp->err, -ENOMEM, "out of memory");
         } else if (!strcmp(n, "minimum") || !strcmp(n, "maximum")) {
             if (!cJSON_IsNumber(k) || !isfinite(k->valuedouble))
@@ -282,7 +284,7 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             }
             s->re_src = k->valuestring;
         } else if (!strcmp(n, "items")) {
-            snprintf(sub, sizeof sub, "%s.items", where);
+            (void)rs_fmt(sub, sizeof sub, "%s.items", where);
             if (!cJSON_IsObject(k) && !cJSON_IsBool(k))
                 return bad(cp, sub, "%s", "only a single 'items' schema is supported");
             if ((rc = compile(cp, k, sub, &s->items)))
@@ -291,7 +293,7 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             if (cJSON_IsFalse(k))
                 s->addl_false = 1;
             else if (!cJSON_IsTrue(k)) {
-                snprintf(sub, sizeof sub, "%s.additionalProperties", where);
+                (void)rs_fmt(sub, sizeof sub, "%s.additionalProperties", where);
                 if ((rc = compile(cp, k, sub, &s->addl)))
                     return rc;
             }
@@ -303,13 +305,13 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
             if (!s->all_of)
                 return rs_err_set(cp->err, -ENOMEM, "out of memory");
             for (const cJSON *t = k->child; t; t = t->next) {
-                snprintf(sub, sizeof sub, "%s.allOf[%zu]", where, s->n_all_of);
+                (void)rs_fmt(sub, sizeof sub, "%s.allOf[%zu]", where, s->n_all_of);
                 if ((rc = compile(cp, t, sub, &s->all_of[s->n_all_of])))
                     return rc;
                 s->n_all_of++;
             }
         } else if (!strcmp(n, "if") || !strcmp(n, "then") || !strcmp(n, "else")) {
-            snprintf(sub, sizeof sub, "%s.%s", where, n);
+            (void)rs_fmt(sub, sizeof sub, "%s.%s", where, n);
             schema **dst = n[0] == 'i' ? &s->if_s : n[0] == 't' ? &s->then_s : &s->else_s;
             if ((rc = compile(cp, k, sub, dst)))
                 return rc;
@@ -320,14 +322,15 @@ static int compile(compiler *cp, const cJSON *j, const char *where, schema **out
     if ((s->then_s || s->else_s) && !s->if_s)
         return bad(cp, where, "%s", "'then'/'else' without 'if'");
     if (s->types) {
-        char want[96] = "";
-        size_t w = 0;
-        for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++)
+        rs_buf want = RS_BUF_INIT;
+        int rc = 0;
+        for (size_t i = 0; !rc && i < sizeof type_names / sizeof type_names[0]; i++)
             if (s->types & type_names[i].bit)
-                w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", w ? " or " : "",
-                                      type_names[i].name);
-        if (!(s->types_text = strdup(want)))
+                rc = rs_buf_addf(&want, "%s%s", want.len ? " or " : "", type_names[i].name);
+        if (rc || !(s->types_text = rs_buf_detach(&want, NULL))) {
+            rs_buf_release(&want);
             return rs_err_set(cp->err, -ENOMEM, "out of memory");
+        }
     }
     return 0;
 }
@@ -353,7 +356,7 @@ static int req_schema(compiler *cp, const cJSON *obj, const char *key, const cha
     if (!v)
         return bad(cp, where, "missing '%s'", key);
     char sub[256];
-    snprintf(sub, sizeof sub, "%s.%s", where, key);
+    (void)rs_fmt(sub, sizeof sub, "%s.%s", where, key);
     return compile(cp, v, sub, out);
 }
 
@@ -427,7 +430,7 @@ static int load_doc(rs_contract *c, rs_err *err)
         return rs_err_set(err, -ENOMEM, "out of memory");
     for (const cJSON *e = events->child; e; e = e->next) {
         ev_def *d = &c->events[c->n_events];
-        snprintf(where, sizeof where, "events[%zu]", c->n_events);
+        (void)rs_fmt(where, sizeof where, "events[%zu]", c->n_events);
         if (!cJSON_IsObject(e))
             return bad(&cp, where, "%s", "not an object");
         if ((rc = check_entry_keys(&cp, e, where, 0)))
@@ -435,14 +438,14 @@ static int load_doc(rs_contract *c, rs_err *err)
         if ((rc = req_string(&cp, e, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
             (rc = req_string(&cp, e, "category", where, RS_CATEGORY_MAX, &d->category)))
             return rc;
-        snprintf(where, sizeof where, "events[%zu] (%s)", c->n_events, d->event_type);
+        (void)rs_fmt(where, sizeof where, "events[%zu] (%s)", c->n_events, d->event_type);
         if (find_event(c, d->event_type))
             return bad(&cp, where, "%s", "duplicate event_type");
         const cJSON *sg = cJSON_GetObjectItemCaseSensitive(e, "singleton");
         if (sg && !cJSON_IsBool(sg))
             return bad(&cp, where, "%s", "'singleton' must be a boolean");
         d->singleton = cJSON_IsTrue(sg);
-        snprintf(where, sizeof where, "%s", d->event_type);
+        (void)rs_fmt(where, sizeof where, "%s", d->event_type);
         if ((rc = req_schema(&cp, e, "content_schema", where, &d->content)) ||
             (rc = req_schema(&cp, e, "metadata_schema", where, &d->metadata)))
             return rc;
@@ -467,7 +470,7 @@ static int load_doc(rs_contract *c, rs_err *err)
         for (const cJSON *a = aliases->child; a; a = a->next) {
             alias_def *d = &c->aliases[c->n_aliases];
             const char *canon = NULL;
-            snprintf(where, sizeof where, "legacy_event_aliases[%zu]", c->n_aliases);
+            (void)rs_fmt(where, sizeof where, "legacy_event_aliases[%zu]", c->n_aliases);
             if (!cJSON_IsObject(a))
                 return bad(&cp, where, "%s", "not an object");
             if ((rc = req_string(&cp, a, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
@@ -492,7 +495,7 @@ static int load_doc(rs_contract *c, rs_err *err)
         for (const cJSON *p = pats->child; p; p = p->next) {
             pattern_def *d = &c->patterns[c->n_patterns];
             const char *pat = NULL;
-            snprintf(where, sizeof where, "dynamic_event_patterns[%zu]", c->n_patterns);
+            (void)rs_fmt(where, sizeof where, "dynamic_event_patterns[%zu]", c->n_patterns);
             if (!cJSON_IsObject(p))
                 return bad(&cp, where, "%s", "not an object");
             if ((rc = check_entry_keys(&cp, p, where, 1)))
@@ -505,17 +508,17 @@ static int load_doc(rs_contract *c, rs_err *err)
                 return bad(&cp, where, "pattern '%s' must be a prefix followed by {tag}", pat);
             d->prefix = pat;
             d->prefix_len = pl - 5;
-            snprintf(where, sizeof where, "%s", pat);
+            (void)rs_fmt(where, sizeof where, "%s", pat);
             if ((rc = req_schema(&cp, p, "content_schema", where, &d->content)) ||
                 (rc = req_schema(&cp, p, "metadata_schema", where, &d->metadata)))
                 return rc;
             char sub[160];
             const cJSON *ts = cJSON_GetObjectItemCaseSensitive(p, "tag_schema");
-            snprintf(sub, sizeof sub, "%s.tag_schema", where);
+            (void)rs_fmt(sub, sizeof sub, "%s.tag_schema", where);
             if (ts && (rc = compile(&cp, ts, sub, &d->tag_s)))
                 return rc;
             ts = cJSON_GetObjectItemCaseSensitive(p, "event_type_schema");
-            snprintf(sub, sizeof sub, "%s.event_type_schema", where);
+            (void)rs_fmt(sub, sizeof sub, "%s.event_type_schema", where);
             if (ts && (rc = compile(&cp, ts, sub, &d->type_s)))
                 return rc;
             d->meta_required = meta_required(p);

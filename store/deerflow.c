@@ -29,7 +29,7 @@ static int import_parse(import_iter *it, const char *run_id, const char *line, s
         return rs_err_set(err, -EINVAL, "'%.80s' is not a valid run id (1-64 of [A-Za-z0-9_-])",
                           run_id);
     if (strcmp(run_id, it->run_id) != 0) {
-        snprintf(it->run_id, sizeof it->run_id, "%s", run_id);
+        memcpy(it->run_id, run_id, strlen(run_id) + 1); /* valid: at most RS_ID_MAX */
         it->last_seq = 0;
     }
     rs_event_ctx ctx = {

@@ -10,7 +10,7 @@ int rs_err_set(rs_err *err, int code, const char *fmt, ...)
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        (void)rs_vfmt(err->msg, sizeof err->msg, fmt, ap); /* a reason: a cut is marked */
         va_end(ap);
         err->code = code;
     }
@@ -27,7 +27,7 @@ const char *rs_errno_name(int code)
         return name;
     /* Not an errno this C library knows: say which number, never pass it off as another. */
     static _Thread_local char unknown[24];
-    snprintf(unknown, sizeof unknown, "errno %d", e);
+    (void)rs_fmt(unknown, sizeof unknown, "errno %d", e); /* 24 bytes: any int */
     return unknown;
 }
 

@@ -373,7 +373,8 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
         if (!ctx->event_type[0] || strlen(ctx->event_type) > RS_EVENT_TYPE_MAX)
             return rs_err_set(err, -EINVAL, "event_type: '%.64s' is not a valid event type",
                               ctx->event_type);
-        strcpy(ev->event_type, ctx->event_type);
+        memcpy(ev->event_type, ctx->event_type,
+               strlen(ctx->event_type) + 1); /* length checked above */
         if ((rc = event_type_name_ok(ev->event_type, err)))
             return rc;
     } else

@@ -59,8 +59,8 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
     unsigned markers;
     *oom = 0;
     if (strcmp(row->category, "trace") != 0) {
-        snprintf(why, why_len, "run.terminal seq %lld has category %.32s, not trace",
-                 (long long)row->seq, row->category);
+        (void)rs_fmt(why, why_len, "run.terminal seq %lld has category %.32s, not trace",
+                     (long long)row->seq, row->category);
         return 0;
     }
     if (rs_view_meta(meta, row, &markers) || rs_view_content(content, row, markers)) {
@@ -72,23 +72,23 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
         for (size_t i = 0; i < sizeof terminal_statuses / sizeof *terminal_statuses; i++)
             known |= strcmp(str->buf, terminal_statuses[i]) == 0;
     if (!known) {
-        snprintf(why, why_len,
-                 "run.terminal seq %lld: content.status is not one of success, "
-                 "error, interrupted, timeout",
-                 (long long)row->seq);
+        (void)rs_fmt(why, why_len,
+                     "run.terminal seq %lld: content.status is not one of success, "
+                     "error, interrupted, timeout",
+                     (long long)row->seq);
         return 0;
     }
     const char *v;
     size_t n;
     if (!rs_view_get(meta->buf, meta->len, "protocol_version", &v, &n) || n != 1 || v[0] != '1') {
-        snprintf(why, why_len, "run.terminal seq %lld: metadata.protocol_version is not 1",
-                 (long long)row->seq);
+        (void)rs_fmt(why, why_len, "run.terminal seq %lld: metadata.protocol_version is not 1",
+                     (long long)row->seq);
         return 0;
     }
     if (!rs_view_get(meta->buf, meta->len, "recovered", &v, &n) ||
         !((n == 4 && !memcmp(v, "true", 4)) || (n == 5 && !memcmp(v, "false", 5)))) {
-        snprintf(why, why_len, "run.terminal seq %lld: metadata.recovered is not a boolean",
-                 (long long)row->seq);
+        (void)rs_fmt(why, why_len, "run.terminal seq %lld: metadata.recovered is not a boolean",
+                     (long long)row->seq);
         return 0;
     }
     return 1;
@@ -170,7 +170,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         return rs_err_set(err, -EIO, "SHA-256 final failed");
     hex_digest(cap->digest, out, len);
     if (want_terminal && !seen_terminal)
-        snprintf(cap->why, sizeof cap->why, "no run.terminal up to seq %lld", (long long)upper);
+        (void)rs_fmt(cap->why, sizeof cap->why, "no run.terminal up to seq %lld", (long long)upper);
     return 0;
 }
 
@@ -371,7 +371,7 @@ static int parse_body(seal_body *b, const char *body, size_t len, rs_err *err)
         rs_buf_release(&canon);
         if (rc == -EINVAL && err) {
             char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
+            (void)rs_fmt(why, sizeof why, "%s", err->msg);
             return rs_err_set(err, -EINVAL, "seal body: %s", why);
         }
         return rc;
@@ -426,7 +426,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             goto out;
         }
         memset(&row, 0, sizeof row);
-        snprintf(row.state, sizeof row.state, "%s", b.partial ? "partial" : "sealed");
+        memcpy(row.state, b.partial ? "partial" : "sealed", b.partial ? 8 : 7);
         row.upper_seq = cap.upper_seq;
         row.event_count = cap.event_count;
         row.terminal_seq = cap.terminal_seq;
@@ -470,12 +470,12 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     char why[256];
     int ok = 0;
     if (cap.event_count != row->event_count)
-        snprintf(why, sizeof why, "event count %lld != sealed %lld", (long long)cap.event_count,
-                 (long long)row->event_count);
+        (void)rs_fmt(why, sizeof why, "event count %lld != sealed %lld", (long long)cap.event_count,
+                     (long long)row->event_count);
     else if (strcmp(cap.digest, row->digest) != 0)
-        snprintf(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
+        (void)rs_fmt(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
     else {
-        snprintf(why, sizeof why, "ok");
+        (void)rs_fmt(why, sizeof why, "ok");
         ok = 1;
     }
     v->changed += !ok;

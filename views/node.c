@@ -166,14 +166,12 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
         if (!rs_id_valid(name))
             return -EINVAL;
         out->kind = RFS_THREAD;
-        snprintf(out->thread_id, sizeof out->thread_id, "%s", name);
-        return 0;
+        return rs_fmt(out->thread_id, sizeof out->thread_id, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_RUNS:
         if (!rs_id_valid(name))
             return -EINVAL;
         out->kind = RFS_RUN;
-        snprintf(out->run_id, sizeof out->run_id, "%s", name);
-        return 0;
+        return rs_fmt(out->run_id, sizeof out->run_id, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_T_SINCE_DIR:
     case RFS_R_SINCE_DIR:
         out->kind = parent->kind == RFS_T_SINCE_DIR ? RFS_T_SINCE : RFS_R_SINCE;
@@ -183,14 +181,12 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
         if (!plain_name(name, RFS_NAME_MAX))
             return -ENOENT;
         out->kind = parent->kind == RFS_T_MSGSEQ_DIR ? RFS_T_MSGSEQ : RFS_T_AIRUN;
-        snprintf(out->name, sizeof out->name, "%s", name);
-        return 0;
+        return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_R_ONCE_DIR:
         if (!plain_name(name, RS_EVENT_TYPE_MAX))
             return -EINVAL;
         out->kind = RFS_R_ONCE;
-        snprintf(out->name, sizeof out->name, "%s", name);
-        return 0;
+        return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_R_TYPES_DIR:
         out->kind = RFS_R_TYPE;
         if (strip_suffix(name, ".jsonl", out->name, RS_EVENT_TYPE_MAX + 1))

@@ -359,7 +359,8 @@ static int run_change(rfs_transcript *t, const char *run_id, rs_buf *out)
     int rc = release(t, ask, out);
     if (!rc)
         rc = flush_calls(t, out, 0);
-    snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
+    if (!rc && rs_fmt(t->run_id, sizeof t->run_id, "%s", run_id) < 0)
+        rc = -ENAMETOOLONG;
     if (rc || seen_before(t, run_id))
         return rc ? rc : heading(t, ask, out);
     t->holding = 1;

@@ -486,8 +486,9 @@ static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
     rfs_reader *r = ctx;
     rfs_node once = r->node;
     once.kind = RFS_R_ONCE;
-    snprintf(once.run_id, sizeof once.run_id, "%s", run_id);
-    snprintf(once.name, sizeof once.name, "run.terminal");
+    if (rs_fmt(once.run_id, sizeof once.run_id, "%s", run_id) < 0 ||
+        rs_fmt(once.name, sizeof once.name, "run.terminal") < 0)
+        return -ENAMETOOLONG;
     int rc = render_once(r->store, &r->scope, &once, out, NULL);
     return rc == -ENOENT ? 0 : rc;
 }

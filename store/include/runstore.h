@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* clockid_t, which <time.h> gives only to POSIX programs */
 #include <time.h>
 
 #define RS_VERSION "0.1.0"
@@ -27,10 +28,9 @@ typedef struct rs_buf {
     size_t len;
     size_t alloc;
 } rs_buf;
-extern char rs_buf_empty[];
 /* (clang-format would split a brace initialiser in a macro over four lines) */
 /* clang-format off */
-#define RS_BUF_INIT { rs_buf_empty, 0, 0 }
+#define RS_BUF_INIT { (char *)"", 0, 0 } /* never written: alloc 0 */
 /* clang-format on */
 
 int rs_buf_grow(rs_buf *b, size_t extra); /* room for extra more bytes */
@@ -50,6 +50,14 @@ void rs_buf_remove_front(rs_buf *b, size_t n); /* drop the first n bytes */
  * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
  * bytes render. The project's one JSON string quoter. */
 int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
+
+/* ---- formatting into a fixed array: the one way (scripts/check-fmt bans snprintf) ----
+ * Format into dst[0..cap): the length written, or -EOVERFLOW when the text does not fit
+ * (dst then holds what fits, ending in "..." so a cut never passes for whole text), or
+ * -EINVAL for an encoding error. A caller keeping a cut human reason says so with (void). */
+int rs_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int rs_vfmt(char *dst, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Room for need elements of size bytes in the array *items (a T **) of *cap elements:
  * realloc doubling, *cap updated. 0 or -ENOMEM (the array is then unchanged). */

@@ -42,7 +42,7 @@ void pg_arg_text(pg_args *a, const char *s)
 
 void pg_arg_int(pg_args *a, int64_t v)
 {
-    snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
+    (void)rs_fmt(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v); /* 24 bytes: any int64 */
     a->v[a->n] = a->num[a->n];
     a->types[a->n++] = 20; /* int8 */
 }
@@ -50,7 +50,7 @@ void pg_arg_int(pg_args *a, int64_t v)
 /* The first line of libpq's message (its messages end in newlines and carry DETAIL lines). */
 static const char *first_line(const char *msg, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s", msg ? msg : "");
+    (void)rs_fmt(out, cap, "%s", msg ? msg : "");
     out[strcspn(out, "\n")] = '\0';
     return out;
 }
@@ -88,9 +88,9 @@ static int fail_result(rs_backend *b, const PGresult *r, rs_err *err, const char
 static int session_setup(rs_backend *b, rs_err *err)
 {
     char sql[256];
-    snprintf(sql, sizeof sql,
-             "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s;%s",
-             b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
+    (void)rs_fmt(sql, sizeof sql, /* constant words only: 256 bytes hold them */
+                 "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s;%s",
+                 b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
     PGresult *r = PQexec(b->conn, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail_result(b, r, err, "session");
     PQclear(r);
@@ -146,7 +146,7 @@ static int stmt_claim(rs_backend *b, pg_stmt_slot *slot, const char *sql, rs_err
     char *copy = strdup(sql);
     if (!copy)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    snprintf(slot->name, sizeof slot->name, "rs%d", ++b->stmt_seq);
+    (void)rs_fmt(slot->name, sizeof slot->name, "rs%d", ++b->stmt_seq); /* any int fits */
     slot->sql = copy;
     return 0;
 }
@@ -164,7 +164,7 @@ static int stmt_name(rs_backend *b, const char *sql, const pg_args *a, const cha
         /* Evict round-robin: the cache bounds memory, correctness never needs it. */
         slot = &b->cache[b->stmt_seq % PG_STMT_CACHE];
         char dealloc[40];
-        snprintf(dealloc, sizeof dealloc, "DEALLOCATE %s", slot->name);
+        (void)rs_fmt(dealloc, sizeof dealloc, "DEALLOCATE %s", slot->name); /* name: 16 */
         PQclear(PQexec(b->conn, dealloc));
         free(slot->sql);
         slot->sql = NULL;
@@ -324,7 +324,7 @@ static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
 {
     PGresult *r = PQexec(b->conn, sql);
     char what[32];
-    snprintf(what, sizeof what, "%.*s", (int)strcspn(sql, " \n("), sql);
+    (void)rs_fmt(what, sizeof what, "%.*s", (int)strcspn(sql, " \n("), sql); /* a label */
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK
                  ? 0
                  : fail_result(b, r, err, what);
@@ -494,7 +494,7 @@ static void cursor_batch(pg_cursor *c, PGresult *r)
 
 static void fetch_sql(const pg_cursor *c, char *sql, size_t cap)
 {
-    snprintf(sql, cap, "FETCH %d FROM %s", c->batch, c->name);
+    (void)rs_fmt(sql, cap, "FETCH %d FROM %s", c->batch, c->name); /* 64: int, name of 24 */
 }
 
 static int cursor_fetch(pg_cursor *c)
@@ -543,7 +543,7 @@ static void cursor_free(rs_cursor *base)
     int commit = c->own_tx && --b->read_tx == 0 && !b->in_tx;
     if (PQstatus(b->conn) == CONNECTION_OK) {
         char sql[48];
-        snprintf(sql, sizeof sql, "CLOSE %s", c->name);
+        (void)rs_fmt(sql, sizeof sql, "CLOSE %s", c->name); /* name: 24 bytes */
         exec_plain(b, commit ? "COMMIT" : sql, NULL);
     }
     rs_buf_release(&base->line);
@@ -559,7 +559,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
         return rs_err_set(err, -ENOMEM, "out of memory");
     c->b = b;
     c->batch = 64;
-    snprintf(c->name, sizeof c->name, "rc%d", ++b->cursor_seq);
+    (void)rs_fmt(c->name, sizeof c->name, "rc%d", ++b->cursor_seq); /* any int fits */
     if (rs_buf_addf(&decl, "DECLARE %s NO SCROLL CURSOR FOR %s", c->name, sql)) {
         free(c);
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -757,7 +757,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->progress = opt->progress;
     b->progress_ctx = opt->progress_ctx;
     if (gethostname(b->host, sizeof b->host) != 0)
-        snprintf(b->host, sizeof b->host, "?");
+        memcpy(b->host, "?", 2);
     b->host[sizeof b->host - 1] = '\0';
     int rc;
     /* connect_timeout comes first so that the URI's own value overrides it. */
@@ -797,7 +797,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
+            (void)rs_fmt(why, sizeof why, "%s", err->msg);
             rs_err_set(err, rc, "cannot set up the runfs tables: %s", why);
         }
         goto fail;
@@ -887,7 +887,10 @@ static int mem_setup(rs_backend *b, rs_err *err)
     if (rc)
         return rc;
     char schema[sizeof b->side - 1];
-    snprintf(schema, sizeof schema, "%s", PQgetvalue(r, 0, 0));
+    if (rs_fmt(schema, sizeof schema, "%s", PQgetvalue(r, 0, 0)) < 0) {
+        PQclear(r);
+        return rs_err_set(err, -ENAMETOOLONG, "the current schema's name is too long");
+    }
     PQclear(r);
     rs_buf q = RS_BUF_INIT;
     for (size_t i = 0; !rc && i < sizeof mem_tables / sizeof *mem_tables; i++)
@@ -913,7 +916,7 @@ static int mem_setup(rs_backend *b, rs_err *err)
         free(b->cache[i].sql);
         b->cache[i].sql = NULL;
     }
-    snprintf(b->side, sizeof b->side, "%s.", schema);
+    (void)rs_fmt(b->side, sizeof b->side, "%s.", schema); /* schema is one shorter */
     b->mem = 1;
     return 0;
 }
@@ -1005,8 +1008,11 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
     if (rc || (rc = pg_run(b, b->sql.buf, &a, &r, err)))
         return rc;
     char facts[64], state[sizeof((rs_mem_thread *)0)->state];
-    snprintf(facts, sizeof facts, "%s", PQgetisnull(r, 0, 0) ? "-" : PQgetvalue(r, 0, 0));
-    snprintf(state, sizeof state, "%s %s", facts, PQgetvalue(r, 0, 1));
+    if (rs_fmt(facts, sizeof facts, "%s", PQgetisnull(r, 0, 0) ? "-" : PQgetvalue(r, 0, 0)) < 0 ||
+        rs_fmt(state, sizeof state, "%s %s", facts, PQgetvalue(r, 0, 1)) < 0) {
+        PQclear(r);
+        return rs_err_set(err, -EOVERFLOW, "a thread's change counters are too long");
+    }
     PQclear(r);
     int64_t dirty = strtoll(facts, NULL, 10);
     if (!b->mem && (facts[0] == '-' || dirty == 0))
@@ -1029,7 +1035,7 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
         t->state[0] = '\0';
         return rc;
     }
-    snprintf(t->state, sizeof t->state, "%s", state);
+    memcpy(t->state, state, sizeof t->state);
     size_t dropped;
     if ((rc = rs_mem_trim(&b->mem_list, t, rows, PG_MEM_ROWS, mem_drop_thread, b, &dropped)))
         rc = rs_err_set(err, rc, "cannot forget a thread copied into memory");

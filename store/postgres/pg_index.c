@@ -228,7 +228,8 @@ static pg_log *run_added(run_set *rs, const char *run_id, int reset)
         log->mark_off = -1;
     }
     log->noted_set = 0;
-    snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
+    if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
+        return NULL;
     *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
     rs->ids.last = ++rs->count;
     return log;
@@ -566,7 +567,12 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
             return 0;
         }
         char thread_id[RS_ID_MAX + 1];
-        snprintf(thread_id, sizeof thread_id, "%s", PQgetvalue(r, 0, 0));
+        if (rs_fmt(thread_id, sizeof thread_id, "%s", PQgetvalue(r, 0, 0)) < 0) {
+            rc = rs_err_set(err, -ENAMETOOLONG, "thread id '%.64s...' is longer than 64 characters",
+                            PQgetvalue(r, 0, 0));
+            PQclear(r);
+            return rc;
+        }
         PQclear(r);
         pg_log thr;
         int found;

@@ -274,17 +274,20 @@ int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
     return 0;
 }
 
-static void seal_from(rs_seal_row *row, const PGresult *r, int i, int col)
+/* -EOVERFLOW for a field longer than runfs writes (a row changed by hand): never cut. */
+static int seal_from(rs_seal_row *row, const PGresult *r, int i, int col, rs_err *err)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->state, sizeof row->state, "%s", PQgetvalue(r, i, col));
     row->upper_seq = pg_val_int(r, i, col + 1);
     row->event_count = pg_val_int(r, i, col + 2);
     row->terminal_seq = pg_val_int(r, i, col + 3);
-    snprintf(row->digest, sizeof row->digest, "%s", PQgetvalue(r, i, col + 4));
     row->has_error = !PQgetisnull(r, i, col + 5);
-    snprintf(row->error, sizeof row->error, "%s", PQgetvalue(r, i, col + 5));
-    snprintf(row->sealed_at, sizeof row->sealed_at, "%s", PQgetvalue(r, i, col + 6));
+    if (rs_fmt(row->state, sizeof row->state, "%s", PQgetvalue(r, i, col)) < 0 ||
+        rs_fmt(row->digest, sizeof row->digest, "%s", PQgetvalue(r, i, col + 4)) < 0 ||
+        rs_fmt(row->error, sizeof row->error, "%s", PQgetvalue(r, i, col + 5)) < 0 ||
+        rs_fmt(row->sealed_at, sizeof row->sealed_at, "%s", PQgetvalue(r, i, col + 6)) < 0)
+        return rs_err_set(err, -EOVERFLOW, "a runfs_seal row has a field longer than runfs writes");
+    return 0;
 }
 
 int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err)
@@ -350,9 +353,9 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
         return rc;
     int found = PQntuples(r) > 0;
     if (found)
-        seal_from(row, r, 0, 0);
+        rc = seal_from(row, r, 0, 0, err);
     PQclear(r);
-    return found ? 0 : -ENOENT;
+    return found ? rc : -ENOENT;
 }
 
 int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
@@ -374,8 +377,8 @@ int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
             .run_id = PQgetvalue(r, i, 1),
             .user = PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9),
         };
-        seal_from(&row, r, i, 2);
-        rc = fn(ctx, &t, &row);
+        if (!(rc = seal_from(&row, r, i, 2, err)))
+            rc = fn(ctx, &t, &row);
     }
     PQclear(r);
     return rc;

@@ -515,10 +515,10 @@ static int append_plain(rs_backend *b, const rs_target *t, rs_event *const *evs,
         return 1;
 stored:
     PQclear(r);
-    st.valid = 1;
-    snprintf(st.thread_id, sizeof st.thread_id, "%s", t->thread_id);
-    snprintf(st.run_id, sizeof st.run_id, "%s", t->run_id);
-    snprintf(st.owner, sizeof st.owner, "%s", pg_owner_key(t->user));
+    /* Ids are valid (1-64 characters) here; a tail that cannot be kept is only not kept. */
+    st.valid = rs_fmt(st.thread_id, sizeof st.thread_id, "%s", t->thread_id) >= 0 &&
+               rs_fmt(st.run_id, sizeof st.run_id, "%s", t->run_id) >= 0 &&
+               rs_fmt(st.owner, sizeof st.owner, "%s", pg_owner_key(t->user)) >= 0;
     b->tail = st;
     return 0;
 fail:

@@ -558,7 +558,13 @@ static int reindex_all(rs_backend *b, rs_err *err)
             return rc;
         key = sqlite3_column_int64(st, 0);
         char thread_id[RS_ID_MAX + 1];
-        snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        if (rs_fmt(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1)) <
+            0) {
+            rc = rs_err_set(err, -ENAMETOOLONG, "thread id '%.64s...' is longer than 64 characters",
+                            (const char *)sqlite3_column_text(st, 1));
+            sq_stmt_done(b, st);
+            return rc;
+        }
         sq_stmt_done(b, st);
         if ((rc = sq_thread_reindex(b, thread_id, key, err)))
             return rc;
@@ -691,7 +697,8 @@ static int pin_check(rs_backend *b, rs_err *err)
                           "the store file %s was truncated under the mount: "
                           "writes are refused",
                           b->path);
-    snprintf(wal, sizeof wal, "%s-wal", b->path);
+    if (rs_fmt(wal, sizeof wal, "%s-wal", b->path) < 0)
+        return rs_err_set(err, -ENAMETOOLONG, "the store's path is too long");
     if (stat(wal, &st) != 0)
         return rs_err_set(err, -EIO,
                           "the store's write-ahead log %s was removed under the "
@@ -816,7 +823,8 @@ static int mem_statement(rs_backend *b, const char *sql, size_t len, int64_t lay
     const char *name = sql + sizeof create - 1;
     size_t nlen = strcspn(name, " (\n");
     char table[64];
-    snprintf(table, sizeof table, "%.*s", (int)nlen, name);
+    if (rs_fmt(table, sizeof table, "%.*s", (int)nlen, name) < 0) /* runfs's own names */
+        return rs_err_set(err, -ENAMETOOLONG, "table name too long");
     int in_file, rc = table_exists(b, table, &in_file, err);
     int logs = is_mem_table(name, nlen);
     if (logs ? layout != RS_SCHEMA_LAYOUT : layout == 1)
@@ -925,7 +933,7 @@ static void ready_add(rs_backend *b, const char *thread_id)
         ready_clear(b);
     size_t i = ready_slot(b, thread_id);
     if (!b->ready[i][0]) {
-        strcpy(b->ready[i], thread_id);
+        memcpy(b->ready[i], thread_id, strlen(thread_id) + 1); /* length checked above */
         b->n_ready++;
     }
 }
@@ -1062,7 +1070,12 @@ int sq_mem_refresh(rs_backend *b, rs_err *err)
         if (rc <= 0)
             break;
         char id[RS_ID_MAX + 1];
-        snprintf(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (rs_fmt(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0)) < 0) {
+            rc = rs_err_set(err, -ENAMETOOLONG, "thread id '%.64s...' is longer than 64 characters",
+                            (const char *)sqlite3_column_text(st, 0));
+            sq_stmt_done(b, st);
+            return rc;
+        }
         sq_stmt_done(b, st);
         if ((rc = mem_drop(b, id)))
             return rs_err_set(err, rc, "cannot forget a thread indexed in memory");
@@ -1121,7 +1134,8 @@ static int ro_uri(const char *path, rs_buf *out)
     size_t n = f ? fread(hdr, 1, sizeof hdr, f) : 0;
     if (f)
         fclose(f);
-    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (rs_fmt(wal, sizeof wal, "%s-wal", path) < 0)
+        return -ENAMETOOLONG;
     int immutable = n == sizeof hdr && hdr[18] == 2 && access(wal, F_OK) != 0;
     int rc = rs_buf_addstr(out, "file:");
     for (const char *p = path; !rc && *p; p++)
@@ -1205,11 +1219,11 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if ((objects || opt->read_only) && (rc = schema_check(b, err)))
         goto fail;
     char pragmas[160];
-    snprintf(pragmas, sizeof pragmas,
-             opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
-                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
-                              "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
-             opt->sync_full ? "FULL" : "NORMAL");
+    (void)rs_fmt(pragmas, sizeof pragmas, /* constant words: 160 bytes hold them */
+                 opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
+                                : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
+                                  "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
+                 opt->sync_full ? "FULL" : "NORMAL");
     b->sync_full = opt->sync_full;
     char *msg = NULL;
     src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);
@@ -1298,7 +1312,7 @@ static void sq_close(rs_backend *b)
     stmt_cache_clear(b);
     if (!b->read_only) {
         char sql[64];
-        snprintf(sql, sizeof sql, "DELETE FROM runfs_hold WHERE pid = %ld", b->pid);
+        (void)rs_fmt(sql, sizeof sql, "DELETE FROM runfs_hold WHERE pid = %ld", b->pid); /* fits */
         sqlite3_exec(b->db, sql, NULL, NULL, NULL);
         sqlite3_wal_checkpoint_v2(b->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     }

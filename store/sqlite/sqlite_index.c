@@ -131,8 +131,8 @@ static int first_owner(rs_backend *b, const char *thread_id, const char *run_id,
     if (rc < 0)
         return rc;
     const char *v = rc == 1 ? (const char *)sqlite3_column_text(st, 0) : NULL;
-    log->owner_known = v && strlen(v) < sizeof log->owner ? 1 : -1;
-    snprintf(log->owner, sizeof log->owner, "%s", v ? v : "");
+    /* An owner too long to keep is not known: every write then asks the rows. */
+    log->owner_known = v && rs_fmt(log->owner, sizeof log->owner, "%s", v) >= 0 ? 1 : -1;
     if (rc == 1)
         sq_stmt_done(b, st);
     return 0;
@@ -145,8 +145,7 @@ int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log 
     if (log->mixed)
         return 0;
     if (log->count == 0) {
-        log->owner_known = strlen(key) < sizeof log->owner ? 1 : -1;
-        snprintf(log->owner, sizeof log->owner, "%s", key);
+        log->owner_known = rs_fmt(log->owner, sizeof log->owner, "%s", key) >= 0 ? 1 : -1;
         return 0;
     }
     int rc = log->owner_known ? 0 : first_owner(b, thread_id, run_id, log, err);
@@ -266,7 +265,8 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         log->key = key;
         log->mark_off = -1;
     }
-    snprintf(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id);
+    if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
+        return NULL;
     *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
     rs->ids.last = ++rs->count;
     return log;
@@ -288,7 +288,9 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
     rs_row row;
     sq_row(&row, st, 1);
     char thread_id[RS_ID_MAX + 1];
-    snprintf(thread_id, sizeof thread_id, "%s", row.thread_id);
+    if (rs_fmt(thread_id, sizeof thread_id, "%s", row.thread_id) < 0)
+        return rs_err_set(err, -ENAMETOOLONG, "thread id '%.64s...' is longer than 64 characters",
+                          row.thread_id);
     sq_log thr;
     int found, rc, src = SQLITE_ROW;
     if ((rc = sq_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)))
@@ -488,7 +490,13 @@ int sq_catch_up(rs_backend *b, rs_err *err)
             break;
         int64_t key = sqlite3_column_int64(st, 0);
         char thread_id[RS_ID_MAX + 1];
-        snprintf(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        if (rs_fmt(thread_id, sizeof thread_id, "%s", (const char *)sqlite3_column_text(st, 1)) <
+            0) {
+            rc = rs_err_set(err, -ENAMETOOLONG, "thread id '%.64s...' is longer than 64 characters",
+                            (const char *)sqlite3_column_text(st, 1));
+            sq_stmt_done(b, st);
+            return rc;
+        }
         sq_stmt_done(b, st);
         if ((rc = recompute_deleted(b, thread_id, key, err)))
             return rc;

@@ -312,22 +312,26 @@ int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *o
     return user || thread_id ? 0 : unindexed_add(b, out, err);
 }
 
-static void seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col)
+static const char *text_or_empty(sqlite3_stmt *st, int col)
+{
+    const char *v = (const char *)sqlite3_column_text(st, col);
+    return v ? v : "";
+}
+
+/* -EOVERFLOW for a field longer than runfs writes (a row changed by hand): never cut. */
+static int seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col, rs_err *err)
 {
     memset(row, 0, sizeof *row);
-    const char *v;
-    snprintf(row->state, sizeof row->state, "%s",
-             (v = (const char *)sqlite3_column_text(st, col)) ? v : "");
     row->upper_seq = sqlite3_column_int64(st, col + 1);
     row->event_count = sqlite3_column_int64(st, col + 2);
     row->terminal_seq = sqlite3_column_int64(st, col + 3);
-    snprintf(row->digest, sizeof row->digest, "%s",
-             (v = (const char *)sqlite3_column_text(st, col + 4)) ? v : "");
     row->has_error = sqlite3_column_type(st, col + 5) != SQLITE_NULL;
-    snprintf(row->error, sizeof row->error, "%s",
-             (v = (const char *)sqlite3_column_text(st, col + 5)) ? v : "");
-    snprintf(row->sealed_at, sizeof row->sealed_at, "%s",
-             (v = (const char *)sqlite3_column_text(st, col + 6)) ? v : "");
+    if (rs_fmt(row->state, sizeof row->state, "%s", text_or_empty(st, col)) < 0 ||
+        rs_fmt(row->digest, sizeof row->digest, "%s", text_or_empty(st, col + 4)) < 0 ||
+        rs_fmt(row->error, sizeof row->error, "%s", text_or_empty(st, col + 5)) < 0 ||
+        rs_fmt(row->sealed_at, sizeof row->sealed_at, "%s", text_or_empty(st, col + 6)) < 0)
+        return rs_err_set(err, -EOVERFLOW, "a runfs_seal row has a field longer than runfs writes");
+    return 0;
 }
 
 int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err)
@@ -376,9 +380,9 @@ int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
                      "ttt", t->thread_id, t->run_id, sq_owner_key(t->user));
     if (rc <= 0)
         return rc < 0 ? rc : -ENOENT;
-    seal_from_stmt(row, st, 0);
+    rc = seal_from_stmt(row, st, 0, err);
     sq_stmt_done(b, st);
-    return 0;
+    return rc;
 }
 
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
@@ -400,8 +404,7 @@ int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
             .run_id = (const char *)sqlite3_column_text(st, 1),
             .user = (const char *)sqlite3_column_text(st, 9),
         };
-        seal_from_stmt(&row, st, 2);
-        if ((rc = fn(ctx, &t, &row)))
+        if ((rc = seal_from_stmt(&row, st, 2, err)) || (rc = fn(ctx, &t, &row)))
             break;
     }
     sq_stmt_done(b, st);

@@ -214,9 +214,9 @@ static void last_put_keep(rs_backend *b, const rs_target *t, const sq_log *thr, 
     if (b->seen_version < 0 || strlen(t->thread_id) >= sizeof lp->thread_id ||
         strlen(t->run_id) >= sizeof lp->run_id || strlen(user) >= sizeof lp->user)
         return;
-    strcpy(lp->thread_id, t->thread_id);
-    strcpy(lp->run_id, t->run_id);
-    strcpy(lp->user, user);
+    memcpy(lp->thread_id, t->thread_id, strlen(t->thread_id) + 1); /* length checked above */
+    memcpy(lp->run_id, t->run_id, strlen(t->run_id) + 1);          /* length checked above */
+    memcpy(lp->user, user, strlen(user) + 1);                      /* length checked above */
     lp->thr = *thr;
     lp->run = *run;
     lp->next_seq = next_seq;

@@ -427,3 +427,35 @@ refused() {
   assert_failure 2
   assert_output --partial "bad.map:2: expected 'UID OWNER'"
 }
+
+@test "--user-map: owners of 36 (a DeerFlow UUID) and 64 characters append, write once/, seal and resend keys" {
+  local um=$WORK/um map=$WORK/users.map
+  local uuid=3f2b8c1e-9a4d-4e7b-b6c2-1d5e8f9a0b7c
+  local long
+  long=$(python3 -c 'print("o" * 32 + "-" + "9" * 31)')
+  [ ${#uuid} -eq 36 ] && [ ${#long} -eq 64 ]
+  printf '%s %s\n%s %s\n' "$UID_A" "$uuid" "$UID_B" "$long" > "$map"
+  chmod 755 "$WORK"
+  runfs_mount "$STORE" "$um" --user-map "$map" -o allow_other
+  local uid owner t
+  for uid in "$UID_A" "$UID_B"; do
+    owner=$uuid t=tu
+    [ "$uid" = "$UID_B" ] && owner=$long t=$(python3 -c 'print("t" * 64)')
+    local R=$um/threads/$t/runs/r1
+    as "$uid" "mkdir -p '$R' && ev_start >> '$R/events.jsonl' && ev_error one >> '$R/events.jsonl'"
+    as "$uid" "printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"k\",\"idempotency_key\":\"key-1\"}' >> '$R/events.jsonl'"
+    # the resend of a keyed line is confirmed, not stored twice
+    as "$uid" "printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"k\",\"idempotency_key\":\"key-1\"}' >> '$R/events.jsonl'"
+    as "$uid" "set -C; ev_terminal > '$R/once/run.terminal'"
+    as "$uid" "set -C; : > '$R/seal.json'"
+    run as "$uid" "cat '$R/seal.json'"
+    assert_output --partial '"state":"sealed"'
+    # every row is the owner's, whole (an owner cut to 31 bytes would be another owner)
+    assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '$t' AND user_id = '$owner'")" 4
+    assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '$t'")" 4
+    run as "$uid" "cat '$R/once/run.terminal'"
+    assert_output --partial "\"user_id\":\"$owner\""
+  done
+  # the two owners do not see each other's threads
+  assert_equal "$(as "$UID_A" "ls '$um/threads'")" tu
+}

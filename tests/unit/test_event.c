@@ -332,6 +332,28 @@ static char *deep_line(size_t *len)
     return s;
 }
 
+/* rs_fmt never cuts silently: a text that does not fit is -EOVERFLOW, marked "..." where
+ * it was cut; one that fits exactly is whole. */
+static void test_fmt_fails_instead_of_cutting(void **state)
+{
+    (void)state;
+    char id[RS_ID_MAX + 1];
+    char want[RS_ID_MAX + 2];
+    memset(want, 'a', RS_ID_MAX);
+    want[RS_ID_MAX] = '\0';
+    assert_int_equal(rs_fmt(id, sizeof id, "%s", want), RS_ID_MAX);
+    assert_string_equal(id, want);
+    want[RS_ID_MAX] = 'b';
+    want[RS_ID_MAX + 1] = '\0';
+    assert_int_equal(rs_fmt(id, sizeof id, "%s", want), -EOVERFLOW);
+    assert_int_equal(strlen(id), RS_ID_MAX);
+    assert_string_equal(id + RS_ID_MAX - 3, "...");
+    char tiny[2];
+    assert_int_equal(rs_fmt(tiny, sizeof tiny, "%d", 42), -EOVERFLOW);
+    assert_string_equal(tiny, ".");
+    assert_int_equal(rs_fmt(tiny, 0, "x"), -EOVERFLOW);
+}
+
 static void test_bad_lines(void **state)
 {
     (void)state;
@@ -1065,6 +1087,7 @@ static void test_mutations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fmt_fails_instead_of_cutting),
         cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_good_lines),
         cmocka_unit_test(test_every_contract_type_covered),
