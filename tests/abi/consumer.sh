@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The README's library example, as a user builds it: `meson install` into a scratch root, the
+# example taken from README.md, compiled with plain -std=c11 -pedantic against the installed
+# header and .so through pkg-config, run on a new store; its output is checked with python3.
+# usage: consumer.sh BUILDDIR
+set -euo pipefail
+build=$(realpath "$1")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/runfs-consumer.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >/dev/null
+python3 - "$src/README.md" "$tmp/events.c" <<'PY'
+import re, sys
+readme = open(sys.argv[1]).read()
+m = re.search(r"^    /\* events\.c:.*?^    }\n", readme, re.S | re.M)
+if not m:
+    sys.exit("README.md has no events.c example")
+open(sys.argv[2], "w").write("".join(l[4:] + "\n" for l in m.group(0).splitlines()))
+PY
+pc=$(dirname "$(find "$tmp/root" -name runstore.pc | head -1)")
+lib=$(dirname "$(find "$tmp/root" -name 'librunstore.so' | head -1)")
+export PKG_CONFIG_SYSROOT_DIR=$tmp/root PKG_CONFIG_PATH=$pc
+# shellcheck disable=SC2046
+cc -std=c11 -pedantic -Wall -Wextra -Werror "$tmp/events.c" $(pkg-config --cflags --libs runstore) \
+  -o "$tmp/events"
+LD_LIBRARY_PATH=$lib "$tmp/events" "$tmp/store.db" >"$tmp/out"
+LD_LIBRARY_PATH=$lib "$tmp/events" "$tmp/store.db" >>"$tmp/out"
+python3 - "$tmp/out" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+# the first run prints its one event, the second both
+assert len(lines) == 3, lines
+recs = [json.loads(l) for l in lines]
+assert [r["seq"] for r in recs] == [1, 1, 2], recs
+assert all(r["thread_id"] == "t1" and r["run_id"] == "r1" and r["event_type"] == "run.start"
+           for r in recs), recs
+PY
+echo "consumer: the README's example builds with -std=c11 against the installed library and runs"
