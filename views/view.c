@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search_view.h"
 #include "sizes.h"
 #include "transcript.h"
 #include "view.h"
@@ -302,6 +303,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
                      const sizing *how, rs_err *err)
 {
+    if (rfs_search_is_result(n->kind))
+        return rfs_search_stat(s, sc, n, st, doc, err);
     memset(st, 0, sizeof *st);
     if (sc->denied && n->kind > RFS_THREADS)
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
@@ -312,12 +315,12 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->size = sc->rejects_size ? sc->rejects_size(sc->ctx, sc->user) : 0;
         return 0;
     }
-    if (n->kind < RFS_THREAD)
+    if (n->kind < RFS_THREAD || n->kind == RFS_SEARCH_DIR)
         return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
-    int in_run = n->kind >= RFS_RUN;
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
     int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
     if (rc)
         return rc;
