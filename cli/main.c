@@ -562,9 +562,9 @@ static int cmd_search(int argc, char **argv)
     }
     /* Valid ids fit. */
     if (argc > 3)
-        rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
+        (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
     if (argc > 4)
-        rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
+        (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
     return cat_node(argv[1], argv[2], &n);
 }
 

@@ -37,6 +37,11 @@ fill() {
     ('T-deer','run-1',NULL,'llm.tool.result','trace','{\"status\": \"error\", \"content\": \"Connection refused (111)\"}','{\"content_is_json\": true, \"caller\": \"lead_agent\"}',1,'2026-03-04 06:00:00.000000'),
     ('T-deer','run-1',NULL,'run.delivery','trace','[1, \"q\"]','{\"content_is_json\": true}',2,'2026-03-04 06:00:01.000000'),
     ('T-deer','run-1',NULL,'llm.error','trace','boom from deerflow: ünïcode','{\"a\": {\"b\": 1}}',3,'2026-03-04 06:00:02.000000')"
+  # Enough rows that the index holds whole blocks of them, some of them hits.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 400)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-bulk', 'run-' || (x / 100), NULL, 'llm.error', 'trace', 'filler ' || x || CASE WHEN x % 97 = 0 THEN ' Connection Refused' ELSE '' END,
+    '{\"n\": ' || x || '}', x, '2026-03-04 06:00:03.000000' FROM g"
 }
 
 # foreign SQL: another writer's statement (SQLite's waits for a mount's transaction).
@@ -119,6 +124,11 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
 @test "search: rows a foreign writer updates or deletes after a search are never shown stale" {
   check "$MNT" 'refused'
   check "$MNT" 'yak-77'
+  check "$MNT" 'filler 3'
+  if ! on_pg; then
+    run store_sql "SELECT value >= 384 FROM runfs_meta WHERE key = 'search_upto'"
+    assert_output 1 # the bulk rows' blocks are in the index
+  fi
   foreign "UPDATE run_events SET content = replace(content, 'Connection refused (111)', 'yak-77 now') WHERE thread_id = 'T-deer' AND seq = 1"
   foreign "DELETE FROM run_events WHERE thread_id = 't-one' AND seq = 4"
   foreign "UPDATE run_events SET event_metadata = '{\"caller\": \"yak-77\"}' WHERE thread_id = 'T-deer' AND seq = 3"
@@ -127,6 +137,14 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'refused'
   check "$MNT" 'yak-77'
   check "$MNT" 'needle'
+  # Bulk rows in indexed blocks, changed and deleted, and a deleted top row's id reused.
+  foreign "UPDATE run_events SET content = 'now yak-77' WHERE thread_id = 'T-bulk' AND seq IN (5, 250)"
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq IN (97, 300, 400)"
+  check "$MNT" 'yak-77'
+  check "$MNT" 'refused'
+  check "$MNT" 'filler 3'
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('T-bulk','run-4',NULL,'llm.error','trace','reused yak-77','{}',401,'2026-03-04 07:00:00.000000')"
+  check "$MNT" 'yak-77'
   # A row added by DeerFlow after the index was brought up to date is found too.
   foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('T-deer','run-1',NULL,'llm.error','trace','late yak-77 row','{}',9,'2026-03-04 07:00:00.000000')"
   check "$MNT" 'yak-77'
