@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changes.h"
 #include "follow.h"
 
 /* ---- followers ----
@@ -63,12 +64,35 @@ struct rfs_follow {
     rfs_follow *work; /* the hub's list for one round */
 };
 
+/* The change feed's lines after grp[0]'s last change (scan_seq) to every follower of grp;
+ * lines delivered put the end of the feed --follow-timeout later. 1 (caught up) or <0. */
+static int fetch_changes(rs_store *s, rfs_follow **grp, size_t n)
+{
+    rfs_follow *f0 = grp[0];
+    rs_buf lines = RS_BUF_INIT;
+    rs_err err = {0};
+    int64_t last = f0->scan_seq;
+    int rc =
+        rfs_changes_render(s, f0->user, f0->m->opt.only_thread, f0->scan_seq, &lines, &last, &err);
+    int64_t until = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(f0->m->opt.follow_timeout * 1e9);
+    for (size_t i = 0; !rc && i < n && lines.len; i++) {
+        if (rs_buf_add(&grp[i]->ahead, lines.buf, lines.len))
+            rc = -ENOMEM;
+        grp[i]->scan_seq = last;
+        grp[i]->deadline_ns = until;
+    }
+    rs_buf_release(&lines);
+    return rc < 0 ? rc : 1;
+}
+
 /* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
  * up to want bytes. 1: the rows ran out (caught up); 0: stopped at want or at run.terminal;
  * <0: error. Each member's lock held. */
 static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
 {
     rfs_follow *f0 = grp[0];
+    if (f0->node.kind == RFS_CHANGES_FOLLOW)
+        return fetch_changes(s, grp, n);
     int run_feed = f0->node.kind == RFS_R_FOLLOW;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = f0->node.thread_id;
@@ -260,6 +284,8 @@ int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const cha
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
     f->deadline_ns = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(m->opt.follow_timeout * 1e9);
+    if (n->kind == RFS_CHANGES_FOLLOW)
+        f->scan_seq = f->seen_seq = n->num; /* its last change */
     pthread_mutex_lock(&hub->lock);
     f->next = hub->followers;
     if (hub->followers)
@@ -511,7 +537,10 @@ void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, in
     pthread_mutex_lock(&hub->lock);
     hub->serve_asked = 0;
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (everything || touched_by(f, queue, queued)) {
+        if (f->node.kind == RFS_CHANGES_FOLLOW) {
+            /* Any commit may be a change the feed shows. */
+            f->dirty = f->dirty || everything || queued > 0;
+        } else if (everything || touched_by(f, queue, queued)) {
             int64_t seq = target_seq(hub, &rt, f);
             if (seq < 0 || seq > f->seen_seq) {
                 f->want_seq = seq > f->want_seq ? seq : f->want_seq;

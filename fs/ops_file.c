@@ -264,7 +264,9 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
                        rfs_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
-    int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW, caching = 0;
+    int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW ||
+                    n->kind == RFS_CHANGES_FOLLOW,
+        caching = 0;
     rfs_handle *h = handle_new(req, is_follow ? H_FOLLOW : H_READ, n);
     if (!h)
         return -ENOMEM;

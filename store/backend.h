@@ -38,6 +38,21 @@ typedef struct rs_log_facts {
     int64_t ws_seq;       /* runs: the workspace_changes workspace-changes.json shows (0: none) */
 } rs_log_facts;
 
+/* One line of the change feed as a backend reads it: created_at as stored (DATETIME text),
+ * the content and metadata of the run's first run.terminal (content NULL: none). */
+typedef struct rs_change_row {
+    int64_t change;
+    const char *thread_id;
+    const char *run_id;
+    int deleted;
+    int64_t events;
+    int64_t upper_seq;
+    const char *created_at;
+    rs_row terminal;
+    const char *seal; /* NULL: none */
+} rs_change_row;
+typedef int (*rs_change_row_fn)(void *ctx, const rs_change_row *r);
+
 typedef struct rs_backend_ops {
     const char *name;
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
@@ -88,14 +103,6 @@ typedef struct rs_backend_ops {
                            const char *like, rs_cursor **out, rs_err *err);
     int (*stats)(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
                  rs_err *err);
-    /* The search index (NULL: none): brought up to date (not by a read-only store), then
-     * the rows of the scope (thread_id NULL: every thread; user: that owner's rows) that
-     * may match q, in (thread_id bytewise, seq) order after (after_thread, after_seq) when
-     * after_thread is set. A superset: rs_search_match decides. -ENOSYS when it cannot
-     * narrow this query (no term it indexes) or has no index: the caller scans. */
-    int (*search)(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
-                  const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
-                  rs_err *err);
 
     /* Seals (runfs_seal), each owner's own: t->user's (NULL: the unscoped mount's, over
      * every row); seal_each names the owner in t->user. Deleting a run or thread deletes
@@ -108,6 +115,14 @@ typedef struct rs_backend_ops {
     int (*seal_each)(rs_backend *b,
                      int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row), void *ctx,
                      rs_err *err);
+
+    /* The change feed. changes_sync (read-write only) numbers what other writers did since
+     * the store last looked; changes calls fn for each run user (NULL: every owner) sees
+     * above after, of thread_id (NULL: all), in change order, shown only below every number
+     * a running writer may still commit. */
+    int (*changes_sync)(rs_backend *b, rs_err *err);
+    int (*changes)(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+                   rs_change_row_fn fn, void *ctx, rs_err *err);
 } rs_backend_ops;
 
 extern const rs_backend_ops rs_sqlite_backend;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search_view.h"
+#include "changes.h"
 #include "sizes.h"
 #include "transcript.h"
 #include "view.h"
@@ -19,9 +19,9 @@ static const char readme_text[] =
     "  contract.json              the event contract appends are checked against\n"
     "  .runfs/status.json         backend, database, version, counts, mount options\n"
     "  .runfs/rejects.jsonl       your last refused writes and why (grows: tail -f it)\n"
-    "  search/QUERY               (lookup) events of every thread matching QUERY: words\n"
-    "                             all found in content or metadata (ASCII case ignored),\n"
-    "                             \"a phrase\", type:X, type:X*, category:X, -word excludes\n"
+    "  changes.jsonl              every run once, at its latest change, in change order\n"
+    "  changes/since/N            (lookup) runs changed after change N: loop on the last N\n"
+    "  changes/follow/N           (lookup) the same, then each change as it commits\n"
     "  threads/T/events.jsonl     every event of thread T, seq order (read-only)\n"
     "  threads/T/messages.jsonl   its message events\n"
     "  threads/T/history.jsonl    what a chat UI shows of it\n"
@@ -32,7 +32,6 @@ static const char readme_text[] =
     "  threads/T/follow.jsonl     (lookup) live feed of the thread\n"
     "  threads/T/message-seqs/ID  (lookup) seq of message:ID or tool:ID\n"
     "  threads/T/ai-runs/ID       (lookup) the run of the latest AI message ID\n"
-    "  threads/T/search/QUERY     (lookup) the thread's matching events (runs/R/search too)\n"
     "  threads/T/runs/R/events.jsonl     the run's events; append to add one\n"
     "  threads/T/runs/R/messages.jsonl   the run's message events\n"
     "  threads/T/runs/R/once/TYPE        singleton events (create exclusively)\n"
@@ -152,6 +151,9 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
         return rs_buf_add(out, text, len);
     }
     case RFS_STATUS: return render_status(s, sc, out, err);
+    case RFS_CHANGES:
+    case RFS_CHANGES_SINCE:
+        return rfs_changes_render(s, sc->user, sc->only_thread, n->num, out, NULL, err);
     case RFS_T_COUNT:
         rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
         return rc ? rc : put_number(out, v);
@@ -193,7 +195,8 @@ static rfs_shape shape_of(rfs_kind k)
     case RFS_R_SINCE:
     case RFS_T_TRANSCRIPT: return RFS_SHAPE_STREAM;
     case RFS_T_FOLLOW:
-    case RFS_R_FOLLOW: return RFS_SHAPE_FOLLOW;
+    case RFS_R_FOLLOW:
+    case RFS_CHANGES_FOLLOW: return RFS_SHAPE_FOLLOW;
     default: return RFS_SHAPE_DOC;
     }
 }
@@ -307,10 +310,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
                      const sizing *how, rs_err *err)
 {
-    if (rfs_search_is_result(n->kind))
-        return rfs_search_stat(s, sc, n, st, doc, err);
     memset(st, 0, sizeof *st);
-    if (sc->denied && n->kind > RFS_THREADS)
+    if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
     st->shape = shape_of(n->kind);
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
@@ -319,12 +320,12 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->size = sc->rejects_size ? sc->rejects_size(sc->ctx, sc->user) : 0;
         return 0;
     }
-    if (n->kind < RFS_THREAD || n->kind == RFS_SEARCH_DIR)
+    if (n->kind < RFS_THREAD)
         return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
-    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
+    int in_run = n->kind >= RFS_RUN;
     int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
     if (rc)
         return rc;

@@ -361,6 +361,30 @@ typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id
                             const char *why);
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);
 
+/* ---- the change feed (DESIGN "The change feed") ------------------------------------------
+ * Every commit that adds, deletes or changes in place rows of a run, or seals it, gives the
+ * run a new change number: store-wide, increasing, never reused. A number is shown only once
+ * every smaller one has committed or been abandoned, so a consumer that asks again after the
+ * highest number it read misses nothing. */
+typedef struct rs_change {
+    int64_t change;
+    const char *thread_id;
+    const char *run_id;
+    int deleted;        /* a tombstone: the run has no rows left; the fields below unset */
+    int64_t upper_seq;  /* the run's highest seq, as the reader sees it */
+    int64_t events;     /* its events, as the reader sees them */
+    const char *status; /* its run.terminal's content.status; NULL: none */
+    const char *seal;   /* "sealed" | "partial"; NULL: not sealed by the reader's owner */
+    const char *at;     /* created_at of its newest event, canonical */
+} rs_change;
+
+/* fn for each run user (NULL: every owner) sees with a change above after, of thread_id
+ * (NULL: every thread), in change order, each once at its latest change (valid during the
+ * call; a nonzero return stops and is returned). A read-write store first numbers what
+ * other writers did since it last looked. */
+int rs_store_changes(rs_store *s, int64_t after, const char *user, const char *thread_id,
+                     int (*fn)(void *ctx, const rs_change *c), void *ctx, rs_err *err);
+
 /* ---- DeerFlow's JSONL store (threads/T/runs/R.jsonl under its .deer-flow folder) -------- */
 
 /* Where rs_store_import reads one thread's lines. next: 1 with *run_id (the run its file
@@ -389,28 +413,5 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
 /* Append DeerFlow's JSONL line for a record's canonical line: its key order (seq after
  * metadata, no user_id), json.dumps separators, created_at as Python's isoformat(). */
 int rs_deerflow_line(rs_buf *out, const char *line, size_t len, rs_err *err);
-
-/* ---- search (search/<query>) -------------------------------------------------------------
- * A query is terms separated by spaces, all of which must match: "two words" is one term;
- * type:X the event type X exactly (type:X* a prefix), category:X the category; -term
- * excludes; any other term is a substring of the canonical JSON text of the event's content
- * or of its metadata (as events.jsonl shows them), ASCII letters ignoring case, every other
- * byte exactly (grep -iF on those bytes), within one of the two, not across them. */
-#define RS_SEARCH_MAX 255 /* bytes of a query: it is a file name */
-typedef struct rs_search rs_search;
-/* Parse query: -EINVAL for an unbalanced quote or a query with no term, -ENAMETOOLONG over
- * RS_SEARCH_MAX bytes, each with the reason in err. */
-int rs_search_parse(rs_search **out, const char *query, rs_err *err);
-void rs_search_free(rs_search *q);
-/* 1 when the record (its canonical line) matches every term of q, else 0 (or -ENOMEM). */
-int rs_search_match(rs_search *q, const rs_record *rec);
-/* The records of the scope that match q: thread_id NULL every thread user sees (in thread
- * id order, bytewise), run_id NULL the whole thread; in seq order within a thread; only
- * those after (after_thread, after_seq) when after_thread is set. The store brings its
- * search index up to date first (a read-only store uses what it finds, or scans). q must
- * outlive the cursor. */
-int rs_store_search(rs_store *s, rs_search *q, const char *thread_id, const char *run_id,
-                    const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
-                    rs_err *err);
 
 #endif

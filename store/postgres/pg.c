@@ -802,6 +802,8 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         }
         goto fail;
     }
+    if (!b->read_only && (rc = pg_changes_setup(b, err)))
+        goto fail;
     /* Nothing is indexed here: a thread is, at its first use. */
     b->progress = NULL;
     *out = b;
@@ -1071,4 +1073,6 @@ const rs_backend_ops rs_pg_backend = {
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get,
     .seal_each = pg_seal_each,
+    .changes_sync = pg_changes_sync,
+    .changes = pg_changes,
 };

@@ -233,4 +233,23 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
 int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
                  void *ctx, rs_err *err);
 
+/* ---- pg_changes.c: the change feed's numbers (transaction ids; shown below the oldest
+ * running transaction's) ---- */
+/* A read-write open: the feed's table and triggers where they are missing. */
+int pg_changes_setup(rs_backend *b, rs_err *err);
+/* Inside a write transaction: the run was sealed (a new number). */
+int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err);
+int pg_changes_sync(rs_backend *b, rs_err *err);
+int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+               rs_change_row_fn fn, void *ctx, rs_err *err);
+/* The rest of a statement WITH ins AS (INSERT INTO run_events ... RETURNING id) whose $1,
+ * $2 and $3 are the rows' thread, run and owner: the run's change number, in the same
+ * statement (runfs's writers skip the trigger that numbers other writers' rows). */
+#define PG_CHANGE_NOTE \
+    ", chg AS (INSERT INTO runfs_change (thread_id, run_id, change, owner) SELECT $1::text, " \
+    "$2::text, pg_current_xact_id()::text::bigint, coalesce($3::text, '') WHERE EXISTS (SELECT " \
+    "1 FROM ins) ON CONFLICT (thread_id, run_id) DO UPDATE SET change = " \
+    "greatest(runfs_change.change, excluded.change), deleted = false, owner = CASE WHEN " \
+    "runfs_change.deleted OR runfs_change.owner = excluded.owner THEN excluded.owner END)"
+
 #endif

@@ -330,7 +330,7 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
                 &s, NULL, err);
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
-    if (rc)
+    if (rc || (rc = pg_change_touch(b, t, err)))
         goto fail;
     return pg_commit(b, err);
 fail:

@@ -230,7 +230,7 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
                "WITH ins AS (INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
                "category, content, event_metadata, seq, created_at) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9::timestamp AT TIME ZONE 'UTC') "
-               "RETURNING id)" CANON_NOTE,
+               "RETURNING id)" PG_CHANGE_NOTE CANON_NOTE,
                &a, NULL, err);
     if (rc == -EEXIST)
         return rs_err_set(err, -EEXIST, "%s already exists for run %s", ev->event_type, t->run_id);
@@ -332,7 +332,8 @@ static const char append_rows_sql[] =
     "content, event_metadata, seq, created_at) SELECT $1, $2, $3, x.event_type, x.category, "
     "x.content, x.metadata::json, $4::bigint + x.i - 1, x.created::timestamp AT TIME ZONE 'UTC' "
     "FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY "
-    "AS x(event_type, category, content, metadata, created, i) RETURNING id)" CANON_NOTE;
+    "AS x(event_type, category, content, metadata, created, i) RETURNING id)" PG_CHANGE_NOTE
+        CANON_NOTE;
 
 /* One element of an array literal, quoted. */
 static int array_add(rs_buf *arr, const char *s)

@@ -201,3 +201,33 @@ static const char rs_schema_hwm_sql[] =
 static const char rs_schema_terminal_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
     "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal';\n";
+
+/* The change feed (DESIGN "The change feed"): each run's latest change number (0: not
+ * numbered yet), the owner of its rows ('' for none, NULL for several), whether it is a
+ * tombstone, and pending: rows of it were deleted or changed in place (by anyone: the
+ * triggers live in the file) and it is numbered again at the next catch-up; hi_id: the
+ * highest run_events id it was numbered for. runfs numbers its own writes in their
+ * transaction; rows others add are found above indexed_id by the catch-up (a run whose rows
+ * there all lie at or below its hi_id was numbered for them already). changes_init: the runs a store held before the table came are numbered at the
+ * first read of the feed. Made after rs_schema_sql, checked by its last trigger. */
+static const char rs_schema_changes_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_change (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  change INTEGER NOT NULL, owner TEXT, hi_id INTEGER NOT NULL DEFAULT 0,\n"
+    "  deleted INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0,\n"
+    "  PRIMARY KEY (thread_id, run_id)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE INDEX IF NOT EXISTS runfs_change_order ON runfs_change (change);\n"
+    "CREATE INDEX IF NOT EXISTS runfs_change_pending ON runfs_change (thread_id, run_id)\n"
+    "  WHERE pending;\n"
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('changes_init', 0);\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_change_delete AFTER DELETE ON run_events BEGIN\n"
+    "  UPDATE runfs_change SET pending = 1 WHERE thread_id = old.thread_id\n"
+    "    AND run_id = old.run_id AND pending = 0;\n"
+    "END;\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_change_update AFTER UPDATE ON run_events BEGIN\n"
+    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, pending)\n"
+    "    VALUES (old.thread_id, old.run_id, 0, 1), (new.thread_id, new.run_id, 0, 1);\n"
+    "  UPDATE runfs_change SET pending = 1 WHERE (thread_id = old.thread_id\n"
+    "    AND run_id = old.run_id) OR (thread_id = new.thread_id AND run_id = new.run_id);\n"
+    "END;\n";

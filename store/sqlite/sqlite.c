@@ -1258,7 +1258,11 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         rs_buf_release(&ro);
         goto done;
     }
-    if (ready && !has_holds)
+    /* A store set up before the change feed gets its table and triggers. */
+    int has_feed = 0;
+    if (ready && (rc = object_exists(b, "trigger", "runfs_change_update", &has_feed, err)))
+        goto fail;
+    if (ready && has_feed && !has_holds)
         goto done;
     if ((rc = begin_locked(b, err)))
         goto fail;
@@ -1269,6 +1273,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
     if (src == SQLITE_OK)
         src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK)
+        src = sqlite3_exec(b->db, rs_schema_changes_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && migrate)
         src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && !has_hwm)
@@ -1414,10 +1420,11 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
 
 const rs_backend_ops rs_sqlite_backend = {
     .stats = sq_stats,
-    .search = sq_search,
     .seal_insert = sq_seal_insert,
     .seal_get = sq_seal_get,
     .seal_each = sq_seal_each,
+    .changes_sync = sq_changes_sync,
+    .changes = sq_changes,
     .name = "sqlite",
     .open = sq_open,
     .close = sq_close,

@@ -231,7 +231,7 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
                      err)))
         return rc;
     *needed = max_id > indexed || dirty > 0;
-    return 0;
+    return *needed ? 0 : sq_change_pending(b, needed, err);
 }
 
 /* A thread's runs, loaded once for a rebuild, found by id. */
@@ -508,6 +508,10 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     int64_t indexed = 0, max_id = 0;
     if ((rc = meta_get(b, "indexed_id", &indexed, err)) ||
         (rc = sq_int(b, "SELECT MAX(id) FROM run_events", NULL, NULL, &max_id, NULL, err)))
+        return rc;
+    /* The change feed numbers them (in every thread, indexed or not) and what was deleted or
+     * changed in place. */
+    if ((rc = sq_change_rows(b, indexed, max_id, err)) || (rc = sq_change_settle(b, err)))
         return rc;
     if (max_id <= indexed)
         return 0;

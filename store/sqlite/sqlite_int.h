@@ -232,12 +232,23 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
               int64_t *skipped, rs_err *err);
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 
+/* ---- sqlite_changes.c: the change feed's numbers ---- */
+/* Inside a write transaction: rows of user were added to the run (a new number, the run's
+ * owner kept while it is the same; last_id its highest row id), the run was sealed (a new number), rows others added
+ * with ids in (above_id, upto_id] (a number for each run), rows deleted or changed in place
+ * (the triggers left them pending: numbered again, a tombstone when none is left). */
+int sq_change_note(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                   int64_t last_id, rs_err *err);
+int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs_err *err);
+int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, rs_err *err);
+int sq_change_settle(rs_backend *b, rs_err *err);
+int sq_change_pending(rs_backend *b, int *pending, rs_err *err);
+int sq_changes_sync(rs_backend *b, rs_err *err);
+int sq_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+               rs_change_row_fn fn, void *ctx, rs_err *err);
+
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
-/* ---- sqlite_search.c: backend.h's search (FTS5 trigram) ---- */
-int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
-              const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
-              rs_err *err);
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err);

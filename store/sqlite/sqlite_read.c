@@ -363,7 +363,7 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
                  row->has_error ? row->error : NULL, row->sealed_at, sq_owner_key(t->user));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
-    if (rc < 0)
+    if (rc < 0 || (rc = sq_change_touch(b, t->thread_id, t->run_id, err)))
         goto fail;
     return sq_commit(b, err);
 fail:

@@ -301,7 +301,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     if (at)
         at->len = run.size - run_start;
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
-        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
+        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)) &&
+        !(rc = sq_change_note(b, t->thread_id, t->run_id, t->user, last_id, err)))
         rc = sq_caught_up(b, last_id, err);
     if (rc)
         b->last_put.version = -1;
@@ -585,7 +586,9 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     static const char drop_seals[] =
         "DELETE FROM runfs_seal WHERE thread_id = ?1 AND (?2 IS NULL OR run_id = ?2) "
         "AND (?3 IS NULL OR owner = ?3)";
-    if ((rc = run_exec(b, drop_once, t, 0, err)) || (rc = run_exec(b, drop_seals, t, 0, err)))
+    /* The runs it emptied leave tombstones, the others a new number (the change feed). */
+    if ((rc = run_exec(b, drop_once, t, 0, err)) || (rc = run_exec(b, drop_seals, t, 0, err)) ||
+        (rc = sq_change_settle(b, err)))
         goto fail;
     if (!t->run_id) {
         static const char drop_dir[] =
@@ -651,6 +654,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         if ((rc = canon_add(b, first_id, last_id, err)) ||
             (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
             (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
+            (rc = sq_change_rows(b, first_id - 1, last_id, err)) ||
             (rc = sq_caught_up(b, last_id, err)))
             goto fail;
     }

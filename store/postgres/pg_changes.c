@@ -1,0 +1,219 @@
+/* pg_changes.c — the change feed's numbers on PostgreSQL (runfs_change: sqlite/schema.sql.h's
+ * table, same meaning). A change's number is the 64-bit id of the transaction that made it
+ * (pg_current_xact_id), written in that transaction: by runfs's own statements (the INSERT
+ * of an append's rows carries it, CHANGE_NOTE), by a trigger for another writer's inserts,
+ * and by triggers for every delete and in-place update (runfs's too). Transactions commit
+ * out of id order, so the feed shows only numbers below the oldest transaction still
+ * running (its snapshot's xmin): any transaction that could still commit a change has an
+ * id at or above it, and any later one gets a higher id. */
+#include <errno.h>
+#include <string.h>
+
+#include "pg_int.h"
+
+#define PG_SETUP_LOCK_CHANGES "7240519"
+
+/* The owner of rows: '' for none, NULL for several. */
+#define ROWS_OWNER(t) \
+    "CASE WHEN min(coalesce(" t ".user_id, '')) = max(coalesce(" t ".user_id, '')) THEN " \
+    "min(coalesce(" t ".user_id, '')) END"
+
+/* Runs whose rows were deleted or changed in place (the runs of u(thread_id, run_id, own),
+ * own the owner of the rows that left) get the transaction's number: a tombstone when no
+ * row is left. */
+#define TOUCH_RUNS(source) \
+    "  INSERT INTO runfs_change (thread_id, run_id, change, owner, deleted)\n" \
+    "  SELECT u.thread_id, u.run_id, pg_current_xact_id()::text::bigint,\n" \
+    "    CASE WHEN r.n = 0 THEN u.own ELSE r.own END, r.n = 0\n" \
+    "  FROM (SELECT thread_id, run_id, " ROWS_OWNER( \
+        "s") " AS own FROM (" source ") s\n" \
+             "    GROUP BY thread_id, run_id) u\n" \
+             "  CROSS JOIN LATERAL (SELECT count(*) AS n, " ROWS_OWNER( \
+                 "e") " AS own FROM run_events e\n" \
+                      "    WHERE e.thread_id = u.thread_id AND e.run_id = u.run_id) r\n" \
+                      "  ON CONFLICT (thread_id, run_id) DO UPDATE SET\n" \
+                      "    change = greatest(runfs_change.change, excluded.change), deleted = excluded.deleted,\n" \
+                      "    owner = CASE WHEN excluded.deleted THEN coalesce(runfs_change.owner, excluded.owner)\n" \
+                      "    ELSE excluded.owner END;\n" \
+                      "  PERFORM pg_notify('runfs_events', '');\n"
+
+/* Made at a read-write open where it is missing, under a lock of its own. The functions
+ * run as their owner (runfs's role), as runfs_note_insert does. */
+static const char changes_schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_change (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, change BIGINT NOT NULL, owner TEXT,\n"
+    "  deleted BOOLEAN NOT NULL DEFAULT false, PRIMARY KEY (thread_id, run_id));\n"
+    "CREATE INDEX IF NOT EXISTS runfs_change_order ON runfs_change (change);\n"
+    "INSERT INTO runfs_meta (key, value) VALUES ('changes_init', 0) ON CONFLICT DO NOTHING;\n"
+    "CREATE OR REPLACE FUNCTION runfs_change_insert() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
+    "  INSERT INTO runfs_change (thread_id, run_id, change, owner)\n"
+    "  SELECT thread_id, run_id, pg_current_xact_id()::text::bigint, " ROWS_OWNER(
+        "n") "\n"
+             "    FROM new_rows n GROUP BY thread_id, run_id\n"
+             "  ON CONFLICT (thread_id, run_id) DO UPDATE SET\n"
+             "    change = greatest(runfs_change.change, excluded.change), deleted = false,\n"
+             "    owner = CASE WHEN runfs_change.deleted OR runfs_change.owner = excluded.owner\n"
+             "    THEN excluded.owner END;\n"
+             "  RETURN NULL;\n"
+             "END $$;\n"
+             "CREATE OR REPLACE FUNCTION runfs_change_delete() RETURNS trigger LANGUAGE plpgsql\n"
+             "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+             "BEGIN\n" TOUCH_RUNS(
+                 "SELECT thread_id, run_id, user_id FROM old_rows") "  RETURN NULL;\n"
+                                                                    "END $$;\n"
+                                                                    "CREATE OR REPLACE FUNCTION runfs_change_update() RETURNS trigger LANGUAGE plpgsql\n"
+                                                                    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+                                                                    "BEGIN\n" TOUCH_RUNS(
+                                                                        "SELECT thread_id, run_id, user_id FROM old_rows UNION ALL SELECT "
+                                                                        "thread_id, run_id, user_id FROM new_rows") "  RETURN NULL;\n"
+                                                                                                                    "END $$;\n"
+                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_insert AFTER INSERT ON run_events\n"
+                                                                                                                    "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_insert();\n"
+                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_delete AFTER DELETE ON run_events\n"
+                                                                                                                    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_delete();\n"
+                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_update AFTER UPDATE ON run_events\n"
+                                                                                                                    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+                                                                                                                    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_update();\n";
+
+/* Statements without parameters (the schema), in a transaction of their own. */
+static int exec_script(rs_backend *b, const char *sql, rs_err *err)
+{
+    PGresult *r = PQexec(b->conn, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        rs_err_set(err, -EIO, "change feed: %s", PQresultErrorMessage(r));
+    PQclear(r);
+    return ok ? 0 : -EIO;
+}
+
+static int changes_present(rs_backend *b, int *present, rs_err *err)
+{
+    int64_t v = 0;
+    int rc = pg_int(b,
+                    "SELECT count(*) FROM pg_trigger WHERE tgname = 'runfs_change_update' AND "
+                    "tgrelid = to_regclass('run_events')",
+                    NULL, NULL, &v, NULL, err);
+    *present = v > 0;
+    return rc;
+}
+
+int pg_changes_setup(rs_backend *b, rs_err *err)
+{
+    int present = 0;
+    int rc = changes_present(b, &present, err);
+    if (rc || present)
+        return rc;
+    if ((rc =
+             exec_script(b, "BEGIN; SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK_CHANGES ")", err)))
+        return rc;
+    if (!(rc = changes_present(b, &present, err)) && !present)
+        rc = exec_script(b, changes_schema_sql, err);
+    if (!rc)
+        return exec_script(b, "COMMIT", err);
+    exec_script(b, "ROLLBACK", NULL);
+    return rc;
+}
+
+int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    return pg_run(b,
+                  "UPDATE runfs_change SET change = greatest(change, "
+                  "pg_current_xact_id()::text::bigint) WHERE thread_id = $1 AND run_id = $2",
+                  &a, NULL, err);
+}
+
+int pg_changes_sync(rs_backend *b, rs_err *err)
+{
+    /* The runs a store held before its feed began are numbered at its first read. */
+    int64_t done = 1;
+    int rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'changes_init'", NULL, NULL, &done,
+                    NULL, err);
+    if (rc || done)
+        return rc;
+    if ((rc = pg_begin(b, NULL, err)))
+        return rc;
+    if ((rc = pg_run(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK_CHANGES ")", NULL, NULL,
+                     err)) ||
+        (rc = pg_run(
+             b,
+             "INSERT INTO runfs_change (thread_id, run_id, change, owner) SELECT "
+             "thread_id, run_id, pg_current_xact_id()::text::bigint, " ROWS_OWNER(
+                 "e") " FROM run_events e WHERE (SELECT value FROM runfs_meta WHERE key = "
+                      "'changes_init') = 0 GROUP BY thread_id, run_id ON CONFLICT DO NOTHING",
+             NULL, NULL, err)) ||
+        (rc = pg_run(b, "UPDATE runfs_meta SET value = 1 WHERE key = 'changes_init'", NULL, NULL,
+                     err))) {
+        pg_rollback(b);
+        return rc;
+    }
+    return pg_commit(b, err);
+}
+
+int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+               rs_change_row_fn fn, void *ctx, rs_err *err)
+{
+    int64_t has = 0;
+    int rc = pg_int(b, "SELECT count(*) FROM pg_class WHERE oid = to_regclass('runfs_change')",
+                    NULL, NULL, &has, NULL, err);
+    if (rc || !has)
+        return rc; /* a store no runfs with a feed has written: nothing to show */
+    /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
+     * horizon and the rows come from one snapshot. */
+    static const char sql[] =
+        "SELECT c.change, c.thread_id, c.run_id, c.deleted, x.n, x.top, "
+        "to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), t.content, "
+        "t.event_metadata, s.state FROM runfs_change c "
+        "CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(max(e.seq), 0) AS top FROM "
+        "run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND ($3::text IS "
+        "NULL OR e.user_id = $3::text)) x "
+        "LEFT JOIN LATERAL (SELECT e.created_at FROM run_events e WHERE e.thread_id = "
+        "c.thread_id AND e.run_id = c.run_id AND ($3::text IS NULL OR e.user_id = $3::text) "
+        "ORDER BY e.seq DESC LIMIT 1) l ON true "
+        "LEFT JOIN LATERAL (SELECT e.content, e.event_metadata FROM run_events e WHERE "
+        "e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = 'run.terminal' "
+        "AND ($3::text IS NULL OR e.user_id = $3::text) ORDER BY e.seq LIMIT 1) t ON true "
+        "LEFT JOIN runfs_seal s ON s.thread_id = c.thread_id AND s.run_id = c.run_id AND "
+        "s.owner = coalesce($3::text, '') "
+        "WHERE c.change > $1::bigint AND c.change < "
+        "pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND ($2::text IS NULL OR "
+        "c.thread_id = $2::text) AND ($3::text IS NULL OR c.owner = $3::text OR (c.owner IS "
+        "NULL AND NOT c.deleted AND x.n > 0)) "
+        "ORDER BY c.change, c.thread_id, c.run_id";
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, after);
+    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, user);
+    PGresult *r;
+    if ((rc = pg_run(b, sql, &a, &r, err)))
+        return rc;
+    for (int i = 0, n = PQntuples(r); !rc && i < n; i++) {
+        rs_change_row row = {
+            .change = pg_val_int(r, i, 0),
+            .thread_id = PQgetvalue(r, i, 1),
+            .run_id = PQgetvalue(r, i, 2),
+            .deleted = PQgetvalue(r, i, 3)[0] == 't',
+            .events = pg_val_int(r, i, 4),
+            .upper_seq = pg_val_int(r, i, 5),
+            .created_at = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6),
+            .seal = PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9),
+        };
+        if (!PQgetisnull(r, i, 7)) {
+            row.terminal.content = PQgetvalue(r, i, 7);
+            row.terminal.content_len = (size_t)PQgetlength(r, i, 7);
+            row.terminal.metadata = PQgetvalue(r, i, 8);
+            row.terminal.metadata_len = (size_t)PQgetlength(r, i, 8);
+        }
+        /* A run runfs would not show (a scoped owner's run with none of its rows left). */
+        if (!row.deleted && row.events == 0)
+            continue;
+        rc = fn(ctx, &row);
+    }
+    PQclear(r);
+    return rc;
+}

@@ -1,0 +1,213 @@
+/* sqlite_changes.c — the change feed's numbers (runfs_change, schema.sql.h). Writers are
+ * serialised (BEGIN IMMEDIATE), so a number taken as the highest + 1 inside a write
+ * transaction commits in number order: every number a reader sees has every smaller one
+ * committed before it. */
+#include <errno.h>
+#include <string.h>
+
+#include "sqlite_int.h"
+
+/* The next number, inside the statement that takes it. */
+#define NEXT_CHANGE "(SELECT coalesce(max(change), 0) + 1 FROM runfs_change)"
+/* The owner of a run's rows: '' for none, NULL for several. */
+#define ROWS_OWNER \
+    "CASE WHEN min(coalesce(user_id, '')) = max(coalesce(user_id, '')) " \
+    "THEN min(coalesce(user_id, '')) END"
+/* A run that gets rows of owner excluded.owner keeps one owner only while it is the same. */
+#define OWNER_MERGE \
+    "owner = CASE WHEN runfs_change.deleted OR runfs_change.change = 0 OR " \
+    "runfs_change.owner = excluded.owner THEN excluded.owner END"
+
+int sq_change_note(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                   int64_t last_id, rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "change feed",
+                     "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
+                     "VALUES (?1, ?2, " NEXT_CHANGE ", ?3, ?4) ON CONFLICT (thread_id, run_id) "
+                     "DO UPDATE SET change = excluded.change, deleted = 0, hi_id = excluded.hi_id, "
+                     "" OWNER_MERGE,
+                     "ttti", thread_id, run_id, sq_owner_key(user), last_id);
+    return rc < 0 ? rc : 0;
+}
+
+int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "change feed",
+                     "UPDATE runfs_change SET change = " NEXT_CHANGE
+                     " WHERE thread_id = ?1 AND run_id = ?2 AND change > 0",
+                     "tt", thread_id, run_id);
+    return rc < 0 ? rc : 0;
+}
+
+int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "change feed",
+                     "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
+                     "SELECT thread_id, run_id, (SELECT coalesce(max(change), 0) FROM "
+                     "runfs_change) + row_number() OVER (ORDER BY thread_id, run_id), own, top "
+                     "FROM (SELECT thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM "
+                     "run_events WHERE id > ?1 AND id <= ?2 GROUP BY thread_id, run_id) n "
+                     "WHERE NOT EXISTS (SELECT 1 FROM runfs_change c WHERE c.thread_id = "
+                     "n.thread_id AND c.run_id = n.run_id AND c.hi_id >= n.top) "
+                     "ON CONFLICT (thread_id, run_id) DO UPDATE SET change = excluded.change, "
+                     "deleted = 0, hi_id = excluded.hi_id, " OWNER_MERGE,
+                     "ii", above_id, upto_id);
+    return rc < 0 ? rc : 0;
+}
+
+int sq_change_settle(rs_backend *b, rs_err *err)
+{
+    /* A run never numbered whose rows are gone leaves nothing; the others get a number: a
+     * tombstone when no row is left (its owner kept, for whom it shows), else their new
+     * owner. */
+    static const char *const steps[] = {
+        "DELETE FROM runfs_change WHERE thread_id = ?1 AND run_id = ?2 AND change = 0 AND NOT "
+        "EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2)",
+        "UPDATE runfs_change SET pending = 0, change = " NEXT_CHANGE ", deleted = NOT EXISTS "
+        "(SELECT 1 FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2), hi_id = coalesce("
+        "(SELECT max(id) FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2), 0), owner = CASE "
+        "WHEN EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = ?1 AND e.run_id = ?2) THEN "
+        "(SELECT " ROWS_OWNER " FROM run_events WHERE thread_id = ?1 AND run_id = ?2) ELSE "
+        "owner END WHERE thread_id = ?1 AND run_id = ?2",
+    };
+    for (;;) {
+        sqlite3_stmt *st;
+        int rc = sq_step(b, &st, err, "change feed",
+                         "SELECT thread_id, run_id FROM runfs_change WHERE pending LIMIT 1", "");
+        if (rc <= 0)
+            return rc;
+        char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1];
+        const char *tv = (const char *)sqlite3_column_text(st, 0);
+        const char *rv = (const char *)sqlite3_column_text(st, 1);
+        int fits = tv && rv && strlen(tv) < sizeof thread_id && strlen(rv) < sizeof run_id;
+        if (fits) {
+            memcpy(thread_id, tv, strlen(tv) + 1);
+            memcpy(run_id, rv, strlen(rv) + 1);
+        }
+        sq_stmt_done(b, st);
+        if (!fits) /* not an id runfs could show: the row is dropped from the feed */
+            rc = sq_step(b, NULL, err, "change feed",
+                         "DELETE FROM runfs_change WHERE pending AND (length(thread_id) > 64 "
+                         "OR length(run_id) > 64)",
+                         "");
+        for (size_t i = 0; fits && rc >= 0 && i < sizeof steps / sizeof *steps; i++)
+            rc = sq_step(b, NULL, err, "change feed", steps[i], "tt", thread_id, run_id);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int sq_change_pending(rs_backend *b, int *pending, rs_err *err)
+{
+    int64_t n = 0;
+    int rc = sq_int(b, "SELECT EXISTS (SELECT 1 FROM runfs_change WHERE pending)", NULL, NULL, &n,
+                    NULL, err);
+    *pending = n > 0;
+    return rc;
+}
+
+/* The runs a store held before its feed began, numbered once (at the first read). */
+static int changes_init(rs_backend *b, rs_err *err)
+{
+    int64_t done = 0;
+    int rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'changes_init'", NULL, NULL, &done,
+                    NULL, err);
+    if (rc || done)
+        return rc;
+    rc = sq_step(b, NULL, err, "change feed",
+                 "INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
+                 "SELECT thread_id, run_id, (SELECT coalesce(max(change), 0) FROM runfs_change) "
+                 "+ row_number() OVER (ORDER BY thread_id, run_id), own, top FROM (SELECT "
+                 "thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM run_events "
+                 "GROUP BY thread_id, run_id)",
+                 "");
+    if (rc >= 0)
+        rc = sq_step(b, NULL, err, "change feed",
+                     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('changes_init', 1)",
+                     "");
+    return rc < 0 ? rc : 0;
+}
+
+int sq_changes_sync(rs_backend *b, rs_err *err)
+{
+    int needed = 0;
+    int64_t done = 0;
+    int rc = sq_needs_catch_up(b, &needed, err);
+    if (!rc && !needed)
+        rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'changes_init'", NULL, NULL, &done,
+                    NULL, err);
+    if (rc || (!needed && done))
+        return rc;
+    if ((rc = sq_begin(b, err)))
+        return rc;
+    if ((rc = sq_catch_up(b, err)) || (rc = changes_init(b, err))) {
+        sq_rollback(b);
+        return rc;
+    }
+    return sq_commit(b, err);
+}
+
+int sq_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+               rs_change_row_fn fn, void *ctx, rs_err *err)
+{
+    int64_t has = 0;
+    int rc = sq_int(b, "SELECT count(*) FROM main.sqlite_master WHERE name = 'runfs_change'", NULL,
+                    NULL, &has, NULL, err);
+    if (rc || !has)
+        return rc; /* a store no runfs with a feed has written: nothing to show */
+    /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
+     * its rows are, or (rows of several) some of them are. */
+    static const char sql[] =
+        "SELECT c.change, c.thread_id, c.run_id, c.deleted, "
+        "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
+        "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), "
+        "(SELECT max(e.seq) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
+        "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), "
+        "(SELECT e.created_at FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
+        "c.run_id AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq DESC LIMIT 1), "
+        "t.content, t.event_metadata, "
+        "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = "
+        "c.run_id AND s.owner = coalesce(?3, '')) "
+        "FROM main.runfs_change c LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events "
+        "e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = "
+        "'run.terminal' AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) "
+        "WHERE c.change > ?1 AND (?2 IS NULL OR c.thread_id = ?2) AND (?3 IS NULL OR c.owner = "
+        "?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS (SELECT 1 FROM run_events e WHERE "
+        "e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.user_id = ?3))) "
+        "ORDER BY c.change";
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, sql, &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, after);
+    sq_bind_text(st, 2, thread_id);
+    sq_bind_text(st, 3, user);
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        rs_change_row r = {
+            .change = sqlite3_column_int64(st, 0),
+            .thread_id = (const char *)sqlite3_column_text(st, 1),
+            .run_id = (const char *)sqlite3_column_text(st, 2),
+            .deleted = sqlite3_column_int(st, 3),
+            .events = sqlite3_column_int64(st, 4),
+            .upper_seq = sqlite3_column_int64(st, 5),
+            .created_at = (const char *)sqlite3_column_text(st, 6),
+            .seal = (const char *)sqlite3_column_text(st, 9),
+        };
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+            r.terminal.content = (const char *)sqlite3_column_text(st, 7);
+            r.terminal.content_len = (size_t)sqlite3_column_bytes(st, 7);
+            r.terminal.metadata = (const char *)sqlite3_column_text(st, 8);
+            r.terminal.metadata_len = (size_t)sqlite3_column_bytes(st, 8);
+        }
+        /* A row written with ids runfs would refuse is not shown (its paths do not exist). */
+        if (!r.thread_id || !r.run_id || !rs_id_valid(r.thread_id) || !rs_id_valid(r.run_id) ||
+            (!r.deleted && r.events == 0))
+            continue;
+        if ((rc = fn(ctx, &r)))
+            break;
+    }
+    if (!rc && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "change feed");
+    sq_stmt_done(b, st);
+    return rc;
+}
