@@ -508,6 +508,27 @@ static int flush_stdout(void *ctx, rs_buf *out)
     return 0;
 }
 
+/* Print node n of the store at uri (what names it: label) as the mount shows it. */
+static int cat_node(const char *uri, const char *label, const rfs_node *node)
+{
+    rfs_node n = *node;
+    rs_store *s;
+    int rc = open_store(&s, uri, 1);
+    if (rc)
+        return rc;
+    rfs_scope sc = {0};
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
+    rs_store_close(s);
+    rs_buf_release(&out);
+    if (rc) {
+        fprintf(stderr, "runfs: %s: %s\n", label, *err.msg ? err.msg : strerror(-rc));
+        return 1;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int cmd_cat(int argc, char **argv)
 {
     if (argc != 3)
@@ -522,20 +543,30 @@ static int cmd_cat(int argc, char **argv)
         fprintf(stderr, "runfs: %s is a live feed: read it on a mount\n", argv[2]);
         return 1;
     }
-    rs_store *s;
-    if ((rc = open_store(&s, argv[1], 1)))
-        return rc;
-    rfs_scope sc = {0};
-    rs_buf out = RS_BUF_INIT;
-    rs_err err = {0};
-    rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
-    rs_store_close(s);
-    rs_buf_release(&out);
-    if (rc) {
-        fprintf(stderr, "runfs: %s: %s\n", argv[2], *err.msg ? err.msg : strerror(-rc));
+    return cat_node(argv[1], argv[2], &n);
+}
+
+/* search/QUERY of the root, of threads/THREAD or of its run RUN. */
+static int cmd_search(int argc, char **argv)
+{
+    if (argc < 3 || argc > 5)
+        return usage_error("search", "expected STORE QUERY [THREAD [RUN]]");
+    rfs_node n;
+    rfs_node_root(&n);
+    n.kind = argc == 3 ? RFS_SEARCH : argc == 4 ? RFS_T_SEARCH : RFS_R_SEARCH;
+    if ((argc > 3 && !rs_id_valid(argv[3])) || (argc > 4 && !rs_id_valid(argv[4])))
+        return usage_error("search", "THREAD and RUN are ids: 1-64 of [A-Za-z0-9_-]");
+    if (rs_fmt(n.name, sizeof n.name, "%s", argv[2]) < 0) {
+        fprintf(stderr, "runfs: %s: a query is at most %d bytes (it is a file name)\n", argv[2],
+                RFS_NAME_MAX);
         return 1;
     }
-    return fflush(stdout) == 0 ? 0 : 1;
+    /* Valid ids fit. */
+    if (argc > 3)
+        (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
+    if (argc > 4)
+        (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
+    return cat_node(argv[1], argv[2], &n);
 }
 
 struct verify_tally {
@@ -668,6 +699,13 @@ static const command commands[] = {
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
      "the same bytes the mount shows for PATH; never creates STORE.\n",
      cmd_cat},
+    {"search", "STORE QUERY [THREAD [RUN]]", "print the events that match QUERY",
+     "the lines of search/QUERY at the root, in threads/THREAD or in its run RUN:\n"
+     "terms separated by spaces, all of which must match; \"two words\" is one term;\n"
+     "type:X (type:X* a prefix), category:X; -term excludes; any other term is found in\n"
+     "the event's content or metadata JSON, ASCII letters ignoring case. Never creates\n"
+     "STORE and writes no index (a mount's searches keep it up to date).\n",
+     cmd_search},
     {"changes", "STORE [--since N] [--follow]", "print the change feed (changes/since/N)",
      "  --since N             only changes after change number N (default 0: every run)\n"
      "  --follow              then print each change as it commits (changes/follow/N)\n"

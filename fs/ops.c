@@ -261,8 +261,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
      * attribute timeout), where its rendering can go to the kernel's cache; a lookup has no
      * inode yet to give it to. */
     int lazy = !rfs_mount_of(req)->opt.user_from_uid;
-    if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err)))
+    if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err))) {
+        /* A name that is a bad query (search/<query>) says why in rejects.jsonl. */
+        if (rc == -EINVAL && err.msg[0])
+            return rfs_refuse(req, &cn, NULL, rc, err.msg, NULL, 0);
         return (void)fuse_reply_err(req, -rc);
+    }
     rfs_reply_entry(req, &cn, &st);
 }
 

@@ -103,6 +103,14 @@ typedef struct rs_backend_ops {
                            const char *like, rs_cursor **out, rs_err *err);
     int (*stats)(rs_backend *b, const char *user, const char *thread_id, rs_stats *out,
                  rs_err *err);
+    /* The search index (NULL: none): brought up to date (not by a read-only store), then
+     * the rows of the scope (thread_id NULL: every thread; user: that owner's rows) that
+     * may match q, in (thread_id bytewise, seq) order after (after_thread, after_seq) when
+     * after_thread is set. A superset: rs_search_match decides. -ENOSYS when it cannot
+     * narrow this query (no term it indexes) or has no index: the caller scans. */
+    int (*search)(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
+                  const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+                  rs_err *err);
 
     /* Seals (runfs_seal), each owner's own: t->user's (NULL: the unscoped mount's, over
      * every row); seal_each names the owner in t->user. Deleting a run or thread deletes

@@ -6,25 +6,17 @@
 
 #include "node.h"
 
-static const char *const root_entries[] = {"README",  "contract.json", ".runfs", "changes.jsonl",
-                                           "changes", "threads",       NULL};
+static const char *const root_entries[] = {"README", "contract.json", ".runfs",  "threads",
+                                           "search", "changes.jsonl", "changes", NULL};
 static const char *const changes_entries[] = {"since", "follow", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
 /* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
-static const char *const thread_entries[] = {"events.jsonl",
-                                             "messages.jsonl",
-                                             "history.jsonl",
-                                             "transcript.md",
-                                             "message-count",
-                                             "seq",
-                                             "runs",
-                                             "since",
-                                             "message-seqs",
-                                             "ai-runs",
-                                             NULL};
+static const char *const thread_entries[] = {
+    "events.jsonl", "messages.jsonl", "history.jsonl", "transcript.md", "message-count", "seq",
+    "runs",         "since",          "message-seqs",  "ai-runs",       "search",        NULL};
 static const char *const run_entries[] = {
-    "events.jsonl",        "messages.jsonl",         "once",         "types",     "tasks", "since",
-    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json", NULL};
+    "events.jsonl",        "messages.jsonl",         "once",         "types",     "tasks",  "since",
+    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json", "search", NULL};
 static const char *const no_entries[] = {NULL};
 
 typedef struct fixed_child {
@@ -38,6 +30,9 @@ static const fixed_child fixed[] = {
     {RFS_ROOT, "contract.json", RFS_CONTRACT},
     {RFS_ROOT, ".runfs", RFS_META},
     {RFS_ROOT, "threads", RFS_THREADS},
+    {RFS_ROOT, "search", RFS_SEARCH_DIR},
+    {RFS_THREAD, "search", RFS_T_SEARCH_DIR},
+    {RFS_RUN, "search", RFS_R_SEARCH_DIR},
     {RFS_ROOT, "changes.jsonl", RFS_CHANGES},
     {RFS_ROOT, "changes", RFS_CHANGES_DIR},
     {RFS_CHANGES_DIR, "since", RFS_CHANGES_SINCE_DIR},
@@ -92,7 +87,10 @@ int rfs_node_is_dir(rfs_kind k)
     case RFS_R_ONCE_DIR:
     case RFS_R_TYPES_DIR:
     case RFS_R_TASKS_DIR:
-    case RFS_R_SINCE_DIR: return 1;
+    case RFS_R_SINCE_DIR:
+    case RFS_SEARCH_DIR:
+    case RFS_T_SEARCH_DIR:
+    case RFS_R_SEARCH_DIR: return 1;
     default: return 0;
     }
 }
@@ -107,7 +105,8 @@ int rfs_node_is_writable(rfs_kind k, int allow_delete)
     if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS || k == RFS_RUN ||
         k == RFS_R_ONCE_DIR)
         return 1;
-    return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k);
+    return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k) && k != RFS_SEARCH_DIR &&
+           k != RFS_T_SEARCH_DIR && k != RFS_R_SEARCH_DIR;
 }
 
 const char *const *rfs_node_fixed_entries(rfs_kind k)
@@ -196,6 +195,14 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
             return -ENOENT;
         out->kind = parent->kind == RFS_T_MSGSEQ_DIR ? RFS_T_MSGSEQ : RFS_T_AIRUN;
         return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
+    case RFS_SEARCH_DIR:
+    case RFS_T_SEARCH_DIR:
+    case RFS_R_SEARCH_DIR:
+        /* The query is checked where its errors can say why (views/search_view.c). */
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            return -ENOENT;
+        out->kind = parent->kind + 1;
+        return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_R_ONCE_DIR:
         if (!plain_name(name, RS_EVENT_TYPE_MAX))
             return -EINVAL;
@@ -258,6 +265,8 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     int rc = 0;
     if (n->kind == RFS_ROOT)
         return rs_buf_addstr(out, ".");
+    if (n->kind == RFS_SEARCH_DIR || n->kind == RFS_SEARCH)
+        return rs_buf_addf(out, n->kind == RFS_SEARCH ? "search/%s" : "search", n->name);
     switch (n->kind) {
     case RFS_CHANGES_DIR: return rs_buf_addstr(out, "changes");
     case RFS_CHANGES_SINCE_DIR: return rs_buf_addstr(out, "changes/since");
@@ -274,7 +283,7 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     rc = rs_buf_addf(out, "threads/%s", n->thread_id);
     if (rc || n->kind == RFS_THREAD)
         return rc;
-    int in_run = n->kind >= RFS_RUN;
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR && n->kind != RFS_T_SEARCH;
     if (in_run)
         rc = rs_buf_addf(out, "/runs/%s", n->run_id);
     else if (n->kind == RFS_RUNS)
@@ -289,6 +298,10 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);
     case RFS_R_TYPE: return rs_buf_addf(out, "/types/%s.jsonl", n->name);
     case RFS_R_TASK: return rs_buf_addf(out, "/tasks/%s.jsonl", n->name);
+    case RFS_T_SEARCH:
+    case RFS_R_SEARCH: return rs_buf_addf(out, "/search/%s", n->name);
+    case RFS_T_SEARCH_DIR:
+    case RFS_R_SEARCH_DIR: return rs_buf_addstr(out, "/search");
     default: return rs_buf_addf(out, "/%s", fixed_name(n->kind));
     }
 }

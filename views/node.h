@@ -54,6 +54,12 @@ typedef enum rfs_kind {
     RFS_R_RECEIPT,
     RFS_R_SEAL,
     RFS_R_FOLLOW,
+    RFS_SEARCH_DIR, /* search/ at the root, in a thread, in a run (lookup-only) */
+    RFS_SEARCH,
+    RFS_T_SEARCH_DIR,
+    RFS_T_SEARCH,
+    RFS_R_SEARCH_DIR,
+    RFS_R_SEARCH,
 } rfs_kind;
 
 #define RFS_NAME_MAX 255
@@ -62,7 +68,7 @@ typedef struct rfs_node {
     rfs_kind kind;
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
-    char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id */
+    char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id, query */
     int64_t num;                 /* since/<seq>, changes/since/<N> */
 } rfs_node;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "changes.h"
+#include "search_view.h"
 #include "sizes.h"
 #include "transcript.h"
 #include "view.h"
@@ -22,6 +23,9 @@ static const char readme_text[] =
     "  changes.jsonl              every run once, at its latest change, in change order\n"
     "  changes/since/N            (lookup) runs changed after change N: loop on the last N\n"
     "  changes/follow/N           (lookup) the same, then each change as it commits\n"
+    "  search/QUERY               (lookup) events of every thread matching QUERY: words\n"
+    "                             all found in content or metadata (ASCII case ignored),\n"
+    "                             \"a phrase\", type:X, type:X*, category:X, -word excludes\n"
     "  threads/T/events.jsonl     every event of thread T, seq order (read-only)\n"
     "  threads/T/messages.jsonl   its message events\n"
     "  threads/T/history.jsonl    what a chat UI shows of it\n"
@@ -32,6 +36,7 @@ static const char readme_text[] =
     "  threads/T/follow.jsonl     (lookup) live feed of the thread\n"
     "  threads/T/message-seqs/ID  (lookup) seq of message:ID or tool:ID\n"
     "  threads/T/ai-runs/ID       (lookup) the run of the latest AI message ID\n"
+    "  threads/T/search/QUERY     (lookup) the thread's matching events (runs/R/search too)\n"
     "  threads/T/runs/R/events.jsonl     the run's events; append to add one\n"
     "  threads/T/runs/R/messages.jsonl   the run's message events\n"
     "  threads/T/runs/R/once/TYPE        singleton events (create exclusively)\n"
@@ -310,6 +315,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
                      const sizing *how, rs_err *err)
 {
+    if (rfs_search_is_result(n->kind))
+        return rfs_search_stat(s, sc, n, st, doc, err);
     memset(st, 0, sizeof *st);
     if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
@@ -320,12 +327,12 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->size = sc->rejects_size ? sc->rejects_size(sc->ctx, sc->user) : 0;
         return 0;
     }
-    if (n->kind < RFS_THREAD)
+    if (n->kind < RFS_THREAD || n->kind == RFS_SEARCH_DIR)
         return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
-    int in_run = n->kind >= RFS_RUN;
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
     int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
     if (rc)
         return rc;

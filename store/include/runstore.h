@@ -414,4 +414,27 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
  * metadata, no user_id), json.dumps separators, created_at as Python's isoformat(). */
 int rs_deerflow_line(rs_buf *out, const char *line, size_t len, rs_err *err);
 
+/* ---- search (search/<query>) -------------------------------------------------------------
+ * A query is terms separated by spaces, all of which must match: "two words" is one term;
+ * type:X the event type X exactly (type:X* a prefix), category:X the category; -term
+ * excludes; any other term is a substring of the canonical JSON text of the event's content
+ * or of its metadata (as events.jsonl shows them), ASCII letters ignoring case, every other
+ * byte exactly (grep -iF on those bytes), within one of the two, not across them. */
+#define RS_SEARCH_MAX 255 /* bytes of a query: it is a file name */
+typedef struct rs_search rs_search;
+/* Parse query: -EINVAL for an unbalanced quote or a query with no term, -ENAMETOOLONG over
+ * RS_SEARCH_MAX bytes, each with the reason in err. */
+int rs_search_parse(rs_search **out, const char *query, rs_err *err);
+void rs_search_free(rs_search *q);
+/* 1 when the record (its canonical line) matches every term of q, else 0 (or -ENOMEM). */
+int rs_search_match(rs_search *q, const rs_record *rec);
+/* The records of the scope that match q: thread_id NULL every thread user sees (in thread
+ * id order, bytewise), run_id NULL the whole thread; in seq order within a thread; only
+ * those after (after_thread, after_seq) when after_thread is set. The store brings its
+ * search index up to date first (a read-only store uses what it finds, or scans). q must
+ * outlive the cursor. */
+int rs_store_search(rs_store *s, rs_search *q, const char *thread_id, const char *run_id,
+                    const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+                    rs_err *err);
+
 #endif

@@ -1420,6 +1420,7 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
 
 const rs_backend_ops rs_sqlite_backend = {
     .stats = sq_stats,
+    .search = sq_search,
     .seal_insert = sq_seal_insert,
     .seal_get = sq_seal_get,
     .seal_each = sq_seal_each,

@@ -249,6 +249,10 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
 
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
+/* ---- sqlite_search.c: backend.h's search (FTS5 trigram) ---- */
+int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
+              const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+              rs_err *err);
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err);

@@ -1,0 +1,214 @@
+/* search.c — the search query language: parsing a query (a file name) into terms, and the
+ * match that decides whether a record is a hit, whatever index narrowed the rows. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+
+static void terms_free(rs_term *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(t[i].text);
+    free(t);
+}
+
+void rs_search_free(rs_search *q)
+{
+    if (!q)
+        return;
+    terms_free(q->terms, q->n);
+    rs_buf_release(&q->lower);
+    free(q);
+}
+
+int rs_search_lower(rs_buf *out, const char *s, size_t len)
+{
+    int rc = rs_buf_grow(out, len);
+    if (rc)
+        return rc;
+    char *d = out->buf + out->len;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        d[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch);
+    }
+    rs_buf_setlen(out, out->len + len);
+    return 0;
+}
+
+/* One term from its raw bytes (quotes removed); quoted: its first byte was inside quotes,
+ * so a type: or category: in it is text. */
+static int term_make(rs_term *t, const char *raw, size_t len, int negate, int quoted, rs_err *err)
+{
+    static const struct {
+        const char *prefix;
+        rs_term_kind kind;
+    } filters[] = {{"type:", RS_TERM_TYPE}, {"category:", RS_TERM_CATEGORY}};
+    t->kind = RS_TERM_TEXT;
+    t->negate = negate;
+    for (size_t i = 0; !quoted && i < sizeof filters / sizeof filters[0]; i++) {
+        size_t pl = strlen(filters[i].prefix);
+        if (len < pl || memcmp(raw, filters[i].prefix, pl) != 0)
+            continue;
+        t->kind = filters[i].kind;
+        raw += pl;
+        len -= pl;
+        if (t->kind == RS_TERM_TYPE && len > 0 && raw[len - 1] == '*') {
+            t->kind = RS_TERM_TYPE_PREFIX;
+            len--;
+        }
+        if (len == 0 && t->kind != RS_TERM_TYPE_PREFIX)
+            return rs_err_set(err, -EINVAL, "%s needs a name after it", filters[i].prefix);
+        break;
+    }
+    rs_buf b = RS_BUF_INIT;
+    int rc = t->kind == RS_TERM_TEXT ? rs_search_lower(&b, raw, len) : rs_buf_add(&b, raw, len);
+    if (rc)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    t->len = b.len;
+    t->text = rs_buf_detach(&b, NULL);
+    if (!t->text)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+int rs_search_parse(rs_search **out, const char *query, rs_err *err)
+{
+    size_t qlen = strlen(query);
+    if (qlen > RS_SEARCH_MAX)
+        return rs_err_set(err, -ENAMETOOLONG, "a query is at most %d bytes (it is a file name)",
+                          RS_SEARCH_MAX);
+    rs_search *q = calloc(1, sizeof *q);
+    if (!q)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    q->lower = (rs_buf)RS_BUF_INIT;
+    rs_buf raw = RS_BUF_INIT;
+    size_t cap = 0;
+    int rc = 0;
+    const char *p = query, *end = query + qlen;
+    while (!rc) {
+        while (p < end && *p == ' ')
+            p++;
+        if (p == end)
+            break;
+        /* A lone '-' is text, not an exclusion of nothing. */
+        int negate = *p == '-' && p + 1 < end && p[1] != ' ';
+        p += negate;
+        int quoted = *p == '"', in_quote = 0;
+        rs_buf_reset(&raw);
+        for (; p < end && (in_quote || *p != ' '); p++) {
+            if (*p == '"')
+                in_quote = !in_quote;
+            else if ((rc = rs_buf_addch(&raw, *p)))
+                break;
+        }
+        if (!rc && in_quote)
+            rc = rs_err_set(err, -EINVAL, "the query has an unbalanced quote (\")");
+        else if (!rc && (rc = rs_array_grow(&q->terms, &cap, q->n + 1, sizeof *q->terms)))
+            rs_err_set(err, rc, "out of memory");
+        else if (!rc && !(rc = term_make(&q->terms[q->n], raw.buf, raw.len, negate, quoted, err)))
+            q->n++;
+    }
+    if (rc == -ENOMEM && err && err->code != -ENOMEM)
+        rs_err_set(err, rc, "out of memory");
+    if (!rc && q->n == 0)
+        rc = rs_err_set(err, -EINVAL, "the query has no terms");
+    rs_buf_release(&raw);
+    if (rc) {
+        rs_search_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+/* The end of the canonical JSON value starting at p (before end): a string, a container
+ * (its strings skipped) or a scalar up to the next ',' or '}'. */
+static const char *value_end(const char *p, const char *end)
+{
+    int depth = 0, in_str = 0;
+    for (const char *s = p; s < end; s++) {
+        char ch = *s;
+        if (in_str) {
+            if (ch == '\\') {
+                s++;
+            } else if (ch == '"') {
+                in_str = 0;
+                if (depth == 0)
+                    return s + 1;
+            }
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0)
+                return s;
+            if (--depth == 0)
+                return s + 1;
+        } else if (ch == ',' && depth == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_t *m, size_t *mlen)
+{
+    static const char ck[] = ",\"content\":", mk[] = ",\"metadata\":";
+    const char *end = line + len;
+    /* Before content only ids, a number and two strings come: in a string a quote is
+     * always escaped, so the first ,"content": is the key. */
+    const char *cs = memmem(line, len, ck, sizeof ck - 1);
+    if (!cs)
+        return -EINVAL;
+    cs += sizeof ck - 1;
+    const char *ce = value_end(cs, end);
+    if (!ce || (size_t)(end - ce) < sizeof mk - 1 || memcmp(ce, mk, sizeof mk - 1) != 0)
+        return -EINVAL;
+    const char *ms = ce + sizeof mk - 1, *me = value_end(ms, end);
+    if (!me)
+        return -EINVAL;
+    *c = (size_t)(cs - line);
+    *clen = (size_t)(ce - cs);
+    *m = (size_t)(ms - line);
+    *mlen = (size_t)(me - ms);
+    return 0;
+}
+
+static int term_hit(const rs_term *t, const rs_record *rec, const char *text, size_t clen,
+                    size_t mlen)
+{
+    switch (t->kind) {
+    case RS_TERM_TYPE: return strcmp(rec->event_type, t->text) == 0;
+    case RS_TERM_TYPE_PREFIX: return strncmp(rec->event_type, t->text, t->len) == 0;
+    case RS_TERM_CATEGORY: return strcmp(rec->category, t->text) == 0;
+    case RS_TERM_TEXT:
+        if (t->len == 0)
+            return 1;
+        return memmem(text, clen, t->text, t->len) || memmem(text + clen, mlen, t->text, t->len);
+    }
+    return 0;
+}
+
+int rs_search_match(rs_search *q, const rs_record *rec)
+{
+    size_t c, clen, m, mlen;
+    int have_text = 0;
+    for (size_t i = 0; i < q->n && !have_text; i++)
+        have_text = q->terms[i].kind == RS_TERM_TEXT;
+    rs_buf_reset(&q->lower);
+    if (have_text) {
+        if (rs_search_spans(rec->line, rec->line_len, &c, &clen, &m, &mlen))
+            return 0;
+        int rc = rs_search_lower(&q->lower, rec->line + c, clen);
+        if (rc || (rc = rs_search_lower(&q->lower, rec->line + m, mlen)))
+            return rc;
+    } else {
+        clen = mlen = 0;
+    }
+    for (size_t i = 0; i < q->n; i++)
+        if (term_hit(&q->terms[i], rec, q->lower.buf, clen, mlen) == q->terms[i].negate)
+            return 0;
+    return 1;
+}

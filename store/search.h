@@ -1,0 +1,35 @@
+/* search.h — a parsed search query as the store's own files see it: the terms a backend's
+ * index may narrow by. Matching is search.c's alone (rs_search_match decides). */
+#ifndef RS_SEARCH_H
+#define RS_SEARCH_H
+
+#include "runstore.h"
+
+typedef enum rs_term_kind {
+    RS_TERM_TEXT,        /* a substring of content or metadata, ASCII letters lowered */
+    RS_TERM_TYPE,        /* event_type equals text */
+    RS_TERM_TYPE_PREFIX, /* event_type starts with text */
+    RS_TERM_CATEGORY,    /* category equals text */
+} rs_term_kind;
+
+typedef struct rs_term {
+    rs_term_kind kind;
+    int negate; /* -term: the event must not match it */
+    char *text; /* NUL-terminated; a text term's ASCII letters lowered */
+    size_t len;
+} rs_term;
+
+struct rs_search {
+    rs_term *terms;
+    size_t n;
+    rs_buf lower; /* rs_search_match's scratch: the record's content and metadata, lowered */
+};
+
+/* ASCII letters of s[0..len) lowered into out (appended); every other byte kept. */
+int rs_search_lower(rs_buf *out, const char *s, size_t len);
+
+/* Where a canonical line's content and metadata values lie: [*c, *c + *clen) and [*m, *m +
+ * *mlen). -EINVAL when the line is not a canonical record. */
+int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_t *m, size_t *mlen);
+
+#endif

@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# search/<query> at the root, in a thread and in a run: every query form against a reference
+# computed here (searchref.py over `runfs cat` of each thread's events.jsonl, DESIGN's rule),
+# over non-ASCII text, escapes, nested metadata, DeerFlow's rows and two owners; a foreign
+# writer's updates and deletes after a search; bad queries; -o ro; a --thread sandbox.
+load lib
+
+REF=$BATS_TEST_DIRNAME/searchref.py
+
+setup() {
+  runfs_workdir
+  runfs_mount "$STORE" "$MNT"
+  runfs_mount "$STORE" "$WORK/a" --user alice
+  runfs_mount "$STORE" "$WORK/b" --user bob
+  fill
+}
+teardown() { runfs_teardown; }
+
+# Events of every kind the language must see through: written by runfs (two owners and none)
+# and by DeerFlow (its raw columns, rendered canonical).
+fill() {
+  local r=$MNT/threads/t-one/runs/r1 a=$WORK/a/threads/t-two/runs/ra
+  mkdir -p "$r" "$MNT/threads/t-one/runs/r2" "$a" "$WORK/b/threads/t-bob/runs/r1"
+  {
+    ev_start
+    ev_human 'Connection refused by db-7'
+    ev_ai 'Héllo wörld, naïve café ☕ \"quoted\" tab\tend\nline two' 2
+    printf '{"event_type":"llm.error","content":"connection REFUSED again","metadata":{"caller":"lead_agent","deep":{"er":{"key":"Needle-42","list":[1,"x",{"z":"aB"}]}}}}\n'
+  } >> "$r/events.jsonl"
+  { ev_start; ev_error 'timeout talking to api'; } >> "$MNT/threads/t-one/runs/r2/events.jsonl"
+  { ev_start; ev_human 'alice asks about customer C-1001' 1; ev_error 'tool failed: connection refused'; } >> "$a/events.jsonl"
+  { ev_start; ev_human 'bob only refused here' 3; } >> "$WORK/b/threads/t-bob/runs/r1/events.jsonl"
+  # DeerFlow's rows: plain text content, JSON content behind its marker, spaced metadata;
+  # one of bob's in alice's thread.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES
+    ('t-two','rb','bob','llm.human.input','message','{\"type\": \"human\", \"content\": \"bob secret customer C-1001\"}','{\"content_is_json\": true, \"caller\": \"lead_agent\"}',50,'2026-03-04 06:00:00.000000'),
+    ('T-deer','run-1',NULL,'llm.tool.result','trace','{\"status\": \"error\", \"content\": \"Connection refused (111)\"}','{\"content_is_json\": true, \"caller\": \"lead_agent\"}',1,'2026-03-04 06:00:00.000000'),
+    ('T-deer','run-1',NULL,'run.delivery','trace','[1, \"q\"]','{\"content_is_json\": true}',2,'2026-03-04 06:00:01.000000'),
+    ('T-deer','run-1',NULL,'llm.error','trace','boom from deerflow: ünïcode','{\"a\": {\"b\": 1}}',3,'2026-03-04 06:00:02.000000')"
+  # Enough rows that the index holds whole blocks of them, some of them hits.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 400)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-bulk', 'run-' || (x / 100), NULL, 'llm.error', 'trace', 'filler ' || x || CASE WHEN x % 97 = 0 THEN ' Connection Refused' ELSE '' END,
+    '{\"n\": ' || x || '}', x, '2026-03-04 06:00:03.000000' FROM g"
+}
+
+# foreign SQL: another writer's statement (SQLite's waits for a mount's transaction).
+foreign() {
+  if on_pg; then store_sql "$1"; else sqlite3 -cmd '.timeout 10000' "$STORE" "$1"; fi
+}
+
+# ref QUERY [THREAD [RUN]] [--user U]: the reference lines (thread ids bytewise, seq order).
+ref() {
+  local q=$1 t=${2:-} r=${3:-} user=${4:-} f ids
+  if [ -n "$t" ]; then ids=$t; else ids=$(store_sql "SELECT DISTINCT thread_id FROM run_events" | LC_ALL=C sort); fi
+  local files=()
+  for f in $ids; do
+    "$RUNFS" cat "$STORE" "threads/$f/events.jsonl" > "$WORK/ref.$f" || return 1
+    if [ -n "$r" ]; then grep -F "\"run_id\":\"$r\"," "$WORK/ref.$f" > "$WORK/ref.$f.r" || true; mv "$WORK/ref.$f.r" "$WORK/ref.$f"; fi
+    if [ -n "$user" ]; then grep -F "\"user_id\":\"$user\"}" "$WORK/ref.$f" > "$WORK/ref.$f.u" || true; mv "$WORK/ref.$f.u" "$WORK/ref.$f"; fi
+    files+=("$WORK/ref.$f")
+  done
+  python3 "$REF" "$q" "${files[@]}"
+}
+
+# check MOUNT QUERY [THREAD [RUN]] [USER]: the mount's search file is the reference, with
+# an exact size; runfs search prints it too (unscoped mounts).
+check() {
+  local m=$1 q=$2 t=${3:-} r=${4:-} user=${5:-} path
+  path=$m/search/$q
+  [ -n "$t" ] && path=$m/threads/$t/search/$q
+  [ -n "$r" ] && path=$m/threads/$t/runs/$r/search/$q
+  ref "$q" "$t" "$r" "$user" > "$WORK/want" || { echo "reference failed for [$q]"; return 1; }
+  cat "$path" > "$WORK/got" || { echo "cat failed for [$q] at $path"; return 1; }
+  cmp "$WORK/want" "$WORK/got" || { echo "query [$q] at $path:"; diff "$WORK/want" "$WORK/got"; return 1; }
+  [ "$(stat -c %s "$path")" -eq "$(wc -c < "$WORK/want")" ] || { echo "size of $path is not its bytes"; return 1; }
+  if [ -z "$user" ]; then
+    "$RUNFS" search "$STORE" "$q" $t $r > "$WORK/cli" || return 1
+    cmp "$WORK/want" "$WORK/cli" || { echo "runfs search [$q] differs"; return 1; }
+  fi
+}
+
+QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 'é' 'ö' 'x'
+  'ab' '-' '☕' 'naïve café' '\"quoted\"' '\t' 'tab\tend\nline' 'needle-42' '"er":{' '{"z":"ab"}'
+  'type:llm.error' 'type:llm.*' 'type:run.start' 'category:message' 'category:message -bob'
+  '-type:run.start' 'type:llm.error refused' '"status":"error"' 'content_is_json' ']{' '[1,"q"]'
+  't-one' 'created_at' 'run.start' 'customer C-1001' '"a":{"b":1}' 'unicode' 'ünïcode' 'zzz-none')
+
+@test "search: every query form at the root, in a thread and in a run is the reference (mount and runfs search)" {
+  run ls "$MNT"
+  assert_line search
+  run ls -A "$MNT/search" "$MNT/threads/t-one/search" "$MNT/threads/t-one/runs/r1/search"
+  refute_output --regexp '^[^/].*[^:]$'
+  local q
+  for q in "${QUERIES[@]}"; do
+    check "$MNT" "$q"
+    check "$MNT" "$q" t-one
+    check "$MNT" "$q" T-deer
+    check "$MNT" "$q" t-one r1
+  done
+  # Not every query is empty: the reference has hits for most.
+  [ "$(cat "$MNT/search/connection refused" | wc -l)" -ge 4 ]
+  cp "$MNT/search/refused" "$WORK/hits.jsonl"
+  ref refused > "$WORK/want"
+  cmp "$WORK/want" "$WORK/hits.jsonl"
+}
+
+@test "search: an owner sees only its own rows, at the root and in a shared thread" {
+  local q
+  for q in 'customer' 'refused' 'type:run.start' 'C-1001' 'secret'; do
+    check "$WORK/a" "$q" '' '' alice
+    check "$WORK/b" "$q" '' '' bob
+    check "$WORK/a" "$q" t-two '' alice
+  done
+  run cat "$WORK/a/search/secret"
+  assert_output ''
+  run grep -c '"user_id":"bob"' "$MNT/search/customer"
+  assert_output 1
+  run cat "$WORK/a/threads/t-bob/search/refused"
+  assert_failure
+  assert_output --partial 'No such file'
+}
+
+@test "search: rows a foreign writer updates or deletes after a search are never shown stale" {
+  check "$MNT" 'refused'
+  check "$MNT" 'yak-77'
+  check "$MNT" 'filler 3'
+  if ! on_pg; then
+    run store_sql "SELECT value >= 384 FROM runfs_meta WHERE key = 'search_upto'"
+    assert_output 1 # the bulk rows' blocks are in the index
+  fi
+  foreign "UPDATE run_events SET content = replace(content, 'Connection refused (111)', 'yak-77 now') WHERE thread_id = 'T-deer' AND seq = 1"
+  foreign "DELETE FROM run_events WHERE thread_id = 't-one' AND seq = 4"
+  foreign "UPDATE run_events SET event_metadata = '{\"caller\": \"yak-77\"}' WHERE thread_id = 'T-deer' AND seq = 3"
+  run cat "$MNT/search/yak-77"
+  assert_equal "$(printf '%s\n' "$output" | grep -c .)" 2
+  check "$MNT" 'refused'
+  check "$MNT" 'yak-77'
+  check "$MNT" 'needle'
+  # Bulk rows in indexed blocks, changed and deleted, and a deleted top row's id reused.
+  foreign "UPDATE run_events SET content = 'now yak-77' WHERE thread_id = 'T-bulk' AND seq IN (5, 250)"
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq IN (97, 300, 400)"
+  check "$MNT" 'yak-77'
+  check "$MNT" 'refused'
+  check "$MNT" 'filler 3'
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('T-bulk','run-4',NULL,'llm.error','trace','reused yak-77','{}',401,'2026-03-04 07:00:00.000000')"
+  check "$MNT" 'yak-77'
+  # A row added by DeerFlow after the index was brought up to date is found too.
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('T-deer','run-1',NULL,'llm.error','trace','late yak-77 row','{}',9,'2026-03-04 07:00:00.000000')"
+  check "$MNT" 'yak-77'
+  check "$MNT" 'yak-77' T-deer run-1
+}
+
+@test "search: bad queries are EINVAL or ENAMETOOLONG, with the reason in rejects.jsonl" {
+  run cat "$MNT/search/\"unbalanced quote"
+  assert_failure
+  assert_output --partial 'Invalid argument'
+  run tail -n 1 "$MNT/.runfs/rejects.jsonl"
+  assert_output --partial 'unbalanced quote'
+  assert_output --partial '"errno":"EINVAL"'
+  run cat "$MNT/threads/t-one/search/a\"b"
+  assert_output --partial 'Invalid argument'
+  run cat "$MNT/search/   "
+  assert_output --partial 'Invalid argument'
+  run tail -n 1 "$MNT/.runfs/rejects.jsonl"
+  assert_output --partial 'no terms'
+  run cat "$MNT/search/$(printf 'a%.0s' $(seq 256))"
+  assert_failure
+  assert_output --partial 'File name too long'
+  run "$RUNFS" search "$STORE" '"x'
+  assert_failure
+  assert_output --partial 'unbalanced quote'
+  run "$RUNFS" search "$STORE" "$(printf 'a%.0s' $(seq 256))"
+  assert_failure
+  assert_output --partial 'at most 255 bytes'
+  run cat "$MNT/threads/no-such/search/x"
+  assert_output --partial 'No such file'
+}
+
+@test "search: a read-only mount answers the same and writes nothing to the store" {
+  local before
+  before=$(store_snapshot)
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$WORK/ro" -o ro
+  local q
+  for q in 'connection refused' 'é' 'type:llm.*' 'ünïcode'; do
+    check "$WORK/ro" "$q"
+    check "$WORK/ro" "$q" T-deer
+  done
+  assert_equal "$(store_snapshot)" "$before"
+  if on_pg; then
+    run store_sql "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'runfs_search%'"
+  else
+    run store_sql "SELECT count(*) FROM sqlite_master WHERE name LIKE 'runfs_search%'"
+  fi
+  assert_output 0
+}
+
+@test "search: a --thread sandbox searches its thread only" {
+  runfs_mount "$STORE" "$WORK/one" --thread t-one
+  check "$WORK/one" 'refused' t-one
+  ref refused t-one > "$WORK/want"
+  cmp "$WORK/want" "$WORK/one/search/refused"
+  run grep -c 't-two\|T-deer\|t-bob' "$WORK/one/search/refused"
+  assert_output 0
+  run cat "$WORK/one/threads/T-deer/search/refused"
+  assert_failure
+  assert_output --partial 'No such file'
+}
