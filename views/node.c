@@ -11,12 +11,34 @@ static const char *const root_entries[] = {"README", "contract.json", ".runfs", 
 static const char *const changes_entries[] = {"since", "follow", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
 /* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
-static const char *const thread_entries[] = {
-    "events.jsonl", "messages.jsonl", "history.jsonl", "transcript.md", "message-count", "seq",
-    "runs",         "since",          "message-seqs",  "ai-runs",       "search",        NULL};
-static const char *const run_entries[] = {
-    "events.jsonl",        "messages.jsonl",         "once",         "types",     "tasks",  "since",
-    "last-visible-ai-seq", "workspace-changes.json", "receipt.json", "seal.json", "search", NULL};
+static const char *const thread_entries[] = {"events.jsonl",
+                                             "messages.jsonl",
+                                             "history.jsonl",
+                                             "transcript.md",
+                                             "message-count",
+                                             "seq",
+                                             "runs",
+                                             "since",
+                                             "message-seqs",
+                                             "ai-runs",
+                                             "search",
+                                             "stats.json",
+                                             NULL};
+static const char *const run_entries[] = {"events.jsonl",
+                                          "messages.jsonl",
+                                          "once",
+                                          "types",
+                                          "tasks",
+                                          "since",
+                                          "last-visible-ai-seq",
+                                          "workspace-changes.json",
+                                          "receipt.json",
+                                          "seal.json",
+                                          "search",
+                                          "stats.json",
+                                          "timeline.svg",
+                                          "otel.json",
+                                          NULL};
 static const char *const no_entries[] = {NULL};
 
 typedef struct fixed_child {
@@ -61,6 +83,10 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "receipt.json", RFS_R_RECEIPT},
     {RFS_RUN, "seal.json", RFS_R_SEAL},
     {RFS_RUN, "follow.jsonl", RFS_R_FOLLOW},
+    {RFS_THREAD, "stats.json", RFS_T_STATS},
+    {RFS_RUN, "stats.json", RFS_R_STATS},
+    {RFS_RUN, "timeline.svg", RFS_R_TIMELINE},
+    {RFS_RUN, "otel.json", RFS_R_OTEL},
 };
 
 void rfs_node_root(rfs_node *out)

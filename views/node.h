@@ -37,6 +37,7 @@ typedef enum rfs_kind {
     RFS_T_MSGSEQ,
     RFS_T_AIRUN_DIR,
     RFS_T_AIRUN,
+    RFS_T_STATS,
     RFS_RUNS,
     RFS_RUN,
     RFS_R_EVENTS,
@@ -60,6 +61,9 @@ typedef enum rfs_kind {
     RFS_T_SEARCH,
     RFS_R_SEARCH_DIR,
     RFS_R_SEARCH,
+    RFS_R_STATS,
+    RFS_R_TIMELINE,
+    RFS_R_OTEL,
 } rfs_kind;
 
 #define RFS_NAME_MAX 255

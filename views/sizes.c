@@ -7,12 +7,15 @@
 #include "sizes.h"
 
 #define BUCKETS 1024
-#define MAX_ENTRIES 8192 /* past this the table starts over: sizes are cheap to redo */
+#define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
+#define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
+#define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 
 typedef struct entry {
     struct entry *next;
     rs_log_info token;
     int64_t size;
+    char *doc; /* the rendering itself (NULL: only its size is kept) */
     char key[];
 } entry;
 
@@ -20,6 +23,7 @@ struct rfs_sizes {
     pthread_mutex_t lock;
     entry *bucket[BUCKETS];
     size_t count;
+    size_t doc_bytes;
 };
 
 int rfs_sizes_new(rfs_sizes **out)
@@ -38,9 +42,11 @@ static void clear(rfs_sizes *c)
         while (c->bucket[i]) {
             entry *e = c->bucket[i];
             c->bucket[i] = e->next;
+            free(e->doc);
             free(e);
         }
     c->count = 0;
+    c->doc_bytes = 0;
 }
 
 void rfs_sizes_free(rfs_sizes *c)
@@ -82,10 +88,46 @@ int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64
     return found;
 }
 
+int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&c->lock);
+    for (entry *e = c->bucket[hash(key)]; e; e = e->next)
+        if (strcmp(e->key, key) == 0) {
+            found = e->doc && same_token(&e->token, token) &&
+                    rs_buf_add(out, e->doc, (size_t)e->size) == 0;
+            break;
+        }
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size, char *doc);
+
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size)
 {
-    size_t h = hash(key);
     pthread_mutex_lock(&c->lock);
+    put(c, key, token, size, NULL);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void rfs_sizes_put_doc(rfs_sizes *c, const char *key, const rs_log_info *token, const char *doc,
+                       size_t len)
+{
+    char *copy = len <= DOC_MAX ? malloc(len ? len : 1) : NULL;
+    if (copy)
+        memcpy(copy, doc, len);
+    pthread_mutex_lock(&c->lock);
+    if (copy && c->doc_bytes + len > DOCS_MAX)
+        clear(c);
+    put(c, key, token, (int64_t)len, copy);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Under c->lock. doc: a copy the table takes (NULL: none). */
+static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size, char *doc)
+{
+    size_t h = hash(key);
     entry *e = c->bucket[h];
     while (e && strcmp(e->key, key) != 0)
         e = e->next;
@@ -95,14 +137,22 @@ void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int6
         size_t n = strlen(key);
         if ((e = malloc(sizeof *e + n + 1))) {
             memcpy(e->key, key, n + 1);
+            e->doc = NULL;
             e->next = c->bucket[h];
             c->bucket[h] = e;
             c->count++;
         }
     }
-    if (e) {
-        e->token = *token;
-        e->size = size;
+    if (!e) {
+        free(doc);
+        return;
     }
-    pthread_mutex_unlock(&c->lock);
+    if (e->doc)
+        c->doc_bytes -= (size_t)e->size;
+    free(e->doc);
+    e->doc = doc;
+    if (doc)
+        c->doc_bytes += (size_t)size;
+    e->token = *token;
+    e->size = size;
 }

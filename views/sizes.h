@@ -15,5 +15,11 @@ void rfs_sizes_free(rfs_sizes *c);
 /* 1 with *size set when key was stored with an equal token, else 0. */
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);
+/* A small document kept whole with its size (bounded: a large one keeps only its size), so
+ * the open after the stat that rendered it does not render it again. 1 with the bytes
+ * appended to out when key was stored with an equal token and its bytes, else 0. */
+int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out);
+void rfs_sizes_put_doc(rfs_sizes *c, const char *key, const rs_log_info *token, const char *doc,
+                       size_t len);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jline.h"
 #include "transcript.h"
 
 /* Calls waiting for their result; past this many the oldest is shown without one, so a
@@ -75,137 +76,11 @@ void rfs_transcript_free(rfs_transcript *t)
     free(t);
 }
 
-/* ---- reading a canonical line ----
- * Records are canonical JSON (compact, valid, strings escaped only for '"', '\\' and control
- * characters), so a value is found by walking bytes: no tree per record. */
-
-/* A value's bytes inside the line; p NULL when absent. */
-typedef struct span {
-    const char *p;
-    size_t n;
-} span;
-
-/* Just past the closing quote of the string whose body starts at p. */
-static const char *string_close(const char *p, const char *end)
-{
-    for (;;) {
-        const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q)
-            return end;
-        const char *b = q;
-        while (b > p && b[-1] == '\\')
-            b--;
-        if (((q - b) & 1) == 0)
-            return q + 1;
-        p = q + 1;
-    }
-}
-
-/* Length of the value starting at v (end bounds it). */
-static size_t value_len(const char *v, const char *end)
-{
-    const char *p = v;
-    if (*p == '"')
-        return (size_t)(string_close(p + 1, end) - v);
-    if (*p != '{' && *p != '[') {
-        while (p < end && *p != ',' && *p != '}' && *p != ']')
-            p++;
-        return (size_t)(p - v);
-    }
-    for (int depth = 0; p < end; p++) {
-        if (*p == '"')
-            p = string_close(p + 1, end) - 1;
-        else if (*p == '{' || *p == '[')
-            depth++;
-        else if ((*p == '}' || *p == ']') && --depth == 0)
-            return (size_t)(p + 1 - v);
-    }
-    return (size_t)(end - v);
-}
-
-/* The next element of an array or member of an object after *at (on the opening bracket or
- * a value's end): 1 with *key (objects only; its literal) and *val set, 0 at the end. */
-static int next_item(span c, const char **at, span *key, span *val)
-{
-    const char *p = *at, *end = c.p + c.n;
-    p += *p == ',' || *p == '{' || *p == '[';
-    if (p >= end || *p == '}' || *p == ']')
-        return 0;
-    if (c.p[0] == '{') {
-        key->p = p;
-        key->n = value_len(p, end);
-        p += key->n + 1;
-    }
-    val->p = p;
-    val->n = value_len(p, end);
-    *at = p + val->n;
-    return 1;
-}
-
-/* The first members of object o named names[0..n) (plain ASCII) into vals, in one walk. */
-static void members(span o, const char *const *names, span *vals, int n)
-{
-    span key, val;
-    const char *at = o.p;
-    int left = n;
-    memset(vals, 0, (size_t)n * sizeof *vals);
-    if (!o.p || o.p[0] != '{')
-        return;
-    while (left && next_item(o, &at, &key, &val))
-        for (int i = 0; i < n; i++)
-            if (!vals[i].p && key.n == strlen(names[i]) + 2 &&
-                memcmp(key.p + 1, names[i], key.n - 2) == 0) {
-                vals[i] = val;
-                left--;
-                break;
-            }
-}
-
-/* The first member named name of object o. */
-static span member(span o, const char *name)
-{
-    span v;
-    members(o, &name, &v, 1);
-    return v;
-}
-
-static int is(span v, char kind)
-{
-    return v.p && v.p[0] == kind;
-}
-
-/* The text of string literal s; one_line: newlines as the two characters \n, CRs dropped
- * (canonical strings hold neither raw: both arrive escaped). */
-static int add_text(rs_buf *out, span s, int one_line)
-{
-    const char *p = s.p + 1, *end = s.p + s.n - 1;
-    int rc = 0;
-    while (!rc && p < end) {
-        const char *bs = memchr(p, '\\', (size_t)(end - p));
-        if (!bs)
-            return rs_buf_add(out, p, (size_t)(end - p));
-        if ((rc = rs_buf_add(out, p, (size_t)(bs - p))))
-            break;
-        char c = bs[1];
-        p = bs + 2;
-        if (c == 'u') { /* only control characters are \u-escaped */
-            c = (char)strtol((char[]){bs[4], bs[5], 0}, NULL, 16);
-            p = bs + 6;
-        } else if (c != '"' && c != '\\' && c != '/') {
-            c = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : '\t';
-        }
-        rc = one_line && c == '\n'   ? rs_buf_addlit(out, "\\n")
-             : one_line && c == '\r' ? 0
-                                     : rs_buf_addch(out, c);
-    }
-    return rc;
-}
-
 /* A string as a C string (NULL when v is no string). */
-static char *text_of(span v)
+static char *text_of(rfs_span v)
 {
     rs_buf b = RS_BUF_INIT;
-    if (!is(v, '"') || add_text(&b, v, 0)) {
+    if (!rfs_jl_is(v, '"') || rfs_jl_text(&b, v, 0)) {
         rs_buf_release(&b);
         return NULL;
     }
@@ -214,12 +89,12 @@ static char *text_of(span v)
 
 /* Canonical bytes print as cJSON prints the value, but for numbers other than small
  * integers (1.50, 1e5, -0 and the like, which cJSON rewrites). */
-static int prints_as_is(span v)
+static int prints_as_is(rfs_span v)
 {
     const char *p = v.p, *end = v.p + v.n;
     while (p < end) {
         if (*p == '"') {
-            p += value_len(p, end);
+            p += rfs_jl_value_len(p, end);
             continue;
         }
         if (*p != '-' && (*p < '0' || *p > '9')) {
@@ -239,7 +114,7 @@ static int prints_as_is(span v)
 }
 
 /* A value as JSON text, as cJSON prints it. */
-static int add_json(rs_buf *out, span v)
+static int add_json(rs_buf *out, rfs_span v)
 {
     if (prints_as_is(v))
         return rs_buf_add(out, v.p, v.n);
@@ -254,22 +129,22 @@ static int add_json(rs_buf *out, span v)
 }
 
 /* A JSON value as text: a string as itself, parts lists by their text, the rest as JSON. */
-static int add_value(rs_buf *out, span v, int one_line)
+static int add_value(rs_buf *out, rfs_span v, int one_line)
 {
-    if (!v.p || is(v, 'n'))
+    if (!v.p || rfs_jl_is(v, 'n'))
         return 0;
-    if (is(v, '"'))
-        return add_text(out, v, one_line);
-    if (is(v, '[')) {
+    if (rfs_jl_is(v, '"'))
+        return rfs_jl_text(out, v, one_line);
+    if (rfs_jl_is(v, '[')) {
         int texts = 0, rc = 0;
-        span key, part;
+        rfs_span key, part;
         const char *at = v.p;
-        while (next_item(v, &at, &key, &part)) {
-            span text = member(part, "text");
-            if (!is(text, '"'))
+        while (rfs_jl_next(v, &at, &key, &part)) {
+            rfs_span text = rfs_jl_member(part, "text");
+            if (!rfs_jl_is(text, '"'))
                 continue;
             if ((texts++ && (rc = rs_buf_addch(out, one_line ? ' ' : '\n'))) ||
-                (rc = add_text(out, text, one_line)))
+                (rc = rfs_jl_text(out, text, one_line)))
                 return rc;
         }
         if (texts)
@@ -279,9 +154,9 @@ static int add_value(rs_buf *out, span v, int one_line)
 }
 
 /* The text of a string member (NULL when absent or not a string), freed by the caller. */
-static char *str_of(span obj, const char *key)
+static char *str_of(rfs_span obj, const char *key)
 {
-    return text_of(member(obj, key));
+    return text_of(rfs_jl_member(obj, key));
 }
 
 static int flush_calls(rfs_transcript *t, rs_buf *out, size_t keep)
@@ -302,20 +177,20 @@ static int header(rfs_transcript *t, rs_buf *out)
     return rs_buf_addf(out, "# Thread %s\n", t->thread_id);
 }
 
-static span whole(const rs_buf *b)
+static rfs_span whole(const rs_buf *b)
 {
-    return (span){b->len ? b->buf : NULL, b->len};
+    return (rfs_span){b->len ? b->buf : NULL, b->len};
 }
 
 /* The run's heading; terminal: the line of its first run.terminal (p NULL: ask for it). */
-static int heading(rfs_transcript *t, span terminal, rs_buf *out)
+static int heading(rfs_transcript *t, rfs_span terminal, rs_buf *out)
 {
     rs_buf asked = RS_BUF_INIT;
     int rc = terminal.p ? 0 : t->status(t->ctx, t->run_id, &asked);
-    span line = terminal.p ? terminal : whole(&asked);
+    rfs_span line = terminal.p ? terminal : whole(&asked);
     if (line.n && line.p[line.n - 1] == '\n')
         line.n--;
-    char *status = rc ? NULL : str_of(member(line, "content"), "status");
+    char *status = rc ? NULL : str_of(rfs_jl_member(line, "content"), "status");
     int bad = status && strcmp(status, "success") != 0;
     if (!rc)
         rc = rs_buf_addf(out, "\n## Run %s (%s)%s\n\n", t->run_id,
@@ -326,7 +201,7 @@ static int heading(rfs_transcript *t, span terminal, rs_buf *out)
 }
 
 /* The held rendering goes out behind its heading. */
-static int release(rfs_transcript *t, span terminal, rs_buf *out)
+static int release(rfs_transcript *t, rfs_span terminal, rs_buf *out)
 {
     if (!t->holding)
         return 0;
@@ -355,7 +230,7 @@ static int seen_before(rfs_transcript *t, const char *run_id)
 
 static int run_change(rfs_transcript *t, const char *run_id, rs_buf *out)
 {
-    span ask = {0};
+    rfs_span ask = {0};
     int rc = release(t, ask, out);
     if (!rc)
         rc = flush_calls(t, out, 0);
@@ -367,17 +242,17 @@ static int run_change(rfs_transcript *t, const char *run_id, rs_buf *out)
     return 0;
 }
 
-static int tool_calls(rfs_transcript *t, span calls, rs_buf *out)
+static int tool_calls(rfs_transcript *t, rfs_span calls, rs_buf *out)
 {
-    span key, call;
+    rfs_span key, call;
     const char *at = calls.p;
     int rc = 0;
-    while (!rc && next_item(calls, &at, &key, &call)) {
+    while (!rc && rfs_jl_next(calls, &at, &key, &call)) {
         rs_buf text = RS_BUF_INIT;
         char *name = str_of(call, "name"), *id = str_of(call, "id");
         rc = rs_buf_addf(&text, "`%s` ", name ? name : "?");
         if (!rc)
-            rc = add_value(&text, member(call, "args"), 1);
+            rc = add_value(&text, rfs_jl_member(call, "args"), 1);
         if (!rc && !id) {
             rc = rs_buf_addf(out, "- tool %s\n", text.buf);
         } else if (!rc) {
@@ -398,7 +273,7 @@ static int tool_calls(rfs_transcript *t, span calls, rs_buf *out)
     return rc;
 }
 
-static int tool_result(rfs_transcript *t, span content, rs_buf *out)
+static int tool_result(rfs_transcript *t, rfs_span content, rs_buf *out)
 {
     char *id = str_of(content, "tool_call_id");
     int rc = 0;
@@ -412,13 +287,13 @@ static int tool_result(rfs_transcript *t, span content, rs_buf *out)
         rc = rs_buf_addf(out, "- tool result for %s -> ", id ? id : "?");
     }
     free(id);
-    if (rc || (rc = add_value(out, member(content, "content"), 1)))
+    if (rc || (rc = add_value(out, rfs_jl_member(content, "content"), 1)))
         return rc;
     return rs_buf_addch(out, '\n');
 }
 
 /* text: what the message says (its content's content when that is an object). */
-static int message(const char *role, span text, rs_buf *out)
+static int message(const char *role, rfs_span text, rs_buf *out)
 {
     size_t at = out->len;
     int rc = rs_buf_addlit(out, "\n**");
@@ -431,7 +306,7 @@ static int message(const char *role, span text, rs_buf *out)
     return rc;
 }
 
-static int generic(const char *type, span content, const char *mark, rs_buf *out)
+static int generic(const char *type, rfs_span content, const char *mark, rs_buf *out)
 {
     int rc;
     if ((rc = rs_buf_addlit(out, "- ")) || (rc = rs_buf_addstr(out, mark)) ||
@@ -446,13 +321,13 @@ static int render(rfs_transcript *t, const rs_record *rec, rs_buf *out)
     static const char *const top[] = {"content", "metadata"};
     static const char *const inner[] = {"content", "tool_calls"};
     const char *type = rec->event_type;
-    span line = {rec->line, rec->line_len}, v[2], in[2];
+    rfs_span line = {rec->line, rec->line_len}, v[2], in[2];
     while (line.n && line.p[line.n - 1] == '\n')
         line.n--;
-    members(line, top, v, 2);
-    span content = v[0], metadata = v[1];
-    members(content, inner, in, 2);
-    span text = is(content, '{') ? in[0] : content;
+    rfs_jl_members(line, top, v, 2);
+    rfs_span content = v[0], metadata = v[1];
+    rfs_jl_members(content, inner, in, 2);
+    rfs_span text = rfs_jl_is(content, '{') ? in[0] : content;
     if (strcmp(type, "run.start") == 0)
         return 0; /* the run's heading says it */
     if (strcmp(type, "llm.human.input") == 0)
@@ -462,9 +337,9 @@ static int render(rfs_transcript *t, const rs_record *rec, rs_buf *out)
         int rc =
             message(caller && strcmp(caller, "lead_agent") != 0 ? caller : "assistant", text, out);
         free(caller);
-        return rc ? rc : is(in[1], '[') ? tool_calls(t, in[1], out) : 0;
+        return rc ? rc : rfs_jl_is(in[1], '[') ? tool_calls(t, in[1], out) : 0;
     }
-    if (strcmp(type, "llm.tool.result") == 0 && is(content, '{'))
+    if (strcmp(type, "llm.tool.result") == 0 && rfs_jl_is(content, '{'))
         return tool_result(t, content, out);
     if (strcmp(type, "llm.error") == 0 || strcmp(type, "run.error") == 0)
         return generic(type, content, "**[error]** ", out);
@@ -490,16 +365,16 @@ int rfs_transcript_feed(rfs_transcript *t, const rs_record *rec, rs_buf *out)
         return rc;
     if (strcmp(rec->event_type, "run.terminal") == 0) {
         /* The run's first terminal (it was not met before): its status is known. */
-        span line = {rec->line, rec->line_len};
+        rfs_span line = {rec->line, rec->line_len};
         return release(t, line, out);
     }
-    span ask = {0};
+    rfs_span ask = {0};
     return t->held.len > HELD_MAX ? release(t, ask, out) : 0;
 }
 
 int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
 {
-    span ask = {0};
+    rfs_span ask = {0};
     int rc = header(t, out);
     if (!rc)
         rc = release(t, ask, out);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "changes.h"
+#include "glance_views.h"
+#include "otel.h"
 #include "search_view.h"
 #include "sizes.h"
 #include "transcript.h"
@@ -82,6 +84,7 @@ struct rfs_reader {
     int finished;               /* transcript.md: its end was rendered */
     rs_store *store;            /* the store of the read in progress */
     rs_history *history;        /* history.jsonl: its hidden runs, computed once per pass */
+    rfs_otel *otel;             /* otel.json: the rendering state */
 };
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -180,6 +183,9 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_WORKSPACE: return rs_store_workspace_changes(s, &t, out, err);
     case RFS_R_RECEIPT: return rs_store_receipt(s, &t, out, err);
     case RFS_R_SEAL: return rs_store_seal_read(s, &t, out, err);
+    case RFS_T_STATS:
+    case RFS_R_STATS:
+    case RFS_R_TIMELINE: return rfs_glance_render(s, n->kind, &t, out, err);
     default: return -EISDIR;
     }
 }
@@ -198,6 +204,7 @@ static rfs_shape shape_of(rfs_kind k)
     case RFS_R_TYPE:
     case RFS_R_TASK:
     case RFS_R_SINCE:
+    case RFS_R_OTEL:
     case RFS_T_TRANSCRIPT: return RFS_SHAPE_STREAM;
     case RFS_T_FOLLOW:
     case RFS_R_FOLLOW:
@@ -242,6 +249,7 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
         q.after_seq = n->num > after_seq ? n->num : after_seq;
         break;
     case RFS_R_EVENTS:
+    case RFS_R_OTEL:
     case RFS_R_FOLLOW: q.run_id = n->run_id; break;
     case RFS_T_EVENTS:
     case RFS_T_FOLLOW:
@@ -294,16 +302,25 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    int cache = token && sc->sizes && (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE);
+    int glance = rfs_glance_kind(n->kind);
+    int cache = token && sc->sizes &&
+                (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || glance);
     int rc = cache ? size_key(sc, n, &key) : 0;
-    if (!rc && !doc && cache && rfs_sizes_get(sc->sizes, key.buf, token, &st->size)) {
+    if (!rc && cache &&
+        (doc ? glance && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
+             : rfs_sizes_get(sc->sizes, key.buf, token, &st->size))) {
+        st->size = doc ? (int64_t)doc->len : st->size;
         rs_buf_release(&key);
         return 0;
     }
     if (!rc)
         rc = render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
-    if (!rc && cache)
+    /* The views of a run at a glance keep their bytes too: the open after a stat reads
+     * them instead of scanning the run again. */
+    if (!rc && cache && glance)
+        rfs_sizes_put_doc(sc->sizes, key.buf, token, out->buf, out->len);
+    else if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);
     rs_buf_release(&key);
     rs_buf_release(&scratch);
@@ -437,6 +454,7 @@ void rfs_reader_free(rfs_reader *r)
     if (!r)
         return;
     rfs_transcript_free(r->transcript);
+    rfs_otel_free(r->otel);
     rs_buf_release(&r->doc);
     rs_buf_release(&r->pending);
     rs_history_free(r->history);
@@ -512,9 +530,11 @@ static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
 static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err)
 {
     int rc = 0;
-    int transcript = r->node.kind == RFS_T_TRANSCRIPT;
+    int transcript = r->node.kind == RFS_T_TRANSCRIPT, otel = r->node.kind == RFS_R_OTEL;
     if (transcript && !r->transcript &&
         (rc = rfs_transcript_new(&r->transcript, r->node.thread_id, run_terminal, r)))
+        return rc;
+    if (otel && !r->otel && (rc = rfs_otel_new(&r->otel, r->node.thread_id, r->node.run_id)))
         return rc;
     r->store = s;
     if (r->node.kind == RFS_T_HISTORY && !r->history &&
@@ -535,6 +555,7 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
             rows++;
             r->last_seq = rec->seq;
             rc = transcript ? rfs_transcript_feed(r->transcript, rec, &r->pending)
+                 : otel     ? rfs_otel_feed(r->otel, rec, &r->pending)
                             : rs_buf_add(&r->pending, rec->line, rec->line_len);
             if (rc)
                 break;
@@ -542,9 +563,10 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
         rs_cursor_free(c);
         if (rc < 0)
             return rc;
-        if (end && transcript && !r->finished) {
+        if (end && (transcript || otel) && !r->finished) {
             r->finished = 1;
-            if ((rc = rfs_transcript_finish(r->transcript, &r->pending)))
+            if ((rc = transcript ? rfs_transcript_finish(r->transcript, &r->pending)
+                                 : rfs_otel_finish(r->otel, &r->pending)))
                 return rc;
             continue;
         }
@@ -577,6 +599,8 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->finished = 0;
         rfs_transcript_free(r->transcript);
         r->transcript = NULL;
+        rfs_otel_free(r->otel);
+        r->otel = NULL;
         rs_history_free(r->history); /* a new pass sees the runs as they are now */
         r->history = NULL;
         rs_buf_reset(&r->pending);
@@ -600,34 +624,41 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     int give = how && how->bytes;
     rfs_reader r = {
         .node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
-    int transcript = n->kind == RFS_T_TRANSCRIPT;
+    int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
     rs_cursor *c;
-    int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r) : 0;
+    int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r)
+             : otel     ? rfs_otel_new(&r.otel, n->thread_id, n->run_id)
+                        : 0;
     if (rc || (rc = stream_open(s, sc, n, 0, 0, NULL, &c, err))) {
         rfs_transcript_free(r.transcript);
+        rfs_otel_free(r.otel);
         return rc;
     }
     const rs_record *rec;
     *size = 0;
     while ((rc = rs_cursor_next(c, &rec)) == 1) {
-        if (!transcript) {
+        if (!transcript && !otel) {
             *size += (int64_t)rec->line_len;
             give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
             continue;
         }
-        if ((rc = rfs_transcript_feed(r.transcript, rec, &r.pending)))
+        if ((rc = transcript ? rfs_transcript_feed(r.transcript, rec, &r.pending)
+                             : rfs_otel_feed(r.otel, rec, &r.pending)))
             break;
         *size += (int64_t)r.pending.len;
         give = give && how->bytes(how->ctx, r.pending.buf, r.pending.len) == 0;
         rs_buf_reset(&r.pending);
     }
     rs_cursor_free(c);
-    if (rc == 0 && transcript && !(rc = rfs_transcript_finish(r.transcript, &r.pending))) {
+    if (rc == 0 && (transcript || otel) &&
+        !(rc = transcript ? rfs_transcript_finish(r.transcript, &r.pending)
+                          : rfs_otel_finish(r.otel, &r.pending))) {
         *size += (int64_t)r.pending.len;
         if (give)
             how->bytes(how->ctx, r.pending.buf, r.pending.len);
     }
     rfs_transcript_free(r.transcript);
+    rfs_otel_free(r.otel);
     rs_buf_release(&r.pending);
     return rc;
 }

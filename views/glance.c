@@ -1,0 +1,438 @@
+/* glance.c — see glance.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glance.h"
+
+const char *const rfs_usage_names[RFS_USAGE_N] = {"input_tokens", "output_tokens", "total_tokens"};
+
+static void read_usage(rfs_span usage, int64_t *out)
+{
+    rfs_span v[RFS_USAGE_N];
+    rfs_jl_members(usage, rfs_usage_names, v, RFS_USAGE_N);
+    for (int i = 0; i < RFS_USAGE_N; i++)
+        if (!rfs_jl_count(v[i], &out[i]))
+            out[i] = -1;
+}
+
+void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
+{
+    static const char *const top[] = {"content", "metadata", "created_at"};
+    memset(ev, 0, sizeof *ev);
+    ev->rec = rec;
+    ev->latency_ms = -1;
+    for (int i = 0; i < RFS_USAGE_N; i++)
+        ev->usage[i] = -1;
+    rfs_span v[3];
+    rfs_jl_members(rfs_jl_line(rec), top, v, 3);
+    ev->content = v[0];
+    ev->metadata = v[1];
+    ev->created_at = v[2];
+    if (rfs_jl_time_us(v[2], &ev->t_us))
+        ev->t_us = 0;
+    const char *type = rec->event_type;
+    if (strcmp(type, "llm.ai.response") == 0) {
+        static const char *const meta[] = {"usage", "latency_ms"};
+        static const char *const content[] = {"tool_calls", "response_metadata"};
+        rfs_span m[2], c[2];
+        ev->kind = RFS_EV_MODEL;
+        rfs_jl_members(ev->metadata, meta, m, 2);
+        rfs_jl_members(ev->content, content, c, 2);
+        read_usage(m[0], ev->usage);
+        if (!rfs_jl_count(m[1], &ev->latency_ms))
+            ev->latency_ms = -1;
+        if (rfs_jl_is(c[0], '['))
+            ev->tool_calls = c[0];
+        rfs_span model = rfs_jl_member(c[1], "model_name");
+        if (rfs_jl_is(model, '"'))
+            ev->model = model;
+    } else if (strcmp(type, "llm.tool.result") == 0) {
+        static const char *const content[] = {"tool_call_id", "status"};
+        rfs_span c[2];
+        ev->kind = RFS_EV_RESULT;
+        rfs_jl_members(ev->content, content, c, 2);
+        if (rfs_jl_is(c[0], '"'))
+            ev->call_id = c[0];
+        ev->error = rfs_jl_str_is(c[1], "error");
+    } else if (strcmp(type, "subagent.start") == 0 || strcmp(type, "subagent.end") == 0) {
+        ev->kind = type[9] == 's' ? RFS_EV_TASK_START : RFS_EV_TASK_END;
+        rfs_span id = rfs_jl_member(ev->metadata, "task_id");
+        if (rfs_jl_is(id, '"'))
+            ev->task_id = id;
+        if (ev->kind == RFS_EV_TASK_END) {
+            static const char *const content[] = {"status", "usage", "model_name"};
+            rfs_span c[3];
+            rfs_jl_members(ev->content, content, c, 3);
+            if (rfs_jl_is(c[0], '"'))
+                ev->status = c[0];
+            read_usage(c[1], ev->usage);
+            if (rfs_jl_is(c[2], '"'))
+                ev->model = c[2];
+        }
+    } else if (strcmp(type, "run.terminal") == 0) {
+        ev->kind = RFS_EV_TERMINAL;
+        rfs_span st = rfs_jl_member(ev->content, "status");
+        if (rfs_jl_is(st, '"'))
+            ev->status = st;
+    } else if (strcmp(type, "run.error") == 0 || strcmp(type, "llm.error") == 0) {
+        ev->kind = RFS_EV_ERROR;
+    } else if (strncmp(type, "middleware:", 11) == 0) {
+        ev->kind = RFS_EV_MIDDLEWARE;
+        ev->tag = type + 11;
+    }
+}
+
+/* ---- the map ---- */
+
+typedef struct map_entry {
+    size_t hnext; /* index + 1 of the next entry in the bucket; 0: none */
+    uint64_t hash;
+    char *key;
+    size_t len;
+} map_entry;
+
+struct rfs_map {
+    size_t val_size;
+    map_entry *entries;
+    char *vals;
+    size_t count, cap;
+    size_t *bucket; /* index + 1 of each bucket's first entry */
+    size_t nbuckets;
+};
+
+static uint64_t fnv(const char *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+int rfs_map_new(rfs_map **out, size_t val_size)
+{
+    rfs_map *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    m->val_size = val_size;
+    *out = m;
+    return 0;
+}
+
+void rfs_map_free(rfs_map *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->count; i++)
+        free(m->entries[i].key);
+    free(m->entries);
+    free(m->vals);
+    free(m->bucket);
+    free(m);
+}
+
+static int rehash(rfs_map *m)
+{
+    size_t n = m->nbuckets ? m->nbuckets * 4 : 64;
+    size_t *b = calloc(n, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->count; i++) {
+        size_t h = (size_t)(m->entries[i].hash % n);
+        m->entries[i].hnext = b[h];
+        b[h] = i + 1;
+    }
+    free(m->bucket);
+    m->bucket = b;
+    m->nbuckets = n;
+    return 0;
+}
+
+void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create)
+{
+    uint64_t h = fnv(key, len);
+    if (m->nbuckets)
+        for (size_t i = m->bucket[h % m->nbuckets]; i; i = m->entries[i - 1].hnext) {
+            map_entry *e = &m->entries[i - 1];
+            if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
+                return m->vals + (i - 1) * m->val_size;
+        }
+    if (!create)
+        return NULL;
+    if (m->count == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        map_entry *e = realloc(m->entries, cap * sizeof *e);
+        if (!e)
+            return NULL;
+        m->entries = e;
+        char *v = realloc(m->vals, cap * m->val_size);
+        if (!v)
+            return NULL;
+        m->vals = v;
+        m->cap = cap;
+    }
+    if (m->count + 1 > m->nbuckets && rehash(m))
+        return NULL;
+    char *k = malloc(len + 1);
+    if (!k)
+        return NULL;
+    memcpy(k, key, len);
+    k[len] = '\0';
+    size_t i = m->count++;
+    size_t b = (size_t)(h % m->nbuckets);
+    m->entries[i] = (map_entry){.hnext = m->bucket[b], .hash = h, .key = k, .len = len};
+    m->bucket[b] = i + 1;
+    void *v = m->vals + i * m->val_size;
+    memset(v, 0, m->val_size);
+    return v;
+}
+
+void *rfs_map_get_text(rfs_map *m, rfs_span s, int create)
+{
+    rs_buf key = RS_BUF_INIT;
+    void *v = rfs_jl_text(&key, s, 0) ? NULL : rfs_map_get(m, key.buf, key.len, create);
+    rs_buf_release(&key);
+    return v;
+}
+
+size_t rfs_map_count(const rfs_map *m)
+{
+    return m->count;
+}
+
+int rfs_map_sorted(const rfs_map *m, size_t **sorted)
+{
+    size_t *idx = malloc((m->count ? m->count : 1) * sizeof *idx);
+    if (!idx)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->count; i++)
+        idx[i] = i;
+    /* An insertion sort keeps qsort's global comparator context out of threads: the maps
+     * sorted are the few names of one run, so the quadratic case is small. */
+    for (size_t i = 1; i < m->count; i++) {
+        size_t v = idx[i], j = i;
+        const map_entry *x = &m->entries[v];
+        while (j > 0) {
+            const map_entry *y = &m->entries[idx[j - 1]];
+            size_t n = x->len < y->len ? x->len : y->len;
+            int c = memcmp(y->key, x->key, n);
+            if (c < 0 || (c == 0 && y->len <= x->len))
+                break;
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+    *sorted = idx;
+    return 0;
+}
+
+const char *rfs_map_key(const rfs_map *m, size_t i, size_t *len)
+{
+    if (len)
+        *len = m->entries[i].len;
+    return m->entries[i].key;
+}
+
+void *rfs_map_val(const rfs_map *m, size_t i)
+{
+    return m->vals + i * m->val_size;
+}
+
+/* ---- calls ---- */
+
+struct rfs_calls {
+    rfs_call *first, *last; /* waiting calls, call order */
+    rfs_call **bucket;
+    size_t nbuckets, count;
+};
+
+int rfs_calls_new(rfs_calls **out)
+{
+    rfs_calls *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *out = c;
+    return 0;
+}
+
+void rfs_call_free(rfs_call *call)
+{
+    if (!call)
+        return;
+    free(call->id);
+    free(call->name);
+    free(call);
+}
+
+void rfs_calls_free(rfs_calls *c)
+{
+    if (!c)
+        return;
+    while (c->first) {
+        rfs_call *n = c->first->next;
+        rfs_call_free(c->first);
+        c->first = n;
+    }
+    free(c->bucket);
+    free(c);
+}
+
+static int calls_grow(rfs_calls *c)
+{
+    size_t n = c->nbuckets ? c->nbuckets * 4 : 256;
+    rfs_call **b = calloc(n, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    for (rfs_call *k = c->first; k; k = k->next)
+        if (k->id) {
+            size_t h = (size_t)(fnv(k->id, k->id_len) % n);
+            k->hnext = b[h];
+            b[h] = k;
+        }
+    free(c->bucket);
+    c->bucket = b;
+    c->nbuckets = n;
+    return 0;
+}
+
+static char *text_dup(rfs_span s, size_t *len)
+{
+    rs_buf b = RS_BUF_INIT;
+    if (rfs_jl_is(s, '"') && rfs_jl_text(&b, s, 0)) {
+        rs_buf_release(&b);
+        return NULL;
+    }
+    if (b.len == 0 && rs_buf_grow(&b, 1))
+        return NULL;
+    return rs_buf_detach(&b, len);
+}
+
+int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call *call), void *ctx)
+{
+    static const char *const names[] = {"id", "name"};
+    rfs_span key, item, v[2];
+    const char *at = ev->tool_calls.p;
+    int index = 0, rc = 0;
+    while (!rc && ev->tool_calls.p && rfs_jl_next(ev->tool_calls, &at, &key, &item)) {
+        rfs_call *call = calloc(1, sizeof *call);
+        if (!call)
+            return -ENOMEM;
+        rfs_jl_members(item, names, v, 2);
+        call->seq = ev->rec->seq;
+        call->t_us = ev->t_us;
+        call->index = index++;
+        if (rfs_jl_is(v[0], '"') && !(call->id = text_dup(v[0], &call->id_len)))
+            rc = -ENOMEM;
+        if (!rc && !(call->name = text_dup(rfs_jl_is(v[1], '"') ? v[1] : (rfs_span){0}, NULL)))
+            rc = -ENOMEM;
+        if (!rc && c->count + 1 > c->nbuckets)
+            rc = calls_grow(c);
+        if (!rc)
+            rc = fn(ctx, call);
+        if (rc) {
+            rfs_call_free(call);
+            rc = rc < 0 ? rc : 0;
+            continue;
+        }
+        call->prev = c->last;
+        if (c->last)
+            c->last->next = call;
+        else
+            c->first = call;
+        c->last = call;
+        c->count++;
+        if (call->id) {
+            size_t h = (size_t)(fnv(call->id, call->id_len) % c->nbuckets);
+            call->hnext = c->bucket[h];
+            c->bucket[h] = call;
+        }
+    }
+    return rc;
+}
+
+rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
+{
+    if (!ev->call_id.p || !c->nbuckets)
+        return NULL;
+    rs_buf id = RS_BUF_INIT;
+    if (rfs_jl_text(&id, ev->call_id, 0)) {
+        rs_buf_release(&id);
+        return NULL;
+    }
+    /* A bucket holds its newest call first: the oldest of the id is its last match. */
+    rfs_call **slot = &c->bucket[fnv(id.buf, id.len) % c->nbuckets], **found = NULL;
+    for (rfs_call **p = slot; *p; p = &(*p)->hnext)
+        if ((*p)->id_len == id.len && memcmp((*p)->id, id.buf, id.len) == 0)
+            found = p;
+    rs_buf_release(&id);
+    if (!found)
+        return NULL;
+    rfs_call *call = *found;
+    *found = call->hnext;
+    if (call->prev)
+        call->prev->next = call->next;
+    else
+        c->first = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
+    else
+        c->last = call->prev;
+    c->count--;
+    call->prev = call->next = call->hnext = NULL;
+    return call;
+}
+
+rfs_call *rfs_calls_first(rfs_calls *c)
+{
+    return c->first;
+}
+
+/* ---- helpers ---- */
+
+int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
+{
+    size_t chars = 0;
+    int rc = 0;
+    for (size_t i = 0; i < len && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c & 0xC0) != 0x80 && chars++ == max) {
+            return rs_buf_addstr(out, "\xe2\x80\xa6");
+        }
+        switch (c) {
+        case '&': rc = rs_buf_addlit(out, "&amp;"); break;
+        case '<': rc = rs_buf_addlit(out, "&lt;"); break;
+        case '>': rc = rs_buf_addlit(out, "&gt;"); break;
+        case '"': rc = rs_buf_addlit(out, "&quot;"); break;
+        default:
+            rc = c < 0x20 ? (c == '\n' || c == '\t' ? rs_buf_addch(out, ' ') : 0)
+                          : rs_buf_addch(out, (char)c);
+        }
+    }
+    return rc;
+}
+
+/* "N unit" then " M subunit" unless M is 0. */
+static int two_units(rs_buf *out, const char *sign, int64_t n, const char *unit, int64_t m,
+                     const char *sub)
+{
+    int rc = rs_buf_addf(out, "%s%lld %s", sign, (long long)n, unit);
+    return rc || m == 0 ? rc : rs_buf_addf(out, " %lld %s", (long long)m, sub);
+}
+
+int rfs_add_duration(rs_buf *out, int64_t us)
+{
+    const char *sign = us < 0 ? "-" : "";
+    int64_t a = us < 0 ? -us : us, ms = a / 1000, s = ms / 1000;
+    if (ms < 1000)
+        return a < 1000 && a > 0 ? rs_buf_addf(out, "%s%.2f ms", sign, (double)a / 1000.0)
+                                 : rs_buf_addf(out, "%s%lld ms", sign, (long long)ms);
+    if (s < 60)
+        return ms % 1000 ? rs_buf_addf(out, "%s%.1f s", sign, (double)ms / 1000.0)
+                         : rs_buf_addf(out, "%s%lld s", sign, (long long)s);
+    if (s < 3600)
+        return two_units(out, sign, s / 60, "min", s % 60, "s");
+    if (s < 86400)
+        return two_units(out, sign, s / 3600, "h", s % 3600 / 60, "min");
+    return two_units(out, sign, s / 86400, "d", s % 86400 / 3600, "h");
+}

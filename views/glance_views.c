@@ -1,0 +1,63 @@
+/* glance_views.c — see glance_views.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "glance_views.h"
+#include "stats.h"
+#include "timeline.h"
+
+int rfs_glance_kind(rfs_kind kind)
+{
+    return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE;
+}
+
+typedef struct seal_ctx {
+    rs_store *s;
+    const rs_target *t;
+} seal_ctx;
+
+static int seal_of(void *ctx, const char *run_id, rs_buf *out)
+{
+    seal_ctx *c = ctx;
+    rs_target t = {.thread_id = c->t->thread_id, .run_id = run_id, .user = c->t->user};
+    int rc = rs_store_seal_read(c->s, &t, out, NULL);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err)
+{
+    rfs_stats *st = NULL;
+    rfs_timeline *tl = NULL;
+    int run = kind != RFS_T_STATS;
+    int rc = kind == RFS_R_TIMELINE ? rfs_timeline_new(&tl, t->thread_id, t->run_id)
+                                    : rfs_stats_new(&st, t->thread_id, run ? t->run_id : NULL);
+    if (rc)
+        return rs_err_set(err, rc, "out of memory");
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = run ? t->run_id : NULL;
+    q.user = t->user;
+    rs_cursor *c;
+    if (!(rc = rs_store_query(s, &q, &c, err))) {
+        const rs_record *rec;
+        while ((rc = rs_cursor_next(c, &rec)) == 1)
+            if ((rc = tl ? rfs_timeline_feed(tl, rec) : rfs_stats_feed(st, rec)))
+                break;
+        rs_cursor_free(c);
+    }
+    rs_names *names;
+    if (!rc && !run &&
+        !(rc = rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &names, err))) {
+        const char *name;
+        while ((rc = rs_names_next(names, &name)) == 1)
+            if ((rc = rfs_stats_add_run(st, name)))
+                break;
+        rs_names_free(names);
+    }
+    seal_ctx sc = {.s = s, .t = t};
+    if (!rc)
+        rc = tl ? rfs_timeline_finish(tl, out) : rfs_stats_finish(st, seal_of, &sc, out);
+    rfs_timeline_free(tl);
+    rfs_stats_free(st);
+    return rc;
+}

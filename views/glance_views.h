@@ -1,0 +1,15 @@
+/* glance_views.h — the run at a glance as files: stats.json (of a run and of a thread) and
+ * timeline.svg, documents rendered from one pass over the rows (view.c keeps their bytes
+ * until the thread changes); otel.json is a stream (otel.h), rendered as it is read. */
+#ifndef RFS_GLANCE_VIEWS_H
+#define RFS_GLANCE_VIEWS_H
+
+#include "node.h"
+#include "runstore.h"
+
+/* 1 for the documents rendered here (stats.json, timeline.svg). */
+int rfs_glance_kind(rfs_kind kind);
+/* Render document kind of t (t->run_id unused for a thread's stats.json) to out. */
+int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err);
+
+#endif

@@ -1,0 +1,545 @@
+/* timeline.c — see timeline.h. The elements are kept (at most RFS_TIMELINE_MAX), the rows
+ * after them only counted; the picture is drawn at the end, when the run's span is known. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glance.h"
+#include "timeline.h"
+
+typedef enum elem_kind { E_CHAT, E_TOOL, E_TASK, E_MARK } elem_kind;
+
+typedef struct elem {
+    elem_kind kind;
+    int64_t seq, end_seq; /* end_seq: a tool's result, a task's end (0: none) */
+    int64_t start_us, end_us;
+    int closed; /* tools and tasks: their end was met */
+    int error;  /* a tool's result said error */
+    char *label;
+    char *cls;    /* its CSS class: what its colour means */
+    char *detail; /* what the title says beside the times */
+} elem;
+
+struct rfs_timeline {
+    char *thread_id, *run_id;
+    elem *elems;
+    size_t n, cap;
+    int64_t more; /* elements past RFS_TIMELINE_MAX */
+    rfs_calls *calls;
+    rfs_map *tasks; /* task id -> element index + 1 (0: not drawn) */
+    int64_t events, first_us, last_us, min_us, max_us;
+    int64_t model_calls, tools, tool_errors;
+    char *status; /* run.terminal's */
+    int terminal;
+};
+
+int rfs_timeline_new(rfs_timeline **out, const char *thread_id, const char *run_id)
+{
+    rfs_timeline *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    if (!(t->thread_id = strdup(thread_id)) || !(t->run_id = strdup(run_id)) ||
+        rfs_calls_new(&t->calls) || rfs_map_new(&t->tasks, sizeof(int64_t))) {
+        rfs_timeline_free(t);
+        return -ENOMEM;
+    }
+    *out = t;
+    return 0;
+}
+
+void rfs_timeline_free(rfs_timeline *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->elems[i].label);
+        free(t->elems[i].cls);
+        free(t->elems[i].detail);
+    }
+    free(t->elems);
+    rfs_calls_free(t->calls);
+    rfs_map_free(t->tasks);
+    free(t->status);
+    free(t->thread_id);
+    free(t->run_id);
+    free(t);
+}
+
+static char *text_of(rfs_span s)
+{
+    rs_buf b = RS_BUF_INIT;
+    if (!rfs_jl_is(s, '"') || rfs_jl_text(&b, s, 1) || (b.len == 0 && rs_buf_grow(&b, 1))) {
+        rs_buf_release(&b);
+        return NULL;
+    }
+    return rs_buf_detach(&b, NULL);
+}
+
+static char *str(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+/* A new element (NULL past the limit, counted; or on ENOMEM, *rc set). */
+static elem *add(rfs_timeline *t, elem_kind kind, int64_t seq, int64_t start, int64_t end, int *rc)
+{
+    if (t->n >= RFS_TIMELINE_MAX) {
+        t->more++;
+        return NULL;
+    }
+    if (t->n == t->cap && (*rc = rs_array_grow(&t->elems, &t->cap, t->n + 1, sizeof *t->elems)))
+        return NULL;
+    elem *e = &t->elems[t->n++];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->seq = seq;
+    e->start_us = start;
+    e->end_us = end;
+    return e;
+}
+
+/* Fill label, class and detail, owning them (*rc = -ENOMEM when any is missing). */
+static void name(elem *e, char *label, const char *cls, rs_buf *detail, int *rc)
+{
+    e->label = label;
+    e->cls = str(cls);
+    e->detail = rs_buf_detach(detail, NULL);
+    if (!e->label || !e->cls || !e->detail)
+        *rc = -ENOMEM;
+}
+
+static int tool_call(void *ctx, rfs_call *call)
+{
+    rfs_timeline *t = ctx;
+    int rc = 0;
+    t->tools++;
+    elem *e = add(t, E_TOOL, call->seq, call->t_us, call->t_us, &rc);
+    call->user = e ? (int64_t)(e - t->elems) : -1;
+    if (!e)
+        return rc;
+    rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
+    rc = rs_buf_addf(&label, "tool %s", call->name[0] ? call->name : "(unnamed)");
+    if (!rc && call->id)
+        rc = rs_buf_addf(&d, "call %.*s", (int)call->id_len, call->id);
+    char *l = rc ? NULL : rs_buf_detach(&label, NULL);
+    rs_buf_release(&label);
+    name(e, l, "tool", &d, &rc);
+    rs_buf_release(&d);
+    return rc;
+}
+
+static int model(rfs_timeline *t, const rfs_ev *ev)
+{
+    int rc = 0;
+    t->model_calls++;
+    int64_t start = ev->latency_ms >= 0 ? ev->t_us - ev->latency_ms * 1000 : ev->t_us;
+    elem *e = add(t, E_CHAT, ev->rec->seq, start, ev->t_us, &rc);
+    if (e) {
+        rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
+        char *m = ev->model.p ? text_of(ev->model) : NULL;
+        rc = rs_buf_addf(&label, "chat%s%s", m ? " " : "", m ? m : "");
+        free(m);
+        if (!rc && ev->latency_ms < 0)
+            rc = rs_buf_addlit(&d, "no latency_ms: drawn at its time");
+        for (int i = 0; !rc && i < RFS_USAGE_N; i++)
+            if (ev->usage[i] >= 0)
+                rc = rs_buf_addf(&d, "%s%s %lld", d.len ? ", " : "", rfs_usage_names[i],
+                                 (long long)ev->usage[i]);
+        char *l = rc ? NULL : rs_buf_detach(&label, NULL);
+        rs_buf_release(&label);
+        name(e, l, "chat", &d, &rc);
+        rs_buf_release(&d);
+        if (start < t->min_us)
+            t->min_us = start;
+    }
+    return rc ? rc : rfs_calls_add(t->calls, ev, tool_call, t);
+}
+
+static int result(rfs_timeline *t, const rfs_ev *ev)
+{
+    rfs_call *call = rfs_calls_take(t->calls, ev);
+    if (!call)
+        return 0;
+    t->tool_errors += ev->error;
+    if (call->user >= 0) {
+        elem *e = &t->elems[call->user];
+        e->end_us = ev->t_us;
+        e->end_seq = ev->rec->seq;
+        e->closed = 1;
+        e->error = ev->error;
+        free(e->cls);
+        if (!(e->cls = str(ev->error ? "tool-error" : "tool"))) {
+            rfs_call_free(call);
+            return -ENOMEM;
+        }
+    }
+    rfs_call_free(call);
+    return 0;
+}
+
+/* The CSS class of a task's status. */
+static const char *task_class(const char *status)
+{
+    static const char *const known[] = {"completed", "failed", "cancelled", "timed_out"};
+    static const char *const cls[] = {"task-completed", "task-failed", "task-cancelled",
+                                      "task-timed_out"};
+    for (int i = 0; status && i < 4; i++)
+        if (strcmp(status, known[i]) == 0)
+            return cls[i];
+    return status ? "task-other" : "task-open";
+}
+
+static int task(rfs_timeline *t, const rfs_ev *ev)
+{
+    rfs_span id = ev->task_id.p ? ev->task_id : (rfs_span){"\"\"", 2};
+    int64_t *slot = rfs_map_get_text(t->tasks, id, 1);
+    if (!slot)
+        return -ENOMEM;
+    int rc = 0;
+    elem *e = *slot > 0 ? &t->elems[*slot - 1] : NULL;
+    if (*slot < 0 || (e && e->closed))
+        return 0; /* not drawn, or ended already: its first end counts */
+    if (!e) {
+        if (!(e = add(t, E_TASK, ev->rec->seq, ev->t_us, ev->t_us, &rc))) {
+            *slot = -1;
+            return rc;
+        }
+        *slot = (int64_t)(e - t->elems) + 1;
+        rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
+        char *tid = text_of(id);
+        rc = rs_buf_addf(&label, "task %s", tid ? tid : "");
+        free(tid);
+        char *l = rc ? NULL : rs_buf_detach(&label, NULL);
+        rs_buf_release(&label);
+        if (ev->kind == RFS_EV_TASK_END && !rc)
+            rc = rs_buf_addlit(&d, "no subagent.start");
+        name(e, l, "task-open", &d, &rc);
+        rs_buf_release(&d);
+        if (rc)
+            return rc;
+    }
+    if (ev->kind != RFS_EV_TASK_END)
+        return 0;
+    char *st = ev->status.p ? text_of(ev->status) : NULL;
+    e->end_us = ev->t_us;
+    e->end_seq = ev->rec->seq;
+    e->closed = 1;
+    free(e->cls);
+    e->cls = str(task_class(st ? st : "(none)"));
+    rs_buf d = RS_BUF_INIT;
+    rc = rs_buf_addf(&d, "%s%s%s", e->detail, e->detail[0] ? ", " : "", st ? st : "no status");
+    free(st);
+    free(e->detail);
+    e->detail = rc ? NULL : rs_buf_detach(&d, NULL);
+    rs_buf_release(&d);
+    return e->cls && e->detail ? rc : -ENOMEM;
+}
+
+static int marker(rfs_timeline *t, const rfs_ev *ev)
+{
+    int rc = 0;
+    const char *cls = "mark-middleware";
+    char *st = NULL;
+    if (ev->kind == RFS_EV_ERROR)
+        cls = "mark-error";
+    if (ev->kind == RFS_EV_TERMINAL) {
+        st = ev->status.p ? text_of(ev->status) : NULL;
+        cls = st && strcmp(st, "success") == 0 ? "mark-ok" : "mark-error";
+        if (!t->terminal) {
+            t->terminal = 1;
+            t->status = st ? strdup(st) : NULL;
+        }
+    }
+    elem *e = add(t, E_MARK, ev->rec->seq, ev->t_us, ev->t_us, &rc);
+    if (e) {
+        rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
+        rc = rs_buf_addf(&label, "%s%s%s", ev->rec->event_type, st ? " " : "", st ? st : "");
+        char *l = rc ? NULL : rs_buf_detach(&label, NULL);
+        rs_buf_release(&label);
+        name(e, l, cls, &d, &rc);
+        rs_buf_release(&d);
+    }
+    free(st);
+    return rc;
+}
+
+int rfs_timeline_feed(rfs_timeline *t, const rs_record *rec)
+{
+    rfs_ev ev;
+    rfs_ev_read(rec, &ev);
+    if (t->events++ == 0)
+        t->first_us = t->min_us = t->max_us = ev.t_us;
+    t->last_us = ev.t_us;
+    if (ev.t_us < t->min_us)
+        t->min_us = ev.t_us;
+    if (ev.t_us > t->max_us)
+        t->max_us = ev.t_us;
+    switch (ev.kind) {
+    case RFS_EV_MODEL: return model(t, &ev);
+    case RFS_EV_RESULT: return result(t, &ev);
+    case RFS_EV_TASK_START:
+    case RFS_EV_TASK_END: return task(t, &ev);
+    case RFS_EV_TERMINAL:
+    case RFS_EV_ERROR:
+    case RFS_EV_MIDDLEWARE: return marker(t, &ev);
+    default: return 0;
+    }
+}
+
+/* ---- drawing ---- */
+
+#define WIDTH 1200
+#define PLOT_X0 330.0
+#define PLOT_X1 1110.0
+#define ROW_H 20
+#define TOP 142 /* the first row's top */
+
+static const char style[] =
+    "<style>"
+    "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size:12px;fill:#222}"
+    ".h{font-size:17px;font-weight:bold}.s{fill:#555}.tick{fill:#666;font-size:11px}"
+    ".grid{stroke:#e3e3e8;stroke-width:1}.axis{stroke:#999;stroke-width:1}"
+    ".d{fill:#666;font-size:11px}.lab{fill:#222}"
+    ".chat rect,.sw.chat{fill:#4e79a7}"
+    ".tool rect,.sw.tool{fill:#59a14f}"
+    ".tool-error rect,.sw.tool-error{fill:#e15759}"
+    ".tool-open rect,.sw.tool-open,.task-open rect,.sw.task-open{fill:#f28e2b;fill-opacity:.3;"
+    "stroke:#f28e2b;stroke-width:1.5;stroke-dasharray:4 2}"
+    ".task-completed rect,.sw.task-completed{fill:#76b7b2}"
+    ".task-failed rect,.sw.task-failed{fill:#b6403f}"
+    ".task-cancelled rect,.sw.task-cancelled{fill:#bab0ac}"
+    ".task-timed_out rect,.sw.task-timed_out{fill:#edc948}"
+    ".task-other rect,.sw.task-other{fill:#9c755f}"
+    ".mark-error path,.sw.mark-error{fill:#d62728}"
+    ".mark-ok path,.sw.mark-ok{fill:#2ca02c}"
+    ".mark-middleware path,.sw.mark-middleware{fill:#b07aa1}"
+    ".mark-ok line,.mark-error line{stroke-width:1;stroke-dasharray:2 3}"
+    ".mark-ok line{stroke:#2ca02c}.mark-error line{stroke:#d62728}"
+    ".stripe{fill:#f6f6f9}"
+    "</style>\n";
+
+typedef struct legend_item {
+    const char *cls, *text;
+} legend_item;
+
+/* Two rows: the bars, then the tasks' outcomes and the markers. */
+static const legend_item legend[2][7] = {
+    {{"chat", "model call"},
+     {"tool", "tool call"},
+     {"tool-error", "tool call with an error result"},
+     {"tool-open", "no result / no subagent.end (open to the run's end)"}},
+    {{"task-completed", "task completed"},
+     {"task-failed", "failed"},
+     {"task-cancelled", "cancelled"},
+     {"task-timed_out", "timed out"},
+     {"mark-error", "error, run.terminal not success"},
+     {"mark-middleware", "middleware"},
+     {"mark-ok", "run.terminal success"}},
+};
+
+static double x_of(int64_t us, int64_t t0, int64_t span)
+{
+    return PLOT_X0 + (PLOT_X1 - PLOT_X0) * (double)(us - t0) / (double)span;
+}
+
+/* A clock time of day, "05:06:11.123". */
+static int add_clock(rs_buf *out, int64_t us)
+{
+    int64_t day = us % INT64_C(86400000000);
+    if (day < 0)
+        day += INT64_C(86400000000);
+    int64_t ms = day / 1000;
+    return rs_buf_addf(out, "%02lld:%02lld:%02lld.%03lld", (long long)(ms / 3600000),
+                       (long long)(ms / 60000 % 60), (long long)(ms / 1000 % 60),
+                       (long long)(ms % 1000));
+}
+
+/* The tick step: the first nice step that gives at most ten ticks. */
+static int64_t tick_step(int64_t span)
+{
+    static const int64_t steps[] = {
+        1,      2,      5,       10,      20,      50,       100,      200,      500,
+        1000,   2000,   5000,    10000,   15000,   30000,    60000,    120000,   300000,
+        600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000, 86400000};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (span / (steps[i] * 1000) <= 10)
+            return steps[i] * 1000;
+    int64_t day = INT64_C(86400000000), k = 1;
+    while (span / (day * k) > 10)
+        k *= 2;
+    return day * k;
+}
+
+static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int height)
+{
+    int rc = rs_buf_addf(out,
+                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                         "viewBox=\"0 0 %d %d\">\n",
+                         WIDTH, height, WIDTH, height);
+    if (!rc)
+        rc = rs_buf_addstr(out, style);
+    if (!rc)
+        rc = rs_buf_addf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", WIDTH, height);
+    if (!rc)
+        rc = rs_buf_addlit(out, "<text class=\"h\" x=\"12\" y=\"26\">run ");
+    if (!rc)
+        rc = rfs_xml_text(out, t->run_id, strlen(t->run_id), 64);
+    if (!rc)
+        rc = rs_buf_addlit(out, " <tspan class=\"s\">of thread ");
+    if (!rc)
+        rc = rfs_xml_text(out, t->thread_id, strlen(t->thread_id), 64);
+    if (!rc)
+        rc = rs_buf_addlit(out, "</tspan></text>\n<text class=\"s\" x=\"12\" y=\"48\">");
+    if (!rc)
+        rc = t->terminal ? rs_buf_addlit(out, "terminal: ") : rs_buf_addlit(out, "no run.terminal");
+    if (!rc && t->terminal)
+        rc = t->status ? rfs_xml_text(out, t->status, strlen(t->status), 32)
+                       : rs_buf_addlit(out, "(no status)");
+    if (!rc)
+        rc = rs_buf_addf(out, " \xc2\xb7 %lld events \xc2\xb7 ", (long long)t->events);
+    if (!rc)
+        rc = rfs_add_duration(out, t->last_us - t->first_us);
+    if (!rc && t->events)
+        rc = rs_buf_addlit(out, " from ");
+    if (!rc && t->events)
+        rc = add_clock(out, t->first_us);
+    if (!rc)
+        rc = rs_buf_addf(out,
+                         " UTC \xc2\xb7 %lld model calls \xc2\xb7 %lld tool calls (%lld errors) "
+                         "</text>\n",
+                         (long long)t->model_calls, (long long)t->tools, (long long)t->tool_errors);
+    /* The legend: a swatch and its meaning each. */
+    for (int row = 0; row < 2; row++) {
+        double x = 12;
+        for (size_t i = 0; !rc && i < 7 && legend[row][i].cls; i++) {
+            rc = rs_buf_addf(out,
+                             "<rect class=\"sw %s\" x=\"%.1f\" y=\"%d\" width=\"12\" "
+                             "height=\"10\"/><text class=\"s\" x=\"%.1f\" y=\"%d\">%s</text>\n",
+                             legend[row][i].cls, x, 62 + row * 18, x + 16, 71 + row * 18,
+                             legend[row][i].text);
+            x += 16 + 7.0 * (double)strlen(legend[row][i].text) + 16;
+        }
+    }
+    /* The axis: times since the run's start, and their grid lines down the rows. */
+    int64_t step = tick_step(span);
+    int bottom = height - 36;
+    if (!rc)
+        rc = rs_buf_addf(out,
+                         "<text class=\"tick\" x=\"12\" y=\"%d\">time since the start</text>"
+                         "<line class=\"axis\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
+                         TOP - 14, PLOT_X0, TOP - 4, PLOT_X1, TOP - 4);
+    for (int64_t k = 0; !rc && k * step <= span; k++) {
+        double tx = x_of(t0 + k * step, t0, span);
+        rc = rs_buf_addf(out,
+                         "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+                         "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+                         tx, TOP - 8, tx, bottom, tx, TOP - 14);
+        if (!rc)
+            rc = k ? rfs_add_duration(out, k * step) : rs_buf_addch(out, '0');
+        if (!rc)
+            rc = rs_buf_addlit(out, "</text>\n");
+    }
+    return rc;
+}
+
+static int draw(const rfs_timeline *t, const elem *e, size_t row, int64_t t0, int64_t span,
+                rs_buf *out)
+{
+    double y = TOP + (double)row * ROW_H;
+    int64_t end = e->kind == E_MARK ? e->start_us : e->end_us;
+    int open = (e->kind == E_TOOL || e->kind == E_TASK) && !e->closed;
+    if (open)
+        end = t->max_us;
+    int rc = row % 2 ? 0
+                     : rs_buf_addf(out,
+                                   "<rect class=\"stripe\" x=\"0\" y=\"%.1f\" width=\"%d\" "
+                                   "height=\"%d\"/>\n",
+                                   y, WIDTH, ROW_H);
+    if (!rc)
+        rc = rs_buf_addf(out, "<g class=\"%s\" data-seq=\"%lld\"><title>",
+                         open && e->kind == E_TOOL ? "tool-open" : e->cls, (long long)e->seq);
+    if (!rc)
+        rc = rfs_xml_text(out, e->label, strlen(e->label), 200);
+    if (!rc && e->detail[0] && !(rc = rs_buf_addlit(out, " (")) &&
+        !(rc = rfs_xml_text(out, e->detail, strlen(e->detail), 200)))
+        rc = rs_buf_addch(out, ')');
+    if (!rc)
+        rc = rs_buf_addlit(out, "\n");
+    if (!rc)
+        rc = add_clock(out, e->start_us);
+    if (!rc && e->kind != E_MARK && !(rc = rs_buf_addlit(out, " \xe2\x86\x92 ")))
+        rc = add_clock(out, end);
+    if (!rc)
+        rc = rs_buf_addlit(out, " UTC, +");
+    if (!rc)
+        rc = rfs_add_duration(out, e->start_us - t->min_us);
+    if (!rc && e->kind != E_MARK && !(rc = rs_buf_addlit(out, ", lasting ")))
+        rc = rfs_add_duration(out, end - e->start_us);
+    if (!rc && open)
+        rc = rs_buf_addstr(out, e->kind == E_TOOL ? ", no result: drawn to the run's end"
+                                                  : ", no subagent.end: drawn to the run's end");
+    if (!rc)
+        rc = rs_buf_addf(out, "\nseq %lld", (long long)e->seq);
+    if (!rc && e->end_seq)
+        rc = rs_buf_addf(out, " \xe2\x86\x92 %lld", (long long)e->end_seq);
+    if (!rc)
+        rc = rs_buf_addlit(out, "</title>");
+    double x = x_of(e->start_us, t0, span), x2 = x_of(end, t0, span);
+    double mid = y + ROW_H / 2.0;
+    if (!rc && e->kind == E_MARK) {
+        rc = rs_buf_addf(out, "<path d=\"M%.1f %.1fl6 6-6 6-6-6z\"/>", x, mid - 6);
+        if (!rc && strncmp(e->cls, "mark-", 5) == 0 && strcmp(e->cls, "mark-middleware") != 0 &&
+            strncmp(e->label, "run.terminal", 12) == 0)
+            rc = rs_buf_addf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/>", x, TOP,
+                             x, y);
+        x2 = x + 6;
+    } else if (!rc) {
+        double w = x2 - x < 2 ? 2 : x2 - x;
+        rc = rs_buf_addf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" rx=\"2\"/>",
+                         x, y + 4, w, ROW_H - 8);
+        x2 = x + w;
+    }
+    if (!rc)
+        rc = rs_buf_addf(out, "<text class=\"lab\" x=\"12\" y=\"%.1f\">", y + 14);
+    if (!rc)
+        rc = rfs_xml_text(out, e->label, strlen(e->label), 44);
+    if (!rc)
+        rc = rs_buf_addlit(out, "</text>");
+    if (!rc && e->kind != E_MARK) {
+        /* The duration beside the bar, or inside the plot's right end when it would spill. */
+        int right = x2 + 70 > WIDTH;
+        rc = rs_buf_addf(out, "<text class=\"d\" x=\"%.1f\" y=\"%.1f\"%s>", right ? x - 4 : x2 + 4,
+                         y + 14, right ? " text-anchor=\"end\"" : "");
+        if (!rc)
+            rc = !open               ? rfs_add_duration(out, end - e->start_us)
+                 : e->kind == E_TOOL ? rs_buf_addlit(out, "no result")
+                                     : rs_buf_addlit(out, "unfinished");
+        if (!rc)
+            rc = rs_buf_addlit(out, "</text>");
+    }
+    return rc ? rc : rs_buf_addlit(out, "</g>\n");
+}
+
+int rfs_timeline_finish(rfs_timeline *t, rs_buf *out)
+{
+    int64_t t0 = t->min_us, span = t->max_us - t->min_us;
+    if (span <= 0)
+        span = 1000;
+    int height = TOP + (int)t->n * ROW_H + 44;
+    int rc = header(t, out, t0, span, height);
+    for (size_t i = 0; !rc && i < t->n; i++)
+        rc = draw(t, &t->elems[i], i, t0, span, out);
+    int y = TOP + (int)t->n * ROW_H + 24;
+    if (!rc && t->n == 0)
+        rc = rs_buf_addf(out,
+                         "<text class=\"s\" x=\"12\" y=\"%d\">no model calls, tool calls, tasks, "
+                         "errors, middleware events or run.terminal in this run</text>\n",
+                         y);
+    if (!rc && t->more)
+        rc = rs_buf_addf(out,
+                         "<text class=\"s\" x=\"12\" y=\"%d\">and %lld more not drawn (the first "
+                         "%d elements are)</text>\n",
+                         y, (long long)t->more, RFS_TIMELINE_MAX);
+    return rc ? rc : rs_buf_addlit(out, "</svg>\n");
+}
