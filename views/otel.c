@@ -1,6 +1,5 @@
 /* otel.c — see otel.h. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +58,11 @@ int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id)
     }
     if (!h[0] && !h[1])
         h[1] = 1;
-    snprintf(o->trace_id, sizeof o->trace_id, "%016llx%016llx", (unsigned long long)h[0],
-             (unsigned long long)h[1]);
+    if (rs_fmt(o->trace_id, sizeof o->trace_id, "%016llx%016llx", (unsigned long long)h[0],
+               (unsigned long long)h[1]) < 0) {
+        rfs_otel_free(o);
+        return -EOVERFLOW;
+    }
     *out = o;
     return 0;
 }
@@ -254,8 +256,8 @@ static int subagent(rfs_otel *o, const char *id, size_t id_len, const task *t, c
                : strcmp(st.buf, "failed") == 0 || strcmp(st.buf, "timed_out") == 0 ? STATUS_ERROR
                                                                                    : STATUS_UNSET;
     char msg[64];
-    snprintf(msg, sizeof msg, "subagent %s", st.len < 40 ? st.buf : "failed");
-    int rc = span_end(&s, code, code == STATUS_ERROR ? msg : NULL);
+    int rc = rs_fmt(msg, sizeof msg, "subagent %s", st.len < 40 ? st.buf : "failed");
+    rc = rc < 0 ? rc : span_end(&s, code, code == STATUS_ERROR ? msg : NULL);
     rs_buf_release(&st);
     return rc;
 }
@@ -354,13 +356,14 @@ static int root(rfs_otel *o, rs_buf *out)
         attr_bool(&s, "runfs.no_terminal", 1);
     int ok = o->status && strcmp(o->status, "success") == 0;
     char msg[64];
-    snprintf(msg, sizeof msg, "run.terminal %s",
-             o->status && strlen(o->status) < 40 ? o->status : "not success");
-    return span_end(&s,
-                    !o->terminal ? STATUS_UNSET
-                    : ok         ? STATUS_OK
-                                 : STATUS_ERROR,
-                    ok || !o->terminal ? NULL : msg);
+    int rc = rs_fmt(msg, sizeof msg, "run.terminal %s",
+                    o->status && strlen(o->status) < 40 ? o->status : "not success");
+    return rc < 0 ? rc
+                  : span_end(&s,
+                             !o->terminal ? STATUS_UNSET
+                             : ok         ? STATUS_OK
+                                          : STATUS_ERROR,
+                             ok || !o->terminal ? NULL : msg);
 }
 
 int rfs_otel_finish(rfs_otel *o, rs_buf *out)

@@ -1,6 +1,5 @@
 /* stats.c — see stats.h. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,8 +118,8 @@ static run_acc *run_of(rfs_stats *s, const char *run_id)
         return NULL;
     if (!r->calls && (rfs_calls_new(&r->calls) || rfs_map_new(&r->tasks, sizeof(task))))
         return NULL;
-    s->cur = r;
-    snprintf(s->cur_id, sizeof s->cur_id, "%s", run_id);
+    /* The run met last is remembered (a run id always fits: ids are at most RS_ID_MAX). */
+    s->cur = rs_fmt(s->cur_id, sizeof s->cur_id, "%s", run_id) < 0 ? NULL : r;
     return r;
 }
 
