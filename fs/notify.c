@@ -80,11 +80,13 @@ static void sync_views(rfs_mount *m, const char *thread_id)
     scan_ctx sc = {.thread_id = thread_id};
     rfs_itable_each(m->inodes, RFS_T_HISTORY, collect_log, &sc);
     rfs_itable_each(m->inodes, RFS_T_TRANSCRIPT, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_R_OTEL, collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         rs_log_info info;
+        const rfs_node *n = &sc.out[i].node;
         if (!thread_id &&
-            rs_store_log_info(m->hub->store, sc.out[i].node.thread_id, NULL, m->opt.user, &info,
-                              NULL) == 0 &&
+            rs_store_log_info(m->hub->store, n->thread_id, n->kind >= RFS_RUN ? n->run_id : NULL,
+                              m->opt.user, &info, NULL) == 0 &&
             rfs_view_version(&info) == sc.out[i].observed)
             continue;
         view_dropped(m, sc.out[i].ino);
@@ -306,6 +308,10 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     if (run_id) {
         n.kind = RFS_R_EVENTS;
         wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
+        int64_t kept = -1;
+        n.kind = RFS_R_OTEL; /* the run's view the kernel may keep */
+        wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&
+                kept >= 0;
     }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < QUEUE_MAX) {

@@ -116,7 +116,7 @@ static int tool_call(void *ctx, rfs_call *call)
     elem *e = add(t, E_TOOL, call->seq, call->t_us, call->t_us, &rc);
     call->user = e ? (int64_t)(e - t->elems) : -1;
     if (!e)
-        return rc;
+        return rc ? rc : 1; /* past the limit: counted, not kept waiting */
     rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
     rc = rs_buf_addf(&label, "tool %s", call->name[0] ? call->name : "(unnamed)");
     if (!rc && call->id)
@@ -132,6 +132,17 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
 {
     int rc = 0;
     t->model_calls++;
+    if (t->n >= RFS_TIMELINE_MAX) {
+        /* Nothing more is drawn: the call and its tool calls are only counted. */
+        rfs_span key, item;
+        const char *at = ev->tool_calls.p;
+        t->more++;
+        while (ev->tool_calls.p && rfs_jl_next(ev->tool_calls, &at, &key, &item)) {
+            t->tools++;
+            t->more++;
+        }
+        return 0;
+    }
     int64_t start = ev->latency_ms >= 0 ? ev->t_us - ev->latency_ms * 1000 : ev->t_us;
     elem *e = add(t, E_CHAT, ev->rec->seq, start, ev->t_us, &rc);
     if (e) {
@@ -158,9 +169,9 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
 static int result(rfs_timeline *t, const rfs_ev *ev)
 {
     rfs_call *call = rfs_calls_take(t->calls, ev);
+    t->tool_errors += ev->error; /* every error result, whether its call is drawn or not */
     if (!call)
         return 0;
-    t->tool_errors += ev->error;
     if (call->user >= 0) {
         elem *e = &t->elems[call->user];
         e->end_us = ev->t_us;
@@ -405,10 +416,11 @@ static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int he
     if (!rc && t->events)
         rc = add_clock(out, t->first_us);
     if (!rc)
-        rc = rs_buf_addf(out,
-                         " UTC \xc2\xb7 %lld model calls \xc2\xb7 %lld tool calls (%lld errors) "
-                         "</text>\n",
-                         (long long)t->model_calls, (long long)t->tools, (long long)t->tool_errors);
+        rc = rs_buf_addf(
+            out,
+            " UTC \xc2\xb7 %lld model calls \xc2\xb7 %lld tool calls (%lld error results) "
+            "</text>\n",
+            (long long)t->model_calls, (long long)t->tools, (long long)t->tool_errors);
     /* The legend: a swatch and its meaning each. */
     for (int row = 0; row < 2; row++) {
         double x = 12;

@@ -271,7 +271,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
 
 int rfs_view_kernel_keeps(rfs_kind kind)
 {
-    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT;
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_R_OTEL;
 }
 
 /* Every field of the log info, hashed (FNV-1a): equal info, equal version. */

@@ -56,8 +56,8 @@ typedef int (*rfs_bytes_fn)(void *ctx, const char *p, size_t len);
  * to bytes(ctx, ...) as it is made. */
 int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int lazy,
                      rfs_bytes_fn bytes, void *ctx, rfs_stat *st, rs_err *err);
-/* The views whose rendering the kernel may keep (history.jsonl, transcript.md): a first
- * read then renders them once, at the stat that learns their size. */
+/* The views whose rendering the kernel may keep (history.jsonl, transcript.md, otel.json):
+ * a first read then renders them once, at the stat that learns their size. */
 int rfs_view_kernel_keeps(rfs_kind kind);
 /* The version (rfs_stat) of a thread-wide node whose log info is info. */
 int64_t rfs_view_version(const rs_log_info *info);

@@ -182,3 +182,16 @@ check_thread() {
   assert_output "{'run.error': 1, 'llm.error': 1}"
   ! cmp -s "$WORK/before.thread" "$MNT/$T/stats.json" || fail "the thread's stats.json did not change"
 }
+
+@test "otel.json kept in the kernel's cache is dropped when its run changes" {
+  d=$MNT/$T/runs/tasks
+  # The run is quiet (its events are months old): its otel.json is rendered once, at the
+  # stat, into the kernel's cache; a second read comes from there.
+  cat "$d/otel.json" > "$WORK/first"
+  cat "$d/otel.json" | cmp - "$WORK/first"
+  echo '{"event_type":"subagent.start","content":{"task_id":"t9","description":"late"},"metadata":{"task_id":"t9"},"created_at":"2026-05-01T10:00:40.000000+00:00"}' >> "$d/events.jsonl"
+  "$RUNFS" cat "$STORE" "$T/runs/tasks/otel.json" > "$WORK/fresh"
+  ! cmp -s "$WORK/first" "$WORK/fresh" || fail "the new task did not change otel.json"
+  cmp "$d/otel.json" "$WORK/fresh" || fail "the mount still shows the otel.json of before the append"
+  [ "$(stat -c %s "$d/otel.json")" -eq "$(wc -c < "$WORK/fresh")" ]
+}

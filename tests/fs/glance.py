@@ -539,14 +539,18 @@ def runs_cmd(args):
 
 
 def big_cmd(args):
+    """A run of N model calls, each asking for a tool whose result follows: the text of a
+    DeerFlow run's messages (a sentence from the model, a few hundred bytes of tool output)."""
     n = int(args[1])
+    words = "the agent reads the quarterly ledger and compares revenue with the previous quarter "
     with open(args[0], "w") as f:
         f.write(line("run.start", {"chain": "lead_agent"}, {"caller": "lead_agent"}, 0) + "\n")
         for i in range(n):
-            f.write(ai("", [{"id": f"c{i}", "name": "tool%d" % (i % 7), "args": {}}],
+            say = words[i % 40:] + words[:i % 40]
+            f.write(ai(say, [{"id": f"c{i}", "name": "tool%d" % (i % 7), "args": {"path": f"/mnt/data/{i}.csv"}}],
                        {"input_tokens": i % 50, "output_tokens": 3, "total_tokens": i % 50 + 3}, i % 900,
                        10_000 * i + 5000) + "\n")
-            f.write(result(f"c{i}", "ok", 10_000 * i + 9000, "error" if i % 13 == 0 else None) + "\n")
+            f.write(result(f"c{i}", (say * 4)[:300], 10_000 * i + 9000, "error" if i % 13 == 0 else None) + "\n")
 
 
 if __name__ == "__main__":
