@@ -175,8 +175,7 @@ int rs_deerflow_line(rs_buf *out, const char *line, size_t len, rs_err *err)
     if (!rc)
         rc = rs_buf_addstr(out, "}\n");
     if (rc) {
-        out->len = start;
-        out->buf[start] = '\0';
+        rs_buf_setlen(out, start);
         return rs_err_set(err, rc, "out of memory");
     }
     return 0;

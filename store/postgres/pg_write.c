@@ -362,10 +362,8 @@ static int rows_add(append_rows *rows, const rs_event *ev)
 /* Take back the lines a failed attempt added to stored (may be NULL). */
 static void stored_cut(rs_buf *stored, size_t len)
 {
-    if (stored) {
-        stored->len = len;
-        stored->buf[len] = '\0';
-    }
+    if (stored)
+        rs_buf_setlen(stored, len); /* an empty buffer's string is read-only */
 }
 
 static void state_args(pg_args *a, const rs_target *t)
