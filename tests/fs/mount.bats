@@ -92,20 +92,20 @@ EOF
 @test "layout: root, thread and run directories with their modes" {
   run ls -A "$MNT"
   assert_success
-  assert_output "$(printf '%s\n' .runfs README contract.json search threads)"
+  assert_output "$(printf '%s\n' .runfs README changes changes.jsonl contract.json search threads)"
   run ls "$MNT/.runfs"
   assert_output "$(printf '%s\n' rejects.jsonl status.json)"
   run ls "$MNT/threads"
   assert_output "t1"
   run ls "$MNT/threads/t1"
   assert_output "$(printf '%s\n' ai-runs events.jsonl history.jsonl message-count \
-    message-seqs messages.jsonl runs search seq since transcript.md)"
+    message-seqs messages.jsonl runs search seq since stats.json transcript.md)"
   run ls "$MNT/threads/t1/runs"
   assert_output "r1"
   # last-visible-ai-seq and seal.json exist only once there is something to show.
   run ls "$RUN"
-  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once receipt.json \
-    search since tasks types workspace-changes.json)"
+  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once otel.json receipt.json \
+    search since stats.json tasks timeline.svg types workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"
   ev_terminal | (set -C; cat > "$RUN/once/run.terminal")
