@@ -52,6 +52,7 @@ struct rfs_hub {
     int stop;
     rs_store *store; /* the hub's own connection */
     int64_t data_version;
+    int64_t rewrites; /* rs_store_rewrites as the kernel's copy last stood */
     change queue[QUEUE_MAX];
     size_t queued;
     int overflow;       /* more changes than the queue holds: check everything */

@@ -112,6 +112,32 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
     free(sc.out);
 }
 
+/* Rows were changed in place or deleted somewhere (rs_store_rewrites moved): any page the
+ * kernel holds of any log may be of bytes that are no longer there, and every kept view too,
+ * so all of them go (in-place changes are rare; a page read again costs little). */
+static void drop_all(rfs_mount *m)
+{
+    scan_ctx sc = {.thread_id = NULL};
+    rfs_itable_each(m->inodes, RFS_T_EVENTS, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_R_EVENTS, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_T_HISTORY, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_T_TRANSCRIPT, collect_log, &sc);
+    for (size_t i = 0; i < sc.count; i++) {
+        const rfs_node *n = &sc.out[i].node;
+        rs_log_info info;
+        if (rfs_view_kernel_keeps(n->kind)) {
+            view_dropped(m, sc.out[i].ino);
+        } else if (rs_store_log_info(m->hub->store, n->thread_id,
+                                     n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info,
+                                     NULL) == 0) {
+            if (rfs_itable_cached(m->inodes, sc.out[i].ino))
+                fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, 0, 0);
+            rfs_itable_set_size(m->inodes, sc.out[i].ino, info.exists ? info.size : 0);
+        }
+    }
+    free(sc.out);
+}
+
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const change *c)
@@ -209,7 +235,13 @@ static void *hub_main(void *arg)
             /* Rows DeerFlow (or any non-runfs writer) added or deleted get indexed now, so
              * the logs show them without waiting for runfs's next write. */
             rs_store_refresh(hub->store, NULL);
-            sync_logs(m, NULL);
+            int64_t rewrites = hub->rewrites;
+            if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
+                hub->rewrites = rewrites;
+                drop_all(m);
+            } else {
+                sync_logs(m, NULL);
+            }
         }
 
         rfs_follow_serve_round(hub, queue, queued, foreign || overflow);
@@ -238,6 +270,7 @@ int rfs_hub_start(rfs_mount *m)
         return rc;
     }
     rs_store_data_version(hub->store, &hub->data_version);
+    rs_store_rewrites(hub->store, &hub->rewrites);
     m->hub = hub;
     if (pthread_create(&hub->thread, NULL, hub_main, m) != 0) {
         rs_store_close(hub->store);

@@ -59,6 +59,7 @@ typedef struct rs_backend_ops {
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
+    int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
 
     /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user; with
      * rs_options.owners_apart, -EACCES when t->user is set and the thread exists without

@@ -126,6 +126,11 @@ int rs_store_data_version(rs_store *s, int64_t *version)
     return s->ops->data_version(s->be, version);
 }
 
+int rs_store_rewrites(rs_store *s, int64_t *n)
+{
+    return s->ops->rewrites(s->be, n);
+}
+
 static int check_target(const rs_target *t, int need_run, rs_err *err)
 {
     if (!rs_id_valid(t->thread_id))

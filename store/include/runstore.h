@@ -148,6 +148,11 @@ const char *rs_store_contract_text(const rs_store *s, size_t *len);
 /* A number that changes whenever any connection (any process) commits to the store. */
 int rs_store_data_version(rs_store *s, int64_t *version);
 
+/* A number that moves whenever any writer changed a row in place or deleted one (what was
+ * kept of the middle of a log, such as the kernel's pages of it, may no longer hold; an
+ * append only adds at the end). Between two equal answers rows were only added. */
+int rs_store_rewrites(rs_store *s, int64_t *n);
+
 /* Index rows another program (DeerFlow) added to or deleted from the database since this
  * store last looked; a read-only probe when there is nothing to do. */
 int rs_store_refresh(rs_store *s, rs_err *err);

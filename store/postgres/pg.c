@@ -674,6 +674,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
     int events, hwm, idem, canon;
+    int rewrites; /* runfs_note_update is there, no older build's unique index */
     int64_t layout;
 } pg_schema_state;
 
@@ -685,7 +686,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('run_event_thread_seq') IS NOT NULL, "
                     "to_regclass('runfs_idem') IS NOT NULL, "
                     "to_regclass('runfs_meta') IS NOT NULL, "
-                    "to_regclass('runfs_canon') IS NOT NULL",
+                    "to_regclass('runfs_canon') IS NOT NULL, "
+                    "to_regclass('runfs_uq_terminal') IS NULL AND EXISTS (SELECT 1 FROM "
+                    "pg_trigger WHERE tgname = 'runfs_note_update' AND tgrelid = "
+                    "to_regclass('run_events'))",
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -694,6 +698,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->idem = PQgetvalue(r, 0, 2)[0] == 't';
     int side = PQgetvalue(r, 0, 3)[0] == 't';
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
+    st->rewrites = PQgetvalue(r, 0, 5)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -703,7 +708,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->layout == PG_LAYOUT;
+    return st->events && st->hwm && st->idem && st->layout == PG_LAYOUT && st->rewrites;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -728,13 +733,11 @@ static int schema_setup(rs_backend *b, rs_err *err)
                             (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
                             (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
         (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
-        (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))))
+        (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
+        (!st.rewrites && ((rc = exec_plain(b, pg_schema_rewrites_sql, err)) ||
+                          (rc = exec_plain(b, pg_schema_terminal_sql, err)))))
         goto fail;
-    if ((rc = pg_commit(b, err)))
-        return rc;
-    /* A foreign database may already hold duplicate terminals: then the index is skipped. */
-    exec_plain(b, pg_schema_terminal_sql, NULL);
-    return 0;
+    return pg_commit(b, err);
 fail:
     pg_rollback(b);
     return rc;
@@ -853,13 +856,17 @@ static int pg_data_version(rs_backend *b, int64_t *version)
     PGresult *r;
     if (pg_side_sql(b,
                     "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
-                    "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0)",
+                    "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0), "
+                    "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)",
                     NULL) ||
         pg_run(b, b->sql.buf, NULL, &r, NULL))
         return -EIO;
     int64_t v = pg_val_int(r, 0, 0);
     b->dirty_seen = pg_val_int(r, 0, 1);
     v = v * 1000003 + b->dirty_seen;
+    /* A row changed in place and its thread recomputed between two probes moves neither
+     * of those. */
+    v = v * 1000003 + pg_val_int(r, 0, 2);
     v = v * 1000003 + b->notified;
     PQclear(r);
     *version = v;
@@ -1044,6 +1051,15 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
     return rc;
 }
 
+static int pg_rewrites(rs_backend *b, int64_t *n)
+{
+    if (ensure_conn(b, NULL) ||
+        pg_side_sql(
+            b, "SELECT coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)", NULL))
+        return -EIO;
+    return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
+}
+
 static int pg_refresh(rs_backend *b, rs_err *err)
 {
     /* The probe just counted no thread to index: a row marked since moves the next probe. */
@@ -1056,6 +1072,7 @@ const rs_backend_ops rs_pg_backend = {
     .close = pg_close,
     .data_version = pg_data_version,
     .refresh = pg_refresh,
+    .rewrites = pg_rewrites,
     .put = pg_put,
     .reserve = pg_reserve,
     .release = pg_release,

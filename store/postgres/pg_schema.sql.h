@@ -188,12 +188,43 @@ static const char pg_schema_migrate_copy_sql[] =
     "DROP TABLE runfs_seal_v1;\n"
     "UPDATE runfs_meta SET value = 2 WHERE key = 'layout';\n";
 
-/* The database itself refuses a second run.terminal of a run from one owner, whoever writes
- * it (a foreign database may already hold duplicates: then the reservation is the only
- * guard). */
+/* A run's run.terminal found by an index probe. Not UNIQUE: runfs adds no constraint to
+ * DeerFlow's table; a second terminal is refused inside runfs's own write transaction,
+ * under DeerFlow's advisory lock on the thread (pg_put), as DeerFlow's own code does. An
+ * older build's unique index goes. */
 static const char pg_schema_terminal_sql[] =
-    "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
-    "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal'";
+    "DROP INDEX IF EXISTS runfs_uq_terminal;\n"
+    "CREATE INDEX IF NOT EXISTS runfs_ix_terminal ON run_events "
+    "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal'";
+
+/* Rows changed in place or deleted, by anyone (DeerFlow, psql, another mount): the threads
+ * the rows were and are in are recomputed from their rows at their next use, and
+ * 'rewrites' moves, so whatever a mount or a reader kept of the middle of a log (the
+ * kernel's pages, a copy of the logs) is dropped (runfs's own deletes count too: another
+ * mount kept pages of those logs). Made at a read-write open that finds runfs_note_update
+ * missing. */
+static const char pg_schema_rewrites_sql[] =
+    "INSERT INTO runfs_meta (key, value) VALUES ('rewrites', 0) ON CONFLICT (key) DO NOTHING;\n"
+    "CREATE OR REPLACE FUNCTION runfs_note_update() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  INSERT INTO runfs_thread (thread_id, dirty) SELECT thread_id, 1 FROM\n"
+    "    (SELECT thread_id FROM old_rows UNION SELECT thread_id FROM new_rows) u\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET dirty = 1;\n"
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_note_update AFTER UPDATE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_update();\n"
+    "CREATE OR REPLACE FUNCTION runfs_note_delete() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
+    "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT thread_id FROM old_rows);\n"
+    "  RETURN NULL;\n"
+    "END $$;\n";
 
 /* Layout 3: the rows runfs's put and import stored, as run_events id ranges lo..hi
  * (sqlite/schema.sql.h's runfs_canon): their columns are canonical already, so a read

@@ -132,12 +132,25 @@ static const char rs_schema_sql[] =
     "END;\n"
     /* A row changed in place (by DeerFlow or anyone) may no longer be canonical: the range
      * around its id (old and new) goes, so it is rendered, as runfs_canon_update does on
-     * PostgreSQL. Made last: an open that finds it missing runs the schema (sq_open). */
+     * PostgreSQL. */
     "CREATE TRIGGER IF NOT EXISTS runfs_canon_update AFTER UPDATE ON run_events BEGIN\n"
     "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id)\n"
     "    AND lo <= old.id;\n"
     "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= new.id)\n"
     "    AND lo <= new.id;\n"
+    "END;\n"
+    /* Rows changed in place or deleted, by anyone (DeerFlow, sqlite3, another mount): the
+     * threads the row was and is in are recomputed from their rows at their next use, and
+     * 'rewrites' moves, so whatever a mount or a reader kept of the middle of a log (the
+     * kernel's pages, a copy of the logs) is dropped. Made last: an open that finds it
+     * missing runs the schema (sq_open). */
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('rewrites', 0);\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_count_deleted AFTER DELETE ON run_events BEGIN\n"
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+    "END;\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_forget_updated AFTER UPDATE ON run_events BEGIN\n"
+    "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
     "END;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 3);\n";
 
@@ -196,11 +209,15 @@ static const char rs_schema_hwm_sql[] =
     "  SELECT id, (SELECT MAX(seq) FROM run_events WHERE thread_id = d.id) FROM d\n"
     "  WHERE id IS NOT NULL;\n";
 
-/* The database itself refuses a second run.terminal of a run from one owner, whoever
- * writes it. */
+/* A run's run.terminal found by an index probe (transcript.md asks for each run's, a
+ * singleton's put looks for it), not a walk through the run's rows. Not UNIQUE: runfs adds
+ * no constraint to DeerFlow's table; a second terminal is refused inside runfs's own write
+ * transaction, under the write lock (sq_put), as DeerFlow's own code does. An older build's
+ * unique index goes. */
 static const char rs_schema_terminal_sql[] =
-    "CREATE UNIQUE INDEX IF NOT EXISTS runfs_uq_terminal ON run_events "
-    "(thread_id, run_id, coalesce(user_id, ''), event_type) WHERE event_type = 'run.terminal';\n";
+    "DROP INDEX IF EXISTS runfs_uq_terminal;\n"
+    "CREATE INDEX IF NOT EXISTS runfs_ix_terminal ON run_events "
+    "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal';\n";
 
 /* The change feed (DESIGN "The change feed"): each run's latest change number (0: not
  * numbered yet), the owner of its rows ('' for none, NULL for several), whether it is a

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -500,10 +501,17 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     int rc = table_exists(b, "runfs_meta", &has_meta, err);
     if (!rc)
         rc = table_exists(b, "runfs_canon", &has_schema, err);
-    /* A writer also wants the last trigger (a store an older build set up lacks it); a
+    /* A writer also wants the triggers (a store an older build set up lacks some); a
      * reader alters nothing and reads the store as it is. */
-    if (!rc && has_schema && !b->read_only)
-        rc = object_exists(b, "trigger", "runfs_canon_update", &has_schema, err);
+    static const char *const triggers[] = {"runfs_canon_update", "runfs_count_deleted",
+                                           "runfs_forget_updated"};
+    for (size_t i = 0; !rc && has_schema && !b->read_only && i < 3; i++)
+        rc = object_exists(b, "trigger", triggers[i], &has_schema, err);
+    /* And no unique index of an older build on DeerFlow's table. */
+    int unique = 0;
+    if (!rc && has_schema && !b->read_only &&
+        !(rc = object_exists(b, "index", "runfs_uq_terminal", &unique, err)) && unique)
+        has_schema = 0;
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -874,6 +882,58 @@ static int mem_hwm(rs_backend *b, rs_err *err)
     return mem_exec(b, q->buf, err);
 }
 
+/* The file's count of rows changed in place or deleted (runfs_forget_updated and
+ * runfs_count_deleted keep it); *n -1 for a file without it (runfs never opened it
+ * read-write, or an older build did). */
+static int file_rewrites(rs_backend *b, int64_t *n, rs_err *err)
+{
+    int found = 0;
+    *n = -1;
+    if (b->layout != RS_SCHEMA_LAYOUT)
+        return 0;
+    int rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'rewrites'", NULL, NULL, n,
+                    &found, err);
+    if (!rc && !found)
+        *n = -1;
+    return rc;
+}
+
+/* What a reader's copy of the thread's logs (or of the whole file when thread_id is NULL)
+ * stands on: the file's count of rows changed in place; in a file without one, the thread's
+ * rows up to the highest id the copy holds, summed (ids, seqs, lengths, owners): an UPDATE
+ * or DELETE there moves it, rows added above do not. Costs a pass over the thread's rows,
+ * so only where the file keeps no count. */
+static int mem_fingerprint(rs_backend *b, const char *thread_id, char *out, size_t size,
+                           rs_err *err)
+{
+    int64_t n;
+    int rc = file_rewrites(b, &n, err);
+    if (rc || n >= 0 || !thread_id) {
+        return rc ? rc : rs_fmt(out, size, "%lld", (long long)n) < 0 ? -EOVERFLOW : 0;
+    }
+    sqlite3_stmt *st;
+    rc = sq_step(b, &st, err, "refresh",
+                 "SELECT count(*), coalesce(max(id), 0), total(id), total(seq), "
+                 "total(length(content) + length(event_metadata) + length(run_id) + "
+                 "length(event_type) + length(category) + length(created_at) + "
+                 "coalesce(length(user_id), -1)) FROM run_events WHERE thread_id = ?1 AND id <= "
+                 "coalesce((SELECT max(e.id) FROM run_events e WHERE e.thread_id = ?1 AND e.seq "
+                 "<= (SELECT last_seq FROM runfs_thread WHERE thread_id = ?1)), 0)",
+                 "t", thread_id);
+    if (rc < 0)
+        return rc;
+    /* The sums hashed: a state fits in a few bytes. */
+    uint64_t h = 14695981039346656037ULL;
+    for (int i = 0; i < 5; i++) {
+        double v = sqlite3_column_double(st, i);
+        const unsigned char *p = (const unsigned char *)&v;
+        for (size_t j = 0; j < sizeof v; j++)
+            h = (h ^ p[j]) * 1099511628211ULL;
+    }
+    sq_stmt_done(b, st);
+    return rs_fmt(out, size, "-1 %016llx", (unsigned long long)h) < 0 ? -EOVERFLOW : 0;
+}
+
 /* A read-only store whose byte logs are missing, of another layout or behind for a thread
  * in use: TEMP copies of them (empty where the file has none), in memory, for this
  * connection; threads are indexed into them at their first use (sq_thread_ready). */
@@ -898,7 +958,8 @@ static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;
     }
-    if ((rc = sq_exec(b, "COMMIT", err)))
+    if ((rc = mem_fingerprint(b, NULL, b->mem_taken, sizeof b->mem_taken, err)) ||
+        (rc = sq_exec(b, "COMMIT", err)))
         return rc;
     b->mem = 1;
     return 0;
@@ -968,9 +1029,11 @@ static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
     if (rc || (rc = sq_exec(b, "BEGIN", err)))
         return rc;
     int64_t rows = 0;
+    char taken[sizeof b->mem_taken];
     if ((rc = sq_thread_catch_up(b, thread_id, err)) ||
         (rc = sq_int(b, "SELECT count FROM runfs_thread WHERE thread_id = ?", thread_id, NULL,
                      &rows, NULL, err)) ||
+        (rc = mem_fingerprint(b, thread_id, taken, sizeof taken, err)) ||
         (rc = sq_exec(b, "COMMIT", err))) {
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;
@@ -979,6 +1042,8 @@ static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
     size_t dropped = 0;
     if (!t)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    if (rs_fmt(t->state, sizeof t->state, "%s", taken) < 0)
+        return rs_err_set(err, -EOVERFLOW, "a thread's state does not fit");
     if ((rc = rs_mem_trim(&b->mem_list, t, rows, SQ_MEM_ROWS, mem_drop, b, &dropped)))
         rc = rs_err_set(err, rc, "cannot forget a thread indexed in memory");
     if (dropped)
@@ -1035,6 +1100,14 @@ static int mem_drop_stale(rs_backend *b, const char *thread_id, rs_err *err)
     sq_stmt_done(b, st);
     rc = 0;
     int stale = in_file ? dirty != 0 : !has_rows;
+    /* A row changed in place or deleted since the copy was made (the copy may be of the
+     * file's logs as they were then, or indexed here). */
+    const rs_mem_thread *t = rs_mem_find(&b->mem_list, thread_id, 0);
+    char now[sizeof b->mem_taken];
+    if (!stale && (rc = mem_fingerprint(b, thread_id, now, sizeof now, err)))
+        return rc;
+    if (!stale)
+        stale = strcmp(now, t ? t->state : b->mem_taken) != 0;
     if (in_file && !stale && (count != copy_count || last != copy_last)) {
         if ((rc = sq_step(b, &st, err, "refresh",
                           "SELECT count(*) FROM run_events WHERE thread_id = ? AND seq > ?", "ti",
@@ -1045,6 +1118,20 @@ static int mem_drop_stale(rs_backend *b, const char *thread_id, rs_err *err)
         rc = 0;
     }
     if (stale && (rc = mem_drop(b, thread_id)))
+        rc = rs_err_set(err, rc, "cannot forget a thread indexed in memory");
+    return rc;
+}
+
+/* Read-only, a file without runfs's logs of this layout: the thread's copy dropped when its
+ * rows changed in place or went since it was indexed (see mem_fingerprint). */
+static int mem_drop_changed(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    const rs_mem_thread *t = rs_mem_find(&b->mem_list, thread_id, 0);
+    char now[sizeof b->mem_taken];
+    int rc = t ? mem_fingerprint(b, thread_id, now, sizeof now, err) : 0;
+    if (rc || !t || strcmp(now, t->state) == 0)
+        return rc;
+    if ((rc = mem_drop(b, thread_id)))
         rc = rs_err_set(err, rc, "cannot forget a thread indexed in memory");
     return rc;
 }
@@ -1099,7 +1186,9 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     if (b->ready[ready_slot(b, thread_id)][0])
         return 0;
     int refresh = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT, behind = 0;
+    int foreign = b->read_only && b->mem && b->layout != RS_SCHEMA_LAYOUT;
     if ((refresh && (rc = mem_drop_stale(b, thread_id, err))) ||
+        (foreign && (rc = mem_drop_changed(b, thread_id, err))) ||
         (rc = sq_thread_behind(b, thread_id, &behind, err)))
         return rc;
     if (behind) {
@@ -1123,20 +1212,16 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     return 0;
 }
 
-/* "file:" URI of a path, for opening read-only; immutable when the database is in WAL mode
- * and no writer has it open (no -wal file): a plain read-only open would create -wal and
- * -shm files beside it. */
+/* "file:" URI of a path, for opening read-only. SQLite's own read-only open (mode=ro): it
+ * reads what other connections commit, through the WAL and its -shm index, and rides out
+ * their checkpoints and a VACUUM; when nobody has the file open it creates the -shm (and an
+ * empty -wal) beside it, as any reader does, and never writes the database itself.
+ * immutable only on a file system mounted read-only: nobody can be writing the file then,
+ * and SQLite could not create the -shm there. */
 static int ro_uri(const char *path, rs_buf *out)
 {
-    unsigned char hdr[20] = {0};
-    char wal[4096];
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(hdr, 1, sizeof hdr, f) : 0;
-    if (f)
-        fclose(f);
-    if (rs_fmt(wal, sizeof wal, "%s-wal", path) < 0)
-        return -ENAMETOOLONG;
-    int immutable = n == sizeof hdr && hdr[18] == 2 && access(wal, F_OK) != 0;
+    struct statvfs fs;
+    int immutable = statvfs(path, &fs) == 0 && (fs.f_flag & ST_RDONLY);
     int rc = rs_buf_addstr(out, "file:");
     for (const char *p = path; !rc && *p; p++)
         rc = strchr("%?#", *p) ? rs_buf_addf(out, "%%%02X", (unsigned char)*p)
@@ -1280,8 +1365,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     if (src == SQLITE_OK && !has_hwm)
         src = sqlite3_exec(b->db, rs_schema_hwm_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK)
-        /* A foreign database may already hold duplicates; then the backstop is the lock. */
-        sqlite3_exec(b->db, rs_schema_terminal_sql, NULL, NULL, NULL);
+        src = sqlite3_exec(b->db, rs_schema_terminal_sql, NULL, NULL, &msg);
     if (src != SQLITE_OK) {
         rc = rs_err_set(err, sq_fail(b, src, NULL, "schema"), "cannot set up store %s: %s", uri,
                         msg ? msg : sqlite3_errstr(src));
@@ -1333,6 +1417,13 @@ static void sq_close(rs_backend *b)
 static int sq_data_version(rs_backend *b, int64_t *version)
 {
     return sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, NULL);
+}
+
+static int sq_rewrites(rs_backend *b, int64_t *n)
+{
+    /* A file without the count: any other connection's commit may have been one. */
+    int rc = file_rewrites(b, n, NULL);
+    return rc || *n >= 0 ? rc : sq_data_version(b, n);
 }
 
 static int sq_refresh(rs_backend *b, rs_err *err)
@@ -1431,6 +1522,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .close = sq_close,
     .data_version = sq_data_version,
     .refresh = sq_refresh,
+    .rewrites = sq_rewrites,
     .put = sq_put,
     .reserve = sq_reserve,
     .release = sq_release,

@@ -96,6 +96,9 @@ struct rs_backend {
     int mem;
     int64_t layout;
     int64_t mem_version; /* data_version the copy last took the file's empty threads at */
+    /* What the file said of rows changed in place when the copy was taken (see
+     * mem_fingerprint): a thread's copy is current while the file says the same. */
+    char mem_taken[96];
     rs_mem_list mem_list;
     /* Commits and catch-ups on this connection; the threads not indexed yet and their
      * runs as counted at (unindexed_version, unindexed_gen), for status counts. */

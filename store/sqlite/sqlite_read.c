@@ -21,7 +21,7 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
     rs_buf_reset(sql);
     int newest = q->newest && q->limit > 0 && q->after_seq <= 0;
     /* A run's run.terminal (transcript.md asks for each run's): named in the SQL, so the
-     * partial index runfs_uq_terminal finds it instead of a walk through the run's rows. */
+     * partial index runfs_ix_terminal finds it instead of a walk through the run's rows. */
     int terminal = q->run_id && !newest && q->event_types && q->n_event_types == 1 &&
                    strcmp(q->event_types[0], "run.terminal") == 0;
     /* A run's rows come from the run's index (linear in the run): the thread's category

@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# consistency.bats — what a mount shows is the rows as they are, whatever another writer
+# (sqlite3 / psql, a second mount) did to them: rows changed in place (every column), deleted
+# or added, while mounted or while not; every file's stat size is its bytes, the same bytes
+# `runfs cat` reads from the store afterwards; DeerFlow's table gets no constraint of runfs's.
+load lib
+
+setup() { runfs_setup; }
+teardown() { runfs_teardown; }
+
+TS="2026-01-01 00:00:00"
+
+# sql_row THREAD RUN SEQ TYPE CATEGORY CONTENT [USER]: a row as another writer inserts it.
+sql_row() {
+  local user=${7:+\'$7\'}
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$1', '$2', ${user:-NULL}, '$4', '$5', '$6', '{\"caller\": \"x\"}', $3, '$TS')"
+}
+
+# check_file MNT REL: stat size = bytes read = what `runfs cat` reads from the store.
+check_file() {
+  local f=$1/$2 size bytes
+  size=$(stat -c %s "$f") || return 1
+  bytes=$(wc -c < "$f") || return 1
+  if [ "$size" != "$bytes" ]; then echo "# $2: stat $size, read $bytes" >&2; return 1; fi
+  if ! cmp -s "$f" <("$RUNFS" cat "$STORE" "$2" 2>/dev/null); then
+    echo "# $2: the mount and runfs cat differ" >&2
+    return 1
+  fi
+}
+
+# consistent MNT THREAD...: every file of the threads passes check_file.
+consistent() {
+  local m=$1 t rel
+  shift
+  for t in "$@"; do
+    while IFS= read -r rel; do
+      check_file "$m" "$rel" || return 1
+    done < <(cd "$m" && find "threads/$t" -type f | sort)
+  done
+}
+
+# The thread's rows rendered by an independent reader (python3 over the database's rows):
+# "seq|run_id|event_type|content" per line in seq order, for comparing with what is shown.
+rows_of() {
+  store_sql "SELECT seq || '|' || run_id || '|' || event_type || '|' || coalesce(user_id, '-') FROM run_events WHERE thread_id = '$1' ORDER BY seq"
+}
+shown_of() {
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    print("%s|%s|%s|%s" % (e["seq"], e["run_id"], e["event_type"], e.get("user_id") or "-"))
+' "$1"
+}
+
+seed_thread() {
+  mkdir -p "$MNT/threads/t1/runs/r1" "$MNT/threads/t1/runs/r2"
+  { ev_start; ev_human "first question" 1; ev_ai "first answer" 1; } >> "$MNT/threads/t1/runs/r1/events.jsonl"
+  { ev_start; ev_human "second question" 2; ev_ai "second answer" 2; } >> "$MNT/threads/t1/runs/r2/events.jsonl"
+  ev_terminal success > "$MNT/threads/t1/runs/r1/once/run.terminal"
+  consistent "$MNT" t1
+}
+
+# A thread of plain lines in one run, read once.
+plain_thread() {
+  mkdir -p "$MNT/threads/p/runs/r1"
+  { ev_error a; ev_error b; ev_error c; } >> "$MNT/threads/p/runs/r1/events.jsonl"
+  consistent "$MNT" p
+}
+
+@test "a row changed in place by another writer: every column, fresh bytes at the next read, sizes exact" {
+  seed_thread
+  local long
+  long=$(printf 'x%.0s' $(seq 300))
+  local -a updates=(
+    "content = '{\"type\": \"human\", \"content\": \"$long\", \"id\": \"h-1\"}' WHERE seq = 2"
+    "event_metadata = '{\"caller\": \"someone-else-entirely\"}' WHERE seq = 3"
+    "event_type = 'llm.error', category = 'trace', content = 'turned into an error' WHERE seq = 6"
+    "seq = 50 WHERE seq = 5"
+    "run_id = 'r2' WHERE seq = 3"
+    "created_at = '2030-05-05 05:05:05' WHERE seq = 1"
+    "user_id = 'mallory' WHERE seq = 4"
+  )
+  local u
+  for u in "${updates[@]}"; do
+    cat "$MNT/threads/t1/events.jsonl" "$MNT/threads/t1/messages.jsonl" >/dev/null
+    store_sql "UPDATE run_events SET $u AND thread_id = 't1'"
+    # Within the change hub's tick: the rows as they are now, every size exact.
+    wait_for 5 eval '[ "$(shown_of "$MNT/threads/t1/events.jsonl")" = "$(rows_of t1)" ]' ||
+      fail "after UPDATE $u: events.jsonl shows $(shown_of "$MNT/threads/t1/events.jsonl"), the rows are $(rows_of t1)"
+    wait_for 5 consistent "$MNT" t1 || { consistent "$MNT" t1; fail "after UPDATE $u: sizes or bytes disagree"; }
+  done
+  grep -q "$long" "$MNT/threads/t1/messages.jsonl" || fail "the longer content is not in messages.jsonl"
+  grep -q someone-else-entirely "$MNT/threads/t1/runs/r2/events.jsonl" || fail "the moved row is not in r2"
+  ! grep -q someone-else-entirely "$MNT/threads/t1/runs/r1/events.jsonl" || fail "the moved row is still in r1"
+  # The receipt counts the run's rows as they are.
+  local n
+  n=$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't1' AND run_id = 'r1'")
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["event_count"])' "$MNT/threads/t1/runs/r1/receipt.json"
+  assert_output "$n"
+  # The next append lands after the rows as they are, each line whole.
+  ev_error "after the updates" >> "$MNT/threads/t1/runs/r1/events.jsonl"
+  run tail -n 1 "$MNT/threads/t1/events.jsonl"
+  assert_output --partial '"seq":51,"event_type":"llm.error","category":"trace","content":"after the updates"'
+  python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$MNT/threads/t1/events.jsonl"
+  consistent "$MNT" t1
+  # And across a remount.
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  [ "$(shown_of "$MNT/threads/t1/events.jsonl")" = "$(rows_of t1)" ]
+  consistent "$MNT" t1
+}
+
+@test "rows changed in place or deleted while nothing was mounted show at the next mount" {
+  plain_thread
+  runfs_unmount "$MNT"
+  store_sql "UPDATE run_events SET content = 'changed while unmounted, and longer than it was' WHERE thread_id = 'p' AND seq = 2"
+  runfs_mount "$STORE" "$MNT"
+  grep -q "changed while unmounted" "$MNT/threads/p/events.jsonl"
+  [ "$(shown_of "$MNT/threads/p/events.jsonl")" = "$(rows_of p)" ]
+  consistent "$MNT" p
+  runfs_unmount "$MNT"
+  store_sql "DELETE FROM run_events WHERE thread_id = 'p' AND seq = 3"
+  sql_row p r1 3 llm.error trace "put back in its place, different"
+  runfs_mount "$STORE" "$MNT"
+  grep -q "put back in its place" "$MNT/threads/p/runs/r1/events.jsonl"
+  [ "$(shown_of "$MNT/threads/p/events.jsonl")" = "$(rows_of p)" ]
+  consistent "$MNT" p
+}
+
+@test "a read-only mount sees rows another writer changes in place" {
+  plain_thread
+  local ro=$WORK/ro
+  runfs_mount "$STORE" "$ro" -o ro
+  consistent "$ro" p
+  store_sql "UPDATE run_events SET content = 'changed under a reader, longer than it was' WHERE thread_id = 'p' AND seq = 2"
+  wait_for 5 grep -q "changed under a reader" "$ro/threads/p/events.jsonl" ||
+    fail "the read-only mount still shows the old bytes"
+  wait_for 1 consistent "$ro" p || { consistent "$ro" p; fail "the reader's sizes or bytes disagree"; }
+  # A second writer mount appends; the reader sees that too.
+  ev_error "from the writer" >> "$MNT/threads/p/runs/r1/events.jsonl"
+  wait_for 5 grep -q "from the writer" "$ro/threads/p/events.jsonl"
+  wait_for 1 consistent "$ro" p
+}
+
+@test "runfs adds no constraint to DeerFlow's run_events: a second run.terminal from another writer is stored" {
+  seed_thread
+  if on_pg; then
+    run store_sql "SELECT indexname FROM pg_indexes WHERE tablename = 'run_events' AND indexdef LIKE 'CREATE UNIQUE%' ORDER BY 1"
+    assert_output "$(printf 'run_events_pkey\nuq_events_thread_seq')"
+  else
+    run store_sql "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'run_events' AND sql LIKE 'CREATE UNIQUE%'"
+    assert_output ""
+  fi
+  # DeerFlow's own code may write a second terminal (it enforces the singleton itself).
+  sql_row t1 r1 20 run.terminal trace '{"status": "error"}'
+  [ "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't1' AND run_id = 'r1' AND event_type = 'run.terminal'")" = 2 ]
+  # runfs still refuses a second one through the mount, inside its own write transaction.
+  run bash -c "set -C; ev_terminal error > '$MNT/threads/t1/runs/r2/once/run.terminal'"
+  assert_success
+  run bash -c "set -C; ev_terminal error > '$MNT/threads/t1/runs/r2/once/run.terminal'"
+  assert_failure
+  [ "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't1' AND run_id = 'r2' AND event_type = 'run.terminal'")" = 1 ]
+  wait_for 5 consistent "$MNT" t1
+}
+
+@test "an older build's unique terminal index is dropped at a read-write open" {
+  seed_thread
+  runfs_unmount "$MNT"
+  store_sql "CREATE UNIQUE INDEX runfs_uq_terminal ON run_events (thread_id, run_id, event_type) WHERE event_type = 'run.terminal'"
+  runfs_mount "$STORE" "$MNT"
+  if on_pg; then
+    [ "$(store_sql "SELECT count(*) FROM pg_indexes WHERE indexname = 'runfs_uq_terminal'")" = 0 ]
+  else
+    [ "$(store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_uq_terminal'")" = 0 ]
+  fi
+  sql_row t1 r1 20 run.terminal trace '{"status": "error"}'
+}
+
+@test "-o ro of a WAL database nobody had open follows the writers, through a checkpoint and a VACUUM" {
+  skip_on_pg "a SQLite file's WAL"
+  plain_thread
+  mkdir -p "$MNT/threads/q/runs/r1"
+  ev_error untouched >> "$MNT/threads/q/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  [ ! -e "$STORE-wal" ] || fail "the store still had a WAL after its last writer closed"
+  local ro=$WORK/ro
+  runfs_mount "$STORE" "$ro" -o ro
+  consistent "$ro" p
+  # Writers come after the reader: another mount and sqlite3.
+  runfs_mount "$STORE" "$MNT"
+  local i
+  for i in $(seq 40); do ev_error "w$i"; done >> "$MNT/threads/p/runs/r1/events.jsonl"
+  wait_for 5 grep -q '"seq":43,' "$ro/threads/p/events.jsonl" || fail "the reader does not see the writer's rows"
+  wait_for 2 consistent "$ro" p
+  sqlite3 "$STORE" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+  ev_error after-checkpoint >> "$MNT/threads/p/runs/r1/events.jsonl"
+  wait_for 5 grep -q after-checkpoint "$ro/threads/p/events.jsonl"
+  sqlite3 "$STORE" "VACUUM"
+  ev_error after-vacuum >> "$MNT/threads/p/runs/r1/events.jsonl"
+  wait_for 5 grep -q after-vacuum "$ro/threads/p/events.jsonl" || fail "the reader is stale after a VACUUM"
+  run ls "$ro/threads"
+  assert_success
+  assert_output "$(printf 'p\nq')"
+  run cat "$ro/threads/q/events.jsonl"
+  assert_success
+  assert_output --partial untouched
+  wait_for 2 consistent "$ro" p q
+}
