@@ -799,8 +799,38 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Every local user reads a process's arguments (ps, /proc/PID/cmdline): a store URI's
+ * secrets leave them at once, shown as status.json shows the URI, and the program goes on
+ * with a copy (kept here for the process's life). */
+static char **argv_copies;
+
+static int hide_secrets(int argc, char **argv)
+{
+    if (!(argv_copies = calloc((size_t)argc, sizeof *argv_copies)))
+        return -ENOMEM;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "postgresql://", 13) != 0 && strncmp(argv[i], "postgres://", 11) != 0)
+            continue;
+        char *shown = rs_uri_display(argv[i]);
+        if (!shown || !(argv_copies[i] = strdup(argv[i]))) {
+            free(shown);
+            return -ENOMEM;
+        }
+        size_t len = strlen(argv[i]), n = strlen(shown);
+        memset(argv[i], 0, len);
+        memcpy(argv[i], shown, n < len ? n : len);
+        free(shown);
+        argv[i] = argv_copies[i];
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (hide_secrets(argc, argv)) {
+        fprintf(stderr, "runfs: out of memory\n");
+        return 2;
+    }
     if (argc < 2) {
         general_help(stderr);
         return 2;
@@ -809,7 +839,10 @@ int main(int argc, char **argv)
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0)
         return general_help(stdout);
     if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0 || strcmp(arg, "version") == 0) {
-        printf("runfs %s (libfuse %d)\n", RS_VERSION, fuse_version());
+        rs_buf v = RS_BUF_INIT;
+        int rc = rs_library_versions(&v);
+        printf("runfs %s (libfuse %s, %s)\n", RS_VERSION, fuse_pkgversion(), rc ? "?" : v.buf);
+        rs_buf_release(&v);
         return 0;
     }
     const command *c = find_command(arg);

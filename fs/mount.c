@@ -2,6 +2,7 @@
  * is ready (like sshfs), serve with a multi-threaded loop, and unwind cleanly on unmount,
  * SIGINT or SIGTERM (store closed, WAL checkpointed). */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +230,8 @@ int rfs_mount_main(rfs_options *opt)
         goto out_unmount;
     if (rfs_hub_start(&m) != 0)
         goto out_unmount;
-    rfs_log("mounted %s at %s%s", abs_store, abs_mnt, opt->read_only ? " (ro)" : "");
+    rfs_log("mounted %s at %s%s", remote ? shown : abs_store, abs_mnt,
+            opt->read_only ? " (ro)" : "");
 
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
     if (!cfg)
@@ -237,7 +239,10 @@ int rfs_mount_main(rfs_options *opt)
     fuse_loop_cfg_set_clone_fd(cfg, 0);
     fuse_loop_cfg_set_max_threads(cfg, 64);
     fuse_loop_cfg_set_idle_threads(cfg, 8);
-    status = fuse_session_loop_mt(m.se, cfg) == 0 ? 0 : 1;
+    /* libfuse returns the signal that ended the loop: SIGTERM, SIGINT and SIGHUP are the
+     * clean stops it handles (systemd's stop is a SIGTERM), so they exit 0. */
+    int loop = fuse_session_loop_mt(m.se, cfg);
+    status = loop == 0 || loop == SIGTERM || loop == SIGINT || loop == SIGHUP ? 0 : 1;
     fuse_loop_cfg_destroy(cfg);
     rfs_ops_free_handles(&m);
     rfs_log("unmounting %s", abs_mnt);

@@ -6,7 +6,7 @@
 
 #include "runstore.h"
 
-static char rs_buf_empty[1]; /* what a released buffer points at; never written */
+char rs_buf_empty[1];
 
 int rs_array_grow(void *items, size_t *cap, size_t need, size_t size)
 {
@@ -31,7 +31,7 @@ int rs_buf_grow(rs_buf *b, size_t extra)
 {
     if (extra > SIZE_MAX - b->len - 1)
         return -ENOMEM;
-    /* Before the first allocation buf is an empty string of RS_BUF_INIT's, never realloc'd. */
+    /* Before the first allocation buf is the shared rs_buf_empty, never realloc'd. */
     char *p = b->alloc ? b->buf : NULL;
     size_t alloc = b->alloc;
     int rc = rs_array_grow(&p, &alloc, b->len + extra + 1, 1);

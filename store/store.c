@@ -4,6 +4,8 @@
  * validated events. Decisions that do not depend on storage (singleton equality, message
  * identity) live here too, so every backend answers alike. */
 #include <errno.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,26 @@ static size_t options_size(unsigned int version)
     return sizeof(rs_options);
 }
 
+static int is_pg_uri(const char *uri)
+{
+    return strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0;
+}
+
+char *rs_uri_display(const char *uri)
+{
+    return is_pg_uri(uri) ? rs_pg_uri_display(uri) : strdup(uri);
+}
+
+int rs_library_versions(rs_buf *out)
+{
+    int pq = PQlibVersion(); /* 150003 for 15.3; 90624 for 9.6.24 */
+    if (pq >= 100000)
+        return rs_buf_addf(out, "SQLite %s, libpq %d.%d", sqlite3_libversion(), pq / 10000,
+                           pq % 10000);
+    return rs_buf_addf(out, "SQLite %s, libpq %d.%d.%d", sqlite3_libversion(), pq / 10000,
+                       pq / 100 % 100, pq % 100);
+}
+
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_options defaults = RS_OPTIONS_INIT;
@@ -49,12 +71,12 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     s->opt.version = RS_OPTIONS_VERSION;
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    int pg = strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0;
+    int pg = is_pg_uri(uri);
     s->ops = pg ? &rs_pg_backend : &rs_sqlite_backend;
     int rc = -ENOMEM;
     /* A URI is shown (status.json, messages) without its password. */
     const char *slash = strrchr(uri, '/');
-    if (!(s->path = pg ? rs_pg_uri_display(uri) : strdup(uri)) ||
+    if (!(s->path = rs_uri_display(uri)) ||
         !(s->name = pg ? rs_pg_uri_name(uri) : strdup(slash ? slash + 1 : uri)))
         goto fail;
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;

@@ -28,9 +28,11 @@ typedef struct rs_buf {
     size_t len;
     size_t alloc;
 } rs_buf;
+/* The empty buffer every RS_BUF_INIT points at (exported by the shared library). */
+extern char rs_buf_empty[];
 /* (clang-format would split a brace initialiser in a macro over four lines) */
 /* clang-format off */
-#define RS_BUF_INIT { (char *)"", 0, 0 } /* never written: alloc 0 */
+#define RS_BUF_INIT { rs_buf_empty, 0, 0 }
 /* clang-format on */
 
 int rs_buf_grow(rs_buf *b, size_t extra); /* room for extra more bytes */
@@ -139,6 +141,12 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
 void rs_store_close(rs_store *s);                /* checkpoints the WAL */
 const char *rs_store_backend(const rs_store *s); /* "sqlite" */
 const char *rs_store_path(const rs_store *s);
+/* What rs_store_path shows for uri, without opening it: a PostgreSQL URI rebuilt from
+ * libpq's parse with no secret in it (password, sslpassword, any option libpq marks
+ * secret), a path as given. Malloc'd; NULL when out of memory. */
+char *rs_uri_display(const char *uri);
+/* Append the libraries' versions as their projects spell them: "SQLite 3.40.1, libpq 15.3". */
+int rs_library_versions(rs_buf *out);
 /* The store named without host paths, for people and sandboxes: a SQLite file's name, a
  * PostgreSQL URI without its password and without a socket directory for host. */
 const char *rs_store_name(const rs_store *s);

@@ -8,6 +8,7 @@
  * reconnects. Reads stream through server-side cursors, a batch of rows at a time. Statements
  * that need no answer before the next one is sent go together in a libpq pipeline (one round
  * trip): an append's transaction, a cursor's BEGIN, DECLARE and first FETCH. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -601,22 +602,85 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
 
 /* ---- opening ---- */
 
+/* A value as a URI part: every byte but unreserved ones and '/' (host paths read as they
+ * are) percent-encoded, so '&', '=', ',' (which would split a mount's fsname) and spaces
+ * cannot run into the next part. */
+static int add_uri_part(rs_buf *out, const char *v)
+{
+    int rc = 0;
+    for (const unsigned char *p = (const unsigned char *)v; !rc && *p; p++)
+        rc = (isalnum(*p) || strchr("-._~/", *p)) ? rs_buf_addch(out, (char)*p)
+                                                  : rs_buf_addf(out, "%%%02X", *p);
+    return rc;
+}
+
+/* libpq marks a secret option's dispchar "*"; password and sslpassword go whatever the
+ * library says of them. */
+static int pg_option_secret(const PQconninfoOption *o)
+{
+    return (o->dispchar && strchr(o->dispchar, '*')) || strcmp(o->keyword, "password") == 0 ||
+           strcmp(o->keyword, "sslpassword") == 0;
+}
+
 char *rs_pg_uri_display(const char *uri)
 {
-    char *out = strdup(uri);
-    char *scheme = out ? strstr(out, "://") : NULL;
-    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    if (!at || (slash && slash < at))
-        return out;
-    char *colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
-    if (colon)
-        memmove(colon, at, strlen(at) + 1);
-    /* A password given as a parameter (?password=...) goes too. */
-    char *pw = strstr(out, "password=");
-    if (pw && (pw[-1] == '?' || pw[-1] == '&'))
-        memmove(pw + 9, pw + 9 + strcspn(pw + 9, "&"), strlen(pw + 9 + strcspn(pw + 9, "&")) + 1);
-    return out;
+    /* Built from libpq's own parse, never from the text: a secret in any spelling (in the
+     * authority, as a parameter, percent-encoded) is in no field shown. */
+    PQconninfoOption *opts = PQconninfoParse(uri, NULL);
+    if (!opts)
+        return strdup("postgresql://(a URI libpq cannot parse)");
+    const char *user = NULL, *host = NULL, *port = NULL, *db = NULL;
+    int secrets = 0;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (o->val && pg_option_secret(o))
+            secrets = 1;
+        if (!o->val || pg_option_secret(o))
+            continue;
+        if (strcmp(o->keyword, "user") == 0)
+            user = o->val;
+        else if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o->val;
+        else if (strcmp(o->keyword, "dbname") == 0)
+            db = o->val;
+    }
+    /* A URI without a secret is shown as it was written (libpq read no secret in it). */
+    if (!secrets && strstr(uri, "://")) {
+        PQconninfoFree(opts);
+        return strdup(uri);
+    }
+    /* A plain host name stays in the authority; socket directories and lists of hosts read
+     * better as parameters, as libpq's documentation writes them. */
+    int host_in_query = host && (strchr(host, '/') || strchr(host, ',') || host[0] == '@');
+    int port_in_query = port && strchr(port, ',');
+    rs_buf out = RS_BUF_INIT;
+    int rc = rs_buf_addstr(&out, "postgresql://");
+    if (!rc && user)
+        rc = add_uri_part(&out, user) || rs_buf_addch(&out, '@');
+    if (!rc && host && !host_in_query)
+        rc = add_uri_part(&out, host);
+    if (!rc && port && !port_in_query)
+        rc = rs_buf_addch(&out, ':') || add_uri_part(&out, port);
+    if (!rc)
+        rc = rs_buf_addch(&out, '/');
+    if (!rc && db)
+        rc = add_uri_part(&out, db);
+    char sep = '?';
+    for (PQconninfoOption *o = opts; !rc && o->keyword; o++) {
+        if (!o->val || pg_option_secret(o) || o->val == user || o->val == db ||
+            (o->val == host && !host_in_query) || (o->val == port && !port_in_query))
+            continue;
+        rc = rs_buf_addch(&out, sep) || add_uri_part(&out, o->keyword) || rs_buf_addch(&out, '=') ||
+             add_uri_part(&out, o->val);
+        sep = '&';
+    }
+    PQconninfoFree(opts);
+    if (rc) {
+        rs_buf_release(&out);
+        return NULL;
+    }
+    return rs_buf_detach(&out, NULL);
 }
 
 /* libpq's own parse, so the URI's every spelling (host in the authority or as ?host=,

@@ -414,6 +414,36 @@ static void test_pg_uri_name(void **state)
     }
 }
 
+/* The URI shown in status.json, the fsname, the log and connection errors comes from libpq's
+ * own parse: no password or sslpassword however it is spelled; the rest is kept. */
+static void test_pg_uri_display(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"postgresql:///db?host=/run/postgresql&password=secret", "postgresql:///db?host=/run/postgresql"},
+        {"postgresql:///db?host=/run/postgresql&sslpassword=secret&sslmode=require",
+         "postgresql:///db?host=/run/postgresql&sslmode=require"},
+        {"postgresql://runfs:secret@db.example:6432/events", "postgresql://runfs@db.example:6432/events"},
+        {"postgres://runfs:s%65cret@db.example/events?password=secret&application_name=a%26b",
+         "postgresql://runfs@db.example/events?application_name=a%26b"},
+        {"postgresql://runfs:secret@%2Fvar%2Frun%2Fpostgresql/events",
+         "postgresql://runfs@/events?host=/var/run/postgresql"},
+        {"host=/tmp dbname=events password=secret user=runfs", "postgresql://runfs@/events?host=/tmp"},
+        {"postgresql://h1:5432,h2:5433/events?password=secret", "postgresql:///events?host=h1%2Ch2&port=5432%2C5433"},
+        {"postgresql:///events", "postgresql:///events"},
+        {"postgresql://%zz", "postgresql://(a URI libpq cannot parse)"},
+        /* nothing secret: shown as written */
+        {"postgresql://runfs@:5433/events?host=/run/pg", "postgresql://runfs@:5433/events?host=/run/pg"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *shown = rs_pg_uri_display(cases[i][0]);
+        assert_non_null(shown);
+        assert_string_equal(shown, cases[i][1]);
+        assert_null(strstr(shown, "secret"));
+        free(shown);
+    }
+}
+
 static void test_struct_versions(void **state)
 {
     (void)state;
@@ -2968,6 +2998,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
         T(test_pg_uri_name),
+        T(test_pg_uri_display),
         T(test_struct_versions),
         T(test_read_only_writes_nothing),
         T(test_stamp_time),
