@@ -13,6 +13,7 @@
 
 #include "deerflow.h"
 #include "feed.h"
+#include "evidence.h"
 #include "mount.h"
 #include "progress.h"
 
@@ -166,6 +167,17 @@ static int set_max_pending(rfs_options *o, const char *v)
     return 0;
 }
 
+static int set_seal_key(rfs_options *o, const char *v)
+{
+    o->seal_key = v;
+    return 0;
+}
+static int set_seal_key_name(rfs_options *o, const char *v)
+{
+    o->seal_key_name = v;
+    return 0;
+}
+
 static int set_stamp_time(rfs_options *o, const char *v)
 {
     (void)v;
@@ -191,6 +203,9 @@ static const mount_option mount_options[] = {
      set_max_pending},
     {"stamp-time", NULL, "created_at is the store's clock only (a line giving one: EINVAL)",
      set_stamp_time},
+    {"seal-key", "FILE", "sign every seal with this Ed25519 key (PEM, mode 600)", set_seal_key},
+    {"seal-key-name", "NAME", "the key's name in seal.note (default: the host name)",
+     set_seal_key_name},
     {"log", "FILE", "append the daemon's log lines to FILE", set_log},
     {"uid", "USER", "files belong to USER (default: who mounts; not with --user-from-uid)",
      set_uid},
@@ -590,16 +605,25 @@ static int verify_report(void *ctx, const char *thread_id, const char *run_id, i
 
 static int cmd_verify(int argc, char **argv)
 {
-    if (argc != 2)
-        return usage_error("verify", "expected STORE");
+    /* --key PUB.pem: every seal must also carry a note that key signed. */
+    rs_seal_pub *key = NULL;
+    rs_err err = {0};
+    if (argc == 4 && strcmp(argv[2], "--key") == 0 && rs_seal_pub_load(&key, argv[3], &err)) {
+        fprintf(stderr, "runfs: --key: %s\n", err.msg);
+        return 2;
+    }
+    if (argc != 2 && !key)
+        return usage_error("verify", "expected STORE [--key PUB.pem]");
     rs_store *s;
     int rc = open_store(&s, argv[1], 1);
-    if (rc)
+    if (rc) {
+        rs_seal_pub_free(key);
         return rc;
-    rs_err err = {0};
+    }
     struct verify_tally t = {.progress = rfs_progress_new("verify", "seals checked")};
-    rc = rs_store_verify(s, verify_report, &t, &err);
+    rc = rs_store_verify_key(s, key, verify_report, &t, &err);
     rs_store_close(s);
+    rs_seal_pub_free(key);
     rfs_progress_end(t.progress);
     if (rc < 0) {
         fprintf(stderr, "runfs: cannot verify: %s\n", err.msg);
@@ -715,11 +739,29 @@ static const command commands[] = {
      "deleted:true. Never creates STORE; one that exists is opened read-write, so that what\n"
      "other writers did is numbered first.\n",
      rfs_cmd_changes},
-    {"verify", "STORE", "recompute every seal; exit 1 if any changed",
+    {"verify", "STORE [--key PUB.pem]", "recompute every seal; exit 1 if any changed",
      "prints each run whose evidence changed, then 'N seals checked, N changed'\n"
      "(progress on stderr when it is a terminal).\n"
+     "  --key PUB.pem  every seal must carry a seal.note signed by this Ed25519 key: an\n"
+     "                 unsigned seal or one signed by another key counts as changed\n"
      "exit 0 when every seal holds, 1 when one changed, 2 when the store cannot be checked.\n",
      cmd_verify},
+    {"seal", "STORE THREAD RUN [--seal-key FILE] [--seal-key-name NAME] [--partial WHY]",
+     "seal a run without a mount (prints its seal.json)",
+     "the same rules as the exclusive create of seal.json: a valid run.terminal inside the\n"
+     "boundary, or --partial WHY for a partial seal. exit 1 when the run cannot be sealed\n"
+     "(not sealable, already sealed), 2 when the store cannot be opened.\n"
+     "  --seal-key FILE       sign the seal (seal.note) with this Ed25519 key (PEM, mode 600)\n"
+     "  --seal-key-name NAME  the key's name in the note (default: the host name)\n",
+     rfs_cmd_seal},
+    {"verify-note", "--key PUB.pem FILE", "check a seal.note's signature, with no store",
+     "exit 0 when a signature line by that key verifies over the note's body, 1 when not.\n",
+     rfs_cmd_verify_note},
+    {"verify-proof", "SEAL.json LINE PROOF", "check that one event is covered by a seal",
+     "LINE: a file holding the event's line as events.jsonl shows it; PROOF: its\n"
+     "proofs/<seq>. exit 0 when the line leads to the seal's root, 1 when not, 2 when a file\n"
+     "is not what it should be. Needs no store.\n",
+     rfs_cmd_verify_proof},
     {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID]",
      "load DeerFlow's JSONL folder, seq and created_at kept",
      "DIR is DeerFlow's base folder (.deer-flow, holding threads/T/runs/R.jsonl) or its parent.\n"

@@ -119,12 +119,13 @@ static void index_tick(void *ctx, int64_t done, int64_t total)
     ip->shown = done;
 }
 
-int rfs_mount_main(rfs_options *opt)
+static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
 {
     rfs_mount m;
     memset(&m, 0, sizeof m);
     m.opt = *opt;
     m.store_opt = (rs_options)RS_OPTIONS_INIT;
+    m.store_opt.seal_key = seal_key;
     m.store_opt.contract_path = opt->contract;
     m.store_opt.sync_full = opt->sync_full;
     m.store_opt.allow_unknown_events = opt->allow_unknown;
@@ -265,5 +266,23 @@ out_args:
     free(abs_store);
     free(abs_mnt);
     free(shown);
+    return status;
+}
+
+int rfs_mount_main(rfs_options *opt)
+{
+    /* The key is read here, in the foreground, before the daemon leaves for '/'. */
+    rs_seal_key *key = NULL;
+    rs_err err = {0};
+    if (opt->seal_key && rs_seal_key_load(&key, opt->seal_key, opt->seal_key_name, &err)) {
+        fprintf(stderr, "runfs: --seal-key: %s\n", err.msg);
+        return 2;
+    }
+    if (!opt->seal_key && opt->seal_key_name) {
+        fprintf(stderr, "runfs: --seal-key-name names the key of --seal-key: give both\n");
+        return 2;
+    }
+    int status = mount_run(opt, key);
+    rs_seal_key_free(key);
     return status;
 }

@@ -33,8 +33,10 @@ typedef struct rfs_options {
     double follow_timeout; /* seconds */
     size_t max_pending;    /* --max-pending: partial-line bytes of the whole mount */
     int debug;
-    const char *log_file; /* --log FILE */
-    char fuse_opts[512];  /* usual mount options handed to FUSE, comma-separated */
+    const char *log_file;      /* --log FILE */
+    const char *seal_key;      /* --seal-key FILE: sign every seal */
+    const char *seal_key_name; /* --seal-key-name NAME (NULL: the host name) */
+    char fuse_opts[512];       /* usual mount options handed to FUSE, comma-separated */
     /* Who owns what ls -l shows (without --user-from-uid): -1 until set, then the mounting
      * user's ids unless -o uid=/gid= said otherwise; umask= takes bits off every mode. */
     long uid;

@@ -89,7 +89,7 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         if (rfs_node_child(&n, *f, &child))
             continue;
         /* Files that exist only sometimes are listed only when they do. */
-        if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL) &&
+        if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL || child.kind == RFS_R_NOTE) &&
             rfs_view_stat(s, &sc, &child, &cst, &err))
             continue;
         rc = dir_add(d, &n, *f, rfs_node_is_dir(child.kind));

@@ -18,6 +18,8 @@ typedef struct rs_existing {
     int64_t seq;
 } rs_existing;
 
+#define RS_NOTE_MAX 1024 /* a signed note's bytes, its signature line included */
+
 /* One seal as stored. Strings are NUL-terminated copies owned by the struct. */
 typedef struct rs_seal_row {
     char state[16]; /* "sealed" | "partial" */
@@ -28,7 +30,15 @@ typedef struct rs_seal_row {
     char error[513];      /* "" with has_error 0: null; up to 512 bytes */
     int has_error;
     char sealed_at[40];
+    char root[80];          /* "sha256:<hex>"; "" for a seal made before roots were kept */
+    char note[RS_NOTE_MAX]; /* the signed note; "" when unsigned */
 } rs_seal_row;
+
+/* What a seal keeps for its proofs (merkle.h), beside its row. */
+typedef struct rs_seal_tree {
+    rs_buf seqs;
+    rs_buf nodes;
+} rs_seal_tree;
 
 /* What a log keeps beside its totals, so that views of it need no scan. */
 typedef struct rs_log_facts {
@@ -118,9 +128,15 @@ typedef struct rs_backend_ops {
      * the deleter's seals (every seal when t->user is NULL), as it does singletons.
      * seal_insert: -EEXIST when the run is sealed already, -EAGAIN when
      * the run no longer has exactly row->event_count rows with seq <= row->upper_seq (the
-     * caller captured a receipt that changed; it captures again). */
-    int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
+     * caller captured a receipt that changed; it captures again). tree (may be NULL) is kept
+     * with it, in the same transaction, with row->root and row->note; seal_get and seal_each
+     * fill those ("" where none were kept). seal_tree: the kept tree of seal row (-ENOENT:
+     * none). */
+    int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                       const rs_seal_tree *tree, rs_err *err);
     int (*seal_get)(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
+    int (*seal_tree)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
+                     rs_err *err);
     int (*seal_each)(rs_backend *b,
                      int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row), void *ctx,
                      rs_err *err);

@@ -10,9 +10,11 @@
 #include "backend.h"
 #include "event.h"
 #include "json.h"
-#include "runstore.h"
-#include "store_int.h"
+#include "merkle.h"
 #include "rowview.h"
+#include "runstore.h"
+#include "sign.h"
+#include "store_int.h"
 
 #define SEAL_RETRIES 5
 #define SEAL_ERROR_MAX (sizeof(((rs_seal_row *)0)->error) - 1)
@@ -94,22 +96,10 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
     return 1;
 }
 
-static void hex_digest(char *dst, const unsigned char *md, unsigned len)
-{
-    static const char hex[] = "0123456789abcdef";
-    memcpy(dst, "sha256:", 7);
-    dst += 7;
-    for (unsigned i = 0; i < len; i++) {
-        *dst++ = hex[md[i] >> 4];
-        *dst++ = hex[md[i] & 15];
-    }
-    *dst = '\0';
-}
-
-/* Stream the run's lines with seq <= upper (owner user) into a SHA-256; count them and, with
- * want_terminal, check the first run.terminal among them. */
+/* Stream the run's lines with seq <= upper (owner user) into a SHA-256 (and into tree, when
+ * given); count them and, with want_terminal, check the first run.terminal among them. */
 static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_t upper,
-                       int want_terminal, capture *cap, rs_err *err)
+                       int want_terminal, rs_merkle *tree, capture *cap, rs_err *err)
 {
     memset(cap, 0, sizeof *cap);
     cap->upper_seq = upper;
@@ -138,7 +128,8 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
                 rs_err_set(err, rc, "reading run %s: %s", t->run_id, rs_errno_name(rc));
             break;
         }
-        if (EVP_DigestUpdate(md, rec->line, rec->line_len) != 1) {
+        if (EVP_DigestUpdate(md, rec->line, rec->line_len) != 1 ||
+            (tree && rs_merkle_add(tree, rec->seq, rec->line, rec->line_len))) {
             rc = rs_err_set(err, -EIO, "SHA-256 update failed");
             break;
         }
@@ -168,7 +159,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     EVP_MD_CTX_free(md);
     if (!ok)
         return rs_err_set(err, -EIO, "SHA-256 final failed");
-    hex_digest(cap->digest, out, len);
+    rs_hash_hex(cap->digest, out);
     if (want_terminal && !seen_terminal)
         (void)rs_fmt(cap->why, sizeof cap->why, "no run.terminal up to seq %lld", (long long)upper);
     return 0;
@@ -271,7 +262,11 @@ static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, 
                                : rs_buf_addlit(out, "null");
     if (rc || (rc = rs_buf_addlit(out, ",\"digest\":")) ||
         (rc = rs_buf_add_json_string(out, row->digest, strlen(row->digest))) ||
-        (rc = rs_buf_addlit(out, ",\"error\":")))
+        (rc = rs_buf_addf(out, ",\"tree_size\":%lld,\"root\":", (long long)row->event_count)))
+        goto oom;
+    rc = row->root[0] ? rs_buf_add_json_string(out, row->root, strlen(row->root))
+                      : rs_buf_addlit(out, "null");
+    if (rc || (rc = rs_buf_addlit(out, ",\"error\":")))
         goto oom;
     rc = row->has_error ? rs_buf_add_json_string(out, row->error, strlen(row->error))
                         : rs_buf_addlit(out, "null");
@@ -393,6 +388,25 @@ static int parse_body(seal_body *b, const char *body, size_t len, rs_err *err)
     return rc;
 }
 
+/* The captured tree's root and what its proofs need into row and kept; the signed note
+ * when the store has a key. */
+static int seal_prove(rs_store *s, const rs_target *t, rs_merkle *tree, rs_seal_row *row,
+                      rs_seal_tree *kept, rs_err *err)
+{
+    unsigned char root[RS_HASH_LEN];
+    if (rs_merkle_finish(tree, root, &kept->seqs, &kept->nodes))
+        return rs_err_set(err, -ENOMEM, "out of memory building the seal's Merkle tree");
+    rs_hash_hex(row->root, root);
+    if (!s->opt.seal_key)
+        return 0;
+    rs_buf body = RS_BUF_INIT;
+    int rc = rs_note_body(&body, t, row)
+                 ? rs_err_set(err, -ENOMEM, "out of memory")
+                 : rs_note_sign(s->opt.seal_key, body.buf, body.len, row->note, err);
+    rs_buf_release(&body);
+    return rc;
+}
+
 int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len, rs_buf *out,
                   rs_err *err)
 {
@@ -403,6 +417,8 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         return rc;
     seal_body b = {.error = RS_BUF_INIT};
     rs_seal_row row;
+    rs_merkle *tree = NULL;
+    rs_seal_tree kept = {RS_BUF_INIT, RS_BUF_INIT};
     if ((rc = parse_body(&b, body ? body : "", body ? len : 0, err)))
         goto out;
     rc = s->ops->seal_get(s->be, t, &row, err);
@@ -415,8 +431,11 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
     for (int attempt = 0; attempt <= SEAL_RETRIES; attempt++) {
         rs_log_info info;
         capture cap;
+        rs_merkle_free(tree);
+        tree = NULL;
         if ((rc = run_info(s, t, &info, err)) ||
-            (rc = capture_run(s, t, t->user, info.last_seq, 1, &cap, err)))
+            (rc = rs_merkle_new(&tree) ? rs_err_set(err, -ENOMEM, "out of memory") : 0) ||
+            (rc = capture_run(s, t, t->user, info.last_seq, 1, tree, &cap, err)))
             goto out;
         if (!cap.terminal_seq && !b.partial) {
             rc = rs_err_set(err, -EINVAL,
@@ -436,7 +455,9 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             row.has_error = 1;
         }
         rs_time_now(row.sealed_at, NULL);
-        rc = s->ops->seal_insert(s->be, t, &row, err);
+        if ((rc = seal_prove(s, t, tree, &row, &kept, err)))
+            goto out;
+        rc = s->ops->seal_insert(s->be, t, &row, &kept, err);
         if (rc != -EAGAIN)
             break;
     }
@@ -446,6 +467,9 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         rc = seal_render(s, t, &row, out, err);
 out:
     rs_buf_release(&b.error);
+    rs_merkle_free(tree);
+    rs_buf_release(&kept.seqs);
+    rs_buf_release(&kept.nodes);
     return rc;
 }
 
@@ -453,18 +477,46 @@ out:
 
 typedef struct verify_ctx {
     rs_store *s;
+    const rs_seal_pub *key; /* NULL: notes are not checked */
     rs_verify_fn fn;
     void *ctx;
     rs_err *err;
     int changed;
 } verify_ctx;
 
+/* Does the seal carry a note by key over its own body? 1 yes, 0 no (why says), <0 errno. */
+static int note_holds(const rs_seal_pub *key, const rs_target *t, const rs_seal_row *row, char *why,
+                      size_t why_len)
+{
+    if (!row->note[0]) {
+        (void)rs_fmt(why, why_len, "unsigned: the seal has no note");
+        return 0;
+    }
+    rs_err nerr = {0};
+    size_t len = strlen(row->note);
+    if (rs_note_verify(key, row->note, len, &nerr)) {
+        (void)rs_fmt(why, why_len, "seal.note: %s", nerr.msg);
+        return 0;
+    }
+    rs_buf body = RS_BUF_INIT;
+    if (rs_note_body(&body, t, row)) {
+        rs_buf_release(&body);
+        return -ENOMEM;
+    }
+    int same = body.len < len && memcmp(body.buf, row->note, body.len) == 0 &&
+               row->note[body.len] == '\n';
+    rs_buf_release(&body);
+    if (!same)
+        (void)rs_fmt(why, why_len, "seal.note: its signed body is not this seal's");
+    return same;
+}
+
 static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
 {
     verify_ctx *v = ctx;
     capture cap;
     /* Over the rows the sealing owner saw (every row for an unscoped seal). */
-    int rc = capture_run(v->s, t, t->user, row->upper_seq, 0, &cap, v->err);
+    int rc = capture_run(v->s, t, t->user, row->upper_seq, 0, NULL, &cap, v->err);
     if (rc)
         return rc;
     char why[256];
@@ -474,7 +526,10 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
                      (long long)row->event_count);
     else if (strcmp(cap.digest, row->digest) != 0)
         (void)rs_fmt(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
-    else {
+    else if (v->key && (ok = note_holds(v->key, t, row, why, sizeof why)) <= 0) {
+        if (ok < 0)
+            return rs_err_set(v->err, ok, "out of memory");
+    } else {
         (void)rs_fmt(why, sizeof why, "ok");
         ok = 1;
     }
@@ -484,7 +539,13 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
 
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err)
 {
-    verify_ctx v = {.s = s, .fn = fn, .ctx = ctx, .err = err};
+    return rs_store_verify_key(s, NULL, fn, ctx, err);
+}
+
+int rs_store_verify_key(rs_store *s, const rs_seal_pub *key, rs_verify_fn fn, void *ctx,
+                        rs_err *err)
+{
+    verify_ctx v = {.s = s, .key = key, .fn = fn, .ctx = ctx, .err = err};
     int rc = s->ops->seal_each(s->be, verify_one, &v, err);
     if (rc > 0)
         rc = 0; /* the caller's fn asked to stop */

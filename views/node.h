@@ -64,6 +64,9 @@ typedef enum rfs_kind {
     RFS_R_STATS,
     RFS_R_TIMELINE,
     RFS_R_OTEL,
+    RFS_R_NOTE,
+    RFS_R_PROOFS_DIR,
+    RFS_R_PROOF,
 } rfs_kind;
 
 #define RFS_NAME_MAX 255
@@ -73,7 +76,7 @@ typedef struct rfs_node {
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
     char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id, query */
-    int64_t num;                 /* since/<seq>, changes/since/<N> */
+    int64_t num;                 /* since/<seq>, changes/since/<N>, proofs/<seq> */
 } rfs_node;
 
 void rfs_node_root(rfs_node *out);

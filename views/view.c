@@ -9,6 +9,7 @@
 #include "glance_views.h"
 #include "otel.h"
 #include "search_view.h"
+#include "evidence.h"
 #include "sizes.h"
 #include "transcript.h"
 #include "view.h"
@@ -49,6 +50,8 @@ static const char readme_text[] =
     "  threads/T/runs/R/workspace-changes.json  the latest workspace changes\n"
     "  threads/T/runs/R/receipt.json     evidence receipt: upper seq, count, terminal\n"
     "  threads/T/runs/R/seal.json        the seal; create it exclusively to seal the run\n"
+    "  threads/T/runs/R/seal.note        the seal signed (a mount with --seal-key)\n"
+    "  threads/T/runs/R/proofs/SEQ       (lookup) an event's Merkle proof to the seal's root\n"
     "  threads/T/runs/R/follow.jsonl     (lookup) live feed until run.terminal\n"
     "\n"
     "Append:  mkdir -p threads/T/runs/R\n"
@@ -186,6 +189,8 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_T_STATS:
     case RFS_R_STATS:
     case RFS_R_TIMELINE: return rfs_glance_render(s, n->kind, &t, out, err);
+    case RFS_R_NOTE:
+    case RFS_R_PROOF: return rfs_evidence_render(s, &t, n, out, err);
     default: return -EISDIR;
     }
 }

@@ -96,8 +96,8 @@ typedef struct rs_cursor rs_cursor;
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
 #define RS_OPTIONS_VERSION \
-    5 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
-                                  * stamp_time; 5: progress, progress_ctx */
+    6 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+                                  * stamp_time; 5: progress, progress_ctx; 6: seal_key */
 /* clang-format off */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 /* clang-format on */
@@ -132,6 +132,9 @@ typedef struct rs_options {
      * progress. Never called after rs_store_open returns. */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
+    /* Version 6: every seal this store makes is signed by this key (rs_seal_key_load; it
+     * must outlive the store; NULL: seals are unsigned). */
+    const struct rs_seal_key *seal_key;
 } rs_options;
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file
@@ -397,6 +400,38 @@ typedef struct rs_change {
  * other writers did since it last looked. */
 int rs_store_changes(rs_store *s, int64_t after, const char *user, const char *thread_id,
                      int (*fn)(void *ctx, const rs_change *c), void *ctx, rs_err *err);
+/* ---- provable and signed seals (DESIGN "Receipts and seals") ------------------------------ */
+/* proofs/<seq>: {seq, leaf_index, tree_size, root, path} of an event inside the seal's
+ * boundary; -ENOENT outside it or when the run is not sealed (or was sealed before roots
+ * were kept), -EBADMSG when the run's rows changed since (runfs verify says which). */
+int rs_store_proof(rs_store *s, const rs_target *t, int64_t seq, rs_buf *out, rs_err *err);
+/* seal.note: the seal's signed note; -ENOENT when the run has no signed seal. */
+int rs_store_seal_note(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
+/* An Ed25519 private key (PEM, as `openssl genpkey -algorithm ed25519` writes it) that
+ * signs seals as name (NULL: the host name; no spaces, '+' or newlines, 1-128 bytes). A
+ * file that others than its owner may read or write is refused with -EPERM, as ssh does. */
+typedef struct rs_seal_key rs_seal_key;
+int rs_seal_key_load(rs_seal_key **out, const char *path, const char *name, rs_err *err);
+void rs_seal_key_free(rs_seal_key *k);
+/* The public half (PEM: `openssl pkey -pubout`) that checks notes. */
+typedef struct rs_seal_pub rs_seal_pub;
+int rs_seal_pub_load(rs_seal_pub **out, const char *path, rs_err *err);
+void rs_seal_pub_free(rs_seal_pub *k);
+/* A C2SP signed note note[0..len): 0 when a signature line of key (its name's key hash)
+ * verifies over the body; -EBADMSG (unsigned by key, bad signature) or -EINVAL (not a
+ * note) with why. */
+int rs_note_verify(const rs_seal_pub *key, const char *note, size_t len, rs_err *err);
+/* One event's proof (runfs verify-proof): seal is a seal.json, line the event's line as
+ * events.jsonl shows it (its '\n' added when missing), proof its proofs/<seq>. 0 when the
+ * line is covered by the seal's root; -EBADMSG (does not verify) or -EINVAL (malformed)
+ * with why. */
+int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t line_len,
+                    const char *proof, size_t proof_len, rs_err *err);
+/* rs_store_verify, and every seal must carry a note by key whose body is the seal's (an
+ * unsigned seal, one signed by another key or a note that does not match count as
+ * changed). */
+int rs_store_verify_key(rs_store *s, const rs_seal_pub *key, rs_verify_fn fn, void *ctx,
+                        rs_err *err);
 
 /* ---- DeerFlow's JSONL store (threads/T/runs/R.jsonl under its .deer-flow folder) -------- */
 

@@ -737,7 +737,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
-    int events, hwm, idem, canon;
+    int events, hwm, idem, canon, tree;
     int rewrites; /* runfs_note_update is there, no older build's unique index */
     int64_t layout;
 } pg_schema_state;
@@ -751,6 +751,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_idem') IS NOT NULL, "
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
+                    "to_regclass('runfs_seal_tree') IS NOT NULL, "
                     "to_regclass('runfs_uq_terminal') IS NULL AND EXISTS (SELECT 1 FROM "
                     "pg_trigger WHERE tgname = 'runfs_note_update' AND tgrelid = "
                     "to_regclass('run_events'))",
@@ -762,7 +763,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->idem = PQgetvalue(r, 0, 2)[0] == 't';
     int side = PQgetvalue(r, 0, 3)[0] == 't';
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
-    st->rewrites = PQgetvalue(r, 0, 5)[0] == 't';
+    st->tree = PQgetvalue(r, 0, 5)[0] == 't';
+    st->rewrites = PQgetvalue(r, 0, 6)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -772,7 +774,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->layout == PG_LAYOUT && st->rewrites;
+    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT && st->rewrites;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -798,6 +800,7 @@ static int schema_setup(rs_backend *b, rs_err *err)
                             (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
         (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
+        (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
         (!st.rewrites && ((rc = exec_plain(b, pg_schema_rewrites_sql, err)) ||
                           (rc = exec_plain(b, pg_schema_terminal_sql, err)))))
         goto fail;
@@ -861,6 +864,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     }
     /* A read-only open of a store without runfs_canon renders every row. */
     b->has_canon = !b->read_only || (st.canon && st.layout == PG_LAYOUT);
+    b->has_tree = !b->read_only || st.tree;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1153,6 +1157,7 @@ const rs_backend_ops rs_pg_backend = {
     .stats = pg_stats,
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get,
+    .seal_tree = pg_seal_tree,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,

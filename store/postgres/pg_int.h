@@ -7,6 +7,7 @@
  *               log_info and log_seek
  *   pg_write.c  put, singletons and their reservations, mkdir, deletes
  *   pg_read.c   queries, listings, counts, seals
+ *   pg_seal.c   what a seal keeps for its proofs and its note
  * The side tables and their meaning are the SQLite backend's (sqlite/schema.sql.h). */
 #ifndef RS_PG_INT_H
 #define RS_PG_INT_H
@@ -53,6 +54,7 @@ struct rs_backend {
     int sync_full;
     int owners_apart; /* rs_options.owners_apart */
     int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
+    int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
     int in_tx;        /* a write transaction is open */
     int read_tx;      /* cursors hold a read transaction open (their count) */
     int cursor_seq;   /* names of server-side cursors */
@@ -228,10 +230,18 @@ int pg_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
 int pg_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);
 int pg_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err);
-int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
+int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                   const rs_seal_tree *tree, rs_err *err);
 int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
                  void *ctx, rs_err *err);
+/* pg_seal.c: runfs_seal_tree. put inside the seal's transaction; extra fills the row's
+ * root and note ("" without); tree is the seal's kept tree (-ENOENT: none). */
+int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                     const rs_seal_tree *tree, rs_err *err);
+int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
+int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
+                 rs_err *err);
 
 /* ---- pg_changes.c: the change feed's numbers (transaction ids; shown below the oldest
  * running transaction's) ---- */

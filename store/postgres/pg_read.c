@@ -290,7 +290,8 @@ static int seal_from(rs_seal_row *row, const PGresult *r, int i, int col, rs_err
     return 0;
 }
 
-int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err)
+int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                   const rs_seal_tree *tree, rs_err *err)
 {
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
@@ -330,7 +331,8 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
                 &s, NULL, err);
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
-    if (rc || (rc = pg_change_touch(b, t, err)))
+    if (rc || (rc = pg_change_touch(b, t, err)) ||
+        (tree && (rc = pg_seal_tree_put(b, t, row, tree, err))))
         goto fail;
     return pg_commit(b, err);
 fail:
@@ -355,6 +357,8 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     if (found)
         rc = seal_from(row, r, 0, 0, err);
     PQclear(r);
+    if (found && !rc)
+        rc = pg_seal_extra(b, t, row, err);
     return found ? rc : -ENOENT;
 }
 
@@ -377,7 +381,7 @@ int pg_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
             .run_id = PQgetvalue(r, i, 1),
             .user = PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9),
         };
-        if (!(rc = seal_from(&row, r, i, 2, err)))
+        if (!(rc = seal_from(&row, r, i, 2, err)) && !(rc = pg_seal_extra(b, &t, &row, err)))
             rc = fn(ctx, &t, &row);
     }
     PQclear(r);

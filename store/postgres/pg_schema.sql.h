@@ -150,6 +150,28 @@ static const char pg_schema_owned_sql[] =
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ");\n";
 
+/* What a seal keeps beside its row: its Merkle root, its signed note (NULL: unsigned) and
+ * the tree its proofs read (merkle.h). It goes with its seal (a trigger, not a foreign key:
+ * the conversion of layout 1 renames and drops runfs_seal), and counts only for the seal of
+ * its sealed_at. Made where missing. */
+static const char pg_schema_tree_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_seal_tree (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
+    "  sealed_at TEXT NOT NULL, root TEXT NOT NULL, note TEXT, seqs BYTEA NOT NULL,\n"
+    "  nodes BYTEA NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, owner)\n"
+    ");\n"
+    "CREATE OR REPLACE FUNCTION runfs_seal_tree_drop() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  DELETE FROM runfs_seal_tree t USING old_rows o WHERE t.thread_id = o.thread_id\n"
+    "    AND t.run_id = o.run_id AND t.owner = o.owner;\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_seal_tree_drop AFTER DELETE ON runfs_seal\n"
+    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION\n"
+    "  runfs_seal_tree_drop();\n";
+
 /* The side tables' layout this build writes; a store with a newer one is refused, an older
  * one converted at a read-write open. A read-only open reads layout PG_LAYOUT_READ too
  * (without runfs_canon: every row is rendered). */

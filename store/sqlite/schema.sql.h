@@ -109,6 +109,19 @@ static const char rs_schema_sql[] =
     "  terminal_seq INTEGER, digest TEXT NOT NULL, error TEXT, sealed_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ") WITHOUT ROWID;\n"
+    /* What a seal keeps beside its row: its Merkle root, its signed note (NULL: unsigned)
+     * and the tree its proofs read (merkle.h); it goes with its seal, and counts only for
+     * the seal of its sealed_at (a row a seal left behind is never taken for a later one). */
+    "CREATE TABLE IF NOT EXISTS runfs_seal_tree (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
+    "  sealed_at TEXT NOT NULL, root TEXT NOT NULL, note TEXT, seqs BLOB NOT NULL,\n"
+    "  nodes BLOB NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, owner)\n"
+    ");\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_seal_tree_drop AFTER DELETE ON runfs_seal BEGIN\n"
+    "  DELETE FROM runfs_seal_tree WHERE thread_id = old.thread_id AND run_id = old.run_id\n"
+    "    AND owner = old.owner;\n"
+    "END;\n"
     /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"

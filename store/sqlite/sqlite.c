@@ -512,6 +512,8 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     if (!rc && has_schema && !b->read_only &&
         !(rc = object_exists(b, "index", "runfs_uq_terminal", &unique, err)) && unique)
         has_schema = 0;
+    if (!rc && has_schema && !b->read_only)
+        rc = table_exists(b, "runfs_seal_tree", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -1514,6 +1516,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .search = sq_search,
     .seal_insert = sq_seal_insert,
     .seal_get = sq_seal_get,
+    .seal_tree = sq_seal_tree,
     .seal_each = sq_seal_each,
     .changes_sync = sq_changes_sync,
     .changes = sq_changes,

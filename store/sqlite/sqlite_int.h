@@ -3,7 +3,8 @@
  *   sqlite_index.c  the byte logs: totals, owners, offset marks, catching up on rows others
  *                   wrote or deleted, log_info and log_seek
  *   sqlite_write.c  put, singletons, mkdir, deletes
- *   sqlite_read.c   queries, listings, counts, seals */
+ *   sqlite_read.c   queries, listings, counts, seals
+ *   sqlite_seal.c   what a seal keeps for its proofs and its note */
 #ifndef RS_SQLITE_INT_H
 #define RS_SQLITE_INT_H
 
@@ -265,9 +266,17 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
 int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);
 int sq_stats(rs_backend *b, const char *user, const char *thread_id, rs_stats *out, rs_err *err);
-int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err);
+int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                   const rs_seal_tree *tree, rs_err *err);
 int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
                  void *ctx, rs_err *err);
+/* sqlite_seal.c: runfs_seal_tree. put inside the seal's transaction; extra fills the row's
+ * root and note ("" without); tree is the seal's kept tree (-ENOENT: none). */
+int sq_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                     const rs_seal_tree *tree, rs_err *err);
+int sq_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
+int sq_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
+                 rs_err *err);
 
 #endif

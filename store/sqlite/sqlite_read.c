@@ -334,7 +334,8 @@ static int seal_from_stmt(rs_seal_row *row, sqlite3_stmt *st, int col, rs_err *e
     return 0;
 }
 
-int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_err *err)
+int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
+                   const rs_seal_tree *tree, rs_err *err)
 {
     int rc = sq_begin(b, err);
     if (rc)
@@ -363,7 +364,8 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs
                  row->has_error ? row->error : NULL, row->sealed_at, sq_owner_key(t->user));
     if (rc == -EEXIST)
         rc = rs_err_set(err, -EEXIST, "run %s is already sealed", t->run_id);
-    if (rc < 0 || (rc = sq_change_touch(b, t->thread_id, t->run_id, err)))
+    if (rc < 0 || (rc = sq_change_touch(b, t->thread_id, t->run_id, err)) ||
+        (tree && (rc = sq_seal_tree_put(b, t, row, tree, err)) < 0))
         goto fail;
     return sq_commit(b, err);
 fail:
@@ -382,7 +384,7 @@ int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
         return rc < 0 ? rc : -ENOENT;
     rc = seal_from_stmt(row, st, 0, err);
     sq_stmt_done(b, st);
-    return rc;
+    return rc ? rc : sq_seal_extra(b, t, row, err);
 }
 
 int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row),
@@ -404,7 +406,8 @@ int sq_seal_each(rs_backend *b, int (*fn)(void *ctx, const rs_target *t, const r
             .run_id = (const char *)sqlite3_column_text(st, 1),
             .user = (const char *)sqlite3_column_text(st, 9),
         };
-        if ((rc = seal_from_stmt(&row, st, 2, err)) || (rc = fn(ctx, &t, &row)))
+        if ((rc = seal_from_stmt(&row, st, 2, err)) || (rc = sq_seal_extra(b, &t, &row, err)) ||
+            (rc = fn(ctx, &t, &row)))
             break;
     }
     sq_stmt_done(b, st);

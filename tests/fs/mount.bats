@@ -102,9 +102,9 @@ EOF
     message-seqs messages.jsonl runs search seq since stats.json transcript.md)"
   run ls "$MNT/threads/t1/runs"
   assert_output "r1"
-  # last-visible-ai-seq and seal.json exist only once there is something to show.
+  # last-visible-ai-seq, seal.json and seal.note exist only once there is something to show.
   run ls "$RUN"
-  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once otel.json receipt.json \
+  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once otel.json proofs receipt.json \
     search since stats.json tasks timeline.svg types workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"

@@ -296,6 +296,55 @@ static void run_digest(const char *run, const char *user, int64_t upper, char *o
         sprintf(out + 7 + 2 * i, "%02x", h[i]);
 }
 
+/* RFC 6962's MTH over leaf hashes h[0..n), from the RFC's text (n >= 1). */
+static void mth(unsigned char (*h)[32], size_t n, unsigned char *out)
+{
+    if (n == 1) {
+        memcpy(out, h[0], 32);
+        return;
+    }
+    size_t k = 1;
+    while (k * 2 < n)
+        k *= 2;
+    unsigned char in[65];
+    in[0] = 1;
+    mth(h, k, in + 1);
+    mth(h + k, n - k, in + 33);
+    unsigned int olen;
+    EVP_Digest(in, sizeof in, out, &olen, EVP_sha256(), NULL);
+}
+
+/* The seal's root: the MTH of the run's lines up to upper, read through the ordinary
+ * query (at most 64 lines here). */
+static void run_root(const char *run, const char *user, int64_t upper, char *out)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "th-1";
+    q.run_id = run;
+    q.user = user;
+    q.before_seq = upper + 1;
+    rs_cursor *c;
+    assert_int_equal(rs_store_query(fx.s, &q, &c, NULL), 0);
+    unsigned char leaves[64][32], root[32];
+    size_t n = 0;
+    const rs_record *rec;
+    unsigned int olen;
+    while (rs_cursor_next(c, &rec) > 0) {
+        assert_true(n < 64);
+        unsigned char buf[4096];
+        assert_true(rec->line_len < sizeof buf);
+        buf[0] = 0;
+        memcpy(buf + 1, rec->line, rec->line_len);
+        EVP_Digest(buf, rec->line_len + 1, leaves[n++], &olen, EVP_sha256(), NULL);
+    }
+    rs_cursor_free(c);
+    assert_true(n > 0);
+    mth(leaves, n, root);
+    strcpy(out, "sha256:");
+    for (unsigned i = 0; i < 32; i++)
+        sprintf(out + 7 + 2 * i, "%02x", root[i]);
+}
+
 /* The sealed_at value of a seal document, checked for canonical UTC form. */
 static void sealed_at_of(const char *doc, char *out)
 {
@@ -546,13 +595,14 @@ static void test_seal_partial(void **state)
     int rc = seal("run-5", "{\"state\": \"partial\", \"error\": \"worker lost\"}\n", &out, &err);
     if (rc)
         fail_msg("seal: %s", err.msg);
-    char at[40], want[512];
+    char at[40], want[640], root[80];
     sealed_at_of(out.buf, at);
+    run_root("run-5", "alice", 34, root);
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-5\",\"state\":\"partial\",\"upper_seq\":34,"
              "\"event_count\":2,\"terminal_seq\":null,\"digest\":\"sha256:a0d87886faebf8a4c5d4f1"
-             "0954c49244d78fdbdc05ac9ed7c244f94ae6e22149\",\"error\":\"worker lost\","
-             "\"sealed_at\":\"%s\",\"uncovered\":0}\n", at);
+             "0954c49244d78fdbdc05ac9ed7c244f94ae6e22149\",\"tree_size\":2,\"root\":\"%s\","
+             "\"error\":\"worker lost\",\"sealed_at\":\"%s\",\"uncovered\":0}\n", root, at);
     assert_string_equal(out.buf, want);
     rs_buf_reset(&out);
     rs_target t = target("run-5", "alice");
@@ -569,13 +619,15 @@ static void test_seal_complete(void **state)
     int rc = seal("run-2", "", &out, &err);
     if (rc)
         fail_msg("seal: %s", err.msg);
-    char at[40], digest[80], want[512];
+    char at[40], digest[80], want[640], root[80];
     sealed_at_of(out.buf, at);
     run_digest("run-2", "alice", 22, digest);
+    run_root("run-2", "alice", 22, root);
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-2\",\"state\":\"sealed\",\"upper_seq\":22,"
-             "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"error\":null,"
-             "\"sealed_at\":\"%s\",\"uncovered\":0}\n", digest, at);
+             "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"tree_size\":17,"
+             "\"root\":\"%s\",\"error\":null,\"sealed_at\":\"%s\",\"uncovered\":0}\n",
+             digest, root, at);
     assert_string_equal(out.buf, want);
     /* A second seal is refused and changes nothing. */
     rs_buf_reset(&out);
@@ -592,8 +644,9 @@ static void test_seal_complete(void **state)
     assert_int_equal(rs_store_seal_read(fx.s, &t, &out, NULL), 0);
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-2\",\"state\":\"sealed\",\"upper_seq\":22,"
-             "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"error\":null,"
-             "\"sealed_at\":\"%s\",\"uncovered\":1}\n", digest, at);
+             "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"tree_size\":17,"
+             "\"root\":\"%s\",\"error\":null,\"sealed_at\":\"%s\",\"uncovered\":1}\n",
+             digest, root, at);
     assert_string_equal(out.buf, want);
     /* Another owner has no rows in the run: it sees no seal. */
     rs_buf_reset(&out);
@@ -609,14 +662,16 @@ static void test_seal_partial_with_terminal(void **state)
     rs_err err = {0};
     assert_int_equal(seal("run-1", "", NULL, &err), 0);
     assert_int_equal(seal("run-4", "{\"state\":\"partial\",\"error\":\"asked\"}", &out, &err), 0);
-    char at[40], want[512];
+    char at[40], want[640], root[80];
     sealed_at_of(out.buf, at);
     char digest[80];
     run_digest("run-4", "alice", 32, digest);
+    run_root("run-4", "alice", 32, root);
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-4\",\"state\":\"partial\",\"upper_seq\":32,"
-             "\"event_count\":4,\"terminal_seq\":32,\"digest\":\"%s\",\"error\":\"asked\","
-             "\"sealed_at\":\"%s\",\"uncovered\":0}\n", digest, at);
+             "\"event_count\":4,\"terminal_seq\":32,\"digest\":\"%s\",\"tree_size\":4,"
+             "\"root\":\"%s\",\"error\":\"asked\",\"sealed_at\":\"%s\",\"uncovered\":0}\n",
+             digest, root, at);
     assert_string_equal(out.buf, want);
     rs_buf_release(&out);
 }

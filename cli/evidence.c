@@ -1,0 +1,166 @@
+/* evidence.c — the commands that make and check evidence without a mount: runfs seal,
+ * verify-note and verify-proof (runfs verify --key is cmd_verify's, in main.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "evidence.h"
+
+static int usage(const char *cmd, const char *what)
+{
+    fprintf(stderr, "runfs %s: %s (see 'runfs %s --help')\n", cmd, what, cmd);
+    return 2;
+}
+
+/* The whole file at path into out (at most 16 MiB: evidence files are small). */
+static int read_whole(const char *path, rs_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "runfs: %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    int rc = 0;
+    for (;;) {
+        if (out->len > (16u << 20) || rs_buf_grow(out, 65536)) {
+            rc = -EFBIG;
+            break;
+        }
+        size_t n = fread(out->buf + out->len, 1, 65536, f);
+        rs_buf_setlen(out, out->len + n);
+        if (n == 0)
+            break;
+    }
+    if (!rc && ferror(f))
+        rc = -EIO;
+    fclose(f);
+    if (rc)
+        fprintf(stderr, "runfs: %s: %s\n", path, strerror(-rc));
+    return rc;
+}
+
+int rfs_cmd_seal(int argc, char **argv)
+{
+    enum { OPT_KEY = 256, OPT_NAME, OPT_PARTIAL };
+    static const struct option longopts[] = {
+        {"seal-key", required_argument, NULL, OPT_KEY},
+        {"seal-key-name", required_argument, NULL, OPT_NAME},
+        {"partial", required_argument, NULL, OPT_PARTIAL},
+        {NULL, 0, NULL, 0},
+    };
+    const char *key_path = NULL, *key_name = NULL, *partial = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == OPT_KEY)
+            key_path = optarg;
+        else if (c == OPT_NAME)
+            key_name = optarg;
+        else if (c == OPT_PARTIAL)
+            partial = optarg;
+        else
+            return usage("seal", "unknown option or missing value");
+    }
+    if (argc - optind != 3)
+        return usage("seal", "expected STORE THREAD RUN");
+    if (key_name && !key_path)
+        return usage("seal", "--seal-key-name names the key of --seal-key: give both");
+    rs_err err = {0};
+    rs_seal_key *key = NULL;
+    if (key_path && rs_seal_key_load(&key, key_path, key_name, &err)) {
+        fprintf(stderr, "runfs: --seal-key: %s\n", err.msg);
+        return 2;
+    }
+    rs_buf body = RS_BUF_INIT, out = RS_BUF_INIT;
+    int status = 2;
+    if (partial &&
+        (rs_buf_addlit(&body, "{\"state\":\"partial\",\"error\":") ||
+         rs_buf_add_json_string(&body, partial, strlen(partial)) || rs_buf_addch(&body, '}'))) {
+        fprintf(stderr, "runfs: out of memory\n");
+        goto out;
+    }
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.seal_key = key;
+    rs_store *s;
+    if (rs_store_open(&s, argv[optind], &opt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        goto out;
+    }
+    rs_target t = {.thread_id = argv[optind + 1], .run_id = argv[optind + 2]};
+    int rc = rs_store_seal(s, &t, body.buf, body.len, &out, &err);
+    rs_store_close(s);
+    if (rc) {
+        fprintf(stderr, "runfs: threads/%s/runs/%s: %s (%s)\n", t.thread_id, t.run_id, err.msg,
+                rs_errno_name(rc));
+        status = 1;
+    } else
+        status = fwrite(out.buf, 1, out.len, stdout) == out.len && fflush(stdout) == 0 ? 0 : 1;
+out:
+    rs_buf_release(&body);
+    rs_buf_release(&out);
+    rs_seal_key_free(key);
+    return status;
+}
+
+int rfs_cmd_verify_note(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"key", required_argument, NULL, 'k'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *key_path = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c != 'k')
+            return usage("verify-note", "unknown option or missing value");
+        key_path = optarg;
+    }
+    if (!key_path || argc - optind != 1)
+        return usage("verify-note", "expected --key PUB.pem FILE");
+    rs_err err = {0};
+    rs_seal_pub *key;
+    if (rs_seal_pub_load(&key, key_path, &err)) {
+        fprintf(stderr, "runfs: --key: %s\n", err.msg);
+        return 2;
+    }
+    rs_buf note = RS_BUF_INIT;
+    int status = 2;
+    if (!read_whole(argv[optind], &note)) {
+        int rc = rs_note_verify(key, note.buf, note.len, &err);
+        if (rc)
+            fprintf(stderr, "runfs: %s: %s\n", argv[optind], err.msg);
+        else
+            printf("%s: signed by this key\n", argv[optind]);
+        status = rc == 0 ? 0 : 1;
+    }
+    rs_buf_release(&note);
+    rs_seal_pub_free(key);
+    return status;
+}
+
+int rfs_cmd_verify_proof(int argc, char **argv)
+{
+    if (argc != 4)
+        return usage("verify-proof", "expected SEAL.json LINE PROOF");
+    rs_buf seal = RS_BUF_INIT, line = RS_BUF_INIT, proof = RS_BUF_INIT;
+    int status = 2;
+    if (!read_whole(argv[1], &seal) && !read_whole(argv[2], &line) &&
+        !read_whole(argv[3], &proof)) {
+        rs_err err = {0};
+        int rc =
+            rs_proof_verify(seal.buf, seal.len, line.buf, line.len, proof.buf, proof.len, &err);
+        if (rc)
+            fprintf(stderr, "runfs: %s: %s\n", argv[2], err.msg);
+        else
+            printf("%s: covered by the seal's root\n", argv[2]);
+        status = rc == 0 ? 0 : rc == -EBADMSG ? 1 : 2;
+    }
+    rs_buf_release(&seal);
+    rs_buf_release(&line);
+    rs_buf_release(&proof);
+    return status;
+}

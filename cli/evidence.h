@@ -1,0 +1,13 @@
+/* evidence.h — the CLI's commands that make and check evidence with no mount. */
+#ifndef RFS_CLI_EVIDENCE_H
+#define RFS_CLI_EVIDENCE_H
+
+#include "runstore.h"
+
+/* runfs seal|verify-note|verify-proof ...: argv[0] is the command's name; each returns the
+ * exit status (0 done or holds, 1 refused or does not hold, 2 could not check). */
+int rfs_cmd_seal(int argc, char **argv);
+int rfs_cmd_verify_note(int argc, char **argv);
+int rfs_cmd_verify_proof(int argc, char **argv);
+
+#endif

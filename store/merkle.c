@@ -1,0 +1,392 @@
+/* merkle.c — see merkle.h. Hashing goes through one EVP context per builder or proof, with
+ * the digest fetched once: a seal hashes every line twice (digest and leaf) and each pair of
+ * subtrees once, so a per-hash fetch or allocation would show. */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merkle.h"
+
+#define C RS_MERKLE_CHUNK
+
+typedef struct hasher {
+    EVP_MD *md;
+    EVP_MD_CTX *ctx;
+} hasher;
+
+static int hasher_init(hasher *h)
+{
+    h->md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    h->ctx = EVP_MD_CTX_new();
+    return h->md && h->ctx ? 0 : -ENOMEM;
+}
+
+static void hasher_done(hasher *h)
+{
+    EVP_MD_CTX_free(h->ctx);
+    EVP_MD_free(h->md);
+}
+
+static int hash2(hasher *h, unsigned char prefix, const void *a, size_t alen, const void *b,
+                 size_t blen, unsigned char *out)
+{
+    unsigned int len;
+    if (EVP_DigestInit_ex(h->ctx, h->md, NULL) != 1 ||
+        (prefix != 0xff && EVP_DigestUpdate(h->ctx, &prefix, 1) != 1) ||
+        EVP_DigestUpdate(h->ctx, a, alen) != 1 ||
+        (blen && EVP_DigestUpdate(h->ctx, b, blen) != 1) ||
+        EVP_DigestFinal_ex(h->ctx, out, &len) != 1)
+        return -EIO;
+    return 0;
+}
+
+static int leaf(hasher *h, const void *line, size_t len, unsigned char *out)
+{
+    return hash2(h, 0x00, line, len, NULL, 0, out);
+}
+
+static int node(hasher *h, const unsigned char *l, const unsigned char *r, unsigned char *out)
+{
+    return hash2(h, 0x01, l, RS_HASH_LEN, r, RS_HASH_LEN, out);
+}
+
+/* The largest power of two below n (n >= 2). */
+static int64_t split(int64_t n)
+{
+    int64_t k = 1;
+    while (k * 2 < n)
+        k *= 2;
+    return k;
+}
+
+/* ---- the builder ---------------------------------------------------------------------------- */
+
+struct rs_merkle {
+    hasher h;
+    unsigned char stack[16][RS_HASH_LEN]; /* the chunk's complete subtrees, largest first */
+    int height[16];
+    int depth;
+    int64_t n;
+    rs_buf seqs;
+    rs_buf level0; /* complete chunks' hashes */
+};
+
+int rs_merkle_new(rs_merkle **out)
+{
+    rs_merkle *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    m->seqs = (rs_buf)RS_BUF_INIT;
+    m->level0 = (rs_buf)RS_BUF_INIT;
+    if (hasher_init(&m->h)) {
+        rs_merkle_free(m);
+        return -ENOMEM;
+    }
+    *out = m;
+    return 0;
+}
+
+void rs_merkle_free(rs_merkle *m)
+{
+    if (!m)
+        return;
+    hasher_done(&m->h);
+    rs_buf_release(&m->seqs);
+    rs_buf_release(&m->level0);
+    free(m);
+}
+
+static int put_seq(rs_buf *b, int64_t seq)
+{
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)((uint64_t)seq >> (8 * i));
+    return rs_buf_add(b, le, 8);
+}
+
+static int64_t get_seq(const rs_buf *b, int64_t j)
+{
+    const unsigned char *p = (const unsigned char *)b->buf + 8 * j;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
+{
+    int rc;
+    if (m->n % C == 0 && (rc = put_seq(&m->seqs, seq)))
+        return rc;
+    if ((rc = leaf(&m->h, line, len, m->stack[m->depth])))
+        return rc;
+    m->height[m->depth++] = 0;
+    while (m->depth >= 2 && m->height[m->depth - 1] == m->height[m->depth - 2]) {
+        if ((rc = node(&m->h, m->stack[m->depth - 2], m->stack[m->depth - 1],
+                       m->stack[m->depth - 2])))
+            return rc;
+        m->height[m->depth - 2]++;
+        m->depth--;
+    }
+    if (++m->n % C == 0) {
+        if ((rc = rs_buf_add(&m->level0, m->stack[0], RS_HASH_LEN)))
+            return rc;
+        m->depth = 0;
+    }
+    return 0;
+}
+
+/* Where level L starts in nodes (in hashes), and how many hashes nodes must hold. */
+static int64_t level_at(int64_t n, int level)
+{
+    int64_t at = 0;
+    for (int l = 0; l < level; l++)
+        at += n / ((int64_t)C << l);
+    return at;
+}
+
+static int64_t nodes_count(int64_t n)
+{
+    int levels = 0;
+    while (n / ((int64_t)C << levels))
+        levels++;
+    return level_at(n, levels) + (n % C != 0);
+}
+
+/* The hash of leaves [lo, hi) of the tree, lo a multiple of C: a complete aligned subtree,
+ * or one ending at n (its pieces, largest first, folded from the right as the RFC's split
+ * does; under a chunk, the kept last chunk). */
+static int range_hash(hasher *h, int64_t n, const unsigned char *nodes, int64_t lo, int64_t hi,
+                      unsigned char *out)
+{
+    const unsigned char *piece[64];
+    int count = 0;
+    int64_t pos = lo;
+    while (hi - pos >= C) {
+        int level = 0;
+        while (((int64_t)C << (level + 1)) <= hi - pos)
+            level++;
+        int64_t size = (int64_t)C << level;
+        piece[count++] = nodes + RS_HASH_LEN * (level_at(n, level) + pos / size);
+        pos += size;
+    }
+    if (pos < hi)
+        piece[count++] = nodes + RS_HASH_LEN * (nodes_count(n) - 1);
+    memcpy(out, piece[count - 1], RS_HASH_LEN);
+    for (int k = count - 2; k >= 0; k--) {
+        int rc = node(h, piece[k], out, out);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes)
+{
+    int rc;
+    unsigned char tail[RS_HASH_LEN];
+    if (m->depth) {
+        memcpy(tail, m->stack[m->depth - 1], RS_HASH_LEN);
+        for (int k = m->depth - 2; k >= 0; k--)
+            if ((rc = node(&m->h, m->stack[k], tail, tail)))
+                return rc;
+    }
+    rs_buf_reset(nodes);
+    if ((rc = rs_buf_add(nodes, m->level0.buf, m->level0.len)))
+        return rc;
+    size_t from = 0;
+    for (int64_t count = m->n / C; count >= 2; count /= 2) {
+        if ((rc = rs_buf_grow(nodes, (size_t)(count / 2) * RS_HASH_LEN)))
+            return rc;
+        for (int64_t i = 0; i < count / 2; i++) {
+            unsigned char *p = (unsigned char *)nodes->buf;
+            if ((rc = node(&m->h, p + from + 2 * i * RS_HASH_LEN,
+                           p + from + (2 * i + 1) * RS_HASH_LEN, p + nodes->len)))
+                return rc;
+            rs_buf_setlen(nodes, nodes->len + RS_HASH_LEN);
+        }
+        from += (size_t)count * RS_HASH_LEN;
+    }
+    if (m->depth && (rc = rs_buf_add(nodes, tail, RS_HASH_LEN)))
+        return rc;
+    rs_buf_reset(seqs);
+    if ((rc = rs_buf_add(seqs, m->seqs.buf, m->seqs.len)))
+        return rc;
+    if (!m->n)
+        return hash2(&m->h, 0xff, "", 0, NULL, 0, root);
+    return range_hash(&m->h, m->n, (const unsigned char *)nodes->buf, 0, m->n, root);
+}
+
+/* ---- proofs --------------------------------------------------------------------------------- */
+
+int64_t rs_merkle_chunk_size(int64_t n, int64_t j)
+{
+    return (j + 1) * C <= n ? C : n - j * C;
+}
+
+int rs_merkle_chunk_of(const rs_buf *seqs, int64_t n, int64_t seq, int64_t *chunk, int64_t *from,
+                       int64_t *to)
+{
+    int64_t chunks = (n + C - 1) / C;
+    if ((int64_t)seqs->len != 8 * chunks)
+        return -EINVAL;
+    if (!chunks || seq < get_seq(seqs, 0))
+        return -ENOENT;
+    int64_t lo = 0, hi = chunks - 1; /* the last chunk starting at or before seq */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (get_seq(seqs, mid) <= seq)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *chunk = lo;
+    *from = get_seq(seqs, lo);
+    *to = lo + 1 < chunks ? get_seq(seqs, lo + 1) : INT64_MAX;
+    return 0;
+}
+
+/* The RFC's MTH over leaves[lo, hi). */
+static int mth(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, unsigned char *out)
+{
+    if (hi - lo == 1) {
+        memcpy(out, leaves + lo * RS_HASH_LEN, RS_HASH_LEN);
+        return 0;
+    }
+    unsigned char l[RS_HASH_LEN], r[RS_HASH_LEN];
+    int64_t k = split(hi - lo);
+    int rc = mth(h, leaves, lo, lo + k, l);
+    if (!rc)
+        rc = mth(h, leaves, lo + k, hi, r);
+    return rc ? rc : node(h, l, r, out);
+}
+
+/* The RFC's PATH(m, D[lo:hi]) over leaves, appended bottom-up. */
+static int sub_path(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, int64_t m,
+                    rs_buf *path)
+{
+    if (hi - lo == 1)
+        return 0;
+    unsigned char sib[RS_HASH_LEN];
+    int64_t k = split(hi - lo);
+    int rc = m < lo + k ? sub_path(h, leaves, lo, lo + k, m, path)
+                        : sub_path(h, leaves, lo + k, hi, m, path);
+    if (!rc)
+        rc = m < lo + k ? mth(h, leaves, lo + k, hi, sib) : mth(h, leaves, lo, lo + k, sib);
+    return rc ? rc : rs_buf_add(path, sib, RS_HASH_LEN);
+}
+
+/* The same above the chunks, from the kept hashes. */
+static int up_path(hasher *h, int64_t n, const unsigned char *nodes, int64_t lo, int64_t hi,
+                   int64_t m, rs_buf *path)
+{
+    if (hi - lo <= C)
+        return 0;
+    unsigned char sib[RS_HASH_LEN];
+    int64_t k = split(hi - lo);
+    int rc = m < lo + k ? up_path(h, n, nodes, lo, lo + k, m, path)
+                        : up_path(h, n, nodes, lo + k, hi, m, path);
+    if (!rc)
+        rc = m < lo + k ? range_hash(h, n, nodes, lo + k, hi, sib)
+                        : range_hash(h, n, nodes, lo, lo + k, sib);
+    return rc ? rc : rs_buf_add(path, sib, RS_HASH_LEN);
+}
+
+int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *lines,
+                   const size_t *ends, int64_t count, int64_t i, rs_buf *path)
+{
+    if ((int64_t)nodes->len != RS_HASH_LEN * nodes_count(n) || j < 0 || j * C >= n)
+        return -EINVAL;
+    if (count != rs_merkle_chunk_size(n, j) || i < 0 || i >= count)
+        return -EBADMSG;
+    hasher h;
+    unsigned char *leaves = malloc((size_t)count * RS_HASH_LEN);
+    int rc = hasher_init(&h);
+    if (!leaves || rc) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int64_t k = 0; k < count && !rc; k++) {
+        size_t start = k ? ends[k - 1] : 0;
+        rc = leaf(&h, lines->buf + start, ends[k] - start, leaves + k * RS_HASH_LEN);
+    }
+    const unsigned char *kept = (const unsigned char *)nodes->buf;
+    unsigned char got[RS_HASH_LEN];
+    if (rc || (rc = mth(&h, leaves, 0, count, got)))
+        goto out;
+    kept += RS_HASH_LEN * (count == C ? j : nodes_count(n) - 1);
+    if (memcmp(got, kept, RS_HASH_LEN) != 0) {
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (!(rc = sub_path(&h, leaves, 0, count, i, path)))
+        rc = up_path(&h, n, (const unsigned char *)nodes->buf, 0, n, j * C + i, path);
+out:
+    free(leaves);
+    hasher_done(&h);
+    return rc;
+}
+
+int rs_merkle_check(const char *line, size_t len, int64_t i, int64_t n, const unsigned char *path,
+                    size_t depth, const unsigned char root[RS_HASH_LEN])
+{
+    if (i < 0 || i >= n)
+        return 0;
+    hasher h;
+    unsigned char r[RS_HASH_LEN];
+    int ok = 0;
+    if (hasher_init(&h) || leaf(&h, line, len, r))
+        goto out;
+    uint64_t fn = (uint64_t)i, sn = (uint64_t)(n - 1);
+    for (size_t k = 0; k < depth; k++) {
+        const unsigned char *p = path + k * RS_HASH_LEN;
+        if (sn == 0)
+            goto out;
+        if ((fn & 1) || fn == sn) {
+            if (node(&h, p, r, r))
+                goto out;
+            while (!(fn & 1) && fn != 0) {
+                fn >>= 1;
+                sn >>= 1;
+            }
+        } else if (node(&h, r, p, r))
+            goto out;
+        fn >>= 1;
+        sn >>= 1;
+    }
+    ok = sn == 0 && memcmp(r, root, RS_HASH_LEN) == 0;
+out:
+    hasher_done(&h);
+    return ok;
+}
+
+void rs_hash_hex(char *dst, const unsigned char *h)
+{
+    static const char hex[] = "0123456789abcdef";
+    memcpy(dst, "sha256:", 7);
+    dst += 7;
+    for (int i = 0; i < RS_HASH_LEN; i++) {
+        *dst++ = hex[h[i] >> 4];
+        *dst++ = hex[h[i] & 15];
+    }
+    *dst = '\0';
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int rs_hash_parse(const char *s, size_t len, unsigned char *h)
+{
+    if (len != 7 + 2 * RS_HASH_LEN || memcmp(s, "sha256:", 7) != 0)
+        return -EINVAL;
+    for (int i = 0; i < RS_HASH_LEN; i++) {
+        int hi = hexval(s[7 + 2 * i]), lo = hexval(s[8 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        h[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* merkle.h — RFC 6962 Merkle tree hashes over a run's lines (section 2.1: leaf
+ * SHA-256(0x00 || line), node SHA-256(0x01 || left || right), split at the largest power of
+ * two below the size), built in one pass at seal time, and audit paths from what it keeps.
+ *
+ * What a seal keeps (rs_tree): the leaves fall into chunks of RS_MERKLE_CHUNK; seqs holds
+ * the first seq of every chunk (int64, little-endian), nodes the hashes of every complete
+ * aligned subtree of a chunk or more, level by level (level L: n / (CHUNK << L) hashes),
+ * then the hash of the last, incomplete chunk when there is one. A proof reads one chunk's
+ * rows and about 2 log n kept hashes. */
+#ifndef RS_MERKLE_H
+#define RS_MERKLE_H
+
+#include <stdint.h>
+
+#include "runstore.h"
+
+#define RS_MERKLE_CHUNK 256
+#define RS_HASH_LEN 32
+
+typedef struct rs_merkle rs_merkle;
+
+/* A builder: rs_merkle_add each line in seq order, then rs_merkle_finish. */
+int rs_merkle_new(rs_merkle **out);
+int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len);
+/* The root (the hash of no leaves for an empty run) and what a seal keeps. */
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes);
+void rs_merkle_free(rs_merkle *m);
+
+/* The chunk holding seq among n leaves whose chunks start at seqs (-ENOENT before the first):
+ * its index, its first seq and the seq its next chunk starts at (INT64_MAX for the last). */
+int rs_merkle_chunk_of(const rs_buf *seqs, int64_t n, int64_t seq, int64_t *chunk, int64_t *from,
+                       int64_t *to);
+/* The number of leaves of chunk j of n. */
+int64_t rs_merkle_chunk_size(int64_t n, int64_t j);
+
+/* The audit path (leaf to root, RS_HASH_LEN bytes each, appended to path) of leaf i of
+ * chunk j of a tree of n leaves, given the chunk's leaves (their lines) and what the seal
+ * kept. -EBADMSG when the lines do not hash to the kept chunk (the rows changed), -EINVAL
+ * when what was kept does not fit n. */
+int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *lines,
+                   const size_t *ends, int64_t count, int64_t i, rs_buf *path);
+
+/* RFC 9162 2.1.3.2: does the path lead leaf (its line) at index i of a tree of n to root? */
+int rs_merkle_check(const char *line, size_t len, int64_t i, int64_t n, const unsigned char *path,
+                    size_t depth, const unsigned char root[RS_HASH_LEN]);
+
+/* "sha256:<hex>" of a hash into dst (72 bytes), and back (0 or -EINVAL). */
+void rs_hash_hex(char *dst, const unsigned char *h);
+int rs_hash_parse(const char *s, size_t len, unsigned char *h);
+
+#endif
