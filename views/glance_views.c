@@ -11,6 +11,28 @@ int rfs_glance_kind(rfs_kind kind)
     return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE;
 }
 
+typedef struct latest {
+    const char *run_id; /* NULL: any run of the thread */
+    int64_t change;
+} latest;
+
+static int note_change(void *ctx, const rs_change *c)
+{
+    latest *l = ctx;
+    if ((!l->run_id || strcmp(c->run_id, l->run_id) == 0) && c->change > l->change)
+        l->change = c->change;
+    return 0;
+}
+
+int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err)
+{
+    if (kind == RFS_R_TIMELINE)
+        return 0; /* drawn from the rows alone */
+    latest l = {.run_id = kind == RFS_T_STATS ? NULL : t->run_id};
+    int rc = rs_store_changes(s, 0, t->user, t->thread_id, note_change, &l, err);
+    return rc ? rc : rs_buf_addf(key, "\n%lld", (long long)l.change);
+}
+
 typedef struct seal_ctx {
     rs_store *s;
     const rs_target *t;

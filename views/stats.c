@@ -289,9 +289,8 @@ typedef struct totals {
 } totals;
 
 /* A run's seal: its state and the events after it. */
-static int read_seal(run_acc *r, const char *run_id, rfs_seal_fn seal, void *ctx, totals *t)
+static int read_seal(const char *run_id, rfs_seal_fn seal, void *ctx, totals *t)
 {
-    (void)r;
     rs_buf doc = RS_BUF_INIT;
     int rc = seal ? seal(ctx, run_id, &doc) : 0;
     if (!rc && doc.len) {
@@ -345,7 +344,7 @@ static int total_run(const char *run_id, run_acc *r, rfs_seal_fn seal, void *ctx
         t->tasks++;
         rc = count(t->task_status, ks, strlen(ks));
     }
-    return rc ? rc : read_seal(r, run_id, seal, ctx, t);
+    return rc ? rc : read_seal(run_id, seal, ctx, t);
 }
 
 int rfs_stats_finish(rfs_stats *s, rfs_seal_fn seal, void *ctx, rs_buf *out)

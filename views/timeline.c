@@ -150,6 +150,8 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
         char *m = ev->model.p ? text_of(ev->model) : NULL;
         rc = rs_buf_addf(&label, "chat%s%s", m ? " " : "", m ? m : "");
         free(m);
+        if (!rc && ev->usage[2] >= 0)
+            rc = rs_buf_addf(&label, " \xc2\xb7 %lld tokens", (long long)ev->usage[2]);
         if (!rc && ev->latency_ms < 0)
             rc = rs_buf_addlit(&d, "no latency_ms: drawn at its time");
         for (int i = 0; !rc && i < RFS_USAGE_N; i++)
@@ -408,7 +410,8 @@ static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int he
         rc = t->status ? rfs_xml_text(out, t->status, strlen(t->status), 32)
                        : rs_buf_addlit(out, "(no status)");
     if (!rc)
-        rc = rs_buf_addf(out, " \xc2\xb7 %lld events \xc2\xb7 ", (long long)t->events);
+        rc = rs_buf_addf(out, " \xc2\xb7 %lld event%s \xc2\xb7 ", (long long)t->events,
+                         t->events == 1 ? "" : "s");
     if (!rc)
         rc = rfs_add_duration(out, t->last_us - t->first_us);
     if (!rc && t->events)
@@ -416,11 +419,12 @@ static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int he
     if (!rc && t->events)
         rc = add_clock(out, t->first_us);
     if (!rc)
-        rc = rs_buf_addf(
-            out,
-            " UTC \xc2\xb7 %lld model calls \xc2\xb7 %lld tool calls (%lld error results) "
-            "</text>\n",
-            (long long)t->model_calls, (long long)t->tools, (long long)t->tool_errors);
+        rc = rs_buf_addf(out,
+                         " UTC \xc2\xb7 %lld model call%s \xc2\xb7 %lld tool call%s, %lld error "
+                         "result%s</text>\n",
+                         (long long)t->model_calls, t->model_calls == 1 ? "" : "s",
+                         (long long)t->tools, t->tools == 1 ? "" : "s", (long long)t->tool_errors,
+                         t->tool_errors == 1 ? "" : "s");
     /* The legend: a swatch and its meaning each. */
     for (int row = 0; row < 2; row++) {
         double x = 12;
@@ -430,7 +434,7 @@ static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int he
                              "height=\"10\"/><text class=\"s\" x=\"%.1f\" y=\"%d\">%s</text>\n",
                              legend[row][i].cls, x, 62 + row * 18, x + 16, 71 + row * 18,
                              legend[row][i].text);
-            x += 16 + 7.0 * (double)strlen(legend[row][i].text) + 16;
+            x += 16 + 6.6 * (double)strlen(legend[row][i].text) + 18;
         }
     }
     /* The axis: times since the run's start, and their grid lines down the rows. */

@@ -311,6 +311,9 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     int cache = token && sc->sizes &&
                 (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || glance);
     int rc = cache ? size_key(sc, n, &key) : 0;
+    rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
+    if (!rc && cache && glance)
+        rc = rfs_glance_key(s, n->kind, &t, &key, err);
     if (!rc && cache &&
         (doc ? glance && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : rfs_sizes_get(sc->sizes, key.buf, token, &st->size))) {

@@ -195,3 +195,17 @@ check_thread() {
   cmp "$d/otel.json" "$WORK/fresh" || fail "the mount still shows the otel.json of before the append"
   [ "$(stat -c %s "$d/otel.json")" -eq "$(wc -c < "$WORK/fresh")" ]
 }
+
+@test "stats.json read before a seal shows the seal after it, in the run and the thread" {
+  d=$MNT/$T/runs/tasks
+  run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["seal"], d["gaps"]["uncovered_by_seal"])' "$d/stats.json"
+  assert_output "None None"
+  cat "$MNT/$T/stats.json" > /dev/null
+  (set -C; : > "$d/seal.json")
+  run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["seal"], d["gaps"]["uncovered_by_seal"])' "$d/stats.json"
+  assert_output "sealed 0"
+  # par's seal leaves one event uncovered; tasks' none.
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gaps"]["uncovered_by_seal"])' "$MNT/$T/stats.json"
+  assert_output 1
+  check_run "$MNT" "$STORE" th tasks
+}
