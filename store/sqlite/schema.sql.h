@@ -54,6 +54,7 @@ static const char rs_schema_sql[] =
     "  terminal_seq INTEGER NOT NULL DEFAULT 0,\n"
     "  ws_count INTEGER NOT NULL DEFAULT 0,\n"
     "  ws_seq INTEGER NOT NULL DEFAULT 0,\n"
+    "  change INTEGER NOT NULL DEFAULT 0,\n"
     "  UNIQUE (thread_key, run_id)\n"
     ");\n"
     /* Owners present in a thread (run_key 0) or run; '' stands for rows without an owner. */
@@ -165,10 +166,10 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
     "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
     "END;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 3);\n";
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 4);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. */
-#define RS_SCHEMA_LAYOUT 3
+#define RS_SCHEMA_LAYOUT 4
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
  * blocked another's. Before the tables of rs_schema_sql are created, the old ones step
@@ -232,13 +233,17 @@ static const char rs_schema_terminal_sql[] =
     "CREATE INDEX IF NOT EXISTS runfs_ix_terminal ON run_events "
     "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal';\n";
 
-/* The change feed (DESIGN "The change feed"): each run's latest change number (0: not
- * numbered yet), the owner of its rows ('' for none, NULL for several), whether it is a
- * tombstone, and pending: rows of it were deleted or changed in place (by anyone: the
- * triggers live in the file) and it is numbered again at the next catch-up; hi_id: the
- * highest run_events id it was numbered for. runfs numbers its own writes in their
- * transaction; rows others add are found above indexed_id by the catch-up (a run whose rows
- * there all lie at or below its hi_id was numbered for them already). changes_init: the runs a store held before the table came are numbered at the
+/* The change feed (DESIGN "The change feed"), layout 4. A run's latest change number is the
+ * larger of two: runfs_run.change, which runfs's own appends set in the UPDATE of the run's
+ * totals they make anyway (no statement added to an append), and runfs_change's, given to
+ * what happens otherwise: rows others add (found above indexed_id by the catch-up), seals,
+ * imports, runs that lost rows (a tombstone when none is left) or had rows changed in place.
+ * runfs_change also keeps the owner of the run's rows ('' for none, NULL for several), and
+ * pending: rows were deleted or changed in place (by anyone: the triggers live in the file),
+ * numbered again at the next catch-up (a tombstone when it had a number, from either table);
+ * hi_id the highest run_events id it was numbered for (a run whose rows above indexed_id
+ * all lie at or below it was numbered for them already; runfs's own rows, in runfs_canon,
+ * are not another writer's). changes_init: the runs a store held before the table came are numbered at the
  * first read of the feed. Made after rs_schema_sql, checked by its last trigger. */
 static const char rs_schema_changes_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_change (\n"
@@ -248,10 +253,15 @@ static const char rs_schema_changes_sql[] =
     "  PRIMARY KEY (thread_id, run_id)\n"
     ") WITHOUT ROWID;\n"
     "CREATE INDEX IF NOT EXISTS runfs_change_order ON runfs_change (change);\n"
+    "CREATE INDEX IF NOT EXISTS runfs_run_change ON runfs_run (change);\n"
     "CREATE INDEX IF NOT EXISTS runfs_change_pending ON runfs_change (thread_id, run_id)\n"
     "  WHERE pending;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('changes_init', 0);\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_change_delete AFTER DELETE ON run_events BEGIN\n"
+    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
+    "    VALUES (old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
+    "    runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = old.thread_id\n"
+    "    AND r.run_id = old.run_id), 0), coalesce(old.user_id, ''), 1);\n"
     "  UPDATE runfs_change SET pending = 1 WHERE thread_id = old.thread_id\n"
     "    AND run_id = old.run_id AND pending = 0;\n"
     "END;\n"

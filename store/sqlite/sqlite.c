@@ -553,6 +553,26 @@ static int add_columns3(rs_backend *b, rs_err *err)
     return rc ? rc : sq_exec(b, "UPDATE runfs_meta SET value = 3 WHERE key = 'layout'", err);
 }
 
+/* Layout 4: the change feed's column, table and triggers where they are missing. */
+static int add_feed(rs_backend *b, rs_err *err)
+{
+    int64_t n = 0;
+    int rc = sq_int(b, "SELECT count(*) FROM pragma_table_info('runfs_run') WHERE name = 'change'",
+                    NULL, NULL, &n, NULL, err);
+    if (!rc && !n)
+        rc = sq_exec(b, "ALTER TABLE runfs_run ADD COLUMN change INTEGER NOT NULL DEFAULT 0", err);
+    /* The first feed's delete trigger knew runfs_change's numbers only. */
+    if (!rc && !n)
+        rc = sq_exec(b, "DROP TRIGGER IF EXISTS runfs_change_delete", err);
+    char *msg = NULL;
+    int src = rc ? SQLITE_OK : sqlite3_exec(b->db, rs_schema_changes_sql, NULL, NULL, &msg);
+    if (src != SQLITE_OK)
+        rc = rs_err_set(err, sq_fail(b, src, NULL, "schema"), "cannot set up the change feed: %s",
+                        msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    return rc ? rc : sq_exec(b, "UPDATE runfs_meta SET value = 4 WHERE key = 'layout'", err);
+}
+
 /* Every thread's logs indexed again from its rows (a layout that kept less). */
 static int reindex_all(rs_backend *b, rs_err *err)
 {
@@ -1345,11 +1365,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         rs_buf_release(&ro);
         goto done;
     }
-    /* A store set up before the change feed gets its table and triggers. */
-    int has_feed = 0;
-    if (ready && (rc = object_exists(b, "trigger", "runfs_change_update", &has_feed, err)))
-        goto fail;
-    if (ready && has_feed && !has_holds)
+    if (ready && !has_holds)
         goto done;
     if ((rc = begin_locked(b, err)))
         goto fail;
@@ -1360,8 +1376,6 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
     if (src == SQLITE_OK)
         src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
-    if (src == SQLITE_OK)
-        src = sqlite3_exec(b->db, rs_schema_changes_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && migrate)
         src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && !has_hwm)
@@ -1374,7 +1388,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         sqlite3_free(msg);
         goto fail_tx;
     }
-    if ((sizes && (rc = add_columns3(b, err))) || (sizes && (rc = reindex_all(b, err))))
+    if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
+        (sizes && (rc = reindex_all(b, err))))
         goto fail_tx;
     clear_stale_holds(b);
     if ((rc = sq_commit(b, err)))

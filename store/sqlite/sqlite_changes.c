@@ -7,8 +7,12 @@
 
 #include "sqlite_int.h"
 
+/* The highest number given, of runfs_run's (appends) and runfs_change's (the rest). */
+#define HIGHEST_CHANGE \
+    "(SELECT max(m) FROM (SELECT coalesce(max(change), 0) AS m FROM runfs_change UNION ALL " \
+    "SELECT coalesce(max(change), 0) FROM runfs_run))"
 /* The next number, inside the statement that takes it. */
-#define NEXT_CHANGE "(SELECT coalesce(max(change), 0) + 1 FROM runfs_change)"
+#define NEXT_CHANGE "(" HIGHEST_CHANGE " + 1)"
 /* The owner of a run's rows: '' for none, NULL for several. */
 #define ROWS_OWNER \
     "CASE WHEN min(coalesce(user_id, '')) = max(coalesce(user_id, '')) " \
@@ -18,40 +22,47 @@
     "owner = CASE WHEN runfs_change.deleted OR runfs_change.change = 0 OR " \
     "runfs_change.owner = excluded.owner THEN excluded.owner END"
 
-int sq_change_note(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
-                   int64_t last_id, rs_err *err)
+int sq_change_next(rs_backend *b, int64_t *next, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "change feed",
-                     "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
-                     "VALUES (?1, ?2, " NEXT_CHANGE ", ?3, ?4) ON CONFLICT (thread_id, run_id) "
-                     "DO UPDATE SET change = excluded.change, deleted = 0, hi_id = excluded.hi_id, "
-                     "" OWNER_MERGE,
-                     "ttti", thread_id, run_id, sq_owner_key(user), last_id);
-    return rc < 0 ? rc : 0;
+    int64_t top = 0;
+    int rc = b->change_known ? 0 : sq_int(b, "SELECT " HIGHEST_CHANGE, NULL, NULL, &top, NULL, err);
+    if (rc)
+        return rc;
+    *next = (b->change_known ? b->change_last : top) + 1;
+    b->change_last = *next;
+    b->change_known = 1;
+    return 0;
 }
 
 int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs_err *err)
 {
+    b->change_known = 0;
     int rc = sq_step(b, NULL, err, "change feed",
-                     "UPDATE runfs_change SET change = " NEXT_CHANGE
-                     " WHERE thread_id = ?1 AND run_id = ?2 AND change > 0",
+                     "INSERT INTO runfs_change (thread_id, run_id, change, owner) SELECT ?1, ?2, "
+                     "" NEXT_CHANGE ", (SELECT " ROWS_OWNER " FROM run_events WHERE thread_id = ?1 "
+                     "AND run_id = ?2) WHERE true ON CONFLICT (thread_id, run_id) DO UPDATE SET "
+                     "change = excluded.change, deleted = 0, owner = excluded.owner",
                      "tt", thread_id, run_id);
     return rc < 0 ? rc : 0;
 }
 
-int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, rs_err *err)
+int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, int foreign, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "change feed",
-                     "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
-                     "SELECT thread_id, run_id, (SELECT coalesce(max(change), 0) FROM "
-                     "runfs_change) + row_number() OVER (ORDER BY thread_id, run_id), own, top "
-                     "FROM (SELECT thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM "
-                     "run_events WHERE id > ?1 AND id <= ?2 GROUP BY thread_id, run_id) n "
-                     "WHERE NOT EXISTS (SELECT 1 FROM runfs_change c WHERE c.thread_id = "
-                     "n.thread_id AND c.run_id = n.run_id AND c.hi_id >= n.top) "
-                     "ON CONFLICT (thread_id, run_id) DO UPDATE SET change = excluded.change, "
-                     "deleted = 0, hi_id = excluded.hi_id, " OWNER_MERGE,
-                     "ii", above_id, upto_id);
+    b->change_known = 0;
+    int rc =
+        sq_step(b, NULL, err, "change feed",
+                "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
+                "SELECT thread_id, run_id, " HIGHEST_CHANGE
+                " + row_number() OVER (ORDER BY thread_id, run_id), own, top "
+                "FROM (SELECT thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM "
+                "run_events e WHERE id > ?1 AND id <= ?2 AND NOT (?3 AND EXISTS (SELECT 1 FROM "
+                "runfs_canon c WHERE c.hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= e.id) "
+                "AND c.lo <= e.id)) GROUP BY thread_id, run_id) n "
+                "WHERE NOT EXISTS (SELECT 1 FROM runfs_change c WHERE c.thread_id = "
+                "n.thread_id AND c.run_id = n.run_id AND c.hi_id >= n.top) "
+                "ON CONFLICT (thread_id, run_id) DO UPDATE SET change = excluded.change, "
+                "deleted = 0, hi_id = excluded.hi_id, " OWNER_MERGE,
+                "iii", above_id, upto_id, (int64_t)foreign);
     return rc < 0 ? rc : 0;
 }
 
@@ -76,6 +87,7 @@ int sq_change_settle(rs_backend *b, rs_err *err)
                          "SELECT thread_id, run_id FROM runfs_change WHERE pending LIMIT 1", "");
         if (rc <= 0)
             return rc;
+        b->change_known = 0;
         char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1];
         const char *tv = (const char *)sqlite3_column_text(st, 0);
         const char *rv = (const char *)sqlite3_column_text(st, 1);
@@ -106,7 +118,8 @@ int sq_change_pending(rs_backend *b, int *pending, rs_err *err)
     return rc;
 }
 
-/* The runs a store held before its feed began, numbered once (at the first read). */
+/* The runs a store held before its feed began, numbered once (at the first read); runs
+ * runfs appended to since have their number already. */
 static int changes_init(rs_backend *b, rs_err *err)
 {
     int64_t done = 0;
@@ -114,12 +127,15 @@ static int changes_init(rs_backend *b, rs_err *err)
                     NULL, err);
     if (rc || done)
         return rc;
+    b->change_known = 0;
     rc = sq_step(b, NULL, err, "change feed",
                  "INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
-                 "SELECT thread_id, run_id, (SELECT coalesce(max(change), 0) FROM runfs_change) "
-                 "+ row_number() OVER (ORDER BY thread_id, run_id), own, top FROM (SELECT "
+                 "SELECT thread_id, run_id, " HIGHEST_CHANGE
+                 " + row_number() OVER (ORDER BY thread_id, run_id), own, top FROM (SELECT "
                  "thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM run_events "
-                 "GROUP BY thread_id, run_id)",
+                 "GROUP BY thread_id, run_id) g WHERE NOT EXISTS (SELECT 1 FROM runfs_run r JOIN "
+                 "runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = g.thread_id "
+                 "AND r.run_id = g.run_id AND r.change > 0)",
                  "");
     if (rc >= 0)
         rc = sq_step(b, NULL, err, "change feed",
@@ -158,6 +174,13 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
      * its rows are, or (rows of several) some of them are. */
     static const char sql[] =
+        "WITH cand(thread_id, run_id, change, deleted, owner) AS (SELECT t.thread_id, r.run_id, "
+        "r.change, 0, NULL FROM main.runfs_run r JOIN main.runfs_thread t ON t.thread_key = "
+        "r.thread_key WHERE r.change > ?1 AND (?2 IS NULL OR t.thread_id = ?2) UNION ALL SELECT "
+        "thread_id, run_id, change, deleted, owner FROM main.runfs_change WHERE change > ?1 AND "
+        "(?2 IS NULL OR thread_id = ?2)), "
+        "best AS (SELECT thread_id, run_id, max(change) AS change FROM cand GROUP BY thread_id, "
+        "run_id) "
         "SELECT c.change, c.thread_id, c.run_id, c.deleted, "
         "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
         "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), "
@@ -168,12 +191,13 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
         "t.content, t.event_metadata, "
         "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = "
         "c.run_id AND s.owner = coalesce(?3, '')) "
-        "FROM main.runfs_change c LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events "
+        "FROM best JOIN cand c ON c.thread_id = best.thread_id AND c.run_id = best.run_id AND "
+        "c.change = best.change LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events "
         "e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = "
         "'run.terminal' AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) "
-        "WHERE c.change > ?1 AND (?2 IS NULL OR c.thread_id = ?2) AND (?3 IS NULL OR c.owner = "
-        "?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS (SELECT 1 FROM run_events e WHERE "
-        "e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.user_id = ?3))) "
+        "WHERE ?3 IS NULL OR c.owner = ?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS "
+        "(SELECT 1 FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id "
+        "AND e.user_id = ?3)) "
         "ORDER BY c.change";
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql, &st, err)))

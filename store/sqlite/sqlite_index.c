@@ -48,6 +48,7 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->terminal_seq = sqlite3_column_int64(st, 8);
         ls->ws_count = sqlite3_column_int64(st, 9);
         ls->ws_seq = sqlite3_column_int64(st, 10);
+        ls->change = 0;
         ls->owner_known = 0;
         ls->noted_set = 0;
         sq_stmt_done(b, st);
@@ -78,13 +79,14 @@ int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
     const char *sql =
         is_run ? "UPDATE runfs_run SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
                  "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9, terminal_seq = ?10, "
-                 "ws_count = ?11, ws_seq = ?12 WHERE run_key = ?8"
+                 "ws_count = ?11, ws_seq = ?12, change = CASE WHEN ?13 > 0 THEN ?13 ELSE change "
+                 "END WHERE run_key = ?8"
                : "UPDATE runfs_thread SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
                  "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9 WHERE thread_key = ?8";
-    int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiiiiiii", ls->size, ls->count,
+    int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiiiiiiii", ls->size, ls->count,
                      ls->messages, ls->last_seq, (int64_t)ls->mixed, rs_clock_ns(CLOCK_REALTIME),
                      ls->mark_off, ls->key, ls->msg_size, ls->terminal_seq, ls->ws_count,
-                     ls->ws_seq);
+                     ls->ws_seq, ls->change);
     return rc < 0 ? rc : 0;
 }
 
@@ -473,6 +475,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     if (rc || (version == b->seen_version && version >= 0))
         return rc;
     b->last_put.version = -1; /* another writer changed the store: look again */
+    b->change_known = 0;
     int needed = 0;
     if ((rc = sq_needs_catch_up(b, &needed, err)) || !needed) {
         if (!rc)
@@ -511,7 +514,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
         return rc;
     /* The change feed numbers them (in every thread, indexed or not) and what was deleted or
      * changed in place. */
-    if ((rc = sq_change_rows(b, indexed, max_id, err)) || (rc = sq_change_settle(b, err)))
+    if ((rc = sq_change_rows(b, indexed, max_id, 1, err)) || (rc = sq_change_settle(b, err)))
         return rc;
     if (max_id <= indexed)
         return 0;

@@ -42,6 +42,7 @@ typedef struct sq_log {
     int64_t terminal_seq;      /* runs: seq of the first run.terminal (0: none) */
     int64_t ws_count;          /* runs: workspace_changes rows, counted up to ten */
     int64_t ws_seq;            /* runs: seq of the last of those (0: none) */
+    int64_t change;            /* runs: a change number sq_log_store gives it (0: none) */
     int mixed;                 /* rows of more than one owner */
     char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
     int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
@@ -87,6 +88,10 @@ struct rs_backend {
     void *progress_ctx;
     int64_t index_done, index_total;
     sq_last_put last_put;
+    /* The change number this connection gave last, while known to be the store's highest
+     * (no other connection committed since: sq_catch_up forgets it, as it does last_put). */
+    int64_t change_last;
+    int change_known;
     /* Threads caught up on this connection while data_version was ready_version (another
      * connection's commit empties the set): a thread is indexed at its first use. */
     char ready[SQ_READY_SLOTS][RS_ID_MAX + 1];
@@ -237,14 +242,13 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 
 /* ---- sqlite_changes.c: the change feed's numbers ---- */
-/* Inside a write transaction: rows of user were added to the run (a new number, the run's
- * owner kept while it is the same; last_id its highest row id), the run was sealed (a new number), rows others added
+/* Inside a write transaction: the next change number (an append gives it to its run through
+ * sq_log_store), the run was sealed (a new number), rows (others' only when foreign) added
  * with ids in (above_id, upto_id] (a number for each run), rows deleted or changed in place
  * (the triggers left them pending: numbered again, a tombstone when none is left). */
-int sq_change_note(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
-                   int64_t last_id, rs_err *err);
+int sq_change_next(rs_backend *b, int64_t *next, rs_err *err);
 int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs_err *err);
-int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, rs_err *err);
+int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, int foreign, rs_err *err);
 int sq_change_settle(rs_backend *b, rs_err *err);
 int sq_change_pending(rs_backend *b, int *pending, rs_err *err);
 int sq_changes_sync(rs_backend *b, rs_err *err);

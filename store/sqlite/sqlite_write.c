@@ -300,10 +300,13 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     }
     if (at)
         at->len = run.size - run_start;
+    /* The run's change number goes with its totals (the change feed). */
+    if (!rc && last_id)
+        rc = sq_change_next(b, &run.change, err);
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
-        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)) &&
-        !(rc = sq_change_note(b, t->thread_id, t->run_id, t->user, last_id, err)))
+        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
         rc = sq_caught_up(b, last_id, err);
+    run.change = 0;
     if (rc)
         b->last_put.version = -1;
     else
@@ -654,7 +657,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         if ((rc = canon_add(b, first_id, last_id, err)) ||
             (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
             (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
-            (rc = sq_change_rows(b, first_id - 1, last_id, err)) ||
+            (rc = sq_change_rows(b, first_id - 1, last_id, 0, err)) ||
             (rc = sq_caught_up(b, last_id, err)))
             goto fail;
     }

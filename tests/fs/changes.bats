@@ -41,9 +41,13 @@ ds = [json.loads(l) for l in open(sys.argv[1])]
 cs = [d["change"] for d in ds]
 keys = [(d["thread_id"], d["run_id"]) for d in ds]
 sys.exit(0 if cs == sorted(set(cs)) and len(keys) == len(set(keys)) else 1)' "$1"; }
+# foreign_sql SQL: another writer's statement (on SQLite with a busy timeout, as DeerFlow's).
+foreign_sql() {
+  if on_pg; then store_sql "$1"; else sqlite3 -cmd '.timeout 10000' "$STORE" "$1"; fi
+}
 # deerflow_row THREAD RUN SEQ: a row as DeerFlow's store inserts it, straight into the table.
 deerflow_row() {
-  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$1', '$2', NULL, 'llm.error', 'error', 'from deerflow', '{}', $3, '2026-03-04 05:06:07.123456')"
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$1', '$2', NULL, 'llm.error', 'error', 'from deerflow', '{}', $3, '2026-03-04 05:06:07.123456')"
 }
 
 @test "changes.jsonl: every run with rows once, at its latest change, in change order, its fields as its rows say" {
@@ -87,7 +91,7 @@ deerflow_row() {
   local n; n=$(top "$MNT/changes.jsonl")
   rm -r "$T/ta/runs/r1"
   rm -r "$T/tb"
-  store_sql "DELETE FROM run_events WHERE thread_id = 'tc'"
+  foreign_sql "DELETE FROM run_events WHERE thread_id = 'tc'"
   cat "$MNT/changes/since/$n" >"$WORK/since"
   increasing "$WORK/since"
   # Exactly the four runs that lost their rows, as tombstones with no other field.
@@ -125,7 +129,7 @@ PY
   assert_equal "$(live "$MNT/changes.jsonl")" "$(expected)"
   grep -q '"thread_id":"td","run_id":"rd","upper_seq":1,"events":1,"status":null,"seal":null,"deleted":false,"at":"2026-03-04T05:06:07.123456+00:00"}' "$WORK/since"
   n=$(top "$WORK/since")
-  store_sql "UPDATE run_events SET content = 'changed in place' WHERE thread_id = 'tb'"
+  foreign_sql "UPDATE run_events SET content = 'changed in place' WHERE thread_id = 'tb'"
   assert_equal "$(runs "$MNT/changes/since/$n")" tb/r1
   # Another mount's reads see the same numbers.
   runfs_mount "$STORE" "$WORK/m2"
