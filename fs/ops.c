@@ -162,7 +162,7 @@ int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
     return rfs_req_stat_ex(req, n, 0, NULL, NULL, st, err);
 }
 
-int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int lazy, rfs_bytes_fn bytes, void *ctx,
+int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn bytes, void *ctx,
                     rfs_stat *st, rs_err *err)
 {
     rfs_mount *m = rfs_mount_of(req);
@@ -172,7 +172,9 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int lazy, rfs_bytes_fn by
     rs_store *s;
     int rc = rfs_pool_get(m, &s, err);
     if (!rc) {
-        rc = rfs_view_stat_ex(s, &sc, n, lazy, bytes, ctx, st, err);
+        rs_store_set_wait(s, !(flags & RFS_STAT_NO_WAIT));
+        rc = rfs_view_stat_ex(s, &sc, n, flags & RFS_STAT_LAZY, bytes, ctx, st, err);
+        rs_store_set_wait(s, 1);
         rfs_pool_put(m, s);
     }
     /* A lost database fails whatever was under way, a lookup before a write too: the reason
@@ -365,7 +367,6 @@ static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)fi;
     rfs_mount *m = rfs_mount_of(req);
     rfs_node n;
     if (rfs_req_node(req, ino, &n))
@@ -373,7 +374,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     rfs_stat st;
     rs_err err = {0};
     int keeps = rfs_view_kernel_keeps(n.kind) && !m->opt.user_from_uid;
-    int rc = rfs_req_stat_ex(req, &n, keeps, NULL, NULL, &st, &err);
+    int rc = rfs_req_stat_ex(req, &n, keeps | (rfs_handle_writes(fi) ? RFS_STAT_NO_WAIT : 0), NULL,
+                             NULL, &st, &err);
     if (!rc && keeps) {
         int64_t held = -1;
         rfs_itable_known_size(m->inodes, ino, &held);

@@ -221,8 +221,14 @@ static void reply_failure(fuse_req_t req, const rfs_node *n, const char *leaf, i
         fuse_reply_err(req, -rc);
 }
 
+int rfs_handle_writes(const struct fuse_file_info *fi)
+{
+    const rfs_handle *h = fi ? (const rfs_handle *)(uintptr_t)fi->fh : NULL;
+    return h && h->kind != H_READ && h->kind != H_FOLLOW;
+}
+
 /* Writing needs the run to be this caller's: the inode may have been looked up by another
- * owner. */
+ * owner. A write does not wait for a lost database, its check neither. */
 static int run_is_callers(fuse_req_t req, const rfs_node *n)
 {
     rfs_node run = *n;
@@ -230,7 +236,7 @@ static int run_is_callers(fuse_req_t req, const rfs_node *n)
     run.name[0] = '\0';
     rfs_stat st;
     rs_err err = {0};
-    return rfs_req_stat(req, &run, &st, &err);
+    return rfs_req_stat_ex(req, &run, RFS_STAT_NO_WAIT, NULL, NULL, &st, &err);
 }
 
 /* An open for writing: events.jsonl appends, once/<type> takes its one event. */

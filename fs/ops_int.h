@@ -38,8 +38,14 @@ double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
 double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
 /* Stat a node for this request's owner, with a pooled connection. */
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
-/* rfs_req_stat through rfs_view_stat_ex. */
-int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int lazy, rfs_bytes_fn bytes, void *ctx,
+/* rfs_req_stat through rfs_view_stat_ex; flags: RFS_STAT_LAZY (rfs_view_stat_ex's lazy),
+ * RFS_STAT_NO_WAIT (a check before a write: a lost database fails it at once). */
+/* A getattr through a handle opened for writing (the kernel's before an O_APPEND write()):
+ * 1, and its stat does not wait for a lost database. */
+int rfs_handle_writes(const struct fuse_file_info *fi);
+#define RFS_STAT_LAZY 1
+#define RFS_STAT_NO_WAIT 2
+int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn bytes, void *ctx,
                     rfs_stat *st, rs_err *err);
 #define RFS_LIVE_NS 2000000000LL /* a thread appended to this recently is still growing */
 /* Whether n's thread is being written (a writer open on this mount, or a change less than

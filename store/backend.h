@@ -70,6 +70,8 @@ typedef struct rs_backend_ops {
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
+    /* rs_store_set_wait (NULL: the backend never waits). */
+    void (*set_wait)(rs_backend *b, int wait);
 
     /* Store evs[0..n) in one transaction with consecutive seqs, owner t->user; with
      * rs_options.owners_apart, -EACCES when t->user is set and the thread exists without

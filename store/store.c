@@ -153,6 +153,12 @@ int rs_store_rewrites(rs_store *s, int64_t *n)
     return s->ops->rewrites(s->be, n);
 }
 
+void rs_store_set_wait(rs_store *s, int wait)
+{
+    if (s->ops->set_wait)
+        s->ops->set_wait(s->be, wait);
+}
+
 static int check_target(const rs_target *t, int need_run, rs_err *err)
 {
     if (!rs_id_valid(t->thread_id))

@@ -158,6 +158,10 @@ size_t rs_store_max_event(const rs_store *s);
 const char *rs_store_contract_text(const rs_store *s, size_t *len);
 /* A number that changes whenever any connection (any process) commits to the store. */
 int rs_store_data_version(rs_store *s, int64_t *version);
+/* A read on s whose database connection was lost waits for the server to come back, up to
+ * connect_timeout (PostgreSQL; on by default). A caller about to write turns it off for
+ * the checks it makes first, so a write made while the server is down fails at once. */
+void rs_store_set_wait(rs_store *s, int wait);
 
 /* A number that moves whenever any writer changed a row in place or deleted one (what was
  * kept of the middle of a log, such as the kernel's pages of it, may no longer hold; an

@@ -11,9 +11,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_int.h"
@@ -59,6 +61,7 @@ static const char *first_line(const char *msg, char *out, size_t cap)
 static int fail_conn(rs_backend *b, rs_err *err, const char *what)
 {
     char line[400];
+    b->lost = 1;
     return rs_err_set(err, -EIO, "%s: database unreachable: %s", what,
                       first_line(PQerrorMessage(b->conn), line, sizeof line));
 }
@@ -115,10 +118,28 @@ static int conn_reset(rs_backend *b, rs_err *err)
     return session_setup(b, err);
 }
 
-/* Outside a transaction, a lost connection is made again. */
+/* A session the server ended while it sat idle (a restart, a terminated backend) still
+ * says CONNECTION_OK: its socket reads as closed (after the server's last words, which
+ * libpq passes to the notice processor). Notifications read here wait in libpq's queue. */
+static int conn_dead(rs_backend *b)
+{
+    for (int i = 0; i < 8; i++) {
+        struct pollfd p = {.fd = PQsocket(b->conn), .events = POLLIN};
+        if (p.fd < 0)
+            return 1;
+        if (poll(&p, 1, 0) <= 0)
+            return 0;
+        if (!PQconsumeInput(b->conn) || PQstatus(b->conn) != CONNECTION_OK)
+            return 1;
+    }
+    return 0;
+}
+
+/* Outside a transaction, a lost connection is made again, and an idle one the server
+ * ended is found and replaced before a statement fails on it. */
 static int ensure_conn(rs_backend *b, rs_err *err)
 {
-    if (PQstatus(b->conn) == CONNECTION_OK)
+    if (PQstatus(b->conn) == CONNECTION_OK && (b->in_tx || b->read_tx || b->piped || !conn_dead(b)))
         return 0;
     if (b->in_tx || b->read_tx)
         return fail_conn(b, err, "query");
@@ -812,6 +833,27 @@ fail:
 
 static void pg_close(rs_backend *b);
 
+/* The server's notices (and the last words of a session it ends) are not the mount's
+ * output: what matters reaches the caller as an errno and a reason. */
+static void notice_drop(void *ctx, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+/* The session's connect_timeout (the URI's or runfs's default), as the time a read waits
+ * for the server to come back. */
+static int64_t conn_timeout_ns(PGconn *conn)
+{
+    int64_t secs = 10;
+    PQconninfoOption *opts = PQconninfo(conn);
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val && o->val[0])
+            secs = strtoll(o->val, NULL, 10);
+    PQconninfoFree(opts);
+    return (secs > 0 ? secs : 10) * 1000000000LL;
+}
+
 static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
@@ -838,9 +880,19 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         rc = connect_fail(b->conn, uri, err);
         goto fail;
     }
+    PQsetNoticeProcessor(b->conn, notice_drop, NULL);
+    b->wait_ns = conn_timeout_ns(b->conn);
     pg_schema_state st;
-    if ((rc = session_setup(b, err)) || (rc = schema_state(b, &st, err)))
+    int64_t standby = 0;
+    if ((rc = session_setup(b, err)) ||
+        (rc = pg_int(b, "SELECT pg_is_in_recovery()::int", NULL, NULL, &standby, NULL, err)) ||
+        (rc = schema_state(b, &st, err)))
         goto fail;
+    b->standby = standby != 0;
+    if (b->standby && !b->read_only) {
+        rc = rs_err_set(err, -EROFS, "the server is a read-only standby: mount it with -o ro");
+        goto fail;
+    }
     if (st.layout > PG_LAYOUT) {
         rc = rs_err_set(err, -EINVAL,
                         "the store's runfs tables have layout %lld, newer than this runfs "
@@ -910,7 +962,8 @@ static int pg_data_version(rs_backend *b, int64_t *version)
 {
     if (ensure_conn(b, NULL))
         return -EIO;
-    if (!b->listening) {
+    /* A standby takes no LISTEN: its rows come by replay, found by the probe below. */
+    if (!b->listening && !b->standby) {
         if (exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
             return -EIO;
         b->listening = 1;
@@ -1134,6 +1187,75 @@ static int pg_refresh(rs_backend *b, rs_err *err)
     return b->dirty_seen == 0 ? 0 : pg_catch_up_all(b, err);
 }
 
+/* ---- reads ride out a short outage ----
+ * A read that failed because the connection did (a restart, a failover) is tried again,
+ * outside any transaction, until connect_timeout has passed since the first failure: the
+ * first try at once, then every 100 ms. Writes are not: what was in flight, and what is
+ * asked while the server is down, fails with EIO at once. */
+static int read_again(rs_backend *b, int rc, int64_t *deadline)
+{
+    if (rc != -EIO || !b->lost || b->no_wait || b->in_tx || b->read_tx || b->piped)
+        return 0;
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    if (!*deadline) {
+        *deadline = now + b->wait_ns;
+        return 1;
+    }
+    if (now >= *deadline)
+        return 0;
+    int64_t ns = *deadline - now < 100000000LL ? *deadline - now : 100000000LL;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+#define PG_READ(op, params, args) \
+    static int op##_wait params \
+    { \
+        int64_t deadline = 0; \
+        int rc; \
+        do { \
+            b->lost = 0; \
+            rc = op args; \
+        } while (read_again(b, rc, &deadline)); \
+        return rc; \
+    }
+
+PG_READ(pg_query, (rs_backend * b, const rs_query *q, rs_cursor **out, rs_err *err),
+        (b, q, out, err))
+PG_READ(pg_log_info,
+        (rs_backend * b, const char *thread_id, const char *run_id, const char *user,
+         rs_log_info *out, rs_err *err),
+        (b, thread_id, run_id, user, out, err))
+PG_READ(pg_log_seek,
+        (rs_backend * b, const char *thread_id, const char *run_id, int64_t off, rs_cursor **out,
+         rs_err *err),
+        (b, thread_id, run_id, off, out, err))
+PG_READ(pg_names,
+        (rs_backend * b, rs_names_kind kind, const char *thread_id, const char *run_id,
+         const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
+         rs_err *err),
+        (b, kind, thread_id, run_id, user, singletons, n_singletons, out, err))
+PG_READ(pg_count_messages,
+        (rs_backend * b, const char *thread_id, const char *user, int64_t *n, rs_err *err),
+        (b, thread_id, user, n, err))
+PG_READ(pg_last_visible_ai_seq, (rs_backend * b, const rs_target *t, int64_t *seq, rs_err *err),
+        (b, t, seq, err))
+PG_READ(pg_message_objects,
+        (rs_backend * b, const char *thread_id, const char *user, int newest, const char *like,
+         rs_cursor **out, rs_err *err),
+        (b, thread_id, user, newest, like, out, err))
+PG_READ(pg_stats,
+        (rs_backend * b, const char *user, const char *thread_id, rs_stats *out, rs_err *err),
+        (b, user, thread_id, out, err))
+PG_READ(pg_seal_get, (rs_backend * b, const rs_target *t, rs_seal_row *row, rs_err *err),
+        (b, t, row, err))
+
+static void pg_set_wait(rs_backend *b, int wait)
+{
+    b->no_wait = !wait;
+}
+
 const rs_backend_ops rs_pg_backend = {
     .name = "postgresql",
     .open = pg_open,
@@ -1141,22 +1263,23 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
+    .set_wait = pg_set_wait,
     .put = pg_put,
     .reserve = pg_reserve,
     .release = pg_release,
     .create = pg_create,
     .delete = pg_delete,
     .import = pg_import,
-    .query = pg_query,
-    .log_info = pg_log_info,
-    .log_seek = pg_log_seek,
-    .names = pg_names,
-    .count_messages = pg_count_messages,
-    .last_visible_ai_seq = pg_last_visible_ai_seq,
-    .message_objects = pg_message_objects,
-    .stats = pg_stats,
+    .query = pg_query_wait,
+    .log_info = pg_log_info_wait,
+    .log_seek = pg_log_seek_wait,
+    .names = pg_names_wait,
+    .count_messages = pg_count_messages_wait,
+    .last_visible_ai_seq = pg_last_visible_ai_seq_wait,
+    .message_objects = pg_message_objects_wait,
+    .stats = pg_stats_wait,
     .seal_insert = pg_seal_insert,
-    .seal_get = pg_seal_get,
+    .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,

@@ -56,6 +56,10 @@ struct rs_backend {
     int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
     int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
     int in_tx;        /* a write transaction is open */
+    int lost;         /* the last failure was the connection's (fail_conn) */
+    int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
+    int no_wait;      /* rs_store_set_wait(0): reads fail at once too */
+    int standby;      /* a hot standby (read-only: no LISTEN there, the feed is polled) */
     int read_tx;      /* cursors hold a read transaction open (their count) */
     int cursor_seq;   /* names of server-side cursors */
     long pid;
