@@ -585,7 +585,7 @@ static int cmd_search(int argc, char **argv)
 }
 
 struct verify_tally {
-    long checked, changed;
+    long checked, changed, deleted;
     rfs_progress *progress;
 };
 
@@ -594,8 +594,9 @@ static int verify_report(void *ctx, const char *thread_id, const char *run_id, i
 {
     struct verify_tally *t = ctx;
     t->checked++;
-    if (!ok) {
-        t->changed++;
+    t->deleted += ok == RS_VERIFY_DELETED;
+    if (ok != 1) {
+        t->changed += ok == 0;
         rfs_progress_clear(t->progress);
         printf("threads/%s/runs/%s: %s\n", thread_id, run_id, why);
     }
@@ -629,7 +630,8 @@ static int cmd_verify(int argc, char **argv)
         fprintf(stderr, "runfs: cannot verify: %s\n", err.msg);
         return 2;
     }
-    printf("%ld seal%s checked, %ld changed\n", t.checked, t.checked == 1 ? "" : "s", t.changed);
+    printf("%ld seal%s checked, %ld changed, %ld deleted after sealing\n", t.checked,
+           t.checked == 1 ? "" : "s", t.changed, t.deleted);
     return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
@@ -740,7 +742,8 @@ static const command commands[] = {
      "other writers did is numbered first.\n",
      rfs_cmd_changes},
     {"verify", "STORE [--key PUB.pem]", "recompute every seal; exit 1 if any changed",
-     "prints each run whose evidence changed, then 'N seals checked, N changed'\n"
+     "prints each run whose evidence changed or was deleted after sealing, then\n"
+     "'N seals checked, N changed, N deleted after sealing'\n"
      "(progress on stderr when it is a terminal).\n"
      "  --key PUB.pem  every seal must carry a seal.note signed by this Ed25519 key: an\n"
      "                 unsigned seal or one signed by another key counts as changed\n"

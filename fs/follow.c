@@ -30,12 +30,23 @@
  * Release may come the moment a read is answered, while the thread that answered it still
  * holds f->lock and trims f->ahead; so every thread that touches a follower (a read, a poll,
  * a hub round) counts itself in f->users under the hub lock first, and release unlinks the
- * follower, marks it closing and waits for users to reach 0 before it is freed. */
+ * follower, marks it closing and waits for users to reach 0 before it is freed.
+ *
+ * Another writer may change history below a follower's position: DeerFlow deletes a run and
+ * gives its next row a seq the follower already passed (its MAX(seq) + 1), or deletes the
+ * run being followed. A follower counts the rows it fetched; when the hub sees a foreign
+ * change that leaves the log short of them (fewer rows up to its seq, a lower last seq, the
+ * log gone), the feed hands out what it holds, then one line saying the history changed
+ * under it (HISTORY_LINE), then EOF: the reader reads events.jsonl again. */
 
 #define PEEK_BYTES (64 * 1024)  /* what a poll fetches to learn the feed is readable */
 #define AHEAD_MAX (1024 * 1024) /* a follower's undelivered bytes, beyond one line */
 
 static const char TERMINAL[] = "run.terminal";
+/* The last line of a feed whose history changed under it (README, "Following"). */
+#define HISTORY_LINE \
+    "{\"event_type\":\"runfs.history_changed\",\"thread_id\":\"%s\",\"run_id\":%s%s%s," \
+    "\"after_seq\":%lld,\"deleted\":%s,\"reason\":\"%s\"}\n"
 
 /* A follow.jsonl reader, the state of its file handle. */
 struct rfs_follow {
@@ -48,15 +59,18 @@ struct rfs_follow {
     rs_buf ahead;     /* fetched, not yet delivered */
     int64_t scan_seq; /* seq of the last row fetched */
     int caught_up;    /* the last fetch reached the end of the rows */
-    int ended;        /* run.terminal fetched: nothing after it */
+    int ended;        /* run.terminal (or HISTORY_LINE) fetched: nothing after it */
+    int64_t rows;     /* rows fetched */
     /* Under the hub lock: */
-    int64_t seen_seq; /* scan_seq as the hub may trust it */
-    int64_t want_seq; /* the log's last seq when the hub marked it dirty */
-    int dirty;        /* a commit may have passed it: fetch before parking */
-    int users;        /* threads inside it (a read, a poll, the hub): it lives
+    int64_t seen_seq;  /* scan_seq as the hub may trust it */
+    int64_t seen_rows; /* rows as the hub may trust it */
+    int check;         /* a foreign change came: history_check at the next caught-up fetch */
+    int64_t want_seq;  /* the log's last seq when the hub marked it dirty */
+    int dirty;         /* a commit may have passed it: fetch before parking */
+    int users;         /* threads inside it (a read, a poll, the hub): it lives
                                     until the last one leaves */
-    int closing;      /* rfs_follow_close waits for users to drop to 0 */
-    fuse_req_t req;   /* parked read, or NULL */
+    int closing;       /* rfs_follow_close waits for users to drop to 0 */
+    fuse_req_t req;    /* parked read, or NULL */
     size_t req_size;
     struct fuse_pollhandle *ph; /* parked poll, or NULL */
     rfs_follow *next;           /* hub's list of live followers */
@@ -83,6 +97,41 @@ static int fetch_changes(rs_store *s, rfs_follow **grp, size_t n)
     }
     rs_buf_release(&lines);
     return rc < 0 ? rc : 1;
+}
+
+/* f reached the end of its rows after the hub saw a foreign change: does the log still add up
+ * to what f fetched? If not, HISTORY_LINE ends the feed. A log still growing is checked again
+ * at the next caught-up fetch. Who fetched holds f->lock. */
+static void history_check(rs_store *s, rfs_follow *f)
+{
+    rfs_hub *hub = f->m->hub;
+    pthread_mutex_lock(&hub->lock);
+    int check = f->check;
+    f->check = 0;
+    pthread_mutex_unlock(&hub->lock);
+    if (!check || f->ended)
+        return;
+    const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
+    rs_log_info info;
+    int again = rs_store_log_info(s, f->node.thread_id, run, f->user, &info, NULL) != 0 ||
+                (info.exists && info.last_seq > f->scan_seq);
+    /* The count is a scoped reader's own only where it is the one owner. */
+    int counted = !f->user || info.exact;
+    const char *why = NULL;
+    if (again) {
+        pthread_mutex_lock(&hub->lock);
+        f->check = 1;
+        pthread_mutex_unlock(&hub->lock);
+    } else if (!info.exists) {
+        why = run ? "the run was deleted" : "the thread was deleted";
+    } else if (info.last_seq < f->scan_seq || (counted && info.count != f->rows)) {
+        why = "another writer deleted or added rows at or below after_seq: read events.jsonl "
+              "again";
+    }
+    if (why && rs_buf_addf(&f->ahead, HISTORY_LINE, f->node.thread_id, run ? "\"" : "",
+                           run ? run : "null", run ? "\"" : "", (long long)f->scan_seq,
+                           info.exists ? "false" : "true", why) == 0)
+        f->ended = 1;
 }
 
 /* Append the rows after grp[0]'s scan_seq to every follower of grp (all at that position),
@@ -117,6 +166,7 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
         for (size_t i = 0; i < n; i++) {
             grp[i]->scan_seq = rec->seq;
             grp[i]->ended = terminal;
+            grp[i]->rows++;
         }
         /* The run's feed ends with its terminal event; what a buggy writer adds after it
          * belongs to the log, not to the feed. */
@@ -126,6 +176,8 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
     rs_cursor_free(c);
     if (rc < 0)
         return rc;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        history_check(s, grp[i]);
     return rc == 0;
 }
 
@@ -193,6 +245,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         if (empty && want_seq > f->scan_seq)
             f->scan_seq = want_seq;
         f->seen_seq = f->scan_seq;
+        f->seen_rows = f->rows;
         fuse_req_t req = NULL;
         struct fuse_pollhandle *ph = NULL;
         if (ready) {
@@ -388,6 +441,7 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
         ready = rc < 0 || eof || f->ahead.len > 0;
         pthread_mutex_lock(&hub->lock);
         f->seen_seq = f->scan_seq;
+        f->seen_rows = f->rows;
         if (!ready && f->dirty) {
             pthread_mutex_unlock(&hub->lock);
             continue;
@@ -413,11 +467,13 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
     fuse_reply_poll(req, ready ? POLLIN : 0);
 }
 
-/* One log that changed, and its last seq (looked up once a round). */
+/* One log that changed, and its last seq and rows (looked up once a round). */
 typedef struct target {
     const char *thread_id;
     const char *run_id; /* NULL: the thread */
     int64_t last_seq;   /* -1: unknown (error): assume it moved */
+    int64_t count;
+    int exists;
 } target;
 
 typedef struct round_targets {
@@ -425,23 +481,24 @@ typedef struct round_targets {
     size_t n, cap;
 } round_targets;
 
-static int64_t target_seq(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
+/* The log f follows as this round found it; NULL when it could not be looked up (then
+ * assume it moved). */
+static const target *target_of(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
 {
     const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
     for (size_t i = 0; i < rt->n; i++)
         if (strcmp(rt->t[i].thread_id, f->node.thread_id) == 0 &&
             (run ? rt->t[i].run_id && strcmp(rt->t[i].run_id, run) == 0 : !rt->t[i].run_id))
-            return rt->t[i].last_seq;
+            return rt->t[i].last_seq < 0 ? NULL : &rt->t[i];
     /* The unscoped totals: for a --user reader they may run ahead of its own rows, which
      * costs a fetch that finds nothing, never a missed event. */
     rs_log_info info;
-    int64_t seq = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0
-                      ? info.last_seq
-                      : -1;
+    int found = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0;
     if (rs_array_grow(&rt->t, &rt->cap, rt->n + 1, sizeof *rt->t))
-        return seq;
-    rt->t[rt->n++] = (target){f->node.thread_id, run, seq};
-    return seq;
+        return NULL;
+    rt->t[rt->n++] = (target){f->node.thread_id, run, found ? info.last_seq : -1,
+                              found ? info.count : 0, found && info.exists};
+    return found ? &rt->t[rt->n - 1] : NULL;
 }
 
 static int touched_by(const rfs_follow *f, const change *c, size_t n)
@@ -514,6 +571,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
                 if (rc == 1 && f->ahead.len == 0 && f->want_seq > f->scan_seq)
                     f->scan_seq = f->want_seq;
                 f->seen_seq = f->scan_seq;
+                f->seen_rows = f->rows;
                 if (rc < 0)
                     f->dirty = 1; /* its own serve below fetches and reports the error */
             }
@@ -541,10 +599,19 @@ void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, in
             /* Any commit may be a change the feed shows. */
             f->dirty = f->dirty || everything || queued > 0;
         } else if (everything || touched_by(f, queue, queued)) {
-            int64_t seq = target_seq(hub, &rt, f);
+            const target *t = target_of(hub, &rt, f);
+            int64_t seq = t ? t->last_seq : -1;
             if (seq < 0 || seq > f->seen_seq) {
                 f->want_seq = seq > f->want_seq ? seq : f->want_seq;
                 f->dirty = 1;
+            }
+            /* Another process's change that leaves the log short of what the follower
+             * fetched: it fetches, finds nothing new and checks (history_check). */
+            if (everything) {
+                f->check = 1;
+                if (!t || !t->exists || seq < f->seen_seq ||
+                    (!f->user && seq == f->seen_seq && t->count != f->seen_rows))
+                    f->dirty = 1;
             }
         }
         if (!f->req && !f->ph)

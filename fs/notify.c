@@ -15,6 +15,7 @@
 
 #include "follow.h"
 #include "log.h"
+#include "ops_int.h"
 
 void rfs_hub_deadline_in(struct timespec *ts, long ms)
 {
@@ -138,6 +139,45 @@ static void drop_all(rfs_mount *m)
     free(sc.out);
 }
 
+/* ---- the kernel's names ----
+ * The kernel trusts a thread's or run's name for DIR_TIMEOUT. One another writer deleted is
+ * dropped from its cache when the hub sees the change, so a lookup finds it gone at once
+ * and mkdir -p makes it again. (Where each uid is its own owner nothing is cached.) */
+
+static void collect_node(void *ctx, uint64_t ino, const rfs_node *n, int64_t size)
+{
+    (void)size;
+    scan_ctx *sc = ctx;
+    if (rs_array_grow(&sc->out, &sc->cap, sc->count + 1, sizeof *sc->out))
+        return;
+    sc->out[sc->count++] = (known_log){.ino = ino, .node = *n, .observed = -1};
+}
+
+static void sync_names(rfs_mount *m)
+{
+    if (m->opt.user_from_uid)
+        return;
+    scan_ctx sc = {0};
+    rfs_itable_each(m->inodes, RFS_THREAD, collect_node, &sc);
+    rfs_itable_each(m->inodes, RFS_RUN, collect_node, &sc);
+    rfs_scope scope;
+    char uid[24];
+    rfs_scope_for(m, NULL, &scope, uid, sizeof uid);
+    for (size_t i = 0; i < sc.count; i++) {
+        const rfs_node *n = &sc.out[i].node;
+        rfs_stat st;
+        if (rfs_view_stat(m->hub->store, &scope, n, &st, NULL) != -ENOENT)
+            continue;
+        rfs_node parent = {.kind = n->kind == RFS_RUN ? RFS_RUNS : RFS_THREADS};
+        if (n->kind == RFS_RUN)
+            memcpy(parent.thread_id, n->thread_id, sizeof parent.thread_id);
+        const char *name = n->kind == RFS_RUN ? n->run_id : n->thread_id;
+        fuse_lowlevel_notify_inval_entry(m->se, rfs_itable_ino_of(m->inodes, &parent), name,
+                                         strlen(name));
+    }
+    free(sc.out);
+}
+
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const change *c)
@@ -239,6 +279,8 @@ static void *hub_main(void *arg)
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
                 drop_all(m);
+                /* Deletes among them: threads and runs that went leave the kernel's names. */
+                sync_names(m);
             } else {
                 sync_logs(m, NULL);
             }

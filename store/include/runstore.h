@@ -376,7 +376,10 @@ int rs_store_seal_read(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err
 int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len, rs_buf *out,
                   rs_err *err);
 /* Recompute every seal's digest; fn is called for each sealed run (ok = 0 when its evidence
- * changed, why says how). Returns the number of runs that changed, or a negative errno. */
+ * changed, why says how; RS_VERIFY_DELETED when every row of the run was deleted after
+ * sealing, which is not counted as changed). Returns the number of runs that changed, or a
+ * negative errno. */
+#define RS_VERIFY_DELETED 2
 typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id, int ok,
                             const char *why);
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);

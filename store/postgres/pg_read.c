@@ -313,6 +313,16 @@ int pg_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
         rc = rs_err_set(err, -EAGAIN, "the run changed while it was being sealed");
         goto fail;
     }
+    /* A tombstone (the run's rows were deleted after sealing, pg_index.c) gives way. */
+    pg_args d = {.n = 0};
+    pg_arg_text(&d, t->thread_id);
+    pg_arg_text(&d, t->run_id);
+    pg_arg_text(&d, pg_owner_key(t->user));
+    if ((rc = pg_run(b,
+                     "DELETE FROM runfs_seal WHERE thread_id = $1 AND run_id = $2 AND owner = $3 "
+                     "AND state = 'deleted'",
+                     &d, NULL, err)))
+        goto fail;
     pg_args s = {.n = 0};
     pg_arg_text(&s, t->thread_id);
     pg_arg_text(&s, t->run_id);
@@ -349,7 +359,7 @@ int pg_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     PGresult *r;
     int rc = pg_run(b,
                     "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE thread_id = $1 "
-                    "AND run_id = $2 AND owner = $3",
+                    "AND run_id = $2 AND owner = $3 AND state <> 'deleted'",
                     &a, &r, err);
     if (rc)
         return rc;

@@ -355,6 +355,12 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
         rc = rs_err_set(err, -EAGAIN, "the run changed while it was being sealed");
         goto fail;
     }
+    /* A tombstone (the run's rows were deleted after sealing, sqlite_index.c) gives way. */
+    if ((rc = sq_step(b, NULL, err, "seal",
+                      "DELETE FROM runfs_seal WHERE thread_id = ? AND run_id = ? AND owner = ? "
+                      "AND state = 'deleted'",
+                      "ttt", t->thread_id, t->run_id, sq_owner_key(t->user))) < 0)
+        goto fail;
     rc = sq_step(b, NULL, err, "seal",
                  "INSERT INTO runfs_seal (thread_id, run_id, state, "
                  "upper_seq, event_count, terminal_seq, digest, error, sealed_at, owner) "
@@ -378,7 +384,7 @@ int sq_seal_get(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "seal",
                      "SELECT " SEAL_COLUMNS " FROM runfs_seal WHERE "
-                     "thread_id = ? AND run_id = ? AND owner = ?",
+                     "thread_id = ? AND run_id = ? AND owner = ? AND state <> 'deleted'",
                      "ttt", t->thread_id, t->run_id, sq_owner_key(t->user));
     if (rc <= 0)
         return rc < 0 ? rc : -ENOENT;
