@@ -144,6 +144,8 @@ static void drop_all(rfs_mount *m)
  * dropped from its cache when the hub sees the change, so a lookup finds it gone at once
  * and mkdir -p makes it again. (Where each uid is its own owner nothing is cached.) */
 
+#define NAMES_MS 200
+
 static void collect_node(void *ctx, uint64_t ino, const rfs_node *n, int64_t size)
 {
     (void)size;
@@ -204,6 +206,8 @@ static void *hub_main(void *arg)
     rfs_mount *m = arg;
     rfs_hub *hub = m->hub;
     int64_t probed = 0; /* when data_version was last probed */
+    int64_t named = 0;  /* when sync_names last ran */
+    int names_due = 0;  /* a foreign change since: a thread or run may have gone */
     pthread_mutex_lock(&hub->lock);
     while (!hub->stop) {
         int ticked = 0;
@@ -276,14 +280,23 @@ static void *hub_main(void *arg)
              * the logs show them without waiting for runfs's next write. */
             rs_store_refresh(hub->store, NULL);
             int64_t rewrites = hub->rewrites;
+            names_due = 1;
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
                 drop_all(m);
-                /* Deletes among them: threads and runs that went leave the kernel's names. */
-                sync_names(m);
+                named = 0; /* rows were deleted: look at the names now */
             } else {
                 sync_logs(m, NULL);
             }
+        }
+        /* A thread or run deleted without rows deleted (made by mkdir only) moves only
+         * data_version, which this mount's own commits move too: the names are looked at
+         * at most every NAMES_MS then, and a name gone is dropped well before the kernel's
+         * DIR_TIMEOUT would. */
+        if (names_due && now - named >= NAMES_MS * 1000000LL) {
+            names_due = 0;
+            named = now;
+            sync_names(m);
         }
 
         rfs_follow_serve_round(hub, queue, queued, foreign || overflow);
