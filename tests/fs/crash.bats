@@ -96,7 +96,7 @@ crash_trial() {
   start_writers "$t"
   wait_for 20 bash -c "for f in $WORK/ack.$t.{1,2,3,4}; do [ -s \$f ] || exit 1; done" ||
     fail "trial $t: the writers did not get going"
-  sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+  sleep "0.$(printf '%03d' $((RANDOM % 400)))"   # not a wait: the random crash point
   kill_daemon "$MNT"
   remount "$@"
   check_store

@@ -64,13 +64,26 @@ rows() { store_sql "SELECT count(*) FROM run_events"; }
 @test "put says it is waiting while another writer holds the lock, then stores" {
   skip_on_pg "SQLite's database-wide write lock"
   errors 1 | "$RUNFS" put -q "$STORE" t1 r1
-  { echo "BEGIN IMMEDIATE; INSERT INTO runfs_meta (key, value) VALUES ('held', 1);"; sleep 2.5; echo "COMMIT;"; } | sqlite3 "$STORE" &
+  # The holder keeps the write lock until put has said it waits (or 20 s pass).
+  python3 - "$STORE" "$WORK/held" "$WORK/put.err" <<'PY' &
+import os, sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO runfs_meta (key, value) VALUES ('held', 1)")
+open(sys.argv[2], "w").close()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    if os.path.exists(sys.argv[3]) and b"waiting" in open(sys.argv[3], "rb").read():
+        break
+    time.sleep(0.05)
+db.execute("COMMIT")
+PY
   holder=$!
-  sleep 0.5
-  run bash -c "echo '{\"event_type\":\"llm.error\",\"content\":\"late\"}' | '$RUNFS' put -q '$STORE' t1 r1"
+  wait_for 10 test -e "$WORK/held" || fail "the holder did not take the lock"
+  echo '{"event_type":"llm.error","content":"late"}' |
+    "$RUNFS" put -q "$STORE" t1 r1 2> "$WORK/put.err"
   wait "$holder"
-  assert_success
-  assert_output "runfs: waiting for another writer's lock on $STORE (up to 30 s)"
+  assert_equal "$(cat "$WORK/put.err")" "runfs: waiting for another writer's lock on $STORE (up to 30 s)"
   [ "$(rows)" -eq 2 ]
 }
 

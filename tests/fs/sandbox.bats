@@ -244,14 +244,17 @@ refused() {
   # Files show as the caller's own.
   run as $UID_B "stat -c %u '$sh/threads/tb/events.jsonl'"
   assert_output $UID_B
-  # Guessing the other's id: ENOENT for reading, appending and singletons. (After the
-  # kernel's 1 s entry cache of A's names has run out: the test below covers "at once".)
-  sleep 1.1
+  # Guessing the other's id: ENOENT for reading, appending and singletons, once the kernel's
+  # 1 s entry cache of A's names has run out (B's lookups show it; the test below covers what
+  # holds at once).
+  local paths="threads/ta threads/ta/events.jsonl threads/ta/seq threads/ta/runs/r1/events.jsonl
+      threads/ta/runs/r1/receipt.json threads/ta/follow.jsonl"
+  wait_for 5 as $UID_B "cd '$sh' && for p in $(echo $paths); do ! test -e \$p || exit 1; done" ||
+    fail "B still finds A's names"
   local before
   before=$(store_snapshot)
   local p
-  for p in threads/ta threads/ta/events.jsonl threads/ta/seq threads/ta/runs/r1/events.jsonl \
-      threads/ta/runs/r1/receipt.json threads/ta/follow.jsonl; do
+  for p in $paths; do
     run as $UID_B "timeout 10 cat '$sh/$p'"
     assert_failure
     assert_output --partial "No such file or directory"

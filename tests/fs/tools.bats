@@ -76,12 +76,22 @@ same_as_cat() {
 # cached_bytes FILE: the bytes of the pages of FILE the kernel's page cache holds.
 cached_bytes() { fincore --noheadings --bytes --output RES "$1"; }
 
+# quiet: the thread's last change, as the store records it, lies further back than the
+# mount's live window (status.json's live_ms): its views now go to the kernel's cache.
+quiet() {
+  local live changed
+  live=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mount"]["live_ms"])' \
+    "$MNT/.runfs/status.json")
+  changed=$(store_sql "SELECT max(m) FROM (SELECT mtime_ns AS m FROM runfs_thread WHERE thread_id = 'tt' UNION ALL SELECT r.mtime_ns FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = 'tt') x")
+  [ $(($(date +%s%N) - changed)) -gt $(((live + 50) * 1000000)) ]
+}
+
 # kept_views: stat history.jsonl and transcript.md of the quiet thread (not stat'ed since it
 # last changed): the rendering each stat makes for the size is in the kernel's cache before
 # any read, and a read gives the bytes runfs cat prints.
 kept_views() {
   local f size
-  sleep 2.2 # the thread is quiet
+  wait_for 10 quiet || fail "the thread did not become quiet"
   for f in history.jsonl transcript.md; do
     size=$(stat -c %s "$T/$f")
     [ "$(cached_bytes "$T/$f")" -ge "$size" ] || fail "$f: $(cached_bytes "$T/$f") of $size bytes cached"
@@ -113,7 +123,7 @@ fresh_views() {
   grep -q 'from another process' "$T/history.jsonl"
   # Sized while the thread was live, nothing was kept: the first read of the quiet view fills
   # the cache for the next.
-  sleep 2.2
+  wait_for 10 quiet || fail "the thread did not become quiet"
   for f in history.jsonl transcript.md; do
     cat "$T/$f" > /dev/null
     [ "$(cached_bytes "$T/$f")" -ge "$(stat -c %s "$T/$f")" ] || fail "$f: not cached by its read"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -2124,6 +2125,8 @@ typedef struct lock_probe {
     const char *path;
     pthread_mutex_t mu;
     pthread_cond_t cond;
+    pid_t tid;   /* the writer's thread, set as it starts its append */
+    int started; /* its store is open and the append begins */
     int done;
     int rc;
 } lock_probe;
@@ -2133,6 +2136,10 @@ static void *append_elsewhere(void *arg)
     lock_probe *p = arg;
     rs_store *s = open_store(p->path, 0, 0);
     rs_target t = tgt("x", "r1", NULL);
+    pthread_mutex_lock(&p->mu);
+    p->tid = (pid_t)syscall(SYS_gettid);
+    p->started = 1;
+    pthread_mutex_unlock(&p->mu);
     int rc = rs_store_append(s, &t, ERR("a"), strlen(ERR("a")), NULL, NULL);
     rs_store_close(s);
     pthread_mutex_lock(&p->mu);
@@ -2143,7 +2150,7 @@ static void *append_elsewhere(void *arg)
     return NULL;
 }
 
-/* Start a writer of path on another thread; 1 when it finished within ms. */
+/* Wait up to ms for the writer to finish; 1 when it did. */
 static int probe_finished(lock_probe *p, long ms)
 {
     struct timespec ts;
@@ -2162,8 +2169,43 @@ static int probe_finished(lock_probe *p, long ms)
     return done;
 }
 
+/* 1 once the writer has begun its append and sleeps in futex() (a lock) without having
+ * finished; 0 when it finished first or 30 s passed. However slow the machine, a writer that
+ * does not wait never gets here. */
+static int probe_waits(lock_probe *p)
+{
+    for (int i = 0; i < 30000; i++) {
+        pthread_mutex_lock(&p->mu);
+        int started = p->started, done = p->done;
+        pid_t tid = p->tid;
+        pthread_mutex_unlock(&p->mu);
+        if (done)
+            return 0;
+        if (started) {
+            char path[64], line[64] = "";
+            assert_true(rs_fmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid) > 0);
+            FILE *f = fopen(path, "r");
+            if (f && !fgets(line, sizeof line, f))
+                line[0] = 0;
+            if (f)
+                fclose(f);
+            if (atol(line) == SYS_futex && line[0] != 'r') {
+                pthread_mutex_lock(&p->mu);
+                done = p->done;
+                pthread_mutex_unlock(&p->mu);
+                return !done;
+            }
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
 /* While this thread holds a write transaction on one database, a writer of another database
- * in the same process goes ahead, and a writer of the same database waits for it. */
+ * in the same process goes ahead, and a writer of the same database waits for it: it is seen
+ * asleep on a lock, unfinished, for as long as the transaction is held, and finishes once it
+ * ends. */
 static void test_write_lock_per_database(void **state)
 {
     (void)state;
@@ -2176,19 +2218,19 @@ static void test_write_lock_per_database(void **state)
                     .cond = PTHREAD_COND_INITIALIZER};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, append_elsewhere, &p), 0);
-    int elsewhere_done = probe_finished(&p, 10000);
+    int elsewhere_done = probe_finished(&p, 30000);
     lock_probe q = {.path = fx.db, .mu = PTHREAD_MUTEX_INITIALIZER,
                     .cond = PTHREAD_COND_INITIALIZER};
     pthread_t th2;
     assert_int_equal(pthread_create(&th2, NULL, append_elsewhere, &q), 0);
-    int same_done_early = probe_finished(&q, 300);
+    int same_waited = probe_waits(&q);
     sq_rollback(fx.s->be);
     int same_done = probe_finished(&q, 30000);
     pthread_join(th, NULL);
     pthread_join(th2, NULL);
     assert_true(elsewhere_done);
     assert_int_equal(p.rc, 0);
-    assert_false(same_done_early);
+    assert_true(same_waited);
     assert_true(same_done);
     assert_int_equal(q.rc, 0);
 }
