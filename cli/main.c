@@ -68,7 +68,8 @@ static int set_contract(rfs_options *o, const char *v)
     return 0;
 }
 
-/* The map is read once the options are parsed (see cmd_mount); a map implies per-uid owners. */
+/* The map is read once the options are parsed (see cmd_mount); a map implies per-uid owners.
+ * Set by the option parser on the main thread before anything else runs: no lock. */
 static const char *user_map_path;
 static int set_user_map(rfs_options *o, const char *v)
 {

@@ -17,7 +17,7 @@ typedef struct entry {
 } entry;
 
 struct rfs_itable {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* guards everything below, and every entry's fields */
     entry **buckets;
     size_t nbuckets;
     size_t count;

@@ -11,6 +11,8 @@
 #include "log.h"
 #include "runstore.h"
 
+/* Where lines go: set by rfs_log_open and rfs_log_daemonised while the process has one
+ * thread (before the session starts), only read after, so they need no lock. */
 static int use_syslog;
 static int use_stderr = 1;
 static int log_fd = -1;

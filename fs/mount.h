@@ -60,9 +60,9 @@ typedef struct rfs_mount {
     rfs_rejects *rejects;
     rfs_hub *hub;
     struct rfs_sizes *sizes;
-    pthread_mutex_t handles_lock;
-    rfs_handle *handles;   /* open file handles (ops_file.c) */
-    atomic_size_t pending; /* bytes of partial lines and bodies held by open files */
+    pthread_mutex_t handles_lock; /* guards handles and each handle's next and prev */
+    rfs_handle *handles;          /* open file handles (ops_file.c) */
+    atomic_size_t pending;        /* bytes of partial lines and bodies held by open files */
 } rfs_mount;
 
 /* The operation table (ops.c). */

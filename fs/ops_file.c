@@ -33,6 +33,11 @@ struct rfs_handle {
     int has_user;
     long pid;
     long uid;
+    /* The fields above are fixed at open; those below change only under lock (release,
+     * which no other request of the handle overlaps, reads them without it). lock serialises
+     * the handle's requests and is held for a whole one (the pool wait, the commit and the
+     * hub wait), so that one handle's writes commit and return in order; it comes first in
+     * CONTRIBUTING.md's lock order. */
     pthread_mutex_t lock;
     rfs_reader *reader;
     rs_buf pending;     /* a partial line (append) or the body (once, seal) */

@@ -6,8 +6,8 @@
 #include "mount.h"
 
 struct rfs_pool {
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* a connection was given back */
+    pthread_mutex_t lock; /* guards idle, open and nidle; never held while a store works */
+    pthread_cond_t cond;  /* a connection was given back */
     rs_store *idle[RFS_POOL_MAX];
     int open; /* lent and idle */
     int nidle;

@@ -26,7 +26,7 @@ typedef struct owner_log {
 } owner_log;
 
 struct rfs_rejects {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* guards everything below, and every owner_log */
     owner_log *owners[OWNERS_MAX];
     size_t n_owners;
     uint64_t clock;

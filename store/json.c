@@ -1155,6 +1155,8 @@ int rs_json_equal(const char *a, size_t alen, const char *b, size_t blen)
 
 cJSON *rs_cjson_parse(const char *text, size_t len)
 {
+    /* cJSON's parser keeps its last error in a global: parses run one at a time, under
+     * lock, which guards nothing else. */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&lock);
     cJSON *v = cJSON_ParseWithLength(text, len);

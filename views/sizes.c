@@ -20,7 +20,7 @@ typedef struct entry {
 } entry;
 
 struct rfs_sizes {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* guards bucket, count and every entry */
     entry *bucket[BUCKETS];
     size_t count;
     size_t doc_bytes;
