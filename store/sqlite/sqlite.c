@@ -180,10 +180,12 @@ struct sq_db_lock {
     sq_db_lock *next;
     dev_t dev;
     ino_t ino;
-    int refs; /* connections of this process to the database */
-    pthread_mutex_t mutex;
-    pthread_mutex_t group_mutex; /* group commit: the queue below and who leads */
-    pthread_cond_t group_cond;
+    int refs;                    /* connections of this process to the database; next and refs under
+                 db_locks_guard, dev, ino and path fixed once made */
+    pthread_mutex_t mutex;       /* the database's write lock in this process: held from
+                                    BEGIN to COMMIT or ROLLBACK (begin_locked) */
+    pthread_mutex_t group_mutex; /* group commit: queue, queue_tail and leading, under it */
+    pthread_cond_t group_cond;   /* a group was committed, or nobody leads */
     sq_group_req *queue, **queue_tail;
     int leading; /* a thread is committing a group now */
     /* The checkpointer (see ckpt_main), started by the first commit that finds the WAL
@@ -195,6 +197,8 @@ struct sq_db_lock {
     int ckpt_started, ckpt_wanted, ckpt_stop;
 };
 
+/* Every database this process has open, under db_locks_guard (a lock is made at the first
+ * connection to its file and freed with the last). */
 static pthread_mutex_t db_locks_guard = PTHREAD_MUTEX_INITIALIZER;
 static sq_db_lock *db_locks;
 
@@ -661,9 +665,11 @@ typedef struct sq_pin {
     ino_t ino;
 } sq_pin;
 
-#define SQ_PINS 8
+/* Every path this process pinned, under pin_lock. Kept for the process's life: a pin
+ * outlives the connections that made it, so that a later open of the path finds the file. */
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
-static sq_pin pins[SQ_PINS];
+static sq_pin *pins;
+static size_t n_pins, pins_cap;
 
 /* A name for path that outlives the file: its directory's real path and its own name. */
 static char *pin_key(const char *path)
@@ -679,22 +685,30 @@ static char *pin_key(const char *path)
 }
 
 /* The pin of key: 1 with dev/ino when this process opened it before, 0 when not; with
- * record, a missing pin becomes dev/ino (a racing first open keeps the earlier one). */
+ * record, a missing pin becomes dev/ino (a racing first open keeps the earlier one), or
+ * -ENOMEM. */
 static int pin_find(const char *key, int record, dev_t *dev, ino_t *ino)
 {
-    int found = 0, i;
+    int rc = 0;
     pthread_mutex_lock(&pin_lock);
-    for (i = 0; i < SQ_PINS && pins[i].key && !found; i++)
-        found = strcmp(pins[i].key, key) == 0;
-    if (found) {
-        *dev = pins[i - 1].dev;
-        *ino = pins[i - 1].ino;
-    } else if (record && i < SQ_PINS && (pins[i].key = strdup(key))) {
-        pins[i].dev = *dev;
-        pins[i].ino = *ino;
+    size_t i = 0;
+    while (i < n_pins && strcmp(pins[i].key, key) != 0)
+        i++;
+    if (i < n_pins) {
+        *dev = pins[i].dev;
+        *ino = pins[i].ino;
+        rc = 1;
+    } else if (record) {
+        char *copy = strdup(key);
+        if (!copy || rs_array_grow(&pins, &pins_cap, n_pins + 1, sizeof *pins)) {
+            free(copy);
+            rc = -ENOMEM;
+        } else {
+            pins[n_pins++] = (sq_pin){.key = copy, .dev = *dev, .ino = *ino};
+        }
     }
     pthread_mutex_unlock(&pin_lock);
-    return found;
+    return rc;
 }
 
 /* Is b->path still the pinned file (its stat in *st)? Every check says it in these words:
@@ -762,9 +776,9 @@ static int pin_record(rs_backend *b, rs_err *err)
     }
     b->pin_dev = st.st_dev;
     b->pin_ino = st.st_ino;
-    pin_find(key, 1, &b->pin_dev, &b->pin_ino);
+    int rc = pin_find(key, 1, &b->pin_dev, &b->pin_ino);
     free(key);
-    return 0;
+    return rc < 0 ? rs_err_set(err, rc, "out of memory") : 0;
 }
 
 /* ---- checking what is in the file ---- */

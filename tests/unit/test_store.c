@@ -2235,6 +2235,35 @@ static void test_write_lock_per_database(void **state)
     assert_int_equal(q.rc, 0);
 }
 
+/* A process pins every store it mounts, however many: with twelve pinned, each one's file
+ * replaced under it refuses writes (-EIO) instead of taking them into the new file. */
+static void test_pins_without_limit(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    rs_store *st[N];
+    char path[N][512], other[512];
+    rs_target t = tgt("t", "r1", NULL);
+    for (int i = 0; i < N; i++) {
+        assert_true(rs_fmt(path[i], sizeof path[i], "%s/pin-%d.db", fx.dir, i) > 0);
+        rs_options opt = RS_OPTIONS_INIT;
+        opt.contract_path = UNIT_CONTRACT;
+        opt.pin_file = 1;
+        rs_err err = {0};
+        assert_int_equal(rs_store_open(&st[i], path[i], &opt, &err), 0);
+        assert_int_equal(rs_store_append(st[i], &t, ERR("a"), strlen(ERR("a")), NULL, &err), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_true(rs_fmt(other, sizeof other, "%s/other-%d.db", fx.dir, i) > 0);
+        rs_store_close(open_store(other, 0, 0));
+        assert_int_equal(rename(other, path[i]), 0);
+        rs_err err = {0};
+        assert_int_equal(rs_store_append(st[i], &t, ERR("b"), strlen(ERR("b")), NULL, &err), -EIO);
+        assert_non_null(strstr(err.msg, "was replaced under the mount"));
+        rs_store_close(st[i]);
+    }
+}
+
 static int child_writer(void *arg)
 {
     char why[256] = "";
@@ -3071,6 +3100,7 @@ int main(void)
         T(test_concurrent_threads),
         T(test_concurrent_processes),
         T(test_write_lock_per_database),
+        T(test_pins_without_limit),
         T(test_checkpoint_beside_commits),
         T(test_last_visible_ai_seq),
         T(test_message_seq),
