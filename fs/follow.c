@@ -501,7 +501,7 @@ static const target *target_of(rfs_hub *hub, round_targets *rt, const rfs_follow
     return found ? &rt->t[rt->n - 1] : NULL;
 }
 
-static int touched_by(const rfs_follow *f, const change *c, size_t n)
+static int touched_by(const rfs_follow *f, const rfs_change *c, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(f->node.thread_id, c[i].thread_id) == 0 &&
@@ -586,7 +586,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
  * and those whose deadline passed, which get EOF without a query. A follower is marked dirty,
  * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
  * no query per follower. Hub thread, hub lock not held. */
-void rfs_follow_serve_round(rfs_hub *hub, const change *queue, size_t queued, int everything)
+void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued, int everything)
 {
     round_targets rt = {0};
     rfs_follow *work = NULL;

@@ -27,12 +27,13 @@ void rfs_hub_sync(rfs_mount *m, uint64_t ino);
 
 /* ---- shared by notify.c and follow.c ---- */
 
-#define TICK_MS 20
-#define QUEUE_MAX 64
+#define RFS_HUB_TICK_MS 20   /* how often the hub probes for other processes' commits */
+#define RFS_HUB_QUEUE_MAX 64 /* changes queued for a round; past it, a round checks all */
 
 typedef struct rfs_follow rfs_follow;
 
-typedef struct change {
+/* A commit reported to the hub: which logs it touched. */
+typedef struct rfs_change {
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
     int deleted;
@@ -40,8 +41,11 @@ typedef struct change {
     int placed;
     size_t len;
     rs_placement at;
-} change;
+} rfs_change;
 
+/* lock guards every field below but thread and running (set before the hub thread starts)
+ * and store, data_version and rewrites (the hub thread's own), and the followers' fields
+ * follow.c marks "under the hub lock". */
 struct rfs_hub {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* work for the hub thread */
@@ -53,14 +57,14 @@ struct rfs_hub {
     rs_store *store; /* the hub's own connection */
     int64_t data_version;
     int64_t rewrites; /* rs_store_rewrites as the kernel's copy last stood */
-    change queue[QUEUE_MAX];
+    rfs_change queue[RFS_HUB_QUEUE_MAX];
     size_t queued;
     int overflow;       /* more changes than the queue holds: check everything */
     uint64_t requested; /* rounds asked for */
     uint64_t finished;  /* rounds done */
     struct {
         uint64_t ino;
-    } inval[QUEUE_MAX]; /* logs getattr found changed */
+    } inval[RFS_HUB_QUEUE_MAX]; /* logs getattr found changed */
     size_t ninval;
     rfs_follow *followers;
     int serve_asked; /* a dirty follower parked: serve it in a round */

@@ -182,7 +182,7 @@ static void sync_names(rfs_mount *m)
 
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
-static void store_appended(rfs_mount *m, const change *c)
+static void store_appended(rfs_mount *m, const rfs_change *c)
 {
     sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
@@ -213,13 +213,13 @@ static void *hub_main(void *arg)
         int ticked = 0;
         if (hub->queued == 0 && !hub->overflow && hub->ninval == 0 && !hub->serve_asked) {
             struct timespec ts;
-            rfs_hub_deadline_in(&ts, TICK_MS);
+            rfs_hub_deadline_in(&ts, RFS_HUB_TICK_MS);
             ticked = pthread_cond_timedwait(&hub->wake, &hub->lock, &ts) == ETIMEDOUT;
             if (hub->stop)
                 break;
         }
         uint64_t round = hub->requested;
-        change queue[QUEUE_MAX];
+        rfs_change queue[RFS_HUB_QUEUE_MAX];
         size_t queued = hub->queued;
         memcpy(queue, hub->queue, queued * sizeof queue[0]);
         int overflow = hub->overflow;
@@ -228,7 +228,7 @@ static void *hub_main(void *arg)
         size_t ninval = hub->ninval;
         struct {
             uint64_t ino;
-        } inval[QUEUE_MAX];
+        } inval[RFS_HUB_QUEUE_MAX];
         memcpy(inval, hub->inval, ninval * sizeof inval[0]);
         hub->ninval = 0;
         pthread_mutex_unlock(&hub->lock);
@@ -268,7 +268,7 @@ static void *hub_main(void *arg)
          * spent a sixth of its CPU here. */
         int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
         int foreign = 0;
-        if (overflow || ticked || now - probed >= TICK_MS * 1000000LL) {
+        if (overflow || ticked || now - probed >= RFS_HUB_TICK_MS * 1000000LL) {
             probed = now;
             int64_t version = hub->data_version;
             foreign = rs_store_data_version(hub->store, &version) == 0 &&
@@ -402,8 +402,8 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
                 kept >= 0;
     }
     pthread_mutex_lock(&hub->lock);
-    if (hub->queued < QUEUE_MAX) {
-        change *c = &hub->queue[hub->queued++];
+    if (hub->queued < RFS_HUB_QUEUE_MAX) {
+        rfs_change *c = &hub->queue[hub->queued++];
         memcpy(c->thread_id, n.thread_id, sizeof c->thread_id);
         memcpy(c->run_id, run_id ? n.run_id : "", run_id ? sizeof c->run_id : 1);
         c->deleted = deleted;
@@ -440,7 +440,7 @@ void rfs_hub_sync(rfs_mount *m, uint64_t ino)
     if (!hub)
         return;
     pthread_mutex_lock(&hub->lock);
-    if (hub->ninval < QUEUE_MAX) {
+    if (hub->ninval < RFS_HUB_QUEUE_MAX) {
         hub->inval[hub->ninval++].ino = ino;
     } else {
         hub->overflow = 1;
