@@ -700,36 +700,6 @@ int rs_contract_check_name(const rs_rule *r, const char *event_type, rs_err *err
     return rc ? rc : check_name(r->tag_s, event_type + r->prefix_len, "event_type tag", err);
 }
 
-int rs_contract_check(const rs_contract *c, const char *event_type, const char *content,
-                      size_t content_len, const char *metadata, size_t metadata_len,
-                      int allow_unknown, rs_err *err)
-{
-    rs_rule r;
-    rs_contract_rule(c, event_type, &r);
-    if (!r.known && !allow_unknown)
-        return rs_err_set(err, -EINVAL, "unknown event type '%.64s' (not in the contract)",
-                          event_type);
-    rs_check ck, mk;
-    rs_check_init(&ck, r.content, "content");
-    rs_check_init(&mk, r.metadata, "metadata");
-    int rc = rs_check_text(&ck, content, content_len, err);
-    if (!rc)
-        rc = rs_check_form(&ck, err);
-    if (!rc)
-        rc = rs_check_text(&mk, metadata, metadata_len, err);
-    if (!rc)
-        rc = rs_check_form(&mk, err);
-    if (!rc)
-        rc = rs_contract_check_name(&r, event_type, err);
-    if (!rc)
-        rc = rs_check_schema(&ck, err);
-    if (!rc)
-        rc = rs_check_schema(&mk, err);
-    rs_check_release(&ck);
-    rs_check_release(&mk);
-    return rc;
-}
-
 const cJSON *rs_contract_required_metadata(const rs_contract *c, const char *event_type)
 {
     if (!c || !event_type)

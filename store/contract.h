@@ -43,14 +43,6 @@ void rs_contract_rule(const rs_contract *c, const char *event_type, rs_rule *out
 /* A dynamic pattern's checks of the event type's name and tag ("event_type tag: ..."). */
 int rs_contract_check_name(const rs_rule *r, const char *event_type, rs_err *err);
 
-/* Check an event's content and metadata (canonical JSON texts) against its type's schemas:
- * duplicate keys first, then the name, then the schemas. Unknown
- * types: 0 when allow_unknown, else -EINVAL. The reason names the field
- * ("content.tool_calls: expected array, got string"). */
-int rs_contract_check(const rs_contract *c, const char *event_type, const char *content,
-                      size_t content_len, const char *metadata, size_t metadata_len,
-                      int allow_unknown, rs_err *err);
-
 /* For singleton confirmation: the metadata keys the type's schema requires. */
 const cJSON *rs_contract_required_metadata(const rs_contract *c, const char *event_type);
 

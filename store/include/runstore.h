@@ -1,8 +1,9 @@
 /* runstore.h — the run event store: the only header outside store/ may include.
  *
  * A store holds DeerFlow-compatible run events (thread_id, run_id, seq, event_type, category,
- * content, metadata, created_at, user_id) in SQLite. Every function returns 0 (or a count)
- * on success and a negative errno on failure; a human reason travels in an rs_err. */
+ * content, metadata, created_at, user_id) in a SQLite file or a PostgreSQL database. Every
+ * function returns 0 (or a count) on success and a negative errno on failure; a human reason
+ * travels in an rs_err. */
 #ifndef RUNSTORE_H
 #define RUNSTORE_H
 
@@ -126,10 +127,11 @@ typedef struct rs_options {
                                   * longer is that file (removed, replaced, truncated) */
     int stamp_time; /* the store's clock is the only created_at: a line that
                                   * gives one is -EINVAL */
-    /* Version 5: while rs_store_open indexes rows another program wrote (a DeerFlow
-     * database's first open), called every few thousand rows and once at the end with the
-     * rows indexed so far and the number to index (0: not known), so a command can show
-     * progress. Never called after rs_store_open returns. */
+    /* Version 5: while rs_store_open indexes rows again (converting an older side-table
+     * layout, or catching up rows another program added to threads already indexed), called
+     * every few thousand rows and once at the end with the rows done so far and the number
+     * to do (0: not known), so a command can show progress. A thread indexed at its first
+     * use reports nothing. Never called after rs_store_open returns. */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
     /* Version 6: every seal this store makes is signed by this key (rs_seal_key_load; it
@@ -138,11 +140,11 @@ typedef struct rs_options {
 } rs_options;
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file
- * path (opt NULL: defaults). A store whose schema runfs cannot use (a newer side-table
+ * path or a postgresql:// URI (opt NULL: defaults). A store whose schema runfs cannot use (a newer side-table
  * layout, a run_events without DeerFlow's columns) is -EINVAL with the reason. */
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
 void rs_store_close(rs_store *s);                /* checkpoints the WAL */
-const char *rs_store_backend(const rs_store *s); /* "sqlite" */
+const char *rs_store_backend(const rs_store *s); /* "sqlite" or "postgresql" */
 const char *rs_store_path(const rs_store *s);
 /* What rs_store_path shows for uri, without opening it: a PostgreSQL URI rebuilt from
  * libpq's parse with no secret in it (password, sslpassword, any option libpq marks

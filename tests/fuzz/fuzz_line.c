@@ -23,6 +23,7 @@
 #include "contract.h"
 #include "event.h"
 #include "json.h"
+#include "utf8_ref.h"
 
 #ifndef RS_CONTRACT_SOURCE
 #define RS_CONTRACT_SOURCE "contracts/run_event_stream_contract.json"
@@ -98,7 +99,7 @@ static void roundtrip(const rs_event *ev, const rs_event_ctx *ctx)
     CHECK(render(&line, ev, NULL, 0) == 0, "encode failed");
     CHECK(line.len >= 2 && line.buf[line.len - 1] == '\n', "line not newline-terminated");
     CHECK(memchr(line.buf, '\n', line.len - 1) == NULL, "raw newline inside the line");
-    CHECK(rs_utf8_valid(line.buf, line.len), "line is not valid UTF-8: %s", line.buf);
+    CHECK(utf8_ref_valid(line.buf, line.len), "line is not valid UTF-8: %s", line.buf);
     /* canonical: its canonical form is itself */
     rs_buf c = RS_BUF_INIT;
     CHECK(rs_json_canon(&c, line.buf, line.len - 1, 0, NULL) == 0, "line is not strict JSON: %s",
@@ -207,7 +208,7 @@ static void canon_props(const char *data, size_t size, unsigned flags)
     rs_err err = {0};
     if (rs_json_canon(&a, data, size, flags, &err) == 0) {
         CHECK(a.len <= size, "canonical longer than input");
-        CHECK(rs_utf8_valid(a.buf, a.len), "canonical not UTF-8");
+        CHECK(utf8_ref_valid(a.buf, a.len), "canonical not UTF-8");
         CHECK(rs_json_canon(&b, a.buf, a.len, flags, &err) == 0, "canonical refused: %s", err.msg);
         same_buf(&a, &b, "canonical twice");
     } else {
@@ -242,7 +243,7 @@ static void foreign_row(const char *data, size_t size)
     CHECK(rs_event_encode(&out, &row, &err) == 0, "foreign encode failed");
     CHECK(out.len >= 2 && out.buf[out.len - 1] == '\n' && !memchr(out.buf, '\n', out.len - 1),
           "foreign line is not one line");
-    CHECK(rs_utf8_valid(out.buf, out.len), "foreign line not UTF-8");
+    CHECK(utf8_ref_valid(out.buf, out.len), "foreign line not UTF-8");
     /* a NUL in foreign text renders as \u0000: JSON, though the gate refuses it */
     if (!memchr(data, 0, (size_t)(s1 - data))) {
         CHECK(rs_json_canon(&c, out.buf, out.len - 1, RS_JSON_LENIENT, &err) == 0,

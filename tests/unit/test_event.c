@@ -1023,12 +1023,21 @@ static void test_contract_loading(void **state)
         { "{\"a\":1,\"x\":true}", "content.x: expected integer, got boolean" },
         { "{\"a\":1,\"no\":1}", "content.no: no value is allowed here" },
     };
+    /* through the one gate in, as a line of an event of that type */
+    rs_event_ctx cx = {
+        .contract = c, .thread_id = "t1", .run_id = "r1", .max_bytes = RS_DEFAULT_MAX_EVENT};
     for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++) {
         memset(&err, 0, sizeof err);
-        int rc = rs_contract_check(c, "t.x", ck[i].content, strlen(ck[i].content), "{}", 2, 0,
-                                   &err);
+        rs_buf line = RS_BUF_INIT;
+        assert_int_equal(rs_buf_addf(&line, "{\"event_type\":\"t.x\",\"content\":%s}",
+                                     ck[i].content),
+                         0);
+        rs_event *ev = NULL;
+        int rc = rs_event_parse(&ev, line.buf, line.len, &cx, &err);
+        rs_event_free(ev);
         if (ck[i].reason == NULL ? rc != 0 : (rc != -EINVAL || !strstr(err.msg, ck[i].reason)))
             print_error("check %s: rc %d '%s'\n", ck[i].content, rc, err.msg);
+        rs_buf_release(&line);
         if (ck[i].reason)
             assert_non_null(strstr(err.msg, ck[i].reason));
         assert_int_equal(rc, ck[i].reason ? -EINVAL : 0);
