@@ -847,7 +847,8 @@ static int is_dir(const char *path)
 
 /* Every local user reads a process's arguments (ps, /proc/PID/cmdline): a store URI's
  * secrets leave them at once, shown as status.json shows the URI, and the program goes on
- * with a copy (kept here for the process's life). */
+ * with a copy (kept here for the process's life; set in main before any thread starts, so
+ * no lock). */
 static char **argv_copies;
 
 static int hide_secrets(int argc, char **argv)
