@@ -195,6 +195,10 @@ struct sq_db_lock {
     pthread_t ckpt_thread;
     char *path;
     int ckpt_started, ckpt_wanted, ckpt_stop;
+    pthread_cond_t ckpt_done; /* a checkpoint round ended */
+    uint64_t ckpt_rounds;
+    int wal_frames;   /* the WAL's length in pages after this process's last commit */
+    int ckpt_blocked; /* the last round could not empty the WAL (a reader stayed in it) */
 };
 
 /* Every database this process has open, under db_locks_guard (a lock is made at the first
@@ -225,6 +229,7 @@ static int db_lock_get(const char *path, sq_db_lock **out, rs_err *err)
         pthread_cond_init(&l->group_cond, NULL);
         pthread_mutex_init(&l->ckpt_mutex, NULL);
         pthread_cond_init(&l->ckpt_cond, NULL);
+        pthread_cond_init(&l->ckpt_done, NULL);
         l->queue_tail = &l->queue;
         l->next = db_locks;
         db_locks = l;
@@ -257,10 +262,21 @@ static void db_lock_put(sq_db_lock *l)
         pthread_cond_destroy(&l->group_cond);
         pthread_mutex_destroy(&l->ckpt_mutex);
         pthread_cond_destroy(&l->ckpt_cond);
+        pthread_cond_destroy(&l->ckpt_done);
         free(l->path);
         free(l);
     }
     pthread_mutex_unlock(&db_locks_guard);
+}
+
+/* The checkpointer waits for readers in short steps (SQLite's own busy timeout sleeps a
+ * millisecond and more at a time, holding the writers that long), SQ_CKPT_WAIT_MS at most. */
+static int ckpt_busy(void *arg, int tries)
+{
+    (void)arg;
+    struct timespec ts = {0, 200000L};
+    nanosleep(&ts, NULL);
+    return tries < SQ_CKPT_WAIT_MS * 5;
 }
 
 /* The checkpointer's connection to the file the writers opened (NULL: none now, try again
@@ -278,6 +294,7 @@ static sqlite3 *ckpt_open(const sq_db_lock *l)
         sqlite3_close_v2(db);
         return NULL;
     }
+    sqlite3_busy_handler(db, ckpt_busy, NULL);
     return db;
 }
 
@@ -285,7 +302,13 @@ static sqlite3 *ckpt_open(const sq_db_lock *l)
  * syncs the WAL and the database file, which on a busy disk takes tens of milliseconds,
  * and run inside a commit (SQLite's wal_autocheckpoint) it held the write lock meanwhile,
  * so every writer of every mount waited. PASSIVE: it never waits for a writer or reader;
- * what it cannot copy yet waits for the next one. */
+ * what it cannot copy yet waits for the next one. A WAL copied whole starts again from
+ * its beginning only when no reader is in it as a writer begins, which under steady reads
+ * never happens, and some reader is always behind the newest frames, so PASSIVE never
+ * copies all of them: the WAL grew without bound. A WAL still long after PASSIVE gets
+ * TRUNCATE, which holds writers while it waits for the readers it needs gone (at most
+ * SQ_CKPT_WAIT_MS each time; readers that start meanwhile read the database file), copies
+ * the rest and empties the file; when readers stay longer, the next request tries again. */
 static void *ckpt_main(void *arg)
 {
     sq_db_lock *l = arg;
@@ -300,8 +323,23 @@ static void *ckpt_main(void *arg)
         pthread_mutex_unlock(&l->ckpt_mutex);
         if (!db)
             db = ckpt_open(l);
-        if (db)
-            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int log = 0, blocked = 0;
+        if (db &&
+            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, NULL) ==
+                SQLITE_OK &&
+            log >= SQ_CKPT_FRAMES) {
+            /* Ahead of this process's writers, which would take the write lock again
+             * first; another process's meet it at SQLite's lock. */
+            pthread_mutex_lock(&l->mutex);
+            blocked = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) !=
+                      SQLITE_OK;
+            pthread_mutex_unlock(&l->mutex);
+        }
+        pthread_mutex_lock(&l->ckpt_mutex);
+        l->ckpt_rounds++;
+        l->ckpt_blocked = blocked;
+        pthread_cond_broadcast(&l->ckpt_done);
+        pthread_mutex_unlock(&l->ckpt_mutex);
         /* While readers keep the WAL from being copied whole, every commit asks again:
          * one checkpoint per SQ_CKPT_PAUSE_MS at most. */
         struct timespec ts = {0, SQ_CKPT_PAUSE_MS * 1000000L};
@@ -320,6 +358,9 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     (void)db;
     (void)name;
     sq_db_lock *l = arg;
+    pthread_mutex_lock(&l->ckpt_mutex);
+    l->wal_frames = frames;
+    pthread_mutex_unlock(&l->ckpt_mutex);
     if (frames < SQ_CKPT_FRAMES)
         return SQLITE_OK;
     pthread_mutex_lock(&l->ckpt_mutex);
@@ -401,6 +442,24 @@ int sq_begin(rs_backend *b, rs_err *err)
     return rc;
 }
 
+/* After a commit, outside the write lock: a WAL of SQ_WAL_MAX pages or more waits for the
+ * checkpointer's next round (at most a second), so that no rate of writes outruns it. Not
+ * while a reader keeps it from emptying the WAL: then waiting would not shorten it. */
+static void wal_wait(sq_db_lock *l)
+{
+    pthread_mutex_lock(&l->ckpt_mutex);
+    if (l->wal_frames >= SQ_WAL_MAX && l->ckpt_started && !l->ckpt_blocked && !l->ckpt_stop) {
+        uint64_t round = l->ckpt_rounds;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        while (l->ckpt_rounds == round && !l->ckpt_stop)
+            if (pthread_cond_timedwait(&l->ckpt_done, &l->ckpt_mutex, &ts) == ETIMEDOUT)
+                break;
+    }
+    pthread_mutex_unlock(&l->ckpt_mutex);
+}
+
 int sq_commit(rs_backend *b, rs_err *err)
 {
     b->commits++;
@@ -411,6 +470,7 @@ int sq_commit(rs_backend *b, rs_err *err)
         b->last_put.version = -1;
     }
     pthread_mutex_unlock(&b->lock->mutex);
+    wal_wait(b->lock);
     return rc;
 }
 

@@ -17,6 +17,8 @@
 #define SQ_BUSY_TIMEOUT_MS 30000
 #define SQ_CKPT_FRAMES 8192  /* a WAL this many pages long is checkpointed */
 #define SQ_CKPT_PAUSE_MS 10L /* at least this long between two checkpoints */
+#define SQ_CKPT_WAIT_MS 50   /* a WAL emptied waits this long at most for its readers */
+#define SQ_WAL_MAX 12288     /* a commit that leaves the WAL this long waits for a checkpoint */
 #define SQ_READY_SLOTS 256   /* threads a connection remembers as caught up */
 #define SQ_MEM_ROWS 4000000  /* read-only: rows indexed in memory before the oldest go */
 

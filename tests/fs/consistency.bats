@@ -207,3 +207,44 @@ plain_thread() {
   assert_output --partial untouched
   wait_for 2 consistent "$ro" p q
 }
+
+@test "the WAL stays bounded under sustained writes from two mounts" {
+  skip_on_pg "a SQLite file's WAL"
+  local b=$WORK/b big
+  runfs_mount "$STORE" "$b"
+  big=$(head -c 45000 /dev/zero | tr '\0' x)
+  local w
+  for w in 1 2 3 4; do
+    mkdir -p "$MNT/threads/w$w/runs/r1"
+  done
+  # Each writer: 300 lines of 45 kB, one write() each, through one of the two mounts.
+  for w in 1 2 3 4; do
+    local m=$MNT; [ $((w % 2)) -eq 0 ] && m=$b
+    (for i in $(seq 300); do printf '{"event_type":"llm.error","content":"%s %d"}\n' "$big" "$i"; done > "$WORK/in$w"
+     python3 -c '
+import os, sys
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND)
+for line in open(sys.argv[1], "rb"):
+    os.write(fd, line)
+' "$WORK/in$w" "$m/threads/w$w/runs/r1/events.jsonl") &
+  done
+  # The WAL's size sampled until the writers are done (reference: stat, not runfs).
+  python3 - "$STORE-wal" "$WORK/peak" <<'PY' &
+import os, sys, time
+peak, end = 0, time.monotonic() + 120
+while time.monotonic() < end and not os.path.exists(sys.argv[2] + ".stop"):
+    try: peak = max(peak, os.stat(sys.argv[1]).st_size)
+    except FileNotFoundError: pass
+    time.sleep(0.01)
+open(sys.argv[2], "w").write(str(peak))
+PY
+  local sampler=$!
+  wait_for 60 bash -c "[ \$(sqlite3 '$STORE' 'SELECT count(*) FROM run_events') -ge 1200 ]" ||
+    fail "the writers did not finish: $(sqlite3 "$STORE" 'SELECT count(*) FROM run_events') rows"
+  touch "$WORK/peak.stop"
+  wait "$sampler"
+  local peak; peak=$(cat "$WORK/peak")
+  echo "# peak WAL $peak bytes" >&3
+  [ "$peak" -lt $((64 * 1024 * 1024)) ] || fail "the WAL reached $peak bytes (limit 64 MiB)"
+  [ "$peak" -gt 0 ] || fail "no WAL was seen"
+}
