@@ -28,6 +28,19 @@ check_file() {
   fi
 }
 
+# sized MNT THREAD: every file's stat size is its bytes, and the logs and receipts are what
+# `runfs cat` reads (the rest of the views are compared by consistent).
+sized() {
+  local m=$1 rel size
+  while IFS= read -r rel; do
+    size=$(stat -c %s "$m/$rel") || return 1
+    [ "$size" = "$(wc -c < "$m/$rel")" ] || { echo "# $rel: stat $size" >&2; return 1; }
+    case $rel in
+      */events.jsonl|*/messages.jsonl|*/receipt.json) check_file "$m" "$rel" || return 1 ;;
+    esac
+  done < <(cd "$m" && find "threads/$2" -type f | sort)
+}
+
 # consistent MNT THREAD...: every file of the threads passes check_file.
 consistent() {
   local m=$1 t rel
@@ -247,4 +260,70 @@ PY
   echo "# peak WAL $peak bytes" >&3
   [ "$peak" -lt $((64 * 1024 * 1024)) ] || fail "the WAL reached $peak bytes (limit 64 MiB)"
   [ "$peak" -gt 0 ] || fail "no WAL was seen"
+}
+
+# One random change by another writer to thread $1 (INSERT, UPDATE of any column, DELETE),
+# said on stdout.
+random_change() {
+  local t=$1 op=$((RANDOM % 5)) seq max
+  max=$(store_sql "SELECT coalesce(max(seq), 0) FROM run_events WHERE thread_id = '$t'")
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = '$t' ORDER BY seq LIMIT 1 OFFSET $((RANDOM % 8))")
+  [ -n "$seq" ] || seq=$(store_sql "SELECT min(seq) FROM run_events WHERE thread_id = '$t'")
+  [ -n "$seq" ] || op=0
+  local run=r$((RANDOM % 3 + 1)) text="text $RANDOM $(head -c $((RANDOM % 200)) /dev/zero | tr '\0' y)"
+  local set
+  case $op in
+    0|1) echo "insert seq $((max + 1))"
+       if [ $((RANDOM % 2)) -eq 0 ]; then
+         sql_row "$t" "$run" $((max + 1)) llm.error trace "$text"
+       else
+         sql_row "$t" "$run" $((max + 1)) llm.human.input message "{\"type\": \"human\", \"content\": \"$text\", \"id\": \"h-$RANDOM\"}" someone
+       fi ;;
+    2|3) case $((RANDOM % 7)) in
+         0) set="content = '$text'" ;;
+         1) set="event_metadata = '{\"caller\": \"$text\"}'" ;;
+         2) set="event_type = 'llm.error', category = 'trace', content = '$text'" ;;
+         3) set="seq = $((max + 1))" ;;
+         4) set="run_id = '$run'" ;;
+         5) set="created_at = '2031-0$((RANDOM % 9 + 1))-01 00:00:00'" ;;
+         6) set="user_id = 'u$((RANDOM % 3))'" ;;
+       esac
+       echo "update seq $seq: $set" | cut -c1-80
+       store_sql "UPDATE run_events SET $set WHERE thread_id = '$t' AND seq = $seq" ;;
+    4) echo "delete seq $seq"
+       store_sql "DELETE FROM run_events WHERE thread_id = '$t' AND seq = $seq" ;;
+  esac
+}
+
+@test "randomized: another writer's inserts, updates and deletes on indexed and unindexed threads; every file's size is its bytes and runfs cat's" {
+  local seed=${RUNFS_CONSISTENCY_SEED:-$(( $(date +%s) % 100000 ))} steps=${RUNFS_CONSISTENCY_STEPS:-8}
+  RANDOM=$seed
+  local log="seed $seed"
+  mkdir -p "$MNT/threads/ix/runs/r1" "$MNT/threads/ix/runs/r2"
+  { ev_start; ev_human "q" 1; ev_ai "a" 1; ev_error one; } >> "$MNT/threads/ix/runs/r1/events.jsonl"
+  { ev_start; ev_error two; } >> "$MNT/threads/ix/runs/r2/events.jsonl"
+  # A thread only another writer made, not read until the end (indexed at its first use).
+  local i
+  for i in 1 2 3 4 5; do sql_row un r$((i % 2 + 1)) "$i" llm.error trace "unindexed $i"; done
+  consistent "$MNT" ix
+  for i in $(seq "$steps"); do
+    log+=$'\n'"ix: $(random_change ix)"
+    log+=$'\n'"un: $(random_change un)"
+    # Every few steps all of every file against runfs cat.
+    [ $((i % 4)) -ne 0 ] || wait_for 5 consistent "$MNT" ix || fail "step $i: $log"
+    # Within the hub's tick: the rows as they are, every file exact.
+    wait_for 5 eval '[ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ]' ||
+      fail "step $i: events.jsonl is not the rows; $log"
+    wait_for 5 sized "$MNT" ix || { sized "$MNT" ix; fail "step $i: $log"; }
+  done
+  [ "$(shown_of "$MNT/threads/un/events.jsonl")" = "$(rows_of un)" ] || fail "un: $log"
+  consistent "$MNT" ix un || fail "end: $log"
+  # The next append lands whole after the rows as they are.
+  mkdir -p "$MNT/threads/ix/runs/r9"
+  ev_error last >> "$MNT/threads/ix/runs/r9/events.jsonl"
+  [ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ] || fail "after an append: $log"
+  wait_for 5 consistent "$MNT" ix || fail "after an append: $log"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  consistent "$MNT" ix un || fail "after a remount: $log"
 }
