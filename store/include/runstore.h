@@ -66,6 +66,43 @@ int rs_vfmt(char *dst, size_t cap, const char *fmt, va_list ap)
  * realloc doubling, *cap updated. 0 or -ENOMEM (the array is then unchanged). */
 int rs_array_grow(void *items, size_t *cap, size_t need, size_t size);
 
+/* ---- rs_hash, rs_map: the one hash function and the one hash map ----------------------
+ * rs_hash continues the FNV-1a hash h (start from RS_HASH_INIT) over data[0..len). */
+#define RS_HASH_INIT 14695981039346656037ULL
+uint64_t rs_hash(uint64_t h, const void *data, size_t len);
+
+/* Entries found by key, as redis's dict finds them: one map, whose type gives a key's hash,
+ * an entry's hash (its key's) and whether an entry has a key. An entry is a nonzero value of
+ * the caller's (a pointer to an item, or an index + 1 into an array that may move); the map
+ * holds entries only, never keys or items. Open addressing, at most half full. */
+typedef struct rs_map_type {
+    uint64_t (*hash)(const void *ctx, const void *key);
+    uint64_t (*entry_hash)(const void *ctx, uintptr_t entry);
+    int (*matches)(const void *ctx, uintptr_t entry, const void *key);
+} rs_map_type;
+
+typedef struct rs_map {
+    const rs_map_type *type;
+    const void *ctx; /* handed to the type's functions */
+    uintptr_t *slots;
+    size_t n_slots; /* 0 or a power of two */
+    size_t count;
+} rs_map;
+/* clang-format off */
+#define RS_MAP_INIT(type, ctx) { (type), (ctx), NULL, 0, 0 }
+/* clang-format on */
+
+uintptr_t rs_map_find(const rs_map *m, const void *key); /* the entry with key; 0: none */
+/* Add an entry whose key the map does not hold yet: 0, or -ENOMEM with the map unchanged
+ * (after rs_map_reserve of room for it, never -ENOMEM). */
+int rs_map_add(rs_map *m, uintptr_t entry);
+int rs_map_reserve(rs_map *m, size_t count);         /* room for count entries in all, or -ENOMEM */
+uintptr_t rs_map_remove(rs_map *m, const void *key); /* the entry taken out; 0: none */
+/* The entries in turn: *pos from 0, 0 after the last (nothing added or removed meanwhile). */
+uintptr_t rs_map_next(const rs_map *m, size_t *pos);
+void rs_map_clear(rs_map *m);   /* no entries, the memory kept */
+void rs_map_release(rs_map *m); /* no entries, no memory */
+
 /* ---- errors ----------------------------------------------------------------------------
  * code is the negative errno also returned; line is the 1-based input line a batch
  * refused (0 when not about a line); msg is one line naming the field at fault. */
