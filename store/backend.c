@@ -62,47 +62,38 @@ int64_t rs_process_start(long pid)
     return p ? strtoll(p, NULL, 10) : -1;
 }
 
-static size_t id_hash(const char *id)
+static const char *item_id(const void *ctx, uintptr_t entry)
 {
-    size_t h = 14695981039346656037ULL;
-    for (; *id; id++)
-        h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return h;
+    const rs_id_items *it = ctx;
+    return (const char *)*it->items + (entry - 1) * it->size;
 }
 
-size_t *rs_id_slot(const rs_id_index *x, const void *items, size_t size, const char *id)
+static uint64_t id_hash(const void *ctx, const void *id)
 {
-    const char *base = items;
-    size_t mask = x->n_slots - 1, i = id_hash(id) & mask;
-    while (x->slots[i] && strcmp(base + (x->slots[i] - 1) * size, id) != 0)
-        i = (i + 1) & mask;
-    return &x->slots[i];
+    (void)ctx;
+    return rs_hash(RS_HASH_INIT, id, strlen(id));
 }
 
-size_t rs_id_find(rs_id_index *x, const void *items, size_t size, const char *id)
+static uint64_t id_entry_hash(const void *ctx, uintptr_t entry)
 {
-    if (x->last && strcmp((const char *)items + (x->last - 1) * size, id) == 0)
-        return x->last;
-    size_t *slot = x->n_slots ? rs_id_slot(x, items, size, id) : NULL;
-    if (slot && *slot)
-        x->last = *slot;
-    return slot ? *slot : 0;
+    return id_hash(ctx, item_id(ctx, entry));
 }
 
-int rs_id_room(rs_id_index *x, const void *items, size_t size, size_t count)
+static int id_matches(const void *ctx, uintptr_t entry, const void *id)
 {
-    if (2 * (count + 1) <= x->n_slots)
-        return 0;
-    size_t n = x->n_slots ? 2 * x->n_slots : 64;
-    size_t *slots = calloc(n, sizeof *slots);
-    if (!slots)
-        return -ENOMEM;
-    free(x->slots);
-    x->slots = slots;
-    x->n_slots = n;
-    for (size_t i = 0; i < count; i++)
-        *rs_id_slot(x, items, size, (const char *)items + i * size) = i + 1;
-    return 0;
+    return strcmp(item_id(ctx, entry), id) == 0;
+}
+
+const rs_map_type rs_id_items_type = {id_hash, id_entry_hash, id_matches};
+
+size_t rs_id_find(const rs_map *ids, size_t *last, const char *id)
+{
+    if (*last && id_matches(ids->ctx, *last, id))
+        return *last;
+    uintptr_t found = rs_map_find(ids, id);
+    if (found)
+        *last = found;
+    return found;
 }
 
 rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create)

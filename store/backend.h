@@ -203,21 +203,18 @@ int rs_mem_trim(rs_mem_list *l, rs_mem_thread *t, int64_t rows, int64_t max,
 void rs_mem_clear(rs_mem_list *l); /* forget every entry (the copies are gone) */
 void rs_mem_release(rs_mem_list *l);
 
-/* Items found by id: an open-addressed hash of indexes into an array of fixed-size items
- * whose first member is their NUL-terminated id (a thread may hold a hundred thousand runs:
- * a scan per lookup would be quadratic). */
-typedef struct rs_id_index {
-    size_t *slots; /* index + 1 into the items, 0 for empty; a power of two */
-    size_t n_slots;
-    size_t last; /* index + 1 of the item found last: a run's rows mostly follow each other */
-} rs_id_index;
-/* The slot holding id, or the empty slot where it would go (n_slots > 0). */
-size_t *rs_id_slot(const rs_id_index *x, const void *items, size_t size, const char *id);
-/* Index + 1 of the item with id (then the one found last), 0 when there is none. */
-size_t rs_id_find(rs_id_index *x, const void *items, size_t size, const char *id);
-/* Room for one more than count items (at most half full): grown and filled again from the
- * count items when needed. */
-int rs_id_room(rs_id_index *x, const void *items, size_t size, size_t count);
+/* Items found by id (a thread may hold a hundred thousand runs: a scan per lookup would be
+ * quadratic): an rs_map of rs_id_items_type, whose ctx is an rs_id_items and whose entries
+ * are index + 1 into an array (*items, which may move) of fixed-size items whose first
+ * member is their NUL-terminated id. */
+typedef struct rs_id_items {
+    void *const *items;
+    size_t size;
+} rs_id_items;
+extern const rs_map_type rs_id_items_type;
+/* Index + 1 of the item with id, 0 when there is none; *last, the one found last (a run's
+ * rows mostly follow each other), is tried first and set. */
+size_t rs_id_find(const rs_map *ids, size_t *last, const char *id);
 
 /* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie: a
  * reservation names its holder by pid and start time, so a reused pid is not the holder. */

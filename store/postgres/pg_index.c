@@ -198,18 +198,26 @@ int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err)
 /* A thread's runs that rows of a pass belong to, loaded in one query, found by id. */
 typedef struct run_set {
     struct {
-        char id[RS_ID_MAX + 1]; /* first: rs_id_index finds it there */
+        char id[RS_ID_MAX + 1]; /* first: rs_id_items_type finds it there */
         pg_log log;
     } * runs;
     size_t count, cap;
-    rs_id_index ids;
+    rs_id_items items; /* the ids' ctx: runs */
+    rs_map ids;
+    size_t last; /* index + 1 of the run found last */
 } run_set;
+
+#define RUN_SET_INIT(rs) \
+    { \
+        .items = {(void *const *)&(rs).runs, sizeof *(rs).runs}, \
+        .ids = RS_MAP_INIT(&rs_id_items_type, &(rs).items) \
+    }
 
 /* Room for one more run, in the array and in the hash. */
 static int run_room(run_set *rs)
 {
     return rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs) ||
-                   rs_id_room(&rs->ids, rs->runs, sizeof *rs->runs, rs->count)
+                   rs_map_reserve(&rs->ids, rs->count + 1)
                ? -ENOMEM
                : 0;
 }
@@ -230,8 +238,9 @@ static pg_log *run_added(run_set *rs, const char *run_id, int reset)
     log->noted_set = 0;
     if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
         return NULL;
-    *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
-    rs->ids.last = ++rs->count;
+    if (rs_map_add(&rs->ids, rs->count + 1)) /* never: run_room made room */
+        return NULL;
+    rs->last = ++rs->count;
     return log;
 }
 
@@ -282,7 +291,7 @@ static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t 
 static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
-    size_t found_at = rs_id_find(&rs->ids, rs->runs, sizeof *rs->runs, run_id);
+    size_t found_at = rs_id_find(&rs->ids, &rs->last, run_id);
     if (found_at)
         return &rs->runs[found_at - 1].log;
     /* Not among the runs loaded: a run the rows gained since (not under DeerFlow's lock). */
@@ -407,7 +416,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
         thr->mark_off = -1;
     }
     thr->noted_set = 0;
-    run_set runs = {0};
+    run_set runs = RUN_SET_INIT(runs);
     int rc = runs_load(b, &runs, thread_id, thr->key, thr->last_seq, reset, err);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
@@ -448,7 +457,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
     rs_buf_release(&owners.keys);
     rs_buf_release(&owners.owners);
     free(runs.runs);
-    free(runs.ids.slots);
+    rs_map_release(&runs.ids);
     if (rc < 0)
         return rc;
     pg_args k = {.n = 0};

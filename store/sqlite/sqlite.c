@@ -1019,12 +1019,10 @@ static int mem_fingerprint(rs_backend *b, const char *thread_id, char *out, size
     if (rc < 0)
         return rc;
     /* The sums hashed: a state fits in a few bytes. */
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = RS_HASH_INIT;
     for (int i = 0; i < 5; i++) {
         double v = sqlite3_column_double(st, i);
-        const unsigned char *p = (const unsigned char *)&v;
-        for (size_t j = 0; j < sizeof v; j++)
-            h = (h ^ p[j]) * 1099511628211ULL;
+        h = rs_hash(h, &v, sizeof v);
     }
     sq_stmt_done(b, st);
     return rs_fmt(out, size, "-1 %016llx", (unsigned long long)h) < 0 ? -EOVERFLOW : 0;
@@ -1065,10 +1063,7 @@ static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
 
 static size_t ready_slot(const rs_backend *b, const char *thread_id)
 {
-    size_t h = 14695981039346656037ULL;
-    for (const char *p = thread_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    size_t i = h % SQ_READY_SLOTS;
+    size_t i = (size_t)(rs_hash(RS_HASH_INIT, thread_id, strlen(thread_id)) % SQ_READY_SLOTS);
     while (b->ready[i][0] && strcmp(b->ready[i], thread_id) != 0)
         i = (i + 1) % SQ_READY_SLOTS;
     return i;

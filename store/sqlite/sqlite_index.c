@@ -239,20 +239,28 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
 /* A thread's runs, loaded once for a rebuild, found by id. */
 typedef struct run_set {
     struct {
-        char id[RS_ID_MAX + 1]; /* first: rs_id_index finds it there */
+        char id[RS_ID_MAX + 1]; /* first: rs_id_items_type finds it there */
         sq_log log;
     } * runs;
     size_t count, cap;
-    rs_id_index ids;
+    rs_id_items items; /* the ids' ctx: runs */
+    rs_map ids;
+    size_t last; /* index + 1 of the run found last */
 } run_set;
+
+#define RUN_SET_INIT(rs) \
+    { \
+        .items = {(void *const *)&(rs).runs, sizeof *(rs).runs}, \
+        .ids = RS_MAP_INIT(&rs_id_items_type, &(rs).items) \
+    }
 
 static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
-    size_t found_at = rs_id_find(&rs->ids, rs->runs, sizeof *rs->runs, run_id);
+    size_t found_at = rs_id_find(&rs->ids, &rs->last, run_id);
     if (found_at)
         return &rs->runs[found_at - 1].log;
-    if (rs_id_room(&rs->ids, rs->runs, sizeof *rs->runs, rs->count) ||
+    if (rs_map_reserve(&rs->ids, rs->count + 1) ||
         rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
@@ -269,8 +277,9 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
     }
     if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
         return NULL;
-    *rs_id_slot(&rs->ids, rs->runs, sizeof *rs->runs, rs->runs[rs->count].id) = rs->count + 1;
-    rs->ids.last = ++rs->count;
+    if (rs_map_add(&rs->ids, rs->count + 1)) /* room was made above */
+        return NULL;
+    rs->last = ++rs->count;
     return log;
 }
 
@@ -297,7 +306,7 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
     int found, rc, src = SQLITE_ROW;
     if ((rc = sq_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)))
         return rc;
-    run_set runs = {0};
+    run_set runs = RUN_SET_INIT(runs);
     if (reset) {
         int64_t key = thr.key;
         memset(&thr, 0, sizeof thr);
@@ -336,7 +345,7 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
     *more = src == SQLITE_ROW;
     rs_buf_release(&line);
     free(runs.runs);
-    free(runs.ids.slots);
+    rs_map_release(&runs.ids);
     return rc;
 }
 
