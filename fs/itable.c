@@ -1,4 +1,4 @@
-/* itable.c — a chained hash of referenced nodes keyed by inode number. */
+/* itable.c — the referenced nodes, an rs_map of them by inode number. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,7 +7,6 @@
 #include "itable.h"
 
 typedef struct entry {
-    struct entry *next;
     uint64_t ino;
     uint64_t nlookup;
     int64_t size;
@@ -17,23 +16,36 @@ typedef struct entry {
 } entry;
 
 struct rfs_itable {
-    pthread_mutex_t lock; /* guards everything below, and every entry's fields */
-    entry **buckets;
-    size_t nbuckets;
-    size_t count;
+    pthread_mutex_t lock; /* guards entries, and every entry's fields */
+    rs_map entries;       /* entry pointers by inode number */
 };
+
+/* Inode numbers are hashes already (hash_of below). */
+static uint64_t ino_hash(const void *ctx, const void *ino)
+{
+    (void)ctx;
+    return *(const uint64_t *)ino;
+}
+
+static uint64_t entry_hash(const void *ctx, uintptr_t e)
+{
+    return ino_hash(ctx, &((const entry *)e)->ino);
+}
+
+static int entry_matches(const void *ctx, uintptr_t e, const void *ino)
+{
+    (void)ctx;
+    return ((const entry *)e)->ino == *(const uint64_t *)ino;
+}
+
+static const rs_map_type by_ino = {ino_hash, entry_hash, entry_matches};
 
 int rfs_itable_new(rfs_itable **out)
 {
     rfs_itable *t = calloc(1, sizeof *t);
     if (!t)
         return -ENOMEM;
-    t->nbuckets = 1024;
-    t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
-    if (!t->buckets) {
-        free(t);
-        return -ENOMEM;
-    }
+    t->entries = (rs_map)RS_MAP_INIT(&by_ino, NULL);
     pthread_mutex_init(&t->lock, NULL);
     *out = t;
     return 0;
@@ -43,37 +55,25 @@ void rfs_itable_free(rfs_itable *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->nbuckets; i++)
-        for (entry *e = t->buckets[i], *next; e; e = next) {
-            next = e->next;
-            free(e);
-        }
-    free(t->buckets);
+    size_t pos = 0;
+    for (uintptr_t e; (e = rs_map_next(&t->entries, &pos));)
+        free((entry *)e);
+    rs_map_release(&t->entries);
     pthread_mutex_destroy(&t->lock);
     free(t);
-}
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 static uint64_t hash_of(const rfs_node *n)
 {
     if (n->kind == RFS_ROOT)
         return 1;
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = RS_HASH_INIT;
     int kind = (int)n->kind;
-    h = fnv1a(h, &kind, sizeof kind);
-    h = fnv1a(h, n->thread_id, strlen(n->thread_id) + 1);
-    h = fnv1a(h, n->run_id, strlen(n->run_id) + 1);
-    h = fnv1a(h, n->name, strlen(n->name) + 1);
-    h = fnv1a(h, &n->num, sizeof n->num);
+    h = rs_hash(h, &kind, sizeof kind);
+    h = rs_hash(h, n->thread_id, strlen(n->thread_id) + 1);
+    h = rs_hash(h, n->run_id, strlen(n->run_id) + 1);
+    h = rs_hash(h, n->name, strlen(n->name) + 1);
+    h = rs_hash(h, &n->num, sizeof n->num);
     /* Keep clear of 0 (invalid) and 1 (the root); stay below 2^63 for tools with signed
      * inode numbers. */
     h &= 0x7fffffffffffffffULL;
@@ -88,10 +88,7 @@ static int same_node(const rfs_node *a, const rfs_node *b)
 
 static entry *find(rfs_itable *t, uint64_t ino)
 {
-    for (entry *e = t->buckets[ino % t->nbuckets]; e; e = e->next)
-        if (e->ino == ino)
-            return e;
-    return NULL;
+    return (entry *)rs_map_find(&t->entries, &ino);
 }
 
 /* The number n has, or would be given now: its hash, or after a collision the next number
@@ -115,23 +112,6 @@ uint64_t rfs_itable_ino_of(rfs_itable *t, const rfs_node *n)
     return ino;
 }
 
-static void grow(rfs_itable *t)
-{
-    size_t n = t->nbuckets * 2;
-    entry **b = calloc(n, sizeof *b);
-    if (!b)
-        return;
-    for (size_t i = 0; i < t->nbuckets; i++)
-        for (entry *e = t->buckets[i], *next; e; e = next) {
-            next = e->next;
-            e->next = b[e->ino % n];
-            b[e->ino % n] = e;
-        }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
-}
-
 int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino)
 {
     entry *e;
@@ -139,17 +119,16 @@ int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino)
     uint64_t want = probe(t, n, &e);
     if (!e) {
         e = calloc(1, sizeof *e);
-        if (!e) {
+        if (e) {
+            e->ino = want;
+            e->node = *n;
+            e->size = -1;
+        }
+        if (!e || rs_map_add(&t->entries, (uintptr_t)e)) {
+            free(e);
             pthread_mutex_unlock(&t->lock);
             return -ENOMEM;
         }
-        e->ino = want;
-        e->node = *n;
-        e->size = -1;
-        e->next = t->buckets[want % t->nbuckets];
-        t->buckets[want % t->nbuckets] = e;
-        if (++t->count > t->nbuckets * 2)
-            grow(t);
     }
     e->nlookup++;
     *ino = e->ino;
@@ -174,17 +153,11 @@ int rfs_itable_get(rfs_itable *t, uint64_t ino, rfs_node *out)
 void rfs_itable_forget(rfs_itable *t, uint64_t ino, uint64_t nlookup)
 {
     pthread_mutex_lock(&t->lock);
-    entry **pp = &t->buckets[ino % t->nbuckets];
-    for (entry *e = *pp; e; pp = &e->next, e = e->next) {
-        if (e->ino != ino)
-            continue;
+    entry *e = find(t, ino);
+    if (e) {
         e->nlookup = e->nlookup > nlookup ? e->nlookup - nlookup : 0;
-        if (e->nlookup == 0) {
-            *pp = e->next;
-            free(e);
-            t->count--;
-        }
-        break;
+        if (e->nlookup == 0)
+            free((entry *)rs_map_remove(&t->entries, &ino));
     }
     pthread_mutex_unlock(&t->lock);
 }
@@ -231,10 +204,12 @@ void rfs_itable_each(rfs_itable *t, rfs_kind kind,
                      void *ctx)
 {
     pthread_mutex_lock(&t->lock);
-    for (size_t i = 0; i < t->nbuckets; i++)
-        for (entry *e = t->buckets[i]; e; e = e->next)
-            if (e->node.kind == kind)
-                fn(ctx, e->ino, &e->node, e->size);
+    size_t pos = 0;
+    for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));) {
+        const entry *e = (const entry *)u;
+        if (e->node.kind == kind)
+            fn(ctx, e->ino, &e->node, e->size);
+    }
     pthread_mutex_unlock(&t->lock);
 }
 

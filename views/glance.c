@@ -101,14 +101,6 @@ struct rfs_map {
     size_t nbuckets;
 };
 
-static uint64_t fnv(const char *p, size_t n)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 int rfs_map_new(rfs_map **out, size_t val_size)
 {
     rfs_map *m = calloc(1, sizeof *m);
@@ -150,7 +142,7 @@ static int rehash(rfs_map *m)
 
 void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create)
 {
-    uint64_t h = fnv(key, len);
+    uint64_t h = rs_hash(RS_HASH_INIT, key, len);
     if (m->nbuckets)
         for (size_t i = m->bucket[h % m->nbuckets]; i; i = m->entries[i - 1].hnext) {
             map_entry *e = &m->entries[i - 1];
@@ -286,7 +278,7 @@ static int calls_grow(rfs_calls *c)
         return -ENOMEM;
     for (rfs_call *k = c->first; k; k = k->next)
         if (k->id) {
-            size_t h = (size_t)(fnv(k->id, k->id_len) % n);
+            size_t h = (size_t)(rs_hash(RS_HASH_INIT, k->id, k->id_len) % n);
             k->hnext = b[h];
             b[h] = k;
         }
@@ -343,7 +335,7 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
         c->last = call;
         c->count++;
         if (call->id) {
-            size_t h = (size_t)(fnv(call->id, call->id_len) % c->nbuckets);
+            size_t h = (size_t)(rs_hash(RS_HASH_INIT, call->id, call->id_len) % c->nbuckets);
             call->hnext = c->bucket[h];
             c->bucket[h] = call;
         }
@@ -361,7 +353,8 @@ rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
         return NULL;
     }
     /* A bucket holds its newest call first: the oldest of the id is its last match. */
-    rfs_call **slot = &c->bucket[fnv(id.buf, id.len) % c->nbuckets], **found = NULL;
+    rfs_call **slot = &c->bucket[rs_hash(RS_HASH_INIT, id.buf, id.len) % c->nbuckets],
+             **found = NULL;
     for (rfs_call **p = slot; *p; p = &(*p)->hnext)
         if ((*p)->id_len == id.len && memcmp((*p)->id, id.buf, id.len) == 0)
             found = p;

@@ -32,13 +32,6 @@ struct rfs_otel {
     char *agent;  /* run.start's metadata.caller */
 };
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id)
 {
     rfs_otel *o = calloc(1, sizeof *o);
@@ -50,11 +43,11 @@ int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id)
         return -ENOMEM;
     }
     /* The trace id: two FNV-1a hashes of "thread\nrun" with different offset bases. */
-    uint64_t h[2] = {14695981039346656037ULL, 0x84222325cbf29ce4ULL};
+    uint64_t h[2] = {RS_HASH_INIT, 0x84222325cbf29ce4ULL};
     for (int i = 0; i < 2; i++) {
-        h[i] = fnv(h[i], thread_id, strlen(thread_id));
-        h[i] = fnv(h[i], "\n", 1);
-        h[i] = fnv(h[i], run_id, strlen(run_id));
+        h[i] = rs_hash(h[i], thread_id, strlen(thread_id));
+        h[i] = rs_hash(h[i], "\n", 1);
+        h[i] = rs_hash(h[i], run_id, strlen(run_id));
     }
     if (!h[0] && !h[1])
         h[1] = 1;

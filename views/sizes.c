@@ -1,4 +1,4 @@
-/* sizes.c — a bounded hash table of view sizes, guarded by one mutex. */
+/* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -6,13 +6,11 @@
 
 #include "sizes.h"
 
-#define BUCKETS 1024
 #define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
 #define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 
 typedef struct entry {
-    struct entry *next;
     rs_log_info token;
     int64_t size;
     char *doc; /* the rendering itself (NULL: only its size is kept) */
@@ -20,11 +18,29 @@ typedef struct entry {
 } entry;
 
 struct rfs_sizes {
-    pthread_mutex_t lock; /* guards bucket, count and every entry */
-    entry *bucket[BUCKETS];
-    size_t count;
+    pthread_mutex_t lock; /* guards map, doc_bytes and every entry */
+    rs_map map;           /* entry pointers by key */
     size_t doc_bytes;
 };
+
+static uint64_t key_hash(const void *ctx, const void *key)
+{
+    (void)ctx;
+    return rs_hash(RS_HASH_INIT, key, strlen(key));
+}
+
+static uint64_t entry_hash(const void *ctx, uintptr_t e)
+{
+    return key_hash(ctx, ((const entry *)e)->key);
+}
+
+static int entry_matches(const void *ctx, uintptr_t e, const void *key)
+{
+    (void)ctx;
+    return strcmp(((const entry *)e)->key, key) == 0;
+}
+
+static const rs_map_type entries = {key_hash, entry_hash, entry_matches};
 
 int rfs_sizes_new(rfs_sizes **out)
 {
@@ -32,20 +48,19 @@ int rfs_sizes_new(rfs_sizes **out)
     if (!c)
         return -ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
+    c->map = (rs_map)RS_MAP_INIT(&entries, NULL);
     *out = c;
     return 0;
 }
 
 static void clear(rfs_sizes *c)
 {
-    for (size_t i = 0; i < BUCKETS; i++)
-        while (c->bucket[i]) {
-            entry *e = c->bucket[i];
-            c->bucket[i] = e->next;
-            free(e->doc);
-            free(e);
-        }
-    c->count = 0;
+    size_t pos = 0;
+    for (uintptr_t e; (e = rs_map_next(&c->map, &pos));) {
+        free(((entry *)e)->doc);
+        free((entry *)e);
+    }
+    rs_map_clear(&c->map);
     c->doc_bytes = 0;
 }
 
@@ -54,16 +69,9 @@ void rfs_sizes_free(rfs_sizes *c)
     if (!c)
         return;
     clear(c);
+    rs_map_release(&c->map);
     pthread_mutex_destroy(&c->lock);
     free(c);
-}
-
-static size_t hash(const char *s)
-{
-    size_t h = 5381;
-    while (*s)
-        h = h * 33 ^ (unsigned char)*s++;
-    return h % BUCKETS;
 }
 
 static int same_token(const rs_log_info *a, const rs_log_info *b)
@@ -76,28 +84,21 @@ static int same_token(const rs_log_info *a, const rs_log_info *b)
 
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size)
 {
-    int found = 0;
     pthread_mutex_lock(&c->lock);
-    for (entry *e = c->bucket[hash(key)]; e; e = e->next)
-        if (strcmp(e->key, key) == 0) {
-            if ((found = same_token(&e->token, token)))
-                *size = e->size;
-            break;
-        }
+    const entry *e = (const entry *)rs_map_find(&c->map, key);
+    int found = e && same_token(&e->token, token);
+    if (found)
+        *size = e->size;
     pthread_mutex_unlock(&c->lock);
     return found;
 }
 
 int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out)
 {
-    int found = 0;
     pthread_mutex_lock(&c->lock);
-    for (entry *e = c->bucket[hash(key)]; e; e = e->next)
-        if (strcmp(e->key, key) == 0) {
-            found = e->doc && same_token(&e->token, token) &&
-                    rs_buf_add(out, e->doc, (size_t)e->size) == 0;
-            break;
-        }
+    const entry *e = (const entry *)rs_map_find(&c->map, key);
+    int found = e && e->doc && same_token(&e->token, token) &&
+                rs_buf_add(out, e->doc, (size_t)e->size) == 0;
     pthread_mutex_unlock(&c->lock);
     return found;
 }
@@ -127,20 +128,18 @@ void rfs_sizes_put_doc(rfs_sizes *c, const char *key, const rs_log_info *token, 
 /* Under c->lock. doc: a copy the table takes (NULL: none). */
 static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size, char *doc)
 {
-    size_t h = hash(key);
-    entry *e = c->bucket[h];
-    while (e && strcmp(e->key, key) != 0)
-        e = e->next;
+    entry *e = (entry *)rs_map_find(&c->map, key);
     if (!e) {
-        if (c->count >= MAX_ENTRIES)
+        if (c->map.count >= MAX_ENTRIES)
             clear(c);
         size_t n = strlen(key);
         if ((e = malloc(sizeof *e + n + 1))) {
             memcpy(e->key, key, n + 1);
             e->doc = NULL;
-            e->next = c->bucket[h];
-            c->bucket[h] = e;
-            c->count++;
+            if (rs_map_add(&c->map, (uintptr_t)e)) {
+                free(e);
+                e = NULL;
+            }
         }
     }
     if (!e) {

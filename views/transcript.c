@@ -216,9 +216,7 @@ static int release(rfs_transcript *t, rfs_span terminal, rs_buf *out)
 /* Whether run_id was met before in this pass (maybe, when the filter says so); marks it. */
 static int seen_before(rfs_transcript *t, const char *run_id)
 {
-    uint64_t h = 14695981039346656037ULL;
-    for (const char *p = run_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    uint64_t h = rs_hash(RS_HASH_INIT, run_id, strlen(run_id));
     int seen = 1;
     for (int k = 0; k < 3; k++) {
         uint32_t bit = (uint32_t)(h >> (k * 20)) & (SEEN_BITS - 1);

@@ -285,11 +285,7 @@ int64_t rfs_view_version(const rs_log_info *info)
     const int64_t v[] = {info->exists, info->exact,         info->size,
                          info->count,  info->message_count, info->last_seq,
                          info->hwm,    info->mtime_ns,      info->ctime_ns};
-    uint64_t h = 14695981039346656037ULL;
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t i = 0; i < sizeof v; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return (int64_t)(h >> 1);
+    return (int64_t)(rs_hash(RS_HASH_INIT, v, sizeof v) >> 1);
 }
 
 /* The key of a node's size in scope->sizes: the node and the owner looking. */
