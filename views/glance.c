@@ -24,14 +24,29 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
     ev->latency_ms = -1;
     for (int i = 0; i < RFS_USAGE_N; i++)
         ev->usage[i] = -1;
-    rfs_span v[3];
-    rfs_jl_members(rfs_jl_line(rec), top, v, 3);
+    rfs_span v[3], line = rfs_jl_line(rec);
+    /* Keys come in a fixed order and created_at is last but for a user_id (an id): it is
+     * found in the line's tail, and types whose content and metadata no view reads (the
+     * markers, steps, human input) are not walked. */
+    static const char key[] = "\"created_at\":";
+    size_t tail = line.n < 160 ? line.n : 160;
+    const char *at = memmem(line.p + line.n - tail, tail, key, sizeof key - 1);
+    v[2] = at ? (rfs_span){at + sizeof key - 1, 34} : (rfs_span){0};
+    const char *type = rec->event_type;
+    int plain = strcmp(type, "run.error") == 0 || strcmp(type, "llm.error") == 0 ||
+                strncmp(type, "middleware:", 11) == 0 || strcmp(type, "subagent.step") == 0 ||
+                strcmp(type, "llm.human.input") == 0;
+    if (!at || (size_t)(line.p + line.n - v[2].p) < v[2].n || v[2].p[0] != '"')
+        rfs_jl_members(line, top, v, 3);
+    else if (!plain)
+        rfs_jl_members(line, top, v, 2);
+    else
+        v[0] = v[1] = (rfs_span){0};
     ev->content = v[0];
     ev->metadata = v[1];
     ev->created_at = v[2];
     if (rfs_jl_time_us(v[2], &ev->t_us))
         ev->t_us = 0;
-    const char *type = rec->event_type;
     if (strcmp(type, "llm.ai.response") == 0) {
         static const char *const meta[] = {"usage", "latency_ms"};
         static const char *const content[] = {"tool_calls", "response_metadata"};

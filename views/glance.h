@@ -30,9 +30,9 @@ extern const char *const rfs_usage_names[RFS_USAGE_N];
 typedef struct rfs_ev {
     const rs_record *rec;
     rfs_ev_kind kind;
-    int64_t t_us;        /* created_at, microseconds since the epoch (0 when unreadable) */
-    rfs_span created_at; /* its literal, with quotes */
-    rfs_span content, metadata;
+    int64_t t_us;               /* created_at, microseconds since the epoch (0 when unreadable) */
+    rfs_span created_at;        /* its literal, with quotes */
+    rfs_span content, metadata; /* absent for the types no view reads them of */
     int64_t latency_ms;         /* model calls: -1 when not a count */
     int64_t usage[RFS_USAGE_N]; /* model calls (metadata.usage), task ends (content.usage) */
     rfs_span model;             /* model: content.response_metadata.model_name;
