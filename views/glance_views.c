@@ -1,5 +1,6 @@
 /* glance_views.c — see glance_views.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "glance_views.h"
@@ -11,26 +12,46 @@ int rfs_glance_kind(rfs_kind kind)
     return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE;
 }
 
-typedef struct latest {
-    const char *run_id; /* NULL: any run of the thread */
-    int64_t change;
-} latest;
-
-static int note_change(void *ctx, const rs_change *c)
+/* FNV-1a over a seal document, into h. */
+static uint64_t fold(uint64_t h, const char *p, size_t n)
 {
-    latest *l = ctx;
-    if ((!l->run_id || strcmp(c->run_id, l->run_id) == 0) && c->change > l->change)
-        l->change = c->change;
-    return 0;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The run's seal.json folded into *h (an unsealed run folds a mark of its own). */
+static int fold_seal(rs_store *s, const rs_target *t, const char *run_id, uint64_t *h, rs_err *err)
+{
+    rs_target r = {.thread_id = t->thread_id, .run_id = run_id, .user = t->user};
+    rs_buf doc = RS_BUF_INIT;
+    int rc = rs_store_seal_read(s, &r, &doc, err);
+    if (rc == -ENOENT)
+        rc = rs_buf_addlit(&doc, "-");
+    *h = fold(fold(*h, run_id, strlen(run_id) + 1), doc.buf, doc.len);
+    rs_buf_release(&doc);
+    return rc;
 }
 
 int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err)
 {
     if (kind == RFS_R_TIMELINE)
         return 0; /* drawn from the rows alone */
-    latest l = {.run_id = kind == RFS_T_STATS ? NULL : t->run_id};
-    int rc = rs_store_changes(s, 0, t->user, t->thread_id, note_change, &l, err);
-    return rc ? rc : rs_buf_addf(key, "\n%lld", (long long)l.change);
+    uint64_t h = 14695981039346656037ULL;
+    int rc = 0;
+    if (kind == RFS_R_STATS) {
+        rc = fold_seal(s, t, t->run_id, &h, err);
+    } else {
+        rs_names *names;
+        const char *name;
+        if (!(rc = rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &names, err))) {
+            while ((rc = rs_names_next(names, &name)) == 1)
+                if ((rc = fold_seal(s, t, name, &h, err)))
+                    break;
+            rs_names_free(names);
+        }
+    }
+    return rc < 0 ? rc : rs_buf_addf(key, "\n%llx", (unsigned long long)h);
 }
 
 typedef struct seal_ctx {

@@ -9,8 +9,8 @@
 
 /* 1 for the documents rendered here (stats.json, timeline.svg). */
 int rfs_glance_kind(rfs_kind kind);
-/* Append to a kept rendering's key what its log info does not tell: the latest change
- * number of the run (the thread's runs, for a thread's stats.json), which a seal moves too. */
+/* Append to a kept rendering's key what its log info does not tell: the seal of the run
+ * (of each of the thread's runs, for a thread's stats.json), which changes no row. */
 int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err);
 /* Render document kind of t (t->run_id unused for a thread's stats.json) to out. */
 int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err);

@@ -158,11 +158,12 @@ static int task_event(run_acc *r, const rfs_ev *ev, rfs_stats *s)
     return 0;
 }
 
+/* A created_at literal (with its quotes) into dst, or null when the row has none. */
 static void literal(char *dst, rfs_span v)
 {
-    size_t n = v.p && v.n < 40 ? v.n : 0;
-    memcpy(dst, v.p ? v.p : "", n);
-    dst[n] = '\0';
+    int ok = v.p && v.n < 40;
+    memcpy(dst, ok ? v.p : "null", ok ? v.n : 4);
+    dst[ok ? v.n : 4] = '\0';
 }
 
 int rfs_stats_feed(rfs_stats *s, const rs_record *rec)
