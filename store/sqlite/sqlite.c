@@ -1307,17 +1307,48 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
  * reads what other connections commit, through the WAL and its -shm index, and rides out
  * their checkpoints and a VACUUM; when nobody has the file open it creates the -shm (and an
  * empty -wal) beside it, as any reader does, and never writes the database itself.
- * immutable only on a file system mounted read-only: nobody can be writing the file then,
- * and SQLite could not create the -shm there. */
-static int ro_uri(const char *path, rs_buf *out)
+ * immutable (with immutable set, or) on a file system mounted read-only: nobody can be
+ * writing the file then, and SQLite could not create the -shm there. */
+static int ro_uri(const char *path, int immutable, rs_buf *out)
 {
     struct statvfs fs;
-    int immutable = statvfs(path, &fs) == 0 && (fs.f_flag & ST_RDONLY);
+    immutable |= statvfs(path, &fs) == 0 && (fs.f_flag & ST_RDONLY);
+    rs_buf_reset(out);
     int rc = rs_buf_addstr(out, "file:");
     for (const char *p = path; !rc && *p; p++)
         rc = strchr("%?#", *p) ? rs_buf_addf(out, "%%%02X", (unsigned char)*p)
                                : rs_buf_addch(out, *p);
     return rc ? rc : rs_buf_addstr(out, immutable ? "?immutable=1" : "?mode=ro");
+}
+
+/* A WAL file nobody has open, beside which this reader may not create the -shm (a
+ * directory it cannot write): SQLite cannot read it read-only, so it is read as immutable,
+ * which sees no writer that comes later (the README says so). -EACCES when
+ * a -wal is there: then a writer has it, and reading past its WAL would be wrong. */
+static int ro_immutable(rs_backend *b, const char *uri, rs_buf *ro, rs_err *err)
+{
+    char wal[4096];
+    if (rs_fmt(wal, sizeof wal, "%s-wal", uri) < 0)
+        return rs_err_set(err, -ENAMETOOLONG, "the store's path is too long");
+    if (access(wal, F_OK) == 0)
+        return rs_err_set(err, -EACCES,
+                          "cannot read %s: its WAL index (-shm) is missing and this reader may "
+                          "not create it",
+                          uri);
+    sqlite3_close_v2(b->db);
+    b->db = NULL;
+    int rc = ro_uri(uri, 1, ro);
+    if (rc)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    if (sqlite3_open_v2(ro->buf, &b->db,
+                        SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                        NULL) != SQLITE_OK)
+        return rs_err_set(err, -EIO, "cannot open store %s: %s", uri,
+                          b->db ? sqlite3_errmsg(b->db) : "out of memory");
+    sqlite3_extended_result_codes(b->db, 1);
+    sqlite3_busy_handler(b->db, sq_busy, b);
+    b->immutable = 1;
+    return 0;
 }
 
 /* Finalize every cached statement (before the connection closes, or it cannot). */
@@ -1364,7 +1395,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     }
     int flags = SQLITE_OPEN_NOMUTEX;
     if (opt->read_only) {
-        if ((rc = ro_uri(uri, &ro)))
+        if ((rc = ro_uri(uri, 0, &ro)))
             goto fail;
         flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
     } else {
@@ -1386,6 +1417,11 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
      * the schema below). */
     int64_t objects = 0;
     src = sqlite3_exec(b->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if (opt->read_only && ((src & 0xff) == SQLITE_READONLY || (src & 0xff) == SQLITE_CANTOPEN) &&
+        (rc = ro_immutable(b, uri, &ro, err)))
+        goto fail;
+    if (opt->read_only && b->immutable)
+        src = sqlite3_exec(b->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
     if ((src & 0xff) == SQLITE_NOTADB) {
         rc = rs_err_set(err, -EINVAL, "%s is not a SQLite database", uri);
         goto fail;

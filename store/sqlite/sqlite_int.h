@@ -69,6 +69,7 @@ struct rs_backend {
     sqlite3 *db;
     char *path;
     int read_only;
+    int immutable;    /* read-only, opened as immutable (ro_immutable) */
     int owners_apart; /* rs_options.owners_apart */
     int pinned;       /* writes check that path is still the file first opened */
     dev_t pin_dev;

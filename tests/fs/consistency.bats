@@ -327,3 +327,17 @@ random_change() {
   runfs_mount "$STORE" "$MNT"
   consistent "$MNT" ix un || fail "after a remount: $log"
 }
+
+@test "a reader that may not create the -shm beside a WAL file nobody has open still reads it" {
+  skip_on_pg "a SQLite file's WAL"
+  plain_thread
+  runfs_unmount "$MNT"
+  local d=$WORK/closed
+  mkdir -p "$d"
+  cp "$STORE" "$d/s.db"
+  chmod 755 "$d"; chmod 644 "$d/s.db"
+  run as "$UID_A" "'$RUNFS' cat '$d/s.db' threads/p/events.jsonl"
+  assert_success
+  assert_line -n 2 --partial '"content":"c"'
+  [ ! -e "$d/s.db-shm" ] || fail "the reader created a -shm it was not allowed to"
+}
