@@ -1,6 +1,9 @@
-/* backend.h — what a storage backend provides to store.c. store.c validates and decides;
- * a backend stores, allocates seq and answers queries: SQLite (sqlite/) or PostgreSQL
- * (postgres/), chosen by the store's URI; no caller above store.c knows which. */
+/* backend.h — what a storage backend provides to store.c: storage primitives only. store.c
+ * validates and decides, and policy that does not depend on the backend (recomputing after
+ * other writers' deletes, idempotency lookups) is written once in policy.c, run on the
+ * backend's rs_sql primitives; a backend stores, allocates seq and answers queries: SQLite
+ * (sqlite/) or PostgreSQL (postgres/), chosen by the store's URI; no caller above store.c
+ * knows which. */
 #ifndef RS_BACKEND_H
 #define RS_BACKEND_H
 

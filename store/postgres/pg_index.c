@@ -512,56 +512,11 @@ static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *
     return pg_run(b, sql, &a, NULL, err);
 }
 
-/* What belonged to rows another writer deleted goes with them: a run made again starts
- * clean. Singletons whose row is gone, idempotency keys whose seq is gone; the seals of runs
- * with no rows left stay as tombstones (state 'deleted': unsealed for the mount, "deleted
- * after sealing" for verify) until the run is sealed again. */
-static int drop_gone(rs_backend *b, int64_t key, const char *thread_id, rs_err *err)
-{
-    static const char *const gone[] = {
-        "DELETE FROM runfs_once WHERE thread_id = $2 AND NOT EXISTS (SELECT 1 FROM run_events e "
-        "WHERE e.thread_id = runfs_once.thread_id AND e.run_id = runfs_once.run_id AND "
-        "e.event_type = runfs_once.event_type)",
-        "DELETE FROM runfs_idem WHERE thread_id = $2 AND NOT EXISTS (SELECT 1 FROM run_events e "
-        "WHERE e.thread_id = runfs_idem.thread_id AND e.seq = runfs_idem.seq)",
-        "UPDATE runfs_seal SET state = 'deleted' WHERE thread_id = $2 AND state <> 'deleted' AND "
-        "NOT EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = runfs_seal.thread_id AND "
-        "e.run_id = runfs_seal.run_id)",
-    };
-    int rc = 0;
-    for (size_t i = 0; !rc && i < sizeof gone / sizeof gone[0]; i++)
-        rc = thread_exec(b, gone[i], key, thread_id, err);
-    return rc;
-}
+const rs_sql pg_policy = {thread_exec, pg_int, pg_thread_reindex, pg_row_at};
 
-/* Another writer (DeerFlow's delete_by_run / delete_by_thread) deleted rows of the thread:
- * its owners are what its rows say, a run with no rows left disappears, and a thread with
- * none disappears and starts again at 1 (as the SQLite backend's recompute_deleted). */
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {
-    static const char drop_owners[] = "DELETE FROM runfs_owner WHERE thread_key = $1";
-    static const char drop_runs[] = "DELETE FROM runfs_run WHERE thread_key = $1 AND count = 0";
-    int rc = thread_exec(b, drop_owners, key, thread_id, err);
-    if (rc || (rc = pg_thread_reindex(b, thread_id, key, err)) ||
-        (rc = thread_exec(b, drop_runs, key, thread_id, err)) ||
-        (!b->read_only && (rc = drop_gone(b, key, thread_id, err))))
-        return rc;
-    int64_t left = 0;
-    if ((rc = pg_int(b, "SELECT count(*) FROM run_events WHERE thread_id = $1", thread_id, NULL,
-                     &left, NULL, err)) ||
-        left > 0)
-        return rc;
-    static const char *const drop_thread[] = {
-        "DELETE FROM runfs_thread WHERE thread_key = $1 AND thread_id = $2",
-        "DELETE FROM run_event_thread_seq WHERE thread_id = $2",
-        "DELETE FROM runfs_once WHERE thread_id = $2",
-        "DELETE FROM runfs_idem WHERE thread_id = $2",
-    };
-    /* A reader drops only its own copy of the logs (the rest is the database's). */
-    size_t n = b->read_only ? 1 : sizeof drop_thread / sizeof drop_thread[0];
-    for (size_t i = 0; !rc && i < n; i++)
-        rc = thread_exec(b, drop_thread[i], key, thread_id, err);
-    return rc;
+    return rs_recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
 }
 
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)

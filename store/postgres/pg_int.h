@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 
 #include "backend.h"
+#include "policy.h"
 
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
@@ -142,6 +143,10 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
 int pg_pipe_start(rs_backend *b, rs_err *err);
 int pg_pipe_run(rs_backend *b, rs_err *err);
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
+/* The thread's row at seq as its canonical line (rs_sql.row_at). */
+int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+              int *found, rs_err *err);
+extern const rs_sql pg_policy; /* policy.h's primitives (pg_index.c) */
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);

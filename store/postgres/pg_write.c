@@ -237,10 +237,8 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return rc;
 }
 
-/* The stored row at (thread, seq) as its canonical line (without its owner when
- * anonymous); *found 0 when there is none. */
-static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
-                  int *found, rs_err *err)
+int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+              int *found, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
@@ -262,27 +260,6 @@ static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymo
     }
     PQclear(r);
     return rc;
-}
-
-/* Has the thread seen ev's idempotency key? *used = 1 with the original record's line in
- * line when it is the same event; -EEXIST when the key produced a different one. A key
- * whose row was deleted since is free again. */
-static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs_buf *line,
-                       int *used, rs_err *err)
-{
-    int64_t seq = 0;
-    int found = 0;
-    *used = 0;
-    int rc = pg_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2", t->thread_id,
-                    ev->idem_key, &seq, &found, err);
-    if (rc || !found)
-        return rc;
-    if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
-        return rc;
-    if ((rc = rs_event_resend(ev, t->user, line, seq, err)))
-        return rc;
-    *used = 1;
-    return 0;
 }
 
 static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
@@ -593,7 +570,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
+            if ((rc = rs_idem_lookup(&pg_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 goto fail;
@@ -820,7 +797,7 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
         }
         rs_buf_reset(&have);
         rs_buf_reset(&line);
-        if ((rc = row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
+        if ((rc = pg_row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
             goto fail;
         if (found) {
             if ((rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))

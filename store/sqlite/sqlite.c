@@ -512,6 +512,15 @@ int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64
     return 0;
 }
 
+const char *sq_numbered(rs_backend *b, const char *sql)
+{
+    rs_buf_reset(&b->sql);
+    for (const char *p = sql; *p; p++)
+        if (rs_buf_addch(&b->sql, *p == '$' && p[1] >= '0' && p[1] <= '9' ? '?' : *p))
+            return NULL;
+    return b->sql.buf;
+}
+
 void sq_row(rs_row *row, sqlite3_stmt *st, int col)
 {
     row->thread_id = (const char *)sqlite3_column_text(st, col + 0);

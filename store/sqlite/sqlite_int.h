@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "policy.h"
 
 #define SQ_STMT_CACHE 48
 #define SQ_BUSY_TIMEOUT_MS 30000
@@ -164,6 +165,13 @@ int sq_commit(rs_backend *b, rs_err *err);
 void sq_rollback(rs_backend *b);
 void sq_bind_text(sqlite3_stmt *st, int i, const char *s); /* NULL binds NULL */
 /* One integer from sql with up to two text parameters; *found 0 (out untouched) for none. */
+/* sql written with $1, $2 (policy.c's spelling) as ?1, ?2, in b->sql; NULL when out of
+ * memory. */
+const char *sq_numbered(rs_backend *b, const char *sql);
+/* The thread's row at seq as its canonical line (rs_sql.row_at). */
+int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+              int *found, rs_err *err);
+extern const rs_sql sq_policy; /* policy.h's primitives (sqlite_index.c) */
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);

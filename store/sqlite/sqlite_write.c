@@ -141,10 +141,8 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return 0;
 }
 
-/* The stored row at (thread, seq), rendered as its canonical line into line (without its
- * owner when anonymous); *found 0 when there is none. */
-static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
-                  int *found, rs_err *err)
+int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+              int *found, rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "row lookup",
@@ -161,27 +159,6 @@ static int row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymo
     rc = rs_event_encode(line, &row, err);
     sq_stmt_done(b, st);
     return rc;
-}
-
-/* Has the thread seen ev's idempotency key? *used = 1 with the original record's line in
- * line when it is the same event; -EEXIST when the key produced a different one. A key
- * whose row was deleted since is free again. */
-static int idem_lookup(rs_backend *b, const rs_target *t, const rs_event *ev, rs_buf *line,
-                       int *used, rs_err *err)
-{
-    int64_t seq = 0;
-    int found = 0;
-    *used = 0;
-    int rc = sq_int(b, "SELECT seq FROM runfs_idem WHERE thread_id = ? AND key = ?", t->thread_id,
-                    ev->idem_key, &seq, &found, err);
-    if (rc || !found)
-        return rc;
-    if ((rc = row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)
-        return rc;
-    if ((rc = rs_event_resend(ev, t->user, line, seq, err)))
-        return rc;
-    *used = 1;
-    return 0;
 }
 
 static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
@@ -271,7 +248,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = idem_lookup(b, t, ev, &line, &used, err))) {
+            if ((rc = rs_idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 break;
@@ -631,7 +608,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         int found;
         rs_buf_reset(&have);
         rs_buf_reset(&line);
-        if ((rc = row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
+        if ((rc = sq_row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
             goto fail;
         if (found) {
             if ((rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))
