@@ -161,9 +161,30 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
                    "UPDATE runfs_meta SET value = ?1 WHERE key = 'search_upto'", "i", to * BLOCK);
 }
 
+/* Whether the index lacks whole blocks or holds changed ones (read without a write
+ * transaction: a search of a quiet store writes nothing). */
+static int sync_needed(rs_backend *b, int *needed, rs_err *err)
+{
+    int has, found, rc = has_index(b, &has, err);
+    int64_t upto = 0, top = 0, dirty = 0;
+    if (rc || !has) {
+        *needed = 1;
+        return rc;
+    }
+    if ((rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
+                     &found, err)) ||
+        (rc = sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, &top, &found,
+                     err)) ||
+        (rc = sq_int(b, "SELECT EXISTS (SELECT 1 FROM runfs_search_dirty)", NULL, NULL, &dirty,
+                     &found, err)))
+        return rc;
+    *needed = dirty || upto != top / BLOCK * BLOCK;
+    return 0;
+}
+
 static int sync_index(rs_backend *b, rs_err *err)
 {
-    int more = 1, rc = 0;
+    int more = 1, rc = sync_needed(b, &more, err);
     while (!rc && more) {
         more = 0;
         if ((rc = sq_begin(b, err)))

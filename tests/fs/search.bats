@@ -41,7 +41,7 @@ fill() {
   store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 400)
     INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
     SELECT 'T-bulk', 'run-' || (x / 100), NULL, 'llm.error', 'trace', 'filler ' || x || CASE WHEN x % 97 = 0 THEN ' Connection Refused' ELSE '' END,
-    '{\"n\": ' || x || '}', x, '2026-03-04 06:00:03.000000' FROM g"
+    '{\"bulk\": true}', x, '2026-03-04 06:00:03.000000' FROM g"
 }
 
 # foreign SQL: another writer's statement (SQLite's waits for a mount's transaction).
