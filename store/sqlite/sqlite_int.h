@@ -114,6 +114,7 @@ struct rs_backend {
      * runs as counted at (unindexed_version, unindexed_gen), for status counts. */
     int64_t commits;
     int64_t unindexed_version, unindexed_gen, unindexed_threads, unindexed_runs;
+    int trigram; /* sqlite_search.c: runfs_trigram registered on this connection */
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
@@ -268,7 +269,9 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
 
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
-/* ---- sqlite_search.c: backend.h's search (FTS5 trigram) ---- */
+/* ---- sqlite_search.c: backend.h's search (FTS5 over sqlite_trigram.c's tokens) ---- */
+/* Make runfs_trigram known to the connection's FTS5 (once per connection). */
+int sq_trigram_register(rs_backend *b, rs_err *err);
 int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);

@@ -7,37 +7,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "search.h"
 #include "sqlite_int.h"
 
 #define BLOCK 64
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */
 
-/* Made at the first search of a read-write store. An update or delete by anyone marks its
+/* Made at the first search of a read-write store (layout 2: runfs_trigram's tokens; an
+ * index of layout 1 is dropped and made again). An update or delete by anyone marks its
  * block (the triggers live in the file: DeerFlow's writes fire them too); a delete at the
  * top lowers the indexed mark, since SQLite may hand that id out again. */
 static const char search_schema[] =
-    "CREATE VIRTUAL TABLE IF NOT EXISTS runfs_search USING fts5(c, m, "
-    "tokenize = 'trigram case_sensitive 1', detail = none);\n"
+    "DROP TABLE IF EXISTS runfs_search;\n"
+    "DROP TRIGGER IF EXISTS runfs_search_update;\n"
+    "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
+    "CREATE VIRTUAL TABLE runfs_search USING fts5(c, m, tokenize = 'runfs_trigram', "
+    "detail = none);\n"
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
-    "CREATE TRIGGER IF NOT EXISTS runfs_search_update AFTER UPDATE ON run_events BEGIN\n"
+    "DELETE FROM runfs_search_dirty;\n"
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
+    "CREATE TRIGGER runfs_search_update AFTER UPDATE ON run_events BEGIN\n"
     "  INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64),\n"
     "    ((new.id - 1) / 64);\n"
     "END;\n"
-    /* Last: its presence says the rest is there. */
-    "CREATE TRIGGER IF NOT EXISTS runfs_search_delete AFTER DELETE ON run_events BEGIN\n"
+    "CREATE TRIGGER runfs_search_delete AFTER DELETE ON run_events BEGIN\n"
     "  INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64);\n"
     "  UPDATE runfs_meta SET value = ((old.id - 1) / 64) * 64 WHERE key = 'search_upto'\n"
     "    AND value >= old.id AND old.id > coalesce((SELECT max(id) FROM run_events), 0);\n"
-    "END;\n";
+    "END;\n"
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 2);\n";
 
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
-    int64_t v;
-    return sq_int(b, "SELECT 1 FROM sqlite_master WHERE name = 'runfs_search_delete'", NULL, NULL,
-                  &v, has, err);
+    int64_t v = 0;
+    int found, rc = b->trigram ? 0 : sq_trigram_register(b, err);
+    b->trigram = rc == 0;
+    if (!rc)
+        rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
+                    &found, err);
+    *has = v == 2;
+    return rc;
 }
 
 /* Index blocks [lo, hi) from their rows as they are now (a block with no rows: none). */
@@ -198,33 +207,29 @@ static int sync_index(rs_backend *b, rs_err *err)
     return rc;
 }
 
-/* FTS5's query for what every row the query can match holds: each indexable text term's
- * three-character windows (every third, and the last), ANDed. 0 with none. */
+/* FTS5's query for what every row the query can match holds: the three-byte windows of
+ * each positive text term (every third, and the last) as runfs_trigram spells them, ANDed.
+ * Empty when no term has three bytes. */
 static int match_expr(const rs_search *q, rs_buf *out)
 {
+    static const char hex[] = "0123456789abcdef";
     int rc = 0;
     for (size_t i = 0; !rc && i < q->n; i++) {
         const rs_term *t = &q->terms[i];
-        if (t->kind != RS_TERM_TEXT || t->negate || !rs_utf8_valid(t->text, t->len))
-            continue;
-        size_t starts[RS_SEARCH_MAX + 1], n = 0;
-        for (size_t j = 0; j < t->len; j++)
-            if (((unsigned char)t->text[j] & 0xC0) != 0x80)
-                starts[n++] = j;
-        starts[n] = t->len;
-        if (n < 3)
+        if (t->kind != RS_TERM_TEXT || t->negate || t->len < 3)
             continue;
         for (size_t w = 0; !rc; w += 3) {
-            if (w + 3 > n)
-                w = n - 3; /* the last window */
+            if (w + 3 > t->len)
+                w = t->len - 3; /* the last window */
             if (out->len && (rc = rs_buf_addlit(out, " AND ")))
                 break;
-            rc = rs_buf_addch(out, '"');
-            for (size_t k = starts[w]; !rc && k < starts[w + 3]; k++)
-                rc = t->text[k] == '"' ? rs_buf_addlit(out, "\"\"") : rs_buf_addch(out, t->text[k]);
-            if (!rc)
-                rc = rs_buf_addch(out, '"');
-            if (w == n - 3)
+            for (size_t k = w; !rc && k < w + 3; k++) {
+                unsigned char ch = (unsigned char)t->text[k];
+                rc = rs_buf_addch(out, hex[ch >> 4]);
+                if (!rc)
+                    rc = rs_buf_addch(out, hex[ch & 15]);
+            }
+            if (w == t->len - 3)
                 break;
         }
     }
