@@ -1250,6 +1250,11 @@ PG_READ(pg_stats,
         (b, user, thread_id, out, err))
 PG_READ(pg_seal_get, (rs_backend * b, const rs_target *t, rs_seal_row *row, rs_err *err),
         (b, t, row, err))
+PG_READ(pg_search,
+        (rs_backend * b, const rs_search *q, const char *thread_id, const char *run_id,
+         const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+         rs_err *err),
+        (b, q, thread_id, run_id, user, after_thread, after_seq, out, err))
 
 static void pg_set_wait(rs_backend *b, int wait)
 {
@@ -1278,6 +1283,7 @@ const rs_backend_ops rs_pg_backend = {
     .last_visible_ai_seq = pg_last_visible_ai_seq_wait,
     .message_objects = pg_message_objects_wait,
     .stats = pg_stats_wait,
+    .search = pg_search_wait,
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,

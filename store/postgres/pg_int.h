@@ -90,6 +90,7 @@ struct rs_backend {
      * for, in order; pipe_rc is the first failure to queue one, pipe_failed the index of
      * the first that failed (-1: none). */
     int piped, npipe, pipe_rc, pipe_commit, pipe_failed;
+    int search_off; /* pg_search.c: pg_trgm was refused on this connection (scan) */
     struct {
         PGresult **out; /* NULL: checked, then dropped */
         int slot;       /* a preparation's cache slot, forgotten if it fails; -1 */
@@ -230,6 +231,10 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
 
 /* ---- pg_read.c ---- */
 int pg_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
+/* ---- pg_search.c: backend.h's search (pg_trgm) ---- */
+int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
+              const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+              rs_err *err);
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err);

@@ -50,12 +50,12 @@ static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
         return SQLITE_NOMEM;
     int rc = SQLITE_OK;
     const unsigned char *p = (const unsigned char *)text;
-    for (int i = 0; rc == SQLITE_OK && i + 3 <= len; i++) {
-        /* Rows are joined by '\n', which canonical JSON never holds. */
-        if (p[i] == '\n' || p[i + 1] == '\n' || p[i + 2] == '\n')
-            continue;
-        uint32_t w = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        if (t->seen[w >> 3] & (1u << (w & 7)))
+    uint32_t w = 0;
+    int clean = 0; /* bytes since the last '\n' (rows are joined by it; JSON never holds one) */
+    for (int i = 0; rc == SQLITE_OK && i < len; i++) {
+        w = (w << 8 | p[i]) & (WINDOWS - 1);
+        clean = p[i] == '\n' ? 0 : clean + 1;
+        if (clean < 3 || (t->seen[w >> 3] & (1u << (w & 7))))
             continue;
         if (t->n == t->cap && rs_array_grow(&t->set, &t->cap, t->n + 1, sizeof *t->set)) {
             rc = SQLITE_NOMEM;
@@ -65,10 +65,11 @@ static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
         t->set[t->n++] = w;
         char s[6];
         for (int k = 0; k < 3; k++) {
-            s[2 * k] = hex[p[i + k] >> 4];
-            s[2 * k + 1] = hex[p[i + k] & 15];
+            unsigned char ch = p[i - 2 + k];
+            s[2 * k] = hex[ch >> 4];
+            s[2 * k + 1] = hex[ch & 15];
         }
-        rc = emit(ctx, 0, s, 6, i, i + 3);
+        rc = emit(ctx, 0, s, 6, i - 2, i + 1);
     }
     for (size_t k = 0; k < t->n; k++)
         t->seen[t->set[k] >> 3] = 0;

@@ -1,0 +1,333 @@
+/* pg_search.c — the search index on PostgreSQL: pg_trgm GIN indexes over blocks of BLOCK
+ * consecutive run_events ids (one row per block: its rows' canonical content and metadata,
+ * ASCII letters lowered, so LIKE on them is the match itself), brought up to date when a
+ * search runs, never by an append. Rows above the indexed blocks and blocks a statement
+ * changed (triggers mark them) are candidates too: the index only narrows. Without pg_trgm
+ * (CREATE EXTENSION refused) every search scans. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "pg_int.h"
+#include "search.h"
+
+#define BLOCK 64
+#define SYNC_BLOCKS 512 /* blocks one transaction indexes */
+
+/* Made at the first search of a read-write store, after pg_trgm. Statement triggers with
+ * transition tables: a DeerFlow UPDATE or DELETE marks its blocks too. */
+static const char *const search_schema[] = {
+    "CREATE TABLE IF NOT EXISTS runfs_search (blk BIGINT PRIMARY KEY, c TEXT NOT NULL, "
+    "m TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY)",
+    "CREATE INDEX IF NOT EXISTS runfs_search_c ON runfs_search USING gin (c gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS runfs_search_m ON runfs_search USING gin (m gin_trgm_ops)",
+    "CREATE OR REPLACE FUNCTION runfs_search_deleted() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM old_rows\n"
+    "    ON CONFLICT DO NOTHING;\n"
+    "  RETURN NULL;\n"
+    "END $$",
+    "CREATE OR REPLACE FUNCTION runfs_search_updated() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT (id - 1) / 64 FROM old_rows UNION\n"
+    "    SELECT (id - 1) / 64 FROM new_rows ON CONFLICT DO NOTHING;\n"
+    "  RETURN NULL;\n"
+    "END $$",
+    "CREATE OR REPLACE TRIGGER runfs_search_delete AFTER DELETE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION "
+    "runfs_search_deleted()",
+    "CREATE OR REPLACE TRIGGER runfs_search_update AFTER UPDATE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE "
+    "FUNCTION runfs_search_updated()",
+    "INSERT INTO runfs_meta (key, value) VALUES ('search_upto', 0), ('search_cand', 0), "
+    "('search_cand_xmax', 0) ON CONFLICT DO NOTHING",
+    /* Last: its presence says the rest is there. */
+    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', 1) ON CONFLICT DO NOTHING",
+};
+
+static int meta_get(rs_backend *b, const char *key, int64_t *v, rs_err *err)
+{
+    int found;
+    *v = 0;
+    return pg_int(b, "SELECT value FROM runfs_meta WHERE key = $1", key, NULL, v, &found, err);
+}
+
+static int meta_set(rs_backend *b, const char *key, int64_t v, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, key);
+    pg_arg_int(&a, v);
+    return pg_run(b, "UPDATE runfs_meta SET value = $2 WHERE key = $1", &a, NULL, err);
+}
+
+/* pg_trgm and the tables, in their own transaction: a refused extension leaves nothing. */
+static int make_index(rs_backend *b, rs_err *err)
+{
+    int rc = pg_begin(b, NULL, err);
+    if (rc)
+        return rc;
+    if ((rc = pg_run(b, "CREATE EXTENSION IF NOT EXISTS pg_trgm", NULL, NULL, err))) {
+        pg_rollback(b);
+        b->search_off = 1;
+        return -ENOSYS;
+    }
+    for (size_t i = 0; !rc && i < sizeof search_schema / sizeof search_schema[0]; i++)
+        rc = pg_run(b, search_schema[i], NULL, NULL, err);
+    if (rc) {
+        pg_rollback(b);
+        return rc;
+    }
+    return pg_commit(b, err);
+}
+
+static int add_block(rs_backend *b, int64_t blk, const rs_buf *c, const rs_buf *m, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, blk);
+    pg_arg_text(&a, c->buf);
+    pg_arg_text(&a, m->buf);
+    return pg_run(b, "INSERT INTO runfs_search (blk, c, m) VALUES ($1, $2, $3)", &a, NULL, err);
+}
+
+/* Index blocks [lo, hi) from their rows as they are now. */
+static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, lo * BLOCK);
+    pg_arg_int(&a, hi * BLOCK);
+    PGresult *r;
+    int rc = pg_run(b,
+                    "DELETE FROM runfs_search WHERE blk >= $1::bigint / 64 AND blk < "
+                    "$2::bigint / 64",
+                    &a, NULL, err);
+    if (rc || (rc = pg_run(b,
+                           "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.id > $1 AND "
+                           "e.id <= $2 ORDER BY e.id",
+                           &a, &r, err)))
+        return rc;
+    rs_buf line = RS_BUF_INIT, c = RS_BUF_INIT, m = RS_BUF_INIT;
+    int64_t cur = -1;
+    int n = PQntuples(r);
+    for (int i = 0; !rc && i <= n; i++) {
+        int64_t blk = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / BLOCK : -2;
+        if (blk != cur && cur >= 0) {
+            if ((rc = add_block(b, cur, &c, &m, err)))
+                break;
+            rs_buf_reset(&c);
+            rs_buf_reset(&m);
+        }
+        if (i == n)
+            break;
+        cur = blk;
+        rs_row row;
+        pg_row(&row, r, i, 0);
+        size_t cs, cl, ms, ml;
+        rs_buf_reset(&line);
+        /* A row that does not render has no text to find (its reads fail alike). */
+        if (rs_event_encode(&line, &row, NULL) ||
+            rs_search_spans(line.buf, line.len, &cs, &cl, &ms, &ml))
+            continue;
+        if (rs_search_lower(&c, line.buf + cs, cl) || rs_buf_addch(&c, '\n') ||
+            rs_search_lower(&m, line.buf + ms, ml) || rs_buf_addch(&m, '\n'))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    PQclear(r);
+    rs_buf_release(&line);
+    rs_buf_release(&c);
+    rs_buf_release(&m);
+    return rc;
+}
+
+/* One transaction's share. Ids are handed out before their rows commit, in any order: the
+ * mark passes a top id only once no transaction that may still add a row below it runs
+ * (none in flight at this snapshot, or all of those in flight at the one that saw it
+ * gone). */
+static int sync_step(rs_backend *b, int *more, rs_err *err)
+{
+    PGresult *r;
+    /* One indexer at a time, on every host (a lock space of its own: two int keys). */
+    int rc = pg_run(b, "SELECT pg_advisory_xact_lock(1920233331, 1)", NULL, NULL, err);
+    if (rc)
+        return rc;
+    rc = pg_run(b,
+                "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint, "
+                "NOT EXISTS (SELECT pg_snapshot_xip(s)), (SELECT coalesce(max(id), 0) FROM "
+                "run_events) FROM pg_current_snapshot() s",
+                NULL, &r, err);
+    if (rc)
+        return rc;
+    int64_t xmin = pg_val_int(r, 0, 0), xmax = pg_val_int(r, 0, 1), top = pg_val_int(r, 0, 3);
+    int quiet = PQgetvalue(r, 0, 2)[0] == 't';
+    PQclear(r);
+    int64_t upto, cand, cand_xmax, blk;
+    if ((rc = meta_get(b, "search_upto", &upto, err)) ||
+        (rc = meta_get(b, "search_cand", &cand, err)) ||
+        (rc = meta_get(b, "search_cand_xmax", &cand_xmax, err)))
+        return rc;
+    int64_t safe = quiet ? top : cand > upto && xmin >= cand_xmax ? cand : upto;
+    size_t done = 0;
+    int found;
+    while (done < SYNC_BLOCKS &&
+           !(rc = pg_int(b, "SELECT blk FROM runfs_search_dirty ORDER BY blk LIMIT 1", NULL, NULL,
+                         &blk, &found, err)) &&
+           found) {
+        pg_args a = {.n = 0};
+        pg_arg_int(&a, blk);
+        if ((rc = blk < upto / BLOCK
+                      ? index_blocks(b, blk, blk + 1, err)
+                      : pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &a, NULL, err)) ||
+            (rc = pg_run(b, "DELETE FROM runfs_search_dirty WHERE blk = $1", &a, NULL, err)))
+            return rc;
+        done++;
+    }
+    if (rc)
+        return rc;
+    int64_t from = upto / BLOCK, to = safe / BLOCK;
+    if (to > from + (int64_t)(SYNC_BLOCKS - done))
+        to = from + (int64_t)(SYNC_BLOCKS - done);
+    if (to > from && (rc = index_blocks(b, from, to, err)))
+        return rc;
+    if (to < from)
+        to = from;
+    *more = done == SYNC_BLOCKS || to < safe / BLOCK;
+    if ((rc = meta_set(b, "search_upto", to * BLOCK, err)))
+        return rc;
+    if (cand <= safe || xmin >= cand_xmax) {
+        if ((rc = meta_set(b, "search_cand", top, err)))
+            return rc;
+        rc = meta_set(b, "search_cand_xmax", xmax, err);
+    }
+    return rc;
+}
+
+/* The index's layout and mark, and whether it lacks whole blocks or holds changed ones, in
+ * one round trip and no write transaction: a search of a quiet store writes nothing. */
+static int sync_needed(rs_backend *b, int64_t *layout, int64_t *upto, int *needed, rs_err *err)
+{
+    PGresult *r;
+    int rc = pg_run(b,
+                    "SELECT coalesce((SELECT value FROM runfs_meta WHERE key = 'search_layout'), "
+                    "0), coalesce((SELECT value FROM runfs_meta WHERE key = 'search_upto'), 0), "
+                    "(SELECT coalesce(max(id), 0) FROM run_events)",
+                    NULL, &r, err);
+    if (rc)
+        return rc;
+    *layout = pg_val_int(r, 0, 0);
+    *upto = pg_val_int(r, 0, 1);
+    int64_t top = pg_val_int(r, 0, 2), dirty = 0;
+    PQclear(r);
+    int found;
+    if (*layout == 1 &&
+        (rc = pg_int(b, "SELECT count(*) FROM (SELECT 1 FROM runfs_search_dirty LIMIT 1) d", NULL,
+                     NULL, &dirty, &found, err)))
+        return rc;
+    *needed = *layout != 1 || dirty > 0 || *upto != top / BLOCK * BLOCK;
+    return 0;
+}
+
+static int sync_index(rs_backend *b, rs_err *err)
+{
+    int more = 1, rc = 0;
+    while (!rc && more) {
+        more = 0;
+        if ((rc = pg_begin(b, NULL, err)))
+            return rc;
+        if ((rc = sync_step(b, &more, err))) {
+            pg_rollback(b);
+            return rc;
+        }
+        rc = pg_commit(b, err);
+    }
+    return rc;
+}
+
+/* The condition that each positive text term of three bytes or more (valid UTF-8: what
+ * text may hold) is in c or m, as LIKE on literal patterns (a prepared statement's
+ * generic plan would not use the trigram indexes); *n: how many. */
+static int like_terms(rs_backend *b, const rs_search *q, rs_buf *sql, int *n)
+{
+    rs_buf pat = RS_BUF_INIT;
+    int rc = 0;
+    *n = 0;
+    for (size_t i = 0; !rc && i < q->n; i++) {
+        const rs_term *t = &q->terms[i];
+        if (t->kind != RS_TERM_TEXT || t->negate || t->len < 3 || !rs_utf8_valid(t->text, t->len))
+            continue;
+        rs_buf_reset(&pat);
+        rc = rs_buf_addch(&pat, '%');
+        for (size_t k = 0; !rc && k < t->len; k++) {
+            char ch = t->text[k];
+            if (ch == '%' || ch == '_' || ch == '\\')
+                rc = rs_buf_addch(&pat, '\\');
+            if (!rc)
+                rc = rs_buf_addch(&pat, ch);
+        }
+        if (!rc)
+            rc = rs_buf_addch(&pat, '%');
+        char *lit = rc ? NULL : PQescapeLiteral(b->conn, pat.buf, pat.len);
+        if (!lit) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = rs_buf_addf(sql, "%s(c LIKE %s OR m LIKE %s)", *n ? " AND " : "", lit, lit);
+        PQfreemem(lit);
+        (*n)++;
+    }
+    rs_buf_release(&pat);
+    return rc;
+}
+
+int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
+              const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
+              rs_err *err)
+{
+    int64_t layout = 0, upto = 0;
+    int needed = 1, n = 0, rc = sync_needed(b, &layout, &upto, &needed, err);
+    if (!rc && layout == 0 && !b->read_only && !b->search_off)
+        rc = make_index(b, err);
+    if (!rc && needed && !b->read_only && !(rc = sync_index(b, err)))
+        rc = sync_needed(b, &layout, &upto, &needed, err);
+    if (rc || layout != 1)
+        return rc ? rc : -ENOSYS;
+    rs_buf where = RS_BUF_INIT;
+    if ((rc = like_terms(b, q, &where, &n)) || n == 0) {
+        rs_buf_release(&where);
+        return rc ? rs_err_set(err, -ENOMEM, "out of memory") : -ENOSYS;
+    }
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    /* Literals, not parameters: the plan is made for this mark and these patterns. */
+    rc = rs_buf_addf(sql,
+                     "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.id IN (SELECT e2.id "
+                     "FROM (SELECT blk FROM runfs_search WHERE %s UNION SELECT blk FROM "
+                     "runfs_search_dirty) k JOIN run_events e2 ON e2.id > k.blk * 64 AND e2.id "
+                     "<= k.blk * 64 + 64 AND e2.id <= %lld UNION ALL SELECT id FROM run_events "
+                     "WHERE id > %lld)",
+                     where.buf, (long long)upto, (long long)upto);
+    if (!rc && thread_id)
+        rc = rs_buf_addstr(sql, " AND e.thread_id = $2");
+    if (!rc && run_id)
+        rc = rs_buf_addstr(sql, " AND e.run_id = $3");
+    if (!rc && user)
+        rc = rs_buf_addstr(sql, " AND e.user_id = $4");
+    if (!rc && after_thread)
+        rc = rs_buf_addstr(sql, " AND (e.thread_id COLLATE \"C\" > $5 OR (e.thread_id = $5 AND "
+                                "e.seq > $6))");
+    if (!rc)
+        rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
+    rs_buf_release(&where);
+    if (rc)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, NULL); /* $1: unused */
+    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, run_id);
+    pg_arg_text(&a, user);
+    pg_arg_text(&a, after_thread);
+    pg_arg_int(&a, after_seq);
+    return pg_cursor_new(b, sql->buf, &a, 0, 0, 0, out, err);
+}

@@ -1,0 +1,130 @@
+/* test_search.c — the query language: how a query splits into terms, which queries are
+ * refused and why, where a canonical line's content and metadata lie, and what matches. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "search.h"
+
+static rs_search *parse_ok(const char *query)
+{
+    rs_search *q = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_search_parse(&q, query, &err), 0);
+    return q;
+}
+
+static void test_terms(void **state)
+{
+    (void)state;
+    rs_search *q = parse_ok("  Connection \"Two  Words\" -Skip type:llm.* type:run.start "
+                            "category:message \"type:quoted\" - ");
+    assert_int_equal(q->n, 8);
+    assert_int_equal(q->terms[0].kind, RS_TERM_TEXT);
+    assert_string_equal(q->terms[0].text, "connection");
+    assert_string_equal(q->terms[1].text, "two  words");
+    assert_true(q->terms[2].negate);
+    assert_string_equal(q->terms[2].text, "skip");
+    assert_int_equal(q->terms[3].kind, RS_TERM_TYPE_PREFIX);
+    assert_string_equal(q->terms[3].text, "llm.");
+    assert_int_equal(q->terms[4].kind, RS_TERM_TYPE);
+    assert_string_equal(q->terms[4].text, "run.start");
+    assert_int_equal(q->terms[5].kind, RS_TERM_CATEGORY);
+    assert_int_equal(q->terms[6].kind, RS_TERM_TEXT); /* quoted: text */
+    assert_string_equal(q->terms[6].text, "type:quoted");
+    assert_int_equal(q->terms[7].kind, RS_TERM_TEXT); /* a lone '-' is text */
+    assert_false(q->terms[7].negate);
+    assert_string_equal(q->terms[7].text, "-");
+    rs_search_free(q);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    rs_search *q = NULL;
+    rs_err err = {0};
+    assert_int_equal(rs_search_parse(&q, "\"open", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unbalanced quote"));
+    assert_int_equal(rs_search_parse(&q, "a \"b c\" \"d", &err), -EINVAL);
+    assert_int_equal(rs_search_parse(&q, "   ", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no terms"));
+    assert_int_equal(rs_search_parse(&q, "type:", &err), -EINVAL);
+    char long_q[RS_SEARCH_MAX + 2];
+    memset(long_q, 'a', sizeof long_q - 1);
+    long_q[sizeof long_q - 1] = '\0';
+    assert_int_equal(rs_search_parse(&q, long_q, &err), -ENAMETOOLONG);
+    long_q[RS_SEARCH_MAX] = '\0';
+    rs_search_free(parse_ok(long_q));
+}
+
+static const char line[] =
+    "{\"thread_id\":\"t\",\"run_id\":\"r\",\"seq\":1,\"event_type\":\"llm.error\",\"category\":"
+    "\"trace\",\"content\":{\"a\":\"x,\\\"metadata\\\":{\",\"metadata\":[1,{\"b\":\"}\"}]},"
+    "\"metadata\":{\"Caller\":\"Lead\",\"n\":{\"deep\":\"Ünï\"}},\"created_at\":\"2026-01-01T00:00:"
+    "00.000000+00:00\"}\n";
+
+static int match(const char *query)
+{
+    rs_search *q = parse_ok(query);
+    rs_record rec = {.seq = 1,
+                     .thread_id = "t",
+                     .run_id = "r",
+                     .event_type = "llm.error",
+                     .category = "trace",
+                     .line = line,
+                     .line_len = sizeof line - 1};
+    int rc = rs_search_match(q, &rec);
+    rs_search_free(q);
+    return rc;
+}
+
+static void test_spans(void **state)
+{
+    (void)state;
+    size_t c, cl, m, ml;
+    assert_int_equal(rs_search_spans(line, sizeof line - 1, &c, &cl, &m, &ml), 0);
+    const char *want_c = "{\"a\":\"x,\\\"metadata\\\":{\",\"metadata\":[1,{\"b\":\"}\"}]}";
+    assert_int_equal(cl, strlen(want_c));
+    assert_memory_equal(line + c, want_c, cl);
+    const char *want_m = "{\"Caller\":\"Lead\",\"n\":{\"deep\":\"Ünï\"}}";
+    assert_int_equal(ml, strlen(want_m));
+    assert_memory_equal(line + m, want_m, ml);
+    assert_int_equal(rs_search_spans("{\"content\":1}", 13, &c, &cl, &m, &ml), -EINVAL);
+}
+
+static void test_match(void **state)
+{
+    (void)state;
+    assert_int_equal(match("lead"), 1);           /* metadata, case ignored */
+    assert_int_equal(match("LEAD caller"), 1);    /* every term */
+    assert_int_equal(match("lead nothere"), 0);
+    assert_int_equal(match("Ünï"), 1);            /* other bytes exactly */
+    assert_int_equal(match("ünï"), 0);            /* not case-folded beyond ASCII */
+    assert_int_equal(match("x,\\"), 1); /* escapes as events.jsonl shows them */
+    assert_int_equal(match("}]}{"), 0);           /* not across content and metadata */
+    assert_int_equal(match("2026-01-01"), 0);     /* created_at is not searched */
+    assert_int_equal(match("llm.error"), 0);      /* nor the type, but by type: */
+    assert_int_equal(match("type:llm.error"), 1);
+    assert_int_equal(match("type:llm.*"), 1);
+    assert_int_equal(match("type:llm"), 0);
+    assert_int_equal(match("category:trace -lead"), 0);
+    assert_int_equal(match("category:message"), 0);
+    assert_int_equal(match("-type:run.start x"), 1);
+    assert_int_equal(match("\"\""), 1); /* the empty string is in everything */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_terms),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_spans),
+        cmocka_unit_test(test_match),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
