@@ -77,6 +77,8 @@ check() {
   if [ -z "$user" ]; then
     "$RUNFS" search "$STORE" "$q" $t $r > "$WORK/cli" || return 1
     cmp "$WORK/want" "$WORK/cli" || { echo "runfs search [$q] differs"; return 1; }
+    "$RUNFS" cat "$STORE" "${path#"$m"/}" > "$WORK/cli" || return 1
+    cmp "$WORK/want" "$WORK/cli" || { echo "runfs cat ${path#"$m"/} differs"; return 1; }
   fi
 }
 
