@@ -132,6 +132,8 @@ int pg_changes_sync(rs_backend *b, rs_err *err)
 {
     /* The runs a store held before its feed began are numbered at its first read. */
     int64_t done = 1;
+    if (b->feed_ready)
+        return 0;
     int rc = pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'changes_init'", NULL, NULL, &done,
                     NULL, err);
     if (rc || done)
@@ -158,11 +160,17 @@ int pg_changes_sync(rs_backend *b, rs_err *err)
 int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                rs_change_row_fn fn, void *ctx, rs_err *err)
 {
-    int64_t has = 0;
-    int rc = pg_int(b, "SELECT count(*) FROM pg_class WHERE oid = to_regclass('runfs_change')",
-                    NULL, NULL, &has, NULL, err);
-    if (rc || !has)
+    /* 2 for the table, 1 more once its first numbering is done (then kept: it stays). */
+    int64_t has = 3;
+    int rc = b->feed_ready ? 0
+                           : pg_int(b,
+                                    "SELECT 2 * count(*) + coalesce((SELECT value FROM runfs_meta "
+                                    "WHERE key = 'changes_init'), 0) FROM pg_class WHERE oid = "
+                                    "to_regclass('runfs_change')",
+                                    NULL, NULL, &has, NULL, err);
+    if (rc || has < 2)
         return rc; /* a store no runfs with a feed has written: nothing to show */
+    b->feed_ready = has == 3;
     /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
      * horizon and the rows come from one snapshot. */
     static const char sql[] =

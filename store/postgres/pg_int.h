@@ -69,6 +69,7 @@ struct rs_backend {
     pg_stmt_slot cache[PG_STMT_CACHE];
     int stmt_seq;
     int listening;        /* LISTEN is part of this connection's session */
+    int feed_ready;       /* the change feed's table was found, its first numbering done */
     int64_t notified;     /* notifications received (the change feed) */
     int64_t dirty_seen;   /* threads to index at the last probe (-1: not probed) */
     rs_buf sql;           /* scratch for built statements */
