@@ -101,6 +101,8 @@ static int session_setup(rs_backend *b, rs_err *err)
     return rc;
 }
 
+static int scratch_setup(rs_backend *b, rs_err *err);
+
 /* A new session (prepared statements go with the old one). */
 static int conn_reset(rs_backend *b, rs_err *err)
 {
@@ -115,7 +117,8 @@ static int conn_reset(rs_backend *b, rs_err *err)
     b->mem = 0;
     b->side[0] = '\0';
     rs_mem_clear(&b->mem_list);
-    return session_setup(b, err);
+    int rc = session_setup(b, err);
+    return rc || !b->scratch ? rc : scratch_setup(b, err);
 }
 
 /* A session the server ended while it sat idle (a restart, a terminated backend) still
@@ -831,6 +834,101 @@ fail:
     return rc;
 }
 
+/* The threads of run_events, by index probes, each to be indexed at its first use (the side
+ * schema's own statement, also for threads added since). */
+static const char scratch_threads_sql[] =
+    "WITH RECURSIVE d(id) AS (SELECT min(thread_id) FROM run_events UNION ALL SELECT (SELECT "
+    "min(thread_id) FROM run_events WHERE thread_id > d.id) FROM d WHERE d.id IS NOT NULL) "
+    "INSERT INTO runfs_thread (thread_id, dirty) SELECT id, 1 FROM d WHERE id IS NOT NULL "
+    "ON CONFLICT (thread_id) DO NOTHING";
+
+/* A read-only open of a database runfs never opened read-write: runfs's tables made as TEMP
+ * tables of this session from the schema's own CREATE TABLE and CREATE INDEX statements
+ * (and run_event_thread_seq's backfill where DeerFlow has none), found first by every
+ * unqualified name; nothing is written to the database. */
+static int scratch_setup(rs_backend *b, rs_err *err)
+{
+    const char *const scripts[] = {pg_schema_side_sql, pg_schema_owned_sql, pg_schema_idem_sql,
+                                   pg_schema_tree_sql, b->scratch_hwm ? pg_schema_hwm_sql : ""};
+    rs_buf q = RS_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof scripts / sizeof *scripts; i++)
+        for (const char *p = scripts[i]; !rc && *p;) {
+            const char *end = strstr(p, ";\n");
+            int len = (int)(end ? end - p : (ptrdiff_t)strlen(p));
+            if (strncmp(p, "CREATE TABLE ", 13) == 0)
+                rc = rs_buf_addf(&q, "CREATE TEMP TABLE %.*s;\n", len - 13, p + 13);
+            else if (strncmp(p, "CREATE INDEX ", 13) == 0 ||
+                     (scripts[i] == pg_schema_hwm_sql && strncmp(p, "WITH RECURSIVE ", 15) == 0))
+                rc = rs_buf_addf(&q, "%.*s;\n", len, p);
+            p += len + (end ? 2 : 0);
+        }
+    if (!rc)
+        rc = rs_buf_addf(&q,
+                         "INSERT INTO runfs_meta (key, value) VALUES ('layout', %d), "
+                         "('rewrites', 0);\n%s",
+                         PG_LAYOUT, scratch_threads_sql);
+    if (rc) {
+        rs_buf_release(&q);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    rc = exec_plain(b, q.buf, err);
+    rs_buf_release(&q);
+    b->scratch = !rc;
+    return rc;
+}
+
+/* A thread of a scratch open, indexed where its rows are not as its copy last saw them
+ * (highest seq, count, highest id: no trigger tells this session what other writers did). */
+static int scratch_ready(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    PGresult *r;
+    int rc = pg_run(b,
+                    "SELECT coalesce(max(seq), 0) || ' ' || count(*) || ' ' || "
+                    "coalesce(max(id), 0) FROM run_events WHERE thread_id = $1",
+                    &a, &r, err);
+    if (rc)
+        return rc;
+    char state[sizeof((rs_mem_thread *)0)->state];
+    int fits = rs_fmt(state, sizeof state, "%s", PQgetvalue(r, 0, 0)) >= 0;
+    PQclear(r);
+    rs_mem_thread *t = rs_mem_find(&b->mem_list, thread_id, 0);
+    if ((fits && t && strcmp(t->state, state) == 0) || b->read_tx)
+        return 0;
+    if (!t && !(t = rs_mem_find(&b->mem_list, thread_id, 1)))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    t->state[0] = '\0';
+    if ((rc = exec_plain(b, "BEGIN", err)))
+        return rc;
+    b->in_tx = 1;
+    pg_log thr;
+    int found = 0;
+    if (!(rc = pg_run(b,
+                      "INSERT INTO runfs_thread (thread_id, dirty) VALUES ($1, 1) "
+                      "ON CONFLICT (thread_id) DO UPDATE SET dirty = 1",
+                      &a, NULL, err)) &&
+        !(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found) {
+        thr.dirty = 1;
+        rc = pg_thread_catch_up(b, thread_id, &thr, &found, err);
+    }
+    if (rc) {
+        pg_rollback(b);
+        return rc;
+    }
+    if ((rc = pg_commit(b, err)))
+        return rc;
+    if (fits)
+        (void)rs_fmt(t->state, sizeof t->state, "%s", state);
+    return 0;
+}
+
+int pg_scratch_threads(rs_backend *b, rs_err *err)
+{
+    return b->scratch ? pg_run(b, scratch_threads_sql, NULL, NULL, err) : 0;
+}
+
 static void pg_close(rs_backend *b);
 
 /* The server's notices (and the last words of a session it ends) are not the mount's
@@ -900,14 +998,15 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
                         (long long)st.layout, PG_LAYOUT);
         goto fail;
     }
-    if (b->read_only && (!st.events || !st.layout)) {
+    if (b->read_only && !st.events) {
         rc = rs_err_set(err, -ENOENT,
-                        "the database has no %s table: a read-only open creates nothing "
-                        "(open it read-write once)",
-                        st.events ? "runfs_meta" : "run_events");
+                        "the database has no run_events table: a read-only open creates nothing");
         goto fail;
     }
-    if (b->read_only && st.layout < PG_LAYOUT_READ) {
+    b->scratch_hwm = !st.hwm;
+    if (b->read_only && !st.layout && (rc = scratch_setup(b, err)))
+        goto fail;
+    if (b->read_only && st.layout && st.layout < PG_LAYOUT_READ) {
         rc = rs_err_set(err, -ENOENT,
                         "the store's runfs tables have layout %lld, older than this runfs "
                         "reads (%d): a read-only open converts nothing (open it read-write once)",
@@ -1126,6 +1225,8 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     if (b->piped || b->in_tx)
         return 0;
+    if (b->scratch)
+        return scratch_ready(b, thread_id, err);
     /* What the real tables and rows say of the thread: its facts, then its highest seq. */
     PGresult *r;
     int rc = pg_side_sql(b,

@@ -61,8 +61,12 @@ struct rs_backend {
     int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
     int no_wait;      /* rs_store_set_wait(0): reads fail at once too */
     int standby;      /* a hot standby (read-only: no LISTEN there, the feed is polled) */
-    int read_tx;      /* cursors hold a read transaction open (their count) */
-    int cursor_seq;   /* names of server-side cursors */
+    /* Read-only of a database without runfs's tables (DeerFlow's alone): they are TEMP
+     * tables of this session, made again with a new one (pg.c, scratch_setup); scratch_hwm:
+     * so is run_event_thread_seq. */
+    int scratch, scratch_hwm;
+    int read_tx;    /* cursors hold a read transaction open (their count) */
+    int cursor_seq; /* names of server-side cursors */
     long pid;
     int64_t started; /* this process's start time (reservations name it) */
     char host[64];   /* reservations name the host too: pids are per host */
@@ -207,6 +211,8 @@ int pg_catch_up_all(rs_backend *b, rs_err *err);
 int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err);
 /* The same for a thread found dirty already. */
 int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err);
+/* Read-only of a database without runfs's tables (pg.c): threads added since are listed. */
+int pg_scratch_threads(rs_backend *b, rs_err *err);
 /* Read-only (pg.c): bring the thread's TEMP copy level with the real tables and its rows. */
 int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err);
 /* sql with each '@' replaced by the real tables' schema (b->side: "" but in memory), into

@@ -100,7 +100,8 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     case RS_NAMES_THREADS:
         /* A thread not caught up yet (dirty: a DeerFlow thread nobody used, say) is listed
          * when it has rows (of the owner) left; every thread, so the real tables. */
-        if ((rc = pg_side_sql(
+        if ((rc = pg_scratch_threads(b, err)) ||
+            (rc = pg_side_sql(
                  b,
                  user ? "SELECT t.thread_id FROM @runfs_thread t WHERE EXISTS (SELECT 1 FROM "
                         "@runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "

@@ -162,3 +162,54 @@ df_insert() {
   run bash -c "timeout 10 head -n 4 '$MNT/threads/t/follow.jsonl' | tail -n 1"
   assert_output --partial '"run_id":"d3","seq":4,'
 }
+
+@test "read-only commands and -o ro on a DeerFlow database runfs never opened read-write: they work and create nothing" {
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  if on_pg; then
+    pg_admin "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
+    pg_admin "CREATE DATABASE $PG_DB" >/dev/null
+    store_sql "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL, PRIMARY KEY (id), CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq))"
+    tables() { store_sql "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = current_schema()"; }
+  else
+    rm -f "$STORE"
+    store_sql "CREATE TABLE run_events (id INTEGER NOT NULL, thread_id VARCHAR(64) NOT NULL, run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, seq INTEGER NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id), CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq))"
+    tables() { store_sql "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)"; }
+  fi
+  df_insert t1 r1 one
+  df_insert t1 r1 two
+  df_insert t2 r9 three
+  local before
+  before=$(store_sql "SELECT * FROM run_events ORDER BY id" | sha256sum)
+  on_pg || before="$before $(sha256sum <"$STORE")"
+  # cat, verify and export read it as it is.
+  run "$RUNFS" cat "$STORE" threads/t1/events.jsonl
+  assert_success
+  assert_equal "$(printf '%s\n' "$output" | grep -o '"seq":[0-9]*,' | tr -d '\n')" '"seq":1,"seq":2,'
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_output "0 seals checked, 0 changed, 0 deleted after sealing"
+  run "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
+  assert_success
+  assert_equal "$(python3 -c 'import json, sys; print(" ".join(str(json.loads(l)["seq"]) for l in open(sys.argv[1])))' "$WORK/out/threads/t1/runs/r1.jsonl")" "1 2"
+  assert_equal "$(python3 -c 'import json, sys; print(" ".join(json.loads(l)["content"] for l in open(sys.argv[1])))' "$WORK/out/threads/t2/runs/r9.jsonl")" "three"
+  local after
+  after=$(store_sql "SELECT * FROM run_events ORDER BY id" | sha256sum)
+  on_pg || after="$after $(sha256sum <"$STORE")"
+  assert_equal "$after" "$before"
+  # A read-only mount, and what DeerFlow does while it is mounted.
+  runfs_mount "$STORE" "$MNT" -o ro
+  assert_equal "$(ls "$MNT/threads" | tr '\n' ' ')" "t1 t2 "
+  assert_equal "$(grep -c '"seq"' "$MNT/threads/t1/events.jsonl")" 2
+  df_insert t1 r2 four
+  df_insert t3 r1 five
+  wait_for 10 bash -c "[ \"\$(grep -c '\"seq\"' '$MNT/threads/t1/events.jsonl')\" = 3 ]" || fail "a row DeerFlow added is not shown: $(cat "$MNT/threads/t1/events.jsonl")"
+  wait_for 10 test -d "$MNT/threads/t3"
+  store_sql "DELETE FROM run_events WHERE thread_id = 't1' AND run_id = 'r1'"
+  wait_for 10 bash -c "[ \"\$(ls '$MNT/threads/t1/runs')\" = r2 ]" || fail "a run DeerFlow deleted is still listed: $(ls "$MNT/threads/t1/runs")"
+  assert_equal "$(grep -c '"seq"' "$MNT/threads/t1/events.jsonl")" 1
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  # Nothing of runfs's in the database.
+  assert_equal "$(tables)" "run_events"
+}
