@@ -98,23 +98,48 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
     }
 }
 
-/* ---- the map ---- */
+/* ---- the map: entries in an array, found through rs_map (an entry is its index + 1) ---- */
 
 typedef struct map_entry {
-    size_t hnext; /* index + 1 of the next entry in the bucket; 0: none */
-    uint64_t hash;
     char *key;
     size_t len;
 } map_entry;
+
+/* A key to look up: bytes and length. */
+typedef struct map_key {
+    const char *p;
+    size_t len;
+} map_key;
 
 struct rfs_map {
     size_t val_size;
     map_entry *entries;
     char *vals;
     size_t count, cap;
-    size_t *bucket; /* index + 1 of each bucket's first entry */
-    size_t nbuckets;
+    rs_map index;
 };
+
+static uint64_t key_hash(const void *ctx, const void *key)
+{
+    (void)ctx;
+    const map_key *k = key;
+    return rs_hash(RS_HASH_INIT, k->p, k->len);
+}
+
+static uint64_t entry_hash(const void *ctx, uintptr_t e)
+{
+    const map_entry *x = &((const rfs_map *)ctx)->entries[e - 1];
+    return rs_hash(RS_HASH_INIT, x->key, x->len);
+}
+
+static int entry_matches(const void *ctx, uintptr_t e, const void *key)
+{
+    const map_entry *x = &((const rfs_map *)ctx)->entries[e - 1];
+    const map_key *k = key;
+    return x->len == k->len && memcmp(x->key, k->p, k->len) == 0;
+}
+
+static const rs_map_type map_type = {key_hash, entry_hash, entry_matches};
 
 int rfs_map_new(rfs_map **out, size_t val_size)
 {
@@ -122,6 +147,7 @@ int rfs_map_new(rfs_map **out, size_t val_size)
     if (!m)
         return -ENOMEM;
     m->val_size = val_size;
+    m->index = (rs_map)RS_MAP_INIT(&map_type, m);
     *out = m;
     return 0;
 }
@@ -134,61 +160,40 @@ void rfs_map_free(rfs_map *m)
         free(m->entries[i].key);
     free(m->entries);
     free(m->vals);
-    free(m->bucket);
+    rs_map_release(&m->index);
     free(m);
-}
-
-static int rehash(rfs_map *m)
-{
-    size_t n = m->nbuckets ? m->nbuckets * 4 : 64;
-    size_t *b = calloc(n, sizeof *b);
-    if (!b)
-        return -ENOMEM;
-    for (size_t i = 0; i < m->count; i++) {
-        size_t h = (size_t)(m->entries[i].hash % n);
-        m->entries[i].hnext = b[h];
-        b[h] = i + 1;
-    }
-    free(m->bucket);
-    m->bucket = b;
-    m->nbuckets = n;
-    return 0;
 }
 
 void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create)
 {
-    uint64_t h = rs_hash(RS_HASH_INIT, key, len);
-    if (m->nbuckets)
-        for (size_t i = m->bucket[h % m->nbuckets]; i; i = m->entries[i - 1].hnext) {
-            map_entry *e = &m->entries[i - 1];
-            if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
-                return m->vals + (i - 1) * m->val_size;
-        }
+    map_key k = {key, len};
+    uintptr_t e = rs_map_find(&m->index, &k);
+    if (e)
+        return m->vals + (e - 1) * m->val_size;
     if (!create)
         return NULL;
     if (m->count == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
-        map_entry *e = realloc(m->entries, cap * sizeof *e);
-        if (!e)
+        map_entry *x = realloc(m->entries, cap * sizeof *x);
+        if (!x)
             return NULL;
-        m->entries = e;
+        m->entries = x;
         char *v = realloc(m->vals, cap * m->val_size);
         if (!v)
             return NULL;
         m->vals = v;
         m->cap = cap;
     }
-    if (m->count + 1 > m->nbuckets && rehash(m))
+    char *copy = malloc(len + 1);
+    if (!copy || rs_map_reserve(&m->index, m->count + 1)) {
+        free(copy);
         return NULL;
-    char *k = malloc(len + 1);
-    if (!k)
-        return NULL;
-    memcpy(k, key, len);
-    k[len] = '\0';
+    }
+    memcpy(copy, key, len);
+    copy[len] = '\0';
     size_t i = m->count++;
-    size_t b = (size_t)(h % m->nbuckets);
-    m->entries[i] = (map_entry){.hnext = m->bucket[b], .hash = h, .key = k, .len = len};
-    m->bucket[b] = i + 1;
+    m->entries[i] = (map_entry){.key = copy, .len = len};
+    rs_map_add(&m->index, i + 1);
     void *v = m->vals + i * m->val_size;
     memset(v, 0, m->val_size);
     return v;
@@ -248,10 +253,28 @@ void *rfs_map_val(const rfs_map *m, size_t i)
 
 /* ---- calls ---- */
 
+/* The index holds the oldest waiting call of each id; the later ones of the id hang from it
+ * (rfs_call.hnext), oldest first. */
+static uint64_t call_entry_hash(const void *ctx, uintptr_t e)
+{
+    (void)ctx;
+    const rfs_call *c = (const rfs_call *)e;
+    return rs_hash(RS_HASH_INIT, c->id, c->id_len);
+}
+
+static int call_matches(const void *ctx, uintptr_t e, const void *key)
+{
+    (void)ctx;
+    const rfs_call *c = (const rfs_call *)e;
+    const map_key *k = key;
+    return c->id_len == k->len && memcmp(c->id, k->p, k->len) == 0;
+}
+
+static const rs_map_type call_type = {key_hash, call_entry_hash, call_matches};
+
 struct rfs_calls {
     rfs_call *first, *last; /* waiting calls, call order */
-    rfs_call **bucket;
-    size_t nbuckets, count;
+    rs_map by_id;
 };
 
 int rfs_calls_new(rfs_calls **out)
@@ -259,6 +282,7 @@ int rfs_calls_new(rfs_calls **out)
     rfs_calls *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->by_id = (rs_map)RS_MAP_INIT(&call_type, NULL);
     *out = c;
     return 0;
 }
@@ -281,26 +305,8 @@ void rfs_calls_free(rfs_calls *c)
         rfs_call_free(c->first);
         c->first = n;
     }
-    free(c->bucket);
+    rs_map_release(&c->by_id);
     free(c);
-}
-
-static int calls_grow(rfs_calls *c)
-{
-    size_t n = c->nbuckets ? c->nbuckets * 4 : 256;
-    rfs_call **b = calloc(n, sizeof *b);
-    if (!b)
-        return -ENOMEM;
-    for (rfs_call *k = c->first; k; k = k->next)
-        if (k->id) {
-            size_t h = (size_t)(rs_hash(RS_HASH_INIT, k->id, k->id_len) % n);
-            k->hnext = b[h];
-            b[h] = k;
-        }
-    free(c->bucket);
-    c->bucket = b;
-    c->nbuckets = n;
-    return 0;
 }
 
 static char *text_dup(rfs_span s, size_t *len)
@@ -333,8 +339,8 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
             rc = -ENOMEM;
         if (!rc && !(call->name = text_dup(rfs_jl_is(v[1], '"') ? v[1] : (rfs_span){0}, NULL)))
             rc = -ENOMEM;
-        if (!rc && c->count + 1 > c->nbuckets)
-            rc = calls_grow(c);
+        if (!rc && call->id)
+            rc = rs_map_reserve(&c->by_id, c->by_id.count + 1);
         if (!rc)
             rc = fn(ctx, call);
         if (rc) {
@@ -348,11 +354,15 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
         else
             c->first = call;
         c->last = call;
-        c->count++;
         if (call->id) {
-            size_t h = (size_t)(rs_hash(RS_HASH_INIT, call->id, call->id_len) % c->nbuckets);
-            call->hnext = c->bucket[h];
-            c->bucket[h] = call;
+            map_key k = {call->id, call->id_len};
+            rfs_call *newest = (rfs_call *)rs_map_find(&c->by_id, &k);
+            while (newest && newest->hnext)
+                newest = newest->hnext;
+            if (newest)
+                newest->hnext = call;
+            else
+                rs_map_add(&c->by_id, (uintptr_t)call);
         }
     }
     return rc;
@@ -360,24 +370,21 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
 
 rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
 {
-    if (!ev->call_id.p || !c->nbuckets)
+    if (!ev->call_id.p || !c->by_id.count)
         return NULL;
     rs_buf id = RS_BUF_INIT;
     if (rfs_jl_text(&id, ev->call_id, 0)) {
         rs_buf_release(&id);
         return NULL;
     }
-    /* A bucket holds its newest call first: the oldest of the id is its last match. */
-    rfs_call **slot = &c->bucket[rs_hash(RS_HASH_INIT, id.buf, id.len) % c->nbuckets],
-             **found = NULL;
-    for (rfs_call **p = slot; *p; p = &(*p)->hnext)
-        if ((*p)->id_len == id.len && memcmp((*p)->id, id.buf, id.len) == 0)
-            found = p;
+    map_key k = {id.buf, id.len};
+    rfs_call *call = (rfs_call *)rs_map_remove(&c->by_id, &k);
     rs_buf_release(&id);
-    if (!found)
+    if (!call)
         return NULL;
-    rfs_call *call = *found;
-    *found = call->hnext;
+    /* The next waiting call of the id takes the place this one left (no -ENOMEM). */
+    if (call->hnext)
+        rs_map_add(&c->by_id, (uintptr_t)call->hnext);
     if (call->prev)
         call->prev->next = call->next;
     else
@@ -386,7 +393,6 @@ rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
         call->next->prev = call->prev;
     else
         c->last = call->prev;
-    c->count--;
     call->prev = call->next = call->hnext = NULL;
     return call;
 }

@@ -72,7 +72,7 @@ typedef struct rfs_call {
     size_t id_len;
     char *name;                           /* "" when none was given */
     int64_t user;                         /* the caller's own (an element number) */
-    struct rfs_call *prev, *next, *hnext; /* call order; the next in its hash bucket */
+    struct rfs_call *prev, *next, *hnext; /* call order; the next waiting call of its id */
 } rfs_call;
 
 typedef struct rfs_calls rfs_calls;

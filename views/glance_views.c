@@ -12,14 +12,6 @@ int rfs_glance_kind(rfs_kind kind)
     return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE;
 }
 
-/* FNV-1a over a seal document, into h. */
-static uint64_t fold(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* The run's seal.json folded into *h (an unsealed run folds a mark of its own). */
 static int fold_seal(rs_store *s, const rs_target *t, const char *run_id, uint64_t *h, rs_err *err)
 {
@@ -28,7 +20,7 @@ static int fold_seal(rs_store *s, const rs_target *t, const char *run_id, uint64
     int rc = rs_store_seal_read(s, &r, &doc, err);
     if (rc == -ENOENT)
         rc = rs_buf_addlit(&doc, "-");
-    *h = fold(fold(*h, run_id, strlen(run_id) + 1), doc.buf, doc.len);
+    *h = rs_hash(rs_hash(*h, run_id, strlen(run_id) + 1), doc.buf, doc.len);
     rs_buf_release(&doc);
     return rc;
 }
@@ -37,7 +29,7 @@ int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, 
 {
     if (kind == RFS_R_TIMELINE)
         return 0; /* drawn from the rows alone */
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = RS_HASH_INIT;
     int rc = 0;
     if (kind == RFS_R_STATS) {
         rc = fold_seal(s, t, t->run_id, &h, err);
