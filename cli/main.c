@@ -411,7 +411,9 @@ static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int qu
     return rc;
 }
 
-static int cmd_put(int argc, char **argv)
+/* put's options: *batch and *quiet set, argc/argv moved past them; a usage error's exit
+ * status, or 0. */
+static int put_options(int *argc, char ***argv, long *batch, int *quiet)
 {
     enum { OPT_BATCH = 256 };
     static const struct option longopts[] = {
@@ -419,24 +421,94 @@ static int cmd_put(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
-    long batch = 1000;
-    int quiet = 0, c;
+    int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
+    while ((c = getopt_long(*argc, *argv, "q", longopts, NULL)) != -1) {
         if (c == 'q') {
-            quiet = 1;
+            *quiet = 1;
         } else if (c == OPT_BATCH) {
             char *end;
-            batch = strtol(optarg, &end, 10);
-            if (*end || batch < 1 || batch > 1000000)
+            *batch = strtol(optarg, &end, 10);
+            if (*end || *batch < 1 || *batch > 1000000)
                 return usage_error("put", "--batch takes 1-1000000 lines");
         } else {
             return usage_error("put", "unknown option or missing value");
         }
     }
-    argc -= optind - 1;
-    argv += optind - 1;
+    *argc -= optind - 1;
+    *argv += optind - 1;
+    return 0;
+}
+
+/* Where a put stands: the input line number of the current batch's first line, and the
+ * lines the batches before it stored. */
+typedef struct put_progress {
+    long first;
+    long done;
+} put_progress;
+
+/* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
+ * of the batch that stopped it, with err (err->line within that batch). */
+static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet,
+                      put_progress *at, rs_err *err)
+{
+    line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
+    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
+    rfs_progress *pg = rfs_progress_new("put", "lines");
+    long lineno = 0, lines = 0;
+    int rc = 0, step;
+    at->first = 1;
+    at->done = 0;
+    do {
+        const char *line;
+        size_t len;
+        step = reader_next(&r, &line, &len);
+        if (step > 0) {
+            lineno++;
+            lines++;
+            if ((rc = rs_buf_add(&data, line, len)) || (rc = rs_buf_addch(&data, '\n'))) {
+                rs_err_set(err, rc, "out of memory");
+                break;
+            }
+        } else if (step < 0) {
+            if (step == -EMSGSIZE)
+                rs_err_set(err, step, "event is over the %zu-byte limit", r.max);
+            else
+                rs_err_set(err, step, "cannot read: %s", strerror(-step));
+            rc = step;
+            err->line = lineno + 2 - at->first; /* the line being read, within this batch */
+            break;
+        }
+        if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
+            if ((rc = put_batch(s, t, &data, quiet, &stored, err)))
+                break;
+            rfs_progress_tick(pg, lines);
+            at->done += lines;
+            at->first = lineno + 1;
+            lines = 0;
+            rs_buf_reset(&data);
+        }
+    } while (step > 0);
+    rs_buf_release(&r.buf);
+    rs_buf_release(&data);
+    rs_buf_release(&stored);
+    if (!rc) {
+        rfs_progress_done(pg, "%ld lines stored", at->done);
+    } else {
+        rfs_progress_clear(pg);
+        free(pg);
+    }
+    return rc;
+}
+
+static int cmd_put(int argc, char **argv)
+{
+    long batch = 1000;
+    int quiet = 0;
+    int rc = put_options(&argc, &argv, &batch, &quiet);
+    if (rc)
+        return rc;
     if (argc < 4 || argc > 5)
         return usage_error("put", "expected STORE THREAD RUN [FILE]");
     int from_file = argc == 5 && strcmp(argv[4], "-") != 0;
@@ -456,62 +528,22 @@ static int cmd_put(int argc, char **argv)
             fclose(in);
         return 2;
     }
-    line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
-    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
     rs_target t = {.thread_id = argv[2], .run_id = argv[3]};
-    rfs_progress *pg = rfs_progress_new("put", "lines");
-    long lineno = 0, first = 1, done = 0, lines = 0;
-    int rc = 0, step;
-    do {
-        const char *line;
-        size_t len;
-        step = reader_next(&r, &line, &len);
-        if (step > 0) {
-            lineno++;
-            lines++;
-            if ((rc = rs_buf_add(&data, line, len)) || (rc = rs_buf_addch(&data, '\n'))) {
-                rs_err_set(&err, rc, "out of memory");
-                break;
-            }
-        } else if (step < 0) {
-            if (step == -EMSGSIZE)
-                rs_err_set(&err, step, "event is over the %zu-byte limit", r.max);
-            else
-                rs_err_set(&err, step, "cannot read: %s", strerror(-step));
-            rc = step;
-            err.line = lineno + 2 - first; /* the line being read, within this batch */
-            break;
-        }
-        if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
-            if ((rc = put_batch(s, &t, &data, quiet, &stored, &err)))
-                break;
-            rfs_progress_tick(pg, lines);
-            done += lines;
-            first = lineno + 1;
-            lines = 0;
-            rs_buf_reset(&data);
-        }
-    } while (step > 0);
+    put_progress at;
+    rc = put_stream(s, &t, in, batch, quiet, &at, &err);
     rs_store_close(s);
     if (from_file)
         fclose(in);
-    rs_buf_release(&r.buf);
-    rs_buf_release(&data);
-    rs_buf_release(&stored);
-    if (!rc) {
-        rfs_progress_done(pg, "%ld lines stored", done);
+    if (!rc)
         return fflush(stdout) == 0 ? 0 : 1;
-    }
-    rfs_progress_clear(pg);
-    free(pg);
     if (err.line > 0)
-        fprintf(stderr, "%s:%ld: %s\n", name, first + err.line - 1, err.msg);
+        fprintf(stderr, "%s:%ld: %s\n", name, at.first + err.line - 1, err.msg);
     else
         fprintf(stderr, "runfs: %s\n", err.msg);
     fprintf(stderr,
             "runfs: nothing stored (%s) from line %ld on; the %ld line%s of earlier "
             "batches stay\n",
-            rs_errno_name(rc), first, done, done == 1 ? "" : "s");
+            rs_errno_name(rc), at.first, at.done, at.done == 1 ? "" : "s");
     return 1;
 }
 
