@@ -339,13 +339,12 @@ static int parse_idem_key(rs_event *ev, const rs_event_fields *f, rs_err *err)
     return 0;
 }
 
-int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx, rs_err *err)
+/* The event_type the line gives (or once/<type>'s file name): a valid name, within bounds. */
+static int envelope_event_type(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                               rs_err *err)
 {
     int rc;
     size_t n;
-    const rs_contract *contract = ctx->contract;
-
-    /* event_type */
     if (f->val[RS_F_EVENT_TYPE]) {
         rc = field_str(f, RS_F_EVENT_TYPE, ev->event_type, sizeof ev->event_type, &n);
         if (rc == -EINVAL)
@@ -380,13 +379,17 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
     } else
         return rs_err_set(err, -EINVAL, "missing required field 'event_type'");
 
-    /* ids */
-    if ((rc = check_id(f, RS_F_THREAD_ID, ctx->thread_id, ev->thread_id, err)) ||
-        (rc = check_id(f, RS_F_RUN_ID, ctx->run_id, ev->run_id, err)))
-        return rc;
+    return 0;
+}
 
-    /* category */
-    const char *want = rs_contract_category(contract, ev->event_type);
+/* The category the line gives, or the contract's for the type; an unknown type only where
+ * allowed (--allow-unknown-events, a lenient import). */
+static int envelope_category(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                             rs_err *err)
+{
+    int rc;
+    size_t n;
+    const char *want = rs_contract_category(ctx->contract, ev->event_type);
     int lenient = ctx->import && !ctx->strict; /* history is stored as it happened */
     if (!want && !ctx->allow_unknown && !lenient)
         return rs_err_set(err, -EINVAL, "unknown event type '%s' (not in the contract)",
@@ -413,7 +416,12 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
                           "not name",
                           ev->event_type);
 
-    /* metadata must be an object without storage markers */
+    return 0;
+}
+
+/* Metadata must be an object without storage markers. */
+static int envelope_metadata(const rs_event_fields *f, rs_err *err)
+{
     if (f->val[RS_F_METADATA]) {
         if (f->val[RS_F_METADATA][0] != '{')
             return rs_err_set(err, -EINVAL, "metadata: expected object, got %s",
@@ -424,7 +432,15 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
                               (int)f->marker_len, f->marker);
     }
 
-    /* created_at */
+    return 0;
+}
+
+/* created_at as given (never on a --stamp-time mount; always on an import), else now. */
+static int envelope_created_at(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx,
+                               rs_err *err)
+{
+    int rc;
+    size_t n;
     if (f->val[RS_F_CREATED_AT] && ctx->stamp_time)
         return rs_err_set(err, -EINVAL,
                           "created_at is the store's to set on this mount "
@@ -445,7 +461,17 @@ int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx
         return rs_err_set(err, -EINVAL, "missing required field 'created_at'");
     else
         rs_time_now(ev->created_at, ev->created_db);
-    if ((rc = parse_seq(ev, f, ctx, err)))
+    return 0;
+}
+
+int rs_event_envelope(rs_event *ev, const rs_event_fields *f, const rs_event_ctx *ctx, rs_err *err)
+{
+    int rc;
+    if ((rc = envelope_event_type(ev, f, ctx, err)) ||
+        (rc = check_id(f, RS_F_THREAD_ID, ctx->thread_id, ev->thread_id, err)) ||
+        (rc = check_id(f, RS_F_RUN_ID, ctx->run_id, ev->run_id, err)) ||
+        (rc = envelope_category(ev, f, ctx, err)) || (rc = envelope_metadata(f, err)) ||
+        (rc = envelope_created_at(ev, f, ctx, err)) || (rc = parse_seq(ev, f, ctx, err)))
         return rc;
     return parse_idem_key(ev, f, err);
 }
