@@ -3,6 +3,7 @@
  * subtrees once, so a per-hash fetch or allocation would show. */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,20 @@ static int64_t split(int64_t n)
     return k;
 }
 
-/* ---- the builder ---------------------------------------------------------------------------- */
+/* ---- the builder ----------------------------------------------------------------------------
+ * A seal reads its rows on the caller's thread; the leaves and subtrees are hashed on a
+ * worker, a batch of lines behind, so a second core takes the tree's hashing (a seal of a
+ * run shorter than one batch never starts it). */
+
+#define BATCH_LINES 4096
+#define BATCH_BYTES (1u << 20)
+
+typedef struct batch {
+    rs_buf bytes;
+    size_t *ends;  /* where each line ends in bytes */
+    int64_t *seqs; /* and its seq */
+    size_t n, cap;
+} batch;
 
 struct rs_merkle {
     hasher h;
@@ -70,32 +84,17 @@ struct rs_merkle {
     int64_t n;
     rs_buf seqs;
     rs_buf level0; /* complete chunks' hashes */
+    /* The tree above is the worker's while it runs (handed back by the join). */
+    batch b[2];
+    int fill; /* the batch the caller fills */
+    int started;
+    pthread_t worker;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending; /* under mu: batch 1 - fill is the worker's to hash */
+    int stop;    /* under mu: no batch will come */
+    int rc;      /* under mu: the worker's first failure */
 };
-
-int rs_merkle_new(rs_merkle **out)
-{
-    rs_merkle *m = calloc(1, sizeof *m);
-    if (!m)
-        return -ENOMEM;
-    m->seqs = (rs_buf)RS_BUF_INIT;
-    m->level0 = (rs_buf)RS_BUF_INIT;
-    if (hasher_init(&m->h)) {
-        rs_merkle_free(m);
-        return -ENOMEM;
-    }
-    *out = m;
-    return 0;
-}
-
-void rs_merkle_free(rs_merkle *m)
-{
-    if (!m)
-        return;
-    hasher_done(&m->h);
-    rs_buf_release(&m->seqs);
-    rs_buf_release(&m->level0);
-    free(m);
-}
 
 static int put_seq(rs_buf *b, int64_t seq)
 {
@@ -114,7 +113,7 @@ static int64_t get_seq(const rs_buf *b, int64_t j)
     return (int64_t)v;
 }
 
-int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
+static int tree_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
 {
     int rc;
     if (m->n % C == 0 && (rc = put_seq(&m->seqs, seq)))
@@ -135,6 +134,139 @@ int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
         m->depth = 0;
     }
     return 0;
+}
+
+static int tree_add_batch(rs_merkle *m, const batch *b)
+{
+    int rc = 0;
+    for (size_t i = 0; i < b->n && !rc; i++) {
+        size_t start = i ? b->ends[i - 1] : 0;
+        rc = tree_add(m, b->seqs[i], b->bytes.buf + start, b->ends[i] - start);
+    }
+    return rc;
+}
+
+static void *worker_main(void *arg)
+{
+    rs_merkle *m = arg;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (!m->pending && !m->stop)
+            pthread_cond_wait(&m->cv, &m->mu);
+        if (!m->pending)
+            break;
+        const batch *b = &m->b[1 - m->fill];
+        pthread_mutex_unlock(&m->mu);
+        int rc = tree_add_batch(m, b);
+        pthread_mutex_lock(&m->mu);
+        if (rc && !m->rc)
+            m->rc = rc;
+        m->pending = 0;
+        pthread_cond_broadcast(&m->cv);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* Wait until the worker is done with its batch: its failure, if any. */
+static int wait_worker(rs_merkle *m)
+{
+    pthread_mutex_lock(&m->mu);
+    while (m->pending)
+        pthread_cond_wait(&m->cv, &m->mu);
+    int rc = m->rc;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+/* Hand the filled batch to the worker (started now when not yet); fill the other. */
+static int hand_off(rs_merkle *m)
+{
+    if (!m->started) {
+        if (pthread_create(&m->worker, NULL, worker_main, m) != 0)
+            return tree_add_batch(m, &m->b[m->fill]); /* no thread: hash it here */
+        m->started = 1;
+    }
+    int rc = wait_worker(m);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&m->mu);
+    m->fill = 1 - m->fill;
+    m->pending = 1;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    batch *next = &m->b[m->fill];
+    rs_buf_reset(&next->bytes);
+    next->n = 0;
+    return 0;
+}
+
+/* Stop the worker, once its last batch is hashed; the tree is the caller's again. */
+static int stop_worker(rs_merkle *m)
+{
+    if (!m->started)
+        return 0;
+    int rc = wait_worker(m);
+    pthread_mutex_lock(&m->mu);
+    m->stop = 1;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->worker, NULL);
+    m->started = 0;
+    return rc;
+}
+
+int rs_merkle_new(rs_merkle **out)
+{
+    rs_merkle *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    m->seqs = (rs_buf)RS_BUF_INIT;
+    m->level0 = (rs_buf)RS_BUF_INIT;
+    m->b[0].bytes = (rs_buf)RS_BUF_INIT;
+    m->b[1].bytes = (rs_buf)RS_BUF_INIT;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    if (hasher_init(&m->h)) {
+        rs_merkle_free(m);
+        return -ENOMEM;
+    }
+    *out = m;
+    return 0;
+}
+
+void rs_merkle_free(rs_merkle *m)
+{
+    if (!m)
+        return;
+    (void)stop_worker(m);
+    hasher_done(&m->h);
+    rs_buf_release(&m->seqs);
+    rs_buf_release(&m->level0);
+    for (int i = 0; i < 2; i++) {
+        rs_buf_release(&m->b[i].bytes);
+        free(m->b[i].ends);
+        free(m->b[i].seqs);
+    }
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
+{
+    batch *b = &m->b[m->fill];
+    if (b->n == b->cap) {
+        size_t cap = b->cap;
+        if (rs_array_grow(&b->ends, &cap, b->n + 1, sizeof *b->ends) ||
+            rs_array_grow(&b->seqs, &b->cap, b->n + 1, sizeof *b->seqs))
+            return -ENOMEM;
+    }
+    if (rs_buf_add(&b->bytes, line, len))
+        return -ENOMEM;
+    b->ends[b->n] = b->bytes.len;
+    b->seqs[b->n++] = seq;
+    return b->n >= BATCH_LINES || b->bytes.len >= BATCH_BYTES ? hand_off(m) : 0;
 }
 
 /* Where level L starts in nodes (in hashes), and how many hashes nodes must hold. */
@@ -184,7 +316,10 @@ static int range_hash(hasher *h, int64_t n, const unsigned char *nodes, int64_t 
 
 int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes)
 {
-    int rc;
+    int rc = stop_worker(m);
+    if (rc || (rc = tree_add_batch(m, &m->b[m->fill])))
+        return rc;
+    m->b[m->fill].n = 0;
     unsigned char tail[RS_HASH_LEN];
     if (m->depth) {
         memcpy(tail, m->stack[m->depth - 1], RS_HASH_LEN);
@@ -247,8 +382,10 @@ int rs_merkle_chunk_of(const rs_buf *seqs, int64_t n, int64_t seq, int64_t *chun
     return 0;
 }
 
-/* The RFC's MTH over leaves[lo, hi). */
-static int mth(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, unsigned char *out)
+/* The RFC's MTH over leaves[lo, hi) into out, each node hashed once; when leaf m lies
+ * inside, the siblings of its path (the RFC's PATH) are appended to path, bottom-up. */
+static int mth_path(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, int64_t m,
+                    rs_buf *path, unsigned char *out)
 {
     if (hi - lo == 1) {
         memcpy(out, leaves + lo * RS_HASH_LEN, RS_HASH_LEN);
@@ -256,25 +393,13 @@ static int mth(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, u
     }
     unsigned char l[RS_HASH_LEN], r[RS_HASH_LEN];
     int64_t k = split(hi - lo);
-    int rc = mth(h, leaves, lo, lo + k, l);
+    int in_left = m >= lo && m < lo + k, in_right = m >= lo + k && m < hi;
+    int rc = mth_path(h, leaves, lo, lo + k, in_left ? m : -1, path, l);
     if (!rc)
-        rc = mth(h, leaves, lo + k, hi, r);
+        rc = mth_path(h, leaves, lo + k, hi, in_right ? m : -1, path, r);
+    if (!rc && (in_left || in_right))
+        rc = rs_buf_add(path, in_left ? r : l, RS_HASH_LEN);
     return rc ? rc : node(h, l, r, out);
-}
-
-/* The RFC's PATH(m, D[lo:hi]) over leaves, appended bottom-up. */
-static int sub_path(hasher *h, const unsigned char *leaves, int64_t lo, int64_t hi, int64_t m,
-                    rs_buf *path)
-{
-    if (hi - lo == 1)
-        return 0;
-    unsigned char sib[RS_HASH_LEN];
-    int64_t k = split(hi - lo);
-    int rc = m < lo + k ? sub_path(h, leaves, lo, lo + k, m, path)
-                        : sub_path(h, leaves, lo + k, hi, m, path);
-    if (!rc)
-        rc = m < lo + k ? mth(h, leaves, lo + k, hi, sib) : mth(h, leaves, lo, lo + k, sib);
-    return rc ? rc : rs_buf_add(path, sib, RS_HASH_LEN);
 }
 
 /* The same above the chunks, from the kept hashes. */
@@ -313,15 +438,16 @@ int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *line
     }
     const unsigned char *kept = (const unsigned char *)nodes->buf;
     unsigned char got[RS_HASH_LEN];
-    if (rc || (rc = mth(&h, leaves, 0, count, got)))
+    size_t start = path->len;
+    if (rc || (rc = mth_path(&h, leaves, 0, count, i, path, got)))
         goto out;
     kept += RS_HASH_LEN * (count == C ? j : nodes_count(n) - 1);
     if (memcmp(got, kept, RS_HASH_LEN) != 0) {
+        rs_buf_setlen(path, start);
         rc = -EBADMSG;
         goto out;
     }
-    if (!(rc = sub_path(&h, leaves, 0, count, i, path)))
-        rc = up_path(&h, n, (const unsigned char *)nodes->buf, 0, n, j * C + i, path);
+    rc = up_path(&h, n, (const unsigned char *)nodes->buf, 0, n, j * C + i, path);
 out:
     free(leaves);
     hasher_done(&h);

@@ -219,8 +219,11 @@ static int parse_sig_line(const char *p, size_t n, char *name, unsigned char *si
     const char *b = sp + 1;
     size_t blen = n - (size_t)(b - p);
     /* 68 bytes are 92 characters of base64, with no padding. */
-    unsigned char raw[72];
+    unsigned char raw[72], again[93];
     if (blen != 92 || EVP_DecodeBlock(raw, (const unsigned char *)b, 92) != 69)
+        return -EINVAL;
+    /* Only the one spelling: base64 would also take other bits where padding goes. */
+    if (EVP_EncodeBlock(again, raw, 4 + ED_SIG) != 92 || memcmp(again, b, 92) != 0)
         return -EINVAL;
     memcpy(sig, raw, 4 + ED_SIG);
     return 0;

@@ -303,15 +303,16 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    int glance = rfs_glance_kind(n->kind);
+    /* A proof, computed from a chunk of rows, keeps its bytes as those views do. */
+    int glance = rfs_glance_kind(n->kind), keep = glance || n->kind == RFS_R_PROOF;
     int cache = token && sc->sizes &&
-                (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || glance);
+                (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || keep);
     int rc = cache ? size_key(sc, n, &key) : 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     if (!rc && cache && glance)
         rc = rfs_glance_key(s, n->kind, &t, &key, err);
     if (!rc && cache &&
-        (doc ? glance && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
+        (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : rfs_sizes_get(sc->sizes, key.buf, token, &st->size))) {
         st->size = doc ? (int64_t)doc->len : st->size;
         rs_buf_release(&key);
@@ -322,7 +323,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     st->size = (int64_t)out->len;
     /* The views of a run at a glance keep their bytes too: the open after a stat reads
      * them instead of scanning the run again. */
-    if (!rc && cache && glance)
+    if (!rc && cache && keep)
         rfs_sizes_put_doc(sc->sizes, key.buf, token, out->buf, out->len);
     else if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);

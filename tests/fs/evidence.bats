@@ -177,6 +177,8 @@ def ok(note):
             blob = base64.b64decode(parts[2], validate=True)
         except Exception:
             return False
+        if base64.b64encode(blob).decode() != parts[2]:
+            return False  # one spelling only: padding bits are not free
         want = hashlib.sha256(parts[1].encode() + b"\n\x01" + raw).digest()[:4]
         if len(blob) != 68 or blob[:4] != want:
             continue
