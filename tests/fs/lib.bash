@@ -100,13 +100,14 @@ pg_fresh_store() {
 pg_admin() { PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$RUNFS_PG_URI" -c "$1"; }
 
 # store_sql SQL [STORE]: run SQL on the store (the test's by default), rows as sqlite3 prints
-# them (a|b); for a PostgreSQL URI the few SQLite spellings the suites use are translated.
+# them (a|b), waiting up to 10 s for a lock a mount holds; for a PostgreSQL URI the few
+# SQLite spellings the suites use are translated.
 store_sql() {
   if [[ ${2:-$STORE} == *://* ]]; then
     printf '%s\n' "$1" | sed -E 's/group_concat\(DISTINCT ([^)]*)\)/string_agg(DISTINCT (\1)::text, \x27,\x27)/g; s/group_concat\(([^)]*)\)/string_agg((\1)::text, \x27,\x27)/g' |
       PGTZ=UTC PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "${2:-$STORE}" -f -
   else
-    sqlite3 "${2:-$STORE}" "$1"
+    sqlite3 -cmd ".timeout 10000" "${2:-$STORE}" "$1"
   fi
 }
 
