@@ -180,10 +180,55 @@ static void sync_names(rfs_mount *m)
     free(sc.out);
 }
 
+/* ---- the kernel's directory attributes ----
+ * A thread's and a run's directory show the time of their newest event, and the kernel
+ * keeps a directory's attributes for DIR_TIMEOUT: a change drops them (attributes only, off
+ * -1) for the directories that show it, so a stat after an append returns sees the new
+ * time. Only inodes the kernel holds are told. */
+
+static void attr_dropped(rfs_mount *m, const rfs_node *n)
+{
+    rfs_node held;
+    uint64_t ino = rfs_itable_ino_of(m->inodes, n);
+    if (rfs_itable_get(m->inodes, ino, &held) == 0)
+        fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
+}
+
+/* The directories above a change of thread_id (run_id: "" for the thread only). */
+static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
+{
+    rfs_node n = {.kind = RFS_THREADS};
+    attr_dropped(m, &n);
+    memcpy(n.thread_id, thread_id, sizeof n.thread_id);
+    n.kind = RFS_THREAD;
+    attr_dropped(m, &n);
+    n.kind = RFS_RUNS;
+    attr_dropped(m, &n);
+    if (!run_id[0])
+        return;
+    memcpy(n.run_id, run_id, sizeof n.run_id);
+    n.kind = RFS_RUN;
+    attr_dropped(m, &n);
+}
+
+/* Another process changed something: every directory the kernel holds may show it. */
+static void sync_dirs(rfs_mount *m)
+{
+    scan_ctx sc = {0};
+    rfs_itable_each(m->inodes, RFS_THREADS, collect_node, &sc);
+    rfs_itable_each(m->inodes, RFS_THREAD, collect_node, &sc);
+    rfs_itable_each(m->inodes, RFS_RUNS, collect_node, &sc);
+    rfs_itable_each(m->inodes, RFS_RUN, collect_node, &sc);
+    for (size_t i = 0; i < sc.count; i++)
+        fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, -1, 0);
+    free(sc.out);
+}
+
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const rfs_change *c)
 {
+    dirs_changed(m, c->thread_id, c->run_id);
     sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
     memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
@@ -248,10 +293,12 @@ static void *hub_main(void *arg)
                 tail_changed(m, inval[i].ino, observed, info.exists ? info.size : 0);
         }
         for (size_t i = 0; i < queued; i++) {
-            if (queue[i].placed)
+            if (queue[i].placed) {
                 store_appended(m, &queue[i]);
-            else
+            } else {
+                dirs_changed(m, queue[i].thread_id, queue[i].run_id);
                 sync_logs(m, queue[i].thread_id);
+            }
         }
         /* The kernel knows this mount's changes: writers waiting in request_round may
          * return; other processes' changes and followers come after, so neither a slow
@@ -281,6 +328,7 @@ static void *hub_main(void *arg)
             rs_store_refresh(hub->store, NULL);
             int64_t rewrites = hub->rewrites;
             names_due = 1;
+            sync_dirs(m);
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
                 drop_all(m);
