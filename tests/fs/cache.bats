@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# What the kernel keeps of a quiet thread (its logs' pages, its kept views' renderings; its
+# directories' attributes are times.bats's) is dropped by every change: an append through this mount (at
+# once, when it returns), another mount's append and another writer's insert (within the
+# hub's tick). Checked by stat and read: the size stat gives is the bytes a read returns,
+# and the read shows the new row; the row counts come from the store itself.
+
+load lib
+
+setup() { runfs_setup; }
+teardown() { runfs_teardown; }
+
+FILES=(events.jsonl history.jsonl transcript.md runs/r/events.jsonl)
+
+# shows F WORD: stat's size is what a read returns, and the read has WORD.
+shows() {
+  [ "$(stat -c %s "$1")" -eq "$(wc -c <"$1")" ] && grep -qaF -- "$2" "$1"
+}
+# rows_shown: the thread's events.jsonl has as many lines as the store has rows.
+rows_shown() {
+  [ "$(wc -l <"$MNT/threads/t/events.jsonl")" -eq "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 't'")" ]
+}
+foreign_sql() {
+  if on_pg; then store_sql "$1"; else sqlite3 -cmd '.timeout 10000' "$STORE" "$1"; fi
+}
+# quiet: the thread's last append is over RFS_LIVE_NS (2 s) old, so its files are opened
+# through the kernel's cache (a live thread's are read direct).
+quiet() {
+  [ $(($(date +%s%N) - $(stat -c %.9Y "$MNT/threads/t" | tr -d .))) -gt 2200000000 ]
+}
+# cache_all: every file of the thread read into the kernel's cache (fincore counts pages).
+cache_all() {
+  local f
+  for f in "${FILES[@]}"; do
+    cat "$MNT/threads/t/$f" >/dev/null
+    [ "$(fincore -n -o PAGES "$MNT/threads/t/$f" | tr -d ' ')" -gt 0 ] || return 1
+  done
+}
+# all_show WORD: once the thread is quiet again (its files read through the cache that held
+# the old bytes), each file's stat and read agree and the read has WORD.
+all_show() {
+  local f
+  wait_for 15 quiet
+  for f in "${FILES[@]}"; do
+    shows "$MNT/threads/t/$f" "$1" || { echo "# $f: stale: stat and read disagree or miss $1"; return 1; }
+  done
+  rows_shown
+}
+
+@test "an append through this mount, another mount's and another writer's drop every cached page and attribute" {
+  local T=$MNT/threads/t
+  mkdir -p "$T/runs/r"
+  ev_start >>"$T/runs/r/events.jsonl"
+  ev_human first 1 >>"$T/runs/r/events.jsonl"
+
+  wait_for 15 quiet
+  cache_all
+  ev_human word-mine 2 >>"$T/runs/r/events.jsonl"
+  all_show word-mine
+
+  local B=$WORK/mnt-b
+  runfs_mount "$STORE" "$B"
+  cache_all
+  ev_human word-theirs 3 >>"$B/threads/t/runs/r/events.jsonl"
+  wait_for 10 rows_shown
+  all_show word-theirs
+
+  wait_for 15 quiet
+  cache_all
+  local seq
+  seq=$(($(store_sql "SELECT max(seq) FROM run_events WHERE thread_id = 't'") + 1))
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t', 'r', NULL, 'llm.human.input', 'message', '{\"type\":\"human\",\"content\":\"word-foreign\",\"id\":\"h-9\"}', '{\"caller\":\"lead_agent\"}', $seq, '2026-03-04 05:06:07.123456')"
+  wait_for 10 rows_shown
+  all_show word-foreign
+}
