@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# What the kernel keeps of a quiet thread (its logs' pages, its kept views' renderings; its
-# directories' attributes are times.bats's) is dropped by every change: an append through this mount (at
-# once, when it returns), another mount's append and another writer's insert (within the
-# hub's tick). Checked by stat and read: the size stat gives is the bytes a read returns,
-# and the read shows the new row; the row counts come from the store itself.
+# What the kernel keeps of a quiet thread (its logs' pages, its kept views' renderings) is
+# dropped by every change: an append through this mount, another mount's append and another
+# writer's insert. A live thread is read direct, so each check reads once the thread is
+# quiet again, through the cache that held the old bytes: the size stat gives is the bytes a
+# read returns, and the read shows the new row. (Directories' attributes: times.bats.)
 
 load lib
 
