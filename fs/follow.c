@@ -51,9 +51,9 @@ static const char TERMINAL[] = "run.terminal";
 /* A follow.jsonl reader, the state of its file handle. */
 struct rfs_follow {
     rfs_mount *m;
-    rfs_node node;
-    char *user;          /* NULL: every owner */
-    int64_t deadline_ns; /* CLOCK_MONOTONIC, from --follow-timeout */
+    const rfs_node *node; /* the handle's: it outlives the follower */
+    char *user;           /* NULL: every owner */
+    int64_t deadline_ns;  /* CLOCK_MONOTONIC, from --follow-timeout */
     /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
     pthread_mutex_t lock;
     rs_buf ahead;     /* fetched, not yet delivered */
@@ -111,9 +111,9 @@ static void history_check(rs_store *s, rfs_follow *f)
     pthread_mutex_unlock(&hub->lock);
     if (!check || f->ended)
         return;
-    const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
+    const char *run = f->node->kind == RFS_R_FOLLOW ? f->node->run_id : NULL;
     rs_log_info info;
-    int again = rs_store_log_info(s, f->node.thread_id, run, f->user, &info, NULL) != 0 ||
+    int again = rs_store_log_info(s, f->node->thread_id, run, f->user, &info, NULL) != 0 ||
                 (info.exists && info.last_seq > f->scan_seq);
     /* The count is a scoped reader's own only where it is the one owner. */
     int counted = !f->user || info.exact;
@@ -128,7 +128,7 @@ static void history_check(rs_store *s, rfs_follow *f)
         why = "another writer deleted or added rows at or below after_seq: read events.jsonl "
               "again";
     }
-    if (why && rs_buf_addf(&f->ahead, HISTORY_LINE, f->node.thread_id, run ? "\"" : "",
+    if (why && rs_buf_addf(&f->ahead, HISTORY_LINE, f->node->thread_id, run ? "\"" : "",
                            run ? run : "null", run ? "\"" : "", (long long)f->scan_seq,
                            info.exists ? "false" : "true", why) == 0)
         f->ended = 1;
@@ -140,12 +140,12 @@ static void history_check(rs_store *s, rfs_follow *f)
 static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
 {
     rfs_follow *f0 = grp[0];
-    if (f0->node.kind == RFS_CHANGES_FOLLOW)
+    if (f0->node->kind == RFS_CHANGES_FOLLOW)
         return fetch_changes(s, grp, n);
-    int run_feed = f0->node.kind == RFS_R_FOLLOW;
+    int run_feed = f0->node->kind == RFS_R_FOLLOW;
     rs_query q = RS_QUERY_INIT;
-    q.thread_id = f0->node.thread_id;
-    q.run_id = run_feed ? f0->node.run_id : NULL;
+    q.thread_id = f0->node->thread_id;
+    q.run_id = run_feed ? f0->node->run_id : NULL;
     q.user = f0->user;
     q.after_seq = f0->scan_seq;
     rs_cursor *c;
@@ -264,6 +264,8 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
                 size_t n = f->ahead.len < size ? f->ahead.len : size;
                 fuse_reply_buf(req, n ? f->ahead.buf : NULL, n);
                 rs_buf_remove_front(&f->ahead, n);
+                if (f->ahead.len == 0)
+                    rs_buf_release(&f->ahead); /* an idle follower keeps no buffer */
             }
         }
         if (ph) {
@@ -333,7 +335,7 @@ int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const cha
         return -ENOMEM;
     }
     f->m = m;
-    f->node = *n;
+    f->node = n;
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
     f->deadline_ns = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(m->opt.follow_timeout * 1e9);
@@ -485,18 +487,18 @@ typedef struct round_targets {
  * assume it moved). */
 static const target *target_of(rfs_hub *hub, round_targets *rt, const rfs_follow *f)
 {
-    const char *run = f->node.kind == RFS_R_FOLLOW ? f->node.run_id : NULL;
+    const char *run = f->node->kind == RFS_R_FOLLOW ? f->node->run_id : NULL;
     for (size_t i = 0; i < rt->n; i++)
-        if (strcmp(rt->t[i].thread_id, f->node.thread_id) == 0 &&
+        if (strcmp(rt->t[i].thread_id, f->node->thread_id) == 0 &&
             (run ? rt->t[i].run_id && strcmp(rt->t[i].run_id, run) == 0 : !rt->t[i].run_id))
             return rt->t[i].last_seq < 0 ? NULL : &rt->t[i];
     /* The unscoped totals: for a --user reader they may run ahead of its own rows, which
      * costs a fetch that finds nothing, never a missed event. */
     rs_log_info info;
-    int found = rs_store_log_info(hub->store, f->node.thread_id, run, NULL, &info, NULL) == 0;
+    int found = rs_store_log_info(hub->store, f->node->thread_id, run, NULL, &info, NULL) == 0;
     if (rs_array_grow(&rt->t, &rt->cap, rt->n + 1, sizeof *rt->t))
         return NULL;
-    rt->t[rt->n++] = (target){f->node.thread_id, run, found ? info.last_seq : -1,
+    rt->t[rt->n++] = (target){f->node->thread_id, run, found ? info.last_seq : -1,
                               found ? info.count : 0, found && info.exists};
     return found ? &rt->t[rt->n - 1] : NULL;
 }
@@ -504,9 +506,9 @@ static const target *target_of(rfs_hub *hub, round_targets *rt, const rfs_follow
 static int touched_by(const rfs_follow *f, const rfs_change *c, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(f->node.thread_id, c[i].thread_id) == 0 &&
-            (f->node.kind != RFS_R_FOLLOW || !c[i].run_id[0] ||
-             strcmp(f->node.run_id, c[i].run_id) == 0))
+        if (strcmp(f->node->thread_id, c[i].thread_id) == 0 &&
+            (f->node->kind != RFS_R_FOLLOW || !c[i].run_id[0] ||
+             strcmp(f->node->run_id, c[i].run_id) == 0))
             return 1;
     return 0;
 }
@@ -514,20 +516,20 @@ static int touched_by(const rfs_follow *f, const rfs_change *c, size_t n)
 /* Followers that read the same rows from the same place share one fetch. */
 static int same_position(const rfs_follow *a, const rfs_follow *b)
 {
-    return a->node.kind == b->node.kind && a->scan_seq == b->scan_seq &&
-           strcmp(a->node.thread_id, b->node.thread_id) == 0 &&
-           (a->node.kind != RFS_R_FOLLOW || strcmp(a->node.run_id, b->node.run_id) == 0) &&
+    return a->node->kind == b->node->kind && a->scan_seq == b->scan_seq &&
+           strcmp(a->node->thread_id, b->node->thread_id) == 0 &&
+           (a->node->kind != RFS_R_FOLLOW || strcmp(a->node->run_id, b->node->run_id) == 0) &&
            (a->user == b->user || (a->user && b->user && strcmp(a->user, b->user) == 0));
 }
 
 static int by_position(const void *x, const void *y)
 {
     const rfs_follow *a = *(rfs_follow *const *)x, *b = *(rfs_follow *const *)y;
-    int c = (int)a->node.kind - (int)b->node.kind;
+    int c = (int)a->node->kind - (int)b->node->kind;
     if (!c)
-        c = strcmp(a->node.thread_id, b->node.thread_id);
-    if (!c && a->node.kind == RFS_R_FOLLOW)
-        c = strcmp(a->node.run_id, b->node.run_id);
+        c = strcmp(a->node->thread_id, b->node->thread_id);
+    if (!c && a->node->kind == RFS_R_FOLLOW)
+        c = strcmp(a->node->run_id, b->node->run_id);
     if (!c)
         c = a->scan_seq < b->scan_seq ? -1 : a->scan_seq > b->scan_seq;
     if (!c)
@@ -595,7 +597,7 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
     pthread_mutex_lock(&hub->lock);
     hub->serve_asked = 0;
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (f->node.kind == RFS_CHANGES_FOLLOW) {
+        if (f->node->kind == RFS_CHANGES_FOLLOW) {
             /* Any commit may be a change the feed shows. */
             f->dirty = f->dirty || everything || queued > 0;
         } else if (everything || touched_by(f, queue, queued)) {

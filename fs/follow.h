@@ -7,7 +7,7 @@
 
 /* A reader of node n (RFS_T_FOLLOW or RFS_R_FOLLOW) as owner user (NULL: every owner),
  * registered with m's hub until rfs_follow_close; its feed ends at --follow-timeout.
- * 0 or -ENOMEM. */
+ * n is kept, not copied: it must outlive the follower. 0 or -ENOMEM. */
 int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const char *user);
 /* Unregister and free f; a parked read is answered EINTR. */
 void rfs_follow_close(rfs_follow *f);

@@ -16,6 +16,7 @@
 #include "hub.h"
 #include "log.h"
 #include "mount.h"
+#include "pending.h"
 #include "pool.h"
 #include "progress.h"
 #include "rejects.h"
@@ -208,8 +209,18 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
+    /* Where owners are apart, one owner's unfinished lines cannot take every byte; a share
+     * still holds one event of the largest size. */
+    size_t share = opt->max_pending, event_max = m.store_opt.max_event_bytes
+                                                     ? m.store_opt.max_event_bytes
+                                                     : RS_DEFAULT_MAX_EVENT;
+    if (m.store_opt.owners_apart && opt->user_from_uid) {
+        share /= RFS_PENDING_SHARES;
+        if (share < event_max)
+            share = event_max < opt->max_pending ? event_max : opt->max_pending;
+    }
     if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_sizes_new(&m.sizes) ||
-        rfs_pool_start(&m)) {
+        rfs_pending_new(&m.pending, opt->max_pending, share) || rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_tables;
     }
@@ -260,6 +271,7 @@ out_tables:
     rfs_itable_free(m.inodes);
     rfs_rejects_free(m.rejects);
     rfs_sizes_free(m.sizes);
+    rfs_pending_free(m.pending);
 out_args:
     fuse_opt_free_args(&args);
     pthread_mutex_destroy(&m.handles_lock);

@@ -31,7 +31,8 @@ typedef struct rfs_options {
     int allow_unknown;
     int stamp_time;        /* --stamp-time */
     double follow_timeout; /* seconds */
-    size_t max_pending;    /* --max-pending: partial-line bytes of the whole mount */
+    size_t max_pending;    /* --max-pending: partial-line bytes of the whole mount (an
+                            * owner of an owners-apart mount: 1/RFS_PENDING_SHARES of it) */
     int debug;
     const char *log_file;      /* --log FILE */
     const char *seal_key;      /* --seal-key FILE: sign every seal */
@@ -62,7 +63,7 @@ typedef struct rfs_mount {
     struct rfs_sizes *sizes;
     pthread_mutex_t handles_lock; /* guards handles and each handle's next and prev */
     rfs_handle *handles;          /* open file handles (ops_file.c) */
-    atomic_size_t pending;        /* bytes of partial lines and bodies held by open files */
+    struct rfs_pending *pending;  /* partial lines and bodies held by open files */
 } rfs_mount;
 
 /* The operation table (ops.c). */

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "docs.h"
 #include "linebuf.h"
 #include "ops_int.h"
+#include "pending.h"
 #include "receipt.h"
 
 #define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
@@ -23,23 +25,8 @@ typedef enum hkind {
     H_FOLLOW, /* follow.jsonl */
 } hkind;
 
-struct rfs_handle {
-    rfs_mount *m;
-    rfs_handle *next; /* m->handles, under m->handles_lock */
-    rfs_handle *prev;
-    hkind kind;
-    rfs_node node;
-    char user[RS_ID_MAX + 1]; /* the owner: any valid id (1-64), or a uid's digits */
-    int has_user;
-    long pid;
-    long uid;
-    /* The fields above are fixed at open; those below change only under lock (release,
-     * which no other request of the handle overlaps, reads them without it). lock serialises
-     * the handle's requests and is held for a whole one (the pool wait, the commit and the
-     * hub wait), so that one handle's writes commit and return in order; it comes first in
-     * CONTRIBUTING.md's lock order. */
-    pthread_mutex_t lock;
-    rfs_reader *reader;
+/* What only a writer (append, once/<type>, seal.json) keeps: readers have none of it. */
+typedef struct rfs_writing {
     rs_buf pending;     /* a partial line (append) or the body (once, seal) */
     size_t charged;     /* bytes of pending counted in the mount's --max-pending */
     int skipping;       /* after EMSGSIZE: drop bytes up to the next newline */
@@ -53,10 +40,32 @@ struct rfs_handle {
     size_t receipt_pos; /* reads of the receipt are a stream: where the last one ended */
     int exclusive;
     int reserved;
-    int done;           /* once/seal: the body was committed or refused */
-    char why[600];      /* a created once/seal: why closing it without a body stores nothing */
-    int created;        /* made by op_create: counted in its inode's creators */
+    int done;    /* once/seal: the body was committed or refused */
+    rs_buf why;  /* a created once/seal: why closing it without a body stores nothing */
+    int created; /* made by op_create: counted in its inode's creators */
+} rfs_writing;
+
+/* Every open file's handle: small, since a reader may hold 10,000 of them. */
+struct rfs_handle {
+    rfs_mount *m;
+    rfs_handle *next; /* m->handles, under m->handles_lock */
+    rfs_handle *prev;
+    hkind kind;
+    const rfs_node *node; /* shared by content with other handles of the node */
+    rfs_doc *node_doc;    /* holds node */
+    const char *user;     /* the owner (NULL: none): the mount's, the map's, or uid_digits */
+    char uid_digits[24];  /* --user-from-uid without a map: the caller's uid */
+    long pid;
+    long uid;
+    /* The fields above are fixed at open; those below (and *w) change only under lock
+     * (release, which no other request of the handle overlaps, reads them without it). lock
+     * serialises the handle's requests and is held for a whole one (the pool wait, the
+     * commit and the hub wait), so that one handle's writes commit and return in order; it
+     * comes first in CONTRIBUTING.md's lock order. */
+    pthread_mutex_t lock;
+    rfs_reader *reader;
     rfs_follow *follow; /* follow.jsonl */
+    rfs_writing *w;     /* writers only */
 };
 
 void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -83,33 +92,54 @@ void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 
 /* ---- files ---- */
 
+static int is_writer(hkind kind)
+{
+    return kind == H_APPEND || kind == H_ONCE || kind == H_SEAL;
+}
+
 static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
 {
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = calloc(1, sizeof *h);
-    if (!h)
+    if (!h || (is_writer(kind) && !(h->w = calloc(1, sizeof *h->w)))) {
+        free(h);
         return NULL;
+    }
     h->m = m;
     h->kind = kind;
-    h->node = *n;
-    h->pending = (rs_buf)RS_BUF_INIT;
-    h->receipt = (rs_buf)RS_BUF_INIT;
-    h->stored = (rfs_receipt)RFS_RECEIPT_INIT;
-    h->refused = (rs_buf)RS_BUF_INIT;
+    if (h->w) {
+        h->w->pending = (rs_buf)RS_BUF_INIT;
+        h->w->receipt = (rs_buf)RS_BUF_INIT;
+        h->w->stored = (rfs_receipt)RFS_RECEIPT_INIT;
+        h->w->refused = (rs_buf)RS_BUF_INIT;
+        h->w->why = (rs_buf)RS_BUF_INIT;
+    }
+    /* Handles of one file hold one copy of its node (ten thousand readers of a file, one). */
+    rfs_node clean; /* no bytes past the strings' ends, nor in padding */
+    memset(&clean, 0, sizeof clean);
+    clean.kind = n->kind;
+    clean.num = n->num;
+    memcpy(clean.thread_id, n->thread_id, strnlen(n->thread_id, RS_ID_MAX));
+    memcpy(clean.run_id, n->run_id, strnlen(n->run_id, RS_ID_MAX));
+    memcpy(clean.name, n->name, strnlen(n->name, RFS_NAME_MAX));
+    rs_buf nb = RS_BUF_INIT;
+    size_t nlen;
+    if (rs_buf_add(&nb, &clean, sizeof clean) || rfs_doc_intern(&nb, &h->node_doc)) {
+        rs_buf_release(&nb);
+        free(h->w);
+        free(h);
+        return NULL;
+    }
+    h->node = (const rfs_node *)(const void *)rfs_doc_bytes(h->node_doc, &nlen);
     pthread_mutex_init(&h->lock, NULL);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
     h->pid = (long)ctx->pid;
     h->uid = (long)ctx->uid;
     rfs_scope sc;
-    rfs_scope_for(m, req, &sc, h->user, sizeof h->user);
-    if (sc.user) {
-        if (sc.user != h->user && rs_fmt(h->user, sizeof h->user, "%s", sc.user) < 0) {
-            pthread_mutex_destroy(&h->lock);
-            free(h);
-            return NULL;
-        }
-        h->has_user = 1;
-    }
+    /* The owner names the mount's, the map's (both live as long as the mount) or the
+     * digits kept here: nothing to copy, nothing to cut. */
+    rfs_scope_for(m, req, &sc, h->uid_digits, sizeof h->uid_digits);
+    h->user = sc.user;
     pthread_mutex_lock(&m->handles_lock);
     h->next = m->handles;
     if (h->next)
@@ -121,46 +151,49 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
 
 static const char *handle_user(rfs_mount *m, rfs_handle *h)
 {
-    if (m->opt.user)
-        return m->opt.user;
-    return h->has_user ? h->user : NULL;
+    return m->opt.user ? m->opt.user : h->user;
 }
 
-/* Partial lines are counted for the whole mount: a handle charges what its pending buffer
- * may reach before it grows (-ENOBUFS past --max-pending) and settles when it shrinks. */
-static int pending_charge(rfs_handle *h, size_t want)
+/* Partial lines are counted for the mount and its owner: a handle charges what its pending
+ * buffer may reach before it grows (-ENOBUFS past the owner's share or --max-pending) and
+ * settles when it shrinks. */
+static int pending_charge(rfs_handle *h, size_t want, size_t *held, size_t *limit)
 {
-    if (want <= h->charged)
+    if (want <= h->w->charged)
         return 0;
-    size_t more = want - h->charged;
-    size_t held = atomic_fetch_add(&h->m->pending, more);
-    if (held + more > h->m->opt.max_pending) {
-        atomic_fetch_sub(&h->m->pending, more);
-        return -ENOBUFS;
-    }
-    h->charged = want;
+    int rc =
+        rfs_pending_take(h->m->pending, handle_user(h->m, h), want - h->w->charged, held, limit);
+    if (rc)
+        return rc;
+    h->w->charged = want;
     return 0;
 }
 
 static void pending_settle(rfs_handle *h)
 {
     /* An emptied buffer gives its memory back, not only its count. */
-    if (h->pending.len == 0 && h->pending.alloc > 4096)
-        rs_buf_release(&h->pending);
-    if (h->pending.len < h->charged) {
-        atomic_fetch_sub(&h->m->pending, h->charged - h->pending.len);
-        h->charged = h->pending.len;
+    if (h->w->pending.len == 0 && h->w->pending.alloc > 4096)
+        rs_buf_release(&h->w->pending);
+    if (h->w->pending.len < h->w->charged) {
+        rfs_pending_give(h->m->pending, handle_user(h->m, h), h->w->charged - h->w->pending.len);
+        h->w->charged = h->w->pending.len;
     }
 }
 
-static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, int code, size_t held, size_t limit,
+                             const char *buf, size_t size)
 {
-    char why[160];
+    if (code != -ENOBUFS)
+        return (void)rfs_refuse(req, h->node, NULL, code, "out of memory", buf, size);
+    char why[200];
     (void)rs_fmt(why, sizeof why,
-                 "unfinished lines of this mount already hold %zu bytes, the "
-                 "--max-pending limit is %zu: end lines with a newline",
-                 atomic_load(&h->m->pending), h->m->opt.max_pending);
-    rfs_refuse(req, &h->node, NULL, -ENOBUFS, why, buf, size);
+                 "unfinished lines of %s already hold %zu bytes, %s is %zu: end lines with a "
+                 "newline",
+                 limit < h->m->opt.max_pending ? "this owner" : "this mount", held,
+                 limit < h->m->opt.max_pending ? "an owner's share of --max-pending"
+                                               : "the --max-pending limit",
+                 limit);
+    rfs_refuse(req, h->node, NULL, -ENOBUFS, why, buf, size);
 }
 
 static void handle_free(rfs_handle *h)
@@ -176,11 +209,16 @@ static void handle_free(rfs_handle *h)
     pthread_mutex_unlock(&m->handles_lock);
     rfs_follow_close(h->follow);
     rfs_reader_free(h->reader);
-    rs_buf_release(&h->pending);
-    pending_settle(h);
-    rs_buf_release(&h->receipt);
-    rfs_receipt_release(&h->stored);
-    rs_buf_release(&h->refused);
+    if (h->w) {
+        rs_buf_release(&h->w->pending);
+        pending_settle(h);
+        rs_buf_release(&h->w->receipt);
+        rfs_receipt_release(&h->w->stored);
+        rs_buf_release(&h->w->refused);
+        rs_buf_release(&h->w->why);
+        free(h->w);
+    }
+    rfs_doc_release(h->node_doc);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
@@ -262,7 +300,7 @@ static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info 
     rfs_handle *h = handle_new(req, n->kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, n);
     if (!h)
         return -ENOMEM;
-    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    h->w->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
     if (h->kind == H_APPEND)
         rfs_itable_hold(m->inodes, thread_ino(m, n), 1);
     fi->direct_io = 1;
@@ -289,11 +327,15 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
-        rc = rfs_reader_open(&h->reader, s, &sc, n, &err);
+        rc = rfs_reader_open(&h->reader, s, &sc, h->node, &err);
         rfs_pool_put(m, s);
     }
-    if (!rc && is_follow)
-        rc = rfs_follow_open(&h->follow, m, n, handle_user(m, h));
+    if (!rc && is_follow) {
+        /* The reader said the feed exists; the follower alone serves it. */
+        rfs_reader_free(h->reader);
+        h->reader = NULL;
+        rc = rfs_follow_open(&h->follow, m, h->node, handle_user(m, h));
+    }
     if (rc) {
         handle_free(h);
         return rc;
@@ -354,28 +396,30 @@ static int creatable(const rfs_node *pn, const char *name, rfs_node *cn, rs_err 
  * "error":"why"}), committed at its newline. */
 static int create_begin(rfs_mount *m, rfs_handle *h, rs_err *err)
 {
-    if (h->kind == H_ONCE && !h->exclusive)
+    if (h->kind == H_ONCE && !h->w->exclusive)
         return 0;
     rs_target t = {
-        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
+        .thread_id = h->node->thread_id, .run_id = h->node->run_id, .user = handle_user(m, h)};
     rs_store *s;
     int rc = rfs_pool_get(m, &s, err);
     if (rc)
         return rc;
     if (h->kind == H_ONCE) {
-        rc = rs_store_reserve_singleton(s, &t, h->node.name, err);
-        h->reserved = rc == 0;
+        rc = rs_store_reserve_singleton(s, &t, h->node->name, err);
+        h->w->reserved = rc == 0;
     } else {
-        rc = rs_store_seal(s, &t, "", 0, h->want_receipt ? &h->receipt : NULL, err);
+        rc = rs_store_seal(s, &t, "", 0, h->w->want_receipt ? &h->w->receipt : NULL, err);
     }
     rfs_pool_put(m, s);
     if (h->kind == H_SEAL && rc == 0) {
-        h->done = 1;
+        h->w->done = 1;
         rfs_hub_committed(m, t.thread_id, t.run_id);
     }
     if (h->kind == H_SEAL && rc == -EINVAL) {
         /* Why the run is not sealed yet, for a close that brings no body. */
-        (void)rs_fmt(h->why, sizeof h->why, "%s", err->msg);
+        rs_buf_reset(&h->w->why);
+        if (rs_buf_addstr(&h->w->why, err->msg))
+            rs_buf_release(&h->w->why); /* out of memory: the close says EINVAL all the same */
         err->msg[0] = '\0';
         return 0;
     }
@@ -392,11 +436,14 @@ static int create_handle(fuse_req_t req, const rfs_node *cn, const struct fuse_f
     rfs_handle *h = handle_new(req, cn->kind == RFS_R_ONCE ? H_ONCE : H_SEAL, cn);
     if (!h)
         return -ENOMEM;
-    h->exclusive = (fi->flags & O_EXCL) != 0 || cn->kind == RFS_R_SEAL;
-    h->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
+    h->w->exclusive = (fi->flags & O_EXCL) != 0 || cn->kind == RFS_R_SEAL;
+    h->w->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
     if (cn->kind == RFS_R_ONCE)
-        (void)rs_fmt(h->why, sizeof h->why, "once/%s was closed with no event line: nothing stored",
-                     cn->name);
+        if (rs_buf_addf(&h->w->why, "once/%s was closed with no event line: nothing stored",
+                        cn->name)) {
+            handle_free(h);
+            return -ENOMEM;
+        }
     if ((rc = create_begin(rfs_mount_of(req), h, err))) {
         if (!err->msg[0])
             rs_err_set(err, rc, "%s", strerror(-rc));
@@ -413,17 +460,17 @@ static int created_entry(fuse_req_t req, rfs_handle *h, struct fuse_entry_param 
 {
     rfs_mount *m = rfs_mount_of(req);
     uint64_t ino;
-    int rc = rfs_itable_ref(m->inodes, &h->node, &ino);
+    int rc = rfs_itable_ref(m->inodes, h->node, &ino);
     if (rc)
         return rc;
     memset(e, 0, sizeof *e);
     e->ino = ino;
-    e->entry_timeout = rfs_entry_timeout(m, h->node.kind);
+    e->entry_timeout = rfs_entry_timeout(m, h->node->kind);
     int64_t now = rs_clock_ns(CLOCK_REALTIME);
     rfs_stat st = {.shape = RFS_SHAPE_DOC, .mtime_ns = now, .ctime_ns = now};
-    rfs_fill_attr(req, &h->node, &st, ino, &e->attr);
+    rfs_fill_attr(req, h->node, &st, ino, &e->attr);
     rfs_itable_hold(m->inodes, ino, 1);
-    h->created = 1;
+    h->w->created = 1;
     return 0;
 }
 
@@ -458,14 +505,14 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
     if (rc)
         return rc;
     rs_target t = {
-        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
+        .thread_id = h->node->thread_id, .run_id = h->node->run_id, .user = handle_user(m, h)};
     rs_buf stored = RS_BUF_INIT;
     rs_placement at;
     /* The stored lines are wanted only for a receipt; without one the store renders none. */
-    rc = rs_store_append_at(s, &t, data, len, h->want_receipt ? &stored : NULL, &at, err);
+    rc = rs_store_append_at(s, &t, data, len, h->w->want_receipt ? &stored : NULL, &at, err);
     rfs_pool_put(m, s);
     if (!rc) {
-        if (h->want_receipt && rfs_receipt_add_lines(&h->stored, stored.buf, stored.len))
+        if (h->w->want_receipt && rfs_receipt_add_lines(&h->w->stored, stored.buf, stored.len))
             rc = rs_err_set(err, -ENOMEM, "out of memory for the receipt");
         rfs_hub_appended(m, t.thread_id, t.run_id, &at, (size_t)at.len);
     }
@@ -477,9 +524,9 @@ static int commit_lines(rfs_mount *m, rfs_handle *h, const char *data, size_t le
 static int refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *why, const char *buf,
                          size_t size, const char *data, size_t len)
 {
-    rs_buf_reset(&h->refused);
-    h->refused_code = rs_buf_add(&h->refused, buf, size) ? 0 : code;
-    rfs_log_refusal(req, &h->node, NULL, code, why, data, len);
+    rs_buf_reset(&h->w->refused);
+    h->w->refused_code = rs_buf_add(&h->w->refused, buf, size) ? 0 : code;
+    rfs_log_refusal(req, h->node, NULL, code, why, data, len);
     return code;
 }
 
@@ -489,13 +536,13 @@ static int refuse_append(fuse_req_t req, rfs_handle *h, int code, const char *wh
  * fails the same way, or the writer never learns of the refusal (EMSGSIZE). */
 static int retried_refusal(rfs_handle *h, const char *buf, size_t size)
 {
-    if (!h->refused_code)
+    if (!h->w->refused_code)
         return 0;
-    size_t n = h->refused.len < size ? h->refused.len : size;
-    if (n && memcmp(h->refused.buf, buf, n) == 0)
-        return h->refused_code;
-    rs_buf_reset(&h->refused);
-    h->refused_code = 0;
+    size_t n = h->w->refused.len < size ? h->w->refused.len : size;
+    if (n && memcmp(h->w->refused.buf, buf, n) == 0)
+        return h->w->refused_code;
+    rs_buf_reset(&h->w->refused);
+    h->w->refused_code = 0;
     return 0;
 }
 
@@ -516,10 +563,10 @@ static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t s
     int rc = retried_refusal(h, buf, size);
     if (rc)
         return rc; /* logged when first refused */
-    long before = h->lines_seen, in_write = count_lines(buf, size);
-    h->lines_seen += in_write;
+    long before = h->w->lines_seen, in_write = count_lines(buf, size);
+    h->w->lines_seen += in_write;
     rfs_lines lines;
-    rc = rfs_linebuf_feed(&h->pending, &h->skipping, max, buf, size, &lines);
+    rc = rfs_linebuf_feed(&h->w->pending, &h->w->skipping, max, buf, size, &lines);
     if (rc == -EMSGSIZE) {
         char why[128];
         (void)rs_fmt(why, sizeof why, "event line over the %zu-byte limit", max);
@@ -540,10 +587,10 @@ static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t s
         else
             (void)rs_fmt(why, sizeof why, "%s", err.msg);
         refuse_append(req, h, rc, why, buf, size, lines.data, lines.len);
-        rfs_lines_done(&h->pending, &lines, 0);
+        rfs_lines_done(&h->w->pending, &lines, 0);
         return rc;
     }
-    return rfs_lines_done(&h->pending, &lines, 1);
+    return rfs_lines_done(&h->w->pending, &lines, 1);
 }
 
 /* append_lines within --max-pending: what the write leaves pending (at most its tail after
@@ -551,9 +598,11 @@ static int append_lines(fuse_req_t req, rfs_handle *h, const char *buf, size_t s
 static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
 {
     const char *nl = size ? memrchr(buf, '\n', size) : NULL;
-    size_t after = nl ? size - (size_t)(nl + 1 - buf) : h->pending.len + size;
-    if (pending_charge(h, after))
-        return refuse_no_buffer(req, h, buf, size);
+    size_t after = nl ? size - (size_t)(nl + 1 - buf) : h->w->pending.len + size;
+    size_t held, limit;
+    int crc = pending_charge(h, after, &held, &limit);
+    if (crc)
+        return refuse_no_buffer(req, h, crc, held, limit, buf, size);
     int rc = append_lines(req, h, buf, size);
     /* Settled before the reply: the writer's next write may count on the freed bytes. */
     pending_settle(h);
@@ -567,13 +616,13 @@ static void append_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t 
 static void handle_refusal(fuse_req_t req, rfs_mount *m, rfs_handle *h, int rc, const char *why)
 {
     if (req) {
-        rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
+        rfs_log_refusal(req, h->node, NULL, rc, why, h->w->pending.buf, h->w->pending.len);
         return;
     }
     rs_buf path = RS_BUF_INIT;
-    rfs_node_path(&h->node, &path);
+    rfs_node_path(h->node, &path);
     rfs_rejects_add(m->rejects, handle_user(m, h), h->pid, h->uid, path.buf, rc, why,
-                    h->pending.buf, h->pending.len);
+                    h->w->pending.buf, h->w->pending.len);
     rs_buf_release(&path);
 }
 
@@ -581,32 +630,32 @@ static void handle_refusal(fuse_req_t req, rfs_mount *m, rfs_handle *h, int rc, 
  * replies). */
 static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
 {
-    h->done = 1;
+    h->w->done = 1;
     rs_err err = {0};
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
     if (rc)
         return rc;
     rs_target t = {
-        .thread_id = h->node.thread_id, .run_id = h->node.run_id, .user = handle_user(m, h)};
-    rs_buf *out = h->want_receipt ? &h->receipt : NULL;
+        .thread_id = h->node->thread_id, .run_id = h->node->run_id, .user = handle_user(m, h)};
+    rs_buf *out = h->w->want_receipt ? &h->w->receipt : NULL;
     if (h->kind == H_SEAL)
-        rc = rs_store_seal(s, &t, h->pending.buf, h->pending.len, out, &err);
-    else if (h->pending.len == 0)
-        rc = rs_err_set(&err, -EINVAL, "once/%s needs one event line", h->node.name);
+        rc = rs_store_seal(s, &t, h->w->pending.buf, h->w->pending.len, out, &err);
+    else if (h->w->pending.len == 0)
+        rc = rs_err_set(&err, -EINVAL, "once/%s needs one event line", h->node->name);
     else
-        rc = rs_store_put_singleton(s, &t, h->node.name, h->pending.buf, h->pending.len,
-                                    h->exclusive, out, &err);
-    if (h->reserved) {
-        rs_store_release_singleton(s, &t, h->node.name);
-        h->reserved = 0;
+        rc = rs_store_put_singleton(s, &t, h->node->name, h->w->pending.buf, h->w->pending.len,
+                                    h->w->exclusive, out, &err);
+    if (h->w->reserved) {
+        rs_store_release_singleton(s, &t, h->node->name);
+        h->w->reserved = 0;
     }
     rfs_pool_put(m, s);
     if (rc < 0) {
         handle_refusal(req, m, h, rc, err.msg);
         return rc;
     }
-    rfs_hub_committed(m, h->node.thread_id, h->node.run_id);
+    rfs_hub_committed(m, h->node->thread_id, h->node->run_id);
     return 0;
 }
 
@@ -616,20 +665,22 @@ void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
     (void)ino;
     (void)off; /* append is append: offsets from the kernel are ignored */
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
+    size_t held, limit;
+    int crc;
     pthread_mutex_lock(&h->lock);
     if (h->kind == H_APPEND) {
         append_write(req, h, buf, size);
     } else if (h->kind == H_ONCE || h->kind == H_SEAL) {
-        if (h->done) {
-            rfs_refuse(req, &h->node, NULL, -EEXIST,
+        if (h->w->done) {
+            rfs_refuse(req, h->node, NULL, -EEXIST,
                        h->kind == H_SEAL ? "the run is already sealed"
                                          : "this handle already wrote its one event",
                        buf, size);
-        } else if (h->pending.len + size > rfs_mount_of(req)->store_opt.max_event_bytes) {
-            rfs_refuse(req, &h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
-        } else if (pending_charge(h, h->pending.len + size)) {
-            refuse_no_buffer(req, h, buf, size);
-        } else if (rs_buf_add(&h->pending, buf, size)) {
+        } else if (h->w->pending.len + size > rfs_mount_of(req)->store_opt.max_event_bytes) {
+            rfs_refuse(req, h->node, NULL, -EMSGSIZE, "event over the size limit", buf, size);
+        } else if ((crc = pending_charge(h, h->w->pending.len + size, &held, &limit))) {
+            refuse_no_buffer(req, h, crc, held, limit, buf, size);
+        } else if (rs_buf_add(&h->w->pending, buf, size)) {
             fuse_reply_err(req, ENOMEM);
         } else if (memchr(buf, '\n', size)) {
             /* The singleton commits at its newline, so the writer learns the outcome. */
@@ -656,28 +707,29 @@ void rfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     rfs_mount *m = rfs_mount_of(req);
     int rc = 0;
     pthread_mutex_lock(&h->lock);
-    if (h->kind == H_APPEND && h->pending.len) {
+    if (h->kind == H_APPEND && h->w->pending.len) {
         /* A last line without its newline commits when it is a whole event. */
         rs_err err = {0};
-        rc = commit_lines(m, h, h->pending.buf, h->pending.len, &err);
+        rc = commit_lines(m, h, h->w->pending.buf, h->w->pending.len, &err);
         if (rc) {
             char why[600];
-            (void)rs_fmt(why, sizeof why, "line %ld: %s", h->lines_seen + 1,
+            (void)rs_fmt(why, sizeof why, "line %ld: %s", h->w->lines_seen + 1,
                          *err.msg ? err.msg : "the last line is not a whole JSON object");
-            rfs_log_refusal(req, &h->node, NULL, rc, why, h->pending.buf, h->pending.len);
+            rfs_log_refusal(req, h->node, NULL, rc, why, h->w->pending.buf, h->w->pending.len);
         }
-        rs_buf_reset(&h->pending);
+        rs_buf_reset(&h->w->pending);
         pending_settle(h);
-    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->pending.len) {
+    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->w->done && h->w->pending.len) {
         /* Not at every flush: a shell's `>` closes its first descriptor (a flush) before
          * the command writes; only a body that arrived commits here. */
         rc = commit_body(req, h, m);
-    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->done && h->created) {
+    } else if ((h->kind == H_ONCE || h->kind == H_SEAL) && !h->w->done && h->w->created) {
         /* Created and nothing to store yet: each close says so (EINVAL); a body may still
          * come through another descriptor, and release logs the refusal if none does. */
         rc = -EINVAL;
     }
-    h->skipping = 0;
+    if (h->w)
+        h->w->skipping = 0;
     pthread_mutex_unlock(&h->lock);
     fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
@@ -688,22 +740,22 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     /* A created once/<type> or seal.json that never got a body stored nothing: its close
      * returned EINVAL, and the reason is logged now. */
-    if ((h->kind == H_ONCE || h->kind == H_SEAL) && h->created && !h->done)
-        handle_refusal(NULL, m, h, -EINVAL, h->why);
-    if (h->reserved) {
+    if ((h->kind == H_ONCE || h->kind == H_SEAL) && h->w->created && !h->w->done)
+        handle_refusal(NULL, m, h, -EINVAL, h->w->why.buf);
+    if (h->w && h->w->reserved) {
         rs_store *s;
         if (rfs_pool_get(m, &s, NULL) == 0) {
-            rs_target t = {.thread_id = h->node.thread_id,
-                           .run_id = h->node.run_id,
+            rs_target t = {.thread_id = h->node->thread_id,
+                           .run_id = h->node->run_id,
                            .user = handle_user(m, h)};
-            rs_store_release_singleton(s, &t, h->node.name);
+            rs_store_release_singleton(s, &t, h->node->name);
             rfs_pool_put(m, s);
         }
     }
-    if (h->created)
+    if (h->w && h->w->created)
         rfs_itable_hold(m->inodes, ino, -1);
     if (h->kind == H_APPEND)
-        rfs_itable_hold(m->inodes, thread_ino(m, &h->node), -1);
+        rfs_itable_hold(m->inodes, thread_ino(m, h->node), -1);
     handle_free(h);
     fuse_reply_err(req, 0);
 }
@@ -718,11 +770,11 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     pthread_mutex_lock(&h->lock);
     if (h->kind != H_READ && h->kind != H_APPEND) {
         /* A singleton's or seal's receipt: the document, read as a stream. */
-        size_t len = h->receipt.len - h->receipt_pos;
+        size_t len = h->w->receipt.len - h->w->receipt_pos;
         if (len > size)
             len = size;
-        fuse_reply_buf(req, len ? h->receipt.buf + h->receipt_pos : NULL, len);
-        h->receipt_pos += len;
+        fuse_reply_buf(req, len ? h->w->receipt.buf + h->w->receipt_pos : NULL, len);
+        h->w->receipt_pos += len;
         pthread_mutex_unlock(&h->lock);
         return;
     }
@@ -733,8 +785,8 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     if (!rc) {
         /* An append handle's reads are its receipt, continuing where the last read ended
          * whatever the offset (the write moved it), so a shell's `head <&3` works. */
-        rc = h->kind == H_APPEND ? rfs_receipt_read(&h->stored, s, h->node.thread_id,
-                                                    h->node.run_id, size, &out, &err)
+        rc = h->kind == H_APPEND ? rfs_receipt_read(&h->w->stored, s, h->node->thread_id,
+                                                    h->node->run_id, size, &out, &err)
                                  : rfs_reader_read(h->reader, s, off, size, &out, &err);
         rfs_pool_put(m, s);
     }

@@ -149,3 +149,10 @@ void rs_mem_release(rs_mem_list *l)
     free(l->threads);
     *l = (rs_mem_list){0};
 }
+
+int rs_idem_column(char out[RS_IDEM_COLUMN_MAX + 1], const char *user, const char *key)
+{
+    int n = user ? rs_fmt(out, RS_IDEM_COLUMN_MAX + 1, "%s\x1f%s", user, key)
+                 : rs_fmt(out, RS_IDEM_COLUMN_MAX + 1, "%s", key);
+    return n < 0 ? -ENAMETOOLONG : 0;
+}

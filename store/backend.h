@@ -223,4 +223,9 @@ size_t rs_id_find(const rs_map *ids, size_t *last, const char *id);
  * reservation names its holder by pid and start time, so a reused pid is not the holder. */
 int64_t rs_process_start(long pid);
 
+/* An idempotency key as runfs_idem keeps it: an owner's keys are its own (the owner, a
+ * unit separator no key holds, the key); a writer without an owner's as given. */
+#define RS_IDEM_COLUMN_MAX (RS_ID_MAX + 1 + RS_IDEM_KEY_MAX)
+int rs_idem_column(char out[RS_IDEM_COLUMN_MAX + 1], const char *user, const char *key);
+
 #endif

@@ -58,8 +58,12 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
     int64_t seq = 0;
     int found = 0;
     *used = 0;
-    int rc = sql->int_query(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2",
-                            t->thread_id, ev->idem_key, &seq, &found, err);
+    char key[RS_IDEM_COLUMN_MAX + 1];
+    int rc = rs_idem_column(key, t->user, ev->idem_key);
+    if (rc)
+        return rs_err_set(err, rc, "idempotency key too long");
+    rc = sql->int_query(b, "SELECT seq FROM runfs_idem WHERE thread_id = $1 AND key = $2",
+                        t->thread_id, key, &seq, &found, err);
     if (rc || !found)
         return rc;
     if ((rc = sql->row_at(b, t->thread_id, seq, 0, line, &found, err)) || !found)

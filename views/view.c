@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "changes.h"
+#include "docs.h"
 #include "glance_views.h"
 #include "otel.h"
 #include "search_view.h"
@@ -77,12 +78,12 @@ static const char readme_text[] =
     "share: their appends show up here as they commit.\n";
 
 struct rfs_reader {
-    rfs_node node;
+    const rfs_node *node; /* the opener's: it outlives the reader */
     rfs_scope scope;
     rfs_shape shape;
     int64_t mtime_ns;           /* the file's last change when it was opened */
     int64_t version;            /* rfs_stat's version at open */
-    rs_buf doc;                 /* RFS_SHAPE_DOC: the whole document */
+    rfs_doc *doc;               /* RFS_SHAPE_DOC: the whole document, shared by content */
     int64_t next_off;           /* streams: file offset of pending.buf[0] */
     int64_t last_seq;           /* streams: seq of the last row rendered into pending */
     rs_buf pending;             /* streams: rendered bytes from next_off on */
@@ -438,15 +439,18 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     rfs_reader *r = calloc(1, sizeof *r);
     if (!r)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    r->node = *n;
+    r->node = n;
     r->scope = *sc;
-    r->doc = (rs_buf)RS_BUF_INIT;
     r->pending = (rs_buf)RS_BUF_INIT;
     /* One rendering of a document serves both its existence and its bytes. */
     rfs_stat st;
-    int rc = view_stat(s, sc, n, &st, &r->doc, NULL, err);
+    rs_buf doc = RS_BUF_INIT;
+    int rc = view_stat(s, sc, n, &st, &doc, NULL, err);
     if (!rc && st.shape == RFS_SHAPE_DIR)
         rc = -EISDIR;
+    if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &r->doc))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    rs_buf_release(&doc);
     if (rc) {
         rfs_reader_free(r);
         return rc;
@@ -464,7 +468,7 @@ void rfs_reader_free(rfs_reader *r)
         return;
     rfs_transcript_free(r->transcript);
     rfs_otel_free(r->otel);
-    rs_buf_release(&r->doc);
+    rfs_doc_release(r->doc);
     rs_buf_release(&r->pending);
     rs_history_free(r->history);
     free(r);
@@ -492,7 +496,7 @@ void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)
 
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
-    const rfs_node *n = &r->node;
+    const rfs_node *n = r->node;
     int is_run = n->kind == RFS_R_EVENTS;
     rs_cursor *c;
     int rc = rs_store_log_seek(s, n->thread_id, is_run ? n->run_id : NULL, off, &c, err);
@@ -526,7 +530,7 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
 {
     rfs_reader *r = ctx;
-    rfs_node once = r->node;
+    rfs_node once = *r->node;
     once.kind = RFS_R_ONCE;
     if (rs_fmt(once.run_id, sizeof once.run_id, "%s", run_id) < 0 ||
         rs_fmt(once.name, sizeof once.name, "run.terminal") < 0)
@@ -539,19 +543,19 @@ static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
 static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err)
 {
     int rc = 0;
-    int transcript = r->node.kind == RFS_T_TRANSCRIPT, otel = r->node.kind == RFS_R_OTEL;
+    int transcript = r->node->kind == RFS_T_TRANSCRIPT, otel = r->node->kind == RFS_R_OTEL;
     if (transcript && !r->transcript &&
-        (rc = rfs_transcript_new(&r->transcript, r->node.thread_id, run_terminal, r)))
+        (rc = rfs_transcript_new(&r->transcript, r->node->thread_id, run_terminal, r)))
         return rc;
-    if (otel && !r->otel && (rc = rfs_otel_new(&r->otel, r->node.thread_id, r->node.run_id)))
+    if (otel && !r->otel && (rc = rfs_otel_new(&r->otel, r->node->thread_id, r->node->run_id)))
         return rc;
     r->store = s;
-    if (r->node.kind == RFS_T_HISTORY && !r->history &&
-        (rc = rs_history_open(s, r->node.thread_id, r->scope.user, &r->history, err)))
+    if (r->node->kind == RFS_T_HISTORY && !r->history &&
+        (rc = rs_history_open(s, r->node->thread_id, r->scope.user, &r->history, err)))
         return rc;
     while (r->next_off + (int64_t)r->pending.len < want_end) {
         rs_cursor *c;
-        if ((rc = stream_open(s, &r->scope, &r->node, r->last_seq, 0, r->history, &c, err)))
+        if ((rc = stream_open(s, &r->scope, r->node, r->last_seq, 0, r->history, &c, err)))
             return rc;
         const rs_record *rec;
         int rows = 0, end = 0;
@@ -622,7 +626,16 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     if (off < r->next_off || off - r->next_off >= (int64_t)r->pending.len)
         return 0;
     size_t at = (size_t)(off - r->next_off), take = r->pending.len - at;
-    return rs_buf_add(out, r->pending.buf + at, take < size ? take : size);
+    if (take > size)
+        take = size;
+    if ((rc = rs_buf_add(out, r->pending.buf + at, take)))
+        return rc;
+    /* What was delivered goes (but the last r->behind bytes): a handle between reads holds
+     * no more than the rest of the row it is in, whatever the read's size. */
+    stream_trim(r, off + (int64_t)take);
+    if (r->pending.len == 0)
+        rs_buf_release(&r->pending);
+    return 0;
 }
 
 /* The exact size of a streamed view: render it through one cursor, counting bytes (a
@@ -631,8 +644,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
                        int64_t *size, rs_err *err)
 {
     int give = how && how->bytes;
-    rfs_reader r = {
-        .node = *n, .scope = *sc, .store = s, .doc = RS_BUF_INIT, .pending = RS_BUF_INIT};
+    rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
     rs_cursor *c;
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r)
@@ -676,17 +688,19 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
 {
     if (off < 0)
         return -EINVAL;
-    if (r->node.kind == RFS_REJECTS)
+    if (r->node->kind == RFS_REJECTS)
         return r->scope.rejects_read
                    ? r->scope.rejects_read(r->scope.ctx, r->scope.user, off, size, out)
                    : 0;
     switch (r->shape) {
-    case RFS_SHAPE_DOC:
-        if (off < (int64_t)r->doc.len) {
-            size_t n = r->doc.len - (size_t)off;
-            return rs_buf_add(out, r->doc.buf + off, n < size ? n : size);
-        }
-        return 0;
+    case RFS_SHAPE_DOC: {
+        size_t len;
+        const char *bytes = r->doc ? rfs_doc_bytes(r->doc, &len) : "";
+        if (!r->doc || off >= (int64_t)len)
+            return 0;
+        size_t n = len - (size_t)off;
+        return rs_buf_add(out, bytes + off, n < size ? n : size);
+    }
     case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
     default: return read_stream(r, s, off, size, out, err);
     }

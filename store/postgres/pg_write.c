@@ -262,11 +262,15 @@ int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, 
     return rc;
 }
 
-static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
+static int idem_record(rs_backend *b, const rs_target *t, const char *idem_key, int64_t seq,
                        rs_err *err)
 {
+    char key[RS_IDEM_COLUMN_MAX + 1];
+    int rc = rs_idem_column(key, t->user, idem_key);
+    if (rc)
+        return rs_err_set(err, rc, "idempotency key too long");
     pg_args a = {.n = 0};
-    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, key);
     pg_arg_int(&a, seq);
     return pg_run(b,
@@ -585,7 +589,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
             (rc = insert_event(b, t, ev, seq, err)) ||
             (rc = pg_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
                               NULL, err)) ||
-            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
+            (ev->idem_key[0] && (rc = idem_record(b, t, ev->idem_key, seq, err))))
             goto fail;
         if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))
             goto fail;

@@ -161,13 +161,17 @@ int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, 
     return rc;
 }
 
-static int idem_record(rs_backend *b, const char *thread_id, const char *key, int64_t seq,
+static int idem_record(rs_backend *b, const rs_target *t, const char *idem_key, int64_t seq,
                        rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "idempotency key",
-                     "INSERT OR REPLACE INTO runfs_idem "
-                     "(thread_id, key, seq) VALUES (?, ?, ?)",
-                     "tti", thread_id, key, seq);
+    char key[RS_IDEM_COLUMN_MAX + 1];
+    int rc = rs_idem_column(key, t->user, idem_key);
+    if (rc)
+        return rs_err_set(err, rc, "idempotency key too long");
+    rc = sq_step(b, NULL, err, "idempotency key",
+                 "INSERT OR REPLACE INTO runfs_idem "
+                 "(thread_id, key, seq) VALUES (?, ?, ?)",
+                 "tti", t->thread_id, key, seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -268,7 +272,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         }
         if ((rc = insert_event(b, t, ev, seq, &last_id, err)) ||
             (rc = sq_log_line(b, &run, &thr, seq, len, ev->event_type, ev->category, err)) ||
-            (ev->idem_key[0] && (rc = idem_record(b, t->thread_id, ev->idem_key, seq, err))))
+            (ev->idem_key[0] && (rc = idem_record(b, t, ev->idem_key, seq, err))))
             break;
         if (!ids[0])
             ids[0] = last_id;

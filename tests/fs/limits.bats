@@ -69,3 +69,35 @@ secret_uri() { printf '%s%spassword=pw-zq81&sslpassword=spw-zq82\n' "$STORE" "$(
   assert_output --partial "SQLite $sqlite"
   assert_output --partial "libpq $pq"
 }
+
+# One file of each way a mount serves a file (a document rendered whole, a log, a
+# streamed view, a live feed, an append handle); scripts/bench memory measures them all.
+HANDLE_KINDS="contract.json threads/tm/events.jsonl threads/tm/history.jsonl
+  threads/tm/runs/rm/follow.jsonl threads/tm/runs/rm/events.jsonl:a"
+
+@test "memory: 10,000 open handles of each way of serving a file, held by a non-root uid, cost the daemon a few MiB" {
+  skip_on_pg "the handles are the daemon's, the same on both backends"
+  local m=$WORK/mem n=10000 kind
+  chmod 755 "$WORK"
+  ulimit -n $((n + 100))
+  runfs_mount "$STORE" "$m" --user-from-uid -o allow_other
+  local R=$m/threads/tm/runs/rm
+  as "$UID_A" "mkdir -p '$R' && ev_start >> '$R/events.jsonl' && ev_human hi >> '$R/events.jsonl' && ev_ai >> '$R/events.jsonl' && printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"t\",\"metadata\":{\"task_id\":\"k1\"}}' >> '$R/events.jsonl' && (set -C; ev_terminal > '$R/once/run.terminal') && (set -C; : > '$R/seal.json')"
+  runfs_unmount "$m"
+  for kind in $HANDLE_KINDS; do
+    # a fresh daemon for each kind: memory freed by the last kind would hide this one's
+    runfs_mount "$STORE" "$m" --user-from-uid -o allow_other --follow-timeout 600
+    local pid
+    pid=$(pgrep -f "runfs mount.* $m\$" | head -1)
+    run as "$UID_A" "python3 '$BATS_TEST_DIRNAME/handles.py' $pid $n '$m' '$kind'"
+    assert_success
+    echo "# $output" >&3
+    # a few MiB for 10,000: under 600 bytes a handle (main: 22 KB for contract.json); a
+    # streamed view also keeps its place in the rendering (its pass's state, the row it is
+    # in): under 1200
+    local most=600
+    [[ $kind == *history.jsonl ]] && most=1200
+    [ "${output##* }" -lt "$most" ] || fail "$kind: ${output##* } bytes a handle"
+    runfs_unmount "$m"
+  done
+}

@@ -282,3 +282,75 @@ PG_LAYOUT1_SQL="
   run "$RUNFS" verify "$STORE"
   assert_success
 }
+
+# Owners of 36 (a DeerFlow UUID) and 64 characters, by --user-map.
+OWNER_A=3f2b8c1e-9a4d-4e7b-b6c2-1d5e8f9a0b7c
+OWNER_B=$(printf 'b%.0s' {1..63})z
+owners_map() { printf '%s %s\n%s %s\n' "$UID_A" "$OWNER_A" "$UID_B" "$OWNER_B" > "$WORK/owners.map"; }
+
+@test "owners: one owner's unfinished lines fill only its share of --max-pending; another's run.terminal still stores" {
+  [ ${#OWNER_A} -eq 36 ] && [ ${#OWNER_B} -eq 64 ]
+  owners_map
+  local sh=$WORK/shared
+  runfs_mount "$STORE" "$sh" --user-map "$WORK/owners.map" --max-pending 16M -o allow_other
+  as $UID_A "mkdir -p '$sh/threads/ta/runs/r1'"
+  as $UID_B "mkdir -p '$sh/threads/tb/runs/r1'"
+  # B holds as many unfinished bytes as the mount takes from it, and keeps its handle open
+  as $UID_B "python3 - '$sh/threads/tb/runs/r1/events.jsonl' '$WORK/go'" <<'PY' > "$WORK/held" &
+import errno, os, sys, time
+fds, held = [], 0
+try:  # handles of 960 KiB each, under the event size limit
+    while held < 64 << 20:
+        if held % (960 << 10) == 0:
+            fds.append(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND))
+        os.write(fds[-1], b"x" * 65536)
+        held += 65536
+except OSError as e:
+    assert e.errno == errno.ENOBUFS, e
+print(held, flush=True)
+deadline = time.time() + 30  # hold the handle until the test says go (or 30 s pass)
+while not os.path.exists(sys.argv[2]) and time.time() < deadline:
+    time.sleep(0.05)
+PY
+  local bpid=$!
+  wait_for 20 test -s "$WORK/held"
+  # B got its share (an eighth of 16 MiB), never the whole mount's
+  assert_equal "$(cat "$WORK/held")" $((2 << 20))
+  run as $UID_B "grep -c 'an owner.s share of --max-pending' '$sh/.runfs/rejects.jsonl'"
+  assert_output 1
+  # A is not blocked: its terminal's body (held until it is whole) stores
+  run as $UID_A "ev_terminal > '$sh/threads/ta/runs/r1/once/run.terminal'"
+  assert_success
+  assert_equal "$(store_sql "SELECT user_id FROM run_events WHERE thread_id = 'ta' AND event_type = 'run.terminal'")" "$OWNER_A"
+  touch "$WORK/go"
+  wait "$bpid"
+}
+
+@test "owners: idempotency keys are each owner's own; another owner's reuse is a new event, its reason never shows the first owner's seq" {
+  owners_map
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+    content, event_metadata, seq, created_at) VALUES \
+    ('shared', 'r1', '$OWNER_A', 'llm.error', 'error', 'from-a', '{}', 1, '2026-01-02 03:04:05.000000'), \
+    ('shared', 'r1', '$OWNER_B', 'llm.error', 'error', 'from-b', '{}', 2, '2026-01-02 03:04:06.000000')"
+  local sh=$WORK/shared
+  runfs_mount "$STORE" "$sh" --user-map "$WORK/owners.map" -o allow_other
+  local f=$sh/threads/shared/runs/r1/events.jsonl
+  keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"k1"}\n' "$1"; }
+  export -f keyed
+  as $UID_A "keyed a-one >> '$f'"
+  # B's k1 with another event: stored as B's (on main: EEXIST naming A's seq)
+  run as $UID_B "keyed b-one >> '$f'"
+  assert_success
+  assert_equal "$(store_sql "SELECT user_id FROM run_events WHERE content = 'b-one'")" "$OWNER_B"
+  # each owner's resend is confirmed against its own first write, nothing stored twice
+  as $UID_A "keyed a-one >> '$f'"
+  as $UID_B "keyed b-one >> '$f'"
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 'shared'")" 4
+  # and a changed event under an owner's own key is still EEXIST, naming its own seq
+  run as $UID_B "keyed b-changed >> '$f'"
+  assert_failure
+  run as $UID_B "tail -1 '$sh/.runfs/rejects.jsonl'"
+  assert_output --partial EEXIST
+  assert_output --partial "(seq 4)"
+  refute_output --partial "(seq 3)"
+}

@@ -2996,14 +2996,24 @@ static void test_idempotency_keys(void **state)
     assert_int_equal(rs_store_append(fx.s, &t, clash, strlen(clash), &out, &err), -EEXIST);
     assert_int_equal(err.line, 2);
     assert_string_equal(err.msg, "idempotency_key 'k2' was used for a different event (seq 2)");
-    /* another owner with the same key and event is not the same writer */
+    /* keys are per owner: another owner's k1 and k2 are its own, new events (never EEXIST
+     * with alice's seq in the reason), and its resend is confirmed as its own */
     rs_target bob = tgt("t1", "r1", "bob");
-    assert_int_equal(rs_store_append(fx.s, &bob, KEYED("a", "k1"), strlen(KEYED("a", "k1")),
-                                     NULL, &err), -EEXIST);
+    const char *bobs = KEYED("a", "k1") KEYED("other", "k2");
+    for (int resend = 0; resend < 2; resend++) {
+        rs_buf_reset(&out);
+        assert_int_equal(rs_store_append(fx.s, &bob, bobs, strlen(bobs), &out, &err), 0);
+        assert_non_null(strstr(out.buf, "\"seq\":4,"));
+        assert_non_null(strstr(out.buf, "\"seq\":5,"));
+        assert_non_null(strstr(out.buf, "\"user_id\":\"bob\""));
+    }
     rs_log_info info;
     assert_int_equal(rs_store_log_info(fx.s, "t1", NULL, NULL, &info, &err), 0);
-    assert_int_equal(info.count, 3);
-    assert_int_equal(info.hwm, 3);
+    assert_int_equal(info.count, 5);
+    assert_int_equal(info.hwm, 5);
+    /* and alice's keys are still hers */
+    assert_int_equal(rs_store_append(fx.s, &t, clash, strlen(clash), &out, &err), -EEXIST);
+    assert_string_equal(err.msg, "idempotency_key 'k2' was used for a different event (seq 2)");
     rs_buf_release(&out);
 }
 
