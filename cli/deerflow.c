@@ -3,6 +3,7 @@
  * time, with the store's own checks and DeerFlow's own byte format. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,15 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* NULL when path is a folder (not a link to one) or absent, else what it is instead. */
+static const char *not_a_folder(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return NULL;
+    return S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? NULL : "not a directory";
+}
+
 /* DIR itself when it holds threads/, else DIR/.deer-flow when that does. */
 static int base_dir(const char *dir, int must_exist, rs_buf *out)
 {
@@ -118,8 +128,10 @@ typedef struct import_state {
     char run_id[RS_ID_MAX + 8];
     rs_buf path; /* the file being read */
     long lineno;
-    char *line;
-    size_t cap;
+    rs_buf line; /* the line being read, never longer than max + 1 bytes */
+    size_t max;  /* the store's event size limit */
+    int strict;  /* --strict: a file that is not a regular one is refused */
+    int refused; /* set when --strict refused one */
     int skip_bad;
     long skipped_lines;
     rfs_progress *progress;
@@ -157,9 +169,50 @@ static int open_next_file(import_state *st, rs_err *err)
     if (n > RS_ID_MAX || !rs_id_valid(st->run_id))
         return rs_err_set(err, -EINVAL, "'%.*s' is not a valid run id (1-64 of [A-Za-z0-9_-])",
                           (int)(n > 80 ? 80 : n), name);
-    if (!(st->in = fopen(st->path.buf, "rb")))
+    /* Only a regular file inside DIR: never a link out of it, never a FIFO that blocks. */
+    int fd = open(st->path.buf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 && errno != ELOOP)
         return rs_err_set(err, -errno, "cannot open: %s", strerror(errno));
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        const char *what = fd < 0 ? "a symbolic link" : "not a regular file";
+        if (fd >= 0)
+            close(fd);
+        if (st->strict) {
+            st->refused = 1;
+            return rs_err_set(err, -EINVAL, "%s: refused (--strict)", what);
+        }
+        rfs_progress_clear(st->progress);
+        fprintf(stderr, "runfs import: %s: %s, skipped\n", st->path.buf, what);
+        return 2;
+    }
+    if (fcntl(fd, F_SETFL, 0) != 0 || !(st->in = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return rs_err_set(err, -e, "cannot open: %s", strerror(e));
+    }
     return 1;
+}
+
+/* One line into st->line (its newline kept): 1, 0 at the end of the file, <0 on a read
+ * error. A line longer than the event size limit is read no further than that: *too_long
+ * is set and the rest of it is dropped unread into memory. */
+static int read_line(import_state *st, int *too_long)
+{
+    rs_buf_reset(&st->line);
+    *too_long = 0;
+    int c;
+    while ((c = getc_unlocked(st->in)) != EOF) {
+        if (st->line.len <= st->max && rs_buf_addch(&st->line, (char)c))
+            return -ENOMEM;
+        if (st->line.len > st->max)
+            *too_long = 1;
+        if (c == '\n')
+            return 1;
+    }
+    if (ferror(st->in))
+        return -EIO;
+    return st->line.len || *too_long ? 1 : 0;
 }
 
 static int import_line(void *ctx, const char **run_id, const char **line, size_t *len, rs_err *err)
@@ -168,24 +221,30 @@ static int import_line(void *ctx, const char **run_id, const char **line, size_t
     for (;;) {
         if (!st->in) {
             int rc = open_next_file(st, err);
+            if (rc == 2)
+                continue; /* not a regular file: named and skipped */
             if (rc <= 0)
                 return rc;
         }
-        errno = 0;
-        ssize_t n = getline(&st->line, &st->cap, st->in);
-        if (n < 0) {
-            if (errno)
-                return rs_err_set(err, -EIO, "read error: %s", strerror(errno));
+        int too_long;
+        int rc = read_line(st, &too_long);
+        if (rc < 0)
+            return rs_err_set(err, rc, "read error: %s", strerror(-rc));
+        if (rc == 0) {
             fclose(st->in);
             st->in = NULL;
             continue;
         }
+        size_t n = st->line.len;
+        const char *text = st->line.buf;
         st->lineno++;
         rfs_progress_tick(st->progress, 1);
         rs_err why = {0};
-        if (st->line[n - 1] != '\n')
+        if (too_long)
+            rs_err_set(&why, -EMSGSIZE, "line over the %zu-byte event size limit", st->max);
+        else if (text[n - 1] != '\n')
             rs_err_set(&why, -EINVAL, "the last line has no newline (torn write?)");
-        else if (n == 1 || (n == 2 && st->line[0] == '\r'))
+        else if (n == 1 || (n == 2 && text[0] == '\r'))
             rs_err_set(&why, -EINVAL, "blank line");
         if (why.code) {
             if (!st->skip_bad) {
@@ -196,8 +255,8 @@ static int import_line(void *ctx, const char **run_id, const char **line, size_t
             continue;
         }
         *run_id = st->run_id;
-        *line = st->line;
-        *len = (size_t)n - 1;
+        *line = text;
+        *len = n - 1;
         return 1;
     }
 }
@@ -209,11 +268,22 @@ static int read_watermark(const char *runs_dir, int64_t *floor, rs_err *err)
     *floor = 0;
     if (rs_fmt(path, sizeof path, "%s/%s", runs_dir, WATERMARK) < 0)
         return rs_err_set(err, -ENAMETOOLONG, "%.200s...: path too long", runs_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return errno == ENOENT ? 0 : rs_err_set(err, -errno, "%s: %s", path, strerror(errno));
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return rs_err_set(err, -EINVAL, "%s: not a regular file", path);
+    }
+    ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (got < 0)
+        return rs_err_set(err, -errno, "%s: %s", path, strerror(errno));
+    size_t n = (size_t)got;
+    /* As `echo N > .seq-watermark` writes it: one newline may end it. */
+    if (n > 0 && text[n - 1] == '\n')
+        n--;
     text[n] = '\0';
     char *end;
     errno = 0;
@@ -230,7 +300,12 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
                          int64_t *skipped)
 {
     rs_buf runs_dir = RS_BUF_INIT;
-    import_state st = {.path = RS_BUF_INIT, .skip_bad = skip_bad, .progress = pg};
+    import_state st = {.path = RS_BUF_INIT,
+                       .line = RS_BUF_INIT,
+                       .max = rs_store_max_event(s),
+                       .strict = base->strict,
+                       .skip_bad = skip_bad,
+                       .progress = pg};
     rs_err err = {0};
     int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
     if (rc) {
@@ -245,6 +320,20 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         fprintf(stderr, "%s/%s: '%s' is not a valid thread id (1-64 of [A-Za-z0-9_-])\n",
                 threads_dir, thread_id, thread_id);
         status = 2;
+        goto out;
+    }
+    /* The thread's folder and its runs/ are real folders inside DIR, never links out. */
+    runs_dir.buf[runs_dir.len - 5] = '\0';
+    const char *what = not_a_folder(runs_dir.buf);
+    if (!what) {
+        runs_dir.buf[runs_dir.len - 5] = '/';
+        what = not_a_folder(runs_dir.buf);
+    }
+    if (what) {
+        rfs_progress_clear(pg);
+        fprintf(stderr, "runfs import: %s: %s%s\n", runs_dir.buf, what,
+                base->strict ? ": refused (--strict)" : ", skipped");
+        status = base->strict ? 2 : 0;
         goto out;
     }
     if (!is_dir(runs_dir.buf))
@@ -262,9 +351,16 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
     st.runs_dir = runs_dir.buf;
     rs_import_src src = {.next = import_line, .bad = skip_bad ? import_bad : NULL, .ctx = &st};
     rc = rs_store_import(s, thread_id, &o, &src, added, skipped, &err);
-    if (rc) {
+    if (rc && st.refused) {
         rfs_progress_clear(pg);
-        if (st.path.len && st.lineno)
+        fprintf(stderr, "runfs import: %s: %s\n", st.path.buf, err.msg);
+        fprintf(stderr, "runfs: thread %s not imported (nothing of it changed)\n", thread_id);
+        status = 2;
+    } else if (rc) {
+        rfs_progress_clear(pg);
+        if (!st.path.len && rc == -EOVERFLOW) /* the watermark, the thread's one line */
+            fprintf(stderr, "%s/%s:1: %s\n", runs_dir.buf, WATERMARK, err.msg);
+        else if (st.path.len && st.lineno)
             fprintf(stderr, "%s:%ld: %s\n", st.path.buf, st.lineno, err.msg);
         else if (st.path.len)
             fprintf(stderr, "%s: %s\n", st.path.buf, err.msg);
@@ -276,7 +372,7 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
 out:
     if (st.in)
         fclose(st.in);
-    free(st.line);
+    rs_buf_release(&st.line);
     free_names(st.files);
     rs_buf_release(&st.path);
     rs_buf_release(&runs_dir);
@@ -291,15 +387,18 @@ int rfs_cmd_import(int argc, char **argv)
         {"strict", no_argument, NULL, OPT_STRICT},
         {"skip-bad-lines", no_argument, NULL, OPT_SKIP},
         {"user", required_argument, NULL, OPT_USER},
+        {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL;
-    int skip_bad = 0, c;
+    int skip_bad = 0, quiet = 0, c;
     rs_import_opts o = {0};
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == OPT_DIR)
+    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
+        if (c == 'q')
+            quiet = 1;
+        else if (c == OPT_DIR)
             dir = optarg;
         else if (c == OPT_STRICT)
             o.strict = 1;
@@ -350,8 +449,11 @@ int rfs_cmd_import(int argc, char **argv)
         added += a;
         skipped += k;
     }
-    rfs_progress_done(pg, "%lld rows imported, %lld already present, %zu thread%s",
-                      (long long)added, (long long)skipped, n, n == 1 ? "" : "s");
+    rfs_progress_end(pg);
+    if (!quiet)
+        fprintf(stderr, "runfs import: %lld rows imported, %lld already present, %zu thread%s%s\n",
+                (long long)added, (long long)skipped, n, n == 1 ? "" : "s",
+                status ? " (some not imported, above)" : "");
     rs_store_close(s);
 out:
     free_names(names);
@@ -368,7 +470,8 @@ typedef struct export_ctx {
     int force;
     int writing; /* 0: only check which files exist; 1: write them */
     long existing;
-    long skipped; /* threads whose id is no path: named once, in the first pass */
+    long skipped;                 /* threads whose id is no path: named once, in the first pass */
+    int64_t lines, runs, threads; /* what the writing pass wrote */
     rs_buf path, tmp, line;
     rfs_progress *progress;
 } export_ctx;
@@ -462,6 +565,7 @@ static int export_run(export_ctx *x, const char *thread_id, const char *run_id)
             break;
         }
         rfs_progress_tick(x->progress, 1);
+        x->lines++;
     }
     rs_cursor_free(cur);
     if (!rc && step < 0)
@@ -528,14 +632,27 @@ static int export_pass(export_ctx *x)
             break;
         }
         const char *run;
+        int64_t runs_before = x->runs;
         while ((rc = rs_names_next(runs, &run)) > 0) {
+            if (!rs_id_valid(run)) {
+                if (!x->writing) {
+                    fprintf(stderr,
+                            "runfs export: run '%s' of thread %s: not a valid path id, "
+                            "skipped\n",
+                            run, thread_id);
+                    x->skipped++;
+                }
+                continue;
+            }
             rs_log_info info;
             if ((rc = rs_store_log_info(x->s, thread_id, run, NULL, &info, &err)))
                 break;
             if (info.count > 0 && (rc = export_run(x, thread_id, run)))
                 break;
+            x->runs += x->writing && info.count > 0;
         }
         rs_names_free(runs);
+        x->threads += x->runs > runs_before;
         if (!rc)
             rc = export_watermark(x, thread_id);
     }
@@ -549,14 +666,17 @@ int rfs_cmd_export(int argc, char **argv)
     static const struct option longopts[] = {
         {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL;
-    int force = 0, c;
+    int force = 0, quiet = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == OPT_DIR)
+    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
+        if (c == 'q')
+            quiet = 1;
+        else if (c == OPT_DIR)
             dir = optarg;
         else if (c == OPT_FORCE)
             force = 1;
@@ -593,7 +713,13 @@ int rfs_cmd_export(int argc, char **argv)
         x.progress = rfs_progress_new("export", "lines");
         if (mkdirs(&base, 0) == 0 && export_pass(&x) == 0)
             status = x.skipped ? 1 : 0;
-        rfs_progress_done(x.progress, "exported to %s", base.buf);
+        rfs_progress_end(x.progress);
+        if (!quiet && status != 2)
+            fprintf(stderr,
+                    "runfs export: %lld line%s in %lld run%s of %lld thread%s written to %s%s\n",
+                    (long long)x.lines, x.lines == 1 ? "" : "s", (long long)x.runs,
+                    x.runs == 1 ? "" : "s", (long long)x.threads, x.threads == 1 ? "" : "s",
+                    base.buf, x.skipped ? " (some skipped, above)" : "");
     }
     rs_store_close(x.s);
     rs_buf_release(&base);

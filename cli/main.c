@@ -798,20 +798,24 @@ static const command commands[] = {
      "proofs/<seq>. exit 0 when the line leads to the seal's root, 1 when not, 2 when a file\n"
      "is not what it should be. Needs no store.\n",
      rfs_cmd_verify_proof},
-    {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID]",
+    {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID] [-q]",
      "load DeerFlow's JSONL folder, seq and created_at kept",
      "DIR is DeerFlow's base folder (.deer-flow, holding threads/T/runs/R.jsonl) or its parent.\n"
-     "  --strict          check content against the contract's schemas too\n"
+     "  --strict          check content against the contract's schemas too, and refuse\n"
+     "                    links and FIFOs (else named and skipped)\n"
      "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
      "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
+     "  -q, --quiet       no summary line on stderr\n"
      "rows already present and equal are skipped; a malformed line or a different row at a\n"
      "used seq stops that thread with 'FILE:LINE: reason', nothing of it changed; exit 2.\n",
      rfs_cmd_import},
-    {"export", "STORE --deerflow-jsonl DIR [--force]",
+    {"export", "STORE --deerflow-jsonl DIR [--force] [-q]",
      "write the store as DeerFlow's JSONL folder, byte for byte",
      "  --force   overwrite files that already exist (else: exit 2, nothing written)\n"
+     "  -q        no summary line on stderr\n"
      "opens STORE read-only and never creates it; writes runs/.seq-watermark where the\n"
-     "thread's high-water mark is above its highest seq.\n",
+     "thread's high-water mark is above its highest seq; a thread whose id is no path is\n"
+     "named and skipped (exit 1).\n",
      rfs_cmd_export},
     {NULL, NULL, NULL, NULL, NULL},
 };

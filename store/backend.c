@@ -156,3 +156,13 @@ int rs_idem_column(char out[RS_IDEM_COLUMN_MAX + 1], const char *user, const cha
                  : rs_fmt(out, RS_IDEM_COLUMN_MAX + 1, "%s", key);
     return n < 0 ? -ENAMETOOLONG : 0;
 }
+
+int rs_seq_room(const rs_backend_ops *ops, int64_t last, size_t n, rs_err *err)
+{
+    if (last >= 0 &&
+        (uint64_t)n <= (uint64_t)(ops->seq_max - (last < ops->seq_max ? last : ops->seq_max)))
+        return 0;
+    return rs_err_set(err, -EOVERFLOW,
+                      "the thread's seq would pass %lld, the most %s holds: nothing stored",
+                      (long long)ops->seq_max, ops->seq_type);
+}

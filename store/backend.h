@@ -68,6 +68,10 @@ typedef int (*rs_change_row_fn)(void *ctx, const rs_change_row *r);
 
 typedef struct rs_backend_ops {
     const char *name;
+    /* The highest seq run_events.seq holds as DeerFlow declares it (INTEGER: 64 bits on
+     * SQLite, 32 on PostgreSQL): a seq or watermark past it is -EOVERFLOW, never stored. */
+    int64_t seq_max;
+    const char *seq_type; /* for reasons: "SQLite's INTEGER" */
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
@@ -227,5 +231,8 @@ int64_t rs_process_start(long pid);
  * unit separator no key holds, the key); a writer without an owner's as given. */
 #define RS_IDEM_COLUMN_MAX (RS_ID_MAX + 1 + RS_IDEM_KEY_MAX)
 int rs_idem_column(char out[RS_IDEM_COLUMN_MAX + 1], const char *user, const char *key);
+
+/* -EOVERFLOW (nothing stored) unless n more seqs after last fit in ops's seq column. */
+int rs_seq_room(const rs_backend_ops *ops, int64_t last, size_t n, rs_err *err);
 
 #endif

@@ -44,6 +44,14 @@ static int import_parse(import_iter *it, const char *run_id, const char *line, s
     int rc = rs_event_parse(&it->ev, line, len, &ctx, err);
     if (rc)
         return rc;
+    if (it->ev->seq > it->s->ops->seq_max) {
+        rc = rs_err_set(err, -EOVERFLOW, "seq %lld is more than %s holds (%lld)",
+                        (long long)it->ev->seq, it->s->ops->seq_type,
+                        (long long)it->s->ops->seq_max);
+        rs_event_free(it->ev);
+        it->ev = NULL;
+        return rc;
+    }
     if (it->ev->seq <= it->last_seq) {
         rc = rs_err_set(err, -EINVAL, "seq %lld does not follow seq %lld: a file's seqs increase",
                         (long long)it->ev->seq, (long long)it->last_seq);
@@ -90,6 +98,9 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
                           thread_id);
     if (o->floor < 0)
         return rs_err_set(err, -EINVAL, "a seq watermark cannot be negative");
+    if (o->floor > s->ops->seq_max)
+        return rs_err_set(err, -EOVERFLOW, "seq watermark %lld is more than %s holds (%lld)",
+                          (long long)o->floor, s->ops->seq_type, (long long)s->ops->seq_max);
     import_iter it = {.s = s, .thread_id = thread_id, .o = o, .src = src};
     rs_target t = {.thread_id = thread_id, .user = o->user};
     int rc = s->ops->import(s->be, &t, o->floor, import_next, &it, added, skipped, err);

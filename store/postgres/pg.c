@@ -1364,6 +1364,8 @@ static void pg_set_wait(rs_backend *b, int wait)
 
 const rs_backend_ops rs_pg_backend = {
     .name = "postgresql",
+    .seq_max = INT32_MAX,
+    .seq_type = "PostgreSQL's INTEGER (DeerFlow's seq column)",
     .open = pg_open,
     .close = pg_close,
     .data_version = pg_data_version,

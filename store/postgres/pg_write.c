@@ -17,7 +17,10 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
     if (!rc)
         rc = pg_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = $1", thread_id, NULL,
                     &floor, NULL, err);
-    *next = (max > floor ? max : floor) + 1;
+    int64_t top = max > floor ? max : floor;
+    if (!rc)
+        rc = rs_seq_room(&rs_pg_backend, top, 1, err);
+    *next = rc ? 0 : top + 1;
     return rc;
 }
 
@@ -406,7 +409,7 @@ static int queue_writes(rs_backend *b, const rs_target *t, rs_event *const *evs,
         at->thread_off = st->thr.size;
     }
     int64_t first = st->last + 1;
-    int rc = 0;
+    int rc = rs_seq_room(&rs_pg_backend, st->last, n, err);
     for (size_t i = 0; !rc && i < n; i++) {
         const rs_event *ev = evs[i];
         int64_t seq = first + (int64_t)i;
@@ -562,7 +565,8 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         (rc = pg_owner_add(b, thr.key, 0, t->user, &thr.mixed, err)) ||
         (rc = pg_owner_add(b, thr.key, run.key, t->user, &run.mixed, err)))
         goto fail;
-    if ((rc = next_seq(b, t->thread_id, &seq, err)))
+    if ((rc = next_seq(b, t->thread_id, &seq, err)) ||
+        (rc = rs_seq_room(&rs_pg_backend, seq - 1, n, err)))
         goto fail;
     if (at) {
         at->run_off = run.size;

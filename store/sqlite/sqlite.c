@@ -1641,6 +1641,8 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
 }
 
 const rs_backend_ops rs_sqlite_backend = {
+    .seq_max = INT64_MAX,
+    .seq_type = "SQLite's INTEGER",
     .stats = sq_stats,
     .search = sq_search,
     .seal_insert = sq_seal_insert,

@@ -17,7 +17,10 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
         (rc = sq_int(b, "SELECT seq FROM run_event_thread_seq WHERE thread_id = ?", thread_id, NULL,
                      &floor, NULL, err)))
         return rc;
-    *next = (max > floor ? max : floor) + 1;
+    int64_t top = max > floor ? max : floor;
+    if ((rc = rs_seq_room(&rs_sqlite_backend, top, 1, err)))
+        return rc;
+    *next = top + 1;
     return 0;
 }
 
@@ -238,6 +241,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     rs_buf line = RS_BUF_INIT;
     ids[0] = ids[1] = 0;
     int rc = put_start(b, t, &thr, &run, &seq, err);
+    if (!rc)
+        rc = rs_seq_room(&rs_sqlite_backend, seq - 1, n, err);
     if (rc) {
         b->last_put.version = -1;
         return rc;

@@ -58,7 +58,7 @@ PY
 }
 
 @test "DeerFlow's sample folder: import keeps seq and created_at, export gives the same bytes" {
-  run "$RUNFS" import "$STORE" --deerflow-jsonl "$SAMPLE/.deer-flow"
+  run "$RUNFS" import -q "$STORE" --deerflow-jsonl "$SAMPLE/.deer-flow"
   assert_success
   assert_output ""
   run "$RUNFS" cat "$STORE" threads/thread-a/runs/run-2/events.jsonl
@@ -247,15 +247,31 @@ bad_case() {
   assert_success
 }
 
-@test "progress and a summary on a terminal only" {
+@test "progress on a terminal only; a one-line summary on stderr always, -q silences it" {
   run script -qec "'$RUNFS' import '$STORE' --deerflow-jsonl '$SAMPLE'" /dev/null
   assert_success
   assert_output --partial "import: 22 rows imported, 0 already present, 1 thread"
   run script -qec "'$RUNFS' export '$STORE' --deerflow-jsonl '$WORK/out'" /dev/null
   assert_success
-  assert_output --partial "export: exported to $WORK/out"
-  # not a terminal: nothing at all
-  run "$RUNFS" import "$STORE" --deerflow-jsonl "$SAMPLE"
+  assert_output --partial "written to $WORK/out"
+  # not a terminal (a script, a cron job): the summary alone, on stderr
+  run --separate-stderr "$RUNFS" import "$STORE" --deerflow-jsonl "$SAMPLE"
+  assert_success
+  assert_output ""
+  [ "$stderr" = "runfs import: 0 rows imported, 22 already present, 1 thread" ]
+  rm -r "$WORK/out"
+  run --separate-stderr "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
+  assert_success
+  # the counts from the sample folder itself
+  local files lines
+  files=$(find "$SAMPLE" -path '*/runs/*.jsonl' | wc -l)
+  lines=$(find "$SAMPLE" -path '*/runs/*.jsonl' -exec cat {} + | wc -l)
+  [ "$stderr" = "runfs export: $lines lines in $files runs of 1 thread written to $WORK/out" ] || fail "$stderr"
+  run "$RUNFS" import -q "$STORE" --deerflow-jsonl "$SAMPLE"
+  assert_success
+  assert_output ""
+  rm -r "$WORK/out"
+  run "$RUNFS" export --quiet "$STORE" --deerflow-jsonl "$WORK/out"
   assert_success
   assert_output ""
 }
