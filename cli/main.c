@@ -401,10 +401,12 @@ static void put_busy(void *ctx, const char *store)
 #define PUT_BATCH_BYTES (8u << 20)
 
 /* Store one batch; print its records unless quiet. */
-static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int quiet, rs_buf *stored,
-                     rs_err *err)
+static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int quiet, int dry,
+                     rs_buf *stored, rs_err *err)
 {
     rs_buf_reset(stored);
+    if (dry)
+        return rs_store_check_lines(s, t, data->buf, data->len, err);
     int rc = rs_store_append(s, t, data->buf, data->len, quiet ? NULL : stored, err);
     if (!rc && !quiet && fwrite(stored->buf, 1, stored->len, stdout) != stored->len)
         rc = rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
@@ -413,12 +415,18 @@ static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int qu
 
 /* put's options: *batch and *quiet set, argc/argv moved past them; a usage error's exit
  * status, or 0. */
-static int put_options(int *argc, char ***argv, long *batch, int *quiet)
+static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dry,
+                       const char **user, rs_options *opt)
 {
-    enum { OPT_BATCH = 256 };
+    enum { OPT_BATCH = 256, OPT_USER, OPT_CONTRACT, OPT_UNKNOWN, OPT_STAMP, OPT_DRY };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
         {"quiet", no_argument, NULL, 'q'},
+        {"user", required_argument, NULL, OPT_USER},
+        {"contract", required_argument, NULL, OPT_CONTRACT},
+        {"allow-unknown-events", no_argument, NULL, OPT_UNKNOWN},
+        {"stamp-time", no_argument, NULL, OPT_STAMP},
+        {"dry-run", no_argument, NULL, OPT_DRY},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -427,6 +435,22 @@ static int put_options(int *argc, char ***argv, long *batch, int *quiet)
     while ((c = getopt_long(*argc, *argv, "q", longopts, NULL)) != -1) {
         if (c == 'q') {
             *quiet = 1;
+        } else if (c == OPT_USER) {
+            if (!rs_id_valid(optarg))
+                return usage_error("put", "--user must be 1-64 of [A-Za-z0-9_-]");
+            /* As a --user mount writes: the rows are NAME's, where owners do not meet. */
+            *user = optarg;
+            opt->owners_apart = 1;
+        } else if (c == OPT_CONTRACT) {
+            opt->contract_path = optarg;
+        } else if (c == OPT_UNKNOWN) {
+            opt->allow_unknown_events = 1;
+        } else if (c == OPT_STAMP) {
+            opt->stamp_time = 1;
+        } else if (c == OPT_DRY) {
+            /* Every line checked, nothing stored: the store is only read (never created). */
+            *dry = 1;
+            opt->read_only = 1;
         } else if (c == OPT_BATCH) {
             char *end;
             *batch = strtol(optarg, &end, 10);
@@ -450,7 +474,7 @@ typedef struct put_progress {
 
 /* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
  * of the batch that stopped it, with err (err->line within that batch). */
-static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet,
+static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet, int dry,
                       put_progress *at, rs_err *err)
 {
     line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
@@ -481,7 +505,7 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
             break;
         }
         if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
-            if ((rc = put_batch(s, t, &data, quiet, &stored, err)))
+            if ((rc = put_batch(s, t, &data, quiet, dry, &stored, err)))
                 break;
             rfs_progress_tick(pg, lines);
             at->done += lines;
@@ -493,7 +517,12 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
     rs_buf_release(&r.buf);
     rs_buf_release(&data);
     rs_buf_release(&stored);
-    if (!rc) {
+    if (!rc && dry) {
+        rfs_progress_end(pg);
+        if (!quiet)
+            fprintf(stderr, "runfs put: %ld line%s checked, nothing stored (--dry-run)\n", at->done,
+                    at->done == 1 ? "" : "s");
+    } else if (!rc) {
         rfs_progress_done(pg, "%ld lines stored", at->done);
     } else {
         rfs_progress_clear(pg);
@@ -505,8 +534,10 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
 static int cmd_put(int argc, char **argv)
 {
     long batch = 1000;
-    int quiet = 0;
-    int rc = put_options(&argc, &argv, &batch, &quiet);
+    int quiet = 0, dry = 0;
+    const char *user = NULL;
+    rs_options opt = RS_OPTIONS_INIT;
+    int rc = put_options(&argc, &argv, &batch, &quiet, &dry, &user, &opt);
     if (rc)
         return rc;
     if (argc < 4 || argc > 5)
@@ -519,7 +550,6 @@ static int cmd_put(int argc, char **argv)
         return 2;
     }
     rs_store *s;
-    rs_options opt = RS_OPTIONS_INIT;
     opt.busy_notice = put_busy;
     rs_err err = {0};
     if (rs_store_open(&s, argv[1], &opt, &err)) {
@@ -528,9 +558,9 @@ static int cmd_put(int argc, char **argv)
             fclose(in);
         return 2;
     }
-    rs_target t = {.thread_id = argv[2], .run_id = argv[3]};
+    rs_target t = {.thread_id = argv[2], .run_id = argv[3], .user = user};
     put_progress at;
-    rc = put_stream(s, &t, in, batch, quiet, &at, &err);
+    rc = put_stream(s, &t, in, batch, quiet, dry, &at, &err);
     rs_store_close(s);
     if (from_file)
         fclose(in);
@@ -542,8 +572,9 @@ static int cmd_put(int argc, char **argv)
         fprintf(stderr, "runfs: %s\n", err.msg);
     fprintf(stderr,
             "runfs: nothing stored (%s) from line %ld on; the %ld line%s of earlier "
-            "batches stay\n",
-            rs_errno_name(rc), at.first, at.done, at.done == 1 ? "" : "s");
+            "batches %s\n",
+            rs_errno_name(rc), at.first, at.done, at.done == 1 ? "" : "s",
+            dry ? "passed the checks (--dry-run: nothing stored)" : "stay");
     return 1;
 }
 
@@ -747,10 +778,15 @@ static const command commands[] = {
      cmd_mount},
     {"umount", "MOUNTPOINT", "unmount (fusermount3 -u); SIGTERM to the daemon does too", NULL,
      cmd_umount},
-    {"put", "[-q] [--batch N] STORE THREAD RUN [FILE]",
+    {"put", "[-q] [--batch N] [--user NAME] [--dry-run] STORE THREAD RUN [FILE]",
      "append JSONL lines (stdin by default), N lines a transaction",
-     "  -q, --quiet    do not print the stored records\n"
-     "  --batch N      lines per transaction (default 1000, at most 1000000)\n"
+     "  -q, --quiet              do not print the stored records\n"
+     "  --batch N                lines per transaction (default 1000, at most 1000000)\n"
+     "  --user NAME              the rows are NAME's (DeerFlow's user id), as on a --user mount\n"
+     "  --contract FILE          the event contract to validate against\n"
+     "  --allow-unknown-events   accept event types the contract does not name\n"
+     "  --stamp-time             the store's clock is the only created_at\n"
+     "  --dry-run                check every line, store nothing (the store is only read)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
      "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n",
      cmd_put},

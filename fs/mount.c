@@ -90,6 +90,26 @@ static int check_mountpoint(const char *mountpoint)
     return 0;
 }
 
+/* A store this mount created is 0600 (store/sqlite): with -o gid= the group reads it too
+ * (0640), as it reads the mount; the -wal and -shm files beside it alike. */
+static int share_with_group(const char *path, gid_t gid)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    rs_buf p = RS_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof suffix / sizeof suffix[0]; i++) {
+        rs_buf_reset(&p);
+        if ((rc = rs_buf_addf(&p, "%s%s", path, suffix[i])))
+            break;
+        if ((chown(p.buf, (uid_t)-1, gid) != 0 || chmod(p.buf, 0640) != 0) && errno != ENOENT) {
+            rc = -errno;
+            fprintf(stderr, "runfs: %s: %s\n", p.buf, strerror(errno));
+        }
+    }
+    rs_buf_release(&p);
+    return rc;
+}
+
 static int add_arg(struct fuse_args *args, const char *fmt, const char *value)
 {
     char buf[4096];
@@ -157,12 +177,16 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     probe_opt.progress = index_tick;
     probe_opt.progress_ctx = &ip;
     int64_t t0 = rs_clock_ns(CLOCK_MONOTONIC);
+    struct stat pre;
+    int created = !strstr(opt->store, "://") && stat(opt->store, &pre) != 0 && errno == ENOENT;
     int rc = rs_store_open(&probe, opt->store, &probe_opt, &err);
+    if (!rc && created && opt->gid >= 0 && (rc = share_with_group(opt->store, (gid_t)opt->gid)))
+        rs_store_close(probe);
     if (ip.line)
         rfs_progress_done(ip.line, "%lld rows in %.1f s", (long long)ip.shown,
                           (double)(rs_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     if (rc) {
-        fprintf(stderr, "runfs: %s\n", err.msg);
+        fprintf(stderr, "runfs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
         return 2;
     }
     /* /proc/mounts shows a URI without its password. */

@@ -1163,3 +1163,17 @@ cJSON *rs_cjson_parse(const char *text, size_t len)
     pthread_mutex_unlock(&lock);
     return v;
 }
+
+int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len)
+{
+    cJSON *tree = rs_cjson_parse(text, len);
+    if (!tree)
+        return -EINVAL;
+    char *json = cJSON_PrintUnformatted(tree);
+    cJSON_Delete(tree);
+    if (!json)
+        return -ENOMEM;
+    int rc = rs_buf_addstr(b, json);
+    cJSON_free(json);
+    return rc;
+}

@@ -198,10 +198,11 @@ int rs_store_append(rs_store *s, const rs_target *t, const char *buf, size_t len
     return rs_store_append_at(s, t, buf, len, stored, NULL, err);
 }
 
-int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
-                       rs_placement *at, rs_err *err)
+/* The lines parsed and checked as one batch; stored unless dry. */
+static int append_lines(rs_store *s, const rs_target *t, const char *buf, size_t len,
+                        rs_buf *stored, rs_placement *at, int dry, rs_err *err)
 {
-    int rc = check_writable(s, err);
+    int rc = dry ? 0 : check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)))
         return rc;
     rs_event **evs = NULL;
@@ -231,12 +232,23 @@ int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t 
         n++;
         pos = end + 1;
     }
-    rc = s->ops->put(s->be, t, evs, n, 0, NULL, NULL, stored, at, err);
+    rc = dry ? 0 : s->ops->put(s->be, t, evs, n, 0, NULL, NULL, stored, at, err);
 out:
     for (size_t i = 0; i < n; i++)
         rs_event_free(evs[i]);
     free(evs);
     return rc;
+}
+
+int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
+                       rs_placement *at, rs_err *err)
+{
+    return append_lines(s, t, buf, len, stored, at, 0, err);
+}
+
+int rs_store_check_lines(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_err *err)
+{
+    return append_lines(s, t, buf, len, NULL, NULL, 1, err);
 }
 
 static void existing_init(rs_existing *ex)

@@ -1,5 +1,4 @@
 /* transcript.c — the Markdown transcript of a thread, one record at a time. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,17 +34,15 @@ struct rfs_transcript {
     size_t n_calls;
     int holding; /* the current run's rendering waits in held for its status */
     rs_buf held;
-    uint64_t *seen; /* SEEN_BITS bits */
+    uint64_t *seen; /* SEEN_BITS bits, while a pass renders runs (NULL before and after) */
+    int finished;   /* the pass ended: a run is taken as met, its status asked for */
 };
 
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
                        void *ctx)
 {
     rfs_transcript *t = calloc(1, sizeof *t);
-    if (!t || !(t->thread_id = strdup(thread_id)) ||
-        !(t->seen = calloc(SEEN_BITS / 64, sizeof *t->seen))) {
-        if (t)
-            free(t->thread_id);
+    if (!t || !(t->thread_id = strdup(thread_id))) {
         free(t);
         return -ENOMEM;
     }
@@ -118,14 +115,9 @@ static int add_json(rs_buf *out, rfs_span v)
 {
     if (prints_as_is(v))
         return rs_buf_add(out, v.p, v.n);
-    cJSON *tree = cJSON_ParseWithLength(v.p, v.n);
-    char *json = tree ? cJSON_PrintUnformatted(tree) : NULL;
-    cJSON_Delete(tree);
-    if (!json)
-        return -ENOMEM;
-    int rc = rs_buf_addstr(out, json);
-    cJSON_free(json);
-    return rc;
+    /* Never cJSON's parser here: it runs only under the store's lock. */
+    int rc = rs_buf_add_cjson(out, v.p, v.n);
+    return rc == -EINVAL ? -ENOMEM : rc;
 }
 
 /* A JSON value as text: a string as itself, parts lists by their text, the rest as JSON. */
@@ -213,9 +205,14 @@ static int release(rfs_transcript *t, rfs_span terminal, rs_buf *out)
     return rc;
 }
 
-/* Whether run_id was met before in this pass (maybe, when the filter says so); marks it. */
+/* Whether run_id was met before in this pass (maybe, when the filter says so); marks it.
+ * -ENOMEM when the filter cannot be made. */
 static int seen_before(rfs_transcript *t, const char *run_id)
 {
+    if (t->finished)
+        return 1;
+    if (!t->seen && !(t->seen = calloc(SEEN_BITS / 64, sizeof *t->seen)))
+        return -ENOMEM;
     uint64_t h = rs_hash(RS_HASH_INIT, run_id, strlen(run_id));
     int seen = 1;
     for (int k = 0; k < 3; k++) {
@@ -234,8 +231,11 @@ static int run_change(rfs_transcript *t, const char *run_id, rs_buf *out)
         rc = flush_calls(t, out, 0);
     if (!rc && rs_fmt(t->run_id, sizeof t->run_id, "%s", run_id) < 0)
         rc = -ENAMETOOLONG;
-    if (rc || seen_before(t, run_id))
-        return rc ? rc : heading(t, ask, out);
+    int seen = rc ? 0 : seen_before(t, run_id);
+    if (rc || seen < 0)
+        return rc ? rc : seen;
+    if (seen)
+        return heading(t, ask, out);
     t->holding = 1;
     return 0;
 }
@@ -376,5 +376,13 @@ int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
     int rc = header(t, out);
     if (!rc)
         rc = release(t, ask, out);
-    return rc ? rc : flush_calls(t, out, 0);
+    if (!rc)
+        rc = flush_calls(t, out, 0);
+    /* A finished pass keeps no filter: an open transcript.md read to its end costs a few
+     * hundred bytes, not the filter's pages (a run of rows added later asks its status). */
+    free(t->seen);
+    t->seen = NULL;
+    t->finished = 1;
+    rs_buf_release(&t->held);
+    return rc;
 }

@@ -53,6 +53,10 @@ void rs_buf_remove_front(rs_buf *b, size_t n); /* drop the first n bytes */
  * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
  * bytes render. The project's one JSON string quoter. */
 int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
+/* Append the JSON value text[0..len) as cJSON prints it unformatted (its number spelling),
+ * parsed under the one lock every cJSON parse of the process takes (cJSON keeps its last
+ * error in a global). -EINVAL when it is no JSON value, -ENOMEM. */
+int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len);
 
 /* ---- formatting into a fixed array: the one way (scripts/check-fmt bans snprintf) ----
  * Format into dst[0..cap): the length written, or -EOVERFLOW when the text does not fit
@@ -258,6 +262,11 @@ typedef struct rs_placement {
     int64_t thread_off;
     int64_t len;
 } rs_placement;
+
+/* What rs_store_append checks of the lines (JSON, the contract, ids, sizes), storing
+ * nothing and asking nothing of the store's rows (owners, seqs, keys): a dry run. A
+ * read-only store serves. */
+int rs_store_check_lines(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_err *err);
 
 /* rs_store_append that also says where the lines landed (at may be NULL). */
 int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,

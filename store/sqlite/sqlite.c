@@ -6,6 +6,7 @@
  * allocation across threads, processes and mounts. Statements are prepared once and cached
  * per connection. Reads stream rows through cursors; nothing materialises a run. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1401,6 +1402,13 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         rc = rs_err_set(err, -ENOENT, "no store at %s: %s%s", uri, strerror(errno),
                         opt->read_only ? " (reading never creates one)" : "");
         goto fail;
+    }
+    /* A store runfs creates is its owner's alone (0600, and so are the -wal and -shm files
+     * SQLite makes beside it with its mode): the rows of every owner are in it. */
+    if (may_create) {
+        int fd = open(uri, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
     }
     int flags = SQLITE_OPEN_NOMUTEX;
     if (opt->read_only) {

@@ -3,6 +3,7 @@
 # sample and a folder written with DeerFlow's json.dumps call round-trip byte for byte; bad
 # input stops the thread concerned with FILE:LINE and exit 2, the store unchanged for it.
 load lib
+bats_require_minimum_version 1.5.0
 
 SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-jsonl
 

@@ -3,6 +3,7 @@
 # log, connection errors, the daemon's own command line), seq bounded by the backend's
 # column, import and export at the edges, and the smaller things a user meets.
 load lib
+bats_require_minimum_version 1.5.0
 
 setup() {
   runfs_workdir

@@ -432,6 +432,13 @@ static const struct good_case {
     { TERM_LINE("{\"status\":\"success\"}", "{\"protocol_version\":1,\"recovered\":false}"), "trace" },
     { TERM_LINE("{\"status\":\"timeout\"}", "{\"protocol_version\":1.0,\"recovered\":true,\"x\":1}"),
       "trace" },
+    /* DeerFlow's delivery receipt: the zero one recovery backfills, and a worker's */
+    { "{\"event_type\":\"run.delivery\",\"content\":{\"presented\":0,\"paths\":[],\"by_tool\":{}}}",
+      "outputs" },
+    { "{\"event_type\":\"run.delivery\",\"content\":{\"presented\":1,\"paths\":[\"/o/a.md\"],"
+      "\"by_tool\":{\"present_files\":[\"/o/a.md\"]},\"verification\":{\"source\":"
+      "\"outputs_changed\"},\"stage\":\"presented\",\"satisfied\":true}}",
+      "outputs" },
     { "{\"event_type\":\"middleware:loop_detection\",\"content\":" MW_CONTENT "}", "middleware" },
     { "{\"event_type\":\"middleware:guardrail\",\"category\":\"middleware\",\"content\":"
       "{\"name\":\"GuardrailMiddleware\",\"hook\":\"before_tool\",\"action\":\"deny\","
@@ -510,8 +517,11 @@ static void test_every_contract_type_covered(void **state)
     assert_true(rs_contract_is_singleton(contract, "run.terminal"));
     assert_false(rs_contract_is_singleton(contract, "run.end"));
     const char *const *singles = NULL;
-    assert_int_equal(rs_contract_singletons(contract, &singles), 1);
+    assert_int_equal(rs_contract_singletons(contract, &singles), 2);
     assert_string_equal(singles[0], "run.terminal");
+    assert_string_equal(singles[1], "run.delivery");
+    assert_true(rs_contract_is_singleton(contract, "run.delivery"));
+    assert_string_equal(rs_contract_category(contract, "run.delivery"), "outputs");
     assert_string_equal(rs_contract_category(contract, "ai_message"), "message");
     assert_string_equal(rs_contract_category(contract, "middleware:x"), "middleware");
     assert_null(rs_contract_category(contract, "nope"));
