@@ -30,7 +30,7 @@ struct rfs_transcript {
     void *ctx;
     int started;
     char run_id[RS_ID_MAX + 1];
-    pending_call calls[PENDING_MAX];
+    pending_call *calls; /* PENDING_MAX of them, made at the first call (NULL after a pass) */
     size_t n_calls;
     int holding; /* the current run's rendering waits in held for its status */
     rs_buf held;
@@ -68,6 +68,7 @@ void rfs_transcript_free(rfs_transcript *t)
     while (t->n_calls)
         drop_call(t, 0);
     rs_buf_release(&t->held);
+    free(t->calls);
     free(t->seen);
     free(t->thread_id);
     free(t);
@@ -255,7 +256,9 @@ static int tool_calls(rfs_transcript *t, rfs_span calls, rs_buf *out)
             rc = rs_buf_addf(out, "- tool %s\n", text.buf);
         } else if (!rc) {
             rc = flush_calls(t, out, PENDING_MAX - 1);
-            pending_call *p = &t->calls[t->n_calls];
+            if (!rc && !t->calls && !(t->calls = calloc(PENDING_MAX, sizeof *t->calls)))
+                rc = -ENOMEM;
+            pending_call *p = rc ? NULL : &t->calls[t->n_calls];
             if (!rc && !(p->text = rs_buf_detach(&text, NULL)))
                 rc = -ENOMEM;
             if (!rc) {
@@ -382,6 +385,10 @@ int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
      * hundred bytes, not the filter's pages (a run of rows added later asks its status). */
     free(t->seen);
     t->seen = NULL;
+    if (!t->n_calls) {
+        free(t->calls);
+        t->calls = NULL;
+    }
     t->finished = 1;
     rs_buf_release(&t->held);
     return rc;
