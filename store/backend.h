@@ -23,6 +23,14 @@ typedef struct rs_existing {
 
 #define RS_NOTE_MAX 1024 /* a signed note's bytes, its signature line included */
 
+/* A log's times as stat shows them (both backends' runfs_thread and runfs_run, alias t),
+ * ctime then mtime: mtime_ns, its newest row's created_at, or ctime_ns, when it was made,
+ * while it holds none (DESIGN "The filesystem": times are honest). */
+#define RS_LOG_TIME_SQL(t) \
+    "CASE WHEN " #t ".count > 0 AND " #t ".mtime_ns > 0 THEN " #t ".mtime_ns ELSE " #t \
+    ".ctime_ns END, CASE WHEN " #t ".count > 0 AND " #t ".mtime_ns > 0 THEN " #t \
+    ".mtime_ns ELSE " #t ".ctime_ns END"
+
 /* One seal as stored. Strings are NUL-terminated copies owned by the struct. */
 typedef struct rs_seal_row {
     char state[16]; /* "sealed" | "partial" */

@@ -110,7 +110,8 @@ static void format_time(long long secs, unsigned usec, char *canon, char *db)
     }
 }
 
-int rs_time_parse(const char *s, size_t len, char *canon, char *db)
+/* s as seconds since the epoch and microseconds. */
+static int time_parse(const char *s, size_t len, long long *secs_out, unsigned *usec_out)
 {
     if (!s || len < 16) /* the shortest form is YYYY-MM-DDTHH:MM */
         return -EINVAL;
@@ -178,7 +179,32 @@ int rs_time_parse(const char *s, size_t len, char *canon, char *db)
     /* 0001-01-01T00:00:00 .. 9999-12-31T23:59:59 */
     if (secs < -62135596800LL || secs > 253402300799LL)
         return -EINVAL;
-    format_time(secs, usec, canon, db);
+    *secs_out = secs;
+    *usec_out = usec;
+    return 0;
+}
+
+int rs_time_parse(const char *s, size_t len, char *canon, char *db)
+{
+    long long secs;
+    unsigned usec;
+    int rc = time_parse(s, len, &secs, &usec);
+    if (!rc)
+        format_time(secs, usec, canon, db);
+    return rc;
+}
+
+int rs_time_ns(const char *s, int64_t *ns)
+{
+    long long secs;
+    unsigned usec;
+    int rc = time_parse(s, s ? strlen(s) : 0, &secs, &usec);
+    if (rc)
+        return rc;
+    /* int64 nanoseconds span 1677..2262, what a file's time can hold. */
+    if (secs < INT64_MIN / 1000000000LL + 1 || secs > INT64_MAX / 1000000000LL - 1)
+        return -ERANGE;
+    *ns = (int64_t)secs * 1000000000LL + (int64_t)usec * 1000;
     return 0;
 }
 

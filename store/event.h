@@ -126,6 +126,10 @@ int rs_event_resend(const rs_event *ev, const char *user, const rs_buf *line, in
  * bytes). Either output may be NULL. -EINVAL for anything unparsable or out of range. */
 int rs_time_parse(const char *s, size_t len, char *canon, char *db);
 
+/* A timestamp rs_time_parse reads (NUL-terminated) as nanoseconds since the epoch: a file's
+ * time. -EINVAL as rs_time_parse, -ERANGE outside 1677..2262. */
+int rs_time_ns(const char *s, int64_t *ns);
+
 /* The current time in both forms. */
 void rs_time_now(char *canon, char *db);
 

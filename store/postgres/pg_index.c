@@ -27,6 +27,7 @@ void pg_log_from(pg_log *ls, const PGresult *r, int col)
     ls->last_seq = pg_val_int(r, 0, col + 4);
     ls->mixed = (int)pg_val_int(r, 0, col + 5);
     ls->mark_off = pg_val_int(r, 0, col + 6);
+    ls->newest_ns = 0;
     ls->noted_set = 0;
 }
 
@@ -56,12 +57,13 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     PQclear(r);
     if (*found || !create)
         return 0;
+    /* mtime_ns stays 0 until the log holds a row: an empty log shows when it was made. */
     pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
     const char *ins =
         run_id
-            ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES ($1, $2, $3, $3) "
+            ? "INSERT INTO runfs_run (thread_key, run_id, ctime_ns, mtime_ns) VALUES ($1, $2, $3, 0) "
               "RETURNING run_key"
-            : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES ($1, $2, $2) "
+            : "INSERT INTO runfs_thread (thread_id, ctime_ns, mtime_ns) VALUES ($1, $2, 0) "
               "RETURNING thread_key";
     if ((rc = pg_run(b, ins, &a, &r, err)))
         return rc;
@@ -73,6 +75,8 @@ int pg_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     return 0;
 }
 
+/* mtime_ns is the greatest created_at of the log's rows (its files' and directory's time),
+ * kept as rows are accounted and set to 0 when the log is reset (pg_thread_reindex). */
 int pg_log_store(rs_backend *b, int is_run, const pg_log *ls, rs_err *err)
 {
     pg_args a = {.n = 0};
@@ -81,16 +85,16 @@ int pg_log_store(rs_backend *b, int is_run, const pg_log *ls, rs_err *err)
     pg_arg_int(&a, ls->messages);
     pg_arg_int(&a, ls->last_seq);
     pg_arg_int(&a, ls->mixed);
-    pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
+    pg_arg_int(&a, ls->newest_ns);
     pg_arg_int(&a, ls->mark_off);
     pg_arg_int(&a, ls->key);
     return pg_run(
         b,
         is_run
             ? "UPDATE runfs_run SET size = $1, count = $2, messages = $3, last_seq = $4, mixed = $5, "
-              "mtime_ns = $6, mark_off = $7 WHERE run_key = $8"
+              "mtime_ns = GREATEST(mtime_ns, $6), mark_off = $7 WHERE run_key = $8"
             : "UPDATE runfs_thread SET size = $1, count = $2, messages = $3, last_seq = $4, "
-              "mixed = $5, mtime_ns = $6, mark_off = $7 WHERE thread_key = $8",
+              "mixed = $5, mtime_ns = GREATEST(mtime_ns, $6), mark_off = $7 WHERE thread_key = $8",
         &a, NULL, err);
 }
 
@@ -122,8 +126,11 @@ int pg_owner_add(rs_backend *b, int64_t thread_key, int64_t run_key, const char 
 }
 
 /* Account a line of len bytes at seq; 1 when a mark at the line's offset is due first. */
-static int log_step(pg_log *log, int64_t seq, size_t len, int message, int64_t *mark_off)
+static int log_step(pg_log *log, int64_t seq, size_t len, int message, int64_t at_ns,
+                    int64_t *mark_off)
 {
+    if (at_ns > log->newest_ns)
+        log->newest_ns = at_ns;
     int due = log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY;
     if (due)
         *mark_off = log->mark_off = log->size;
@@ -150,15 +157,18 @@ static int marks_add(pg_marks *m, int64_t log_key, int64_t off, int64_t seq)
 }
 
 int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
-                pg_marks *marks, rs_err *err)
+                const char *created_at, pg_marks *marks, rs_err *err)
 {
     pg_marks now = PG_MARKS_INIT;
     pg_marks *m = marks ? marks : &now;
-    int64_t off;
+    int64_t off, at = 0;
     int rc = 0;
-    if (log_step(run, seq, len, message, &off))
+    /* A row whose created_at has no file time (none, or past 2262) moves no time. */
+    if (rs_time_ns(created_at, &at))
+        at = 0;
+    if (log_step(run, seq, len, message, at, &off))
         rc = marks_add(m, run->key, off, seq);
-    if (!rc && log_step(thread, seq, len, message, &off))
+    if (!rc && log_step(thread, seq, len, message, at, &off))
         rc = marks_add(m, -thread->key, off, seq);
     if (rc)
         rc = rs_err_set(err, -ENOMEM, "out of memory");
@@ -259,7 +269,7 @@ static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t 
         b,
         "WITH ids AS (SELECT run_id, min(seq) AS first FROM run_events WHERE thread_id = $2 "
         "AND seq > $3::bigint GROUP BY run_id), made AS (INSERT INTO runfs_run (thread_key, "
-        "run_id, ctime_ns, mtime_ns) SELECT $1, run_id, $4, $4 FROM ids ORDER BY first ON "
+        "run_id, ctime_ns, mtime_ns) SELECT $1, run_id, $4, 0 FROM ids ORDER BY first ON "
         "CONFLICT (thread_key, run_id) DO NOTHING RETURNING run_key, " LOG_COLUMNS ", run_id) "
         "SELECT * FROM made UNION ALL SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, "
         "r.mixed, r.mark_off, r.run_id FROM runfs_run r JOIN ids ON ids.run_id = r.run_id WHERE "
@@ -369,35 +379,36 @@ static int runs_store(rs_backend *b, const run_set *rs, rs_err *err)
 {
     static const char sql[] =
         "UPDATE runfs_run r SET size = u.size, count = u.count, messages = u.messages, "
-        "last_seq = u.last_seq, mark_off = u.mark_off, mtime_ns = $7, mixed = CASE WHEN "
-        "(SELECT count(*) FROM runfs_owner o WHERE o.thread_key = r.thread_key AND o.run_key = "
-        "r.run_key) > 1 THEN 1 ELSE 0 END FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], "
-        "$4::bigint[], $5::bigint[], $6::bigint[]) AS u(key, size, count, messages, last_seq, "
-        "mark_off) WHERE r.run_key = u.key";
-    rs_buf cols[6] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+        "last_seq = u.last_seq, mark_off = u.mark_off, mtime_ns = GREATEST(r.mtime_ns, "
+        "u.newest), mixed = CASE WHEN (SELECT count(*) FROM runfs_owner o WHERE o.thread_key = "
+        "r.thread_key AND o.run_key = r.run_key) > 1 THEN 1 ELSE 0 END FROM unnest($1::bigint[], "
+        "$2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS "
+        "u(key, size, count, messages, last_seq, mark_off, newest) WHERE r.run_key = u.key";
+    rs_buf cols[7] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT,
+                      RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     int rc = 0;
     for (size_t from = 0; !rc && from < rs->count; from += INDEX_BATCH) {
         size_t to = rs->count - from > INDEX_BATCH ? from + INDEX_BATCH : rs->count;
         for (size_t i = from; !rc && i < to; i++) {
             const pg_log *l = &rs->runs[i].log;
-            int64_t v[6] = {l->key, l->size, l->count, l->messages, l->last_seq, l->mark_off};
-            for (int c = 0; !rc && c < 6; c++)
+            int64_t v[7] = {l->key,      l->size,     l->count,    l->messages,
+                            l->last_seq, l->mark_off, l->newest_ns};
+            for (int c = 0; !rc && c < 7; c++)
                 rc = rs_buf_addf(&cols[c], "%s%" PRId64, i > from ? "," : "{", v[c]);
         }
         pg_args a = {.n = 0};
-        for (int c = 0; !rc && c < 6; c++)
+        for (int c = 0; !rc && c < 7; c++)
             if (!(rc = rs_buf_addch(&cols[c], '}')))
                 pg_arg_text(&a, cols[c].buf);
         if (rc) {
             rc = rs_err_set(err, -ENOMEM, "out of memory");
             break;
         }
-        pg_arg_int(&a, rs_clock_ns(CLOCK_REALTIME));
         rc = pg_run(b, sql, &a, NULL, err);
-        for (int c = 0; c < 6; c++)
+        for (int c = 0; c < 7; c++)
             rs_buf_reset(&cols[c]);
     }
-    for (int c = 0; c < 6; c++)
+    for (int c = 0; c < 7; c++)
         rs_buf_release(&cols[c]);
     return rc;
 }
@@ -440,7 +451,8 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
         if ((rc = owner_note(b, &owners, thr, thr->key, 0, row->user_id, err)) ||
             (rc = owner_note(b, &owners, run, thr->key, run->key, row->user_id, err)) ||
             (rc = pg_log_line(b, run, thr, row->seq, rec->line_len,
-                              strcmp(row->category, "message") == 0, &marks, err)) ||
+                              strcmp(row->category, "message") == 0, row->created_at, &marks,
+                              err)) ||
             (marks.count >= INDEX_BATCH && (rc = marks_flush(b, &marks, err))))
             break;
         if (b->progress && (++b->index_done & 4095) == 0)
@@ -474,13 +486,14 @@ int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     static const char *const steps[] = {
         "DELETE FROM runfs_mark WHERE log_key = -$1::bigint OR log_key IN (SELECT run_key "
         "FROM runfs_run WHERE thread_key = $1)",
-        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1 "
-        "WHERE thread_key = $1",
+        "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
+        "mtime_ns = 0 WHERE thread_key = $1",
+        "UPDATE runfs_thread SET mtime_ns = 0 WHERE thread_key = $1",
     };
     pg_args a = {.n = 0};
     pg_arg_int(&a, thread_key);
     int rc = 0;
-    for (size_t i = 0; !rc && i < 2; i++)
+    for (size_t i = 0; !rc && i < 3; i++)
         rc = pg_run(b, steps[i], &a, NULL, err);
     pg_log thr;
     int found;
@@ -638,13 +651,13 @@ static int log_info_once(rs_backend *b, const char *thread_id, const char *run_i
     /* A thread's high-water mark and highest seq come with it: one round trip. */
     const char *sql =
         run_id
-            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
-              "r.mtime_ns, t.thread_key, 0, 0, t.dirty FROM runfs_thread t LEFT JOIN runfs_run r "
-              "ON r.thread_key = t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
-            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
-              "t.mtime_ns, t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
-              "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1), t.dirty FROM "
-              "runfs_thread t WHERE t.thread_id = $1";
+            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL(
+                  r) ", t.thread_key, 0, 0, t.dirty FROM runfs_thread t LEFT JOIN runfs_run r "
+                     "ON r.thread_key = t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
+            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, " RS_LOG_TIME_SQL(
+                  t) ", t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
+                     "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1), t.dirty FROM "
+                     "runfs_thread t WHERE t.thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)

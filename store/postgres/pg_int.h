@@ -29,7 +29,9 @@ typedef struct pg_log {
     int64_t count;
     int64_t messages;
     int64_t last_seq;
-    int64_t mark_off; /* offset of the log's last mark; -1: none yet */
+    int64_t mark_off;  /* offset of the log's last mark; -1: none yet */
+    int64_t newest_ns; /* created_at of the newest row accounted since the load (0: none):
+                        * pg_log_store keeps the greatest in mtime_ns */
     int mixed;
     int dirty;                 /* threads: 1 rows deleted by others, 2 rows added by others */
     char noted[RS_ID_MAX + 2]; /* the owner last put in runfs_owner for this log ... */
@@ -193,10 +195,10 @@ typedef struct pg_marks {
     }
 int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err);
 void pg_marks_release(pg_marks *m);
-/* Account a stored line in its run's and thread's logs; the marks it makes are written now
- * (marks NULL) or added to marks. */
+/* Account a stored line (created_at as stored or canonical) in its run's and thread's logs;
+ * the marks it makes are written now (marks NULL) or added to marks. */
 int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t len, int message,
-                pg_marks *marks, rs_err *err);
+                const char *created_at, pg_marks *marks, rs_err *err);
 /* Inside a write transaction holding the thread's lock: index what other writers did to
  * the thread (thr loaded; reloaded after, *found 0 when it had no rows left and is gone). */
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);

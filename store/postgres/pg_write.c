@@ -421,7 +421,7 @@ static int queue_writes(rs_backend *b, const rs_target *t, rs_event *const *evs,
             len = stored->len - len;
         }
         if ((rc = pg_log_line(b, &st->run, &st->thr, seq, len, strcmp(ev->category, "message") == 0,
-                              &marks, err)))
+                              ev->created_at, &marks, err)))
             break;
         if (rows_add(&rows, ev))
             rc = rs_err_set(err, -ENOMEM, "out of memory");
@@ -592,7 +592,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         if ((rc = rs_event_line(&line, ev, seq, t->user)) ||
             (rc = insert_event(b, t, ev, seq, err)) ||
             (rc = pg_log_line(b, &run, &thr, seq, line.len, strcmp(ev->category, "message") == 0,
-                              NULL, err)) ||
+                              ev->created_at, NULL, err)) ||
             (ev->idem_key[0] && (rc = idem_record(b, t, ev->idem_key, seq, err))))
             goto fail;
         if (stored && (rc = rs_buf_add(stored, line.buf, line.len)))

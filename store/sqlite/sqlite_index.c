@@ -49,6 +49,7 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
         ls->ws_count = sqlite3_column_int64(st, 9);
         ls->ws_seq = sqlite3_column_int64(st, 10);
         ls->change = 0;
+        ls->newest_ns = 0;
         ls->owner_known = 0;
         ls->noted_set = 0;
         sq_stmt_done(b, st);
@@ -56,15 +57,16 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     }
     if (!create)
         return 0;
+    /* mtime_ns stays 0 until the log holds a row: an empty log shows when it was made. */
     int64_t now = rs_clock_ns(CLOCK_REALTIME);
     rc = run_id ? sq_step(b, NULL, err, "create",
                           "INSERT INTO runfs_run (thread_key, run_id, "
-                          "ctime_ns, mtime_ns) VALUES (?, ?, ?, ?)",
-                          "itii", thread_key, run_id, now, now)
+                          "ctime_ns, mtime_ns) VALUES (?, ?, ?, 0)",
+                          "iti", thread_key, run_id, now)
                 : sq_step(b, NULL, err, "create",
                           "INSERT INTO runfs_thread (thread_id, ctime_ns, "
-                          "mtime_ns) VALUES (?, ?, ?)",
-                          "tii", thread_id, now, now);
+                          "mtime_ns) VALUES (?, ?, 0)",
+                          "ti", thread_id, now);
     if (rc < 0)
         return rc;
     memset(ls, 0, sizeof *ls);
@@ -74,19 +76,21 @@ int sq_log_load(rs_backend *b, const char *thread_id, const char *run_id, int64_
     return 0;
 }
 
+/* mtime_ns is the greatest created_at of the log's rows (its files' and directory's time),
+ * kept as rows are accounted and set to 0 when the log is reset (sq_thread_reindex). */
 int sq_log_store(rs_backend *b, int is_run, const sq_log *ls, rs_err *err)
 {
     const char *sql =
         is_run ? "UPDATE runfs_run SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
-                 "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9, terminal_seq = ?10, "
-                 "ws_count = ?11, ws_seq = ?12, change = CASE WHEN ?13 > 0 THEN ?13 ELSE change "
-                 "END WHERE run_key = ?8"
+                 "mixed = ?5, mtime_ns = max(mtime_ns, ?6), mark_off = ?7, msg_size = ?9, "
+                 "terminal_seq = ?10, ws_count = ?11, ws_seq = ?12, change = CASE WHEN ?13 > 0 "
+                 "THEN ?13 ELSE change END WHERE run_key = ?8"
                : "UPDATE runfs_thread SET size = ?1, count = ?2, messages = ?3, last_seq = ?4, "
-                 "mixed = ?5, mtime_ns = ?6, mark_off = ?7, msg_size = ?9 WHERE thread_key = ?8";
+                 "mixed = ?5, mtime_ns = max(mtime_ns, ?6), mark_off = ?7, msg_size = ?9 WHERE "
+                 "thread_key = ?8";
     int rc = sq_step(b, NULL, err, "update totals", sql, "iiiiiiiiiiiii", ls->size, ls->count,
-                     ls->messages, ls->last_seq, (int64_t)ls->mixed, rs_clock_ns(CLOCK_REALTIME),
-                     ls->mark_off, ls->key, ls->msg_size, ls->terminal_seq, ls->ws_count,
-                     ls->ws_seq, ls->change);
+                     ls->messages, ls->last_seq, (int64_t)ls->mixed, ls->newest_ns, ls->mark_off,
+                     ls->key, ls->msg_size, ls->terminal_seq, ls->ws_count, ls->ws_seq, ls->change);
     return rc < 0 ? rc : 0;
 }
 
@@ -169,8 +173,10 @@ static int mark_insert(rs_backend *b, int64_t log_key, int64_t off, int64_t seq,
 #define WS_FIRST 10
 
 static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq, size_t len,
-                       const char *event_type, int message, rs_err *err)
+                       const char *event_type, int message, int64_t at_ns, rs_err *err)
 {
+    if (at_ns > log->newest_ns)
+        log->newest_ns = at_ns;
     if (log->mark_off < 0 || log->size - log->mark_off >= MARK_EVERY) {
         int rc = mark_insert(b, log_key, log->size, seq, err);
         if (rc)
@@ -193,11 +199,15 @@ static int log_advance(rs_backend *b, sq_log *log, int64_t log_key, int64_t seq,
 }
 
 int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
-                const char *event_type, const char *category, rs_err *err)
+                const char *event_type, const char *category, const char *created_at, rs_err *err)
 {
     int message = strcmp(category, "message") == 0;
-    int rc = log_advance(b, run, run->key, seq, len, event_type, message, err);
-    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, event_type, message, err);
+    /* A row whose created_at has no file time (none, or past 2262) moves no time. */
+    int64_t at = 0;
+    if (rs_time_ns(created_at, &at))
+        at = 0;
+    int rc = log_advance(b, run, run->key, seq, len, event_type, message, at, err);
+    return rc ? rc : log_advance(b, thread, -thread->key, seq, len, event_type, message, at, err);
 }
 
 /* ---- catching up with other writers ---- */
@@ -327,8 +337,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
             (rc = owner_note(b, run, thr.key, run->key, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, NULL, &thr, row.user_id, err)) ||
             (rc = sq_log_mix(b, thread_id, row.run_id, run, row.user_id, err)) ||
-            (rc =
-                 sq_log_line(b, run, &thr, row.seq, line.len, row.event_type, row.category, err))) {
+            (rc = sq_log_line(b, run, &thr, row.seq, line.len, row.event_type, row.category,
+                              row.created_at, err))) {
             if (!run && !rc)
                 rc = -ENOMEM;
             break;
@@ -358,11 +368,11 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
         "runfs_run WHERE thread_key = ?1)";
     static const char zero_runs[] =
         "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
-        "mixed = 0, msg_size = 0, terminal_seq = 0, ws_count = 0, ws_seq = 0 "
+        "mixed = 0, msg_size = 0, terminal_seq = 0, ws_count = 0, ws_seq = 0, mtime_ns = 0 "
         "WHERE thread_key = ?1";
     static const char zero_thread[] =
         "UPDATE runfs_thread SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
-        "mixed = 0, msg_size = 0, dirty = 0 WHERE thread_key = ?1";
+        "mixed = 0, msg_size = 0, dirty = 0, mtime_ns = 0 WHERE thread_key = ?1";
     const char *steps[] = {drop_marks, zero_runs, zero_thread};
     int rc = 0;
     for (size_t i = 0; !rc && i < 3; i++)
@@ -574,11 +584,11 @@ int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
         return rc;
     const char *sql =
         run_id
-            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.ctime_ns, "
-              "r.mtime_ns, t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
-              "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
-            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.ctime_ns, "
-              "t.mtime_ns, t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
+            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL(
+                  r) ", t.thread_key FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+                     "t.thread_key WHERE t.thread_id = ? AND r.run_id = ?"
+            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, " RS_LOG_TIME_SQL(
+                  t) ", t.thread_key FROM runfs_thread t WHERE t.thread_id = ?";
     rc = sq_step(b, &st, err, "stat", sql, "tt", thread_id, run_id);
     if (rc < 0)
         return rc;

@@ -46,6 +46,8 @@ typedef struct sq_log {
     int64_t ws_count;          /* runs: workspace_changes rows, counted up to ten */
     int64_t ws_seq;            /* runs: seq of the last of those (0: none) */
     int64_t change;            /* runs: a change number sq_log_store gives it (0: none) */
+    int64_t newest_ns;         /* created_at of the newest row accounted since the load (0:
+                                * none): sq_log_store keeps the greatest in mtime_ns */
     int mixed;                 /* rows of more than one owner */
     char owner[RS_ID_MAX + 2]; /* while not mixed: the rows' owner ('' for none) */
     int owner_known;           /* 1: owner holds it; 0: not looked up; -1: too long */
@@ -201,10 +203,10 @@ int sq_log_mix(rs_backend *b, const char *thread_id, const char *run_id, sq_log 
 /* With owners_apart, a scoped owner (user not NULL) writes only in a thread that is new or
  * holds its rows or its mkdir: -EACCES otherwise. */
 int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_err *err);
-/* Account one stored line of len bytes, of event_type and category, in its run's and
- * thread's logs (marks included). */
+/* Account one stored line of len bytes, of event_type, category and created_at (as stored
+ * or canonical), in its run's and thread's logs (marks included). */
 int sq_log_line(rs_backend *b, sq_log *run, sq_log *thread, int64_t seq, size_t len,
-                const char *event_type, const char *category, rs_err *err);
+                const char *event_type, const char *category, const char *created_at, rs_err *err);
 /* Inside a write transaction: index rows other writers added, recompute threads they
  * deleted from. Cheap when there is nothing to do. */
 int sq_catch_up(rs_backend *b, rs_err *err);

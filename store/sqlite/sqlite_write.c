@@ -276,7 +276,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
             len = stored->len - len;
         }
         if ((rc = insert_event(b, t, ev, seq, &last_id, err)) ||
-            (rc = sq_log_line(b, &run, &thr, seq, len, ev->event_type, ev->category, err)) ||
+            (rc = sq_log_line(b, &run, &thr, seq, len, ev->event_type, ev->category, ev->created_at,
+                              err)) ||
             (ev->idem_key[0] && (rc = idem_record(b, t, ev->idem_key, seq, err))))
             break;
         if (!ids[0])

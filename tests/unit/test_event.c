@@ -768,6 +768,36 @@ static void test_created_at(void **state)
     assert_memory_equal(now + 11, nowdb + 11, 15);
 }
 
+/* A created_at as a file's time: every stored form, offsets applied; none outside int64 ns. */
+static void test_time_ns(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int rc;
+        int64_t ns;
+    } t[] = {
+        { "1970-01-01 00:00:00", 0, 0 },
+        { "2025-06-01 00:00:00.500000", 0, 1748736000500000000LL },
+        { "2025-06-01T00:00:00.5Z", 0, 1748736000500000000LL },
+        { "2025-03-01T10:00:00.000001+02:00", 0, 1740816000000001000LL },
+        { "1969-12-31T23:59:59.999999Z", 0, -1000LL },
+        { "2262-04-11T23:47:16Z", -ERANGE, 0 },
+        { "1677-09-21T00:12:43Z", -ERANGE, 0 },
+        { "", -EINVAL, 0 },
+        { NULL, -EINVAL, 0 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        int64_t ns = 0;
+        int rc = rs_time_ns(t[i].in, &ns);
+        if (rc != t[i].rc || (!rc && ns != t[i].ns))
+            print_error("%s: got %d %lld\n", t[i].in ? t[i].in : "NULL", rc, (long long)ns);
+        assert_int_equal(rc, t[i].rc);
+        if (!rc)
+            assert_int_equal(ns, t[i].ns);
+    }
+}
+
 /* ---- encoding ----------------------------------------------------------------------------- */
 
 static void expect_line(const rs_row *row, const char *want)
@@ -1113,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_defaults_and_db_encoding),
         cmocka_unit_test(test_context_rules),
         cmocka_unit_test(test_created_at),
+        cmocka_unit_test(test_time_ns),
         cmocka_unit_test(test_encode_deerflow_and_runfs_rows),
         cmocka_unit_test(test_encode_strings_and_foreign_rows),
         cmocka_unit_test(test_roundtrip),
