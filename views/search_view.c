@@ -1,5 +1,5 @@
 /* search_view.c — rendering a search: the scope a node names (the caller's owner and the mount's
- * thread), the store's matching records, their canonical lines in order. */
+ * thread), the store's matching records, their canonical lines in order, a page at a time. */
 #include <errno.h>
 #include <string.h>
 
@@ -33,33 +33,41 @@ static int search_scope(rs_store *s, const rfs_scope *sc, const rfs_node *n, con
     return 0;
 }
 
-int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
+int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, int sized,
                     rs_err *err)
 {
     memset(st, 0, sizeof *st);
-    st->shape = RFS_SHAPE_DOC;
+    st->shape = RFS_SHAPE_STREAM;
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
     if (sc->denied)
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
     const char *thread, *run;
     int rc = search_scope(s, sc, n, &thread, &run, st, err);
     rs_search *q = NULL;
-    if (rc || (rc = rs_search_parse(&q, n->name, err)))
+    if (rc || (rc = rs_search_parse(&q, n->name, err)) || !sized) {
+        rs_search_free(q);
         return rc;
+    }
+    /* The exact size is every matching line counted: one pass, nothing kept. */
     rs_cursor *c;
     if ((rc = rs_store_search(s, q, thread, run, sc->user, NULL, 0, &c, err))) {
         rs_search_free(q);
         return rc;
     }
     const rs_record *rec;
-    while ((rc = rs_cursor_next(c, &rec)) == 1) {
+    while ((rc = rs_cursor_next(c, &rec)) == 1)
         st->size += (int64_t)rec->line_len;
-        if (doc && (rc = rs_buf_add(doc, rec->line, rec->line_len)))
-            break;
-    }
     rs_cursor_free(c);
     rs_search_free(q);
     if (rc == -ENOMEM)
         rs_err_set(err, rc, "out of memory");
     return rc < 0 ? rc : 0;
+}
+
+int rfs_search_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
+                    const char *after_thread, int64_t after_seq, rs_cursor **out, rs_err *err)
+{
+    const char *thread = n->kind == RFS_SEARCH ? sc->only_thread : n->thread_id;
+    const char *run = n->kind == RFS_R_SEARCH ? n->run_id : NULL;
+    return rs_store_search(s, q, thread, run, sc->user, after_thread, after_seq, out, err);
 }

@@ -81,19 +81,26 @@ struct rfs_reader {
     const rfs_node *node; /* the opener's: it outlives the reader */
     rfs_scope scope;
     rfs_shape shape;
-    int64_t mtime_ns;           /* the file's last change when it was opened */
-    int64_t version;            /* rfs_stat's version at open */
-    rfs_doc *doc;               /* RFS_SHAPE_DOC: the whole document, shared by content */
-    int64_t next_off;           /* streams: file offset of pending.buf[0] */
-    int64_t last_seq;           /* streams: seq of the last row rendered into pending */
-    rs_buf pending;             /* streams: rendered bytes from next_off on */
-    size_t behind;              /* streams: bytes kept before the last read's offset */
-    rfs_transcript *transcript; /* transcript.md: the rendering state */
-    int finished;               /* transcript.md: its end was rendered */
-    rs_store *store;            /* the store of the read in progress */
-    rs_history *history;        /* history.jsonl: its hidden runs, computed once per pass */
-    rfs_otel *otel;             /* otel.json: the rendering state */
+    int64_t mtime_ns;                /* the file's last change when it was opened */
+    int64_t version;                 /* rfs_stat's version at open */
+    rfs_doc *doc;                    /* RFS_SHAPE_DOC: the whole document, shared by content */
+    int64_t next_off;                /* streams: file offset of pending.buf[0] */
+    int64_t last_seq;                /* streams: seq of the last row rendered into pending */
+    rs_buf pending;                  /* streams: rendered bytes from next_off on */
+    size_t behind;                   /* streams: bytes kept before the last read's offset */
+    rfs_transcript *transcript;      /* transcript.md: the rendering state */
+    int finished;                    /* transcript.md: its end was rendered */
+    rs_store *store;                 /* the store of the read in progress */
+    rs_history *history;             /* history.jsonl: its hidden runs, computed once per pass */
+    rfs_otel *otel;                  /* otel.json: the rendering state */
+    rs_search *search;               /* search/<query>: the query, parsed at open */
+    char last_thread[RS_ID_MAX + 1]; /* search: thread of the row at last_seq ("": none) */
 };
+
+/* A search reopens its cursor at each fill (the store's connection is the read's only), and
+ * each reopening runs the query again: a fill renders this far ahead of the read, so a long
+ * result costs one query per SEARCH_AHEAD bytes while a handle holds no more than that. */
+#define SEARCH_AHEAD ((int64_t)1 << 20)
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
 {
@@ -343,7 +350,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                      const sizing *how, rs_err *err)
 {
     if (rfs_search_is_result(n->kind))
-        return rfs_search_stat(s, sc, n, st, doc, err);
+        return rfs_search_stat(s, sc, n, st, doc == NULL, err);
     memset(st, 0, sizeof *st);
     if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
@@ -450,6 +457,8 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
         rc = -EISDIR;
     if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &r->doc))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
+    if (!rc && rfs_search_is_result(n->kind))
+        rc = rs_search_parse(&r->search, n->name, err);
     rs_buf_release(&doc);
     if (rc) {
         rfs_reader_free(r);
@@ -471,6 +480,7 @@ void rfs_reader_free(rfs_reader *r)
     rfs_doc_release(r->doc);
     rs_buf_release(&r->pending);
     rs_history_free(r->history);
+    rs_search_free(r->search);
     free(r);
 }
 
@@ -553,9 +563,15 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
     if (r->node->kind == RFS_T_HISTORY && !r->history &&
         (rc = rs_history_open(s, r->node->thread_id, r->scope.user, &r->history, err)))
         return rc;
+    if (r->search && r->next_off + (int64_t)r->pending.len < want_end)
+        want_end = r->next_off + (int64_t)r->pending.len + SEARCH_AHEAD;
     while (r->next_off + (int64_t)r->pending.len < want_end) {
         rs_cursor *c;
-        if ((rc = stream_open(s, &r->scope, r->node, r->last_seq, 0, r->history, &c, err)))
+        rc = r->search
+                 ? rfs_search_open(s, &r->scope, r->node, r->search,
+                                   r->last_thread[0] ? r->last_thread : NULL, r->last_seq, &c, err)
+                 : stream_open(s, &r->scope, r->node, r->last_seq, 0, r->history, &c, err);
+        if (rc)
             return rc;
         const rs_record *rec;
         int rows = 0, end = 0;
@@ -567,6 +583,9 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
             }
             rows++;
             r->last_seq = rec->seq;
+            /* A record's thread id is a valid id: it fits. */
+            if (r->search)
+                (void)rs_fmt(r->last_thread, sizeof r->last_thread, "%s", rec->thread_id);
             rc = transcript ? rfs_transcript_feed(r->transcript, rec, &r->pending)
                  : otel     ? rfs_otel_feed(r->otel, rec, &r->pending)
                             : rs_buf_add(&r->pending, rec->line, rec->line_len);
@@ -610,6 +629,7 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->next_off = 0;
         r->last_seq = 0;
         r->finished = 0;
+        r->last_thread[0] = '\0';
         rfs_transcript_free(r->transcript);
         r->transcript = NULL;
         rfs_otel_free(r->otel);

@@ -207,3 +207,30 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   assert_failure
   assert_output --partial 'No such file'
 }
+
+# hwm DIR: the peak resident memory (kB) of the daemon serving DIR.
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head -1)/status"; }
+
+@test "search: a result far larger than memory allows is streamed, not held" {
+  local pad
+  pad=$(printf 'padding-%.0s' $(seq 110))
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 60000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-big', 'run-' || (x / 1000), NULL, 'llm.error', 'trace', 'bigrow ' || x || ' $pad',
+    '{\"bulk\": true}', x, '2026-03-04 06:00:03.000000' FROM g"
+  # The baseline: a search of one match, after which the index holds every row (its build
+  # read them all).
+  run cat "$MNT/search/Needle-42"
+  assert_success
+  local base size peak
+  base=$(hwm "$MNT")
+  size=$(stat -c %s "$MNT/search/bigrow")
+  # The reference size: the thread's events.jsonl, every line of which matches.
+  assert_equal "$size" "$("$RUNFS" cat "$STORE" threads/T-big/events.jsonl | wc -c)"
+  [ "$size" -gt $((60 * 1024 * 1024)) ] || fail "the result is too small to tell: $size bytes"
+  assert_equal "$(wc -l < "$MNT/search/bigrow")" 60000
+  peak=$(hwm "$MNT")
+  # A result held whole would raise the peak by its size (over 60 MiB); a stream by a page
+  # and the databases' caches.
+  [ $((peak - base)) -lt 24576 ] || fail "peak RSS grew by $((peak - base)) kB for a $size-byte result"
+}
