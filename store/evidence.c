@@ -165,6 +165,60 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     return 0;
 }
 
+/* Does the run hold a valid run.terminal up to upper? The first one decides, as in
+ * capture_run, found where the store's facts say (receipt.json's way) or by a query that
+ * reads that one row. A create with no body yet (a partial seal's) would otherwise digest
+ * and hash the whole run only to be refused. 1 valid, 0 not (why says), <0 errno. */
+static int terminal_probe(rs_store *s, const rs_target *t, int64_t upper, char *why, size_t why_len,
+                          rs_err *err)
+{
+    rs_log_facts facts;
+    int rc = rs_store_facts(s, t, &facts, err);
+    if (rc)
+        return rc;
+    static const char *const types[] = {"run.terminal"};
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = t->user;
+    q.event_types = types;
+    q.n_event_types = 1;
+    q.limit = 1;
+    q.before_seq = upper + 1;
+    if (facts.known && (!facts.terminal_seq || facts.terminal_seq > upper)) {
+        (void)rs_fmt(why, why_len, "no run.terminal up to seq %lld", (long long)upper);
+        return 0;
+    }
+    if (facts.known)
+        q.after_seq = facts.terminal_seq - 1;
+    rs_cursor *cur;
+    if ((rc = rs_store_query(s, &q, &cur, err)))
+        return rc;
+    const rs_record *rec;
+    rs_buf meta = RS_BUF_INIT, content = RS_BUF_INIT, str = RS_BUF_INIT;
+    int oom = 0;
+    rc = rs_cursor_next(cur, &rec);
+    if (rc < 0)
+        rs_err_set(err, rc, "reading run.terminal: %s", rs_errno_name(rc));
+    else if (rc == 0)
+        (void)rs_fmt(why, why_len, "no run.terminal up to seq %lld", (long long)upper);
+    else
+        rc = terminal_valid(&cur->row, &meta, &content, &str, why, why_len, &oom);
+    rs_cursor_free(cur);
+    rs_buf_release(&meta);
+    rs_buf_release(&content);
+    rs_buf_release(&str);
+    return oom ? rs_err_set(err, -ENOMEM, "out of memory") : rc;
+}
+
+static int no_terminal(rs_err *err, const char *why)
+{
+    return rs_err_set(err, -EINVAL,
+                      "no valid run.terminal inside the boundary (%s): "
+                      "seal with {\"state\":\"partial\",\"error\":\"why\"}",
+                      why);
+}
+
 /* Events of the run (owner user) with seq > upper: what a seal does not claim. */
 static int count_after(rs_store *s, const rs_target *t, const char *user, int64_t upper, int64_t *n,
                        rs_err *err)
@@ -433,15 +487,18 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         capture cap;
         rs_merkle_free(tree);
         tree = NULL;
-        if ((rc = run_info(s, t, &info, err)) ||
-            (rc = rs_merkle_new(&tree) ? rs_err_set(err, -ENOMEM, "out of memory") : 0) ||
+        if ((rc = run_info(s, t, &info, err)))
+            goto out;
+        if (!b.partial &&
+            (rc = terminal_probe(s, t, info.last_seq, cap.why, sizeof cap.why, err)) <= 0) {
+            rc = rc < 0 ? rc : no_terminal(err, cap.why);
+            goto out;
+        }
+        if ((rc = rs_merkle_new(&tree) ? rs_err_set(err, -ENOMEM, "out of memory") : 0) ||
             (rc = capture_run(s, t, t->user, info.last_seq, 1, tree, &cap, err)))
             goto out;
         if (!cap.terminal_seq && !b.partial) {
-            rc = rs_err_set(err, -EINVAL,
-                            "no valid run.terminal inside the boundary (%s): "
-                            "seal with {\"state\":\"partial\",\"error\":\"why\"}",
-                            cap.why);
+            rc = no_terminal(err, cap.why);
             goto out;
         }
         memset(&row, 0, sizeof row);
