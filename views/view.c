@@ -230,10 +230,12 @@ static rfs_shape shape_of(rfs_kind k)
     }
 }
 
-/* Open the stream of node n from the rows after after_seq. history: the reader's hidden runs
- * (NULL: computed for this cursor alone). */
-static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t after_seq,
-                       int64_t limit, const rs_history *history, rs_cursor **out, rs_err *err)
+/* Open the stream of node n from the rows after after_seq (or, newest, its last limit rows
+ * below before_seq). history: the reader's hidden runs (NULL: computed for this cursor
+ * alone). */
+static int stream_query(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t after_seq,
+                        int64_t limit, int64_t before_seq, int newest, const rs_history *history,
+                        rs_cursor **out, rs_err *err)
 {
     const char *types[] = {n->name};
     rs_query q = RS_QUERY_INIT;
@@ -241,6 +243,8 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     q.user = sc->user;
     q.after_seq = after_seq;
     q.limit = limit;
+    q.before_seq = before_seq;
+    q.newest = newest;
     switch (n->kind) {
     case RFS_T_HISTORY:
         if (history)
@@ -274,6 +278,12 @@ static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int6
     default: return -EINVAL;
     }
     return rs_store_query(s, &q, out, err);
+}
+
+static int stream_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, int64_t after_seq,
+                       int64_t limit, const rs_history *history, rs_cursor **out, rs_err *err)
+{
+    return stream_query(s, sc, n, after_seq, limit, 0, 0, history, out, err);
 }
 
 /* How a stat may learn a rendered view's size (rfs_view_stat_ex). */
@@ -608,6 +618,104 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
     return 0;
 }
 
+/* A read this far from what a stream reader holds finds its row from the end instead of
+ * rendering every row before it (tail -n 50 of a large messages.jsonl). */
+#define SEEK_GAP (64 * 1024)
+/* The most rows a seek looks back through before it renders from the start instead. */
+#define SEEK_ROWS_MAX (64 * 1024)
+
+/* Views whose bytes are their rows' lines, nothing added or left out by other rows. */
+static int lines_view(rfs_kind k)
+{
+    return k == RFS_T_MESSAGES || k == RFS_R_MESSAGES || k == RFS_R_TYPE || k == RFS_R_TASK;
+}
+
+/* The view's size as the store or the size cache keeps it, with the log's highest seq it
+ * holds: 1 when known and unchanged while asked, else 0. */
+static int known_size(rfs_reader *r, rs_store *s, int64_t *size, int64_t *last_seq, rs_err *err)
+{
+    const rfs_node *n = r->node;
+    const rfs_scope *sc = &r->scope;
+    const char *run = n->kind == RFS_T_MESSAGES ? NULL : n->run_id;
+    rs_log_info before, after;
+    int rc = rs_store_log_info(s, n->thread_id, run, sc->user, &before, err);
+    if (rc || !before.exists)
+        return rc;
+    if (n->kind == RFS_T_MESSAGES || n->kind == RFS_R_MESSAGES)
+        rc = rs_store_messages_size(s, n->thread_id, run, sc->user, size, err);
+    if (rc == 0 && sc->sizes) {
+        rs_buf key = RS_BUF_INIT;
+        rc = size_key(sc, n, &key);
+        rc = rc ? rc : rfs_sizes_get(sc->sizes, key.buf, &before, size);
+        rs_buf_release(&key);
+    }
+    if (rc <= 0)
+        return rc;
+    /* The size and the seq are of one state of the log: no row came or went between. */
+    if ((rc = rs_store_log_info(s, n->thread_id, run, sc->user, &after, err)))
+        return rc;
+    *last_seq = before.last_seq;
+    return rfs_view_version(&before) == rfs_view_version(&after);
+}
+
+/* Place a lines view's reader at the row holding off, found from the view's end: its
+ * newest rows' lengths, summed back to off, cost what is read rather than what precedes
+ * it. 1 when placed, 0 when it cannot be (the caller renders from the start). */
+static int stream_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
+{
+    int64_t size = 0, last_seq = 0;
+    int rc = known_size(r, s, &size, &last_seq, err);
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    int64_t need = size - off, start = size, seq = last_seq + 1;
+    struct row_len {
+        int64_t seq, len;
+    } *rows = NULL;
+    size_t cap = 0, n = 0;
+    for (int64_t want = 64; need > 0 && rc == 0; want *= 4) {
+        if (want > SEEK_ROWS_MAX)
+            want = SEEK_ROWS_MAX;
+        rs_cursor *c;
+        if ((rc = stream_query(s, &r->scope, r->node, 0, want, last_seq + 1, 1, NULL, &c, err)))
+            break;
+        const rs_record *rec;
+        n = 0;
+        while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            if (rs_array_grow(&rows, &cap, n + 1, sizeof *rows)) {
+                rc = rs_err_set(err, -ENOMEM, "out of memory");
+                break;
+            }
+            rows[n++] = (struct row_len){rec->seq, (int64_t)rec->line_len};
+        }
+        rs_cursor_free(c);
+        if (rc < 0)
+            break;
+        int64_t sum = 0;
+        for (size_t i = n; i-- > 0;) {
+            sum += rows[i].len;
+            if (sum >= need) {
+                start = size - sum;
+                seq = rows[i].seq;
+                rc = 1;
+                break;
+            }
+        }
+        /* Every row below the seq and still short of off, or as far back as a seek goes. */
+        if (rc == 0 && ((int64_t)n < want || want == SEEK_ROWS_MAX))
+            break;
+    }
+    free(rows);
+    if (need <= 0)
+        rc = 1; /* at or past the end it held: rows after last_seq follow */
+    if (rc != 1 || start < 0)
+        return rc < 0 ? rc : 0;
+    rs_buf_reset(&r->pending);
+    r->next_off = start;
+    r->last_seq = seq - 1;
+    return 1;
+}
+
 /* Drop the bytes before off but the last r->behind of them (dropped in steps of that much,
  * so that what is kept is not moved at every read). */
 static void stream_trim(rfs_reader *r, int64_t off)
@@ -625,7 +733,12 @@ static void stream_trim(rfs_reader *r, int64_t off)
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
-    if (off < r->next_off) {
+    int far = off < r->next_off ? off >= SEEK_GAP
+                                : off - r->next_off - (int64_t)r->pending.len >= SEEK_GAP;
+    int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, err) : 0;
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && off < r->next_off) {
         r->next_off = 0;
         r->last_seq = 0;
         r->finished = 0;
@@ -639,7 +752,7 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         rs_buf_reset(&r->pending);
     }
     stream_trim(r, off);
-    int rc = stream_fill(r, s, off + (int64_t)size, err);
+    rc = stream_fill(r, s, off + (int64_t)size, err);
     if (rc)
         return rc;
     stream_trim(r, off);
