@@ -117,6 +117,10 @@ typedef struct rs_backend_ops {
                     rs_cursor **out, rs_err *err);
     /* The facts of a thread's (run_id NULL) or run's log as user sees it; -ENOENT when it
      * does not exist for user. NULL: the backend keeps none (views render to know). */
+    /* rs_store_size_get and _put: key "size:VIEW:TOKEN" in runfs_meta; put first deletes
+     * the keys between lo and hi (the view's earlier tokens). found 0: no row. */
+    int (*size_get)(rs_backend *b, const char *key, int64_t *size, int *found);
+    int (*size_put)(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size);
     int (*log_facts)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                      rs_log_facts *out, rs_err *err);
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,

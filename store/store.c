@@ -494,6 +494,35 @@ int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_i
     return rc ? rc : facts.known;
 }
 
+/* The keys of a view's kept size: "size:VIEW:TOKEN"; its tokens all lie in [lo, hi). */
+static int size_keys(uint64_t view, uint64_t token, char *key, char *lo, char *hi, size_t cap)
+{
+    unsigned long long v = (unsigned long long)view, t = (unsigned long long)token;
+    if (rs_fmt(key, cap, "size:%016llx:%016llx", v, t) < 0 ||
+        rs_fmt(lo, cap, "size:%016llx:", v) < 0 || rs_fmt(hi, cap, "size:%016llx;", v) < 0)
+        return -EOVERFLOW;
+    return 0;
+}
+
+int rs_store_size_get(rs_store *s, uint64_t view, uint64_t token, int64_t *size)
+{
+    char key[48], lo[48], hi[48];
+    int found = 0;
+    if (!s->ops->size_get || size_keys(view, token, key, lo, hi, sizeof key) ||
+        s->ops->size_get(s->be, key, size, &found))
+        return 0;
+    return found;
+}
+
+int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size)
+{
+    char key[48], lo[48], hi[48];
+    if (s->opt.read_only || !s->ops->size_put)
+        return 0;
+    int rc = size_keys(view, token, key, lo, hi, sizeof key);
+    return rc ? rc : s->ops->size_put(s->be, lo, hi, key, size);
+}
+
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
                    const char *user, rs_names **out, rs_err *err)
 {

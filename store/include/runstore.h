@@ -358,6 +358,15 @@ int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, in
 int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_id, const char *user,
                            int64_t *size, rs_err *err);
 
+/* A rendered view's size kept in the store (runfs_meta) for any later stat, on any mount:
+ * view names the view and who looks, token what the size was computed from (the rows, the
+ * rewrites count, a seal), so a change by any writer misses. 1 with *size set when kept
+ * with that token, 0 when not (or on any failure: the caller renders). */
+int rs_store_size_get(rs_store *s, uint64_t view, uint64_t token, int64_t *size);
+/* Keep view's size for token, replacing its earlier ones; best effort (a read-only store
+ * keeps nothing): 0 or a negative errno. */
+int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size);
+
 /* Names: threads, a thread's runs, a run's event types, task ids, singleton types. */
 typedef enum rs_names_kind {
     RS_NAMES_THREADS,

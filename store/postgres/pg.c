@@ -1357,6 +1357,49 @@ PG_READ(pg_search,
          rs_err *err),
         (b, q, thread_id, run_id, user, after_thread, after_seq, out, err))
 
+/* sql with its '@' naming the side tables' schema, in a buffer of the caller's (b->sql is
+ * rewritten by the next statement). */
+static int side_copy(rs_backend *b, const char *sql, rs_buf *out)
+{
+    int rc = pg_side_sql(b, sql, NULL);
+    return rc ? rc : rs_buf_add(out, b->sql.buf, b->sql.len + 1);
+}
+
+static int pg_size_get(rs_backend *b, const char *key, int64_t *size, int *found)
+{
+    if (ensure_conn(b, NULL) ||
+        pg_side_sql(b, "SELECT value FROM @runfs_meta WHERE key = $1", NULL))
+        return -EIO;
+    return pg_int(b, b->sql.buf, key, NULL, size, found, NULL);
+}
+
+static int pg_size_put(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size)
+{
+    pg_args d = {.n = 0}, a = {.n = 0};
+    pg_arg_text(&d, lo);
+    pg_arg_text(&d, hi);
+    pg_arg_text(&a, key);
+    pg_arg_int(&a, size);
+    rs_buf del = RS_BUF_INIT, ins = RS_BUF_INIT;
+    int rc = side_copy(b, "DELETE FROM @runfs_meta WHERE key >= $1 AND key < $2", &del);
+    if (!rc)
+        rc = side_copy(b,
+                       "INSERT INTO @runfs_meta (key, value) VALUES ($1, $2) "
+                       "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                       &ins);
+    if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
+        if (!(rc = pg_run(b, del.buf, &d, NULL, NULL)))
+            rc = pg_run(b, ins.buf, &a, NULL, NULL);
+        if (rc)
+            pg_rollback(b);
+        else
+            rc = pg_commit(b, NULL);
+    }
+    rs_buf_release(&del);
+    rs_buf_release(&ins);
+    return rc;
+}
+
 static void pg_set_wait(rs_backend *b, int wait)
 {
     b->no_wait = !wait;
@@ -1371,6 +1414,8 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
+    .size_get = pg_size_get,
+    .size_put = pg_size_put,
     .set_wait = pg_set_wait,
     .put = pg_put,
     .reserve = pg_reserve,

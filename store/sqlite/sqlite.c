@@ -1565,6 +1565,30 @@ static int sq_rewrites(rs_backend *b, int64_t *n)
     return rc || *n >= 0 ? rc : sq_data_version(b, n);
 }
 
+static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found)
+{
+    return sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = ?", key, NULL, size, found,
+                  NULL);
+}
+
+/* Under the write lock, as every write is: a kept size is one small transaction. */
+static int sq_size_put(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size)
+{
+    int rc = sq_begin(b, NULL);
+    if (rc)
+        return rc;
+    rc = sq_step(b, NULL, NULL, "size", "DELETE FROM main.runfs_meta WHERE key >= ? AND key < ?",
+                 "tt", lo, hi);
+    if (rc >= 0)
+        rc = sq_step(b, NULL, NULL, "size",
+                     "INSERT INTO main.runfs_meta (key, value) VALUES (?, ?)", "ti", key, size);
+    if (rc < 0) {
+        sq_rollback(b);
+        return rc;
+    }
+    return sq_commit(b, NULL);
+}
+
 static int sq_refresh(rs_backend *b, rs_err *err)
 {
     int needed = 0;
@@ -1665,6 +1689,8 @@ const rs_backend_ops rs_sqlite_backend = {
     .data_version = sq_data_version,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,
+    .size_get = sq_size_get,
+    .size_put = sq_size_put,
     .put = sq_put,
     .reserve = sq_reserve,
     .release = sq_release,
