@@ -317,6 +317,44 @@ static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
     return rc ? rc : rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
 }
 
+/* A kept size's names: the store's (view: the node and owner, without what changes; token:
+ * the rows as info and the rewrites count say) and the mount's (key, which gets the
+ * rewrites count too, as an in-place update by another writer leaves info alone). */
+typedef struct kept {
+    uint64_t view, token;
+    int stored; /* view and token hold */
+} kept;
+
+static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
+{
+    int64_t rewrites = 0;
+    k->stored = rs_store_rewrites(s, &rewrites) == 0;
+    k->view = rs_hash(RS_HASH_INIT, key->buf, key->len);
+    int64_t v[2] = {rfs_view_version(info), rewrites};
+    k->token = rs_hash(RS_HASH_INIT, v, sizeof v);
+    return rs_buf_addf(key, "\n%lld", (long long)rewrites);
+}
+
+/* 1 with *size when the mount or the store kept it (the store's is kept by the mount too). */
+static int kept_get(rs_store *s, const rfs_scope *sc, const rs_buf *key, const rs_log_info *info,
+                    const kept *k, int64_t *size)
+{
+    if (sc->sizes && rfs_sizes_get(sc->sizes, key->buf, info, size))
+        return 1;
+    if (!k->stored || !rs_store_size_get(s, k->view, k->token, size))
+        return 0;
+    if (sc->sizes)
+        rfs_sizes_put(sc->sizes, key->buf, info, *size);
+    return 1;
+}
+
+/* Kept in the store best effort: a read-only store or a busy one renders again next time. */
+static void kept_put(rs_store *s, const kept *k, int64_t size)
+{
+    if (k->stored)
+        (void)rs_store_size_put(s, k->view, k->token, size);
+}
+
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
@@ -333,9 +371,12 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     if (!rc && cache && glance)
         rc = rfs_glance_key(s, n->kind, &t, &key, err);
+    kept k = {0};
+    if (!rc && cache)
+        rc = kept_names(s, &key, token, &k);
     if (!rc && cache &&
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
-             : rfs_sizes_get(sc->sizes, key.buf, token, &st->size))) {
+             : kept_get(s, sc, &key, token, &k, &st->size))) {
         st->size = doc ? (int64_t)doc->len : st->size;
         rs_buf_release(&key);
         return 0;
@@ -349,6 +390,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rfs_sizes_put_doc(sc->sizes, key.buf, token, out->buf, out->len);
     else if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);
+    if (!rc && cache)
+        kept_put(s, &k, st->size);
     rs_buf_release(&key);
     rs_buf_release(&scratch);
     return rc;
@@ -414,8 +457,11 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     int filtered = n->kind == RFS_R_TYPE || n->kind == RFS_R_TASK;
     const sizing *keeps = how && rfs_view_kernel_keeps(n->kind) ? how : NULL;
     rs_buf key = RS_BUF_INIT;
+    kept k = {0};
     rc = size_key(sc, n, &key);
-    int known = !rc && sc->sizes && rfs_sizes_get(sc->sizes, key.buf, &info, &st->size);
+    if (!rc)
+        rc = kept_names(s, &key, &info, &k);
+    int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     if (!rc && !known && doc) {
         rs_cursor *c;
         const rs_record *rec;
@@ -430,6 +476,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = stream_size(s, sc, n, keeps, &st->size, err);
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
+        if (!rc)
+            kept_put(s, &k, st->size);
     }
     rs_buf_release(&key);
     /* Only types and tasks the run has exist. */
