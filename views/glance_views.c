@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "glance_views.h"
+#include "otel.h"
 #include "stats.h"
 #include "timeline.h"
 
@@ -92,6 +93,54 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
     seal_ctx sc = {.s = s, .t = t};
     if (!rc)
         rc = tl ? rfs_timeline_finish(tl, out) : rfs_stats_finish(st, seal_of, &sc, out);
+    rfs_timeline_free(tl);
+    rfs_stats_free(st);
+    return rc;
+}
+
+int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
+                       int64_t *otel_size, rs_err *err)
+{
+    rfs_stats *st = NULL;
+    rfs_timeline *tl = NULL;
+    rfs_otel *ot = NULL;
+    rs_buf scratch = RS_BUF_INIT;
+    int64_t otel = 0;
+    int rc = rfs_stats_new(&st, t->thread_id, t->run_id);
+    if (!rc)
+        rc = rfs_timeline_new(&tl, t->thread_id, t->run_id);
+    if (!rc)
+        rc = rfs_otel_new(&ot, t->thread_id, t->run_id);
+    if (rc) {
+        rc = rs_err_set(err, rc, "out of memory");
+    } else {
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = t->thread_id;
+        q.run_id = t->run_id;
+        q.user = t->user;
+        rs_cursor *c;
+        if (!(rc = rs_store_query(s, &q, &c, err))) {
+            const rs_record *rec;
+            /* otel.json's bytes are counted as they are made, a row's worth at a time. */
+            while ((rc = rs_cursor_next(c, &rec)) == 1) {
+                if ((rc = rfs_stats_feed(st, rec)) || (rc = rfs_timeline_feed(tl, rec)) ||
+                    (rc = rfs_otel_feed(ot, rec, &scratch)))
+                    break;
+                otel += (int64_t)scratch.len;
+                rs_buf_reset(&scratch);
+            }
+            rs_cursor_free(c);
+        }
+    }
+    seal_ctx sc = {.s = s, .t = t};
+    if (!rc)
+        rc = rfs_stats_finish(st, seal_of, &sc, stats);
+    if (!rc)
+        rc = rfs_timeline_finish(tl, timeline);
+    if (!rc && !(rc = rfs_otel_finish(ot, &scratch)))
+        *otel_size = otel + (int64_t)scratch.len;
+    rs_buf_release(&scratch);
+    rfs_otel_free(ot);
     rfs_timeline_free(tl);
     rfs_stats_free(st);
     return rc;

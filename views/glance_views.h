@@ -14,5 +14,9 @@ int rfs_glance_kind(rfs_kind kind);
 int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err);
 /* Render document kind of t (t->run_id unused for a thread's stats.json) to out. */
 int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err);
+/* A run's stats.json and timeline.svg rendered, and otel.json's size counted, in one pass
+ * over its rows (what a first ls -la of the run needs). */
+int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
+                       int64_t *otel_size, rs_err *err);
 
 #endif

@@ -355,6 +355,53 @@ static void kept_put(rs_store *s, const kept *k, int64_t size)
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
+/* The kept names of run view kind of n's run: key (emptied first) and k. */
+static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_kind kind,
+                          const rs_log_info *info, rs_buf *key, kept *k, rs_err *err)
+{
+    rfs_node v = *n;
+    v.kind = kind;
+    v.name[0] = '\0';
+    rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
+    rs_buf_reset(key);
+    int rc = size_key(sc, &v, key);
+    if (!rc && rfs_glance_kind(kind))
+        rc = rfs_glance_key(s, kind, &t, key, err);
+    return rc ? rc : kept_names(s, key, info, k);
+}
+
+/* A run's first stat of stats.json, timeline.svg or otel.json sizes all three in one pass
+ * over its rows and keeps them (the mount keeps the two documents' bytes too), so the
+ * stats of the other two, as ls -la makes them, render nothing. */
+static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                       rs_err *err)
+{
+    static const rfs_kind kinds[] = {RFS_R_STATS, RFS_R_TIMELINE, RFS_R_OTEL};
+    rs_buf docs[2] = {RS_BUF_INIT, RS_BUF_INIT}, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    kept k[3] = {{0}};
+    int64_t otel = 0;
+    rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
+    int rc = 0;
+    /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
+    for (int i = 0; !rc && i < 3; i++)
+        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+    if (!rc)
+        rc = rfs_glance_run_all(s, &t, &docs[0], &docs[1], &otel, err);
+    for (int i = 0; !rc && i < 2; i++) {
+        rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
+        kept_put(s, &k[i], (int64_t)docs[i].len);
+    }
+    if (!rc) {
+        rfs_sizes_put(sc->sizes, keys[2].buf, info, otel);
+        kept_put(s, &k[2], otel);
+    }
+    for (int i = 0; i < 3; i++)
+        rs_buf_release(&keys[i]);
+    rs_buf_release(&docs[0]);
+    rs_buf_release(&docs[1]);
+    return rc;
+}
+
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
@@ -374,6 +421,10 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     kept k = {0};
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);
+    int pass = !rc && cache && !doc && (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE) &&
+               !kept_get(s, sc, &key, token, &k, &st->size);
+    if (pass)
+        rc = glance_pass(s, sc, n, token, err);
     if (!rc && cache &&
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : kept_get(s, sc, &key, token, &k, &st->size))) {
@@ -462,6 +513,9 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     if (!rc)
         rc = kept_names(s, &key, &info, &k);
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
+    if (!rc && !known && !doc && n->kind == RFS_R_OTEL && sc->sizes &&
+        !(rc = glance_pass(s, sc, n, &info, err)))
+        known = kept_get(s, sc, &key, &info, &k, &st->size);
     if (!rc && !known && doc) {
         rs_cursor *c;
         const rs_record *rec;
