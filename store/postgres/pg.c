@@ -879,7 +879,9 @@ static int scratch_setup(rs_backend *b, rs_err *err)
 }
 
 /* A thread of a scratch open, indexed where its rows are not as its copy last saw them
- * (highest seq, count, highest id: no trigger tells this session what other writers did). */
+ * (highest seq, count, highest id, and the sum of the rows' xmin: no trigger tells this
+ * session what other writers did, and an UPDATE in place moves none of the others but
+ * gives the row the xmin of the transaction that made it). */
 static int scratch_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     pg_args a = {.n = 0};
@@ -887,7 +889,8 @@ static int scratch_ready(rs_backend *b, const char *thread_id, rs_err *err)
     PGresult *r;
     int rc = pg_run(b,
                     "SELECT coalesce(max(seq), 0) || ' ' || count(*) || ' ' || "
-                    "coalesce(max(id), 0) FROM run_events WHERE thread_id = $1",
+                    "coalesce(max(id), 0) || ' ' || coalesce(sum(xmin::text::bigint), 0) "
+                    "FROM run_events WHERE thread_id = $1",
                     &a, &r, err);
     if (rc)
         return rc;
@@ -1054,6 +1057,18 @@ static void pg_close(rs_backend *b)
     free(b);
 }
 
+/* What moves when rows are changed in place or deleted. runfs's triggers count them in
+ * runfs_meta's 'rewrites'; a scratch open has none in the database, so it counts what
+ * PostgreSQL's statistics say of run_events instead: those move when the writer's backend
+ * reports them (at its transaction's end when idle, at least a second apart, else within
+ * PGSTAT_IDLE_INTERVAL, 10 s), never with track_counts off (man page, "ro"). */
+static const char *rewrites_expr(const rs_backend *b)
+{
+    return b->scratch ? "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables "
+                        "WHERE relid = 'run_events'::regclass), -1)"
+                      : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
+}
+
 /* The change feed: notifications other mounts' commits sent, and one cheap probe for rows
  * writers that never notify (DeerFlow) added or deleted (the highest id, the threads the
  * triggers marked). Any change moves the number. */
@@ -1074,12 +1089,14 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         PQfreemem(n);
     }
     PGresult *r;
-    if (pg_side_sql(b,
-                    "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
-                    "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0), "
-                    "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)",
-                    NULL) ||
-        pg_run(b, b->sql.buf, NULL, &r, NULL))
+    rs_buf q = RS_BUF_INIT;
+    int rc = rs_buf_addf(&q,
+                         "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
+                         "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0), %s",
+                         rewrites_expr(b));
+    rc = rc ? rc : pg_side_sql(b, q.buf, NULL);
+    rs_buf_release(&q);
+    if (rc || pg_run(b, b->sql.buf, NULL, &r, NULL))
         return -EIO;
     int64_t v = pg_val_int(r, 0, 0);
     b->dirty_seen = pg_val_int(r, 0, 1);
@@ -1275,9 +1292,11 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
 
 static int pg_rewrites(rs_backend *b, int64_t *n)
 {
-    if (ensure_conn(b, NULL) ||
-        pg_side_sql(
-            b, "SELECT coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)", NULL))
+    rs_buf q = RS_BUF_INIT;
+    int rc = ensure_conn(b, NULL) || rs_buf_addf(&q, "SELECT %s", rewrites_expr(b)) ||
+             pg_side_sql(b, q.buf, NULL);
+    rs_buf_release(&q);
+    if (rc)
         return -EIO;
     return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
 }

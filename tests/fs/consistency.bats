@@ -156,6 +156,29 @@ plain_thread() {
   wait_for 1 consistent "$ro" p
 }
 
+@test "-o ro of a PostgreSQL database runfs never opened sees rows another writer changes in place" {
+  on_pg || skip "PostgreSQL only: no runfs trigger is installed there to tell of the UPDATE"
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  pg_admin "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
+  pg_admin "CREATE DATABASE $PG_DB" >/dev/null
+  store_sql "CREATE TABLE run_events (id SERIAL NOT NULL, thread_id VARCHAR(64) NOT NULL, run_id VARCHAR(64) NOT NULL, user_id VARCHAR(64), event_type VARCHAR(32) NOT NULL, category VARCHAR(16) NOT NULL, content TEXT NOT NULL, event_metadata JSON NOT NULL, seq INTEGER NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL, PRIMARY KEY (id), CONSTRAINT uq_events_thread_seq UNIQUE (thread_id, seq))"
+  local s
+  for s in 1 2 3; do sql_row p r1 "$s" llm.error trace "row $s"; done
+  local ro=$WORK/ro
+  runfs_mount "$STORE" "$ro" -o ro
+  consistent "$ro" p
+  store_sql "UPDATE run_events SET content = 'changed under a reader, longer than it was' WHERE thread_id = 'p' AND seq = 2"
+  wait_for 5 grep -q "changed under a reader" "$ro/threads/p/events.jsonl" ||
+    fail "the read-only mount still shows the old bytes"
+  wait_for 1 consistent "$ro" p || { consistent "$ro" p; fail "the reader's sizes or bytes disagree"; }
+  store_sql "DELETE FROM run_events WHERE thread_id = 'p' AND seq = 1"
+  wait_for 15 bash -c '! grep -q "row 1" "$1"' _ "$ro/threads/p/events.jsonl" ||
+    fail "the read-only mount still shows a row another writer deleted"
+  wait_for 1 consistent "$ro" p || { consistent "$ro" p; fail "sizes or bytes disagree after the delete"; }
+  assert_equal "$(store_sql "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'runfs%'")" 0
+}
+
 @test "runfs adds no constraint to DeerFlow's run_events: a second run.terminal from another writer is stored" {
   seed_thread
   if on_pg; then
