@@ -140,6 +140,15 @@ static void index_tick(void *ctx, int64_t done, int64_t total)
     ip->shown = done;
 }
 
+/* The store's notice (rs_options.notice): every connection of the pool may give it; the log
+ * says it once. */
+static void store_notice(void *ctx, const char *msg)
+{
+    rfs_mount *m = ctx;
+    if (!atomic_exchange(&m->noticed, 1))
+        rfs_log("%s", msg);
+}
+
 static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
 {
     rfs_mount m;
@@ -154,6 +163,8 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     m.store_opt.read_only = opt->read_only;
     m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
     m.store_opt.owners_apart = opt->user || opt->user_from_uid;
+    m.store_opt.notice = store_notice;
+    m.store_opt.notice_ctx = &m;
     if (m.opt.uid < 0)
         m.opt.uid = (long)getuid();
     if (m.opt.gid < 0)

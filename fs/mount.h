@@ -64,6 +64,7 @@ typedef struct rfs_mount {
     pthread_mutex_t handles_lock; /* guards handles and each handle's next and prev */
     rfs_handle *handles;          /* open file handles (ops_file.c) */
     struct rfs_pending *pending;  /* partial lines and bodies held by open files */
+    atomic_int noticed;           /* the store's notice was logged (once per mount) */
 } rfs_mount;
 
 /* The operation table (ops.c). */

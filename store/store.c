@@ -30,6 +30,10 @@ static size_t options_size(unsigned int version)
         return offsetof(rs_options, pin_file);
     if (version == 4)
         return offsetof(rs_options, progress);
+    if (version == 5)
+        return offsetof(rs_options, seal_key);
+    if (version == 6)
+        return offsetof(rs_options, notice);
     return sizeof(rs_options);
 }
 

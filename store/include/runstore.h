@@ -138,8 +138,9 @@ typedef struct rs_cursor rs_cursor;
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
 #define RS_OPTIONS_VERSION \
-    6 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
-                                  * stamp_time; 5: progress, progress_ctx; 6: seal_key */
+    7 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+                                  * stamp_time; 5: progress, progress_ctx; 6: seal_key;
+                                  * 7: notice, notice_ctx */
 /* clang-format off */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 /* clang-format on */
@@ -178,6 +179,12 @@ typedef struct rs_options {
     /* Version 6: every seal this store makes is signed by this key (rs_seal_key_load; it
      * must outlive the store; NULL: seals are unsigned). */
     const struct rs_seal_key *seal_key;
+    /* Version 7: a line for the log when the store does less than it could and the user
+     * should know what that costs (today: a PostgreSQL database that refuses pg_trgm, so
+     * searches scan). Called by the connection that learns it, from any thread, at most
+     * once per connection: a process with several says it once itself. */
+    void (*notice)(void *ctx, const char *msg);
+    void *notice_ctx;
 } rs_options;
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file

@@ -969,6 +969,8 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->owners_apart = opt->owners_apart;
     b->progress = opt->progress;
     b->progress_ctx = opt->progress_ctx;
+    b->notice = opt->notice;
+    b->notice_ctx = opt->notice_ctx;
     if (gethostname(b->host, sizeof b->host) != 0)
         memcpy(b->host, "?", 2);
     b->host[sizeof b->host - 1] = '\0';

@@ -98,6 +98,8 @@ struct rs_backend {
      * the first that failed (-1: none). */
     int piped, npipe, pipe_rc, pipe_commit, pipe_failed;
     int search_off; /* pg_search.c: pg_trgm was refused on this connection (scan) */
+    void (*notice)(void *ctx, const char *msg); /* rs_options' */
+    void *notice_ctx;
     struct {
         PGresult **out; /* NULL: checked, then dropped */
         int slot;       /* a preparation's cache slot, forgotten if it fails; -1 */

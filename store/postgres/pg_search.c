@@ -73,6 +73,16 @@ static int make_index(rs_backend *b, rs_err *err)
     if ((rc = pg_run(b, "CREATE EXTENSION IF NOT EXISTS pg_trgm", NULL, NULL, err))) {
         pg_rollback(b);
         b->search_off = 1;
+        rs_buf msg = RS_BUF_INIT;
+        if (b->notice &&
+            !rs_buf_addf(&msg,
+                         "search: no index, database %s refused pg_trgm (%s): every search "
+                         "reads every row of its scope (at the root, the whole store), so it "
+                         "costs as much as reading those events; CREATE EXTENSION pg_trgm by a "
+                         "user with CREATE on the database gives the index",
+                         PQdb(b->conn), err->msg))
+            b->notice(b->notice_ctx, msg.buf);
+        rs_buf_release(&msg);
         return -ENOSYS;
     }
     for (size_t i = 0; !rc && i < sizeof search_schema / sizeof search_schema[0]; i++)
@@ -287,9 +297,10 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
 {
     int64_t layout = 0, upto = 0;
     int needed = 1, n = 0, rc = sync_needed(b, &layout, &upto, &needed, err);
-    if (!rc && layout == 0 && !b->read_only && !b->search_off)
-        rc = make_index(b, err);
-    if (!rc && needed && !b->read_only && !(rc = sync_index(b, err)))
+    /* A connection that was refused pg_trgm has no index tables to bring up to date. */
+    if (!rc && layout == 0 && !b->read_only && !b->search_off && !(rc = make_index(b, err)))
+        layout = 1;
+    if (!rc && layout == 1 && needed && !b->read_only && !(rc = sync_index(b, err)))
         rc = sync_needed(b, &layout, &upto, &needed, err);
     if (rc || layout != 1)
         return rc ? rc : -ENOSYS;

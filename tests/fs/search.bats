@@ -14,7 +14,15 @@ setup() {
   runfs_mount "$STORE" "$WORK/b" --user bob
   fill
 }
-teardown() { runfs_teardown; }
+teardown() {
+  local rc=0
+  runfs_teardown || rc=1
+  if [ -n "${NT_DB:-}" ]; then
+    pg_admin "DROP DATABASE IF EXISTS $NT_DB WITH (FORCE)" >/dev/null || rc=1
+    pg_admin "DROP ROLE IF EXISTS runfs_nt" >/dev/null || rc=1
+  fi
+  return "$rc"
+}
 
 # Events of every kind the language must see through: written by runfs (two owners and none)
 # and by DeerFlow (its raw columns, rendered canonical).
@@ -233,4 +241,30 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
   # A result held whole would raise the peak by its size (over 60 MiB); a stream by a page
   # and the databases' caches.
   [ $((peak - base)) -lt 24576 ] || fail "peak RSS grew by $((peak - base)) kB for a $size-byte result"
+}
+
+@test "search: on PostgreSQL a database that refuses pg_trgm scans, and the log says so once" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  # A role that may make tables in its database's public schema but not an extension (that
+  # needs CREATE on the database).
+  NT_DB=${PG_DB}_nt
+  pg_admin "CREATE DATABASE $NT_DB" >/dev/null
+  pg_admin "CREATE ROLE runfs_nt LOGIN" >/dev/null
+  PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$(pg_uri "$NT_DB")" -c "GRANT CREATE ON SCHEMA public TO runfs_nt"
+  local uri m=$WORK/nt i
+  uri=$(pg_uri "$NT_DB" | sed 's/user=[^&]*/user=runfs_nt/')
+  runfs_mount "$uri" "$m" --log "$WORK/nt.log"
+  mkdir -p "$m/threads/t-nt/runs/r1"
+  { ev_start; ev_human 'Connection refused by db-7'; ev_error 'connection REFUSED again'; ev_error 'fine'; } >> "$m/threads/t-nt/runs/r1/events.jsonl"
+  # Several at once: the pool's connections each learn that pg_trgm is refused.
+  for i in 1 2 3 4; do cat "$m/search/connection refused" > "$WORK/got.$i" & done
+  wait
+  grep -iF 'connection refused' "$m/threads/t-nt/events.jsonl" > "$WORK/want"
+  [ "$(wc -l < "$WORK/want")" -eq 2 ] || fail "the reference should hold two lines"
+  for i in 1 2 3 4; do cmp "$WORK/want" "$WORK/got.$i"; done
+  cmp "$WORK/want" "$m/threads/t-nt/search/connection refused"
+  run grep -c 'refused pg_trgm' "$WORK/nt.log"
+  assert_output 1
+  run grep 'refused pg_trgm' "$WORK/nt.log"
+  assert_output --partial 'every search reads every row of its scope'
 }
