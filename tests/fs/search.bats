@@ -222,7 +222,7 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
 @test "search: a result far larger than memory allows is streamed, not held" {
   local pad
   pad=$(printf 'padding-%.0s' $(seq 110))
-  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 60000)
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 90000)
     INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
     SELECT 'T-big', 'run-' || (x / 1000), NULL, 'llm.error', 'trace', 'bigrow ' || x || ' $pad',
     '{\"bulk\": true}', x, '2026-03-04 06:00:03.000000' FROM g"
@@ -235,12 +235,13 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
   size=$(stat -c %s "$MNT/search/bigrow")
   # The reference size: the thread's events.jsonl, every line of which matches.
   assert_equal "$size" "$("$RUNFS" cat "$STORE" threads/T-big/events.jsonl | wc -c)"
-  [ "$size" -gt $((60 * 1024 * 1024)) ] || fail "the result is too small to tell: $size bytes"
-  assert_equal "$(wc -l < "$MNT/search/bigrow")" 60000
+  [ "$size" -gt $((90 * 1024 * 1024)) ] || fail "the result is too small to tell: $size bytes"
+  assert_equal "$(wc -l < "$MNT/search/bigrow")" 90000
   peak=$(hwm "$MNT")
-  # A result held whole would raise the peak by its size (over 60 MiB); a stream by a page
-  # and the databases' caches.
-  [ $((peak - base)) -lt 24576 ] || fail "peak RSS grew by $((peak - base)) kB for a $size-byte result"
+  # A result held whole raises the peak by its size (over 90 MiB); a stream by a page per
+  # handle and what the connections and malloc's arenas keep (some 12-35 MiB, whatever the
+  # result's size).
+  [ $((peak - base)) -lt $((size / 2048)) ] || fail "peak RSS grew by $((peak - base)) kB for a $size-byte result"
 }
 
 @test "search: on PostgreSQL a database that refuses pg_trgm scans, and the log says so once" {
