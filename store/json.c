@@ -863,9 +863,8 @@ int rs_utf8_valid(const char *s, size_t len)
     return 1;
 }
 
-/* Just past the closing quote of the string whose body starts at p, or NULL. memchr finds
- * the candidates; a quote preceded by an odd run of backslashes is escaped. */
-static const char *string_end(const char *p, const char *end)
+/* memchr finds the candidate quotes. */
+const char *rs_quote_end(const char *p, const char *end)
 {
     while (p < end) {
         const char *q = memchr(p, '"', (size_t)(end - p));
@@ -887,13 +886,13 @@ static const char *skip_value(const char *p, const char *end)
     if (p >= end)
         return NULL;
     if (*p == '"')
-        return string_end(p + 1, end);
+        return rs_quote_end(p + 1, end);
     if (*p == '{' || *p == '[') {
         long depth = 0;
         for (; p < end; p++) {
             char c = *p;
             if (c == '"') {
-                if (!(p = string_end(p + 1, end)))
+                if (!(p = rs_quote_end(p + 1, end)))
                     return NULL;
                 p--;
             } else if (c == '{' || c == '[')

@@ -5,20 +5,11 @@
 
 #include "jline.h"
 
-/* Just past the closing quote of the string whose body starts at p. */
+/* Just past the closing quote of the string whose body starts at p; end when it never closes. */
 static const char *string_close(const char *p, const char *end)
 {
-    for (;;) {
-        const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q)
-            return end;
-        const char *b = q;
-        while (b > p && b[-1] == '\\')
-            b--;
-        if (((q - b) & 1) == 0)
-            return q + 1;
-        p = q + 1;
-    }
+    const char *q = rs_quote_end(p, end);
+    return q ? q : end;
 }
 
 size_t rfs_jl_value_len(const char *v, const char *end)

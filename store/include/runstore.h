@@ -57,6 +57,10 @@ int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
  * parsed under the one lock every cJSON parse of the process takes (cJSON keeps its last
  * error in a global). -EINVAL when it is no JSON value, -ENOMEM. */
 int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len);
+/* Just past the closing quote of the JSON string whose body (after the opening quote) starts
+ * at p, or NULL when it does not close before end: a quote after an odd run of backslashes is
+ * escaped. The project's one string scanner, for the views' light JSON walkers too. */
+const char *rs_quote_end(const char *p, const char *end);
 
 /* ---- formatting into a fixed array: the one way (scripts/check-fmt bans snprintf) ----
  * Format into dst[0..cap): the length written, or -EOVERFLOW when the text does not fit
