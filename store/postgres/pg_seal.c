@@ -54,21 +54,28 @@ int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
     return rc;
 }
 
-int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err)
+/* Run sql, a SELECT from runfs_seal_tree of the row the seal row describes ($1-$4: thread,
+ * run, owner, sealed_at). */
+static int tree_row(rs_backend *b, const rs_target *t, const rs_seal_row *row, const char *sql,
+                    PGresult **r, rs_err *err)
 {
-    row->root[0] = row->note[0] = '\0';
-    if (!b->has_tree)
-        return 0;
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, t->run_id);
     pg_arg_text(&a, pg_owner_key(t->user));
     pg_arg_text(&a, row->sealed_at);
+    return pg_run(b, sql, &a, r, err);
+}
+
+#define TREE_ROW_WHERE "WHERE thread_id = $1 AND run_id = $2 AND owner = $3 AND sealed_at = $4"
+
+int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err)
+{
+    row->root[0] = row->note[0] = '\0';
+    if (!b->has_tree)
+        return 0;
     PGresult *r;
-    int rc = pg_run(b,
-                    "SELECT root, note FROM runfs_seal_tree WHERE thread_id = $1 AND "
-                    "run_id = $2 AND owner = $3 AND sealed_at = $4",
-                    &a, &r, err);
+    int rc = tree_row(b, t, row, "SELECT root, note FROM runfs_seal_tree " TREE_ROW_WHERE, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) > 0 && (rs_fmt(row->root, sizeof row->root, "%s", PQgetvalue(r, 0, 0)) < 0 ||
@@ -95,16 +102,9 @@ int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_s
 {
     if (!b->has_tree)
         return rs_err_set(err, -ENOENT, "the store keeps no seal trees");
-    pg_args a = {.n = 0};
-    pg_arg_text(&a, t->thread_id);
-    pg_arg_text(&a, t->run_id);
-    pg_arg_text(&a, pg_owner_key(t->user));
-    pg_arg_text(&a, row->sealed_at);
     PGresult *r;
-    int rc = pg_run(b,
-                    "SELECT seqs, nodes FROM runfs_seal_tree WHERE thread_id = $1 AND "
-                    "run_id = $2 AND owner = $3 AND sealed_at = $4",
-                    &a, &r, err);
+    int rc =
+        tree_row(b, t, row, "SELECT seqs, nodes FROM runfs_seal_tree " TREE_ROW_WHERE, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0)
