@@ -646,6 +646,20 @@ static int pg_option_secret(const PQconninfoOption *o)
            strcmp(o->keyword, "sslpassword") == 0;
 }
 
+/* Keep o's value in *user, *host, *port or *db when o is one of those connection parts. */
+static void note_part(const PQconninfoOption *o, const char **user, const char **host,
+                      const char **port, const char **db)
+{
+    if (strcmp(o->keyword, "user") == 0)
+        *user = o->val;
+    else if (strcmp(o->keyword, "host") == 0)
+        *host = o->val;
+    else if (strcmp(o->keyword, "port") == 0)
+        *port = o->val;
+    else if (strcmp(o->keyword, "dbname") == 0)
+        *db = o->val;
+}
+
 char *rs_pg_uri_display(const char *uri)
 {
     /* Built from libpq's own parse, never from the text: a secret in any spelling (in the
@@ -660,14 +674,7 @@ char *rs_pg_uri_display(const char *uri)
             secrets = 1;
         if (!o->val || pg_option_secret(o))
             continue;
-        if (strcmp(o->keyword, "user") == 0)
-            user = o->val;
-        else if (strcmp(o->keyword, "host") == 0)
-            host = o->val;
-        else if (strcmp(o->keyword, "port") == 0)
-            port = o->val;
-        else if (strcmp(o->keyword, "dbname") == 0)
-            db = o->val;
+        note_part(o, &user, &host, &port, &db);
     }
     /* A URI without a secret is shown as it was written (libpq read no secret in it). */
     if (!secrets && strstr(uri, "://")) {
@@ -718,14 +725,7 @@ char *rs_pg_uri_name(const char *uri)
     for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val || !o->val[0])
             continue;
-        if (strcmp(o->keyword, "user") == 0)
-            user = o->val;
-        else if (strcmp(o->keyword, "host") == 0)
-            host = o->val;
-        else if (strcmp(o->keyword, "port") == 0)
-            port = o->val;
-        else if (strcmp(o->keyword, "dbname") == 0)
-            db = o->val;
+        note_part(o, &user, &host, &port, &db);
     }
     /* A host that is a socket directory (or an abstract socket) is a host path. */
     if (host && (strchr(host, '/') || host[0] == '@'))
