@@ -379,9 +379,29 @@ out:
     return status;
 }
 
+/* --deerflow-jsonl's getopt value; import's and export's own options count from OPT_OWN. */
+enum { OPT_DIR = 256, OPT_OWN };
+
+/* The next getopt_long option (the caller sets optind once), taking the options import and
+ * export share (-q, --deerflow-jsonl DIR) into *quiet and *dir on the way: one of the
+ * command's own, '?' for an unknown one, -1 at the end. */
+static int next_option(int argc, char **argv, const struct option *longopts, int *quiet,
+                       const char **dir)
+{
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) == 'q' || c == OPT_DIR) {
+        if (c == 'q')
+            *quiet = 1;
+        else
+            *dir = optarg;
+    }
+    return c;
+}
+
 int rfs_cmd_import(int argc, char **argv)
 {
-    enum { OPT_DIR = 256, OPT_STRICT, OPT_SKIP, OPT_USER };
+    enum { OPT_STRICT = OPT_OWN, OPT_SKIP, OPT_USER };
     static const struct option longopts[] = {
         {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
         {"strict", no_argument, NULL, OPT_STRICT},
@@ -394,13 +414,8 @@ int rfs_cmd_import(int argc, char **argv)
     int skip_bad = 0, quiet = 0, c;
     rs_import_opts o = {0};
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
-        if (c == 'q')
-            quiet = 1;
-        else if (c == OPT_DIR)
-            dir = optarg;
-        else if (c == OPT_STRICT)
+    while ((c = next_option(argc, argv, longopts, &quiet, &dir)) != -1) {
+        if (c == OPT_STRICT)
             o.strict = 1;
         else if (c == OPT_SKIP)
             skip_bad = 1;
@@ -662,7 +677,7 @@ static int export_pass(export_ctx *x)
 
 int rfs_cmd_export(int argc, char **argv)
 {
-    enum { OPT_DIR = 256, OPT_FORCE };
+    enum { OPT_FORCE = OPT_OWN };
     static const struct option longopts[] = {
         {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
         {"force", no_argument, NULL, OPT_FORCE},
@@ -672,13 +687,8 @@ int rfs_cmd_export(int argc, char **argv)
     const char *dir = NULL;
     int force = 0, quiet = 0, c;
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
-        if (c == 'q')
-            quiet = 1;
-        else if (c == OPT_DIR)
-            dir = optarg;
-        else if (c == OPT_FORCE)
+    while ((c = next_option(argc, argv, longopts, &quiet, &dir)) != -1) {
+        if (c == OPT_FORCE)
             force = 1;
         else
             return usage_error("export", "unknown option or missing value");
