@@ -237,8 +237,8 @@ int rfs_stats_feed(rfs_stats *s, const rs_record *rec)
 
 /* ---- the document ---- */
 
-/* {"name":n,...} of a map of counts, names in bytewise order. */
-static int add_counts(rs_buf *out, const rfs_map *m)
+/* {"name":value,...} of a map, names in bytewise order, each value as add_val writes it. */
+static int add_map(rs_buf *out, const rfs_map *m, int (*add_val)(rs_buf *, const void *))
 {
     size_t *idx;
     int rc = rfs_map_sorted(m, &idx);
@@ -249,29 +249,28 @@ static int add_counts(rs_buf *out, const rfs_map *m)
         size_t len;
         const char *k = rfs_map_key(m, idx[i], &len);
         if (!(rc = i ? rs_buf_addch(out, ',') : 0) && !(rc = rs_buf_add_json_string(out, k, len)))
-            rc = rs_buf_addf(out, ":%lld", (long long)*(int64_t *)rfs_map_val(m, idx[i]));
+            rc = add_val(out, rfs_map_val(m, idx[i]));
     }
     free(idx);
     return rc ? rc : rs_buf_addch(out, '}');
 }
 
-static int add_tools(rs_buf *out, const rfs_map *m)
+static int add_count(rs_buf *out, const void *v)
 {
-    size_t *idx;
-    int rc = rfs_map_sorted(m, &idx);
-    if (rc)
-        return rc;
-    rc = rs_buf_addch(out, '{');
-    for (size_t i = 0; !rc && i < rfs_map_count(m); i++) {
-        size_t len;
-        const char *k = rfs_map_key(m, idx[i], &len);
-        const tool_count *t = rfs_map_val(m, idx[i]);
-        if (!(rc = i ? rs_buf_addch(out, ',') : 0) && !(rc = rs_buf_add_json_string(out, k, len)))
-            rc = rs_buf_addf(out, ":{\"calls\":%lld,\"results\":%lld,\"errors\":%lld}",
-                             (long long)t->calls, (long long)t->results, (long long)t->errors);
-    }
-    free(idx);
-    return rc ? rc : rs_buf_addch(out, '}');
+    return rs_buf_addf(out, ":%lld", (long long)*(const int64_t *)v);
+}
+
+static int add_tool(rs_buf *out, const void *v)
+{
+    const tool_count *t = v;
+    return rs_buf_addf(out, ":{\"calls\":%lld,\"results\":%lld,\"errors\":%lld}",
+                       (long long)t->calls, (long long)t->results, (long long)t->errors);
+}
+
+/* {"name":n,...} of a map of counts. */
+static int add_counts(rs_buf *out, const rfs_map *m)
+{
+    return add_map(out, m, add_count);
 }
 
 static int add_usage_doc(rs_buf *out, const int64_t *usage)
@@ -410,7 +409,7 @@ int rfs_stats_finish(rfs_stats *s, rfs_seal_fn seal, void *ctx, rs_buf *out)
         (rc = rs_buf_addf(out, "},\"tool_calls\":{\"count\":%lld,\"results\":%lld,\"errors\":%lld",
                           (long long)s->tool_count, (long long)s->tool_results,
                           (long long)s->tool_errors)) ||
-        (rc = rs_buf_addlit(out, ",\"by_name\":")) || (rc = add_tools(out, s->tools)) ||
+        (rc = rs_buf_addlit(out, ",\"by_name\":")) || (rc = add_map(out, s->tools, add_tool)) ||
         (rc = rs_buf_addlit(out, ",\"unanswered\":")) ||
         (rc = rs_buf_add(out, unanswered.buf, unanswered.len)) ||
         (rc = rs_buf_addf(out,
