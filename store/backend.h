@@ -126,8 +126,6 @@ typedef struct rs_backend_ops {
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
                  const char *user, const char *const *singletons, size_t n_singletons,
                  rs_names **out, rs_err *err);
-    int (*count_messages)(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
-                          rs_err *err);
     int (*last_visible_ai_seq)(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
     /* Message rows of the thread whose content is an object, in ascending seq (newest
      * first when newest), for identity scans; raw content text through the cursor's row. */

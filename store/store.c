@@ -534,10 +534,15 @@ int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const
                          err);
 }
 
+/* The thread's log info counts its messages on either backend. */
 int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,
                             rs_err *err)
 {
-    return s->ops->count_messages(s->be, thread_id, user, count, err);
+    rs_log_info info;
+    int rc = s->ops->log_info(s->be, thread_id, NULL, user, &info, err);
+    if (!rc)
+        *count = info.message_count;
+    return rc;
 }
 
 int rs_store_last_visible_ai_seq(rs_store *s, const rs_target *t, int64_t *seq, rs_err *err)

@@ -1358,9 +1358,6 @@ PG_READ(pg_names,
          const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
          rs_err *err),
         (b, kind, thread_id, run_id, user, singletons, n_singletons, out, err))
-PG_READ(pg_count_messages,
-        (rs_backend * b, const char *thread_id, const char *user, int64_t *n, rs_err *err),
-        (b, thread_id, user, n, err))
 PG_READ(pg_last_visible_ai_seq, (rs_backend * b, const rs_target *t, int64_t *seq, rs_err *err),
         (b, t, seq, err))
 PG_READ(pg_message_objects,
@@ -1448,7 +1445,6 @@ const rs_backend_ops rs_pg_backend = {
     .log_info = pg_log_info_wait,
     .log_seek = pg_log_seek_wait,
     .names = pg_names_wait,
-    .count_messages = pg_count_messages_wait,
     .last_visible_ai_seq = pg_last_visible_ai_seq_wait,
     .message_objects = pg_message_objects_wait,
     .stats = pg_stats_wait,

@@ -249,8 +249,6 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err);
-int pg_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
-                      rs_err *err);
 int pg_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
 int pg_message_objects(rs_backend *b, const char *thread_id, const char *user, int newest,
                        const char *like, rs_cursor **out, rs_err *err);

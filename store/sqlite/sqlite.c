@@ -1702,7 +1702,6 @@ const rs_backend_ops rs_sqlite_backend = {
     .log_seek = sq_log_seek,
     .log_facts = sq_log_facts,
     .names = sq_names,
-    .count_messages = sq_count_messages,
     .last_visible_ai_seq = sq_last_visible_ai_seq,
     .message_objects = sq_message_objects,
 };

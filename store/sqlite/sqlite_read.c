@@ -193,15 +193,6 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     return 0;
 }
 
-int sq_count_messages(rs_backend *b, const char *thread_id, const char *user, int64_t *n,
-                      rs_err *err)
-{
-    rs_log_info info;
-    int rc = sq_log_info(b, thread_id, NULL, user, &info, err);
-    *n = info.message_count;
-    return rc;
-}
-
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err)
 {
     /* Newest first along the run's message rows: the first visible AI row answers, so
