@@ -202,7 +202,7 @@ int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to,
 typedef struct rs_mem_thread {
     char id[RS_ID_MAX + 1];
     int64_t rows;
-    char state[96]; /* what the backend checks to know its copy current ("": none) */
+    char state[160]; /* what the backend checks to know its copy current ("": none) */
 } rs_mem_thread;
 typedef struct rs_mem_list {
     rs_mem_thread *threads;

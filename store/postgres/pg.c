@@ -1246,18 +1246,22 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
         return 0;
     if (b->scratch)
         return scratch_ready(b, thread_id, err);
-    /* What the real tables and rows say of the thread: its facts, then its highest seq. */
+    /* What the real tables and rows say of the thread: its facts (with its runs, which an
+     * empty run made or removed moves while no row does), then its highest seq. */
     PGresult *r;
-    int rc = pg_side_sql(b,
-                         "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || "
-                         "last_seq FROM @runfs_thread WHERE thread_id = $1), (SELECT max(seq) "
-                         "FROM run_events WHERE thread_id = $1)",
-                         err);
+    int rc =
+        pg_side_sql(b,
+                    "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || "
+                    "last_seq || ' ' || (SELECT count(*) || ':' || coalesce(max(run_key), 0) "
+                    "FROM @runfs_run r WHERE r.thread_key = t.thread_key) FROM @runfs_thread t "
+                    "WHERE thread_id = $1), (SELECT max(seq) FROM run_events WHERE "
+                    "thread_id = $1)",
+                    err);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     if (rc || (rc = pg_run(b, b->sql.buf, &a, &r, err)))
         return rc;
-    char facts[64], state[sizeof((rs_mem_thread *)0)->state];
+    char facts[128], state[sizeof((rs_mem_thread *)0)->state];
     if (rs_fmt(facts, sizeof facts, "%s", PQgetisnull(r, 0, 0) ? "-" : PQgetvalue(r, 0, 0)) < 0 ||
         rs_fmt(state, sizeof state, "%s %s", facts, PQgetvalue(r, 0, 1)) < 0) {
         PQclear(r);
