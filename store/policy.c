@@ -1,6 +1,8 @@
 /* policy.c — see policy.h. */
 #include "policy.h"
 
+#include <errno.h>
+
 /* What belonged to rows another writer deleted goes with them: a run made again starts
  * clean. Singletons whose row is gone, idempotency keys whose seq is gone; the seals of runs
  * with no rows left stay as tombstones (state 'deleted': unsealed for the mount, "deleted
@@ -72,4 +74,16 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
         return rc;
     *used = 1;
     return 0;
+}
+
+int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                 rs_existing *ex, int *found, rs_err *err)
+{
+    int other = 0;
+    int rc = sql->once_existing(b, t, event_type, ex, found, err);
+    if (rc || *found || (rc = sql->once_held(b, t, event_type, &other, err)))
+        return rc;
+    return other
+               ? rs_err_set(err, -EEXIST, "once/%s is being written by another process", event_type)
+               : 0;
 }

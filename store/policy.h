@@ -22,6 +22,14 @@ typedef struct rs_sql {
      * *found 0 when there is none. */
     int (*row_at)(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
                   int *found, rs_err *err);
+    /* The first row of a singleton identity the writer may see (ex NULL: only whether there
+     * is one); *found 0 when there is none. */
+    int (*once_existing)(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                         int *found, rs_err *err);
+    /* *other 1 when another live writer holds the identity's reservation (a dead holder's
+     * is dropped on the way). */
+    int (*once_held)(rs_backend *b, const rs_target *t, const char *event_type, int *other,
+                     rs_err *err);
 } rs_sql;
 
 /* Another writer (DeerFlow's delete_by_run / delete_by_thread) deleted rows of the thread:
@@ -37,5 +45,11 @@ int rs_recompute_deleted(const rs_sql *sql, rs_backend *b, int read_only, const 
  * row was deleted since is free again. */
 int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const rs_event *ev,
                    rs_buf *line, int *used, rs_err *err);
+
+/* put_if_absent's gate, inside the put's transaction: *found 1 (and ex filled) when the
+ * identity is written already, so the put stores nothing; -EEXIST while another live
+ * writer holds its reservation. */
+int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                 rs_existing *ex, int *found, rs_err *err);
 
 #endif

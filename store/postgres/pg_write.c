@@ -79,8 +79,8 @@ static int thread_enter(rs_backend *b, const rs_target *t, pg_log *thr, int *fou
     return rc ? rc : thread_access(b, t, err);
 }
 
-static int existing_load(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
-                         int *found, rs_err *err)
+int pg_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                     int *found, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
@@ -148,8 +148,7 @@ static const char forget_own_hold[] =
 /* Another live writer holds the reservation? The holder is alive while the database session
  * it reserved on is (a daemon that died, on any host, lost its sessions), and on this host
  * while its process is. A dead holder loses the reservation here. */
-static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
-                      rs_err *err)
+int pg_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other, rs_err *err)
 {
     pg_args a = {.n = 0};
     identity_args(&a, b, t, event_type);
@@ -545,19 +544,11 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         return rc;
     }
     if (if_absent) {
-        int other = 0;
-        if ((rc = existing_load(b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc = rs_once_gate(&pg_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             pg_rollback(b);
             return 0;
-        }
-        if ((rc = hold_check(b, t, evs[0]->event_type, &other, err)))
-            goto fail;
-        if (other) {
-            rc = rs_err_set(err, -EEXIST, "once/%s is being written by another process",
-                            evs[0]->event_type);
-            goto fail;
         }
     }
     if ((!have_thread && (rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err))) ||
@@ -628,13 +619,13 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     pg_log thr;
     int found, other = 0;
     if ((rc = thread_enter(b, t, &thr, &found, err)) ||
-        (rc = existing_load(b, t, event_type, NULL, &found, err)))
+        (rc = pg_once_existing(b, t, event_type, NULL, &found, err)))
         goto fail;
     if (found) {
         rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
         goto fail;
     }
-    if ((rc = hold_check(b, t, event_type, &other, err)))
+    if ((rc = pg_once_held(b, t, event_type, &other, err)))
         goto fail;
     pg_args a = {.n = 0};
     identity_args(&a, b, t, event_type);

@@ -174,6 +174,11 @@ const char *sq_numbered(rs_backend *b, const char *sql);
 /* The thread's row at seq as its canonical line (rs_sql.row_at). */
 int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err);
+/* put_if_absent's primitives for rs_once_gate (policy.h) */
+int sq_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                     int *found, rs_err *err);
+int sq_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other,
+                 rs_err *err);
 extern const rs_sql sq_policy; /* policy.h's primitives (sqlite_index.c) */
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);

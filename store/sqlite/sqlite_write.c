@@ -41,8 +41,8 @@ static const char *once_owner(const rs_backend *b, const rs_target *t)
 
 /* The first row of the singleton identity among the writer's rows where owners are apart
  * (every owner's for an unscoped writer, who sees them all), else among all rows. */
-static int existing_load(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
-                         int *found, rs_err *err)
+int sq_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                     int *found, rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "singleton lookup",
@@ -89,8 +89,7 @@ static const char forget_own_hold[] =
 
 /* Another live writer holds the reservation of this identity? A holder that died (or whose
  * pid was reused) loses it here, so a crashed daemon never blocks a run's terminal event. */
-static int hold_check(rs_backend *b, const rs_target *t, const char *event_type, int *other,
-                      rs_err *err)
+int sq_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other, rs_err *err)
 {
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "reservation",
@@ -414,19 +413,11 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
                                 (rc = sq_thread_access(b, t->thread_id, t->user, err)))))
         goto fail;
     if (if_absent) {
-        int other = 0;
-        if ((rc = existing_load(b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc = rs_once_gate(&sq_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             sq_rollback(b);
             return 0;
-        }
-        if ((rc = hold_check(b, t, evs[0]->event_type, &other, err)))
-            goto fail;
-        if (other) {
-            rc = rs_err_set(err, -EEXIST, "once/%s is being written by another process",
-                            evs[0]->event_type);
-            goto fail;
         }
     }
     int64_t ids[2];
@@ -454,14 +445,14 @@ int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
     int found;
     if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
         (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
-        (rc = existing_load(b, t, event_type, NULL, &found, err)))
+        (rc = sq_once_existing(b, t, event_type, NULL, &found, err)))
         goto fail;
     if (found) {
         rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
         goto fail;
     }
     int other = 0;
-    if ((rc = hold_check(b, t, event_type, &other, err)))
+    if ((rc = sq_once_held(b, t, event_type, &other, err)))
         goto fail;
     rc = sq_step(b, NULL, err, "reserve",
                  "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started, owner) "
