@@ -333,11 +333,11 @@ random_change() {
     log+=$'\n'"ix: $(random_change ix)"
     log+=$'\n'"un: $(random_change un)"
     # Every few steps all of every file against runfs cat.
-    [ $((i % 4)) -ne 0 ] || wait_for 5 consistent "$MNT" ix || fail "step $i: $log"
+    [ $((i % 4)) -ne 0 ] || wait_for 15 consistent "$MNT" ix || fail "step $i: $log"
     # Within the hub's tick: the rows as they are, every file exact.
-    wait_for 5 eval '[ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ]' ||
+    wait_for 15 eval '[ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ]' ||
       fail "step $i: events.jsonl is not the rows; $log"
-    wait_for 5 sized "$MNT" ix || { sized "$MNT" ix; fail "step $i: $log"; }
+    wait_for 15 sized "$MNT" ix || { sized "$MNT" ix; fail "step $i: $log"; }
   done
   [ "$(shown_of "$MNT/threads/un/events.jsonl")" = "$(rows_of un)" ] || fail "un: $log"
   consistent "$MNT" ix un || fail "end: $log"
@@ -345,7 +345,7 @@ random_change() {
   mkdir -p "$MNT/threads/ix/runs/r9"
   ev_error last >> "$MNT/threads/ix/runs/r9/events.jsonl"
   [ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ] || fail "after an append: $log"
-  wait_for 5 consistent "$MNT" ix || fail "after an append: $log"
+  wait_for 15 consistent "$MNT" ix || fail "after an append: $log"
   runfs_unmount "$MNT"
   runfs_mount "$STORE" "$MNT"
   consistent "$MNT" ix un || fail "after a remount: $log"
