@@ -1372,6 +1372,66 @@ static void stmt_cache_clear(rs_backend *b)
     }
 }
 
+/* The connection's pragmas: a writer's WAL (checkpointed by runfs, not at every commit) and
+ * its sync level; a reader's temporary tables in memory. */
+static int pragmas_set(rs_backend *b, const char *uri, const rs_options *opt, rs_err *err)
+{
+    char pragmas[160];
+    (void)rs_fmt(pragmas, sizeof pragmas, /* constant words: 160 bytes hold them */
+                 opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
+                                : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
+                                  "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
+                 opt->sync_full ? "FULL" : "NORMAL");
+    b->sync_full = opt->sync_full;
+    char *msg = NULL;
+    int src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);
+    if (src != SQLITE_OK) {
+        int rc = rs_err_set(err, sq_fail(b, sqlite3_extended_errcode(b->db), NULL, "open"),
+                            "cannot open store %s: %s", uri, msg ? msg : sqlite3_errstr(src));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+/* Create runfs's side tables (and DeerFlow's in a new file), or bring a store of an earlier
+ * layout up to this one, in one transaction under the write lock. layout: what the store
+ * had (0: none). */
+static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *err)
+{
+    int rc = begin_locked(b, err);
+    if (rc)
+        return rc;
+    char *msg = NULL;
+    int has_hwm;
+    if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
+        goto fail;
+    int migrate = layout == 1, sizes = layout == 1 || layout == 2;
+    int src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
+    if (src == SQLITE_OK)
+        src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK && migrate)
+        src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK && !has_hwm)
+        src = sqlite3_exec(b->db, rs_schema_hwm_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK)
+        src = sqlite3_exec(b->db, rs_schema_terminal_sql, NULL, NULL, &msg);
+    if (src != SQLITE_OK) {
+        rc = rs_err_set(err, sq_fail(b, src, NULL, "schema"), "cannot set up store %s: %s", uri,
+                        msg ? msg : sqlite3_errstr(src));
+        sqlite3_free(msg);
+        goto fail;
+    }
+    if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
+        (sizes && (rc = reindex_all(b, err))))
+        goto fail;
+    clear_stale_holds(b);
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
 static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
@@ -1447,21 +1507,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         goto fail;
     if ((objects || opt->read_only) && (rc = schema_check(b, err)))
         goto fail;
-    char pragmas[160];
-    (void)rs_fmt(pragmas, sizeof pragmas, /* constant words: 160 bytes hold them */
-                 opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
-                                : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
-                                  "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
-                 opt->sync_full ? "FULL" : "NORMAL");
-    b->sync_full = opt->sync_full;
-    char *msg = NULL;
-    src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);
-    if (src != SQLITE_OK) {
-        rc = rs_err_set(err, sq_fail(b, sqlite3_extended_errcode(b->db), NULL, "open"),
-                        "cannot open store %s: %s", uri, msg ? msg : sqlite3_errstr(src));
-        sqlite3_free(msg);
+    if ((rc = pragmas_set(b, uri, opt, err)))
         goto fail;
-    }
     if ((b->pinned && may_create && (rc = pin_record(b, err))) ||
         (rc = db_lock_get(uri, &b->lock, err)))
         goto fail;
@@ -1489,39 +1536,12 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     }
     if (ready && !has_holds)
         goto done;
-    if ((rc = begin_locked(b, err)))
-        goto fail;
-    int has_hwm;
-    if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
-        goto fail_tx;
-    int migrate = layout == 1, sizes = layout == 1 || layout == 2;
-    src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
-    if (src == SQLITE_OK)
-        src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
-    if (src == SQLITE_OK && migrate)
-        src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
-    if (src == SQLITE_OK && !has_hwm)
-        src = sqlite3_exec(b->db, rs_schema_hwm_sql, NULL, NULL, &msg);
-    if (src == SQLITE_OK)
-        src = sqlite3_exec(b->db, rs_schema_terminal_sql, NULL, NULL, &msg);
-    if (src != SQLITE_OK) {
-        rc = rs_err_set(err, sq_fail(b, src, NULL, "schema"), "cannot set up store %s: %s", uri,
-                        msg ? msg : sqlite3_errstr(src));
-        sqlite3_free(msg);
-        goto fail_tx;
-    }
-    if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
-        (sizes && (rc = reindex_all(b, err))))
-        goto fail_tx;
-    clear_stale_holds(b);
-    if ((rc = sq_commit(b, err)))
+    if ((rc = schema_setup(b, uri, layout, err)))
         goto fail;
 done:
     b->progress = NULL;
     *out = b;
     return 0;
-fail_tx:
-    sq_rollback(b);
 fail:
     db_lock_put(b->lock);
     stmt_cache_clear(b);
