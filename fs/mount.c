@@ -149,33 +149,72 @@ static void store_notice(void *ctx, const char *msg)
         rfs_log("%s", msg);
 }
 
+/* The mount's options as the daemon uses them, and the store's taken from them. */
+static void mount_setup(rfs_mount *m, const rfs_options *opt, const rs_seal_key *seal_key)
+{
+    m->opt = *opt;
+    m->store_opt = (rs_options)RS_OPTIONS_INIT;
+    m->store_opt.seal_key = seal_key;
+    m->store_opt.contract_path = opt->contract;
+    m->store_opt.sync_full = opt->sync_full;
+    m->store_opt.allow_unknown_events = opt->allow_unknown;
+    m->store_opt.stamp_time = opt->stamp_time;
+    m->store_opt.read_only = opt->read_only;
+    m->store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
+    m->store_opt.owners_apart = opt->user || opt->user_from_uid;
+    m->store_opt.notice = store_notice;
+    m->store_opt.notice_ctx = m;
+    if (m->opt.uid < 0)
+        m->opt.uid = (long)getuid();
+    if (m->opt.gid < 0)
+        m->opt.gid = (long)getgid();
+    if (m->opt.umask < 0)
+        m->opt.umask = 022;
+    /* The probe (mount_run) is the first open: it fixes the file every later connection must
+     * find at the path (none may create a new one). */
+    m->store_opt.pin_file = 1;
+    m->mount_ns = rs_clock_ns(CLOCK_REALTIME);
+    pthread_mutex_init(&m->handles_lock, NULL);
+}
+
+/* Where owners are apart, one owner's unfinished lines cannot take every byte; a share
+ * still holds one event of the largest size. */
+static size_t pending_share(const rfs_mount *m)
+{
+    size_t share = m->opt.max_pending, event_max = m->store_opt.max_event_bytes
+                                                       ? m->store_opt.max_event_bytes
+                                                       : RS_DEFAULT_MAX_EVENT;
+    if (m->store_opt.owners_apart && m->opt.user_from_uid) {
+        share /= RFS_PENDING_SHARES;
+        if (share < event_max)
+            share = event_max < m->opt.max_pending ? event_max : m->opt.max_pending;
+    }
+    return share;
+}
+
+/* Serve requests until the unmount or a signal; 0 for a clean stop. */
+static int session_loop(rfs_mount *m, const char *mnt)
+{
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    if (!cfg)
+        return 1;
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    fuse_loop_cfg_set_max_threads(cfg, 64);
+    fuse_loop_cfg_set_idle_threads(cfg, 8);
+    /* libfuse returns the signal that ended the loop: SIGTERM, SIGINT and SIGHUP are the
+     * clean stops it handles (systemd's stop is a SIGTERM), so they exit 0. */
+    int loop = fuse_session_loop_mt(m->se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    rfs_ops_free_handles(m);
+    rfs_log("unmounting %s", mnt);
+    return loop == 0 || loop == SIGTERM || loop == SIGINT || loop == SIGHUP ? 0 : 1;
+}
+
 static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
 {
     rfs_mount m;
     memset(&m, 0, sizeof m);
-    m.opt = *opt;
-    m.store_opt = (rs_options)RS_OPTIONS_INIT;
-    m.store_opt.seal_key = seal_key;
-    m.store_opt.contract_path = opt->contract;
-    m.store_opt.sync_full = opt->sync_full;
-    m.store_opt.allow_unknown_events = opt->allow_unknown;
-    m.store_opt.stamp_time = opt->stamp_time;
-    m.store_opt.read_only = opt->read_only;
-    m.store_opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    m.store_opt.owners_apart = opt->user || opt->user_from_uid;
-    m.store_opt.notice = store_notice;
-    m.store_opt.notice_ctx = &m;
-    if (m.opt.uid < 0)
-        m.opt.uid = (long)getuid();
-    if (m.opt.gid < 0)
-        m.opt.gid = (long)getgid();
-    if (m.opt.umask < 0)
-        m.opt.umask = 022;
-    /* The probe below is the first open: it fixes the file every later connection must
-     * find at the path (none may create a new one). */
-    m.store_opt.pin_file = 1;
-    m.mount_ns = rs_clock_ns(CLOCK_REALTIME);
-    pthread_mutex_init(&m.handles_lock, NULL);
+    mount_setup(&m, opt, seal_key);
 
     if (check_mountpoint(opt->mountpoint))
         return 1;
@@ -244,18 +283,8 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
-    /* Where owners are apart, one owner's unfinished lines cannot take every byte; a share
-     * still holds one event of the largest size. */
-    size_t share = opt->max_pending, event_max = m.store_opt.max_event_bytes
-                                                     ? m.store_opt.max_event_bytes
-                                                     : RS_DEFAULT_MAX_EVENT;
-    if (m.store_opt.owners_apart && opt->user_from_uid) {
-        share /= RFS_PENDING_SHARES;
-        if (share < event_max)
-            share = event_max < opt->max_pending ? event_max : opt->max_pending;
-    }
     if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_sizes_new(&m.sizes) ||
-        rfs_pending_new(&m.pending, opt->max_pending, share) || rfs_pool_start(&m)) {
+        rfs_pending_new(&m.pending, opt->max_pending, pending_share(&m)) || rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_tables;
     }
@@ -280,20 +309,7 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     rfs_log("mounted %s at %s%s", remote ? shown : abs_store, abs_mnt,
             opt->read_only ? " (ro)" : "");
 
-    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-    if (!cfg)
-        goto out_hub;
-    fuse_loop_cfg_set_clone_fd(cfg, 0);
-    fuse_loop_cfg_set_max_threads(cfg, 64);
-    fuse_loop_cfg_set_idle_threads(cfg, 8);
-    /* libfuse returns the signal that ended the loop: SIGTERM, SIGINT and SIGHUP are the
-     * clean stops it handles (systemd's stop is a SIGTERM), so they exit 0. */
-    int loop = fuse_session_loop_mt(m.se, cfg);
-    status = loop == 0 || loop == SIGTERM || loop == SIGINT || loop == SIGHUP ? 0 : 1;
-    fuse_loop_cfg_destroy(cfg);
-    rfs_ops_free_handles(&m);
-    rfs_log("unmounting %s", abs_mnt);
-out_hub:
+    status = session_loop(&m, abs_mnt);
     rfs_hub_stop(&m);
 out_unmount:
     fuse_session_unmount(m.se);
