@@ -410,17 +410,13 @@ static const ev_def *find_event(const rs_contract *c, const char *t)
     return NULL;
 }
 
-static int load_doc(rs_contract *c, rs_err *err)
+/* The contract's events: each type once, with its category, singleton flag and schemas. */
+static int load_events(compiler *cp, const cJSON *doc)
 {
-    compiler cp = {c, err};
-    const cJSON *doc = c->doc;
+    rs_contract *c = cp->c;
+    rs_err *err = cp->err;
     char where[128];
     int rc;
-    if (!cJSON_IsObject(doc))
-        return rs_err_set(err, -EINVAL, "contract: not a JSON object");
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
-    if (version && !(cJSON_IsNumber(version) && version->valuedouble == 1))
-        return rs_err_set(err, -EINVAL, "contract: unsupported version (runfs reads version 1)");
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(doc, "events");
     if (!cJSON_IsArray(events) || !events->child)
         return rs_err_set(err, -EINVAL, "contract: 'events' must be a non-empty array");
@@ -432,22 +428,22 @@ static int load_doc(rs_contract *c, rs_err *err)
         ev_def *d = &c->events[c->n_events];
         (void)rs_fmt(where, sizeof where, "events[%zu]", c->n_events);
         if (!cJSON_IsObject(e))
-            return bad(&cp, where, "%s", "not an object");
-        if ((rc = check_entry_keys(&cp, e, where, 0)))
+            return bad(cp, where, "%s", "not an object");
+        if ((rc = check_entry_keys(cp, e, where, 0)))
             return rc;
-        if ((rc = req_string(&cp, e, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
-            (rc = req_string(&cp, e, "category", where, RS_CATEGORY_MAX, &d->category)))
+        if ((rc = req_string(cp, e, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
+            (rc = req_string(cp, e, "category", where, RS_CATEGORY_MAX, &d->category)))
             return rc;
         (void)rs_fmt(where, sizeof where, "events[%zu] (%s)", c->n_events, d->event_type);
         if (find_event(c, d->event_type))
-            return bad(&cp, where, "%s", "duplicate event_type");
+            return bad(cp, where, "%s", "duplicate event_type");
         const cJSON *sg = cJSON_GetObjectItemCaseSensitive(e, "singleton");
         if (sg && !cJSON_IsBool(sg))
-            return bad(&cp, where, "%s", "'singleton' must be a boolean");
+            return bad(cp, where, "%s", "'singleton' must be a boolean");
         d->singleton = cJSON_IsTrue(sg);
         (void)rs_fmt(where, sizeof where, "%s", d->event_type);
-        if ((rc = req_schema(&cp, e, "content_schema", where, &d->content)) ||
-            (rc = req_schema(&cp, e, "metadata_schema", where, &d->metadata)))
+        if ((rc = req_schema(cp, e, "content_schema", where, &d->content)) ||
+            (rc = req_schema(cp, e, "metadata_schema", where, &d->metadata)))
             return rc;
         d->meta_required = meta_required(e);
         c->n_events++;
@@ -458,74 +454,107 @@ static int load_doc(rs_contract *c, rs_err *err)
     for (size_t i = 0; i < c->n_events; i++)
         if (c->events[i].singleton)
             c->singletons[c->n_singletons++] = c->events[i].event_type;
+    return 0;
+}
 
+/* legacy_event_aliases: old names DeerFlow still writes, each for an event of the contract. */
+static int load_aliases(compiler *cp, const cJSON *doc)
+{
+    rs_contract *c = cp->c;
+    rs_err *err = cp->err;
+    char where[128];
+    int rc;
     const cJSON *aliases = cJSON_GetObjectItemCaseSensitive(doc, "legacy_event_aliases");
-    if (aliases) {
-        if (!cJSON_IsArray(aliases))
-            return rs_err_set(err, -EINVAL, "contract: 'legacy_event_aliases' must be an array");
-        n = (size_t)cJSON_GetArraySize(aliases);
-        c->aliases = calloc(n ? n : 1, sizeof *c->aliases);
-        if (!c->aliases)
-            return rs_err_set(err, -ENOMEM, "out of memory");
-        for (const cJSON *a = aliases->child; a; a = a->next) {
-            alias_def *d = &c->aliases[c->n_aliases];
-            const char *canon = NULL;
-            (void)rs_fmt(where, sizeof where, "legacy_event_aliases[%zu]", c->n_aliases);
-            if (!cJSON_IsObject(a))
-                return bad(&cp, where, "%s", "not an object");
-            if ((rc = req_string(&cp, a, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
-                (rc = req_string(&cp, a, "canonical_event_type", where, 0, &canon)))
-                return rc;
-            if (!(d->canon = find_event(c, canon)))
-                return bad(&cp, where, "canonical_event_type '%s' is not an event", canon);
-            if (find_event(c, d->event_type))
-                return bad(&cp, where, "alias '%s' is also an event", d->event_type);
-            c->n_aliases++;
-        }
-    }
-
-    const cJSON *pats = cJSON_GetObjectItemCaseSensitive(doc, "dynamic_event_patterns");
-    if (pats) {
-        if (!cJSON_IsArray(pats))
-            return rs_err_set(err, -EINVAL, "contract: 'dynamic_event_patterns' must be an array");
-        n = (size_t)cJSON_GetArraySize(pats);
-        c->patterns = calloc(n ? n : 1, sizeof *c->patterns);
-        if (!c->patterns)
-            return rs_err_set(err, -ENOMEM, "out of memory");
-        for (const cJSON *p = pats->child; p; p = p->next) {
-            pattern_def *d = &c->patterns[c->n_patterns];
-            const char *pat = NULL;
-            (void)rs_fmt(where, sizeof where, "dynamic_event_patterns[%zu]", c->n_patterns);
-            if (!cJSON_IsObject(p))
-                return bad(&cp, where, "%s", "not an object");
-            if ((rc = check_entry_keys(&cp, p, where, 1)))
-                return rc;
-            if ((rc = req_string(&cp, p, "pattern", where, 0, &pat)) ||
-                (rc = req_string(&cp, p, "category", where, RS_CATEGORY_MAX, &d->category)))
-                return rc;
-            size_t pl = strlen(pat);
-            if (pl < 6 || strcmp(pat + pl - 5, "{tag}") || memchr(pat, '{', pl - 5))
-                return bad(&cp, where, "pattern '%s' must be a prefix followed by {tag}", pat);
-            d->prefix = pat;
-            d->prefix_len = pl - 5;
-            (void)rs_fmt(where, sizeof where, "%s", pat);
-            if ((rc = req_schema(&cp, p, "content_schema", where, &d->content)) ||
-                (rc = req_schema(&cp, p, "metadata_schema", where, &d->metadata)))
-                return rc;
-            char sub[160];
-            const cJSON *ts = cJSON_GetObjectItemCaseSensitive(p, "tag_schema");
-            (void)rs_fmt(sub, sizeof sub, "%s.tag_schema", where);
-            if (ts && (rc = compile(&cp, ts, sub, &d->tag_s)))
-                return rc;
-            ts = cJSON_GetObjectItemCaseSensitive(p, "event_type_schema");
-            (void)rs_fmt(sub, sizeof sub, "%s.event_type_schema", where);
-            if (ts && (rc = compile(&cp, ts, sub, &d->type_s)))
-                return rc;
-            d->meta_required = meta_required(p);
-            c->n_patterns++;
-        }
+    if (!aliases)
+        return 0;
+    if (!cJSON_IsArray(aliases))
+        return rs_err_set(err, -EINVAL, "contract: 'legacy_event_aliases' must be an array");
+    size_t n = (size_t)cJSON_GetArraySize(aliases);
+    c->aliases = calloc(n ? n : 1, sizeof *c->aliases);
+    if (!c->aliases)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    for (const cJSON *a = aliases->child; a; a = a->next) {
+        alias_def *d = &c->aliases[c->n_aliases];
+        const char *canon = NULL;
+        (void)rs_fmt(where, sizeof where, "legacy_event_aliases[%zu]", c->n_aliases);
+        if (!cJSON_IsObject(a))
+            return bad(cp, where, "%s", "not an object");
+        if ((rc = req_string(cp, a, "event_type", where, RS_EVENT_TYPE_MAX, &d->event_type)) ||
+            (rc = req_string(cp, a, "canonical_event_type", where, 0, &canon)))
+            return rc;
+        if (!(d->canon = find_event(c, canon)))
+            return bad(cp, where, "canonical_event_type '%s' is not an event", canon);
+        if (find_event(c, d->event_type))
+            return bad(cp, where, "alias '%s' is also an event", d->event_type);
+        c->n_aliases++;
     }
     return 0;
+}
+
+/* dynamic_event_patterns: families of types named by a prefix and a {tag}. */
+static int load_patterns(compiler *cp, const cJSON *doc)
+{
+    rs_contract *c = cp->c;
+    rs_err *err = cp->err;
+    char where[128];
+    int rc;
+    const cJSON *pats = cJSON_GetObjectItemCaseSensitive(doc, "dynamic_event_patterns");
+    if (!pats)
+        return 0;
+    if (!cJSON_IsArray(pats))
+        return rs_err_set(err, -EINVAL, "contract: 'dynamic_event_patterns' must be an array");
+    size_t n = (size_t)cJSON_GetArraySize(pats);
+    c->patterns = calloc(n ? n : 1, sizeof *c->patterns);
+    if (!c->patterns)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    for (const cJSON *p = pats->child; p; p = p->next) {
+        pattern_def *d = &c->patterns[c->n_patterns];
+        const char *pat = NULL;
+        (void)rs_fmt(where, sizeof where, "dynamic_event_patterns[%zu]", c->n_patterns);
+        if (!cJSON_IsObject(p))
+            return bad(cp, where, "%s", "not an object");
+        if ((rc = check_entry_keys(cp, p, where, 1)))
+            return rc;
+        if ((rc = req_string(cp, p, "pattern", where, 0, &pat)) ||
+            (rc = req_string(cp, p, "category", where, RS_CATEGORY_MAX, &d->category)))
+            return rc;
+        size_t pl = strlen(pat);
+        if (pl < 6 || strcmp(pat + pl - 5, "{tag}") || memchr(pat, '{', pl - 5))
+            return bad(cp, where, "pattern '%s' must be a prefix followed by {tag}", pat);
+        d->prefix = pat;
+        d->prefix_len = pl - 5;
+        (void)rs_fmt(where, sizeof where, "%s", pat);
+        if ((rc = req_schema(cp, p, "content_schema", where, &d->content)) ||
+            (rc = req_schema(cp, p, "metadata_schema", where, &d->metadata)))
+            return rc;
+        char sub[160];
+        const cJSON *ts = cJSON_GetObjectItemCaseSensitive(p, "tag_schema");
+        (void)rs_fmt(sub, sizeof sub, "%s.tag_schema", where);
+        if (ts && (rc = compile(cp, ts, sub, &d->tag_s)))
+            return rc;
+        ts = cJSON_GetObjectItemCaseSensitive(p, "event_type_schema");
+        (void)rs_fmt(sub, sizeof sub, "%s.event_type_schema", where);
+        if (ts && (rc = compile(cp, ts, sub, &d->type_s)))
+            return rc;
+        d->meta_required = meta_required(p);
+        c->n_patterns++;
+    }
+    return 0;
+}
+
+static int load_doc(rs_contract *c, rs_err *err)
+{
+    compiler cp = {c, err};
+    const cJSON *doc = c->doc;
+    if (!cJSON_IsObject(doc))
+        return rs_err_set(err, -EINVAL, "contract: not a JSON object");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
+    if (version && !(cJSON_IsNumber(version) && version->valuedouble == 1))
+        return rs_err_set(err, -EINVAL, "contract: unsupported version (runfs reads version 1)");
+    int rc;
+    if ((rc = load_events(&cp, doc)) || (rc = load_aliases(&cp, doc)))
+        return rc;
+    return load_patterns(&cp, doc);
 }
 
 int rs_contract_load(rs_contract **out, const char *path, rs_err *err)
