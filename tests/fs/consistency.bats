@@ -332,8 +332,8 @@ random_change() {
   for i in $(seq "$steps"); do
     log+=$'\n'"ix: $(random_change ix)"
     log+=$'\n'"un: $(random_change un)"
-    # Every few steps all of every file against runfs cat.
-    [ $((i % 4)) -ne 0 ] || wait_for 15 consistent "$MNT" ix || fail "step $i: $log"
+    # After every step all of every file against runfs cat.
+    wait_for 15 consistent "$MNT" ix || fail "step $i: $log"
     # Within the hub's tick: the rows as they are, every file exact.
     wait_for 15 eval '[ "$(shown_of "$MNT/threads/ix/events.jsonl")" = "$(rows_of ix)" ]' ||
       fail "step $i: events.jsonl is not the rows; $log"
