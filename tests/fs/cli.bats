@@ -158,12 +158,16 @@ ARGS
   local sig pid
   for sig in TERM INT; do
     mkdir -p "m-$sig"
-    timeout 20 "$RUNFS_ABS" mount "st-$sig.db" "m-$sig"
+    RUNFS_TEST_WORK=$WORK timeout 20 "$RUNFS_ABS" mount "st-$sig.db" "m-$sig"
     MOUNTS+=("$WORK/m-$sig")
     wait_for 10 test -f "m-$sig/README"
     grep -q "^runfs:$WORK/st-$sig.db $WORK/m-$sig fuse.runfs " /proc/mounts ||
       fail "$(grep "$WORK" /proc/mounts)"
-    pid=$(pgrep -f "runfs mount st-$sig.db m-$sig\$")
+    # The same relative command line may run in another suite at once: the daemon is the one
+    # that inherited this test's marker.
+    pid=$(for p in $(pgrep -f "runfs mount st-$sig.db m-$sig\$"); do
+      tr '\0' '\n' <"/proc/$p/environ" | grep -qx "RUNFS_TEST_WORK=$WORK" && echo "$p"
+    done | head -1)
     [ -n "$pid" ]
     kill -"$sig" "$pid"
     wait_for 10 bash -c "! grep -q ' $WORK/m-$sig ' /proc/mounts" || fail "SIG$sig left $WORK/m-$sig mounted"
