@@ -177,13 +177,7 @@ static int terminal_probe(rs_store *s, const rs_target *t, int64_t upper, char *
     if (rc)
         return rc;
     static const char *const types[] = {"run.terminal"};
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = t->thread_id;
-    q.run_id = t->run_id;
-    q.user = t->user;
-    q.event_types = types;
-    q.n_event_types = 1;
-    q.limit = 1;
+    rs_query q = rs_query_of_type(t, types, 1);
     q.before_seq = upper + 1;
     if (facts.known && (!facts.terminal_seq || facts.terminal_seq > upper)) {
         (void)rs_fmt(why, why_len, "no run.terminal up to seq %lld", (long long)upper);
@@ -251,13 +245,7 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
     if (rc || (rc = run_info(s, t, &info, err)) || (rc = rs_store_facts(s, t, &facts, err)))
         return rc;
     static const char *const types[] = {"run.terminal"};
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = t->thread_id;
-    q.run_id = t->run_id;
-    q.user = t->user;
-    q.event_types = types;
-    q.n_event_types = 1;
-    q.limit = 1;
+    rs_query q = rs_query_of_type(t, types, 1);
     /* A log that knows its terminal's seq is read at that seq (or past its end), not
      * scanned. */
     if (facts.known) {

@@ -447,13 +447,7 @@ static int on_payload_member(void *ctx, const char *key, size_t key_len, const c
 int rs_store_workspace_changes(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
 {
     static const char *const types[] = {"workspace_changes"};
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = t->thread_id;
-    q.run_id = t->run_id;
-    q.user = t->user;
-    q.event_types = types;
-    q.n_event_types = 1;
-    q.limit = 10;
+    rs_query q = rs_query_of_type(t, types, 10);
     if (!t->run_id)
         return rs_err_set(err, -EINVAL, "workspace changes need a run id");
     rs_log_facts facts;

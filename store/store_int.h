@@ -21,4 +21,17 @@ struct rs_store {
  * nothing. -ENOENT when the thread or run does not exist for t->user. */
 int rs_store_facts(rs_store *s, const rs_target *t, rs_log_facts *out, rs_err *err);
 
+/* A query for t's rows of one event type (*type, a static array of one name), limit rows. */
+static inline rs_query rs_query_of_type(const rs_target *t, const char *const *type, int64_t limit)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.run_id = t->run_id;
+    q.user = t->user;
+    q.event_types = type;
+    q.n_event_types = 1;
+    q.limit = limit;
+    return q;
+}
+
 #endif
