@@ -204,26 +204,33 @@ double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind)
     }
 }
 
-int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st)
+int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
+                    struct fuse_entry_param *e)
 {
     rfs_mount *m = rfs_mount_of(req);
-    struct fuse_entry_param e;
-    memset(&e, 0, sizeof e);
+    memset(e, 0, sizeof *e);
     uint64_t ino;
     int rc = rfs_itable_ref(m->inodes, n, &ino);
     if (rc)
-        return fuse_reply_err(req, -rc);
-    e.ino = ino;
-    e.attr_timeout = rfs_attr_timeout(m, n->kind);
+        return rc;
+    e->ino = ino;
+    e->attr_timeout = rfs_attr_timeout(m, n->kind);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
-    e.entry_timeout = rfs_entry_timeout(m, n->kind);
-    rfs_fill_attr(req, n, st, ino, &e.attr);
+    e->entry_timeout = rfs_entry_timeout(m, n->kind);
+    rfs_fill_attr(req, n, st, ino, &e->attr);
     if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG)
         rfs_itable_set_size(m->inodes, ino, st->size);
     /* Size 0 drops whatever the kernel kept of the view (it is of another version). */
     if (st->unsized)
         rfs_itable_set_size(m->inodes, ino, -1);
-    return fuse_reply_entry(req, &e);
+    return 0;
+}
+
+int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st)
+{
+    struct fuse_entry_param e;
+    int rc = rfs_entry_param(req, n, st, &e);
+    return rc ? fuse_reply_err(req, -rc) : fuse_reply_entry(req, &e);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -237,6 +244,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    /* A listing carries its entries' attributes (rfs_op_readdirplus): ls -l and du send no
+     * lookup per entry. The kernel asks for them when its caller stats what it lists (auto):
+     * find's listings of large directories stay plain. */
+    if (conn->capable & FUSE_CAP_READDIRPLUS)
+        conn->want |= FUSE_CAP_READDIRPLUS;
+    if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+        conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
     conn->max_write = RFS_MAX_WRITE;
     conn->max_read = 0;
 }
@@ -457,12 +471,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
     rfs_refuse(req, &n, NULL, -EPERM, "runfs keeps no extended attributes", NULL, 0);
 }
 
+/* No extended attributes: ENOSYS makes the kernel answer every later getxattr itself
+ * (EOPNOTSUPP), so ls -l's three per entry (ACLs, security labels) cost no round trip. */
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     (void)ino;
     (void)name;
     (void)size;
-    fuse_reply_err(req, ENODATA);
+    fuse_reply_err(req, ENOSYS);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -500,6 +516,7 @@ const struct fuse_lowlevel_ops rfs_ops = {
     .release = rfs_op_release,
     .opendir = rfs_op_opendir,
     .readdir = rfs_op_readdir,
+    .readdirplus = rfs_op_readdirplus,
     .releasedir = rfs_op_releasedir,
     .statfs = op_statfs,
     .setxattr = op_setxattr,

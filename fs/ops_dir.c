@@ -128,6 +128,88 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     free(buf);
 }
 
+/* Whether a listing gives the attributes of an entry of kind: those a stat learns from the
+ * store's facts without rendering (directories, logs, views whose size is kept; a view not
+ * yet sized is left to its lookup, so find pays no rendering). Documents are sized by
+ * rendering them. */
+static int plus_kind(rfs_kind k)
+{
+    if (rfs_node_is_dir(k))
+        return 1;
+    switch (k) {
+    case RFS_T_EVENTS:
+    case RFS_R_EVENTS:
+    case RFS_T_MESSAGES:
+    case RFS_R_MESSAGES:
+    case RFS_T_HISTORY:
+    case RFS_T_TRANSCRIPT:
+    case RFS_R_TYPE:
+    case RFS_R_TASK:
+    case RFS_R_OTEL:
+    case RFS_T_FOLLOW:
+    case RFS_R_FOLLOW: return 1;
+    default: return 0;
+    }
+}
+
+/* The entry of d's i-th name with its attributes in e (one kernel lookup counted), or 1
+ * when it goes without them (e->ino 0: the kernel looks it up when it needs them). */
+static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, rs_store *s, const rfs_scope *sc,
+                      struct fuse_entry_param *e)
+{
+    const dir_entry *de = &d->entries[i];
+    memset(e, 0, sizeof *e);
+    e->attr.st_ino = de->ino;
+    e->attr.st_mode = de->is_dir ? S_IFDIR : S_IFREG;
+    rfs_node child;
+    rfs_stat st;
+    rs_err err = {0};
+    /* . and .. are not lookups for the kernel: no reference may be counted for them. */
+    if (i < 2 || !s || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
+        rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized ||
+        rfs_entry_param(req, &child, &st, e)) {
+        memset(e, 0, sizeof *e);
+        e->attr.st_ino = de->ino;
+        e->attr.st_mode = de->is_dir ? S_IFDIR : S_IFREG;
+        return 1;
+    }
+    return 0;
+}
+
+void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi)
+{
+    (void)ino;
+    rfs_mount *m = rfs_mount_of(req);
+    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    char *buf = malloc(size);
+    if (!buf)
+        return (void)fuse_reply_err(req, ENOMEM);
+    rfs_scope sc;
+    char uid[24];
+    rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    rs_store *s = NULL;
+    rs_err err = {0};
+    /* Without a connection the page goes without attributes (lookups follow). */
+    if (rfs_pool_get(m, &s, &err))
+        s = NULL;
+    size_t used = 0;
+    for (size_t i = (size_t)off; i < d->count; i++) {
+        /* Sized before the stat: an entry that does not fit counts no lookup. */
+        size_t need = fuse_add_direntry_plus(req, NULL, 0, d->entries[i].name, NULL, 0);
+        if (need > size - used)
+            break;
+        struct fuse_entry_param e;
+        plus_entry(req, d, i, s, &sc, &e);
+        used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[i].name, &e,
+                                       (off_t)(i + 1));
+    }
+    if (s)
+        rfs_pool_put(m, s);
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
 void rfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;

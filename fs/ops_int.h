@@ -51,6 +51,9 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
 /* Whether n's thread is being written (a writer open on this mount, or a change less than
  * RFS_LIVE_NS before mtime_ns): its files are then read without the kernel's cache. */
 int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns);
+/* The entry of n, one more kernel lookup counted: 0, or a negative errno (none counted). */
+int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
+                    struct fuse_entry_param *e);
 /* Reply with the entry of n (one more kernel lookup counted). */
 int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
 
@@ -58,6 +61,8 @@ int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
 void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi);
+void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi);
 void rfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void rfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -513,7 +513,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     if (!rc)
         rc = kept_names(s, &key, &info, &k);
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
-    if (!rc && !known && !doc && n->kind == RFS_R_OTEL && sc->sizes &&
+    int cheap = how && how->lazy > 1;
+    if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
         !(rc = glance_pass(s, sc, n, &info, err)))
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     if (!rc && !known && doc) {
@@ -524,8 +525,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
             rs_cursor_free(c);
             rc = rc < 0 ? rc : rc == 0 ? -ENOENT : 0;
         }
-    } else if (!rc && !known && keeps && keeps->lazy) {
-        st->unsized = 1; /* these views exist with their thread */
+    } else if (!rc && !known && ((keeps && keeps->lazy) || cheap)) {
+        st->unsized = 1; /* these views exist with their thread (types and tasks: listed) */
     } else if (!rc && !known) {
         rc = stream_size(s, sc, n, keeps, &st->size, err);
         if (!rc && sc->sizes)
@@ -535,7 +536,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     }
     rs_buf_release(&key);
     /* Only types and tasks the run has exist. */
-    if (!rc && filtered && st->size == 0 && (known || !doc))
+    if (!rc && filtered && st->size == 0 && !st->unsized && (known || !doc))
         rc = -ENOENT;
     return rc;
 }
