@@ -175,6 +175,7 @@ static void mount_setup(rfs_mount *m, const rfs_options *opt, const rs_seal_key 
     m->store_opt.pin_file = 1;
     m->mount_ns = rs_clock_ns(CLOCK_REALTIME);
     pthread_mutex_init(&m->handles_lock, NULL);
+    pthread_rwlock_init(&m->attr_lock, NULL);
 }
 
 /* Where owners are apart, one owner's unfinished lines cannot take every byte; a share
@@ -326,6 +327,7 @@ out_tables:
 out_args:
     fuse_opt_free_args(&args);
     pthread_mutex_destroy(&m.handles_lock);
+    pthread_rwlock_destroy(&m.attr_lock);
     free(abs_store);
     free(abs_mnt);
     free(shown);

@@ -65,6 +65,13 @@ typedef struct rfs_mount {
     rfs_handle *handles;          /* open file handles (ops_file.c) */
     struct rfs_pending *pending;  /* partial lines and bodies held by open files */
     atomic_int noticed;           /* the store's notice was logged (once per mount) */
+    /* What the kernel caches goes stale with a change: the hub bumps attr_gen, under
+     * attr_lock written, before it drops what the change made stale. A reply that lets the
+     * kernel cache attributes or a name checks attr_gen under attr_lock read (rfs_cache_*
+     * in ops.c): one whose stat may predate the change caches nothing, and any other
+     * reaches the kernel before the hub's drop does, which then finds the inode to drop. */
+    pthread_rwlock_t attr_lock; /* orders attr_gen's bumps after replies in flight */
+    atomic_uint_fast64_t attr_gen;
 } rfs_mount;
 
 /* The operation table (ops.c). */

@@ -36,9 +36,22 @@ static void tail_changed(rfs_mount *m, uint64_t ino, int64_t observed, int64_t s
 {
     if (observed < 0 || observed == size)
         return;
+    /* The kernel keeps the log's attributes (its size given, ops.c's rfs_attr_timeout):
+     * they go with the pages, or alone (off -1) when it holds no page. */
     if (rfs_itable_cached(m->inodes, ino))
         fuse_lowlevel_notify_inval_inode(m->se, ino, size < observed ? 0 : observed, 0);
+    else
+        fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
     rfs_itable_set_size(m->inodes, ino, size);
+}
+
+/* Before the kernel is told what a change made stale: replies stat'ed before it cache
+ * nothing (rfs_mount's attr_gen). */
+static void gen_bump(rfs_mount *m)
+{
+    pthread_rwlock_wrlock(&m->attr_lock);
+    atomic_fetch_add(&m->attr_gen, 1);
+    pthread_rwlock_unlock(&m->attr_lock);
 }
 
 typedef struct known_log {
@@ -131,8 +144,9 @@ static void drop_all(rfs_mount *m)
         } else if (rs_store_log_info(m->hub->store, n->thread_id,
                                      n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info,
                                      NULL) == 0) {
-            if (rfs_itable_cached(m->inodes, sc.out[i].ino))
-                fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, 0, 0);
+            /* Its attributes too: a row changed in place may move its time. */
+            fuse_lowlevel_notify_inval_inode(
+                m->se, sc.out[i].ino, rfs_itable_cached(m->inodes, sc.out[i].ino) ? 0 : -1, 0);
             rfs_itable_set_size(m->inodes, sc.out[i].ino, info.exists ? info.size : 0);
         }
     }
@@ -277,6 +291,8 @@ static void *hub_main(void *arg)
         memcpy(inval, hub->inval, ninval * sizeof inval[0]);
         hub->ninval = 0;
         pthread_mutex_unlock(&hub->lock);
+        if (ninval || queued || overflow)
+            gen_bump(m);
 
         for (size_t i = 0; i < ninval; i++) {
             rfs_node n;
@@ -323,6 +339,7 @@ static void *hub_main(void *arg)
             hub->data_version = version;
         }
         if (foreign || overflow) {
+            gen_bump(m);
             /* Rows DeerFlow (or any non-runfs writer) added or deleted get indexed now, so
              * the logs show them without waiting for runfs's next write. */
             rs_store_refresh(hub->store, NULL);
@@ -419,20 +436,29 @@ static void request_round(rfs_hub *hub, int wait)
             break;
 }
 
+/* The kernel may hold pages of log n, or its attributes (a size it was given). */
+static int log_held(rfs_mount *m, const rfs_node *n)
+{
+    uint64_t ino = rfs_itable_ino_of(m->inodes, n);
+    int64_t known = -1;
+    return rfs_itable_cached(m->inodes, ino) ||
+           (rfs_itable_known_size(m->inodes, ino, &known) == 0 && known >= 0);
+}
+
 static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int deleted,
                          const rs_placement *at, size_t len)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
-    /* Only a log the kernel may hold pages of needs the invalidation before write()
-     * returns; otherwise the hub just wakes followers. */
+    /* Only a log the kernel may hold pages or attributes of needs the invalidation before
+     * write() returns; otherwise the hub just wakes followers. */
     rfs_node n = {.kind = RFS_T_EVENTS};
     /* ids are 1-64 characters, which every id field holds */
     if (rs_fmt(n.thread_id, sizeof n.thread_id, "%s", thread_id) < 0 ||
         (run_id && rs_fmt(n.run_id, sizeof n.run_id, "%s", run_id) < 0))
         return;
-    int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
+    int wait = log_held(m, &n);
     /* So does a kept view of the thread. */
     static const rfs_kind views[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT};
     for (size_t i = 0; i < sizeof views / sizeof views[0] && !wait; i++) {
@@ -443,7 +469,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     }
     if (run_id) {
         n.kind = RFS_R_EVENTS;
-        wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
+        wait |= log_held(m, &n);
         int64_t kept = -1;
         n.kind = RFS_R_OTEL; /* the run's view the kernel may keep */
         wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&

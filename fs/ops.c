@@ -152,10 +152,31 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
 
 /* The kernel's name and attribute caches are shared by every caller of a mount: where each
  * uid is its own owner, nothing may be cached, or one uid would see what another looked
- * up. */
-double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind)
+ * up. A directory's attributes and an exact log's are kept: the hub drops them at every
+ * change that moves them (notify.c: dirs_changed, sync_dirs, tail_changed, drop_all). */
+double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind, const rfs_stat *st)
 {
-    return rfs_node_is_dir(kind) && !m->opt.user_from_uid ? DIR_TIMEOUT : 0.0;
+    if (m->opt.user_from_uid)
+        return 0.0;
+    return rfs_node_is_dir(kind) || (rfs_node_is_log(kind) && st->shape == RFS_SHAPE_LOG)
+               ? DIR_TIMEOUT
+               : 0.0;
+}
+
+uint64_t rfs_cache_begin(rfs_mount *m)
+{
+    return atomic_load(&m->attr_gen);
+}
+
+int rfs_cache_check(rfs_mount *m, uint64_t gen)
+{
+    pthread_rwlock_rdlock(&m->attr_lock);
+    return atomic_load(&m->attr_gen) == gen;
+}
+
+void rfs_cache_end(rfs_mount *m)
+{
+    pthread_rwlock_unlock(&m->attr_lock);
 }
 
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
@@ -214,7 +235,7 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
     if (rc)
         return rc;
     e->ino = ino;
-    e->attr_timeout = rfs_attr_timeout(m, n->kind);
+    e->attr_timeout = rfs_attr_timeout(m, n->kind, st);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
     e->entry_timeout = rfs_entry_timeout(m, n->kind);
     rfs_fill_attr(req, n, st, ino, &e->attr);
@@ -226,11 +247,18 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
     return 0;
 }
 
-int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st)
+int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t gen)
 {
+    rfs_mount *m = rfs_mount_of(req);
     struct fuse_entry_param e;
     int rc = rfs_entry_param(req, n, st, &e);
-    return rc ? fuse_reply_err(req, -rc) : fuse_reply_entry(req, &e);
+    if (rc)
+        return fuse_reply_err(req, -rc);
+    if (!rfs_cache_check(m, gen))
+        e.attr_timeout = e.entry_timeout = 0.0;
+    rc = fuse_reply_entry(req, &e);
+    rfs_cache_end(m);
+    return rc;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -280,13 +308,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
      * attribute timeout), where its rendering can go to the kernel's cache; a lookup has no
      * inode yet to give it to. */
     int lazy = !rfs_mount_of(req)->opt.user_from_uid;
+    uint64_t gen = rfs_cache_begin(rfs_mount_of(req));
     if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err))) {
         /* A name that is a bad query (search/<query>) says why in rejects.jsonl. */
         if (rc == -EINVAL && err.msg[0])
             return rfs_refuse(req, &cn, NULL, rc, err.msg, NULL, 0);
         return (void)fuse_reply_err(req, -rc);
     }
-    rfs_reply_entry(req, &cn, &st);
+    rfs_reply_entry(req, &cn, &st, gen);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -389,6 +418,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     rfs_stat st;
     rs_err err = {0};
     int keeps = rfs_view_kernel_keeps(n.kind) && !m->opt.user_from_uid;
+    uint64_t gen = rfs_cache_begin(m);
     int rc = rfs_req_stat_ex(req, &n, keeps | (rfs_handle_writes(fi) ? RFS_STAT_NO_WAIT : 0), NULL,
                              NULL, &st, &err);
     if (!rc && keeps) {
@@ -422,7 +452,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     struct stat a;
     rfs_fill_attr(req, &n, &st, ino, &a);
-    fuse_reply_attr(req, &a, rfs_attr_timeout(m, n.kind));
+    double timeout = rfs_cache_check(m, gen) ? rfs_attr_timeout(m, n.kind, &st) : 0.0;
+    fuse_reply_attr(req, &a, timeout);
+    rfs_cache_end(m);
 }
 
 int rfs_writable(fuse_req_t req, const rfs_node *n, const char *leaf)

@@ -193,20 +193,40 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     /* Without a connection the page goes without attributes (lookups follow). */
     if (rfs_pool_get(m, &s, &err))
         s = NULL;
-    size_t used = 0;
-    for (size_t i = (size_t)off; i < d->count; i++) {
+    /* The page's entries first, then their bytes: a change during the stats makes the
+     * whole page cache nothing. */
+    size_t first = (size_t)off, n = 0, used = 0;
+    struct fuse_entry_param *e = NULL;
+    for (size_t i = first; i < d->count; i++) {
         /* Sized before the stat: an entry that does not fit counts no lookup. */
         size_t need = fuse_add_direntry_plus(req, NULL, 0, d->entries[i].name, NULL, 0);
         if (need > size - used)
             break;
-        struct fuse_entry_param e;
-        plus_entry(req, d, i, s, &sc, &e);
-        used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[i].name, &e,
-                                       (off_t)(i + 1));
+        used += need;
+        n++;
     }
+    uint64_t gen = rfs_cache_begin(m);
+    if (n && !(e = calloc(n, sizeof *e))) {
+        if (s)
+            rfs_pool_put(m, s);
+        free(buf);
+        return (void)fuse_reply_err(req, ENOMEM);
+    }
+    for (size_t i = 0; i < n; i++)
+        plus_entry(req, d, first + i, s, &sc, &e[i]);
     if (s)
         rfs_pool_put(m, s);
+    int keep = rfs_cache_check(m, gen);
+    used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keep)
+            e[i].attr_timeout = e[i].entry_timeout = 0.0;
+        used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[first + i].name,
+                                       &e[i], (off_t)(first + i + 1));
+    }
     fuse_reply_buf(req, buf, used);
+    rfs_cache_end(m);
+    free(e);
     free(buf);
 }
 
@@ -245,6 +265,7 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     if ((rc = rfs_pool_get(m, &s, &err)))
         return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
     rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
+    uint64_t gen = rfs_cache_begin(m);
     rc = cn.kind == RFS_THREAD ? rs_store_create_thread(s, cn.thread_id, sc.user, &err)
                                : rs_store_create_run(s, &t, &err);
     if (!rc)
@@ -252,7 +273,7 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     rfs_pool_put(m, s);
     if (rc)
         return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
-    rfs_reply_entry(req, &cn, &st);
+    rfs_reply_entry(req, &cn, &st, gen);
 }
 
 /* rm -r removes the files of a directory before the directory: with --allow-delete the

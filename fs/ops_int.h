@@ -34,7 +34,13 @@ const char *rfs_bad_name_reason(const rfs_node *parent);
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
                    struct stat *a);
-double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
+double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind, const rfs_stat *st);
+/* Around a reply that lets the kernel cache (rfs_mount's attr_gen): begin before the stat;
+ * check (1: the reply may cache; 0: no change may be missed, cache nothing) right before
+ * the reply, and end right after it. */
+uint64_t rfs_cache_begin(rfs_mount *m);
+int rfs_cache_check(rfs_mount *m, uint64_t gen);
+void rfs_cache_end(rfs_mount *m);
 double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
 /* Stat a node for this request's owner, with a pooled connection. */
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
@@ -54,8 +60,9 @@ int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns);
 /* The entry of n, one more kernel lookup counted: 0, or a negative errno (none counted). */
 int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
                     struct fuse_entry_param *e);
-/* Reply with the entry of n (one more kernel lookup counted). */
-int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st);
+/* Reply with the entry of n (one more kernel lookup counted); gen: rfs_cache_begin's,
+ * taken before n was stat'ed. */
+int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t gen);
 
 /* ops_dir.c */
 void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
