@@ -73,3 +73,24 @@ all_show() {
   wait_for 10 rows_shown
   all_show word-foreign
 }
+
+# size_true F: stat's size of log F is the bytes a read returns and has one line per row.
+size_true() {
+  [ "$(stat -c %s "$1")" -eq "$(wc -c <"$1")" ] && [ "$(wc -l <"$1")" -eq "$2" ]
+}
+
+@test "the kernel's kept attributes of both logs are dropped by each append through this mount, at once" {
+  local T=$MNT/threads/t i
+  mkdir -p "$T/runs/r"
+  ev_start >>"$T/runs/r/events.jsonl"
+  for i in 1 2 3 4 5; do
+    # Both logs' attributes in the kernel's cache (listed with them, then stat'ed) ...
+    ls -l "$T" "$T/runs/r" >/dev/null
+    stat "$T/events.jsonl" "$T/runs/r/events.jsonl" >/dev/null
+    ev_human "word-$i" $((i + 1)) >>"$T/runs/r/events.jsonl"
+    # ... and right after the append returns, stat says the new size (references: the
+    # bytes a read returns, the number of rows written).
+    size_true "$T/runs/r/events.jsonl" $((i + 1)) || { echo "# run log: stale size after append $i"; false; }
+    size_true "$T/events.jsonl" $((i + 1)) || { echo "# thread log: stale size after append $i"; false; }
+  done
+}
