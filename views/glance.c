@@ -16,6 +16,46 @@ static void read_usage(rfs_span usage, int64_t *out)
             out[i] = -1;
 }
 
+/* What a type's facts are read from: the members of content and of metadata looked for. */
+typedef struct ev_shape {
+    const char *const *content, *const *metadata;
+    int nc, nm;
+} ev_shape;
+
+static const char *const model_content[] = {"tool_calls", "response_metadata"};
+static const char *const model_meta[] = {"usage", "latency_ms"};
+static const char *const result_content[] = {"tool_call_id", "status"};
+static const char *const task_meta[] = {"task_id"};
+static const char *const end_content[] = {"status", "usage", "model_name"};
+static const char *const terminal_content[] = {"status"};
+
+/* content and metadata of the line, with the members shape asks for (c, m), in one walk of
+ * each: the keys come in a fixed order, content is the line's first member of that name (a
+ * '"' inside a string is escaped, so the bytes ,"content": cannot occur in the short ids
+ * and names before it) and metadata follows it. 0 when the line is not of that form. */
+static int walk_line(rfs_span line, const ev_shape *shape, rfs_ev *ev, rfs_span *c, rfs_span *m)
+{
+    static const char ckey[] = ",\"content\":", mkey[] = ",\"metadata\":";
+    const char *end = line.p + line.n;
+    const char *p = memmem(line.p, line.n, ckey, sizeof ckey - 1);
+    if (!p)
+        return 0;
+    p += sizeof ckey - 1;
+    rfs_span rest = {p, (size_t)(end - p)};
+    size_t n = shape->nc ? rfs_jl_members_len(rest, shape->content, c, shape->nc)
+                         : rfs_jl_value_len(p, end);
+    ev->content = (rfs_span){p, n};
+    p += n;
+    if ((size_t)(end - p) <= sizeof mkey - 1 || memcmp(p, mkey, sizeof mkey - 1) != 0)
+        return 0;
+    p += sizeof mkey - 1;
+    rest = (rfs_span){p, (size_t)(end - p)};
+    n = shape->nm ? rfs_jl_members_len(rest, shape->metadata, m, shape->nm)
+                  : rfs_jl_value_len(p, end);
+    ev->metadata = (rfs_span){p, n};
+    return 1;
+}
+
 void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
 {
     static const char *const top[] = {"content", "metadata", "created_at"};
@@ -33,27 +73,46 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
     const char *at = memmem(line.p + line.n - tail, tail, key, sizeof key - 1);
     v[2] = at ? (rfs_span){at + sizeof key - 1, 34} : (rfs_span){0};
     const char *type = rec->event_type;
-    int plain = strcmp(type, "run.error") == 0 || strcmp(type, "llm.error") == 0 ||
-                strncmp(type, "middleware:", 11) == 0 || strcmp(type, "subagent.step") == 0 ||
-                strcmp(type, "llm.human.input") == 0;
-    if (!at || (size_t)(line.p + line.n - v[2].p) < v[2].n || v[2].p[0] != '"')
-        rfs_jl_members(line, top, v, 3);
-    else if (!plain)
-        rfs_jl_members(line, top, v, 2);
-    else
-        v[0] = v[1] = (rfs_span){0};
-    ev->content = v[0];
-    ev->metadata = v[1];
+    ev_shape shape = {0};
+    if (strcmp(type, "llm.ai.response") == 0) {
+        ev->kind = RFS_EV_MODEL;
+        shape = (ev_shape){model_content, model_meta, 2, 2};
+    } else if (strcmp(type, "llm.tool.result") == 0) {
+        ev->kind = RFS_EV_RESULT;
+        shape = (ev_shape){result_content, NULL, 2, 0};
+    } else if (strcmp(type, "subagent.start") == 0) {
+        ev->kind = RFS_EV_TASK_START;
+        shape = (ev_shape){NULL, task_meta, 0, 1};
+    } else if (strcmp(type, "subagent.end") == 0) {
+        ev->kind = RFS_EV_TASK_END;
+        shape = (ev_shape){end_content, task_meta, 3, 1};
+    } else if (strcmp(type, "run.terminal") == 0) {
+        ev->kind = RFS_EV_TERMINAL;
+        shape = (ev_shape){terminal_content, NULL, 1, 0};
+    } else if (strcmp(type, "run.error") == 0 || strcmp(type, "llm.error") == 0) {
+        ev->kind = RFS_EV_ERROR;
+    } else if (strncmp(type, "middleware:", 11) == 0) {
+        ev->kind = RFS_EV_MIDDLEWARE;
+        ev->tag = type + 11;
+    }
+    int plain = ev->kind == RFS_EV_ERROR || ev->kind == RFS_EV_MIDDLEWARE ||
+                strcmp(type, "subagent.step") == 0 || strcmp(type, "llm.human.input") == 0;
+    rfs_span c[3] = {{0}}, m[2] = {{0}};
+    int tail_ok = at && (size_t)(line.p + line.n - v[2].p) >= v[2].n && v[2].p[0] == '"';
+    if (!tail_ok || (!plain && !walk_line(line, &shape, ev, c, m))) {
+        rfs_jl_members(line, top, v, tail_ok ? 2 : 3);
+        ev->content = v[0];
+        ev->metadata = v[1];
+        rfs_jl_members(ev->content, shape.content, c, shape.nc);
+        rfs_jl_members(ev->metadata, shape.metadata, m, shape.nm);
+    }
+    if (plain)
+        ev->content = ev->metadata = (rfs_span){0};
     ev->created_at = v[2];
     if (rfs_jl_time_us(v[2], &ev->t_us))
         ev->t_us = 0;
-    if (strcmp(type, "llm.ai.response") == 0) {
-        static const char *const meta[] = {"usage", "latency_ms"};
-        static const char *const content[] = {"tool_calls", "response_metadata"};
-        rfs_span m[2], c[2];
-        ev->kind = RFS_EV_MODEL;
-        rfs_jl_members(ev->metadata, meta, m, 2);
-        rfs_jl_members(ev->content, content, c, 2);
+    switch (ev->kind) {
+    case RFS_EV_MODEL: {
         read_usage(m[0], ev->usage);
         if (!rfs_jl_count(m[1], &ev->latency_ms))
             ev->latency_ms = -1;
@@ -62,39 +121,30 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
         rfs_span model = rfs_jl_member(c[1], "model_name");
         if (rfs_jl_is(model, '"'))
             ev->model = model;
-    } else if (strcmp(type, "llm.tool.result") == 0) {
-        static const char *const content[] = {"tool_call_id", "status"};
-        rfs_span c[2];
-        ev->kind = RFS_EV_RESULT;
-        rfs_jl_members(ev->content, content, c, 2);
+        break;
+    }
+    case RFS_EV_RESULT:
         if (rfs_jl_is(c[0], '"'))
             ev->call_id = c[0];
         ev->error = rfs_jl_str_is(c[1], "error");
-    } else if (strcmp(type, "subagent.start") == 0 || strcmp(type, "subagent.end") == 0) {
-        ev->kind = type[9] == 's' ? RFS_EV_TASK_START : RFS_EV_TASK_END;
-        rfs_span id = rfs_jl_member(ev->metadata, "task_id");
-        if (rfs_jl_is(id, '"'))
-            ev->task_id = id;
+        break;
+    case RFS_EV_TASK_START:
+    case RFS_EV_TASK_END:
+        if (rfs_jl_is(m[0], '"'))
+            ev->task_id = m[0];
         if (ev->kind == RFS_EV_TASK_END) {
-            static const char *const content[] = {"status", "usage", "model_name"};
-            rfs_span c[3];
-            rfs_jl_members(ev->content, content, c, 3);
             if (rfs_jl_is(c[0], '"'))
                 ev->status = c[0];
             read_usage(c[1], ev->usage);
             if (rfs_jl_is(c[2], '"'))
                 ev->model = c[2];
         }
-    } else if (strcmp(type, "run.terminal") == 0) {
-        ev->kind = RFS_EV_TERMINAL;
-        rfs_span st = rfs_jl_member(ev->content, "status");
-        if (rfs_jl_is(st, '"'))
-            ev->status = st;
-    } else if (strcmp(type, "run.error") == 0 || strcmp(type, "llm.error") == 0) {
-        ev->kind = RFS_EV_ERROR;
-    } else if (strncmp(type, "middleware:", 11) == 0) {
-        ev->kind = RFS_EV_MIDDLEWARE;
-        ev->tag = type + 11;
+        break;
+    case RFS_EV_TERMINAL:
+        if (rfs_jl_is(c[0], '"'))
+            ev->status = c[0];
+        break;
+    default: break;
     }
 }
 
@@ -251,6 +301,25 @@ void *rfs_map_val(const rfs_map *m, size_t i)
     return m->vals + i * m->val_size;
 }
 
+int rfs_map_clone(const rfs_map *m, rfs_map **out)
+{
+    rfs_map *c;
+    int rc = rfs_map_new(&c, m->val_size);
+    for (size_t i = 0; !rc && i < m->count; i++) {
+        void *v = rfs_map_get(c, m->entries[i].key, m->entries[i].len, 1);
+        if (v)
+            memcpy(v, rfs_map_val(m, i), m->val_size);
+        else
+            rc = -ENOMEM;
+    }
+    if (rc) {
+        rfs_map_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
 /* ---- calls ---- */
 
 /* The index holds the oldest waiting call of each id; the later ones of the id hang from it
@@ -274,6 +343,7 @@ static const rs_map_type call_type = {key_hash, call_entry_hash, call_matches};
 
 struct rfs_calls {
     rfs_call *first, *last; /* waiting calls, call order */
+    size_t count;           /* of them */
     rs_map by_id;
 };
 
@@ -321,6 +391,28 @@ static char *text_dup(rfs_span s, size_t *len)
     return rs_buf_detach(&b, len);
 }
 
+/* The call last in call order and last of its id (room for it in by_id reserved). */
+static void link_call(rfs_calls *c, rfs_call *call)
+{
+    c->count++;
+    call->prev = c->last;
+    if (c->last)
+        c->last->next = call;
+    else
+        c->first = call;
+    c->last = call;
+    if (call->id) {
+        map_key k = {call->id, call->id_len};
+        rfs_call *newest = (rfs_call *)rs_map_find(&c->by_id, &k);
+        while (newest && newest->hnext)
+            newest = newest->hnext;
+        if (newest)
+            newest->hnext = call;
+        else
+            rs_map_add(&c->by_id, (uintptr_t)call);
+    }
+}
+
 int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call *call), void *ctx)
 {
     static const char *const names[] = {"id", "name"};
@@ -348,24 +440,44 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
             rc = rc < 0 ? rc : 0;
             continue;
         }
-        call->prev = c->last;
-        if (c->last)
-            c->last->next = call;
-        else
-            c->first = call;
-        c->last = call;
-        if (call->id) {
-            map_key k = {call->id, call->id_len};
-            rfs_call *newest = (rfs_call *)rs_map_find(&c->by_id, &k);
-            while (newest && newest->hnext)
-                newest = newest->hnext;
-            if (newest)
-                newest->hnext = call;
-            else
-                rs_map_add(&c->by_id, (uintptr_t)call);
-        }
+        link_call(c, call);
     }
     return rc;
+}
+
+int rfs_calls_clone(const rfs_calls *c, rfs_calls **out)
+{
+    rfs_calls *d;
+    int rc = rfs_calls_new(&d);
+    for (const rfs_call *x = c->first; !rc && x; x = x->next) {
+        rfs_call *call = calloc(1, sizeof *call);
+        if (!call || !(call->name = strdup(x->name)) ||
+            (x->id && !(call->id = malloc(x->id_len + 1))) ||
+            (x->id && rs_map_reserve(&d->by_id, d->by_id.count + 1))) {
+            rfs_call_free(call);
+            rc = -ENOMEM;
+            break;
+        }
+        call->seq = x->seq;
+        call->t_us = x->t_us;
+        call->index = x->index;
+        call->user = x->user;
+        call->id_len = x->id_len;
+        if (x->id)
+            memcpy(call->id, x->id, x->id_len + 1);
+        link_call(d, call);
+    }
+    if (rc) {
+        rfs_calls_free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+size_t rfs_calls_count(const rfs_calls *c)
+{
+    return c->count;
 }
 
 rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
@@ -394,6 +506,7 @@ rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
     else
         c->last = call->prev;
     call->prev = call->next = call->hnext = NULL;
+    c->count--;
     return call;
 }
 

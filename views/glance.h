@@ -57,6 +57,8 @@ void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create);
 /* The key of a string literal s, decoded (its text), then rfs_map_get. */
 void *rfs_map_get_text(rfs_map *m, rfs_span s, int create);
 size_t rfs_map_count(const rfs_map *m);
+/* A copy of m: its keys and values, in the same order. */
+int rfs_map_clone(const rfs_map *m, rfs_map **out);
 /* Entries in bytewise key order (sorted is an array of rfs_map_count indexes, to free). */
 int rfs_map_sorted(const rfs_map *m, size_t **sorted);
 const char *rfs_map_key(const rfs_map *m, size_t i, size_t *len);
@@ -84,6 +86,9 @@ int rfs_calls_add(rfs_calls *c, const rfs_ev *ev, int (*fn)(void *ctx, rfs_call 
 /* The oldest waiting call result ev answers, taken out (free it with rfs_call_free); NULL
  * when none waits. */
 rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev);
+/* A copy of the waiting calls, in the same order. */
+int rfs_calls_clone(const rfs_calls *c, rfs_calls **out);
+size_t rfs_calls_count(const rfs_calls *c);
 /* The waiting calls, oldest first. */
 rfs_call *rfs_calls_first(rfs_calls *c);
 void rfs_call_free(rfs_call *call);

@@ -99,13 +99,13 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
 }
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
-                       int64_t *otel_size, rs_err *err)
+                       int64_t *otel_size, rfs_otel_marks *marks, rs_err *err)
 {
     rfs_stats *st = NULL;
     rfs_timeline *tl = NULL;
     rfs_otel *ot = NULL;
     rs_buf scratch = RS_BUF_INIT;
-    int64_t otel = 0;
+    int64_t otel = 0, mark_at = 0;
     int rc = rfs_stats_new(&st, t->thread_id, t->run_id);
     if (!rc)
         rc = rfs_timeline_new(&tl, t->thread_id, t->run_id);
@@ -128,6 +128,8 @@ int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *t
                     break;
                 otel += (int64_t)scratch.len;
                 rs_buf_reset(&scratch);
+                if (marks && otel >= mark_at)
+                    mark_at = rfs_otel_mark(marks, ot, otel, rec->seq);
             }
             rs_cursor_free(c);
         }

@@ -5,6 +5,7 @@
 #define RFS_GLANCE_VIEWS_H
 
 #include "node.h"
+#include "otel.h"
 #include "runstore.h"
 
 /* 1 for the documents rendered here (stats.json, timeline.svg). */
@@ -15,8 +16,9 @@ int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, 
 /* Render document kind of t (t->run_id unused for a thread's stats.json) to out. */
 int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err);
 /* A run's stats.json and timeline.svg rendered, and otel.json's size counted, in one pass
- * over its rows (what a first ls -la of the run needs). */
+ * over its rows (what a first ls -la of the run needs); otel.json's positions kept in marks
+ * (NULL: none). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
-                       int64_t *otel_size, rs_err *err);
+                       int64_t *otel_size, rfs_otel_marks *marks, rs_err *err);
 
 #endif

@@ -68,6 +68,25 @@ void rfs_jl_members(rfs_span o, const char *const *names, rfs_span *vals, int n)
             }
 }
 
+size_t rfs_jl_members_len(rfs_span o, const char *const *names, rfs_span *vals, int n)
+{
+    rfs_span key, val;
+    const char *at = o.p;
+    memset(vals, 0, (size_t)n * sizeof *vals);
+    if (!o.p || !o.n || o.p[0] != '{')
+        return o.p && o.n ? rfs_jl_value_len(o.p, o.p + o.n) : 0;
+    while (rfs_jl_next(o, &at, &key, &val))
+        for (int i = 0; i < n; i++)
+            if (!vals[i].p && key.n == strlen(names[i]) + 2 &&
+                memcmp(key.p + 1, names[i], key.n - 2) == 0) {
+                vals[i] = val;
+                break;
+            }
+    /* at is on the last member's end (or the opening brace): the closing brace follows. */
+    at += *at == '{';
+    return at < o.p + o.n && *at == '}' ? (size_t)(at + 1 - o.p) : o.n;
+}
+
 rfs_span rfs_jl_member(rfs_span o, const char *name)
 {
     rfs_span v;

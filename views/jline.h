@@ -22,6 +22,9 @@ size_t rfs_jl_value_len(const char *v, const char *end);
 int rfs_jl_next(rfs_span c, const char **at, rfs_span *key, rfs_span *val);
 /* The first members of object o named names[0..n) (plain ASCII) into vals, in one walk. */
 void rfs_jl_members(rfs_span o, const char *const *names, rfs_span *vals, int n);
+/* The same of the object at o.p, which o may run past (the rest of the line): the object's
+ * length, so one walk finds both its members and where it ends. */
+size_t rfs_jl_members_len(rfs_span o, const char *const *names, rfs_span *vals, int n);
 rfs_span rfs_jl_member(rfs_span o, const char *name);
 /* 1 when v is present and its first byte is kind ('"', '{', '[', 't', 'n', ...). */
 int rfs_jl_is(rfs_span v, char kind);

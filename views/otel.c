@@ -1,5 +1,6 @@
 /* otel.c — see otel.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,138 @@ void rfs_otel_free(rfs_otel *o)
     free(o);
 }
 
+static char *dup_or_null(const char *v, int *failed)
+{
+    char *d = v ? strdup(v) : NULL;
+    *failed |= v && !d;
+    return d;
+}
+
+int rfs_otel_clone(const rfs_otel *o, rfs_otel **out)
+{
+    rfs_otel *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *c = *o;
+    c->calls = NULL;
+    c->tasks = NULL;
+    int failed = 0;
+    c->thread_id = dup_or_null(o->thread_id, &failed);
+    c->run_id = dup_or_null(o->run_id, &failed);
+    c->status = dup_or_null(o->status, &failed);
+    c->agent = dup_or_null(o->agent, &failed);
+    if (failed || rfs_calls_clone(o->calls, &c->calls) || rfs_map_clone(o->tasks, &c->tasks)) {
+        rfs_otel_free(c);
+        return -ENOMEM;
+    }
+    *out = c;
+    return 0;
+}
+
+/* ---- kept positions ----
+ * A mark is the renderer's state after the rows up to seq, whose bytes end at off: a read
+ * there renders on from the copy instead of from the first row. One every MARK_EVERY bytes
+ * at most, and only where the state is small (what is still open: calls and tasks), so
+ * copying it costs a sliver of rendering the bytes since the last mark. */
+#define MARK_EVERY ((int64_t)1 << 20)
+#define MARK_OPEN_MAX 4096
+
+typedef struct mark {
+    int64_t off, seq;
+    rfs_otel *state;
+} mark;
+
+struct rfs_otel_marks {
+    pthread_mutex_t lock; /* guards refs and the marks */
+    int refs;
+    mark *v; /* by offset */
+    size_t n, cap;
+};
+
+int rfs_otel_marks_new(rfs_otel_marks **out)
+{
+    rfs_otel_marks *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    pthread_mutex_init(&m->lock, NULL);
+    m->refs = 1;
+    *out = m;
+    return 0;
+}
+
+rfs_otel_marks *rfs_otel_marks_retain(rfs_otel_marks *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->refs++;
+    pthread_mutex_unlock(&m->lock);
+    return m;
+}
+
+void rfs_otel_marks_release(rfs_otel_marks *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    int last = --m->refs == 0;
+    pthread_mutex_unlock(&m->lock);
+    if (!last)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        rfs_otel_free(m->v[i].state);
+    free(m->v);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+int64_t rfs_otel_mark(rfs_otel_marks *m, const rfs_otel *o, int64_t off, int64_t seq)
+{
+    pthread_mutex_lock(&m->lock);
+    int64_t last = m->n ? m->v[m->n - 1].off : 0;
+    pthread_mutex_unlock(&m->lock);
+    if (off < last + MARK_EVERY)
+        return last + MARK_EVERY;
+    rfs_otel *copy;
+    if (!o->started || rfs_calls_count(o->calls) + rfs_map_count(o->tasks) > MARK_OPEN_MAX ||
+        rfs_otel_clone(o, &copy))
+        return off + 1; /* the next row tries again */
+    pthread_mutex_lock(&m->lock);
+    /* Another renderer of the same bytes may have marked meanwhile: marks stay in order. */
+    int keep = (!m->n || m->v[m->n - 1].off < off) &&
+               rs_array_grow(&m->v, &m->cap, m->n + 1, sizeof *m->v) == 0;
+    if (keep)
+        m->v[m->n++] = (mark){off, seq, copy};
+    last = m->n ? m->v[m->n - 1].off : 0;
+    pthread_mutex_unlock(&m->lock);
+    if (!keep)
+        rfs_otel_free(copy);
+    return last + MARK_EVERY;
+}
+
+int rfs_otel_resume(rfs_otel_marks *m, int64_t off, int64_t after, rfs_otel **o, int64_t *at,
+                    int64_t *seq)
+{
+    int rc = 0;
+    pthread_mutex_lock(&m->lock);
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->v[mid].off <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && m->v[lo - 1].off > after) {
+        const mark *k = &m->v[lo - 1];
+        if (!(rc = rfs_otel_clone(k->state, o))) {
+            *at = k->off;
+            *seq = k->seq;
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
 static uint64_t span_id(int kind, int index, int64_t seq)
 {
     return (uint64_t)kind << 56 | (uint64_t)(index & 0xffff) << 40 |
@@ -80,9 +213,21 @@ static uint64_t span_id(int kind, int index, int64_t seq)
 }
 
 /* ---- writing a span ----
- * By hand rather than through printf: a 1M-event run writes millions of these pieces. */
+ * Straight into out's spare room: a 1M-event run writes a million spans, and each piece
+ * through its own rs_buf call cost more than the rest of the rendering. The room is grown
+ * once per string written (WRITE_ROOM after it), and no run of fixed pieces between two
+ * strings (a head, the integer attributes, a status) comes near that. */
+#define WRITE_ROOM 1024
 
-static int add_int(rs_buf *out, int64_t v)
+typedef struct span_out {
+    rs_buf *out;
+    char *p; /* where the next byte goes; out->len is stale until span_end */
+    int rc;
+} span_out;
+
+#define PUT(s, lit) (memcpy((s)->p, "" lit, sizeof(lit) - 1), (s)->p += sizeof(lit) - 1)
+
+static void put_int(span_out *s, int64_t v)
 {
     char d[24];
     size_t n = 0;
@@ -93,106 +238,161 @@ static int add_int(rs_buf *out, int64_t v)
     } while (u && n < sizeof d - 1);
     if (v < 0)
         d[sizeof d - 1 - n++] = '-';
-    return rs_buf_add(out, d + sizeof d - n, n);
+    memcpy(s->p, d + sizeof d - n, n);
+    s->p += n;
 }
 
-static int add_hex(rs_buf *out, uint64_t v)
+static void put_hex(span_out *s, uint64_t v)
 {
     static const char digits[] = "0123456789abcdef";
-    char h[16];
     for (int i = 15; i >= 0; i--, v >>= 4)
-        h[i] = digits[v & 15];
-    return rs_buf_add(out, h, sizeof h);
+        s->p[i] = digits[v & 15];
+    s->p += 16;
 }
 
-typedef struct span_out {
-    rs_buf *out;
-    int attrs; /* attributes written so far */
-    int rc;
-} span_out;
-
-static void attr_head(span_out *s, const char *key)
+/* A JSON string, then the room again. */
+static void put_str(span_out *s, const char *v, size_t len)
 {
-    if (!s->rc && s->attrs++)
-        s->rc = rs_buf_addch(s->out, ',');
-    if (!s->rc && !(s->rc = rs_buf_addlit(s->out, "{\"key\":\"")) &&
-        !(s->rc = rs_buf_addstr(s->out, key)))
-        s->rc = rs_buf_addlit(s->out, "\",\"value\":{");
+    if (s->rc)
+        return;
+    rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
+    if (!(s->rc = rs_buf_add_json_string(s->out, v, len)))
+        s->rc = rs_buf_grow(s->out, WRITE_ROOM);
+    s->p = s->out->buf + s->out->len;
 }
 
-static void attr_str(span_out *s, const char *key, const char *v, size_t len)
+/* The string literal lit of a record as a JSON string: itself when it holds no escape (the
+ * lines are valid UTF-8, escaped only where JSON must be), else its text written again. */
+static void put_lit(span_out *s, rfs_span lit)
 {
-    attr_head(s, key);
-    if (!s->rc && !(s->rc = rs_buf_addlit(s->out, "\"stringValue\":")) &&
-        !(s->rc = rs_buf_add_json_string(s->out, v, len)))
-        s->rc = rs_buf_addlit(s->out, "}}");
+    if (s->rc)
+        return;
+    if (!memchr(lit.p, '\\', lit.n)) {
+        rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
+        if (!(s->rc = rs_buf_add(s->out, lit.p, lit.n)))
+            s->rc = rs_buf_grow(s->out, WRITE_ROOM);
+        s->p = s->out->buf + s->out->len;
+        return;
+    }
+    rs_buf text = RS_BUF_INIT;
+    if (!(s->rc = rfs_jl_text(&text, lit, 0)))
+        put_str(s, text.buf, text.len);
+    rs_buf_release(&text);
 }
 
-static void attr_int(span_out *s, const char *key, int64_t v)
-{
-    attr_head(s, key);
-    if (!s->rc && !(s->rc = rs_buf_addlit(s->out, "\"intValue\":\"")) &&
-        !(s->rc = add_int(s->out, v)))
-        s->rc = rs_buf_addlit(s->out, "\"}}");
-}
+/* Attributes after the first (gen_ai.operation.name, which every span has first). */
+#define ATTR(s, key) PUT(s, ",{\"key\":\"" key "\",\"value\":{")
 
-static void attr_bool(span_out *s, const char *key, int v)
+static void attr_str(span_out *s, const char *key_lit, size_t key_len, const char *v, size_t len)
 {
-    attr_head(s, key);
+    if (s->rc)
+        return;
+    memcpy(s->p, key_lit, key_len);
+    s->p += key_len;
+    PUT(s, "\"stringValue\":");
+    put_str(s, v, len);
     if (!s->rc)
-        s->rc = v ? rs_buf_addlit(s->out, "\"boolValue\":true}}")
-                  : rs_buf_addlit(s->out, "\"boolValue\":false}}");
+        PUT(s, "}}");
 }
+#define ATTR_STR(s, key, v, len) \
+    attr_str(s, ",{\"key\":\"" key "\",\"value\":{", \
+             sizeof(",{\"key\":\"" key "\",\"value\":{") - 1, v, len)
+
+static void attr_int_tail(span_out *s, int64_t v)
+{
+    PUT(s, "\"intValue\":\"");
+    put_int(s, v);
+    PUT(s, "\"}}");
+}
+#define ATTR_INT(s, key, v) \
+    do { \
+        if (!(s)->rc) { \
+            ATTR(s, key); \
+            attr_int_tail(s, v); \
+        } \
+    } while (0)
+#define ATTR_TRUE(s, key) \
+    do { \
+        if (!(s)->rc) { \
+            ATTR(s, key); \
+            PUT(s, "\"boolValue\":true}}"); \
+        } \
+    } while (0)
 
 static void attr_usage(span_out *s, const int64_t *usage)
 {
     if (usage[0] >= 0)
-        attr_int(s, "gen_ai.usage.input_tokens", usage[0]);
+        ATTR_INT(s, "gen_ai.usage.input_tokens", usage[0]);
     if (usage[1] >= 0)
-        attr_int(s, "gen_ai.usage.output_tokens", usage[1]);
+        ATTR_INT(s, "gen_ai.usage.output_tokens", usage[1]);
 }
 
-/* The span's head up to its attributes' opening bracket. */
-static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, const char *name,
-                           size_t name_len, int kind, int64_t start_us, int64_t end_us)
+/* The span's head and its first attribute, gen_ai.operation.name = op; name (name_len bytes)
+ * NULL: the name is op. */
+static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, const char *op,
+                           const char *name, size_t name_len, int kind, int64_t start_us,
+                           int64_t end_us)
 {
     span_out s = {.out = out};
     if (start_us < 0)
         start_us = 0;
     if (end_us < start_us)
         end_us = start_us;
-    s.rc = o->spans++ ? rs_buf_addch(out, ',') : 0;
-    if (!s.rc && !(s.rc = rs_buf_addlit(out, "{\"traceId\":\"")) &&
-        !(s.rc = rs_buf_addstr(out, o->trace_id)) &&
-        !(s.rc = rs_buf_addlit(out, "\",\"spanId\":\"")) && !(s.rc = add_hex(out, id)))
-        s.rc = rs_buf_addch(out, '"');
-    if (!s.rc && !root && !(s.rc = rs_buf_addlit(out, ",\"parentSpanId\":\"")) &&
-        !(s.rc = add_hex(out, span_id(SPAN_ROOT, 0, o->first_seq))))
-        s.rc = rs_buf_addch(out, '"');
-    if (!s.rc && !(s.rc = rs_buf_addlit(out, ",\"name\":")))
-        s.rc = rs_buf_add_json_string(out, name, name_len);
+    if ((s.rc = rs_buf_grow(out, WRITE_ROOM)))
+        return s;
+    s.p = out->buf + out->len;
+    if (o->spans++)
+        *s.p++ = ',';
+    PUT(&s, "{\"traceId\":\"");
+    memcpy(s.p, o->trace_id, 32);
+    s.p += 32;
+    PUT(&s, "\",\"spanId\":\"");
+    put_hex(&s, id);
+    *s.p++ = '"';
+    if (!root) {
+        PUT(&s, ",\"parentSpanId\":\"");
+        put_hex(&s, span_id(SPAN_ROOT, 0, o->first_seq));
+        *s.p++ = '"';
+    }
+    PUT(&s, ",\"name\":");
+    put_str(&s, name ? name : op, name ? name_len : strlen(op));
+    if (s.rc)
+        return s;
     /* Times in nanoseconds, as strings: OTLP/JSON's mapping of fixed64. */
-    if (!s.rc && !(s.rc = rs_buf_addlit(out, ",\"kind\":")) && !(s.rc = add_int(out, kind)) &&
-        !(s.rc = rs_buf_addlit(out, ",\"startTimeUnixNano\":\"")) &&
-        !(s.rc = add_int(out, start_us)) &&
-        !(s.rc = rs_buf_addlit(out, "000\",\"endTimeUnixNano\":\"")) &&
-        !(s.rc = add_int(out, end_us)))
-        s.rc = rs_buf_addlit(out, "000\",\"attributes\":[");
+    PUT(&s, ",\"kind\":");
+    *s.p++ = (char)('0' + kind);
+    PUT(&s, ",\"startTimeUnixNano\":\"");
+    put_int(&s, start_us);
+    PUT(&s, "000\",\"endTimeUnixNano\":\"");
+    put_int(&s, end_us);
+    PUT(&s, "000\",\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":");
+    put_str(&s, op, strlen(op));
+    if (!s.rc)
+        PUT(&s, "}}");
     return s;
 }
 
 static int span_end(span_out *s, int status, const char *message)
 {
-    if (!s->rc)
-        s->rc = rs_buf_addlit(s->out, "]");
-    if (!s->rc && status != STATUS_UNSET) {
-        s->rc = rs_buf_addf(s->out, ",\"status\":{\"code\":%d", status);
-        if (!s->rc && message && !(s->rc = rs_buf_addlit(s->out, ",\"message\":")))
-            s->rc = rs_buf_add_json_string(s->out, message, strlen(message));
+    if (!s->rc) {
+        *s->p++ = ']';
+        if (status != STATUS_UNSET) {
+            PUT(s, ",\"status\":{\"code\":");
+            *s->p++ = (char)('0' + status);
+            if (message) {
+                PUT(s, ",\"message\":");
+                put_str(s, message, strlen(message));
+            }
+            if (!s->rc)
+                *s->p++ = '}';
+        }
         if (!s->rc)
-            s->rc = rs_buf_addch(s->out, '}');
+            *s->p++ = '}';
     }
-    return s->rc ? s->rc : rs_buf_addch(s->out, '}');
+    if (s->rc)
+        return s->rc;
+    rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
+    return 0;
 }
 
 static int start(rfs_otel *o, rs_buf *out)
@@ -210,43 +410,45 @@ static int start(rfs_otel *o, rs_buf *out)
 static int chat(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
 {
     int64_t begin = ev->latency_ms >= 0 ? ev->t_us - ev->latency_ms * 1000 : ev->t_us;
-    span_out s = span_begin(o, out, span_id(SPAN_CHAT, 0, ev->rec->seq), 0, "chat", 4, KIND_CLIENT,
-                            begin, ev->t_us);
-    attr_str(&s, "gen_ai.operation.name", "chat", 4);
-    if (ev->model.p) {
-        rs_buf m = RS_BUF_INIT;
-        if (!(s.rc = s.rc ? s.rc : rfs_jl_text(&m, ev->model, 0)))
-            attr_str(&s, "gen_ai.response.model", m.buf, m.len);
-        rs_buf_release(&m);
+    span_out s = span_begin(o, out, span_id(SPAN_CHAT, 0, ev->rec->seq), 0, "chat", NULL, 0,
+                            KIND_CLIENT, begin, ev->t_us);
+    if (ev->model.p && !s.rc) {
+        PUT(&s, ",{\"key\":\"gen_ai.response.model\",\"value\":{\"stringValue\":");
+        put_lit(&s, ev->model);
+        if (!s.rc)
+            PUT(&s, "}}");
     }
     attr_usage(&s, ev->usage);
     if (ev->usage[2] >= 0)
-        attr_int(&s, "runfs.usage.total_tokens", ev->usage[2]);
+        ATTR_INT(&s, "runfs.usage.total_tokens", ev->usage[2]);
     if (ev->latency_ms >= 0)
-        attr_int(&s, "runfs.latency_ms", ev->latency_ms);
-    attr_int(&s, "runfs.seq", ev->rec->seq);
+        ATTR_INT(&s, "runfs.latency_ms", ev->latency_ms);
+    ATTR_INT(&s, "runfs.seq", ev->rec->seq);
     return span_end(&s, STATUS_UNSET, NULL);
 }
 
 /* A tool call's span: ended by its result (res) or, unanswered (res NULL), by the run. */
 static int tool(rfs_otel *o, const rfs_call *call, const rfs_ev *res, rs_buf *out)
 {
-    rs_buf name = RS_BUF_INIT;
-    int rc = rs_buf_addf(&name, "execute_tool %s", call->name);
-    if (rc)
-        return rc;
-    span_out s = span_begin(o, out, span_id(SPAN_TOOL, call->index, call->seq), 0, name.buf,
-                            name.len, KIND_INTERNAL, call->t_us, res ? res->t_us : o->last_us);
-    rs_buf_release(&name);
-    attr_str(&s, "gen_ai.operation.name", "execute_tool", 12);
-    attr_str(&s, "gen_ai.tool.name", call->name, strlen(call->name));
+    size_t name_len = strlen(call->name);
+    char head[64] = "execute_tool ", *name = head;
+    if (name_len > sizeof head - 14 && !(name = malloc(name_len + 14)))
+        return -ENOMEM;
+    memcpy(name, "execute_tool ", 13);
+    memcpy(name + 13, call->name, name_len + 1);
+    span_out s = span_begin(o, out, span_id(SPAN_TOOL, call->index, call->seq), 0, "execute_tool",
+                            name, name_len + 13, KIND_INTERNAL, call->t_us,
+                            res ? res->t_us : o->last_us);
+    if (name != head)
+        free(name);
+    ATTR_STR(&s, "gen_ai.tool.name", call->name, name_len);
     if (call->id)
-        attr_str(&s, "gen_ai.tool.call.id", call->id, call->id_len);
-    attr_int(&s, "runfs.seq", call->seq);
+        ATTR_STR(&s, "gen_ai.tool.call.id", call->id, call->id_len);
+    ATTR_INT(&s, "runfs.seq", call->seq);
     if (res)
-        attr_int(&s, "runfs.result_seq", res->rec->seq);
+        ATTR_INT(&s, "runfs.result_seq", res->rec->seq);
     else
-        attr_bool(&s, "runfs.unanswered", 1);
+        ATTR_TRUE(&s, "runfs.unanswered");
     int err = res && res->error;
     return span_end(&s, err ? STATUS_ERROR : STATUS_UNSET, err ? "tool result status error" : NULL);
 }
@@ -257,26 +459,25 @@ static int subagent(rfs_otel *o, const char *id, size_t id_len, const task *t, c
 {
     int64_t seq = t->started ? t->seq : end->rec->seq;
     int64_t begin = t->started ? t->t_us : end->t_us;
-    span_out s = span_begin(o, out, span_id(SPAN_TASK, 0, seq), 0, "invoke_agent", 12,
+    span_out s = span_begin(o, out, span_id(SPAN_TASK, 0, seq), 0, "invoke_agent", NULL, 0,
                             KIND_INTERNAL, begin, end ? end->t_us : o->last_us);
-    attr_str(&s, "gen_ai.operation.name", "invoke_agent", 12);
-    attr_str(&s, "runfs.task_id", id, id_len);
+    ATTR_STR(&s, "runfs.task_id", id, id_len);
     rs_buf st = RS_BUF_INIT;
     if (end && end->status.p && !s.rc && !(s.rc = rfs_jl_text(&st, end->status, 0)))
-        attr_str(&s, "runfs.task_status", st.buf, st.len);
-    if (end && end->model.p) {
-        rs_buf m = RS_BUF_INIT;
-        if (!(s.rc = s.rc ? s.rc : rfs_jl_text(&m, end->model, 0)))
-            attr_str(&s, "gen_ai.response.model", m.buf, m.len);
-        rs_buf_release(&m);
+        ATTR_STR(&s, "runfs.task_status", st.buf, st.len);
+    if (end && end->model.p && !s.rc) {
+        PUT(&s, ",{\"key\":\"gen_ai.response.model\",\"value\":{\"stringValue\":");
+        put_lit(&s, end->model);
+        if (!s.rc)
+            PUT(&s, "}}");
     }
     if (end)
         attr_usage(&s, end->usage);
-    attr_int(&s, "runfs.seq", seq);
+    ATTR_INT(&s, "runfs.seq", seq);
     if (end)
-        attr_int(&s, "runfs.end_seq", end->rec->seq);
+        ATTR_INT(&s, "runfs.end_seq", end->rec->seq);
     else
-        attr_bool(&s, "runfs.unfinished", 1);
+        ATTR_TRUE(&s, "runfs.unfinished");
     int code = !end                                                                ? STATUS_UNSET
                : strcmp(st.buf, "completed") == 0                                  ? STATUS_OK
                : strcmp(st.buf, "failed") == 0 || strcmp(st.buf, "timed_out") == 0 ? STATUS_ERROR
@@ -365,21 +566,20 @@ int rfs_otel_feed(rfs_otel *o, const rs_record *rec, rs_buf *out)
 
 static int root(rfs_otel *o, rs_buf *out)
 {
-    span_out s = span_begin(o, out, span_id(SPAN_ROOT, 0, o->first_seq), 1, "invoke_agent", 12,
+    span_out s = span_begin(o, out, span_id(SPAN_ROOT, 0, o->first_seq), 1, "invoke_agent", NULL, 0,
                             KIND_INTERNAL, o->first_us, o->last_us);
-    attr_str(&s, "gen_ai.operation.name", "invoke_agent", 12);
     if (o->agent)
-        attr_str(&s, "gen_ai.agent.name", o->agent, strlen(o->agent));
-    attr_str(&s, "gen_ai.conversation.id", o->thread_id, strlen(o->thread_id));
-    attr_str(&s, "runfs.thread_id", o->thread_id, strlen(o->thread_id));
-    attr_str(&s, "runfs.run_id", o->run_id, strlen(o->run_id));
+        ATTR_STR(&s, "gen_ai.agent.name", o->agent, strlen(o->agent));
+    ATTR_STR(&s, "gen_ai.conversation.id", o->thread_id, strlen(o->thread_id));
+    ATTR_STR(&s, "runfs.thread_id", o->thread_id, strlen(o->thread_id));
+    ATTR_STR(&s, "runfs.run_id", o->run_id, strlen(o->run_id));
     attr_usage(&s, o->usage);
-    attr_int(&s, "runfs.seq", o->first_seq);
-    attr_int(&s, "runfs.events", o->events);
+    ATTR_INT(&s, "runfs.seq", o->first_seq);
+    ATTR_INT(&s, "runfs.events", o->events);
     if (o->status)
-        attr_str(&s, "runfs.status", o->status, strlen(o->status));
+        ATTR_STR(&s, "runfs.status", o->status, strlen(o->status));
     if (!o->terminal)
-        attr_bool(&s, "runfs.no_terminal", 1);
+        ATTR_TRUE(&s, "runfs.no_terminal");
     int ok = o->status && strcmp(o->status, "success") == 0;
     char msg[64];
     int rc = rs_fmt(msg, sizeof msg, "run.terminal %s",

@@ -17,5 +17,23 @@ void rfs_otel_free(rfs_otel *o);
 int rfs_otel_feed(rfs_otel *o, const rs_record *rec, rs_buf *out);
 /* The rows ended: open spans, the root, the end of the document. */
 int rfs_otel_finish(rfs_otel *o, rs_buf *out);
+/* A copy of o's state, to render on from. */
+int rfs_otel_clone(const rfs_otel *o, rfs_otel **out);
+
+/* Kept positions in one run's otel.json (as the logs keep line offsets): the state of its
+ * rendering at offsets about a MiB apart, so a read anywhere renders from the nearest one
+ * at or before it, not from the first row. Shared by the renderers of the same bytes (the
+ * mount keeps it beside the size, sizes.h); every call takes its lock. */
+typedef struct rfs_otel_marks rfs_otel_marks;
+int rfs_otel_marks_new(rfs_otel_marks **out);
+rfs_otel_marks *rfs_otel_marks_retain(rfs_otel_marks *m);
+void rfs_otel_marks_release(rfs_otel_marks *m);
+/* o has rendered the rows up to seq, whose bytes end at off: kept when a mark is due there.
+ * Returns the offset at which the next one is due (call again once off reaches it). */
+int64_t rfs_otel_mark(rfs_otel_marks *m, const rfs_otel *o, int64_t off, int64_t seq);
+/* The mark nearest at or before off, when it lies past after: 1 with *o a copy of its state,
+ * *at its offset and *seq its last row; 0 when none; -ENOMEM. */
+int rfs_otel_resume(rfs_otel_marks *m, int64_t off, int64_t after, rfs_otel **o, int64_t *at,
+                    int64_t *seq);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "otel.h"
 #include "sizes.h"
 
 #define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
@@ -13,7 +14,8 @@
 typedef struct entry {
     rs_log_info token;
     int64_t size;
-    char *doc; /* the rendering itself (NULL: only its size is kept) */
+    char *doc;             /* the rendering itself (NULL: only its size is kept) */
+    rfs_otel_marks *marks; /* otel.json: its kept positions (NULL: none yet) */
     char key[];
 } entry;
 
@@ -58,6 +60,7 @@ static void clear(rfs_sizes *c)
     size_t pos = 0;
     for (uintptr_t e; (e = rs_map_next(&c->map, &pos));) {
         free(((entry *)e)->doc);
+        rfs_otel_marks_release(((entry *)e)->marks);
         free((entry *)e);
     }
     rs_map_clear(&c->map);
@@ -136,6 +139,8 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
         if ((e = malloc(sizeof *e + n + 1))) {
             memcpy(e->key, key, n + 1);
             e->doc = NULL;
+            e->marks = NULL;
+            e->token = *token;
             if (rs_map_add(&c->map, (uintptr_t)e)) {
                 free(e);
                 e = NULL;
@@ -150,8 +155,35 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
         c->doc_bytes -= (size_t)e->size;
     free(e->doc);
     e->doc = doc;
+    /* Positions in other bytes are no positions in these. */
+    if (!same_token(&e->token, token)) {
+        rfs_otel_marks_release(e->marks);
+        e->marks = NULL;
+    }
     if (doc)
         c->doc_bytes += (size_t)size;
     e->token = *token;
     e->size = size;
+}
+
+rfs_otel_marks *rfs_sizes_marks(rfs_sizes *c, const char *key, const rs_log_info *token)
+{
+    rfs_otel_marks *m = NULL;
+    pthread_mutex_lock(&c->lock);
+    entry *e = (entry *)rs_map_find(&c->map, key);
+    if (e && same_token(&e->token, token) && (e->marks || rfs_otel_marks_new(&e->marks) == 0))
+        m = rfs_otel_marks_retain(e->marks);
+    pthread_mutex_unlock(&c->lock);
+    return m;
+}
+
+void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
+                         rfs_otel_marks *marks)
+{
+    pthread_mutex_lock(&c->lock);
+    put(c, key, token, size, NULL);
+    entry *e = (entry *)rs_map_find(&c->map, key);
+    if (e && !e->marks && marks)
+        e->marks = rfs_otel_marks_retain(marks);
+    pthread_mutex_unlock(&c->lock);
 }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "otel.h"
 #include "runstore.h"
 
 typedef struct rfs_sizes rfs_sizes;
@@ -21,5 +22,11 @@ void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int6
 int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out);
 void rfs_sizes_put_doc(rfs_sizes *c, const char *key, const rs_log_info *token, const char *doc,
                        size_t len);
+/* otel.json's kept positions (otel.h) beside its size: a reference to those of key at
+ * token (made when there are none yet), NULL when key is not kept at token. */
+rfs_otel_marks *rfs_sizes_marks(rfs_sizes *c, const char *key, const rs_log_info *token);
+/* Keep size as rfs_sizes_put does, and marks beside it unless some are kept already. */
+void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
+                         rfs_otel_marks *marks);
 
 #endif

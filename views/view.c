@@ -93,6 +93,9 @@ struct rfs_reader {
     rs_store *store;                 /* the store of the read in progress */
     rs_history *history;             /* history.jsonl: its hidden runs, computed once per pass */
     rfs_otel *otel;                  /* otel.json: the rendering state */
+    rfs_otel_marks *marks;           /* otel.json: kept positions (the mount's, or its own) */
+    int64_t mark_at;                 /* otel.json: the offset of the next mark due */
+    int marks_looked;                /* otel.json: marks was looked for */
     rs_search *search;               /* search/<query>: the query, parsed at open */
     char last_thread[RS_ID_MAX + 1]; /* search: thread of the row at last_seq ("": none) */
 };
@@ -385,16 +388,20 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
     for (int i = 0; !rc && i < 3; i++)
         rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+    rfs_otel_marks *marks = NULL;
+    if (!rc && rfs_otel_marks_new(&marks))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
-        rc = rfs_glance_run_all(s, &t, &docs[0], &docs[1], &otel, err);
+        rc = rfs_glance_run_all(s, &t, &docs[0], &docs[1], &otel, marks, err);
     for (int i = 0; !rc && i < 2; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, &k[i], (int64_t)docs[i].len);
     }
     if (!rc) {
-        rfs_sizes_put(sc->sizes, keys[2].buf, info, otel);
+        rfs_sizes_put_marks(sc->sizes, keys[2].buf, info, otel, marks);
         kept_put(s, &k[2], otel);
     }
+    rfs_otel_marks_release(marks);
     for (int i = 0; i < 3; i++)
         rs_buf_release(&keys[i]);
     rs_buf_release(&docs[0]);
@@ -590,6 +597,7 @@ void rfs_reader_free(rfs_reader *r)
         return;
     rfs_transcript_free(r->transcript);
     rfs_otel_free(r->otel);
+    rfs_otel_marks_release(r->marks);
     rfs_doc_release(r->doc);
     rs_buf_release(&r->pending);
     rs_history_free(r->history);
@@ -662,6 +670,29 @@ static int run_terminal(void *ctx, const char *run_id, rs_buf *out)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* otel.json's marks: the mount's, kept beside its size, or (not kept there) the reader's
+ * own, which serve its own reads back. */
+static int otel_marks(rfs_reader *r, rs_store *s, rs_err *err)
+{
+    if (r->marks_looked)
+        return 0;
+    r->marks_looked = 1;
+    const rfs_node *n = r->node;
+    int rc = 0;
+    if (r->scope.sizes) {
+        rs_log_info info;
+        rs_buf key = RS_BUF_INIT;
+        kept k;
+        if (!(rc = rs_store_log_info(s, n->thread_id, n->run_id, r->scope.user, &info, err)) &&
+            !(rc = size_key(&r->scope, n, &key)) && !(rc = kept_names(s, &key, &info, &k)))
+            r->marks = rfs_sizes_marks(r->scope.sizes, key.buf, &info);
+        rs_buf_release(&key);
+    }
+    if (!rc && !r->marks && rfs_otel_marks_new(&r->marks))
+        rc = -ENOMEM;
+    return rc;
+}
+
 /* Rows after last_seq into pending: their lines, or for transcript.md their rendering. */
 static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err)
 {
@@ -671,6 +702,8 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
         (rc = rfs_transcript_new(&r->transcript, r->node->thread_id, run_terminal, r)))
         return rc;
     if (otel && !r->otel && (rc = rfs_otel_new(&r->otel, r->node->thread_id, r->node->run_id)))
+        return rc;
+    if (otel && (rc = otel_marks(r, s, err)))
         return rc;
     r->store = s;
     if (r->node->kind == RFS_T_HISTORY && !r->history &&
@@ -704,6 +737,9 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
                             : rs_buf_add(&r->pending, rec->line, rec->line_len);
             if (rc)
                 break;
+            int64_t made = r->next_off + (int64_t)r->pending.len;
+            if (otel && r->marks && made >= r->mark_at)
+                r->mark_at = rfs_otel_mark(r->marks, r->otel, made, rec->seq);
         }
         rs_cursor_free(c);
         if (rc < 0)
@@ -833,12 +869,34 @@ static void stream_trim(rfs_reader *r, int64_t off)
     r->next_off += (int64_t)drop;
 }
 
+/* Place an otel.json reader at the mark nearest before off, when one lies past what it
+ * holds (or off is behind it): 1 when placed, 0 when not (it renders on, or from the start). */
+static int otel_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
+{
+    int rc = otel_marks(r, s, err);
+    if (rc || !r->marks)
+        return rc;
+    rfs_otel *o;
+    int64_t at, seq, held = off < r->next_off ? -1 : r->next_off + (int64_t)r->pending.len;
+    if ((rc = rfs_otel_resume(r->marks, off, held, &o, &at, &seq)) != 1)
+        return rc;
+    rfs_otel_free(r->otel);
+    r->otel = o;
+    r->next_off = at;
+    r->last_seq = seq;
+    r->finished = 0;
+    rs_buf_reset(&r->pending);
+    return 1;
+}
+
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
     int far = off < r->next_off ? off >= SEEK_GAP
                                 : off - r->next_off - (int64_t)r->pending.len >= SEEK_GAP;
     int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, err) : 0;
+    if (rc == 0 && r->node->kind == RFS_R_OTEL && (far || off < r->next_off))
+        rc = otel_seek(r, s, off, err);
     if (rc < 0)
         return rc;
     if (rc == 0 && off < r->next_off) {

@@ -169,6 +169,31 @@ check_thread() {
   teardown_sample
 }
 
+@test "otel.json read at any offset, backwards, gives the bytes of the whole file there" {
+  python3 "$G" big "$WORK/big.jsonl" 6000
+  mkdir -p "$MNT/$T/runs/big"
+  cat "$WORK/big.jsonl" >> "$MNT/$T/runs/big/events.jsonl"
+  "$RUNFS" cat "$STORE" "$T/runs/big/otel.json" > "$WORK/otel.ref"
+  [ "$(wc -c < "$WORK/otel.ref")" -gt 3000000 ] || fail "the run's otel.json is too small to hold kept positions"
+  # A fresh mount: nothing of the run cached by the kernel; each read lands behind the last,
+  # so the daemon renders from a kept position (or, wrongly placed, shows other bytes).
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  run python3 - "$MNT/$T/runs/big/otel.json" "$WORK/otel.ref" <<'PY'
+import os, sys
+ref = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+assert os.fstat(fd).st_size == len(ref), "st_size is not the file's length"
+for off in sorted({len(ref) - 1, len(ref) - 5000, 2_500_001, 1_048_577, 1_048_575, 777, 0} |
+                  set(range(len(ref) - 1, 0, -len(ref) // 13)), reverse=True):
+    got = os.pread(fd, 4096, off)
+    assert got == ref[off:off + 4096], f"bytes at {off} differ from the whole file's"
+print("ok")
+PY
+  assert_success
+  assert_output "ok"
+}
+
 @test "the views follow their run: an append changes stats.json, timeline.svg and otel.json at once" {
   d=$MNT/$T/runs/tasks
   for v in stats.json timeline.svg otel.json; do cat "$d/$v" > "$WORK/before.$v"; done
