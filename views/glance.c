@@ -37,7 +37,12 @@ static int walk_line(rfs_span line, const ev_shape *shape, rfs_ev *ev, rfs_span 
 {
     static const char ckey[] = ",\"content\":", mkey[] = ",\"metadata\":";
     const char *end = line.p + line.n;
-    const char *p = memmem(line.p, line.n, ckey, sizeof ckey - 1);
+    /* By its comma: the few before it (after the ids and the seq) are cheaper to step
+     * over than memmem's set-up is on every row. */
+    const char *p = line.p;
+    while ((p = memchr(p, ',', (size_t)(end - p))) &&
+           ((size_t)(end - p) < sizeof ckey - 1 || memcmp(p, ckey, sizeof ckey - 1) != 0))
+        p++;
     if (!p)
         return 0;
     p += sizeof ckey - 1;
@@ -69,8 +74,13 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
      * found in the line's tail, and types whose content and metadata no view reads (the
      * markers, steps, human input) are not walked. */
     static const char key[] = "\"created_at\":";
-    size_t tail = line.n < 160 ? line.n : 160;
-    const char *at = memmem(line.p + line.n - tail, tail, key, sizeof key - 1);
+    /* Where it stands in a line without a user_id: "created_at":"<32 bytes>"} at the end. */
+    const size_t last = sizeof key - 1 + 34 + 1;
+    const char *at = line.n >= last ? line.p + line.n - last : NULL;
+    if (!at || memcmp(at, key, sizeof key - 1) != 0) {
+        size_t tail = line.n < 160 ? line.n : 160;
+        at = memmem(line.p + line.n - tail, tail, key, sizeof key - 1);
+    }
     v[2] = at ? (rfs_span){at + sizeof key - 1, 34} : (rfs_span){0};
     const char *type = rec->event_type;
     ev_shape shape = {0};

@@ -418,11 +418,9 @@ static int chat(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
         if (!s.rc)
             PUT(&s, "}}");
     }
+    /* The latency is the span's own length, and a total of tokens no attribute of the
+     * conventions: neither is written again (a fifth of the file). */
     attr_usage(&s, ev->usage);
-    if (ev->usage[2] >= 0)
-        ATTR_INT(&s, "runfs.usage.total_tokens", ev->usage[2]);
-    if (ev->latency_ms >= 0)
-        ATTR_INT(&s, "runfs.latency_ms", ev->latency_ms);
     ATTR_INT(&s, "runfs.seq", ev->rec->seq);
     return span_end(&s, STATUS_UNSET, NULL);
 }
