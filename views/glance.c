@@ -495,11 +495,15 @@ rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
     if (!ev->call_id.p || !c->by_id.count)
         return NULL;
     rs_buf id = RS_BUF_INIT;
-    if (rfs_jl_text(&id, ev->call_id, 0)) {
-        rs_buf_release(&id);
-        return NULL;
+    map_key k = {ev->call_id.p + 1, ev->call_id.n - 2};
+    /* A literal with no escape is its own text: looked up where it stands. */
+    if (memchr(k.p, '\\', k.len)) {
+        if (rfs_jl_text(&id, ev->call_id, 0)) {
+            rs_buf_release(&id);
+            return NULL;
+        }
+        k = (map_key){id.buf, id.len};
     }
-    map_key k = {id.buf, id.len};
     rfs_call *call = (rfs_call *)rs_map_remove(&c->by_id, &k);
     rs_buf_release(&id);
     if (!call)

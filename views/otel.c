@@ -229,13 +229,26 @@ typedef struct span_out {
 
 static void put_int(span_out *s, int64_t v)
 {
+    /* Two digits a step: a span's times are nineteen digits each. */
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char d[24];
     size_t n = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        d[sizeof d - 1 - n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u && n < sizeof d - 1);
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100) * 2;
+        u /= 100;
+        d[sizeof d - 1 - n++] = pairs[r + 1];
+        d[sizeof d - 1 - n++] = pairs[r];
+    }
+    if (u >= 10) {
+        d[sizeof d - 1 - n++] = pairs[u * 2 + 1];
+        d[sizeof d - 1 - n++] = pairs[u * 2];
+    } else {
+        d[sizeof d - 1 - n++] = (char)('0' + u);
+    }
     if (v < 0)
         d[sizeof d - 1 - n++] = '-';
     memcpy(s->p, d + sizeof d - n, n);

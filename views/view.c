@@ -317,7 +317,11 @@ int64_t rfs_view_version(const rs_log_info *info)
 static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
 {
     int rc = rfs_node_path(n, key);
-    return rc ? rc : rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
+    if (!rc)
+        rc = rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
+    /* A store keeps sizes across upgrades: a view whose bytes a release changed names its
+     * format, so the size an older runfs kept is not taken for the new bytes'. */
+    return rc || n->kind != RFS_R_OTEL ? rc : rs_buf_addlit(key, "\nformat 2");
 }
 
 /* A kept size's names: the store's (view: the node and owner, without what changes; token:
