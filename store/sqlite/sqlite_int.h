@@ -264,7 +264,9 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* Inside a write transaction: the next change number (an append gives it to its run through
  * sq_log_store), the run was sealed (a new number), rows (others' only when foreign) added
  * with ids in (above_id, upto_id] (a number for each run), rows deleted or changed in place
- * (the triggers left them pending: numbered again, a tombstone when none is left). */
+ * (the triggers left them pending: numbered again, a tombstone when none is left).
+ * sq_change_touch: inside a write transaction, after sq_catch_up and sq_thread_catch_up of
+ * the thread (it takes the rows' owner from the run's log). */
 int sq_change_next(rs_backend *b, int64_t *next, rs_err *err);
 int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs_err *err);
 int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, int foreign, rs_err *err);

@@ -331,6 +331,9 @@ int sq_seal_insert(rs_backend *b, const rs_target *t, const rs_seal_row *row,
     int rc = sq_begin(b, err);
     if (rc)
         return rc;
+    /* The logs level with the rows, for sq_change_touch. */
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_catch_up(b, t->thread_id, err)))
+        goto fail;
     sqlite3_stmt *st;
     if ((rc = sq_step(b, &st, err, "seal",
                       "SELECT count(*) FROM run_events WHERE thread_id = ?1 "

@@ -156,6 +156,32 @@ PY
   grep -q '"thread_id":"ta","run_id":"r1","deleted":true' "$MNT/changes.jsonl"
 }
 
+@test "a seal's change is shown to the owners of its run's rows: one owner's, shared, another writer's" {
+  runfs_mount "$STORE" "$WORK/alice" --user alice
+  runfs_mount "$STORE" "$WORK/bob" --user bob
+  runfs_mount "$STORE" "$WORK/carol" --user carol
+  local r
+  for r in own shared foreign; do
+    mkdir -p "$WORK/alice/threads/ta/runs/$r"
+    ev_start >>"$WORK/alice/threads/ta/runs/$r/events.jsonl"
+  done
+  # shared: a row of the unscoped mount (no owner) after alice's; foreign: carol's row from
+  # another writer.
+  ev_start >>"$MNT/threads/ta/runs/shared/events.jsonl"
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT 'ta', 'foreign', 'carol', 'llm.error', 'error', 'from carol', '{}', max(seq) + 1, '2026-03-04 05:06:07.123456' FROM run_events WHERE thread_id = 'ta'"
+  for r in own shared foreign; do
+    (set -C; printf '{"state":"partial","error":"test"}' >"$MNT/threads/ta/runs/$r/seal.json")
+  done
+  # The seals are the runs' latest changes, each shown to whoever has rows in it.
+  assert_equal "$(runs "$WORK/alice/changes.jsonl" | tr '\n' ' ')" "ta/own ta/shared ta/foreign "
+  assert_equal "$(runs "$WORK/bob/changes.jsonl" | tr '\n' ' ')" ""
+  assert_equal "$(runs "$WORK/carol/changes.jsonl" | tr '\n' ' ')" "ta/foreign "
+  assert_equal "$(runs "$MNT/changes.jsonl" | tr '\n' ' ')" "ta/own ta/shared ta/foreign "
+  # The owner each kept: one owner's rows name it; rows of several name none.
+  run store_sql "SELECT run_id, coalesce(owner, '(several)') FROM runfs_change WHERE thread_id = 'ta' ORDER BY run_id"
+  assert_output "$(printf 'foreign|(several)\nown|alice\nshared|(several)')"
+}
+
 @test "changes/follow/N gives the changes after N, wakes on another mount's commit within 100 ms, ends after --follow-timeout without one" {
   runfs_mount "$STORE" "$WORK/m2"
   mkdir -p "$MNT/threads/ta/runs/r1"
