@@ -82,7 +82,7 @@ int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *e
                              rs_fmt(row->note, sizeof row->note, "%s", PQgetvalue(r, 0, 1)) < 0))
         rc = rs_err_set(err, -EOVERFLOW, "a runfs_seal_tree row is longer than runfs writes");
     PQclear(r);
-    return 0;
+    return rc;
 }
 
 static int take_bytea(const PGresult *r, int col, rs_buf *out)

@@ -266,6 +266,19 @@ for i in range(len(note)):
   assert_failure 2
 }
 
+@test "evidence: a kept root longer than runfs writes is EOVERFLOW, never shown cut" {
+  sealed_run t long 5 --seal-key "$WORK/a.pem"
+  # As another writer could: the kept row's root twice its length (142 bytes).
+  store_sql "UPDATE runfs_seal_tree SET root = root || root WHERE run_id = 'long'"
+  run "$RUNFS" cat "$STORE" threads/t/runs/long/seal.json
+  assert_failure
+  assert_output --partial "a runfs_seal_tree row is longer than runfs writes"
+  refute_output --partial '"root"'
+  run "$RUNFS" verify "$STORE" --key "$WORK/a.pub"
+  assert_failure 2
+  assert_output --partial "a runfs_seal_tree row is longer than runfs writes"
+}
+
 @test "evidence: a key file others may read is refused, as ssh does; a non-key is refused" {
   chmod 644 "$WORK/a.pem"
   events 2 | "$RUNFS" put -q "$STORE" t r
