@@ -48,6 +48,7 @@ typedef struct capture {
     int64_t event_count;
     int64_t terminal_seq; /* the valid run.terminal inside the boundary, 0: none */
     char digest[80];      /* "sha256:<hex>" */
+    char root[80];        /* with a tree: its Merkle root, "sha256:<hex>" */
     char why[200];        /* why there is no valid terminal */
 } capture;
 
@@ -96,10 +97,12 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
     return 1;
 }
 
-/* Stream the run's lines with seq <= upper (owner user) into a SHA-256 (and into tree, when
- * given); count them and, with want_terminal, check the first run.terminal among them. */
+/* Stream the run's lines with seq <= upper (owner user) into a SHA-256 (with kept, through
+ * a Merkle tree's builder, which digests them on its worker beside the tree, into kept and
+ * cap->root); count them and, with want_terminal, check the first run.terminal among
+ * them. */
 static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_t upper,
-                       int want_terminal, rs_merkle *tree, capture *cap, rs_err *err)
+                       int want_terminal, rs_seal_tree *kept, capture *cap, rs_err *err)
 {
     memset(cap, 0, sizeof *cap);
     cap->upper_seq = upper;
@@ -108,8 +111,10 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     q.run_id = t->run_id;
     q.user = user;
     q.before_seq = upper + 1; /* exclusive; upper 0 gives no rows */
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+    EVP_MD_CTX *md = NULL;
+    rs_merkle *tree = NULL;
+    if (kept ? rs_merkle_new(&tree) != 0
+             : !(md = EVP_MD_CTX_new()) || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return rs_err_set(err, -ENOMEM, "cannot start a SHA-256 digest");
     }
@@ -117,6 +122,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     int rc = rs_store_query(s, &q, &cur, err);
     if (rc) {
         EVP_MD_CTX_free(md);
+        rs_merkle_free(tree);
         return rc;
     }
     rs_buf meta = RS_BUF_INIT, content = RS_BUF_INIT, str = RS_BUF_INIT;
@@ -128,9 +134,10 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
                 rs_err_set(err, rc, "reading run %s: %s", t->run_id, rs_errno_name(rc));
             break;
         }
-        if (EVP_DigestUpdate(md, rec->line, rec->line_len) != 1 ||
-            (tree && rs_merkle_add(tree, rec->seq, rec->line, rec->line_len))) {
-            rc = rs_err_set(err, -EIO, "SHA-256 update failed");
+        if (tree ? (rc = rs_merkle_add(tree, rec->seq, rec->line, rec->line_len)) != 0
+                 : EVP_DigestUpdate(md, rec->line, rec->line_len) != 1) {
+            rc = rs_err_set(err, tree ? rc : -EIO, "hashing run %s: %s", t->run_id,
+                            rs_errno_name(tree ? rc : -EIO));
             break;
         }
         cap->event_count++;
@@ -149,16 +156,19 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     rs_buf_release(&meta);
     rs_buf_release(&content);
     rs_buf_release(&str);
-    if (rc < 0) {
-        EVP_MD_CTX_free(md);
-        return rc;
-    }
-    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned char out[EVP_MAX_MD_SIZE], root[RS_HASH_LEN];
     unsigned len = 0;
-    int ok = EVP_DigestFinal_ex(md, out, &len) == 1;
+    if (rc >= 0 && tree) {
+        if ((rc = rs_merkle_finish(tree, root, out, &kept->seqs, &kept->nodes)))
+            rs_err_set(err, rc, "building the seal's Merkle tree: %s", rs_errno_name(rc));
+        else
+            rs_hash_hex(cap->root, root);
+    } else if (rc >= 0 && EVP_DigestFinal_ex(md, out, &len) != 1)
+        rc = rs_err_set(err, -EIO, "SHA-256 final failed");
     EVP_MD_CTX_free(md);
-    if (!ok)
-        return rs_err_set(err, -EIO, "SHA-256 final failed");
+    rs_merkle_free(tree);
+    if (rc < 0)
+        return rc;
     rs_hash_hex(cap->digest, out);
     if (want_terminal && !seen_terminal)
         (void)rs_fmt(cap->why, sizeof cap->why, "no run.terminal up to seq %lld", (long long)upper);
@@ -430,15 +440,9 @@ static int parse_body(seal_body *b, const char *body, size_t len, rs_err *err)
     return rc;
 }
 
-/* The captured tree's root and what its proofs need into row and kept; the signed note
- * when the store has a key. */
-static int seal_prove(rs_store *s, const rs_target *t, rs_merkle *tree, rs_seal_row *row,
-                      rs_seal_tree *kept, rs_err *err)
+/* The signed note of row, when the store has a key. */
+static int seal_sign(rs_store *s, const rs_target *t, rs_seal_row *row, rs_err *err)
 {
-    unsigned char root[RS_HASH_LEN];
-    if (rs_merkle_finish(tree, root, &kept->seqs, &kept->nodes))
-        return rs_err_set(err, -ENOMEM, "out of memory building the seal's Merkle tree");
-    rs_hash_hex(row->root, root);
     if (!s->opt.seal_key)
         return 0;
     rs_buf body = RS_BUF_INIT;
@@ -459,7 +463,6 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         return rc;
     seal_body b = {.error = RS_BUF_INIT};
     rs_seal_row row;
-    rs_merkle *tree = NULL;
     rs_seal_tree kept = {RS_BUF_INIT, RS_BUF_INIT};
     if ((rc = parse_body(&b, body ? body : "", body ? len : 0, err)))
         goto out;
@@ -473,8 +476,6 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
     for (int attempt = 0; attempt <= SEAL_RETRIES; attempt++) {
         rs_log_info info;
         capture cap;
-        rs_merkle_free(tree);
-        tree = NULL;
         if ((rc = run_info(s, t, &info, err)))
             goto out;
         if (!b.partial &&
@@ -482,8 +483,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             rc = rc < 0 ? rc : no_terminal(err, cap.why);
             goto out;
         }
-        if ((rc = rs_merkle_new(&tree) ? rs_err_set(err, -ENOMEM, "out of memory") : 0) ||
-            (rc = capture_run(s, t, t->user, info.last_seq, 1, tree, &cap, err)))
+        if ((rc = capture_run(s, t, t->user, info.last_seq, 1, &kept, &cap, err)))
             goto out;
         if (!cap.terminal_seq && !b.partial) {
             rc = no_terminal(err, cap.why);
@@ -495,12 +495,13 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         row.event_count = cap.event_count;
         row.terminal_seq = cap.terminal_seq;
         memcpy(row.digest, cap.digest, sizeof row.digest);
+        memcpy(row.root, cap.root, sizeof row.root);
         if (b.partial) {
             memcpy(row.error, b.error.buf, b.error.len + 1);
             row.has_error = 1;
         }
         rs_time_now(row.sealed_at, NULL);
-        if ((rc = seal_prove(s, t, tree, &row, &kept, err)))
+        if ((rc = seal_sign(s, t, &row, err)))
             goto out;
         rc = s->ops->seal_insert(s->be, t, &row, &kept, err);
         if (rc != -EAGAIN)
@@ -512,7 +513,6 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         rc = seal_render(s, t, &row, out, err);
 out:
     rs_buf_release(&b.error);
-    rs_merkle_free(tree);
     rs_buf_release(&kept.seqs);
     rs_buf_release(&kept.nodes);
     return rc;

@@ -1,6 +1,6 @@
-/* merkle.c — see merkle.h. Hashing goes through one EVP context per builder or proof, with
- * the digest fetched once: a seal hashes every line twice (digest and leaf) and each pair of
- * subtrees once, so a per-hash fetch or allocation would show. */
+/* merkle.c — see merkle.h. Hashing goes through EVP contexts made once per builder or proof,
+ * with the digest fetched once: a seal hashes every line twice (digest and leaf) and each
+ * pair of subtrees once, so a per-hash fetch or allocation would show. */
 #include <errno.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -62,9 +62,10 @@ static int64_t split(int64_t n)
 }
 
 /* ---- the builder ----------------------------------------------------------------------------
- * A seal reads its rows on the caller's thread; the leaves and subtrees are hashed on a
- * worker, a batch of lines behind, so a second core takes the tree's hashing (a seal of a
- * run shorter than one batch never starts it). */
+ * A seal reads its rows on the caller's thread; the lines' digest, the leaves and the
+ * subtrees are hashed on a worker, a batch of lines behind, so a second core takes the
+ * hashing (a seal of a run shorter than one batch never starts it). A batch's lines lie end
+ * to end, so the digest takes a batch in one update. */
 
 #define BATCH_LINES 4096
 #define BATCH_BYTES (1u << 20)
@@ -78,6 +79,7 @@ typedef struct batch {
 
 struct rs_merkle {
     hasher h;
+    EVP_MD_CTX *lines;                    /* the digest of every line, in order */
     unsigned char stack[16][RS_HASH_LEN]; /* the chunk's complete subtrees, largest first */
     int height[16];
     int depth;
@@ -138,7 +140,7 @@ static int tree_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
 
 static int tree_add_batch(rs_merkle *m, const batch *b)
 {
-    int rc = 0;
+    int rc = b->n && EVP_DigestUpdate(m->lines, b->bytes.buf, b->bytes.len) != 1 ? -EIO : 0;
     for (size_t i = 0; i < b->n && !rc; i++) {
         size_t start = i ? b->ends[i - 1] : 0;
         rc = tree_add(m, b->seqs[i], b->bytes.buf + start, b->ends[i] - start);
@@ -227,7 +229,8 @@ int rs_merkle_new(rs_merkle **out)
     m->b[1].bytes = (rs_buf)RS_BUF_INIT;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
-    if (hasher_init(&m->h)) {
+    if (hasher_init(&m->h) || !(m->lines = EVP_MD_CTX_new()) ||
+        EVP_DigestInit_ex(m->lines, m->h.md, NULL) != 1) {
         rs_merkle_free(m);
         return -ENOMEM;
     }
@@ -240,6 +243,7 @@ void rs_merkle_free(rs_merkle *m)
     if (!m)
         return;
     (void)stop_worker(m);
+    EVP_MD_CTX_free(m->lines);
     hasher_done(&m->h);
     rs_buf_release(&m->seqs);
     rs_buf_release(&m->level0);
@@ -314,12 +318,16 @@ static int range_hash(hasher *h, int64_t n, const unsigned char *nodes, int64_t 
     return 0;
 }
 
-int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes)
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
+                     unsigned char digest[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes)
 {
+    unsigned int len;
     int rc = stop_worker(m);
     if (rc || (rc = tree_add_batch(m, &m->b[m->fill])))
         return rc;
     m->b[m->fill].n = 0;
+    if (EVP_DigestFinal_ex(m->lines, digest, &len) != 1)
+        return -EIO;
     unsigned char tail[RS_HASH_LEN];
     if (m->depth) {
         memcpy(tail, m->stack[m->depth - 1], RS_HASH_LEN);

@@ -19,11 +19,14 @@
 
 typedef struct rs_merkle rs_merkle;
 
-/* A builder: rs_merkle_add each line in seq order, then rs_merkle_finish. */
+/* A builder: rs_merkle_add each line in seq order, then rs_merkle_finish. The hashing runs
+ * on a thread of the builder's own, a batch behind the adds; rs_merkle_free stops it. */
 int rs_merkle_new(rs_merkle **out);
 int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len);
-/* The root (the hash of no leaves for an empty run) and what a seal keeps. */
-int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes);
+/* The root (the hash of no leaves for an empty run), the SHA-256 of the lines end to end
+ * (the seal's digest) and what a seal keeps. */
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
+                     unsigned char digest[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes);
 void rs_merkle_free(rs_merkle *m);
 
 /* The chunk holding seq among n leaves whose chunks start at seqs (-ENOENT before the first):

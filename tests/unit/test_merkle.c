@@ -1,13 +1,16 @@
 /* test_merkle.c — merkle.c's builder and proofs against RFC 6962 section 2.1 written here
  * from its text (MTH and PATH by recursion over all the leaves), for every tree size up to
  * past two chunks and around larger chunk boundaries; each path is also checked by
- * rs_merkle_check and refused at another index or for another line. */
+ * rs_merkle_check and refused at another index or for another line. The builder's digest
+ * is SHA-256 over the lines end to end; its worker's hand-off is checked with batches cut by
+ * line count and by bytes, and a builder dropped before its finish. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -72,6 +75,16 @@ static void ref_path(unsigned char (*leaf)[32], int64_t m, int64_t lo, int64_t h
 static char lines[MAX_LEAVES][40];
 static unsigned char leaves[MAX_LEAVES][32];
 
+/* SHA-256 over lines[0..n) end to end. */
+static void lines_digest(int64_t n, unsigned char *out)
+{
+    unsigned int len;
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    for (int64_t i = 0; i < n; i++)
+        EVP_DigestUpdate(ctx, lines[i], strlen(lines[i]));
+    EVP_DigestFinal_ex(ctx, out, &len);
+}
+
 static void check_size(int64_t n)
 {
     rs_merkle *m;
@@ -82,13 +95,16 @@ static void check_size(int64_t n)
         sha(lines[i], strlen(lines[i]), NULL, 0, 0, leaves[i]);
         assert_int_equal(rs_merkle_add(m, 2 * i + 1, lines[i], strlen(lines[i])), 0);
     }
-    unsigned char root[32], want[32];
+    unsigned char root[32], want[32], digest[32], want_digest[32];
     rs_buf seqs = RS_BUF_INIT, nodes = RS_BUF_INIT;
-    assert_int_equal(rs_merkle_finish(m, root, &seqs, &nodes), 0);
+    assert_int_equal(rs_merkle_finish(m, root, digest, &seqs, &nodes), 0);
     rs_merkle_free(m);
     ref_mth(leaves, 0, n, want);
     if (memcmp(root, want, 32) != 0)
         fail_msg("tree of %lld leaves: root differs from RFC 6962's", (long long)n);
+    lines_digest(n, want_digest);
+    if (memcmp(digest, want_digest, 32) != 0)
+        fail_msg("tree of %lld leaves: digest differs from SHA-256 of the lines", (long long)n);
     /* Proofs of the first and last leaves, around each chunk edge and a few others. */
     int64_t picks[] = {0, n - 1, n / 2, 255, 256, 512, n - 257};
     for (size_t p = 0; p < sizeof picks / sizeof *picks; p++) {
@@ -150,18 +166,82 @@ static void test_larger_sizes(void **state)
         check_size(sizes[i]);
 }
 
+/* Lines of up to 3 MiB among short ones: batches cut at the byte bound (a line longer than
+ * a whole batch among them) and at the line count, so many hand-offs to the worker. */
+static void test_handoff(void **state)
+{
+    (void)state;
+    enum { N = 9000, BIG = 3 << 20 };
+    static const int64_t big_at[] = {0, 1, 2, 700, 4095, 4096, 4097, 8999};
+    char *big = malloc(BIG);
+    assert_non_null(big);
+    for (size_t i = 0; i < BIG; i++)
+        big[i] = (char)('a' + i % 26);
+    rs_merkle *m;
+    assert_int_equal(rs_merkle_new(&m), 0);
+    size_t *lens = calloc(N, sizeof *lens);
+    assert_non_null(lens);
+    for (int64_t i = 0; i < N; i++) {
+        snprintf(lines[i], sizeof lines[i], "{\"line\":%lld}\n", (long long)i);
+        const char *p = lines[i];
+        lens[i] = strlen(lines[i]);
+        for (size_t k = 0; k < sizeof big_at / sizeof *big_at; k++)
+            if (big_at[k] == i) {
+                p = big;
+                lens[i] = (size_t)BIG - 1000 * k; /* each a different line */
+            }
+        sha(p, lens[i], NULL, 0, 0, leaves[i]);
+        assert_int_equal(rs_merkle_add(m, i + 1, p, lens[i]), 0);
+    }
+    unsigned char root[32], want[32], digest[32], want_digest[32];
+    rs_buf seqs = RS_BUF_INIT, nodes = RS_BUF_INIT;
+    assert_int_equal(rs_merkle_finish(m, root, digest, &seqs, &nodes), 0);
+    rs_merkle_free(m);
+    ref_mth(leaves, 0, N, want);
+    assert_memory_equal(root, want, 32);
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    for (int64_t i = 0; i < N; i++) {
+        const char *p = lens[i] > 100 ? big : lines[i];
+        EVP_DigestUpdate(ctx, p, lens[i]);
+    }
+    unsigned int len;
+    EVP_DigestFinal_ex(ctx, want_digest, &len);
+    assert_memory_equal(digest, want_digest, 32);
+    assert_int_equal((int64_t)seqs.len, 8 * ((N + RS_MERKLE_CHUNK - 1) / RS_MERKLE_CHUNK));
+    rs_buf_release(&seqs);
+    rs_buf_release(&nodes);
+    free(lens);
+    free(big);
+}
+
+/* A seal that gives up mid-run frees its builder without finishing: the worker, with a
+ * batch handed to it and another filling, stops and is joined (the sanitizers' builds say
+ * whether anything raced or leaked). */
+static void test_dropped_builder(void **state)
+{
+    (void)state;
+    for (int64_t n = 4095; n <= 3 * 4096 + 1; n += 4097) {
+        rs_merkle *m;
+        assert_int_equal(rs_merkle_new(&m), 0);
+        for (int64_t i = 0; i < n; i++)
+            assert_int_equal(rs_merkle_add(m, i + 1, "{}\n", 3), 0);
+        rs_merkle_free(m);
+    }
+}
+
 static void test_empty(void **state)
 {
     (void)state;
     rs_merkle *m;
-    unsigned char root[32], want[32];
+    unsigned char root[32], want[32], digest[32];
     unsigned int len;
     rs_buf seqs = RS_BUF_INIT, nodes = RS_BUF_INIT;
     assert_int_equal(rs_merkle_new(&m), 0);
-    assert_int_equal(rs_merkle_finish(m, root, &seqs, &nodes), 0);
+    assert_int_equal(rs_merkle_finish(m, root, digest, &seqs, &nodes), 0);
     rs_merkle_free(m);
     EVP_Digest("", 0, want, &len, EVP_sha256(), NULL);
     assert_memory_equal(root, want, 32);
+    assert_memory_equal(digest, want, 32);
     int64_t j, from, to;
     assert_int_equal(rs_merkle_chunk_of(&seqs, 0, 1, &j, &from, &to), -ENOENT);
     rs_buf_release(&seqs);
@@ -173,6 +253,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_size_to_three_chunks),
         cmocka_unit_test(test_larger_sizes),
+        cmocka_unit_test(test_handoff),
+        cmocka_unit_test(test_dropped_builder),
         cmocka_unit_test(test_empty),
     };
     ctx = EVP_MD_CTX_new();
