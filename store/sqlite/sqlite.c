@@ -25,11 +25,10 @@ typedef struct sq_cursor {
     rs_cursor base;
     rs_backend *b;
     sqlite3_stmt *st;
-    int log;                    /* 0: a query; 1: a run's log; 2: a thread's log */
-    int64_t next_off;           /* logs: where the next row's line starts */
-    int64_t skip_to;            /* logs: lines ending at or before this are skipped */
-    int64_t canon_lo, canon_hi; /* ids known to be (canon_in) or not be in runfs_canon */
-    int canon_in;
+    int log;          /* 0: a query; 1: a run's log; 2: a thread's log */
+    int64_t next_off; /* logs: where the next row's line starts */
+    int64_t skip_to;  /* logs: lines ending at or before this are skipped */
+    sq_canon canon;
 } sq_cursor;
 
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
@@ -1624,26 +1623,24 @@ static int sq_refresh(rs_backend *b, rs_err *err)
     return sq_commit(b, err);
 }
 
-/* Was row id stored by runfs's put (runfs_canon)? The answer holds for a stretch of ids
- * around it, kept for the next rows: in seq order they mostly come next. */
-static int canon_has(sq_cursor *c, int64_t id)
+int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id)
 {
-    if (id >= c->canon_lo && id <= c->canon_hi)
-        return c->canon_in;
+    if (id >= c->lo && id <= c->hi)
+        return c->in;
     sqlite3_stmt *st;
-    int rc = sq_step(c->b, &st, NULL, "canonical rows",
+    int rc = sq_step(b, &st, NULL, "canonical rows",
                      "SELECT hi, lo FROM runfs_canon WHERE hi >= ?1 ORDER BY hi LIMIT 1", "i", id);
-    c->canon_in = 0;
-    c->canon_lo = rc < 0 ? INT64_MIN : id; /* no answer: every row the general way */
-    c->canon_hi = INT64_MAX;
+    c->in = 0;
+    c->lo = rc < 0 ? INT64_MIN : id; /* no answer: every row the general way */
+    c->hi = INT64_MAX;
     if (rc == 1) {
         int64_t hi = sqlite3_column_int64(st, 0), lo = sqlite3_column_int64(st, 1);
-        sq_stmt_done(c->b, st);
-        c->canon_in = lo <= id;
-        c->canon_lo = c->canon_in ? lo : id;
-        c->canon_hi = c->canon_in ? hi : lo - 1;
+        sq_stmt_done(b, st);
+        c->in = lo <= id;
+        c->lo = c->in ? lo : id;
+        c->hi = c->in ? hi : lo - 1;
     }
-    return c->canon_in;
+    return c->in;
 }
 
 static int cursor_next(rs_cursor *base, const rs_record **out)
@@ -1656,7 +1653,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         if (src != SQLITE_ROW)
             return sq_fail(c->b, src, NULL, "read");
         sq_row(&base->row, c->st, 0);
-        base->row.canonical = canon_has(c, sqlite3_column_int64(c->st, 9));
+        base->row.canonical = sq_canon_has(c->b, &c->canon, sqlite3_column_int64(c->st, 9));
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
             return rc; /* 0: the line ends before the offset asked for */
@@ -1687,7 +1684,7 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
     c->log = log;
     c->next_off = start_off;
     c->skip_to = skip_to;
-    c->canon_lo = 1; /* nothing known yet */
+    c->canon = SQ_CANON_INIT;
     *out = &c->base;
     return 0;
 }

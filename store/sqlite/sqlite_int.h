@@ -183,6 +183,15 @@ extern const rs_sql sq_policy; /* policy.h's primitives (sqlite_index.c) */
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);
+/* Was row id stored by runfs's put (runfs_canon), so that its columns are canonical
+ * (rs_row.canonical)? The answer holds for a stretch of ids around it, kept in c for the
+ * next rows: read in id or seq order they mostly fall in it. */
+typedef struct sq_canon {
+    int64_t lo, hi; /* ids known to be (in) or not be in runfs_canon */
+    int in;
+} sq_canon;
+#define SQ_CANON_INIT ((sq_canon){.lo = 1, .hi = 0, .in = 0}) /* nothing known yet */
+int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id);
 /* A cursor over st's rows (SQ_ROW_COLUMNS first). log: 0 for a plain query, 1 for a run's
  * log and 2 for a thread's, whose rows start at byte start_off and get offsets; lines that
  * end at or before skip_to are passed over. */

@@ -1,7 +1,7 @@
 /* sqlite_search.c — the search index: FTS5 trigram over blocks of BLOCK consecutive
- * run_events ids (one document per block: its rows' canonical content and metadata, ASCII
- * letters lowered), brought up to date when a search runs, never by an append. Rows above
- * the indexed blocks and rows of blocks another writer changed (triggers mark them) are
+ * run_events ids (one document per block: its rows' canonical lines from content to
+ * created_at), brought up to date when a search runs, never by an append. Rows above the
+ * indexed blocks and rows of blocks another writer changed (triggers mark them) are
  * candidates too, so the index only narrows and is never stale: rs_search_match decides. */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,20 +12,35 @@
 
 #define BLOCK 64
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */
+/* A document's rowid is the block's generation << 40 | blk: consecutive blocks of one
+ * generation differ by 1, a one-byte delta in FTS5's lists. Blocks from BLK_MAX up are
+ * never indexed (ids from 2^46: their rows stay candidates). */
+#define BLK_MAX ((int64_t)1 << 40)
+#define BLK_SQL "1099511627775" /* BLK_MAX - 1 */
+#define GENS ((int64_t)1 << 22)
+#define STALE_MIN 1024 /* documents of dropped blocks kept before the index is made again */
 
-/* Made at the first search of a read-write store (layout 2: runfs_trigram's tokens; an
- * index of layout 1 is dropped and made again). An update or delete by anyone marks its
- * block (the triggers live in the file: DeerFlow's writes fire them too); a delete at the
- * top lowers the indexed mark, since SQLite may hand that id out again. */
+/* Made at the first search of a read-write store, and again when too many documents are
+ * stale (layout 3; an index of layout 1 or 2 is dropped and made again: its table kept a
+ * copy of the text, nearly as large as the rows). The table is contentless: FTS5 of
+ * Debian 12 (3.40) cannot delete from one without the text it was given, so a block is
+ * dropped by raising its generation (runfs_search_gen) and its old document stays behind,
+ * naming it for more trigrams than it has, which only adds candidates. An update or delete
+ * by anyone marks its block (the triggers live in the file: DeerFlow's writes fire them
+ * too); a delete at the top lowers the indexed mark, since SQLite may hand that id out
+ * again. */
 static const char search_schema[] =
     "DROP TABLE IF EXISTS runfs_search;\n"
+    "DROP TABLE IF EXISTS runfs_search_gen;\n"
     "DROP TRIGGER IF EXISTS runfs_search_update;\n"
     "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
-    "CREATE VIRTUAL TABLE runfs_search USING fts5(c, m, tokenize = 'runfs_trigram', "
-    "detail = none);\n"
+    "CREATE VIRTUAL TABLE runfs_search USING fts5(t, tokenize = 'runfs_trigram', "
+    "content = '', columnsize = 0, detail = none);\n"
+    "CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
     "DELETE FROM runfs_search_dirty;\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0);\n"
     "CREATE TRIGGER runfs_search_update AFTER UPDATE ON run_events BEGIN\n"
     "  INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64),\n"
     "    ((new.id - 1) / 64);\n"
@@ -35,7 +50,7 @@ static const char search_schema[] =
     "  UPDATE runfs_meta SET value = ((old.id - 1) / 64) * 64 WHERE key = 'search_upto'\n"
     "    AND value >= old.id AND old.id > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n"
-    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 2);\n";
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 3);\n";
 
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
@@ -45,13 +60,49 @@ static int has_index(rs_backend *b, int *has, rs_err *err)
     if (!rc)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
                     &found, err);
-    *has = v == 2;
+    *has = v == 3;
     return rc;
 }
 
-/* Index blocks [lo, hi) from their rows as they are now (a block with no rows: none). */
+static int add_block(rs_backend *b, sqlite3_stmt *ins, int64_t blk, const rs_buf *text, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "search generation",
+                     "SELECT gen FROM runfs_search_gen WHERE blk = ?1", "i", blk);
+    int64_t gen = 0;
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        gen = sqlite3_column_int64(st, 0);
+        sq_stmt_done(b, st);
+    }
+    sqlite3_reset(ins);
+    sqlite3_bind_int64(ins, 1, gen << 40 | blk);
+    sqlite3_bind_text(ins, 2, text->buf, (int)text->len, SQLITE_STATIC);
+    rc = sqlite3_step(ins) == SQLITE_DONE
+             ? 0
+             : sq_fail(b, sqlite3_errcode(b->db), err, "indexing for search");
+    sqlite3_clear_bindings(ins);
+    return rc;
+}
+
+/* Where a row's text for the index ends: the line's last ,"created_at":" (one in metadata
+ * comes before it; an id after it holds no quote). */
+static size_t text_end(const char *line, size_t len)
+{
+    static const char ak[] = ",\"created_at\":\"";
+    for (size_t i = len; i >= sizeof ak - 1; i--)
+        if (line[i - 1] == '"' && memcmp(line + i - (sizeof ak - 1), ak, sizeof ak - 1) == 0)
+            return i - (sizeof ak - 1);
+    return len;
+}
+
+/* Index blocks [lo, hi) from their rows as they are now (a block with no rows: none). A
+ * row's text is its line from content to created_at: what a term can match and a little
+ * more (the metadata key), which only adds candidates. */
 static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
 {
+    static const char ck[] = ",\"content\":";
     sqlite3_stmt *st, *ins;
     int rc = sq_stmt_get(b,
                          "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id > ?1 AND "
@@ -59,29 +110,23 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
                          &st, err);
     if (rc)
         return rc;
-    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_search (rowid, c, m) VALUES (?1, ?2, ?3)", &ins,
-                          err))) {
+    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_search (rowid, t) VALUES (?1, ?2)", &ins, err))) {
         sq_stmt_done(b, st);
         return rc;
     }
     sqlite3_bind_int64(st, 1, lo * BLOCK);
     sqlite3_bind_int64(st, 2, hi * BLOCK);
-    rs_buf line = RS_BUF_INIT, c = RS_BUF_INIT, m = RS_BUF_INIT;
+    rs_buf line = RS_BUF_INIT, text = RS_BUF_INIT;
+    sq_canon canon = SQ_CANON_INIT;
     int64_t cur = -1;
     for (;;) {
         int step = sqlite3_step(st);
-        int64_t blk = step == SQLITE_ROW ? (sqlite3_column_int64(st, 9) - 1) / BLOCK : -2;
+        int64_t id = step == SQLITE_ROW ? sqlite3_column_int64(st, 9) : 0;
+        int64_t blk = step == SQLITE_ROW ? (id - 1) / BLOCK : -2;
         if (blk != cur && cur >= 0) {
-            sqlite3_reset(ins);
-            sqlite3_bind_int64(ins, 1, cur);
-            sqlite3_bind_text(ins, 2, c.buf, (int)c.len, SQLITE_STATIC);
-            sqlite3_bind_text(ins, 3, m.buf, (int)m.len, SQLITE_STATIC);
-            if (sqlite3_step(ins) != SQLITE_DONE) {
-                rc = sq_fail(b, sqlite3_errcode(b->db), err, "indexing for search");
+            if ((rc = add_block(b, ins, cur, &text, err)))
                 break;
-            }
-            rs_buf_reset(&c);
-            rs_buf_reset(&m);
+            rs_buf_reset(&text);
         }
         if (step != SQLITE_ROW) {
             if (step != SQLITE_DONE)
@@ -91,51 +136,75 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
         cur = blk;
         rs_row row;
         sq_row(&row, st, 0);
-        size_t cs, cl, ms, ml;
+        row.canonical = sq_canon_has(b, &canon, id);
         rs_buf_reset(&line);
         /* A row that does not render has no text to find (its reads fail alike). */
-        if (rs_event_encode(&line, &row, NULL) ||
-            rs_search_spans(line.buf, line.len, &cs, &cl, &ms, &ml))
+        if (rs_event_encode(&line, &row, NULL))
             continue;
+        const char *c = memmem(line.buf, line.len, ck, sizeof ck - 1);
         /* '\n' never occurs in canonical JSON: no term is found across two rows. */
-        if ((rc = rs_search_lower(&c, line.buf + cs, cl)) || (rc = rs_buf_addch(&c, '\n')) ||
-            (rc = rs_search_lower(&m, line.buf + ms, ml)) || (rc = rs_buf_addch(&m, '\n'))) {
+        if (c &&
+            ((rc = rs_buf_add(&text, c, text_end(line.buf, line.len) - (size_t)(c - line.buf))) ||
+             (rc = rs_buf_addch(&text, '\n')))) {
             rc = rs_err_set(err, -ENOMEM, "out of memory");
             break;
         }
     }
-    sqlite3_clear_bindings(ins);
     sq_stmt_done(b, ins);
     sq_stmt_done(b, st);
     rs_buf_release(&line);
-    rs_buf_release(&c);
-    rs_buf_release(&m);
+    rs_buf_release(&text);
     return rc;
 }
 
+/* Blocks [lo, hi) lose their documents: the next ones get the next generation. */
 static int drop_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
 {
-    return sq_step(b, NULL, err, "dropping search blocks",
-                   "DELETE FROM runfs_search WHERE rowid >= ?1 AND rowid < ?2", "ii", lo, hi);
+    int rc = 0;
+    for (int64_t blk = lo; !rc && blk < hi; blk++)
+        rc = sq_step(b, NULL, err, "dropping search blocks",
+                     "INSERT INTO runfs_search_gen (blk, gen) VALUES (?1, 1) ON CONFLICT (blk) "
+                     "DO UPDATE SET gen = gen + 1",
+                     "i", blk);
+    if (!rc && hi > lo)
+        rc = sq_step(b, NULL, err, "dropping search blocks",
+                     "UPDATE runfs_meta SET value = value + ?1 WHERE key = 'search_stale'", "i",
+                     hi - lo);
+    return rc;
+}
+
+static int make_index(rs_backend *b, rs_err *err)
+{
+    char *msg = NULL;
+    int rc = 0, src = sqlite3_exec(b->db, search_schema, NULL, NULL, &msg);
+    if (src != SQLITE_OK)
+        rc = rs_err_set(err, -EIO, "cannot make the search index in %s: %s", b->path,
+                        msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    return rc;
 }
 
 /* One transaction's share of the work: *more when some is left. */
 static int sync_step(rs_backend *b, int *more, rs_err *err)
 {
     int has, found, rc = has_index(b, &has, err);
-    if (!rc && !has) {
-        char *msg = NULL;
-        int src = sqlite3_exec(b->db, search_schema, NULL, NULL, &msg);
-        if (src != SQLITE_OK)
-            rc = rs_err_set(err, -EIO, "cannot make the search index in %s: %s", b->path,
-                            msg ? msg : sqlite3_errstr(src));
-        sqlite3_free(msg);
-    }
-    int64_t upto = 0, top = 0, blk;
+    int64_t upto = 0, top = 0, stale = 0, blk;
+    if (!rc && !has)
+        rc = make_index(b, err);
     if (rc ||
         (rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
                      &found, err)) ||
-        (rc = sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, &top, &found,
+        (rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_stale'", NULL, NULL,
+                     &stale, &found, err)))
+        return rc;
+    /* Stale documents past a quarter of the live ones: made again from the start (their
+     * generations reset with it). No generation exceeds stale: none reaches GENS. */
+    if (has && ((stale > STALE_MIN && stale > upto / BLOCK / 4) || stale >= GENS / 2)) {
+        if ((rc = make_index(b, err)))
+            return rc;
+        upto = 0;
+    }
+    if ((rc = sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, &top, &found,
                      err)))
         return rc;
     /* Blocks another writer changed, again from their rows. */
@@ -153,8 +222,10 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
     }
     if (rc)
         return rc;
-    /* Whole blocks above the mark (the last, partial one stays a candidate as it is). */
-    int64_t from = upto / BLOCK, to = top / BLOCK;
+    /* Whole blocks above the mark (the last, partial one stays a candidate as it is). A
+     * block above it has no document of its generation: whatever lowers the mark drops the
+     * blocks it uncovers (the delete trigger marks them, or the range below). */
+    int64_t from = upto / BLOCK, to = top / BLOCK < BLK_MAX ? top / BLOCK : BLK_MAX;
     if (to < from) {
         if ((rc = drop_blocks(b, to, from, err)))
             return rc;
@@ -162,10 +233,9 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
     }
     if (to > from + (int64_t)(SYNC_BLOCKS - done))
         to = from + (int64_t)(SYNC_BLOCKS - done);
-    if (to > from &&
-        ((rc = drop_blocks(b, from, to, err)) || (rc = index_blocks(b, from, to, err))))
+    if (to > from && (rc = index_blocks(b, from, to, err)))
         return rc;
-    *more = done == SYNC_BLOCKS || to < top / BLOCK;
+    *more = done == SYNC_BLOCKS || (to < top / BLOCK && to < BLK_MAX);
     return sq_step(b, NULL, err, "search mark",
                    "UPDATE runfs_meta SET value = ?1 WHERE key = 'search_upto'", "i", to * BLOCK);
 }
@@ -267,8 +337,8 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     rs_buf_reset(sql);
     if ((rc = rs_buf_addstr(
              sql, "SELECT " SQ_ROW_COLUMNS
-                  " FROM run_events e WHERE e.id IN (SELECT e2.id FROM (SELECT rowid AS blk "
-                  "FROM runfs_search WHERE runfs_search MATCH ?1 UNION SELECT blk FROM "
+                  " FROM run_events e WHERE e.id IN (SELECT e2.id FROM (SELECT rowid & " BLK_SQL
+                  " AS blk FROM runfs_search WHERE runfs_search MATCH ?1 UNION SELECT blk FROM "
                   "runfs_search_dirty) k JOIN run_events e2 ON e2.id > k.blk * 64 AND e2.id <= "
                   "k.blk * 64 + 64 AND e2.id <= ?2 UNION ALL SELECT id FROM run_events WHERE id > "
                   "?2)")) ||

@@ -1,7 +1,8 @@
 /* sqlite_trigram.c — the search index's FTS5 tokenizer: each distinct three-byte window of a
- * document once (FTS5's own trigram tokenizer hands every position to the index, most of
- * them repeats in a block of similar rows), spelled as six hex digits so that any bytes,
- * a part of a UTF-8 character too, make a token the query can name as a bare word. */
+ * document once, ASCII letters lowered (FTS5's own trigram tokenizer hands every position to
+ * the index, most of them repeats in a block of similar rows), spelled as six hex digits so
+ * that any bytes, a part of a UTF-8 character too, make a token the query can name as a
+ * bare word. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,8 +54,9 @@ static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
     uint32_t w = 0;
     int clean = 0; /* bytes since the last '\n' (rows are joined by it; JSON never holds one) */
     for (int i = 0; rc == SQLITE_OK && i < len; i++) {
-        w = (w << 8 | p[i]) & (WINDOWS - 1);
-        clean = p[i] == '\n' ? 0 : clean + 1;
+        unsigned ch = p[i] >= 'A' && p[i] <= 'Z' ? p[i] + ('a' - 'A') : p[i];
+        w = (w << 8 | ch) & (WINDOWS - 1);
+        clean = ch == '\n' ? 0 : clean + 1;
         if (clean < 3 || (t->seen[w >> 3] & (1u << (w & 7))))
             continue;
         if (t->n == t->cap && rs_array_grow(&t->set, &t->cap, t->n + 1, sizeof *t->set)) {
@@ -65,9 +67,9 @@ static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
         t->set[t->n++] = w;
         char s[6];
         for (int k = 0; k < 3; k++) {
-            unsigned char ch = p[i - 2 + k];
-            s[2 * k] = hex[ch >> 4];
-            s[2 * k + 1] = hex[ch & 15];
+            unsigned b = w >> (16 - 8 * k) & 255;
+            s[2 * k] = hex[b >> 4];
+            s[2 * k + 1] = hex[b & 15];
         }
         rc = emit(ctx, 0, s, 6, i - 2, i + 1);
     }

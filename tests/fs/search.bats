@@ -159,6 +159,37 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'yak-77' T-deer run-1
 }
 
+@test "search: SQLite's index of an older layout, or with many stale blocks, is made again" {
+  skip_on_pg "the FTS5 table's layout"
+  check "$MNT" 'refused'
+  # An index said to be of layout 2 (which kept a copy of the text) is dropped whole.
+  foreign "INSERT INTO runfs_search_gen (blk, gen) VALUES (999999, 5); UPDATE runfs_meta SET value = 2 WHERE key = 'search_layout'"
+  check "$MNT" 'refused'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(*) FROM runfs_search_gen)"
+  assert_output 3,0
+  run store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_search_content'"
+  assert_output 0 # contentless: the text is not stored twice
+  # Blocks changed after indexing: a new generation each, the old document left behind.
+  foreign "UPDATE run_events SET content = 'changed yak-77' WHERE thread_id = 'T-bulk' AND seq IN (10, 200)"
+  check "$MNT" 'yak-77'
+  check "$MNT" 'filler 1'
+  run store_sql "SELECT count(*) FROM runfs_search_gen"
+  assert_output 2
+  # Too many stale documents: made again from the rows at the next change, generations reset.
+  foreign "UPDATE runfs_meta SET value = 100000 WHERE key = 'search_stale'"
+  check "$MNT" 'yak-77'
+  foreign "UPDATE run_events SET content = 'changed again yak-77' WHERE thread_id = 'T-bulk' AND seq = 300"
+  check "$MNT" 'yak-77'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_stale') || ',' || (SELECT count(*) FROM runfs_search_gen)"
+  assert_output 0,0
+  # Every row above the mark deleted at once (the mark above the top), ids handed out again.
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq > 100"
+  check "$MNT" 'filler 1'
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('T-bulk','run-4',NULL,'llm.error','trace','reused zebra-9','{}',401,'2026-03-04 07:00:00.000000')"
+  check "$MNT" 'zebra-9'
+  check "$MNT" 'refused'
+}
+
 @test "search: bad queries are EINVAL or ENAMETOOLONG, with the reason in rejects.jsonl" {
   run cat "$MNT/search/\"unbalanced quote"
   assert_failure
