@@ -159,6 +159,18 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'yak-77' T-deer run-1
 }
 
+@test "search: PostgreSQL's index of layout 1 is made again, of words" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  check "$MNT" 'refused'
+  store_sql "DROP TABLE runfs_search; CREATE TABLE runfs_search (blk BIGINT PRIMARY KEY, c TEXT NOT NULL, m TEXT NOT NULL);
+    UPDATE runfs_meta SET value = 1 WHERE key = 'search_layout'"
+  check "$MNT" 'connection refused'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
+  assert_output 2,blk,w
+  run store_sql "SELECT count(*) > 0, bool_and(w NOT LIKE '%refused%refused%') FROM runfs_search WHERE w LIKE '%refused%'"
+  assert_output 't|t' # a block's words, each once
+}
+
 @test "search: SQLite's index of an older layout, or with many stale blocks, is made again" {
   skip_on_pg "the FTS5 table's layout"
   check "$MNT" 'refused'
