@@ -134,6 +134,10 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * rendering them. */
 static int plus_kind(rfs_kind k)
 {
+    /* A thread's stat indexes it (its first use): listing threads/ must index none, so
+     * their attributes wait for a lookup, as `ls -l` asks for them. */
+    if (k == RFS_THREAD)
+        return 0;
     if (rfs_node_is_dir(k))
         return 1;
     switch (k) {
