@@ -1279,6 +1279,7 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
     if (rc)
         return rc;
+    b->probed_version = version;
     if (version != b->ready_version) {
         ready_clear(b);
         b->ready_version = version;
@@ -1440,6 +1441,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->seen_version = -1;
     b->last_put.version = -1;
     b->ready_version = -1;
+    b->rewrites_kept.version = -1;
     b->unindexed_version = -1;
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);
@@ -1574,14 +1576,33 @@ static void sq_close(rs_backend *b)
 
 static int sq_data_version(rs_backend *b, int64_t *version)
 {
-    return sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, NULL);
+    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, NULL);
+    if (!rc)
+        b->probed_version = *version;
+    return rc;
 }
 
+/* Asked right after a look at data_version (a stat's log info, the hub's probe): the count
+ * read at that look's version holds while no later look finds another and this connection
+ * changed nothing, so the stats of a walk's files read it once, not once each. */
 static int sq_rewrites(rs_backend *b, int64_t *n)
 {
+    int64_t changes = sqlite3_total_changes64(b->db);
+    int keep = sqlite3_get_autocommit(b->db);
+    if (keep && b->rewrites_kept.version == b->probed_version && b->rewrites_kept.version >= 0 &&
+        b->rewrites_kept.commits == b->commits && b->rewrites_kept.changes == changes) {
+        *n = b->rewrites_kept.n;
+        return 0;
+    }
+    int64_t version = b->probed_version;
+    b->rewrites_kept.version = -1;
     /* A file without the count: any other connection's commit may have been one. */
     int rc = file_rewrites(b, n, NULL);
-    return rc || *n >= 0 ? rc : sq_data_version(b, n);
+    if (rc || *n < 0)
+        return rc ? rc : sq_data_version(b, n);
+    if (keep)
+        b->rewrites_kept = (sq_count_kept){*n, version, b->commits, changes};
+    return 0;
 }
 
 static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found)

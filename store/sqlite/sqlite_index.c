@@ -575,14 +575,68 @@ int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_
     return rs_err_set(err, -EACCES, "thread %s is taken: it holds no rows of %s", thread_id, user);
 }
 
+/* The slot of a log's kept info, or NULL where none is kept: an owner's view (the owner
+ * is not part of the slot's name) or inside a transaction (its own changes are not
+ * commits yet). A kept info holds while the file is as it was when read: no other
+ * connection committed (data_version, just probed by sq_thread_ready), nor this one
+ * (commits), nor did a statement of this one change a row outside a transaction. */
+static sq_info_kept *info_slot(rs_backend *b, const char *thread_id, const char *run_id,
+                               const char *user)
+{
+    if (user || !sqlite3_get_autocommit(b->db))
+        return NULL;
+    uint64_t h = rs_hash(RS_HASH_INIT, thread_id, strlen(thread_id));
+    if (run_id)
+        h = rs_hash(h, run_id, strlen(run_id) + 1);
+    return &b->info_kept[h % SQ_INFO_SLOTS];
+}
+
+static int info_holds(const rs_backend *b, const sq_info_kept *k, const char *thread_id,
+                      const char *run_id)
+{
+    return k->thread_id[0] && k->version == b->ready_version && k->commits == b->commits &&
+           k->changes == sqlite3_total_changes64(b->db) && strcmp(k->thread_id, thread_id) == 0 &&
+           strcmp(k->run_id, run_id ? run_id : "") == 0;
+}
+
+static int log_info_read(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                         rs_log_info *out, rs_err *err);
+
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err)
 {
-    memset(out, 0, sizeof *out);
-    sqlite3_stmt *st;
     int rc = sq_thread_ready(b, thread_id, err);
     if (rc)
         return rc;
+    sq_info_kept *k = info_slot(b, thread_id, run_id, user);
+    if (k && info_holds(b, k, thread_id, run_id)) {
+        *out = k->info;
+        return 0;
+    }
+    int64_t version = b->ready_version, commits = b->commits,
+            changes = sqlite3_total_changes64(b->db);
+    rc = log_info_read(b, thread_id, run_id, user, out, err);
+    if (!k)
+        return rc;
+    /* Ids of a valid path fit; any other is not kept. */
+    if (!rc && rs_fmt(k->thread_id, sizeof k->thread_id, "%s", thread_id) >= 0 &&
+        rs_fmt(k->run_id, sizeof k->run_id, "%s", run_id ? run_id : "") >= 0) {
+        k->version = version;
+        k->commits = commits;
+        k->changes = changes;
+        k->info = *out;
+    } else {
+        k->thread_id[0] = '\0';
+    }
+    return rc;
+}
+
+static int log_info_read(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
+                         rs_log_info *out, rs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    int rc;
     const char *sql =
         run_id
             ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL(

@@ -21,6 +21,7 @@
 #define SQ_CKPT_WAIT_MS 50   /* a WAL emptied waits this long at most for its readers */
 #define SQ_WAL_MAX 12288     /* a commit that leaves the WAL this long waits for a checkpoint */
 #define SQ_READY_SLOTS 256   /* threads a connection remembers as caught up */
+#define SQ_INFO_SLOTS 64     /* logs whose sq_log_info a connection keeps (sq_info_kept) */
 #define SQ_MEM_ROWS 4000000  /* read-only: rows indexed in memory before the oldest go */
 
 typedef struct sq_db_lock sq_db_lock;
@@ -67,6 +68,20 @@ typedef struct sq_last_put {
     sq_log thr, run;
     int64_t next_seq;
 } sq_last_put;
+
+/* One log's sq_log_info as read while nothing had changed the file since (see
+ * sq_info_kept): a walk stats and opens each file of a run several times. */
+typedef struct sq_info_kept {
+    char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1]; /* thread_id "": an empty slot */
+    int64_t version, commits, changes; /* data_version, commits, total_changes when read */
+    rs_log_info info;
+} sq_info_kept;
+
+/* A count read at data_version version, this connection's commits and total_changes then
+ * (version -1: none kept). */
+typedef struct sq_count_kept {
+    int64_t n, version, commits, changes;
+} sq_count_kept;
 
 struct rs_backend {
     sqlite3 *db;
@@ -117,6 +132,9 @@ struct rs_backend {
     int64_t commits;
     int64_t unindexed_version, unindexed_gen, unindexed_threads, unindexed_runs;
     int trigram; /* sqlite_search.c: runfs_trigram registered on this connection */
+    sq_info_kept info_kept[SQ_INFO_SLOTS]; /* owner-less sq_log_info answers, by log */
+    int64_t probed_version;                /* data_version as this connection last probed it */
+    sq_count_kept rewrites_kept;           /* the file's rewrites count (sq_rewrites) */
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */
