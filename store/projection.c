@@ -372,8 +372,9 @@ int rs_history_open(rs_store *s, const char *thread_id, const char *user, rs_his
     return 0;
 }
 
-int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cursor **out,
-                     rs_err *err)
+/* The history rows among the message rows q picks (q: the thread's, h's owner's). */
+static int history_cursor(rs_store *s, const rs_history *h, rs_query *q, rs_cursor **out,
+                          rs_err *err)
 {
     hist_cursor *c = calloc(1, sizeof *c);
     if (!c)
@@ -383,18 +384,34 @@ int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cur
     c->base.line = (rs_buf)RS_BUF_INIT;
     c->sc = (scratch){RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     c->h = h;
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = h->thread_id;
-    q.user = h->user;
-    q.messages_only = 1;
-    q.after_seq = after_seq > 0 ? after_seq : 0;
-    int rc = rs_store_query(s, &q, &c->inner, err);
+    q->thread_id = h->thread_id;
+    q->user = h->user;
+    q->messages_only = 1;
+    int rc = rs_store_query(s, q, &c->inner, err);
     if (rc) {
         hist_free(&c->base);
         return rc;
     }
     *out = &c->base;
     return 0;
+}
+
+int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cursor **out,
+                     rs_err *err)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.after_seq = after_seq > 0 ? after_seq : 0;
+    return history_cursor(s, h, &q, out, err);
+}
+
+int rs_history_newest(rs_store *s, const rs_history *h, int64_t before_seq, int64_t limit,
+                      rs_cursor **out, rs_err *err)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.before_seq = before_seq;
+    q.limit = limit;
+    q.newest = 1;
+    return history_cursor(s, h, &q, out, err);
 }
 
 int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,

@@ -250,6 +250,8 @@ static int stream_query(rs_store *s, const rfs_scope *sc, const rfs_node *n, int
     q.newest = newest;
     switch (n->kind) {
     case RFS_T_HISTORY:
+        if (history && newest)
+            return rs_history_newest(s, history, before_seq, limit, out, err);
         if (history)
             return rs_history_query(s, history, after_seq, out, err);
         return rs_store_history(s, n->thread_id, sc->user, after_seq, out, err);
@@ -443,6 +445,12 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rs_buf_release(&key);
         return 0;
     }
+    /* An open renders a document whose size a stat kept: the store holds that size
+     * already, and a write each open would be a commit per file of a tar, which every
+     * mount's hub takes for another writer's change. */
+    int64_t had = -1;
+    if (!rc && cache && doc && !kept_get(s, sc, &key, token, &k, &had))
+        had = -1;
     if (!rc)
         rc = render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
@@ -452,7 +460,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rfs_sizes_put_doc(sc->sizes, key.buf, token, out->buf, out->len);
     else if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);
-    if (!rc && cache)
+    if (!rc && cache && had != st->size)
         kept_put(s, &k, st->size);
     rs_buf_release(&key);
     rs_buf_release(&scratch);
@@ -767,10 +775,12 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
 /* The most rows a seek looks back through before it renders from the start instead. */
 #define SEEK_ROWS_MAX (64 * 1024)
 
-/* Views whose bytes are their rows' lines, nothing added or left out by other rows. */
+/* Views whose bytes are their rows' lines, nothing added or left out by other rows
+ * (history.jsonl leaves rows out, each by what it holds and the thread's hidden runs). */
 static int lines_view(rfs_kind k)
 {
-    return k == RFS_T_MESSAGES || k == RFS_R_MESSAGES || k == RFS_R_TYPE || k == RFS_R_TASK;
+    return k == RFS_T_MESSAGES || k == RFS_R_MESSAGES || k == RFS_R_TYPE || k == RFS_R_TASK ||
+           k == RFS_T_HISTORY;
 }
 
 /* The view's size as the store or the size cache keeps it, with the log's highest seq it
@@ -779,17 +789,20 @@ static int known_size(rfs_reader *r, rs_store *s, int64_t *size, int64_t *last_s
 {
     const rfs_node *n = r->node;
     const rfs_scope *sc = &r->scope;
-    const char *run = n->kind == RFS_T_MESSAGES ? NULL : n->run_id;
+    const char *run = n->kind == RFS_T_MESSAGES || n->kind == RFS_T_HISTORY ? NULL : n->run_id;
     rs_log_info before, after;
     int rc = rs_store_log_info(s, n->thread_id, run, sc->user, &before, err);
     if (rc || !before.exists)
         return rc;
     if (n->kind == RFS_T_MESSAGES || n->kind == RFS_R_MESSAGES)
         rc = rs_store_messages_size(s, n->thread_id, run, sc->user, size, err);
-    if (rc == 0 && sc->sizes) {
+    if (rc == 0) {
+        /* Kept by this mount, or in the store by any (a stat computed it). */
         rs_buf key = RS_BUF_INIT;
+        kept k = {0};
         rc = size_key(sc, n, &key);
-        rc = rc ? rc : rfs_sizes_get(sc->sizes, key.buf, &before, size);
+        rc = rc ? rc : kept_names(s, &key, &before, &k);
+        rc = rc ? rc : kept_get(s, sc, &key, &before, &k, size);
         rs_buf_release(&key);
     }
     if (rc <= 0)
@@ -810,6 +823,13 @@ static int stream_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
     int rc = known_size(r, s, &size, &last_seq, err);
     if (rc <= 0)
         return rc;
+    /* The hidden runs as they are now: the rows after the seek follow from them too. */
+    if (r->node->kind == RFS_T_HISTORY) {
+        rs_history_free(r->history);
+        r->history = NULL;
+        if ((rc = rs_history_open(s, r->node->thread_id, r->scope.user, &r->history, err)))
+            return rc;
+    }
     rc = 0;
     int64_t need = size - off, start = size, seq = last_seq + 1;
     struct row_len {
@@ -820,7 +840,8 @@ static int stream_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
         if (want > SEEK_ROWS_MAX)
             want = SEEK_ROWS_MAX;
         rs_cursor *c;
-        if ((rc = stream_query(s, &r->scope, r->node, 0, want, last_seq + 1, 1, NULL, &c, err)))
+        if ((rc = stream_query(s, &r->scope, r->node, 0, want, last_seq + 1, 1, r->history, &c,
+                               err)))
             break;
         const rs_record *rec;
         n = 0;

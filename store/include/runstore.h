@@ -430,6 +430,11 @@ int rs_history_open(rs_store *s, const char *thread_id, const char *user, rs_his
 /* The history rows of h's thread with seq > after_seq. The cursor must not outlive h. */
 int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cursor **out,
                      rs_err *err);
+/* The history rows among the thread's last limit message rows below before_seq, in seq
+ * order (fewer than limit when some are not shown): a read near the end of history.jsonl
+ * finds its row from there. The cursor must not outlive h. */
+int rs_history_newest(rs_store *s, const rs_history *h, int64_t before_seq, int64_t limit,
+                      rs_cursor **out, rs_err *err);
 void rs_history_free(rs_history *h);
 /* workspace-changes.json: the latest workspace_changes payload, or the available:false
  * document; '\n'-terminated. */

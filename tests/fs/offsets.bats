@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # offsets.bats — a view read at an offset far from where its reader stands (tail -n 50, a
 # backwards reader, a jump) gives the bytes a read from the start gives: messages.jsonl,
-# types/ and tasks/ find their row from the end (the rows' lengths summed back). References
+# history.jsonl, types/ and tasks/ find their row from the end (the rows' lengths summed back). References
 # come from events.jsonl (the log, read by byte offset through its own marks) filtered in
 # python3 to what each view holds.
 load lib
@@ -98,4 +98,50 @@ PY
   ref "$MNT/$T/runs/r1/events.jsonl" metadata.task_id task-1 >"$WORK/ref"
   run reads_match "$MNT/$T/runs/r1/tasks/task-1.jsonl" "$WORK/ref"
   assert_success
+}
+
+# history_ref LOG: the lines of events.jsonl LOG that history.jsonl shows (no run is
+# superseded here): message rows but a middleware's and a subagent's AI messages.
+history_ref() {
+  python3 - "$1" <<'PY'
+import json, sys
+out = sys.stdout.buffer
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        d = json.loads(line)
+        caller = (d.get("metadata") or {}).get("caller") or ""
+        c = d.get("content")
+        kind = (c.get("type") or c.get("role")) if isinstance(c, dict) else None
+        if d["category"] != "message" or caller.startswith("middleware:") or \
+                (caller.startswith("subagent:") and kind in ("ai", "assistant")):
+            continue
+        out.write(line)
+PY
+}
+
+@test "history.jsonl of a live thread read at offsets from its end: the bytes of a read from the start" {
+  # Rows history.jsonl leaves out, among the last ones: the seek must skip them too.
+  python3 - >"$WORK/hidden.jsonl" <<'PY'
+import json
+for i in range(300):
+    caller = "middleware:summarize" if i % 2 else "subagent:research"
+    ev = {"event_type": "llm.ai.response", "content": {"type": "ai", "content": "aside %d" % i, "id": "x-%d" % i, "tool_calls": []}, "metadata": {"caller": caller, "usage": {}, "latency_ms": 1, "llm_call_index": i + 1}}
+    print(json.dumps(ev, separators=(",", ":")))
+    if i % 10 == 0:
+        print(json.dumps({"event_type": "llm.human.input", "content": {"type": "human", "content": "shown %d" % i, "id": "hs-%d" % i}, "metadata": {"caller": "lead_agent"}}, separators=(",", ":")))
+PY
+  cat "$WORK/hidden.jsonl" >>"$MNT/$T/runs/r2/events.jsonl"
+  history_ref "$MNT/$T/events.jsonl" >"$WORK/ref"
+  # A handle open for appending keeps the thread live: its views are read from the daemon,
+  # not from a rendering the kernel keeps.
+  local hold
+  exec {hold}>>"$MNT/$T/runs/r1/events.jsonl"
+  run reads_match "$MNT/$T/history.jsonl" "$WORK/ref"
+  assert_success
+  assert_equal "$(tail -n 50 "$MNT/$T/history.jsonl" | md5sum)" "$(tail -n 50 "$WORK/ref" | md5sum)"
+  ev_human "the very last" 99 >&"$hold"
+  history_ref "$MNT/$T/events.jsonl" >"$WORK/ref"
+  assert_equal "$(tail -n 50 "$MNT/$T/history.jsonl" | md5sum)" "$(tail -n 50 "$WORK/ref" | md5sum)"
+  tail -n 1 "$MNT/$T/history.jsonl" | grep -q 'the very last' # the append's row is the last line
+  exec {hold}>&-
 }

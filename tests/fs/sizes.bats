@@ -81,3 +81,22 @@ kept_rows() { store_sql "SELECT count(*) FROM runfs_meta WHERE key LIKE 'size:%'
   sizes_honest "$MNT"
   [ "$(kept_rows)" -eq 0 ] || fail "a read-only mount wrote kept sizes"
 }
+
+@test "a second walk of a quiet store reads every file and commits nothing" {
+  [ "${RUNFS_BACKEND:-sqlite}" = sqlite ] || skip "SQLite only: counted by PRAGMA data_version"
+  { ev_ai "more" 2; ev_error "a failure"; } >> "$MNT/$R/events.jsonl"
+  mkdir -p "$MNT/threads/t2/runs/r1"
+  { ev_start; ev_human "another" 1; } >> "$MNT/threads/t2/runs/r1/events.jsonl"
+  tar cf - -C "$MNT" threads > /dev/null # the first walk may keep sizes
+  # data_version moves when any other connection commits (sqlite.org/pragma.html).
+  run python3 - "$STORE" "$MNT" <<'PY'
+import sqlite3, subprocess, sys
+con = sqlite3.connect(sys.argv[1])
+before = con.execute("PRAGMA data_version").fetchone()[0]
+tar = subprocess.run(["tar", "cf", "-", "-C", sys.argv[2], "threads"], stdout=subprocess.PIPE, check=True)
+after = con.execute("PRAGMA data_version").fetchone()[0]
+print(len(tar.stdout), before, after)
+sys.exit(0 if after == before and len(tar.stdout) > 0 else 1)
+PY
+  assert_success
+}
