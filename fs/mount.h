@@ -50,6 +50,7 @@ typedef struct rfs_options {
 typedef struct rfs_hub rfs_hub;
 typedef struct rfs_rejects rfs_rejects;
 typedef struct rfs_handle rfs_handle;
+typedef struct rfs_sizing rfs_sizing;
 
 typedef struct rfs_mount {
     rfs_options opt;
@@ -72,6 +73,9 @@ typedef struct rfs_mount {
      * reaches the kernel before the hub's drop does, which then finds the inode to drop. */
     pthread_rwlock_t attr_lock; /* orders attr_gen's bumps after replies in flight */
     atomic_uint_fast64_t attr_gen;
+    pthread_mutex_t sizing_lock; /* guards sizing, each entry's next and told */
+    rfs_sizing *sizing;          /* stats of files under way (ops.c), newest first */
+    int64_t slow_ns; /* a stat this long is logged and shown in status.json (RUNFS_SLOW_MS) */
 } rfs_mount;
 
 /* The operation table (ops.c). */

@@ -364,6 +364,7 @@ static void *hub_main(void *arg)
             sync_names(m);
         }
 
+        rfs_sizing_tell(m);
         rfs_follow_serve_round(hub, queue, queued, foreign || overflow);
         pthread_mutex_lock(&hub->lock);
     }

@@ -40,6 +40,83 @@ void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, si
     sc->sizes = m->sizes;
 }
 
+/* ---- stats that take long ----
+ * A file's stat may render its view to learn the size (a huge thread's first ls -la): one
+ * under way past slow_ns is logged by the hub's tick and listed in status.json, so a user
+ * waiting on ls knows why; its end is logged too. */
+
+struct rfs_sizing {
+    rfs_sizing *next;
+    const rfs_node *node;
+    int64_t start_ns;
+    int told; /* its "sizing" line was logged */
+};
+
+/* The stats under way past slow_ns, as ,"sizing":[{"path":...,"seconds":...}]. */
+static int sizing_status(rfs_mount *m, rs_buf *out)
+{
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    rs_buf path = RS_BUF_INIT;
+    int rc = rs_buf_addlit(out, ",\"sizing\":["), first = 1;
+    pthread_mutex_lock(&m->sizing_lock);
+    for (rfs_sizing *z = m->sizing; z && !rc; z = z->next) {
+        if (now - z->start_ns < m->slow_ns)
+            continue;
+        rs_buf_reset(&path);
+        if (!(rc = rfs_node_path(z->node, &path)) &&
+            !(rc = rs_buf_addstr(out, first ? "{\"path\":" : ",{\"path\":")) &&
+            !(rc = rs_buf_add_json_string(out, path.buf, path.len)))
+            rc = rs_buf_addf(out, ",\"seconds\":%.1f}", (double)(now - z->start_ns) / 1e9);
+        first = 0;
+    }
+    pthread_mutex_unlock(&m->sizing_lock);
+    rs_buf_release(&path);
+    return rc ? rc : rs_buf_addch(out, ']');
+}
+
+void rfs_sizing_tell(rfs_mount *m)
+{
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    rs_buf path = RS_BUF_INIT;
+    pthread_mutex_lock(&m->sizing_lock);
+    for (rfs_sizing *z = m->sizing; z; z = z->next) {
+        if (z->told || now - z->start_ns < m->slow_ns)
+            continue;
+        z->told = 1;
+        rs_buf_reset(&path);
+        if (rfs_node_path(z->node, &path) == 0)
+            rfs_log("sizing %s: rendering it for its size (%.1f s so far; kept once known)",
+                    path.buf, (double)(now - z->start_ns) / 1e9);
+    }
+    pthread_mutex_unlock(&m->sizing_lock);
+    rs_buf_release(&path);
+}
+
+static void sizing_begin(rfs_mount *m, rfs_sizing *z)
+{
+    z->start_ns = rs_clock_ns(CLOCK_MONOTONIC);
+    pthread_mutex_lock(&m->sizing_lock);
+    z->next = m->sizing;
+    m->sizing = z;
+    pthread_mutex_unlock(&m->sizing_lock);
+}
+
+static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
+{
+    pthread_mutex_lock(&m->sizing_lock);
+    rfs_sizing **p = &m->sizing;
+    while (*p != z)
+        p = &(*p)->next;
+    *p = z->next;
+    pthread_mutex_unlock(&m->sizing_lock);
+    int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - z->start_ns;
+    rs_buf path = RS_BUF_INIT;
+    if ((z->told || took >= m->slow_ns) && rfs_node_path(z->node, &path) == 0)
+        rfs_log("sized %s in %.1f s: %lld bytes%s", path.buf, (double)took / 1e9,
+                rc ? 0LL : (long long)st->size, rc ? " (failed)" : "");
+    rs_buf_release(&path);
+}
+
 static int status_extra(void *ctx, rs_buf *out)
 {
     rfs_mount *m = ctx;
@@ -63,9 +140,10 @@ static int status_extra(void *ctx, rs_buf *out)
         (rc = thread ? rs_buf_add_json_string(out, thread, strlen(thread))
                      : rs_buf_addlit(out, "null")) ||
         (!scoped && ((rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
-                     (rc = rs_buf_add_json_string(out, o->mountpoint, strlen(o->mountpoint))))))
+                     (rc = rs_buf_add_json_string(out, o->mountpoint, strlen(o->mountpoint))))) ||
+        (rc = rs_buf_addch(out, '}')))
         return rc;
-    return rs_buf_addch(out, '}');
+    return sizing_status(m, out);
 }
 
 /* Each owner sees only its own refusals (they quote paths and data). */
@@ -192,6 +270,11 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
     rs_store *s;
+    /* Files below a thread: the stats that may render a view. */
+    rfs_sizing z = {.node = n};
+    int track = n->kind > RFS_THREAD && !rfs_node_is_dir(n->kind);
+    if (track)
+        sizing_begin(m, &z);
     int rc = rfs_pool_get(m, &s, err);
     if (!rc) {
         rs_store_set_wait(s, !(flags & RFS_STAT_NO_WAIT));
@@ -199,6 +282,8 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
         rs_store_set_wait(s, 1);
         rfs_pool_put(m, s);
     }
+    if (track)
+        sizing_end(m, &z, rc, st);
     /* A lost database fails whatever was under way, a lookup before a write too: the reason
      * goes where refused writes' reasons go. */
     if (rc == -EIO)

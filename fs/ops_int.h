@@ -53,6 +53,8 @@ int rfs_handle_writes(const struct fuse_file_info *fi);
 #define RFS_STAT_NO_WAIT 2
 int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn bytes, void *ctx,
                     rfs_stat *st, rs_err *err);
+/* The hub's tick: log once each stat under way for longer than the mount's slow_ns. */
+void rfs_sizing_tell(rfs_mount *m);
 #define RFS_LIVE_NS 2000000000LL /* a thread appended to this recently is still growing */
 /* Whether n's thread is being written (a writer open on this mount, or a change less than
  * RFS_LIVE_NS before mtime_ns): its files are then read without the kernel's cache. */

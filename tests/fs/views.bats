@@ -279,3 +279,18 @@ EOF2
   assert_success
   assert_output "$(cat "$WORK/before")"
 }
+
+@test "a stat that renders a view for its size is logged when slow (RUNFS_SLOW_MS), and status.json lists those under way" {
+  mkdir -p "$MNT/threads/tslow/runs/r1"
+  { ev_start; ev_human "a question" 1; ev_ai "an answer" 1; } >> "$MNT/threads/tslow/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  # 0 ms: every such stat counts as slow, so the lines do not hang on the machine's speed.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  local size; size=$(stat -c %s "$MNT/threads/tslow/transcript.md")
+  wait_for 5 grep -q "sized threads/tslow/transcript.md in [0-9.]* s: $size bytes" "$WORK/daemon.log" ||
+    fail "the log does not tell how long transcript.md's sizing took: $(cat "$WORK/daemon.log")"
+  # Nothing is under way now: the list is there, and empty.
+  run python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sizing"])' "$MNT/.runfs/status.json"
+  assert_success
+  assert_output "[]"
+}
