@@ -11,6 +11,8 @@ typedef struct dir_entry {
     char *name;
     uint64_t ino;
     int is_dir;
+    int timed; /* a thread's or run's times came with the listing */
+    int64_t ctime_ns, mtime_ns;
 } dir_entry;
 
 typedef struct dir_handle {
@@ -19,6 +21,7 @@ typedef struct dir_handle {
     size_t cap;
     rfs_node node;
     rfs_itable *inodes;
+    uint64_t gen; /* rfs_cache_begin before the listing: its times hold while it stays */
 } dir_handle;
 
 /* ---- directories ---- */
@@ -36,14 +39,22 @@ static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int 
     else
         e->ino = rfs_itable_ino_of(d->inodes, &child);
     e->is_dir = is_dir;
+    e->timed = 0;
     d->count++;
     return 0;
 }
 
-static int dir_add_cb(void *ctx, const char *name, int is_dir)
+static int dir_add_cb(void *ctx, const char *name, int is_dir, const int64_t *times)
 {
     dir_handle *d = ctx;
-    return dir_add(d, &d->node, name, is_dir);
+    int rc = dir_add(d, &d->node, name, is_dir);
+    if (!rc && times) {
+        dir_entry *e = &d->entries[d->count - 1];
+        e->timed = 1;
+        e->ctime_ns = times[0];
+        e->mtime_ns = times[1];
+    }
+    return rc;
 }
 
 static void dir_free(dir_handle *d)
@@ -78,6 +89,7 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return (void)fuse_reply_err(req, -rc);
     }
     rfs_stat st;
+    d->gen = rfs_cache_begin(m);
     rc = rfs_view_stat(s, &sc, &n, &st, &err);
     if (!rc)
         rc = dir_add(d, &n, ".", 1);
@@ -156,10 +168,24 @@ static int plus_kind(rfs_kind k)
     }
 }
 
+/* The stat of a listed thread or run from the listing's own times (a directory's stat is
+ * its times), while nothing changed since the listing (fresh: its gen still holds). */
+static int listed_stat(const dir_entry *de, const rfs_node *child, int fresh, rfs_stat *st)
+{
+    if (!fresh || !de->timed || (child->kind != RFS_THREAD && child->kind != RFS_RUN))
+        return 0;
+    memset(st, 0, sizeof *st);
+    st->shape = RFS_SHAPE_DIR;
+    st->ctime_ns = de->ctime_ns;
+    st->mtime_ns = de->mtime_ns;
+    return 1;
+}
+
 /* The entry of d's i-th name with its attributes in e (one kernel lookup counted), or 1
- * when it goes without them (e->ino 0: the kernel looks it up when it needs them). */
-static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, rs_store *s, const rfs_scope *sc,
-                      struct fuse_entry_param *e)
+ * when it goes without them (e->ino 0: the kernel looks it up when it needs them). fresh:
+ * the listing's times still hold. */
+static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_store *s,
+                      const rfs_scope *sc, struct fuse_entry_param *e)
 {
     const dir_entry *de = &d->entries[i];
     memset(e, 0, sizeof *e);
@@ -169,8 +195,9 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, rs_store *s, cons
     rfs_stat st;
     rs_err err = {0};
     /* . and .. are not lookups for the kernel: no reference may be counted for them. */
-    if (i < 2 || !s || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
-        rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized ||
+    if (i < 2 || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
+        (!listed_stat(de, &child, fresh, &st) &&
+         (!s || rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized)) ||
         rfs_entry_param(req, &child, &st, e)) {
         memset(e, 0, sizeof *e);
         e->attr.st_ino = de->ino;
@@ -217,7 +244,7 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         return (void)fuse_reply_err(req, ENOMEM);
     }
     for (size_t i = 0; i < n; i++)
-        plus_entry(req, d, first + i, s, &sc, &e[i]);
+        plus_entry(req, d, first + i, gen == d->gen, s, &sc, &e[i]);
     if (s)
         rfs_pool_put(m, s);
     int keep = rfs_cache_check(m, gen);

@@ -189,6 +189,9 @@ struct rs_cursor {
 struct rs_names {
     int (*next)(rs_names *n, const char **name);
     void (*free)(rs_names *n);
+    /* Set by next: the name's log times, where timed (rs_names_times). */
+    int timed;
+    int64_t ctime_ns, mtime_ns;
 };
 
 /* Render the cursor's row (filled by the backend) into c->rec and c->line. log: 0 for a

@@ -438,6 +438,15 @@ int rs_names_next(rs_names *n, const char **name)
     return n->next(n, name);
 }
 
+int rs_names_times(rs_names *n, int64_t *ctime_ns, int64_t *mtime_ns)
+{
+    if (!n->timed)
+        return 0;
+    *ctime_ns = n->ctime_ns;
+    *mtime_ns = n->mtime_ns;
+    return 1;
+}
+
 void rs_names_free(rs_names *n)
 {
     if (n)

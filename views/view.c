@@ -1069,7 +1069,9 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
         /* Only names that lead back to the same node are listed. */
         if (rfs_node_child(n, name.buf, &child) != 0)
             continue;
-        if ((rc = fn(ctx, name.buf, is_dir)))
+        int64_t times[2];
+        int timed = rs_names_times(names, &times[0], &times[1]);
+        if ((rc = fn(ctx, name.buf, is_dir, timed ? times : NULL)))
             break;
     }
     rs_buf_release(&name);

@@ -82,8 +82,10 @@ int64_t rfs_reader_version(const rfs_reader *r);
 void rfs_reader_keep_behind(rfs_reader *r, size_t bytes);
 
 /* Directory entries of node n that come from the store (threads, runs, types, ...), each
- * passed to fn with its name and whether it is a directory. */
-typedef int (*rfs_entry_fn)(void *ctx, const char *name, int is_dir);
+ * passed to fn with its name, whether it is a directory, and, where the listing read them
+ * (rs_names_times), a thread's or run's times as its stat gives them (ctime, mtime; else
+ * NULL). */
+typedef int (*rfs_entry_fn)(void *ctx, const char *name, int is_dir, const int64_t *times);
 int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn, void *ctx,
                   rs_err *err);
 

@@ -391,6 +391,10 @@ int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const
                    const char *user, rs_names **out, rs_err *err);
 /* Next name: 1 with *name set (valid until the next call), 0 at the end, <0 on error. */
 int rs_names_next(rs_names *n, const char **name);
+/* The times (rs_log_info's ctime_ns, mtime_ns) of the thread or run rs_names_next last gave,
+ * read in the listing's own statement: 1 where that listing knows them exactly (of every
+ * owner, indexed, on a writable store), else 0 (stat the name for them). */
+int rs_names_times(rs_names *n, int64_t *ctime_ns, int64_t *mtime_ns);
 void rs_names_free(rs_names *n);
 
 /* count_messages. */

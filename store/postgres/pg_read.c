@@ -11,6 +11,8 @@ typedef struct pg_names_cursor {
     rs_names base;
     PGresult *res;
     int row;
+    int time_col; /* the column of each name's ctime (mtime after it); 0: none */
+    int gate_col; /* a column NULL where the times are not exact (0: none) */
 } pg_names_cursor;
 
 #define SEAL_COLUMNS "state, upper_seq, event_count, terminal_seq, digest, error, sealed_at"
@@ -74,6 +76,11 @@ static int names_next(rs_names *base, const char **name)
     while (n->row < PQntuples(n->res)) {
         int i = n->row++;
         if (!PQgetisnull(n->res, i, 0)) {
+            int c = n->time_col;
+            n->base.timed = c && !PQgetisnull(n->res, i, c) &&
+                            !(n->gate_col && PQgetisnull(n->res, i, n->gate_col));
+            n->base.ctime_ns = n->base.timed ? pg_val_int(n->res, i, c) : 0;
+            n->base.mtime_ns = n->base.timed ? pg_val_int(n->res, i, c + 1) : 0;
             *name = PQgetvalue(n->res, i, 0);
             return 1;
         }
@@ -103,14 +110,16 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
         if ((rc = pg_scratch_threads(b, err)) ||
             (rc = pg_side_sql(
                  b,
-                 user ? "SELECT t.thread_id FROM @runfs_thread t WHERE EXISTS (SELECT 1 FROM "
-                        "@runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "
-                        "o.owner = $3) OR (t.dirty <> 0 AND EXISTS (SELECT 1 FROM run_events e "
-                        "WHERE e.thread_id = t.thread_id AND e.user_id = $3)) ORDER BY t.thread_key"
-                      : "SELECT t.thread_id FROM @runfs_thread t WHERE $3::text IS NULL AND "
-                        "(t.dirty = 0 OR EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = "
-                        "t.thread_id) OR EXISTS (SELECT 1 FROM @runfs_owner o WHERE o.thread_key = "
-                        "t.thread_key AND o.run_key = 0)) ORDER BY t.thread_key",
+                 user
+                     ? "SELECT t.thread_id FROM @runfs_thread t WHERE EXISTS (SELECT 1 FROM "
+                       "@runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = 0 AND "
+                       "o.owner = $3) OR (t.dirty <> 0 AND EXISTS (SELECT 1 FROM run_events e "
+                       "WHERE e.thread_id = t.thread_id AND e.user_id = $3)) ORDER BY t.thread_key"
+                     : "SELECT t.thread_id, CASE WHEN t.dirty = 0 THEN 1 END, " RS_LOG_TIME_SQL(
+                           t) " FROM @runfs_thread t WHERE $3::text IS NULL AND "
+                              "(t.dirty = 0 OR EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = "
+                              "t.thread_id) OR EXISTS (SELECT 1 FROM @runfs_owner o WHERE o.thread_key = "
+                              "t.thread_key AND o.run_key = 0)) ORDER BY t.thread_key",
                  err)))
             return rc;
         break;
@@ -120,10 +129,11 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
         rs_buf_reset(sql);
         rc = rs_buf_addstr(
             sql,
-            "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
-            "WHERE t.thread_id = $1 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
-            "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.owner = $3)) "
-            "ORDER BY r.run_key");
+            "SELECT r.run_id, " RS_LOG_TIME_SQL(
+                r) " FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
+                   "WHERE t.thread_id = $1 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
+                   "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.owner = $3)) "
+                   "ORDER BY r.run_key");
         break;
     case RS_NAMES_TYPES:
         rc = rs_buf_addstr(
@@ -170,6 +180,13 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     }
     n->base.next = names_next;
     n->base.free = names_free;
+    /* Times of every owner's rows, as indexed: a thread not caught up (dirty) goes untimed
+     * (its times and dirty flag: columns 2, 3 and 1), the runs' thread was caught up above;
+     * a read-only mount's index may be a copy of its own: its listings stay untimed. */
+    if (!user && !b->read_only) {
+        n->time_col = kind == RS_NAMES_THREADS ? 2 : kind == RS_NAMES_RUNS ? 1 : 0;
+        n->gate_col = kind == RS_NAMES_THREADS ? 1 : 0;
+    }
     *out = &n->base;
     return 0;
 }

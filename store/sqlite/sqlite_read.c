@@ -11,6 +11,7 @@ typedef struct sq_names {
     rs_names base;
     rs_backend *b;
     sqlite3_stmt *st;
+    int time_col; /* the column of each name's ctime (mtime after it); 0: none */
 } sq_name_cursor;
 
 #define SEAL_COLUMNS "state, upper_seq, event_count, terminal_seq, digest, error, sealed_at"
@@ -90,6 +91,10 @@ static int names_next(rs_names *base, const char **name)
             return sq_fail(n->b, src, NULL, "list");
         const char *s = (const char *)sqlite3_column_text(n->st, 0);
         if (s) {
+            int c = n->time_col;
+            n->base.timed = c && sqlite3_column_type(n->st, c) == SQLITE_INTEGER;
+            n->base.ctime_ns = n->base.timed ? sqlite3_column_int64(n->st, c) : 0;
+            n->base.mtime_ns = n->base.timed ? sqlite3_column_int64(n->st, c + 1) : 0;
             *name = s;
             return 1;
         }
@@ -107,8 +112,10 @@ static void names_free(rs_names *base)
  * (found by index probes, a thread at a time) in id order; of one owner (?3): the threads
  * holding its rows. */
 static const char threads_sql[] =
-    "WITH RECURSIVE " SQ_THREAD_IDS " SELECT thread_id FROM (SELECT thread_id, thread_key AS k "
-    "FROM runfs_thread UNION ALL SELECT id, NULL FROM u) ORDER BY k IS NULL, k, thread_id";
+    "WITH RECURSIVE " SQ_THREAD_IDS
+    " SELECT * FROM (SELECT thread_id, thread_key AS k, " RS_LOG_TIME_SQL(
+        t) " FROM runfs_thread t UNION ALL SELECT id, NULL, NULL, NULL FROM u) "
+           "ORDER BY k IS NULL, k, thread_id";
 static const char threads_of_user_sql[] =
     "WITH RECURSIVE " SQ_THREAD_IDS " SELECT thread_id FROM (SELECT t.thread_id, t.thread_key "
     "AS k FROM runfs_thread t WHERE EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = "
@@ -134,10 +141,11 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
             return rc;
         rc = rs_buf_addstr(
             sql,
-            "SELECT r.run_id FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
-            "WHERE t.thread_id = ?1 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
-            "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.user = ?3)) "
-            "ORDER BY r.run_key");
+            "SELECT r.run_id, " RS_LOG_TIME_SQL(
+                r) " FROM runfs_run r JOIN runfs_thread t ON t.thread_key = r.thread_key "
+                   "WHERE t.thread_id = ?1 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM runfs_owner o "
+                   "WHERE o.thread_key = r.thread_key AND o.run_key = r.run_key AND o.user = ?3)) "
+                   "ORDER BY r.run_key");
         break;
     case RS_NAMES_TYPES:
         rc = rs_buf_addstr(
@@ -189,6 +197,11 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     n->base.free = names_free;
     n->b = b;
     n->st = st;
+    /* Times of every owner's rows, as indexed (the runs' thread was caught up above; a
+     * thread behind shows its new time once the hub indexes it, at its tick); a read-only
+     * mount's index may be a copy in memory: its listings stay untimed. */
+    if (!user && !b->read_only)
+        n->time_col = kind == RS_NAMES_THREADS ? 2 : kind == RS_NAMES_RUNS ? 1 : 0;
     *out = &n->base;
     return 0;
 }
