@@ -238,11 +238,38 @@ static void sync_dirs(rfs_mount *m)
     free(sc.out);
 }
 
+/* ---- the kernel's attributes of views ----
+ * A view's or document's size and time (ops.c's view_attrs_kept) may move with any change
+ * of its thread: this mount's changes drop those of the thread's own files and the changed
+ * run's; another process's (the thread unknown) drop every one kept. */
+
+typedef struct ino_list {
+    uint64_t *ino;
+    size_t count, cap;
+} ino_list;
+
+static void collect_ino(void *ctx, uint64_t ino)
+{
+    ino_list *l = ctx;
+    if (rs_array_grow(&l->ino, &l->cap, l->count + 1, sizeof *l->ino) == 0)
+        l->ino[l->count++] = ino;
+}
+
+static void attrs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
+{
+    ino_list l = {0};
+    rfs_itable_take_attrs(m->inodes, thread_id, run_id, collect_ino, &l);
+    for (size_t i = 0; i < l.count; i++)
+        fuse_lowlevel_notify_inval_inode(m->se, l.ino[i], -1, 0);
+    free(l.ino);
+}
+
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const rfs_change *c)
 {
     dirs_changed(m, c->thread_id, c->run_id);
+    attrs_changed(m, c->thread_id, c->run_id);
     sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
     memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
@@ -313,6 +340,7 @@ static void *hub_main(void *arg)
                 store_appended(m, &queue[i]);
             } else {
                 dirs_changed(m, queue[i].thread_id, queue[i].run_id);
+                attrs_changed(m, queue[i].thread_id, queue[i].deleted ? NULL : queue[i].run_id);
                 sync_logs(m, queue[i].thread_id);
             }
         }
@@ -346,6 +374,7 @@ static void *hub_main(void *arg)
             int64_t rewrites = hub->rewrites;
             names_due = 1;
             sync_dirs(m);
+            attrs_changed(m, NULL, NULL);
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
                 drop_all(m);
@@ -454,11 +483,13 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         return;
     /* Only a log the kernel may hold pages or attributes of needs the invalidation before
      * write() returns; otherwise the hub just wakes followers. */
-    rfs_node n = {.kind = RFS_T_EVENTS};
-    /* ids are 1-64 characters, which every id field holds */
+    rfs_node n = {.kind = RFS_T_EVENTS}, run = {.kind = RFS_R_EVENTS};
+    /* ids are 1-64 characters, which every id field holds; the thread's files have no run
+     * id (their inode numbers are of the node without one) */
     if (rs_fmt(n.thread_id, sizeof n.thread_id, "%s", thread_id) < 0 ||
-        (run_id && rs_fmt(n.run_id, sizeof n.run_id, "%s", run_id) < 0))
+        (run_id && rs_fmt(run.run_id, sizeof run.run_id, "%s", run_id) < 0))
         return;
+    memcpy(run.thread_id, n.thread_id, sizeof run.thread_id);
     int wait = log_held(m, &n);
     /* So does a kept view of the thread. */
     static const rfs_kind views[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT};
@@ -468,19 +499,22 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         wait = rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&
                kept >= 0;
     }
+    /* So does a view of it whose attributes the kernel keeps. */
+    rfs_node thr = {.kind = RFS_THREAD};
+    memcpy(thr.thread_id, n.thread_id, sizeof thr.thread_id);
+    wait |= rfs_itable_attrs_below(m->inodes, rfs_itable_ino_of(m->inodes, &thr));
     if (run_id) {
-        n.kind = RFS_R_EVENTS;
-        wait |= log_held(m, &n);
+        wait |= log_held(m, &run);
         int64_t kept = -1;
-        n.kind = RFS_R_OTEL; /* the run's view the kernel may keep */
-        wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&
+        run.kind = RFS_R_OTEL; /* the run's view the kernel may keep */
+        wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &run), &kept) == 0 &&
                 kept >= 0;
     }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < RFS_HUB_QUEUE_MAX) {
         rfs_change *c = &hub->queue[hub->queued++];
         memcpy(c->thread_id, n.thread_id, sizeof c->thread_id);
-        memcpy(c->run_id, run_id ? n.run_id : "", run_id ? sizeof c->run_id : 1);
+        memcpy(c->run_id, run_id ? run.run_id : "", run_id ? sizeof c->run_id : 1);
         c->deleted = deleted;
         c->placed = at != NULL;
         c->len = len;

@@ -79,18 +79,55 @@ size_true() {
   [ "$(stat -c %s "$1")" -eq "$(wc -c <"$1")" ] && [ "$(wc -l <"$1")" -eq "$2" ]
 }
 
-@test "the kernel's kept attributes of both logs are dropped by each append through this mount, at once" {
-  local T=$MNT/threads/t i
+# Views and documents whose attributes the kernel keeps (their size moves with each row).
+VIEWS=(messages.jsonl message-count seq stats.json runs/r/messages.jsonl runs/r/receipt.json
+  runs/r/stats.json runs/r/timeline.svg runs/r/workspace-changes.json
+  runs/r/types/llm.human.input.jsonl)
+
+@test "the kernel's kept attributes of the logs and views are dropped by each append through this mount, at once" {
+  local T=$MNT/threads/t i f
   mkdir -p "$T/runs/r"
   ev_start >>"$T/runs/r/events.jsonl"
+  ev_human "word-0" 1 >>"$T/runs/r/events.jsonl"
   for i in 1 2 3 4 5; do
-    # Both logs' attributes in the kernel's cache (listed with them, then stat'ed) ...
-    ls -l "$T" "$T/runs/r" >/dev/null
-    stat "$T/events.jsonl" "$T/runs/r/events.jsonl" >/dev/null
+    # Every file's attributes in the kernel's cache (listed with them, then stat'ed) ...
+    ls -l "$T" "$T/runs/r" "$T/runs/r/types" >/dev/null
+    for f in events.jsonl runs/r/events.jsonl "${VIEWS[@]}"; do stat "$T/$f" >/dev/null; done
     ev_human "word-$i" $((i + 1)) >>"$T/runs/r/events.jsonl"
     # ... and right after the append returns, stat says the new size (references: the
     # bytes a read returns, the number of rows written).
-    size_true "$T/runs/r/events.jsonl" $((i + 1)) || { echo "# run log: stale size after append $i"; false; }
-    size_true "$T/events.jsonl" $((i + 1)) || { echo "# thread log: stale size after append $i"; false; }
+    size_true "$T/runs/r/events.jsonl" $((i + 2)) || { echo "# run log: stale size after append $i"; false; }
+    size_true "$T/events.jsonl" $((i + 2)) || { echo "# thread log: stale size after append $i"; false; }
+    for f in "${VIEWS[@]}"; do
+      [ "$(stat -c %s "$T/$f")" -eq "$(wc -c <"$T/$f")" ] || { echo "# $f: stale size after append $i"; false; }
+    done
+    grep -qF "word-$i" "$T/messages.jsonl" || { echo "# messages.jsonl lacks append $i"; false; }
   done
+}
+
+# views_true B: every view's stat size is the bytes a read returns, on mount B.
+views_true() {
+  local f
+  for f in "${VIEWS[@]}"; do [ "$(stat -c %s "$1/$f")" -eq "$(wc -c <"$1/$f")" ] || return 1; done
+}
+
+@test "the kernel's kept attributes of views are dropped by another mount's append and another writer's insert" {
+  local T=$MNT/threads/t B=$WORK/mnt-b seq
+  mkdir -p "$T/runs/r"
+  ev_start >>"$T/runs/r/events.jsonl"
+  ev_human "word-0" 1 >>"$T/runs/r/events.jsonl"
+  runfs_mount "$STORE" "$B"
+  ls -l "$T" "$T/runs/r" "$T/runs/r/types" >/dev/null
+  views_true "$T"
+  ev_human word-theirs 2 >>"$B/threads/t/runs/r/events.jsonl"
+  wait_for 10 rows_shown
+  wait_for 10 views_true "$T"
+  grep -qF word-theirs "$T/messages.jsonl"
+
+  ls -l "$T" "$T/runs/r" "$T/runs/r/types" >/dev/null
+  seq=$(($(store_sql "SELECT max(seq) FROM run_events WHERE thread_id = 't'") + 1))
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t', 'r', NULL, 'llm.human.input', 'message', '{\"type\":\"human\",\"content\":\"word-foreign\",\"id\":\"h-9\"}', '{\"caller\":\"lead_agent\"}', $seq, '2026-03-04 05:06:07.123456')"
+  wait_for 10 rows_shown
+  wait_for 10 views_true "$T"
+  grep -qF word-foreign "$T/messages.jsonl"
 }
