@@ -219,6 +219,9 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    /* The page's stats of one thread's or run's files read its facts once. */
+    rfs_info_memo memo = {0};
+    sc.memo = &memo;
     rs_store *s = NULL;
     rs_err err = {0};
     /* Without a connection the page goes without attributes (lookups follow). */

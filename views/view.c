@@ -467,6 +467,29 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     return rc;
 }
 
+/* rs_store_log_info, through the scope's memo when it has one (the last thread or run
+ * read: a listing's entries are of one). */
+static int memo_log_info(rs_store *s, const rfs_scope *sc, const char *thread_id,
+                         const char *run_id, rs_log_info *info, rs_err *err)
+{
+    rfs_info_memo *m = sc->memo;
+    const char *run = run_id ? run_id : "";
+    if (m && m->valid && strcmp(m->thread_id, thread_id) == 0 && strcmp(m->run_id, run) == 0) {
+        *info = m->info;
+        return 0;
+    }
+    int rc = rs_store_log_info(s, thread_id, run_id, sc->user, info, err);
+    if (m)
+        m->valid = 0;
+    /* ids are 1-64 characters, which the memo's fields hold */
+    if (!rc && m && rs_fmt(m->thread_id, sizeof m->thread_id, "%s", thread_id) >= 0 &&
+        rs_fmt(m->run_id, sizeof m->run_id, "%s", run) >= 0) {
+        m->info = *info;
+        m->valid = 1;
+    }
+    return rc;
+}
+
 /* doc: an open's buffer for a document's bytes; how: NULL, or how a view's size may be
  * learnt. */
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
@@ -490,7 +513,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         return -ENOENT;
     rs_log_info info;
     int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
-    int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
+    int rc = memo_log_info(s, sc, n->thread_id, in_run ? n->run_id : NULL, &info, err);
     if (rc)
         return rc;
     if (!info.exists)

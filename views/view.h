@@ -8,6 +8,15 @@
 #include "node.h"
 #include "runstore.h"
 
+/* The log facts of one thread or run, read once for the stats of a directory's entries
+ * (they share them): valid 0 until the first stat fills it. */
+typedef struct rfs_info_memo {
+    int valid;
+    char thread_id[RS_ID_MAX + 1];
+    char run_id[RS_ID_MAX + 1]; /* "" for the thread's */
+    rs_log_info info;
+} rfs_info_memo;
+
 /* Who is looking and what the mount shows. */
 typedef struct rfs_scope {
     const char *user;        /* owner of this request (NULL: every owner) */
@@ -22,6 +31,7 @@ typedef struct rfs_scope {
     int (*rejects_read)(void *ctx, const char *user, int64_t off, size_t size, rs_buf *out);
     void *ctx;
     struct rfs_sizes *sizes; /* view sizes kept until their thread changes (NULL: none) */
+    rfs_info_memo *memo;     /* a listing's: stats of one thread or run share its facts */
 } rfs_scope;
 
 typedef enum rfs_shape {
