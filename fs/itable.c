@@ -12,7 +12,6 @@ typedef struct entry {
     int64_t size;
     int holds;
     int cached;
-    int attrs; /* a file: the kernel may keep its attributes; a thread: so may a file of it */
     rfs_node node;
 } entry;
 
@@ -230,68 +229,4 @@ int rfs_itable_cached(rfs_itable *t, uint64_t ino)
     int cached = e && e->cached;
     pthread_mutex_unlock(&t->lock);
     return cached;
-}
-
-int rfs_itable_mark_attrs(rfs_itable *t, uint64_t ino, uint64_t thread_ino)
-{
-    pthread_mutex_lock(&t->lock);
-    entry *e = find(t, ino), *thr = find(t, thread_ino);
-    if (e && thr)
-        e->attrs = thr->attrs = 1;
-    pthread_mutex_unlock(&t->lock);
-    return e && thr ? 0 : -ENOENT;
-}
-
-int rfs_itable_attrs_below(rfs_itable *t, uint64_t thread_ino)
-{
-    pthread_mutex_lock(&t->lock);
-    entry *e = find(t, thread_ino);
-    int n = e ? e->attrs : 0;
-    pthread_mutex_unlock(&t->lock);
-    return n;
-}
-
-/* Whether a marked file of node n's kind and place is one a change of thread_id (run_id:
- * one run, or NULL / "" for all) may have changed: the thread's own files and the run's. */
-static int attrs_changed(const entry *e, const char *thread_id, const char *run_id)
-{
-    if (e->node.kind == RFS_THREAD || !e->attrs)
-        return 0;
-    if (!thread_id)
-        return 1;
-    if (strcmp(e->node.thread_id, thread_id) != 0)
-        return 0;
-    return e->node.kind < RFS_RUN || !run_id || !run_id[0] || strcmp(e->node.run_id, run_id) == 0;
-}
-
-void rfs_itable_take_attrs(rfs_itable *t, const char *thread_id, const char *run_id,
-                           void (*fn)(void *ctx, uint64_t ino), void *ctx)
-{
-    pthread_mutex_lock(&t->lock);
-    size_t pos = 0;
-    int left = 0; /* files of thread_id still marked (another run's) */
-    for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));) {
-        entry *e = (entry *)u;
-        if (attrs_changed(e, thread_id, run_id)) {
-            e->attrs = 0;
-            fn(ctx, e->ino);
-        } else if (e->attrs && e->node.kind != RFS_THREAD && thread_id &&
-                   strcmp(e->node.thread_id, thread_id) == 0) {
-            left = 1;
-        }
-    }
-    if (thread_id) {
-        rfs_node n = {.kind = RFS_THREAD};
-        entry *thr;
-        /* ids are 1-64 characters, which the id field holds */
-        if (rs_fmt(n.thread_id, sizeof n.thread_id, "%s", thread_id) >= 0 &&
-            (probe(t, &n, &thr), thr))
-            thr->attrs = left;
-    } else {
-        pos = 0;
-        for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));)
-            if (((entry *)u)->node.kind == RFS_THREAD)
-                ((entry *)u)->attrs = 0;
-    }
-    pthread_mutex_unlock(&t->lock);
 }

@@ -40,18 +40,6 @@ int rfs_itable_holds(rfs_itable *t, uint64_t ino);
 void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino);
 int rfs_itable_cached(rfs_itable *t, uint64_t ino);
 
-/* Views: the kernel may keep ino's attributes (given with a timeout), and so may a file of
- * the thread whose directory is thread_ino. 0, or -ENOENT when either is not referenced
- * (then none may be kept). */
-int rfs_itable_mark_attrs(rfs_itable *t, uint64_t ino, uint64_t thread_ino);
-/* Whether a file of the thread thread_ino may have kept attributes. */
-int rfs_itable_attrs_below(rfs_itable *t, uint64_t thread_ino);
-/* Every marked file a change of thread_id may have changed (its own files, and its run
- * run_id's, or all its runs' with run_id NULL or ""; thread_id NULL: every marked file),
- * unmarked and passed to fn (under the table lock: fn must not call back). */
-void rfs_itable_take_attrs(rfs_itable *t, const char *thread_id, const char *run_id,
-                           void (*fn)(void *ctx, uint64_t ino), void *ctx);
-
 /* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
 void rfs_itable_each(rfs_itable *t, rfs_kind kind,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),

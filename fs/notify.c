@@ -36,12 +36,8 @@ static void tail_changed(rfs_mount *m, uint64_t ino, int64_t observed, int64_t s
 {
     if (observed < 0 || observed == size)
         return;
-    /* The kernel keeps the log's attributes (its size given, ops.c's rfs_attr_timeout):
-     * they go with the pages, or alone (off -1) when it holds no page. */
     if (rfs_itable_cached(m->inodes, ino))
         fuse_lowlevel_notify_inval_inode(m->se, ino, size < observed ? 0 : observed, 0);
-    else
-        fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
     rfs_itable_set_size(m->inodes, ino, size);
 }
 
@@ -144,9 +140,8 @@ static void drop_all(rfs_mount *m)
         } else if (rs_store_log_info(m->hub->store, n->thread_id,
                                      n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info,
                                      NULL) == 0) {
-            /* Its attributes too: a row changed in place may move its time. */
-            fuse_lowlevel_notify_inval_inode(
-                m->se, sc.out[i].ino, rfs_itable_cached(m->inodes, sc.out[i].ino) ? 0 : -1, 0);
+            if (rfs_itable_cached(m->inodes, sc.out[i].ino))
+                fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, 0, 0);
             rfs_itable_set_size(m->inodes, sc.out[i].ino, info.exists ? info.size : 0);
         }
     }
@@ -238,38 +233,11 @@ static void sync_dirs(rfs_mount *m)
     free(sc.out);
 }
 
-/* ---- the kernel's attributes of views ----
- * A view's or document's size and time (ops.c's view_attrs_kept) may move with any change
- * of its thread: this mount's changes drop those of the thread's own files and the changed
- * run's; another process's (the thread unknown) drop every one kept. */
-
-typedef struct ino_list {
-    uint64_t *ino;
-    size_t count, cap;
-} ino_list;
-
-static void collect_ino(void *ctx, uint64_t ino)
-{
-    ino_list *l = ctx;
-    if (rs_array_grow(&l->ino, &l->cap, l->count + 1, sizeof *l->ino) == 0)
-        l->ino[l->count++] = ino;
-}
-
-static void attrs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
-{
-    ino_list l = {0};
-    rfs_itable_take_attrs(m->inodes, thread_id, run_id, collect_ino, &l);
-    for (size_t i = 0; i < l.count; i++)
-        fuse_lowlevel_notify_inval_inode(m->se, l.ino[i], -1, 0);
-    free(l.ino);
-}
-
 /* An append of this mount: the old ends of the run's and the thread's logs are known
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const rfs_change *c)
 {
     dirs_changed(m, c->thread_id, c->run_id);
-    attrs_changed(m, c->thread_id, c->run_id);
     sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
     memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
@@ -340,7 +308,6 @@ static void *hub_main(void *arg)
                 store_appended(m, &queue[i]);
             } else {
                 dirs_changed(m, queue[i].thread_id, queue[i].run_id);
-                attrs_changed(m, queue[i].thread_id, queue[i].deleted ? NULL : queue[i].run_id);
                 sync_logs(m, queue[i].thread_id);
             }
         }
@@ -374,7 +341,6 @@ static void *hub_main(void *arg)
             int64_t rewrites = hub->rewrites;
             names_due = 1;
             sync_dirs(m);
-            attrs_changed(m, NULL, NULL);
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
                 drop_all(m);
@@ -466,23 +432,14 @@ static void request_round(rfs_hub *hub, int wait)
             break;
 }
 
-/* The kernel may hold pages of log n, or its attributes (a size it was given). */
-static int log_held(rfs_mount *m, const rfs_node *n)
-{
-    uint64_t ino = rfs_itable_ino_of(m->inodes, n);
-    int64_t known = -1;
-    return rfs_itable_cached(m->inodes, ino) ||
-           (rfs_itable_known_size(m->inodes, ino, &known) == 0 && known >= 0);
-}
-
 static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int deleted,
                          const rs_placement *at, size_t len)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
-    /* Only a log the kernel may hold pages or attributes of needs the invalidation before
-     * write() returns; otherwise the hub just wakes followers. */
+    /* Only a log the kernel may hold pages of needs the invalidation before write()
+     * returns; otherwise the hub just wakes followers. */
     rfs_node n = {.kind = RFS_T_EVENTS}, run = {.kind = RFS_R_EVENTS};
     /* ids are 1-64 characters, which every id field holds; the thread's files have no run
      * id (their inode numbers are of the node without one) */
@@ -490,7 +447,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         (run_id && rs_fmt(run.run_id, sizeof run.run_id, "%s", run_id) < 0))
         return;
     memcpy(run.thread_id, n.thread_id, sizeof run.thread_id);
-    int wait = log_held(m, &n);
+    int wait = rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &n));
     /* So does a kept view of the thread. */
     static const rfs_kind views[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT};
     for (size_t i = 0; i < sizeof views / sizeof views[0] && !wait; i++) {
@@ -499,12 +456,8 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         wait = rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &n), &kept) == 0 &&
                kept >= 0;
     }
-    /* So does a view of it whose attributes the kernel keeps. */
-    rfs_node thr = {.kind = RFS_THREAD};
-    memcpy(thr.thread_id, n.thread_id, sizeof thr.thread_id);
-    wait |= rfs_itable_attrs_below(m->inodes, rfs_itable_ino_of(m->inodes, &thr));
     if (run_id) {
-        wait |= log_held(m, &run);
+        wait |= rfs_itable_cached(m->inodes, rfs_itable_ino_of(m->inodes, &run));
         int64_t kept = -1;
         run.kind = RFS_R_OTEL; /* the run's view the kernel may keep */
         wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &run), &kept) == 0 &&

@@ -230,45 +230,11 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
 
 /* The kernel's name and attribute caches are shared by every caller of a mount: where each
  * uid is its own owner, nothing may be cached, or one uid would see what another looked
- * up. A directory's attributes and an exact log's are kept: the hub drops them at every
- * change that moves them (notify.c: dirs_changed, sync_dirs, tail_changed, drop_all). */
-/* The views and documents of a thread or run whose attributes the kernel keeps: sized
- * from the thread's rows alone (a stat after a change sizes them again), each change of
- * the thread drops them (notify.c: attrs_changed). Not the views the kernel keeps the bytes
- * of (their getattr checks the version the cache holds), nor files that exist only
- * sometimes or answer from live data. */
-static int view_attrs_kept(rfs_kind k)
+ * up. A file's attributes are not kept: a stat after another process's change (which the
+ * hub sees only at its tick) must say the file as it is, so every stat asks the store. */
+double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind)
 {
-    switch (k) {
-    case RFS_T_MESSAGES:
-    case RFS_T_COUNT:
-    case RFS_T_SEQ:
-    case RFS_T_STATS:
-    case RFS_R_MESSAGES:
-    case RFS_R_TYPE:
-    case RFS_R_TASK:
-    case RFS_R_WORKSPACE:
-    case RFS_R_RECEIPT:
-    case RFS_R_STATS:
-    case RFS_R_TIMELINE: return 1;
-    default: return 0;
-    }
-}
-
-double rfs_attr_timeout(rfs_mount *m, const rfs_node *n, uint64_t ino, const rfs_stat *st)
-{
-    if (m->opt.user_from_uid)
-        return 0.0;
-    if (rfs_node_is_dir(n->kind) || (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG))
-        return DIR_TIMEOUT;
-    if (!view_attrs_kept(n->kind) || st->unsized)
-        return 0.0;
-    rfs_node t = {.kind = RFS_THREAD};
-    memcpy(t.thread_id, n->thread_id, sizeof t.thread_id);
-    /* Marked before the reply: the hub's drop after a change finds it (rfs_cache_check). */
-    return rfs_itable_mark_attrs(m->inodes, ino, rfs_itable_ino_of(m->inodes, &t)) == 0
-               ? DIR_TIMEOUT
-               : 0.0;
+    return rfs_node_is_dir(kind) && !m->opt.user_from_uid ? DIR_TIMEOUT : 0.0;
 }
 
 uint64_t rfs_cache_begin(rfs_mount *m)
@@ -350,7 +316,7 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
     if (rc)
         return rc;
     e->ino = ino;
-    e->attr_timeout = rfs_attr_timeout(m, n, ino, st);
+    e->attr_timeout = rfs_attr_timeout(m, n->kind);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
     e->entry_timeout = rfs_entry_timeout(m, n->kind);
     rfs_fill_attr(req, n, st, ino, &e->attr);
@@ -567,9 +533,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     struct stat a;
     rfs_fill_attr(req, &n, &st, ino, &a);
-    double timeout = rfs_attr_timeout(m, &n, ino, &st);
-    if (!rfs_cache_check(m, gen))
-        timeout = 0.0;
+    double timeout = rfs_cache_check(m, gen) ? rfs_attr_timeout(m, n.kind) : 0.0;
     fuse_reply_attr(req, &a, timeout);
     rfs_cache_end(m);
 }

@@ -34,9 +34,7 @@ const char *rfs_bad_name_reason(const rfs_node *parent);
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
                    struct stat *a);
-/* How long the kernel may keep the attributes st of n (inode ino); a view's are marked in
- * the inode table for the hub to drop. */
-double rfs_attr_timeout(rfs_mount *m, const rfs_node *n, uint64_t ino, const rfs_stat *st);
+double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
 /* Around a reply that lets the kernel cache (rfs_mount's attr_gen): begin before the stat;
  * check (1: the reply may cache; 0: no change may be missed, cache nothing) right before
  * the reply, and end right after it. */

@@ -79,18 +79,18 @@ size_true() {
   [ "$(stat -c %s "$1")" -eq "$(wc -c <"$1")" ] && [ "$(wc -l <"$1")" -eq "$2" ]
 }
 
-# Views and documents whose attributes the kernel keeps (their size moves with each row).
+# Views and documents whose size moves with each row.
 VIEWS=(messages.jsonl message-count seq stats.json runs/r/messages.jsonl runs/r/receipt.json
   runs/r/stats.json runs/r/timeline.svg runs/r/workspace-changes.json
   runs/r/types/llm.human.input.jsonl)
 
-@test "the kernel's kept attributes of the logs and views are dropped by each append through this mount, at once" {
+@test "stat of every log and view says its new size right after an append through this mount" {
   local T=$MNT/threads/t i f
   mkdir -p "$T/runs/r"
   ev_start >>"$T/runs/r/events.jsonl"
   ev_human "word-0" 1 >>"$T/runs/r/events.jsonl"
   for i in 1 2 3 4 5; do
-    # Every file's attributes in the kernel's cache (listed with them, then stat'ed) ...
+    # Every file listed with its attributes and stat'ed ...
     ls -l "$T" "$T/runs/r" "$T/runs/r/types" >/dev/null
     for f in events.jsonl runs/r/events.jsonl "${VIEWS[@]}"; do stat "$T/$f" >/dev/null; done
     ev_human "word-$i" $((i + 1)) >>"$T/runs/r/events.jsonl"
@@ -111,7 +111,7 @@ views_true() {
   for f in "${VIEWS[@]}"; do [ "$(stat -c %s "$1/$f")" -eq "$(wc -c <"$1/$f")" ] || return 1; done
 }
 
-@test "the kernel's kept attributes of views are dropped by another mount's append and another writer's insert" {
+@test "stat of every view says its new size after another mount's append and another writer's insert" {
   local T=$MNT/threads/t B=$WORK/mnt-b seq
   mkdir -p "$T/runs/r"
   ev_start >>"$T/runs/r/events.jsonl"
