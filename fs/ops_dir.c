@@ -146,10 +146,6 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * rendering them. */
 static int plus_kind(rfs_kind k)
 {
-    /* A thread's stat indexes it (its first use): listing threads/ must index none, so
-     * their attributes wait for a lookup, as `ls -l` asks for them. */
-    if (k == RFS_THREAD)
-        return 0;
     if (rfs_node_is_dir(k))
         return 1;
     switch (k) {
@@ -194,10 +190,14 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
     rfs_node child;
     rfs_stat st;
     rs_err err = {0};
-    /* . and .. are not lookups for the kernel: no reference may be counted for them. */
+    /* . and .. are not lookups for the kernel: no reference may be counted for them. A
+     * thread's stat indexes it (its first use) and listing threads/ must index none: a
+     * thread's attributes come from the listing's times (an indexed thread's) or wait for a
+     * lookup, as `ls -l` asks for them. */
     if (i < 2 || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
         (!listed_stat(de, &child, fresh, &st) &&
-         (!s || rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized)) ||
+         (child.kind == RFS_THREAD || !s ||
+          rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized)) ||
         rfs_entry_param(req, &child, &st, e)) {
         memset(e, 0, sizeof *e);
         e->attr.st_ino = de->ino;
