@@ -82,6 +82,10 @@ static const char rs_schema_sql[] =
     ") WITHOUT ROWID;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('indexed_id',\n"
     "  (SELECT coalesce(max(id), 0) FROM run_events));\n"
+    /* canon_lo..canon_hi: the top range of runfs_canon's (below), kept here instead, beside
+     * indexed_id: an append moves both, and rows of one small table share a page, so the
+     * commit writes one page for both (canon_lo 0: no top range). */
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('canon_lo', 0), ('canon_hi', 0);\n"
     /* Rows deleted by any writer (DeerFlow too: the trigger lives in the file) leave their
      * thread to be recomputed; an id freed at the top may be handed out again. */
     "CREATE TRIGGER IF NOT EXISTS runfs_forget_deleted AFTER DELETE ON run_events BEGIN\n"
@@ -130,9 +134,10 @@ static const char rs_schema_sql[] =
     ") WITHOUT ROWID;\n"
     /* Rows runfs's put stored, as run_events id ranges lo..hi (one per stretch of
      * transactions no other writer came between): their columns are canonical already, so
-     * a read copies them instead of rendering them again. An id freed at the top may be
-     * handed out again, to any writer: no range keeps covering it. Made last, so a store
-     * without it gets the whole schema again (every statement IF NOT EXISTS). */
+     * a read copies them instead of rendering them again. The highest range is runfs_meta's
+     * canon_lo..canon_hi (layout 5), every range here lies below it. An id freed at the top
+     * may be handed out again, to any writer: no range keeps covering it. Made last, so a
+     * store without it gets the whole schema again (every statement IF NOT EXISTS). */
     "CREATE TABLE IF NOT EXISTS runfs_canon (\n"
     "  hi INTEGER PRIMARY KEY,\n"
     "  lo INTEGER NOT NULL\n"
@@ -143,6 +148,10 @@ static const char rs_schema_sql[] =
     "    AND lo > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "  UPDATE runfs_canon SET hi = coalesce((SELECT max(id) FROM run_events), 0)\n"
     "    WHERE hi > coalesce((SELECT max(id) FROM run_events), 0);\n"
+    "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo'\n"
+    "    AND value > coalesce((SELECT max(id) FROM run_events), 0);\n"
+    "  UPDATE runfs_meta SET value = coalesce((SELECT max(id) FROM run_events), 0)\n"
+    "    WHERE key = 'canon_hi' AND value > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n"
     /* A row changed in place (by DeerFlow or anyone) may no longer be canonical: the range
      * around its id (old and new) goes, so it is rendered, as runfs_canon_update does on
@@ -152,6 +161,9 @@ static const char rs_schema_sql[] =
     "    AND lo <= old.id;\n"
     "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= new.id)\n"
     "    AND lo <= new.id;\n"
+    "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo' AND value > 0 AND (\n"
+    "    (old.id >= value AND old.id <= (SELECT value FROM runfs_meta WHERE key = 'canon_hi'))\n"
+    "    OR (new.id >= value AND new.id <= (SELECT value FROM runfs_meta WHERE key = 'canon_hi')));\n"
     "END;\n"
     /* Rows changed in place or deleted, by anyone (DeerFlow, sqlite3, another mount): the
      * threads the row was and is in are recomputed from their rows at their next use, and
@@ -166,10 +178,10 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
     "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
     "END;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 4);\n";
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 5);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. */
-#define RS_SCHEMA_LAYOUT 4
+#define RS_SCHEMA_LAYOUT 5
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
  * blocked another's. Before the tables of rs_schema_sql are created, the old ones step
@@ -201,6 +213,18 @@ static const char *const rs_schema_columns3[][2] = {
     {"runfs_thread", "msg_size"}, {"runfs_run", "msg_size"}, {"runfs_run", "terminal_seq"},
     {"runfs_run", "ws_count"},    {"runfs_run", "ws_seq"},
 };
+
+/* Layouts up to 4 kept the top canonical range in runfs_canon: their triggers go before
+ * rs_schema_sql makes this layout's (rs_schema_canon_drop_sql), then the range moves to
+ * runfs_meta (rs_schema_canon_move_sql), in the same transaction. */
+static const char rs_schema_canon_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_canon_top;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_canon_update;\n";
+static const char rs_schema_canon_move_sql[] =
+    "UPDATE runfs_meta SET value = coalesce((SELECT lo FROM runfs_canon ORDER BY hi DESC\n"
+    "  LIMIT 1), 0) WHERE key = 'canon_lo';\n"
+    "UPDATE runfs_meta SET value = coalesce((SELECT max(hi) FROM runfs_canon), 0)\n"
+    "  WHERE key = 'canon_hi';\n"
+    "DELETE FROM runfs_canon WHERE hi = (SELECT max(hi) FROM runfs_canon);\n";
 
 /* run_events columns runfs reads and writes (DeerFlow's; a fork may add more). */
 static const char *const rs_schema_columns[] = {

@@ -643,7 +643,7 @@ static int add_feed(rs_backend *b, rs_err *err)
         rc = rs_err_set(err, sq_fail(b, src, NULL, "schema"), "cannot set up the change feed: %s",
                         msg ? msg : sqlite3_errstr(src));
     sqlite3_free(msg);
-    return rc ? rc : sq_exec(b, "UPDATE runfs_meta SET value = 4 WHERE key = 'layout'", err);
+    return rc;
 }
 
 /* Every thread's logs indexed again from its rows (a layout that kept less). */
@@ -1407,11 +1407,16 @@ static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *
     if ((rc = table_exists(b, "run_event_thread_seq", &has_hwm, err)))
         goto fail;
     int migrate = layout == 1, sizes = layout == 1 || layout == 2;
+    int canon_move = layout > 0 && layout < 5;
     int src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
+    if (src == SQLITE_OK && canon_move)
+        src = sqlite3_exec(b->db, rs_schema_canon_drop_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK)
         src = sqlite3_exec(b->db, rs_schema_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && migrate)
         src = sqlite3_exec(b->db, rs_schema_migrate_copy_sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK && canon_move)
+        src = sqlite3_exec(b->db, rs_schema_canon_move_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && !has_hwm)
         src = sqlite3_exec(b->db, rs_schema_hwm_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK)
@@ -1423,10 +1428,17 @@ static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *
         goto fail;
     }
     if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
-        (sizes && (rc = reindex_all(b, err))))
+        (sizes && (rc = reindex_all(b, err))) ||
+        (rc = sq_step(b, NULL, err, "schema",
+                      "UPDATE runfs_meta SET value = ? WHERE key = 'layout'", "i",
+                      (int64_t)RS_SCHEMA_LAYOUT)) < 0)
         goto fail;
+    rc = 0;
     clear_stale_holds(b);
-    return sq_commit(b, err);
+    if ((rc = sq_commit(b, err)))
+        return rc;
+    b->layout = RS_SCHEMA_LAYOUT;
+    return 0;
 fail:
     sq_rollback(b);
     return rc;
@@ -1649,8 +1661,12 @@ int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id)
     if (id >= c->lo && id <= c->hi)
         return c->in;
     sqlite3_stmt *st;
+    /* The file's own runfs_meta (a reader's TEMP copy would be stale): of this layout only. */
     int rc = sq_step(b, &st, NULL, "canonical rows",
-                     "SELECT hi, lo FROM runfs_canon WHERE hi >= ?1 ORDER BY hi LIMIT 1", "i", id);
+                     b->layout == RS_SCHEMA_LAYOUT ? SQ_CANON_NEXT_SQL
+                                                   : "SELECT hi, lo FROM runfs_canon WHERE hi >= "
+                                                     "?1 ORDER BY hi LIMIT 1",
+                     "i", id);
     c->in = 0;
     c->lo = rc < 0 ? INT64_MIN : id; /* no answer: every row the general way */
     c->hi = INT64_MAX;

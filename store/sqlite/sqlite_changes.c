@@ -57,20 +57,19 @@ int sq_change_touch(rs_backend *b, const char *thread_id, const char *run_id, rs
 int sq_change_rows(rs_backend *b, int64_t above_id, int64_t upto_id, int foreign, rs_err *err)
 {
     b->change_known = 0;
-    int rc =
-        sq_step(b, NULL, err, "change feed",
-                "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
-                "SELECT thread_id, run_id, " HIGHEST_CHANGE
-                " + row_number() OVER (ORDER BY thread_id, run_id), own, top "
-                "FROM (SELECT thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM "
-                "run_events e WHERE id > ?1 AND id <= ?2 AND NOT (?3 AND EXISTS (SELECT 1 FROM "
-                "runfs_canon c WHERE c.hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= e.id) "
-                "AND c.lo <= e.id)) GROUP BY thread_id, run_id) n "
-                "WHERE NOT EXISTS (SELECT 1 FROM runfs_change c WHERE c.thread_id = "
-                "n.thread_id AND c.run_id = n.run_id AND c.hi_id >= n.top) "
-                "ON CONFLICT (thread_id, run_id) DO UPDATE SET change = excluded.change, "
-                "deleted = 0, hi_id = excluded.hi_id, " OWNER_MERGE,
-                "iii", above_id, upto_id, (int64_t)foreign);
+    int rc = sq_step(b, NULL, err, "change feed",
+                     "INSERT INTO runfs_change (thread_id, run_id, change, owner, hi_id) "
+                     "SELECT thread_id, run_id, " HIGHEST_CHANGE
+                     " + row_number() OVER (ORDER BY thread_id, run_id), own, top "
+                     "FROM (SELECT thread_id, run_id, " ROWS_OWNER " AS own, max(id) AS top FROM "
+                     "run_events e WHERE id > ?1 AND id <= ?2 AND NOT (?3 AND " SQ_CANON_HAS_ROW
+                     ") "
+                     "GROUP BY thread_id, run_id) n "
+                     "WHERE NOT EXISTS (SELECT 1 FROM runfs_change c WHERE c.thread_id = "
+                     "n.thread_id AND c.run_id = n.run_id AND c.hi_id >= n.top) "
+                     "ON CONFLICT (thread_id, run_id) DO UPDATE SET change = excluded.change, "
+                     "deleted = 0, hi_id = excluded.hi_id, " OWNER_MERGE,
+                     "iii", above_id, upto_id, (int64_t)foreign);
     return rc < 0 ? rc : 0;
 }
 

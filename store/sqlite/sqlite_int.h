@@ -163,6 +163,22 @@ int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, 
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
     "e.created_at, e.user_id, e.id"
 
+/* Rows runfs's put stored (layout 5): ranges in runfs_canon, and above them the top range,
+ * runfs_meta's canon_lo..canon_hi (canon_lo 0: none). SQ_CANON_NEXT_SQL: hi, lo of the
+ * lowest range whose hi is ?1 or more, the file's own (main) runfs_meta read (a reader's
+ * TEMP copy may be stale). SQ_CANON_HAS_ROW: an SQL condition, row e's id lies in a range
+ * (for a writer's statement). */
+#define SQ_CANON_NEXT_SQL \
+    "SELECT hi, lo FROM (SELECT hi, lo FROM runfs_canon WHERE hi >= ?1 ORDER BY hi LIMIT 1) " \
+    "UNION ALL SELECT h.value, l.value FROM main.runfs_meta l JOIN main.runfs_meta h ON " \
+    "h.key = 'canon_hi' WHERE l.key = 'canon_lo' AND l.value > 0 AND h.value >= ?1 " \
+    "ORDER BY 1 LIMIT 1"
+#define SQ_CANON_HAS_ROW \
+    "(EXISTS (SELECT 1 FROM runfs_canon c WHERE c.hi = (SELECT min(hi) FROM runfs_canon WHERE " \
+    "hi >= e.id) AND c.lo <= e.id) OR EXISTS (SELECT 1 FROM runfs_meta l JOIN runfs_meta h ON " \
+    "h.key = 'canon_hi' WHERE l.key = 'canon_lo' AND l.value > 0 AND e.id BETWEEN l.value AND " \
+    "h.value))"
+
 /* Map a SQLite result to a negative errno with a reason. */
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 /* A cached statement, reset and unbound, busy until sq_stmt_done. */

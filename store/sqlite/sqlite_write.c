@@ -301,20 +301,40 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     return rc;
 }
 
-/* Rows lo..hi were stored by put in this transaction: they extend the range they follow,
- * or start one. Inside a transaction ids are handed out in turn (max + 1), so no other
- * writer's row lies between lo and hi. A range reaching lo is stale (its top rows were
- * deleted where runfs_canon_top did not see it): it goes, so it never claims new rows. */
+/* Rows lo..hi were stored by put in this transaction: they extend the top range
+ * (runfs_meta's canon_lo..canon_hi) when they follow it, or start the top range, the one
+ * before going down to runfs_canon. Inside a transaction ids are handed out in turn (max +
+ * 1), so no other writer's row lies between lo and hi. A range reaching lo is stale (its
+ * top rows were deleted where runfs_canon_top did not see it): it goes, so it never claims
+ * new rows. An append that continues the top range writes one row of runfs_meta, on the page
+ * its indexed_id (sq_caught_up) is written to anyway. */
 static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
 {
+    int64_t top_lo = 0, top_hi = 0;
     int rc =
         sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
     if (rc >= 0)
+        rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'canon_lo'", NULL, NULL, &top_lo,
+                    NULL, err);
+    if (rc >= 0 && top_lo > 0)
+        rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'canon_hi'", NULL, NULL, &top_hi,
+                    NULL, err);
+    if (rc < 0)
+        return rc;
+    if (top_lo > 0 && top_hi == lo - 1) {
         rc = sq_step(b, NULL, err, "canonical rows",
-                     "UPDATE runfs_canon SET hi = ?2 WHERE hi = ?1 - 1", "ii", lo, hi);
-    if (rc >= 0 && !sqlite3_changes(b->db))
+                     "UPDATE runfs_meta SET value = ?1 WHERE key = 'canon_hi'", "i", hi);
+        return rc < 0 ? rc : 0;
+    }
+    if (top_lo > 0 && top_hi < lo)
         rc = sq_step(b, NULL, err, "canonical rows",
-                     "INSERT INTO runfs_canon (hi, lo) VALUES (?2, ?1)", "ii", lo, hi);
+                     "INSERT OR REPLACE INTO runfs_canon (hi, lo) VALUES (?1, ?2)", "ii", top_hi,
+                     top_lo);
+    if (rc >= 0)
+        rc = sq_step(b, NULL, err, "canonical rows",
+                     "UPDATE runfs_meta SET value = CASE key WHEN 'canon_lo' THEN ?1 ELSE ?2 END "
+                     "WHERE key IN ('canon_lo', 'canon_hi')",
+                     "ii", lo, hi);
     return rc < 0 ? rc : 0;
 }
 

@@ -6,6 +6,13 @@ load lib
 
 T=threads/t1
 
+# canon_ranges: the SQL of the store's ranges of rows runfs stored (hi, lo): runfs_canon's,
+# and on SQLite (layout 5) the top range, kept in runfs_meta.
+canon_ranges() {
+  if on_pg; then echo "runfs_canon"; return; fi
+  echo "(SELECT hi, lo FROM runfs_canon UNION ALL SELECT h.value AS hi, l.value AS lo FROM runfs_meta l, runfs_meta h WHERE l.key = 'canon_lo' AND h.key = 'canon_hi' AND l.value > 0)"
+}
+
 # A fixture thread: r1 with every kind of message row, r2 superseded by r3 (a regenerate).
 fixture() {
   mkdir -p "$MNT/$T/runs/r1" "$MNT/$T/runs/r2" "$MNT/$T/runs/r3"
@@ -211,6 +218,7 @@ EOF2
   for f in "${files[@]}"; do cat "$MNT/$f" > "$WORK/copied.${f//\//_}"; done
   # Without the ranges every row is rendered again: the same bytes.
   store_sql "DELETE FROM runfs_canon"
+  on_pg || store_sql "UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo'"
   for f in "${files[@]}"; do
     "$RUNFS" cat "$STORE" "$f" > "$WORK/rendered.${f//\//_}"
     cmp "$WORK/copied.${f//\//_}" "$WORK/rendered.${f//\//_}"
@@ -223,14 +231,14 @@ EOF2
   local id top
   id=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 3")
   top=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 5")
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $top")" -eq 1 ]
+  [ "$(store_sql "SELECT count(*) FROM $(canon_ranges) WHERE lo <= $id AND hi >= $top")" -eq 1 ]
   # DeerFlow's role (runfs.writer unset) gives by hand an id a runfs row had.
   store_sql "DELETE FROM run_events WHERE id = $id;
     INSERT INTO run_events (id, thread_id, run_id, event_type, category, content, event_metadata, seq, created_at)
     VALUES ($id, 't1', 'r1', 'llm.error', 'trace', 'spaced', '{\"a\":  1,   \"b\" : [ 2 ]}', 3, '2026-01-02 03:04:05+00');"
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 0 ]
+  [ "$(store_sql "SELECT count(*) FROM $(canon_ranges) WHERE lo <= $id AND hi >= $id")" -eq 0 ]
   store_sql "UPDATE run_events SET event_metadata = '{ \"c\" : \"d\" }' WHERE id = $top"
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $top AND hi >= $top")" -eq 0 ]
+  [ "$(store_sql "SELECT count(*) FROM $(canon_ranges) WHERE lo <= $top AND hi >= $top")" -eq 0 ]
   wait_for 10 grep -qF '"content":"spaced"' "$MNT/$T/events.jsonl"
   run grep -F '"seq":3,' "$MNT/$T/events.jsonl"
   assert_output '{"thread_id":"t1","run_id":"r1","seq":3,"event_type":"llm.error","category":"trace","content":"spaced","metadata":{"a":1,"b":[2]},"created_at":"2026-01-02T03:04:05.000000+00:00"}'
@@ -258,7 +266,7 @@ EOF2
 @test "a row changed in place is rendered, not copied; a SQLite store set up without the trigger gets it at a read-write open" {
   local id
   id=$(store_sql "SELECT id FROM run_events WHERE thread_id = 't1' AND seq = 2")
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 1 ]
+  [ "$(store_sql "SELECT count(*) FROM $(canon_ranges) WHERE lo <= $id AND hi >= $id")" -eq 1 ]
   cat "$MNT/$T/events.jsonl" > "$WORK/before"
   if ! on_pg; then
     # as an older build left it: a reader alters nothing, a writer adds the trigger
@@ -274,7 +282,7 @@ EOF2
   if on_pg; then spaced="CAST(replace(CAST(event_metadata AS text), '\":', '\" :  ') AS json)"; fi
   store_sql "UPDATE run_events SET event_metadata = $spaced WHERE id = $id"
   [[ $(store_sql "SELECT event_metadata FROM run_events WHERE id = $id") == *'" :  '* ]]
-  [ "$(store_sql "SELECT count(*) FROM runfs_canon WHERE lo <= $id AND hi >= $id")" -eq 0 ]
+  [ "$(store_sql "SELECT count(*) FROM $(canon_ranges) WHERE lo <= $id AND hi >= $id")" -eq 0 ]
   run "$RUNFS" cat "$STORE" "$T/events.jsonl"
   assert_success
   assert_output "$(cat "$WORK/before")"

@@ -2593,13 +2593,18 @@ static void test_foreign_delete_reindexes(void **state)
     check_log("t1", "r1", 3 * 179, "1 3 6");
 }
 
+/* The ranges of rows put stored, lowest first: runfs_canon's, then runfs_meta's top one. */
+#define CANON_RANGES \
+    "SELECT group_concat(lo || '-' || hi, ' ') FROM (SELECT lo, hi FROM runfs_canon UNION ALL " \
+    "SELECT l.value, h.value FROM runfs_meta l, runfs_meta h WHERE l.key = 'canon_lo' AND " \
+    "h.key = 'canon_hi' AND l.value > 0 ORDER BY hi)"
+
 /* Rows put stored are kept as id ranges (runfs_canon) and copied on read; a row another
  * writer stored, even at an id a put's row had before it was deleted, is rendered again. */
 static void test_canonical_rows(void **state)
 {
     (void)state;
-    static const char ranges[] =
-        "SELECT group_concat(lo || '-' || hi, ' ') FROM (SELECT lo, hi FROM runfs_canon ORDER BY hi)";
+    static const char ranges[] = CANON_RANGES;
     static const char foreign[] =
         "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
         "event_metadata, seq, created_at) VALUES ('t1', 'r1', 'alice', 'llm.ai.response', "
@@ -2611,6 +2616,8 @@ static void test_canonical_rows(void **state)
     char *got = raw_text(fx.db, ranges);
     assert_string_equal(got, "1-5");
     free(got);
+    /* appends that continue the top range write it in runfs_meta only */
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 0);
     snprintf(sql, sizeof sql, foreign, 6);
     assert_int_equal(raw_exec(fx.db, sql), 0);
     put("t1", "r1", "alice", ERR("f"));
@@ -2650,6 +2657,101 @@ static void test_canonical_rows(void **state)
     assert_string_equal(out.buf, want.buf);
     rs_buf_release(&out);
     rs_buf_release(&want);
+}
+
+/* A store of layout 4 kept its top range in runfs_canon, with triggers that knew only that
+ * table: a reader reads it as it is, a read-write open moves the range to runfs_meta and
+ * makes the triggers again; appends, updates in place and deletes at the top then keep the
+ * top range exact. */
+static void test_canon_layout4(void **state)
+{
+    (void)state;
+    static const char ranges[] = CANON_RANGES;
+    static const char to_v4[] =
+        "BEGIN;"
+        "INSERT INTO runfs_canon (hi, lo) SELECT h.value, l.value FROM runfs_meta l, runfs_meta h "
+        "WHERE l.key = 'canon_lo' AND h.key = 'canon_hi' AND l.value > 0;"
+        "DELETE FROM runfs_meta WHERE key IN ('canon_lo', 'canon_hi');"
+        "DROP TRIGGER runfs_canon_top; DROP TRIGGER runfs_canon_update;"
+        "CREATE TRIGGER runfs_canon_top AFTER DELETE ON run_events WHEN old.id > "
+        "coalesce((SELECT max(id) FROM run_events), 0) BEGIN DELETE FROM runfs_canon WHERE hi > "
+        "coalesce((SELECT max(id) FROM run_events), 0) AND lo > coalesce((SELECT max(id) FROM "
+        "run_events), 0); UPDATE runfs_canon SET hi = coalesce((SELECT max(id) FROM run_events), "
+        "0) WHERE hi > coalesce((SELECT max(id) FROM run_events), 0); END;"
+        "CREATE TRIGGER runfs_canon_update AFTER UPDATE ON run_events BEGIN DELETE FROM "
+        "runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id) AND lo <= "
+        "old.id; DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= "
+        "new.id) AND lo <= new.id; END;"
+        "UPDATE runfs_meta SET value = 4 WHERE key = 'layout';"
+        "COMMIT;";
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO run_events (thread_id, run_id, event_type, category, content, "
+             "event_metadata, seq, created_at) VALUES ('t1', 'r1', 'llm.error', 'trace', 'x', "
+             "'{}', %d, '2026-01-02 03:04:05')",
+             4);
+    put("t1", "r1", "alice", ERR("a") ERR("b") ERR("c"));
+    assert_int_equal(raw_exec(fx.db, sql), 0);
+    put("t1", "r1", "alice", ERR("d") ERR("e"));
+    char *got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 5-6");
+    free(got);
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
+    rs_buf before = RS_BUF_INIT, out = RS_BUF_INIT;
+    query_lines(&q, &before);
+    rs_store_close(fx.s);
+    assert_int_equal(raw_exec(fx.db, to_v4), SQLITE_OK);
+    /* a reader alters nothing and reads the layout-4 ranges */
+    fx.s = open_store(fx.db, 0, 1);
+    query_lines(&q, &out);
+    assert_string_equal(out.buf, before.buf);
+    rs_store_close(fx.s);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 4);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 2);
+    fx.s = open_store(fx.db, 0, 0);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                    "('runfs_canon_top', 'runfs_canon_update') AND sql LIKE "
+                                    "'%canon_lo%'"),
+                     2);
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 5-6");
+    free(got);
+    rs_buf_reset(&out);
+    query_lines(&q, &out);
+    assert_string_equal(out.buf, before.buf);
+    put("t1", "r1", "alice", ERR("f"));
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 5-7");
+    free(got);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 1);
+    /* a row of the top range changed in place: the range goes */
+    assert_int_equal(raw_exec(fx.db, "UPDATE run_events SET content = 'y' WHERE id = 6"), 0);
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3");
+    free(got);
+    /* a new top range; its rows deleted at the top take it */
+    put("t1", "r1", "alice", ERR("g") ERR("h"));
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 8-9");
+    free(got);
+    assert_int_equal(raw_exec(fx.db, "DELETE FROM run_events WHERE id = 9"), 0);
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 8-8");
+    free(got);
+    assert_int_equal(raw_exec(fx.db, "DELETE FROM run_events WHERE id = 8"), 0);
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3");
+    free(got);
+    /* and the next append starts it again, not over a range below */
+    put("t1", "r1", "alice", ERR("i"));
+    got = raw_text(fx.db, ranges);
+    assert_string_equal(got, "1-3 8-8");
+    free(got);
+    rs_buf_release(&before);
+    rs_buf_release(&out);
 }
 
 #define WS(n)                                                                                      \
@@ -2756,7 +2858,7 @@ static void test_view_facts(void **state)
                      SQLITE_OK);
     rs_store *ro = open_store(fx.db, 0, 1);
     rs_store *rw = open_store(fx.db, 0, 0);
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 4);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
     for (int i = 0; i < 2; i++) {
         fx.s = i ? rw : ro;
         check_messages_size("t1", runs + 1, 2);
@@ -2933,7 +3035,7 @@ static void test_layout_migration(void **state)
     assert_int_equal(raw_exec(fx.db, to_v1), SQLITE_OK);
     fx.s = open_apart();
     rs_store *ap = fx.s;
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 4);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = 'alice'"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = ''"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_once WHERE owner = 'alice'"), 1);
@@ -3104,6 +3206,7 @@ int main(void)
         T(test_byte_offsets),
         T(test_foreign_delete_reindexes),
         T(test_canonical_rows),
+        T(test_canon_layout4),
         T(test_append_after_changes_elsewhere),
         T(test_view_facts),
         T(test_create_thread_and_run),
