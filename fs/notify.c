@@ -463,6 +463,13 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         wait |= rfs_itable_known_size(m->inodes, rfs_itable_ino_of(m->inodes, &run), &kept) == 0 &&
                 kept >= 0;
     }
+    /* The directories above the change show its time at once: the kernel keeps their
+     * attributes, and a write() that does not wait for the hub drops them itself (attributes
+     * only, of other inodes than the one written: nothing the kernel holds for this write). */
+    if (!wait && !deleted) {
+        gen_bump(m);
+        dirs_changed(m, n.thread_id, run_id ? run.run_id : "");
+    }
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < RFS_HUB_QUEUE_MAX) {
         rfs_change *c = &hub->queue[hub->queued++];
