@@ -37,6 +37,7 @@ typedef struct rfs_change {
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
     int deleted;
+    int dirs_dropped; /* the writer dropped the directories' attributes itself */
     /* An append of this mount: where its lines landed and their length. */
     int placed;
     size_t len;

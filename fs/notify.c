@@ -237,7 +237,8 @@ static void sync_dirs(rfs_mount *m)
  * exactly from where the lines landed. */
 static void store_appended(rfs_mount *m, const rfs_change *c)
 {
-    dirs_changed(m, c->thread_id, c->run_id);
+    if (!c->dirs_dropped)
+        dirs_changed(m, c->thread_id, c->run_id);
     sync_views(m, c->thread_id);
     rfs_node n = {.kind = RFS_R_EVENTS};
     memcpy(n.thread_id, c->thread_id, sizeof n.thread_id);
@@ -307,7 +308,8 @@ static void *hub_main(void *arg)
             if (queue[i].placed) {
                 store_appended(m, &queue[i]);
             } else {
-                dirs_changed(m, queue[i].thread_id, queue[i].run_id);
+                if (!queue[i].dirs_dropped)
+                    dirs_changed(m, queue[i].thread_id, queue[i].run_id);
                 sync_logs(m, queue[i].thread_id);
             }
         }
@@ -466,7 +468,8 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     /* The directories above the change show its time at once: the kernel keeps their
      * attributes, and a write() that does not wait for the hub drops them itself (attributes
      * only, of other inodes than the one written: nothing the kernel holds for this write). */
-    if (!wait && !deleted) {
+    int dirs_dropped = !wait && !deleted;
+    if (dirs_dropped) {
         gen_bump(m);
         dirs_changed(m, n.thread_id, run_id ? run.run_id : "");
     }
@@ -476,6 +479,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         memcpy(c->thread_id, n.thread_id, sizeof c->thread_id);
         memcpy(c->run_id, run_id ? run.run_id : "", run_id ? sizeof c->run_id : 1);
         c->deleted = deleted;
+        c->dirs_dropped = dirs_dropped;
         c->placed = at != NULL;
         c->len = len;
         if (at)
