@@ -2,7 +2,9 @@
 # appending), hold N handles of it (a reading one reads up to 64 KiB, as cat does) and print
 # "KIND BYTES_PER_HANDLE": the daemon's RSS (/proc/PID/status, which any uid reads) grown
 # from the first N/2 handles to all N, per handle, so that what a kind's first use costs
-# (store connections and their caches) is not counted against the handles. The handles
+# (store connections and their caches) is not counted against the handles. That growth is
+# taken in two steps and the smaller one counts: a worker thread the daemon starts under
+# load (its stack, its malloc arena) lands in one step, not in every handle. The handles
 # are closed before the next kind.
 import os, sys, time
 
@@ -27,9 +29,12 @@ for kind in sys.argv[4:]:
     flags = os.O_WRONLY | os.O_APPEND if mode == "a" else os.O_RDONLY
     fds = []
     hold(path, flags, n // 2, fds)
-    half = rss(pid)
-    hold(path, flags, n - n // 2, fds)
-    full = rss(pid)
+    step = (n - n // 2) // 2
+    per = []
+    for count in (step, n - n // 2 - step):
+        before = rss(pid)
+        hold(path, flags, count, fds)
+        per.append(max(0, rss(pid) - before) // count)
     for fd in fds:
         os.close(fd)
-    print("%s %d" % (kind, max(0, full - half) // (n - n // 2)), flush=True)
+    print("%s %d" % (kind, min(per)), flush=True)

@@ -94,9 +94,10 @@ HANDLE_KINDS="contract.json threads/tm/events.jsonl threads/tm/history.jsonl
     assert_success
     echo "# $output" >&3
     # a few MiB for 10,000: about 400 bytes a handle on a quiet machine (a streamed view
-    # also keeps its place in the rendering, about 800); under 1 KiB however loaded the
-    # machine is (main: 22 KB for contract.json)
-    [ "${output##* }" -lt 1024 ] || fail "$kind: ${output##* } bytes a handle"
+    # also keeps its place in the rendering, about 800); under 2 KiB however loaded the
+    # machine is (1155 seen with both backends' suites running at once; the regression this
+    # guards against was 22 KB for contract.json)
+    [ "${output##* }" -lt 2048 ] || fail "$kind: ${output##* } bytes a handle"
     runfs_unmount "$m"
   done
 }
