@@ -81,6 +81,10 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    /* The directory's stat and those of the files listed only when they exist share the
+     * thread's or run's facts: read once. */
+    rfs_info_memo memo = {0};
+    sc.memo = &memo;
     rs_err err = {0};
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
