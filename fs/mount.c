@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attrs.h"
 #include "hub.h"
 #include "log.h"
 #include "mount.h"
@@ -289,7 +290,8 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
-    if (rfs_itable_new(&m.inodes) || rfs_rejects_new(&m.rejects) || rfs_sizes_new(&m.sizes) ||
+    if (rfs_itable_new(&m.inodes) || rfs_attrs_new(&m.attrs) || rfs_rejects_new(&m.rejects) ||
+        rfs_sizes_new(&m.sizes) ||
         rfs_pending_new(&m.pending, opt->max_pending, pending_share(&m)) || rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_tables;
@@ -326,6 +328,7 @@ out_session:
 out_tables:
     rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);
+    rfs_attrs_free(m.attrs);
     rfs_rejects_free(m.rejects);
     rfs_sizes_free(m.sizes);
     rfs_pending_free(m.pending);

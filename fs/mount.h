@@ -57,6 +57,7 @@ typedef struct rfs_mount {
     rs_options store_opt;
     struct fuse_session *se;
     rfs_itable *inodes;
+    struct rfs_attrs *attrs; /* files' attributes the kernel keeps (attrs.h) */
     int64_t mount_ns;
     rfs_pool *pool; /* store connections, one per request in flight */
     rfs_rejects *rejects;

@@ -203,9 +203,19 @@ static void attr_dropped(rfs_mount *m, const rfs_node *n)
         fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 }
 
-/* The directories above a change of thread_id (run_id: "" for the thread only). */
+/* The files' attributes the kernel keeps (attrs.h): attributes only, as for directories;
+ * the pages of a view the kernel keeps go by its version (sync_views). */
+static void file_attrs_dropped(void *ctx, uint64_t ino)
+{
+    rfs_mount *m = ctx;
+    fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
+}
+
+/* The directories above a change of thread_id (run_id: "" for the thread only), and the
+ * thread's files. */
 static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
 {
+    rfs_attrs_take(m->attrs, thread_id, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
     rfs_node n = {.kind = RFS_THREADS};
     attr_dropped(m, &n);
     memcpy(n.thread_id, thread_id, sizeof n.thread_id);
@@ -220,9 +230,11 @@ static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id
     attr_dropped(m, &n);
 }
 
-/* Another process changed something: every directory the kernel holds may show it. */
+/* Another process changed something: every directory the kernel holds may show it, and
+ * every file whose attributes it keeps. */
 static void sync_dirs(rfs_mount *m)
 {
+    rfs_attrs_take(m->attrs, NULL, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
     scan_ctx sc = {0};
     rfs_itable_each(m->inodes, RFS_THREADS, collect_node, &sc);
     rfs_itable_each(m->inodes, RFS_THREAD, collect_node, &sc);

@@ -228,13 +228,45 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
     a->st_atim = a->st_mtim;
 }
 
+/* Files whose bytes follow from their thread's rows and seals: every change of the thread
+ * drops the attributes the kernel keeps of them (the hub: this mount's commit before its
+ * write() returns, another process's at the next tick). The logs are left out: a stat
+ * right after another process's append says the log's new size (they are O(1) to stat),
+ * and so are the files that come and go (once/, seal.json, last-visible-ai-seq). */
+int rfs_row_view(rfs_kind kind)
+{
+    switch (kind) {
+    case RFS_T_MESSAGES:
+    case RFS_T_HISTORY:
+    case RFS_T_COUNT:
+    case RFS_T_SEQ:
+    case RFS_T_TRANSCRIPT:
+    case RFS_T_STATS:
+    case RFS_R_MESSAGES:
+    case RFS_R_TYPE:
+    case RFS_R_TASK:
+    case RFS_R_WORKSPACE:
+    case RFS_R_RECEIPT:
+    case RFS_R_STATS:
+    case RFS_R_TIMELINE:
+    case RFS_R_OTEL: return 1;
+    default: return 0;
+    }
+}
+
 /* The kernel's name and attribute caches are shared by every caller of a mount: where each
  * uid is its own owner, nothing may be cached, or one uid would see what another looked
- * up. A file's attributes are not kept: a stat after another process's change (which the
- * hub sees only at its tick) must say the file as it is, so every stat asks the store. */
-double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind)
+ * up. A view not yet sized says size 0, which the kernel must not keep. */
+double rfs_attr_timeout(rfs_mount *m, const rfs_node *n, uint64_t ino, const rfs_stat *st)
 {
-    return rfs_node_is_dir(kind) && !m->opt.user_from_uid ? DIR_TIMEOUT : 0.0;
+    if (m->opt.user_from_uid)
+        return 0.0;
+    if (rfs_node_is_dir(n->kind))
+        return DIR_TIMEOUT;
+    if (!rfs_row_view(n->kind) || st->unsized ||
+        rfs_attrs_add(m->attrs, ino, n->thread_id, rs_clock_ns(CLOCK_MONOTONIC)) != 0)
+        return 0.0;
+    return RFS_FILE_TIMEOUT;
 }
 
 uint64_t rfs_cache_begin(rfs_mount *m)
@@ -316,7 +348,7 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
     if (rc)
         return rc;
     e->ino = ino;
-    e->attr_timeout = rfs_attr_timeout(m, n->kind);
+    e->attr_timeout = rfs_attr_timeout(m, n, ino, st);
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
     e->entry_timeout = rfs_entry_timeout(m, n->kind);
     rfs_fill_attr(req, n, st, ino, &e->attr);
@@ -533,7 +565,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     struct stat a;
     rfs_fill_attr(req, &n, &st, ino, &a);
-    double timeout = rfs_cache_check(m, gen) ? rfs_attr_timeout(m, n.kind) : 0.0;
+    double timeout = rfs_cache_check(m, gen) ? rfs_attr_timeout(m, &n, ino, &st) : 0.0;
     fuse_reply_attr(req, &a, timeout);
     rfs_cache_end(m);
 }

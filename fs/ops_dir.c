@@ -145,9 +145,9 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* Whether a listing gives the attributes of an entry of kind: those a stat learns from the
- * store's facts without rendering (directories, logs, views whose size is kept; a view not
- * yet sized is left to its lookup, so find pays no rendering). Documents are sized by
- * rendering them. */
+ * store's facts without rendering (directories, logs, views and documents whose size is
+ * kept, the counters a thread's facts give; one not yet sized is left to its lookup, so
+ * find pays no rendering). */
 static int plus_kind(rfs_kind k)
 {
     if (rfs_node_is_dir(k))
@@ -162,6 +162,10 @@ static int plus_kind(rfs_kind k)
     case RFS_R_TYPE:
     case RFS_R_TASK:
     case RFS_R_OTEL:
+    case RFS_T_COUNT:
+    case RFS_T_SEQ:
+    case RFS_R_RECEIPT:
+    case RFS_R_WORKSPACE:
     case RFS_T_FOLLOW:
     case RFS_R_FOLLOW: return 1;
     default: return 0;
@@ -312,6 +316,8 @@ void rfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     if (rc)
         return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
     rfs_reply_entry(req, &cn, &st, gen);
+    /* A new run counts in its thread's stats.json: what the kernel keeps of it goes. */
+    rfs_hub_committed(m, cn.thread_id, cn.kind == RFS_RUN ? cn.run_id : NULL);
 }
 
 /* rm -r removes the files of a directory before the directory: with --allow-delete the

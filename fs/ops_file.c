@@ -355,6 +355,15 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
          * stored, so a cached read could end mid-line: a live log is read from the daemon. */
         fi->keep_cache = 1;
         rfs_itable_mark_cached(m->inodes, ino);
+    } else if ((rfs_reader_shape(h->reader) == RFS_SHAPE_DOC ||
+                rfs_reader_shape(h->reader) == RFS_SHAPE_STREAM) &&
+               !m->opt.user_from_uid && rfs_row_view(n->kind) &&
+               !rfs_thread_live(m, n, rfs_reader_mtime(h->reader))) {
+        /* A quiet view of exact size is read through the page cache for this open only
+         * (its pages are dropped at the next open, which may follow a change): reads end
+         * at its size with no request past it, in readahead's large requests. */
+        fi->keep_cache = 0;
+        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
     } else {
         fi->direct_io = 1;
     }

@@ -2,6 +2,7 @@
 #ifndef RFS_OPS_INT_H
 #define RFS_OPS_INT_H
 
+#include "attrs.h"
 #include "follow.h"
 #include "hub.h"
 #include "log.h"
@@ -34,7 +35,12 @@ const char *rfs_bad_name_reason(const rfs_node *parent);
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,
                    struct stat *a);
-double rfs_attr_timeout(const rfs_mount *m, rfs_kind kind);
+/* 1 for the views whose bytes follow from their thread's rows and seals only (not the
+ * logs): the kernel may keep their attributes and read them through its page cache. */
+int rfs_row_view(rfs_kind kind);
+/* How long the kernel may keep n's attributes (st: what the reply says); a file's are
+ * recorded in m->attrs for the hub to drop, so call it only for a reply being made. */
+double rfs_attr_timeout(rfs_mount *m, const rfs_node *n, uint64_t ino, const rfs_stat *st);
 /* Around a reply that lets the kernel cache (rfs_mount's attr_gen): begin before the stat;
  * check (1: the reply may cache; 0: no change may be missed, cache nothing) right before
  * the reply, and end right after it. */

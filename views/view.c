@@ -419,7 +419,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
 static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
-                    const rs_log_info *token, rs_err *err)
+                    const rs_log_info *token, int cheap, rs_err *err)
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
@@ -434,7 +434,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     kept k = {0};
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);
-    int pass = !rc && cache && !doc && (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE) &&
+    int pass = !rc && cache && !doc && !cheap &&
+               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass)
         rc = glance_pass(s, sc, n, token, err);
@@ -442,6 +443,12 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : kept_get(s, sc, &key, token, &k, &st->size))) {
         st->size = doc ? (int64_t)doc->len : st->size;
+        rs_buf_release(&key);
+        return 0;
+    }
+    /* A listing's stat renders nothing: a document whose size is not kept goes unsized. */
+    if (!rc && cache && cheap && !doc) {
+        st->unsized = 1;
         rs_buf_release(&key);
         return 0;
     }
@@ -508,7 +515,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         return 0;
     }
     if (n->kind < RFS_THREAD || n->kind == RFS_SEARCH_DIR)
-        return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, err) : 0;
+        return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, 0, err) : 0;
     if (!thread_visible(sc, n->thread_id))
         return -ENOENT;
     rs_log_info info;
@@ -530,7 +537,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         }
         st->shape = RFS_SHAPE_STREAM;
         break;
-    case RFS_SHAPE_DOC: return stat_doc(s, sc, n, st, doc, &info, err);
+    case RFS_SHAPE_DOC: return stat_doc(s, sc, n, st, doc, &info, how && how->lazy > 1, err);
     case RFS_SHAPE_STREAM:
         if (n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
             return 0;

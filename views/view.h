@@ -62,9 +62,9 @@ int rfs_view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat 
 typedef int (*rfs_bytes_fn)(void *ctx, const char *p, size_t len);
 
 /* rfs_view_stat, where a view rfs_view_kernel_keeps names may be left unsized (lazy: when
- * its size is not kept, st->unsized and no rendering; lazy 2: any streamed view, for a
- * listing's attributes), or its rendering for the size handed to bytes(ctx, ...) as it is
- * made. */
+ * its size is not kept, st->unsized and no rendering; lazy 2: any streamed view or
+ * document whose size is not kept, for a listing's attributes), or its rendering for the
+ * size handed to bytes(ctx, ...) as it is made. */
 int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int lazy,
                      rfs_bytes_fn bytes, void *ctx, rfs_stat *st, rs_err *err);
 /* The views whose rendering the kernel may keep (history.jsonl, transcript.md, otel.json):

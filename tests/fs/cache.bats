@@ -131,3 +131,55 @@ views_true() {
   wait_for 10 views_true "$T"
   grep -qF word-foreign "$T/messages.jsonl"
 }
+
+# ---- attributes the kernel keeps ----
+# A mount with FUSE's request trace: a stat the kernel answers from its cache sends the
+# daemon no GETATTR for the file's inode.
+trace_mount() {
+  local dir=$1
+  mkdir -p "$dir"
+  local -a san
+  mapfile -t san < <(sanitizer_env)
+  env "${san[@]}" "$RUNFS" mount --debug "$STORE" "$dir" 2>"$WORK/trace" &
+  MOUNTS+=("$dir")
+  wait_for 10 test -f "$dir/README"
+}
+# asked F: the requests of F in the trace: GETATTRs of its inode, and lookups of its name in
+# its directory (the trace shows the directory's inode and the name's length).
+asked() {
+  local ino dir name
+  ino=$(stat -c %i "$1") && dir=$(stat -c %i "$(dirname "$1")") && name=$(basename "$1")
+  echo $(($(grep -ac "opcode: GETATTR (3), nodeid: $ino," "$WORK/trace") +
+    $(grep -ac "opcode: LOOKUP (1), nodeid: $dir, insize: $((41 + ${#name}))," "$WORK/trace")))
+}
+# kept F: two stats of F in a row (within the kernel's timeout) send the daemon nothing.
+kept() {
+  local n
+  n=$(asked "$1") && stat "$1" >/dev/null && [ "$(asked "$1")" -eq "$n" ]
+}
+KEPT=(messages.jsonl message-count stats.json runs/r/messages.jsonl runs/r/receipt.json
+  runs/r/stats.json runs/r/types/llm.human.input.jsonl)
+
+@test "the kernel keeps views' attributes, and an append through the mount drops them before it returns" {
+  local T=$MNT/threads/t D=$WORK/mnt-d f i
+  local -a counts
+  mkdir -p "$T/runs/r"
+  ev_start >>"$T/runs/r/events.jsonl"
+  ev_human first 1 >>"$T/runs/r/events.jsonl"
+  trace_mount "$D"
+  for i in 1 2 3; do
+    for f in "${KEPT[@]}"; do
+      wait_for 10 kept "$D/threads/t/$f" || { echo "# $f: every stat reached the daemon"; false; }
+    done
+    counts=()
+    for f in "${KEPT[@]}"; do counts+=("$(asked "$D/threads/t/$f")"); done
+    ev_human "mine-$i" $((i + 1)) >>"$D/threads/t/runs/r/events.jsonl"
+    # Right after the write() returned: each stat asks the daemon, and says the new size.
+    for f in "${!KEPT[@]}"; do
+      [ "$(stat -c %s "$D/threads/t/${KEPT[f]}")" -eq "$(wc -c <"$D/threads/t/${KEPT[f]}")" ] &&
+        [ "$(asked "$D/threads/t/${KEPT[f]}")" -gt "${counts[f]}" ] ||
+        { echo "# ${KEPT[f]}: kept after append $i through this mount"; false; }
+    done
+    grep -qF "mine-$i" "$D/threads/t/messages.jsonl"
+  done
+}
