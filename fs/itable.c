@@ -40,6 +40,8 @@ static int entry_matches(const void *ctx, uintptr_t e, const void *ino)
 
 static const rs_map_type by_ino = {ino_hash, entry_hash, entry_matches};
 
+_Static_assert(RFS_R_PROOF < 64, "RFS_KIND sets hold every kind");
+
 int rfs_itable_new(rfs_itable **out)
 {
     rfs_itable *t = calloc(1, sizeof *t);
@@ -199,7 +201,7 @@ int rfs_itable_holds(rfs_itable *t, uint64_t ino)
     return n;
 }
 
-void rfs_itable_each(rfs_itable *t, rfs_kind kind,
+void rfs_itable_each(rfs_itable *t, uint64_t kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx)
 {
@@ -207,7 +209,7 @@ void rfs_itable_each(rfs_itable *t, rfs_kind kind,
     size_t pos = 0;
     for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));) {
         const entry *e = (const entry *)u;
-        if (e->node.kind == kind)
+        if (kinds & RFS_KIND(e->node.kind))
             fn(ctx, e->ino, &e->node, e->size);
     }
     pthread_mutex_unlock(&t->lock);

@@ -40,8 +40,11 @@ int rfs_itable_holds(rfs_itable *t, uint64_t ino);
 void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino);
 int rfs_itable_cached(rfs_itable *t, uint64_t ino);
 
-/* Call fn for every referenced node of kind (under the table lock: fn must not call back). */
-void rfs_itable_each(rfs_itable *t, rfs_kind kind,
+/* The bit of kind in a set of kinds (every rfs_kind is below 64). */
+#define RFS_KIND(kind) (1ULL << (kind))
+/* Call fn for every referenced node whose kind is in kinds (RFS_KIND bits), in one pass
+ * over the table (under the table lock: fn must not call back). */
+void rfs_itable_each(rfs_itable *t, uint64_t kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "attrs.h"
+#include "listings.h"
 #include "hub.h"
 #include "log.h"
 #include "mount.h"
@@ -290,7 +291,8 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
-    if (rfs_itable_new(&m.inodes) || rfs_attrs_new(&m.attrs) || rfs_rejects_new(&m.rejects) ||
+    if (rfs_itable_new(&m.inodes) || rfs_attrs_new(&m.attrs) ||
+        rfs_listings_new(&m.listings, rfs_dir_free) || rfs_rejects_new(&m.rejects) ||
         rfs_sizes_new(&m.sizes) ||
         rfs_pending_new(&m.pending, opt->max_pending, pending_share(&m)) || rfs_pool_start(&m)) {
         fprintf(stderr, "runfs: out of memory\n");
@@ -329,6 +331,7 @@ out_tables:
     rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);
     rfs_attrs_free(m.attrs);
+    rfs_listings_free(m.listings);
     rfs_rejects_free(m.rejects);
     rfs_sizes_free(m.sizes);
     rfs_pending_free(m.pending);

@@ -57,7 +57,11 @@ typedef struct rfs_mount {
     rs_options store_opt;
     struct fuse_session *se;
     rfs_itable *inodes;
-    struct rfs_attrs *attrs; /* files' attributes the kernel keeps (attrs.h) */
+    struct rfs_attrs *attrs;       /* files' attributes the kernel keeps (attrs.h) */
+    struct rfs_listings *listings; /* listings being read (listings.h) */
+    /* Set by op_init, before any other request: the kernel opens directories itself and
+     * keeps their listings (FUSE_CAP_NO_OPENDIR_SUPPORT). */
+    int dirs_opened_by_kernel;
     int64_t mount_ns;
     rfs_pool *pool; /* store connections, one per request in flight */
     rfs_rejects *rejects;
@@ -84,6 +88,8 @@ extern const struct fuse_lowlevel_ops rfs_ops;
 /* After the session loop, before the hub stops: free the handles never released (the
  * kernel drops a RELEASE still queued when the filesystem is unmounted). */
 void rfs_ops_free_handles(rfs_mount *m);
+/* Free a directory listing (ops_dir.c; what m->listings frees). */
+void rfs_dir_free(void *listing);
 
 /* Mount and serve until unmounted or signalled; returns the process exit status. */
 int rfs_mount_main(rfs_options *opt);

@@ -88,9 +88,9 @@ static void view_dropped(rfs_mount *m, uint64_t ino)
 static void sync_views(rfs_mount *m, const char *thread_id)
 {
     scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes, RFS_T_HISTORY, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_T_TRANSCRIPT, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_R_OTEL, collect_log, &sc);
+    rfs_itable_each(m->inodes,
+                    RFS_KIND(RFS_T_HISTORY) | RFS_KIND(RFS_T_TRANSCRIPT) | RFS_KIND(RFS_R_OTEL),
+                    collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         rs_log_info info;
         const rfs_node *n = &sc.out[i].node;
@@ -110,8 +110,7 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
 {
     sync_views(m, thread_id);
     scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes, RFS_T_EVENTS, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_R_EVENTS, collect_log, &sc);
+    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS), collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
@@ -128,10 +127,10 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
 static void drop_all(rfs_mount *m)
 {
     scan_ctx sc = {.thread_id = NULL};
-    rfs_itable_each(m->inodes, RFS_T_EVENTS, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_R_EVENTS, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_T_HISTORY, collect_log, &sc);
-    rfs_itable_each(m->inodes, RFS_T_TRANSCRIPT, collect_log, &sc);
+    rfs_itable_each(m->inodes,
+                    RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | RFS_KIND(RFS_T_HISTORY) |
+                        RFS_KIND(RFS_T_TRANSCRIPT),
+                    collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
@@ -169,8 +168,7 @@ static void sync_names(rfs_mount *m)
     if (m->opt.user_from_uid)
         return;
     scan_ctx sc = {0};
-    rfs_itable_each(m->inodes, RFS_THREAD, collect_node, &sc);
-    rfs_itable_each(m->inodes, RFS_RUN, collect_node, &sc);
+    rfs_itable_each(m->inodes, RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUN), collect_node, &sc);
     rfs_scope scope;
     char uid[24];
     rfs_scope_for(m, NULL, &scope, uid, sizeof uid);
@@ -189,45 +187,51 @@ static void sync_names(rfs_mount *m)
     free(sc.out);
 }
 
-/* ---- the kernel's directory attributes ----
+/* ---- the kernel's directories ----
  * A thread's and a run's directory show the time of their newest event, and the kernel
- * keeps a directory's attributes for DIR_TIMEOUT: a change drops them (attributes only, off
- * -1) for the directories that show it, so a stat after an append returns sees the new
- * time. Only inodes the kernel holds are told. */
+ * keeps a directory's attributes for DIR_TIMEOUT and its listing until it is dropped (where
+ * listings are shared: ops_dir.c): a change drops both (off 0: the attributes and the
+ * listing's pages) for the directories that show it, so a stat after an append returns sees
+ * the new time and ls the new run, type, task or singleton. Only inodes the kernel holds
+ * are told. A listing is a directory's pages, which no request holds while it waits for the
+ * daemon: a writer may drop them itself. */
 
-static void attr_dropped(rfs_mount *m, const rfs_node *n)
+static void dir_dropped(rfs_mount *m, const rfs_node *n)
 {
     rfs_node held;
     uint64_t ino = rfs_itable_ino_of(m->inodes, n);
     if (rfs_itable_get(m->inodes, ino, &held) == 0)
-        fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
+        fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
 }
 
-/* The files' attributes the kernel keeps (attrs.h): attributes only, as for directories;
- * the pages of a view the kernel keeps go by its version (sync_views). */
+/* The files' attributes the kernel keeps (attrs.h): attributes only; the pages of a view
+ * the kernel keeps go by its version (sync_views). */
 static void file_attrs_dropped(void *ctx, uint64_t ino)
 {
     rfs_mount *m = ctx;
     fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 }
 
-/* The directories above a change of thread_id (run_id: "" for the thread only), and the
- * thread's files. */
+/* The directories above a change of thread_id (run_id: "" for the thread only), the run's
+ * listings of its types, tasks and singletons, and the thread's files. */
 static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
 {
     rfs_attrs_take(m->attrs, thread_id, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
     rfs_node n = {.kind = RFS_THREADS};
-    attr_dropped(m, &n);
+    dir_dropped(m, &n);
     memcpy(n.thread_id, thread_id, sizeof n.thread_id);
     n.kind = RFS_THREAD;
-    attr_dropped(m, &n);
+    dir_dropped(m, &n);
     n.kind = RFS_RUNS;
-    attr_dropped(m, &n);
+    dir_dropped(m, &n);
     if (!run_id[0])
         return;
     memcpy(n.run_id, run_id, sizeof n.run_id);
-    n.kind = RFS_RUN;
-    attr_dropped(m, &n);
+    static const rfs_kind below[] = {RFS_RUN, RFS_R_TYPES_DIR, RFS_R_TASKS_DIR, RFS_R_ONCE_DIR};
+    for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
+        n.kind = below[i];
+        dir_dropped(m, &n);
+    }
 }
 
 /* Another process changed something: every directory the kernel holds may show it, and
@@ -236,12 +240,13 @@ static void sync_dirs(rfs_mount *m)
 {
     rfs_attrs_take(m->attrs, NULL, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
     scan_ctx sc = {0};
-    rfs_itable_each(m->inodes, RFS_THREADS, collect_node, &sc);
-    rfs_itable_each(m->inodes, RFS_THREAD, collect_node, &sc);
-    rfs_itable_each(m->inodes, RFS_RUNS, collect_node, &sc);
-    rfs_itable_each(m->inodes, RFS_RUN, collect_node, &sc);
+    rfs_itable_each(m->inodes,
+                    RFS_KIND(RFS_THREADS) | RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUNS) |
+                        RFS_KIND(RFS_RUN) | RFS_KIND(RFS_R_TYPES_DIR) | RFS_KIND(RFS_R_TASKS_DIR) |
+                        RFS_KIND(RFS_R_ONCE_DIR),
+                    collect_node, &sc);
     for (size_t i = 0; i < sc.count; i++)
-        fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, -1, 0);
+        fuse_lowlevel_notify_inval_inode(m->se, sc.out[i].ino, 0, 0);
     free(sc.out);
 }
 

@@ -232,7 +232,7 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
  * drops the attributes the kernel keeps of them (the hub: this mount's commit before its
  * write() returns, another process's at the next tick). The logs are left out: a stat
  * right after another process's append says the log's new size (they are O(1) to stat),
- * and so are the files that come and go (once/, seal.json, last-visible-ai-seq). */
+ * and so are the files made by an exclusive create (once/, seal.json). */
 int rfs_row_view(rfs_kind kind)
 {
     switch (kind) {
@@ -245,6 +245,7 @@ int rfs_row_view(rfs_kind kind)
     case RFS_R_MESSAGES:
     case RFS_R_TYPE:
     case RFS_R_TASK:
+    case RFS_R_LASTAI:
     case RFS_R_WORKSPACE:
     case RFS_R_RECEIPT:
     case RFS_R_STATS:
@@ -376,7 +377,13 @@ int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint6
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-    (void)userdata;
+    rfs_mount *m = userdata;
+    /* A directory costs a walk two requests instead of four (no OPENDIR, RELEASEDIR), and
+     * a listing read again costs none (the kernel keeps it until the hub drops it). */
+    if ((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && rfs_listings_shared(m)) {
+        conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+        m->dirs_opened_by_kernel = 1;
+    }
     /* Appends change only the tail: the hub invalidates precisely, so the kernel must not
      * drop a whole file's cache whenever its mtime moves, nor cache writes itself. */
     conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;

@@ -22,9 +22,23 @@ typedef struct dir_handle {
     rfs_node node;
     rfs_itable *inodes;
     uint64_t gen; /* rfs_cache_begin before the listing: its times hold while it stays */
+    uint64_t id;  /* its number in m->listings and in its entries' offsets; 0: not kept */
 } dir_handle;
 
-/* ---- directories ---- */
+/* ---- directories ----
+ * Where every caller sees the same listing, the kernel opens directories itself (opendir
+ * answers ENOSYS once: no OPENDIR or RELEASEDIR is sent again) and keeps each listing in its
+ * page cache until the hub drops it (notify.c: a change drops the listings that show it).
+ * A listing is made by the request at offset 0 and kept in m->listings for the requests
+ * that read on: an entry's offset is the listing's number and the index of the entry after
+ * it. */
+
+#define OFF_INDEX_BITS 32
+
+int rfs_listings_shared(const rfs_mount *m)
+{
+    return !m->opt.user_from_uid; /* a uid map sets it too */
+}
 
 static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int is_dir)
 {
@@ -57,26 +71,43 @@ static int dir_add_cb(void *ctx, const char *name, int is_dir, const int64_t *ti
     return rc;
 }
 
-static void dir_free(dir_handle *d)
+void rfs_dir_free(void *listing)
 {
+    dir_handle *d = listing;
     for (size_t i = 0; i < d->count; i++)
         free(d->entries[i].name);
     free(d->entries);
     free(d);
 }
 
-void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Directories of names that are only looked up (since/, search/, proofs/, ...): their
+ * listing is empty, without . and .. even, so a walk learns it in one request (the kernel
+ * knows a listing has ended only from an empty reply). */
+static int lookup_only(rfs_kind kind)
+{
+    switch (kind) {
+    case RFS_CHANGES_SINCE_DIR:
+    case RFS_CHANGES_FOLLOW_DIR:
+    case RFS_SEARCH_DIR:
+    case RFS_T_SEARCH_DIR:
+    case RFS_R_SEARCH_DIR:
+    case RFS_T_SINCE_DIR:
+    case RFS_R_SINCE_DIR:
+    case RFS_T_MSGSEQ_DIR:
+    case RFS_T_AIRUN_DIR:
+    case RFS_R_PROOFS_DIR: return 1;
+    default: return 0;
+    }
+}
+
+/* The listing of directory n as this request's caller sees it. */
+static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
-    rfs_node n;
-    if (rfs_req_node(req, ino, &n))
-        return;
-    if (!rfs_node_is_dir(n.kind))
-        return (void)fuse_reply_err(req, ENOTDIR);
     dir_handle *d = calloc(1, sizeof *d);
     if (!d)
-        return (void)fuse_reply_err(req, ENOMEM);
-    d->node = n;
+        return -ENOMEM;
+    d->node = *n;
     d->inodes = m->inodes;
     rfs_scope sc;
     char uid[24];
@@ -89,57 +120,128 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
     if (rc) {
-        dir_free(d);
-        return (void)fuse_reply_err(req, -rc);
+        rfs_dir_free(d);
+        return rc;
     }
     rfs_stat st;
     d->gen = rfs_cache_begin(m);
-    rc = rfs_view_stat(s, &sc, &n, &st, &err);
-    if (!rc)
-        rc = dir_add(d, &n, ".", 1);
-    if (!rc)
-        rc = dir_add(d, &n, "..", 1);
-    for (const char *const *f = rfs_node_fixed_entries(n.kind); !rc && *f; f++) {
+    rc = rfs_view_stat(s, &sc, n, &st, &err);
+    if (!rc && !lookup_only(n->kind))
+        rc = dir_add(d, n, ".", 1);
+    if (!rc && !lookup_only(n->kind))
+        rc = dir_add(d, n, "..", 1);
+    for (const char *const *f = rfs_node_fixed_entries(n->kind); !rc && *f; f++) {
         rfs_node child;
         rfs_stat cst;
-        if (rfs_node_child(&n, *f, &child))
+        if (rfs_node_child(n, *f, &child))
             continue;
         /* Files that exist only sometimes are listed only when they do. */
         if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL || child.kind == RFS_R_NOTE) &&
             rfs_view_stat(s, &sc, &child, &cst, &err))
             continue;
-        rc = dir_add(d, &n, *f, rfs_node_is_dir(child.kind));
+        rc = dir_add(d, n, *f, rfs_node_is_dir(child.kind));
     }
     if (!rc)
-        rc = rfs_view_list(s, &sc, &n, dir_add_cb, d, &err);
+        rc = rfs_view_list(s, &sc, n, dir_add_cb, d, &err);
     rfs_pool_put(m, s);
     if (rc) {
-        dir_free(d);
-        return (void)fuse_reply_err(req, -rc);
+        rfs_dir_free(d);
+        return rc;
     }
-    fi->fh = (uintptr_t)d;
-    fi->cache_readdir = 0;
+    *out = d;
+    return 0;
+}
+
+/* The listing a request at off reads, held, and the index of its first entry there. A
+ * listing that went (read to its end, or dropped as one of too many) is made again: its
+ * entries may then have moved, as in any directory changed between two reads of it. */
+static int dir_at(fuse_req_t req, fuse_ino_t ino, off_t off, dir_handle **out, size_t *first)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    uint64_t id = (uint64_t)off >> OFF_INDEX_BITS;
+    *first = (size_t)((uint64_t)off & ((1ULL << OFF_INDEX_BITS) - 1));
+    dir_handle *d = id ? rfs_listings_get(m->listings, ino, id) : NULL;
+    if (d) {
+        *out = d;
+        return 0;
+    }
+    rfs_node n;
+    if (rfs_itable_get(m->inodes, ino, &n))
+        return -ENOENT;
+    if (!rfs_node_is_dir(n.kind))
+        return -ENOTDIR;
+    int rc = dir_make(req, &n, &d);
+    if (rc)
+        return rc;
+    if (rfs_listings_put(m->listings, ino, d, &d->id))
+        d->id = 0;
+    *out = d;
+    return 0;
+}
+
+/* A request is done with d; end: it read past d's last entry, so d goes. */
+static void dir_done(rfs_mount *m, dir_handle *d, int end)
+{
+    if (d->id)
+        rfs_listings_release(m->listings, d, end);
+    else
+        rfs_dir_free(d);
+}
+
+/* The offset of the entry after d's i-th. */
+static off_t dir_off(const dir_handle *d, size_t i)
+{
+    return (off_t)((d->id << OFF_INDEX_BITS) | (uint64_t)(i + 1));
+}
+
+void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    if (m->dirs_opened_by_kernel)
+        return (void)fuse_reply_err(req, ENOSYS);
+    rfs_node n;
+    if (rfs_req_node(req, ino, &n))
+        return;
+    if (!rfs_node_is_dir(n.kind))
+        return (void)fuse_reply_err(req, ENOTDIR);
+    /* Listings differ by caller (each uid its own owner, or a uid map): nothing of them is
+     * kept, and one a caller may not see fails here. */
+    rfs_stat st;
+    rs_err err = {0};
+    int rc = rfs_req_stat(req, &n, &st, &err);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
+    fi->fh = 0;
+    fi->cache_readdir = fi->keep_cache = rfs_listings_shared(m);
     fuse_reply_open(req, fi);
 }
 
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    (void)ino;
-    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    (void)fi;
+    rfs_mount *m = rfs_mount_of(req);
+    dir_handle *d;
+    size_t first;
+    int rc = dir_at(req, ino, off, &d, &first);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
     char *buf = malloc(size);
-    if (!buf)
+    if (!buf) {
+        dir_done(m, d, 0);
         return (void)fuse_reply_err(req, ENOMEM);
+    }
     size_t used = 0;
-    for (size_t i = (size_t)off; i < d->count; i++) {
+    for (size_t i = first; i < d->count; i++) {
         struct stat st = {.st_ino = d->entries[i].ino,
                           .st_mode = d->entries[i].is_dir ? S_IFDIR : S_IFREG};
-        size_t need = fuse_add_direntry(req, buf + used, size - used, d->entries[i].name, &st,
-                                        (off_t)(i + 1));
+        size_t need =
+            fuse_add_direntry(req, buf + used, size - used, d->entries[i].name, &st, dir_off(d, i));
         if (need > size - used)
             break;
         used += need;
     }
+    dir_done(m, d, first >= d->count);
     fuse_reply_buf(req, buf, used);
     free(buf);
 }
@@ -166,6 +268,8 @@ static int plus_kind(rfs_kind k)
     case RFS_T_SEQ:
     case RFS_R_RECEIPT:
     case RFS_R_WORKSPACE:
+    case RFS_R_STATS:
+    case RFS_R_TIMELINE:
     case RFS_T_FOLLOW:
     case RFS_R_FOLLOW: return 1;
     default: return 0;
@@ -218,12 +322,18 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
 void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info *fi)
 {
-    (void)ino;
+    (void)fi;
     rfs_mount *m = rfs_mount_of(req);
-    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    dir_handle *d;
+    size_t first;
+    int rc = dir_at(req, ino, off, &d, &first);
+    if (rc)
+        return (void)fuse_reply_err(req, -rc);
     char *buf = malloc(size);
-    if (!buf)
+    if (!buf) {
+        dir_done(m, d, 0);
         return (void)fuse_reply_err(req, ENOMEM);
+    }
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
@@ -237,7 +347,7 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         s = NULL;
     /* The page's entries first, then their bytes: a change during the stats makes the
      * whole page cache nothing. */
-    size_t first = (size_t)off, n = 0, used = 0;
+    size_t n = 0, used = 0;
     struct fuse_entry_param *e = NULL;
     for (size_t i = first; i < d->count; i++) {
         /* Sized before the stat: an entry that does not fit counts no lookup. */
@@ -251,6 +361,7 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (n && !(e = calloc(n, sizeof *e))) {
         if (s)
             rfs_pool_put(m, s);
+        dir_done(m, d, 0);
         free(buf);
         return (void)fuse_reply_err(req, ENOMEM);
     }
@@ -264,10 +375,11 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         if (!keep)
             e[i].attr_timeout = e[i].entry_timeout = 0.0;
         used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[first + i].name,
-                                       &e[i], (off_t)(first + i + 1));
+                                       &e[i], dir_off(d, first + i));
     }
     fuse_reply_buf(req, buf, used);
     rfs_cache_end(m);
+    dir_done(m, d, first >= d->count);
     free(e);
     free(buf);
 }
@@ -275,7 +387,7 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void rfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    dir_free((dir_handle *)(uintptr_t)fi->fh);
+    (void)fi;
     fuse_reply_err(req, 0);
 }
 

@@ -5,6 +5,7 @@
 #include "attrs.h"
 #include "follow.h"
 #include "hub.h"
+#include "listings.h"
 #include "log.h"
 #include "mount.h"
 #include "pool.h"
@@ -73,6 +74,9 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
 int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t gen);
 
 /* ops_dir.c */
+/* 1 when every caller sees the same listings (no per-uid owners): the kernel may keep
+ * them. */
+int rfs_listings_shared(const rfs_mount *m);
 void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi);

@@ -183,3 +183,42 @@ KEPT=(messages.jsonl message-count stats.json runs/r/messages.jsonl runs/r/recei
     grep -qF "mine-$i" "$D/threads/t/messages.jsonl"
   done
 }
+
+# ---- listings the kernel keeps ----
+# lists DIR NAME: ls DIR shows NAME.
+lists() { ls "$1" | grep -qxF -- "$2"; }
+# list_all: every listing below read (twice: the second from the kernel's copy).
+list_all() {
+  local d
+  for d in "$@"; do ls "$d" >/dev/null && ls "$d" >/dev/null || return 1; done
+}
+
+@test "a kept listing shows a new thread, run, type, task and singleton after a change by anyone" {
+  local T=$MNT/threads/t B=$WORK/mnt-b R seq
+  R=$T/runs/r
+  mkdir -p "$R"
+  ev_start >>"$R/events.jsonl"
+  runfs_mount "$STORE" "$B"
+  list_all "$MNT/threads" "$T/runs" "$R" "$R/types" "$R/tasks" "$R/once"
+  # Through this mount: shown as soon as the write() returned.
+  printf '{"event_type":"llm.error","content":"t","metadata":{"task_id":"task-1"}}\n' >>"$R/events.jsonl"
+  lists "$R/types" llm.error.jsonl || { echo "# types/ misses a type appended here"; false; }
+  lists "$R/tasks" task-1.jsonl || { echo "# tasks/ misses a task appended here"; false; }
+  ev_ai hello 1 >>"$R/events.jsonl"
+  lists "$R" last-visible-ai-seq || { echo "# the run misses last-visible-ai-seq"; false; }
+  list_all "$MNT/threads" "$T/runs" "$R" "$R/types" "$R/tasks" "$R/once"
+  # Through another mount: shown once the hub saw the change.
+  ev_human theirs 2 >>"$B/threads/t/runs/r/events.jsonl"
+  wait_for 10 lists "$R/types" llm.human.input.jsonl || { echo "# types/ misses another mount's type"; false; }
+  mkdir -p "$B/threads/u/runs/r"
+  wait_for 10 lists "$MNT/threads" u || { echo "# threads/ misses another mount's thread"; false; }
+  list_all "$MNT/threads" "$T/runs" "$R" "$R/types" "$R/tasks" "$R/once"
+  # Another writer's rows: a run older than the newest (no directory time moves), and the
+  # run's terminal event.
+  seq=$(($(store_sql "SELECT max(seq) FROM run_events WHERE thread_id = 't'") + 1))
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t', 'r0', NULL, 'run.start', 'trace', '{\"chain\":\"x\"}', '{\"caller\":\"lead_agent\"}', $seq, '2020-01-01 00:00:00.000000')"
+  wait_for 10 lists "$T/runs" r0 || { echo "# runs/ misses another writer's run"; false; }
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t', 'r', NULL, 'run.terminal', 'trace', '{\"status\":\"success\"}', '{\"protocol_version\":1,\"recovered\":false}', $((seq + 1)), '2026-03-04 05:06:07.123456')"
+  wait_for 10 lists "$R/once" run.terminal || { echo "# once/ misses another writer's terminal event"; false; }
+  lists "$R/types" run.terminal.jsonl
+}
