@@ -165,10 +165,13 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
             "SELECT DISTINCT event_type FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
             "AND (?3 IS NULL OR user_id = ?3) AND (event_type IN (SELECT event_type FROM "
             "runfs_once WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR owner IN (?3, '')))");
+        /* One IN list, not an OR per type: SQLite compiles a chain of ORs of parameters
+         * again at every step after new bindings (a listing's whole cost). */
         for (size_t i = 0; !rc && i < n_singletons; i++)
-            rc = rs_buf_addf(sql, " OR event_type = ?%zu", 10 + i);
+            rc = rs_buf_addf(sql, i ? ", ?%zu" : " OR event_type IN (?%zu", 10 + i);
         if (!rc)
-            rc = rs_buf_addstr(sql, ") ORDER BY event_type");
+            rc = rs_buf_addstr(sql,
+                               n_singletons ? ")) ORDER BY event_type" : ") ORDER BY event_type");
         break;
     }
     if (rc)
