@@ -45,6 +45,7 @@ int rfs_pool_get(rfs_mount *m, rs_store **out, rs_err *err)
         if (p->nidle > 0) {
             *out = p->idle[--p->nidle];
             pthread_mutex_unlock(&p->lock);
+            rs_store_one_look(*out, 1);
             return 0;
         }
         if (p->open < RFS_POOL_MAX)
@@ -54,6 +55,8 @@ int rfs_pool_get(rfs_mount *m, rs_store **out, rs_err *err)
     p->open++;
     pthread_mutex_unlock(&p->lock);
     int rc = rs_store_open(out, m->opt.store, &m->store_opt, err);
+    if (!rc)
+        rs_store_one_look(*out, 1);
     if (rc) {
         pthread_mutex_lock(&p->lock);
         p->open--;
@@ -67,6 +70,7 @@ void rfs_pool_put(rfs_mount *m, rs_store *s)
 {
     if (!s)
         return;
+    rs_store_one_look(s, 0);
     rfs_pool *p = m->pool;
     pthread_mutex_lock(&p->lock);
     p->idle[p->nidle++] = s;

@@ -85,6 +85,8 @@ typedef struct rs_backend_ops {
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
+    /* rs_store_one_look (NULL: every look probes). */
+    void (*one_look)(rs_backend *b, int on);
     /* rs_store_set_wait (NULL: the backend never waits). */
     void (*set_wait)(rs_backend *b, int wait);
 

@@ -157,6 +157,12 @@ int rs_store_rewrites(rs_store *s, int64_t *n)
     return s->ops->rewrites(s->be, n);
 }
 
+void rs_store_one_look(rs_store *s, int on)
+{
+    if (s->ops->one_look)
+        s->ops->one_look(s->be, on);
+}
+
 void rs_store_set_wait(rs_store *s, int wait)
 {
     if (s->ops->set_wait)

@@ -212,6 +212,10 @@ size_t rs_store_max_event(const rs_store *s);
 const char *rs_store_contract_text(const rs_store *s, size_t *len);
 /* A number that changes whenever any connection (any process) commits to the store. */
 int rs_store_data_version(rs_store *s, int64_t *version);
+/* on: the store looks for other processes' commits once, at its first look, until off:
+ * what one request reads is the store as that look found it, at one probe instead of one
+ * per query (a write transaction still looks every time). */
+void rs_store_one_look(rs_store *s, int on);
 /* A read on s whose database connection was lost waits for the server to come back, up to
  * connect_timeout (PostgreSQL; on by default). A caller about to write turns it off for
  * the checks it makes first, so a write made while the server is down fails at once. */

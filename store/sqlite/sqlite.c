@@ -493,6 +493,27 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
+int sq_look(rs_backend *b, int64_t *version, rs_err *err)
+{
+    /* A write transaction indexes what others committed before it allocates anything:
+     * it looks every time. */
+    int cached = b->one_look && b->looked_version >= 0 && sqlite3_get_autocommit(b->db);
+    if (cached) {
+        *version = b->looked_version;
+        return 0;
+    }
+    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, err);
+    if (!rc && b->one_look && sqlite3_get_autocommit(b->db))
+        b->looked_version = *version;
+    return rc;
+}
+
+static void sq_one_look(rs_backend *b, int on)
+{
+    b->one_look = on;
+    b->looked_version = -1;
+}
+
 /* One integer (or none: *out untouched, returns 0 with *found 0) from a statement. */
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err)
@@ -1241,9 +1262,8 @@ static int mem_drop_changed(rs_backend *b, const char *thread_id, rs_err *err)
 int sq_mem_refresh(rs_backend *b, rs_err *err)
 {
     int64_t version = -1;
-    int rc = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT
-                 ? sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err)
-                 : 0;
+    int rc = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT ? sq_look(b, &version, err)
+                                                                     : 0;
     if (rc || version < 0 || version == b->mem_version)
         return rc;
     for (;;) {
@@ -1276,7 +1296,7 @@ int sq_mem_refresh(rs_backend *b, rs_err *err)
 int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     int64_t version = -1;
-    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    int rc = sq_look(b, &version, err);
     if (rc)
         return rc;
     b->probed_version = version;
@@ -1741,6 +1761,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .open = sq_open,
     .close = sq_close,
     .data_version = sq_data_version,
+    .one_look = sq_one_look,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,
     .size_get = sq_size_get,

@@ -478,7 +478,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     /* Nobody else committed since this connection last looked: nothing new to index (our
      * own commits leave data_version alone and index as they go). */
     int64_t version = -1;
-    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    int rc = sq_look(b, &version, err);
     if (rc || (version == b->seen_version && version >= 0))
         return rc;
     b->last_put.version = -1; /* another writer changed the store: look again */

@@ -256,7 +256,7 @@ int sq_message_objects(rs_backend *b, const char *thread_id, const char *user, i
 static int unindexed_add(rs_backend *b, rs_stats *out, rs_err *err)
 {
     int64_t version = -1;
-    int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, &version, NULL, err);
+    int rc = sq_look(b, &version, err);
     if (rc)
         return rc;
     if (version != b->unindexed_version || b->unindexed_gen != b->commits) {
