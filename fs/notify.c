@@ -75,7 +75,14 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
 /* ---- the kernel's copy of the views ----
  * history.jsonl and transcript.md may change anywhere when their thread changes (a run's
  * heading, runs a regeneration hides): a kept rendering (its version in the inode table,
- * see op_getattr) is dropped whole. */
+ * see op_getattr) is dropped whole, and so is a view pushed whole at its open (ops_file.c). */
+
+#define KEPT_VIEWS \
+    (RFS_KIND(RFS_T_HISTORY) | RFS_KIND(RFS_T_TRANSCRIPT) | RFS_KIND(RFS_R_OTEL) | \
+     RFS_KIND(RFS_T_MESSAGES) | RFS_KIND(RFS_T_COUNT) | RFS_KIND(RFS_T_SEQ) | \
+     RFS_KIND(RFS_R_MESSAGES) | RFS_KIND(RFS_R_TYPE) | RFS_KIND(RFS_R_TASK) | \
+     RFS_KIND(RFS_R_LASTAI) | RFS_KIND(RFS_R_WORKSPACE) | RFS_KIND(RFS_R_RECEIPT) | \
+     RFS_KIND(RFS_R_ONCE) | RFS_KIND(RFS_R_TIMELINE))
 
 static void view_dropped(rfs_mount *m, uint64_t ino)
 {
@@ -88,9 +95,7 @@ static void view_dropped(rfs_mount *m, uint64_t ino)
 static void sync_views(rfs_mount *m, const char *thread_id)
 {
     scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes,
-                    RFS_KIND(RFS_T_HISTORY) | RFS_KIND(RFS_T_TRANSCRIPT) | RFS_KIND(RFS_R_OTEL),
-                    collect_log, &sc);
+    rfs_itable_each(m->inodes, KEPT_VIEWS, collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         rs_log_info info;
         const rfs_node *n = &sc.out[i].node;
@@ -127,14 +132,12 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
 static void drop_all(rfs_mount *m)
 {
     scan_ctx sc = {.thread_id = NULL};
-    rfs_itable_each(m->inodes,
-                    RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | RFS_KIND(RFS_T_HISTORY) |
-                        RFS_KIND(RFS_T_TRANSCRIPT),
+    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | KEPT_VIEWS,
                     collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
-        if (rfs_view_kernel_keeps(n->kind)) {
+        if (!rfs_node_is_log(n->kind)) {
             view_dropped(m, sc.out[i].ino);
         } else if (rs_store_log_info(m->hub->store, n->thread_id,
                                      n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info,

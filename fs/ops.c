@@ -231,8 +231,8 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
 /* Files whose bytes follow from their thread's rows and seals: every change of the thread
  * drops the attributes the kernel keeps of them (the hub: this mount's commit before its
  * write() returns, another process's at the next tick). The logs are left out: a stat
- * right after another process's append says the log's new size (they are O(1) to stat),
- * and so are the files made by an exclusive create (once/, seal.json). */
+ * right after another process's append says the log's new size (they are O(1) to stat).
+ * A singleton never changes once stored (one being created is not kept: op_getattr). */
 int rfs_row_view(rfs_kind kind)
 {
     switch (kind) {
@@ -245,6 +245,7 @@ int rfs_row_view(rfs_kind kind)
     case RFS_R_MESSAGES:
     case RFS_R_TYPE:
     case RFS_R_TASK:
+    case RFS_R_ONCE:
     case RFS_R_LASTAI:
     case RFS_R_WORKSPACE:
     case RFS_R_RECEIPT:
@@ -557,6 +558,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         memset(&st, 0, sizeof st);
         st.shape = RFS_SHAPE_DOC;
         st.mtime_ns = st.ctime_ns = rs_clock_ns(CLOCK_REALTIME);
+        st.unsized = 1; /* what the kernel must not keep */
         rc = 0;
     }
     if (rc)

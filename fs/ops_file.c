@@ -16,6 +16,7 @@
 #include "receipt.h"
 
 #define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
+#define PUSH_OPEN_MAX (64 * 1024) /* a file read whole into the page cache at its open */
 
 typedef enum hkind {
     H_READ,   /* any readable file */
@@ -308,14 +309,70 @@ static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info 
     return 0;
 }
 
+/* A quiet file of at most PUSH_OPEN_MAX bytes goes whole to the kernel's page cache before
+ * its open returns (as getattr's sizing does for the views the kernel keeps), so the read
+ * that follows (a walk's cat, grep or tar) sends no READ, nor the GETATTR that a READ's
+ * change of atime makes the next stat send. 1 when the cache now holds the whole file. */
+static int push_whole(rfs_mount *m, fuse_ino_t ino, rfs_handle *h, rs_store *s)
+{
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    int whole = rfs_reader_read(h->reader, s, 0, PUSH_OPEN_MAX + 1, &out, &err) == 0 &&
+                out.len <= PUSH_OPEN_MAX;
+    if (whole && out.len) {
+        struct fuse_bufvec bv = FUSE_BUFVEC_INIT(out.len);
+        bv.buf[0].mem = out.buf;
+        whole = fuse_lowlevel_notify_store(m->se, ino, 0, &bv, 0) == 0;
+    }
+    rs_buf_release(&out);
+    return whole;
+}
+
+/* How a reader's file is read: through the kernel's page cache or direct from the daemon,
+ * and what the cache may keep across opens (fi), decided with the open's connection s. */
+static void reader_caching(rfs_mount *m, fuse_ino_t ino, const rfs_node *n, rfs_handle *h,
+                           rs_store *s, struct fuse_file_info *fi)
+{
+    rfs_shape shape = rfs_reader_shape(h->reader);
+    int quiet = !m->opt.user_from_uid && !rfs_thread_live(m, n, rfs_reader_mtime(h->reader));
+    int caching = view_caching(m, ino, n, h->reader);
+    if (caching) {
+        /* Pages the cache lacks are read in readahead's requests, several at once. */
+        fi->keep_cache = caching == 1;
+        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
+    } else if (shape == RFS_SHAPE_LOG && quiet) {
+        /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
+         * no size for the kernel to read up to; and while a log grows, the kernel's idea of
+         * its size moves with each write() by the bytes written, not by the longer lines
+         * stored, so a cached read could end mid-line: a live log is read from the daemon. */
+        fi->keep_cache = 1;
+        rfs_itable_mark_cached(m->inodes, ino);
+        push_whole(m, ino, h, s);
+    } else if ((shape == RFS_SHAPE_DOC || shape == RFS_SHAPE_STREAM) && quiet &&
+               rfs_row_view(n->kind)) {
+        /* A quiet view of exact size is read through the page cache: reads end at its size
+         * with no request past it, in readahead's large requests. The cache keeps it across
+         * opens while it holds this version whole (recorded as the inode's size; the hub
+         * drops it at the thread's next change), else it is dropped at this open. */
+        int64_t held = -1, version = rfs_reader_version(h->reader);
+        rfs_itable_known_size(m->inodes, ino, &held);
+        /* A seal changes the stats without changing the rows' version: pushed every open. */
+        int by_version = n->kind != RFS_T_STATS && n->kind != RFS_R_STATS;
+        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
+        fi->keep_cache = (by_version && held == version) || push_whole(m, ino, h, s);
+        rfs_itable_set_size(m->inodes, ino, fi->keep_cache && by_version ? version : -1);
+    } else {
+        fi->direct_io = 1;
+    }
+}
+
 /* An open for reading: a reader of the node's bytes, or a live feed. */
 static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct fuse_file_info *fi,
                        rfs_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
     int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW ||
-                    n->kind == RFS_CHANGES_FOLLOW,
-        caching = 0;
+                    n->kind == RFS_CHANGES_FOLLOW;
     rfs_handle *h = handle_new(req, is_follow ? H_FOLLOW : H_READ, n);
     if (!h)
         return -ENOMEM;
@@ -328,6 +385,8 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     int rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
         rc = rfs_reader_open(&h->reader, s, &sc, h->node, &err);
+        if (!rc && !is_follow)
+            reader_caching(m, ino, n, h, s, fi);
         rfs_pool_put(m, s);
     }
     if (!rc && is_follow) {
@@ -343,30 +402,9 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     if (is_follow) {
         fi->direct_io = 1;
         fi->nonseekable = 1;
-    } else if ((caching = view_caching(m, ino, n, h->reader))) {
-        /* Pages the cache lacks are read in readahead's requests, several at once. */
-        fi->keep_cache = caching == 1;
-        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
-    } else if (rfs_reader_shape(h->reader) == RFS_SHAPE_LOG && !m->opt.user_from_uid &&
-               !rfs_thread_live(m, n, rfs_reader_mtime(h->reader))) {
-        /* Only a quiet, exact log is cached. A log shown as a stream (several owners) has
-         * no size for the kernel to read up to; and while a log grows, the kernel's idea of
-         * its size moves with each write() by the bytes written, not by the longer lines
-         * stored, so a cached read could end mid-line: a live log is read from the daemon. */
-        fi->keep_cache = 1;
-        rfs_itable_mark_cached(m->inodes, ino);
-    } else if ((rfs_reader_shape(h->reader) == RFS_SHAPE_DOC ||
-                rfs_reader_shape(h->reader) == RFS_SHAPE_STREAM) &&
-               !m->opt.user_from_uid && rfs_row_view(n->kind) &&
-               !rfs_thread_live(m, n, rfs_reader_mtime(h->reader))) {
-        /* A quiet view of exact size is read through the page cache for this open only
-         * (its pages are dropped at the next open, which may follow a change): reads end
-         * at its size with no request past it, in readahead's large requests. */
-        fi->keep_cache = 0;
-        rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
-    } else {
-        fi->direct_io = 1;
     }
+    /* A reader has nothing to flush: its close sends no FLUSH request (FOPEN_NOFLUSH). */
+    fi->noflush = 1;
     *out = h;
     return 0;
 }
