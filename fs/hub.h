@@ -21,9 +21,10 @@ void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
                       const rs_placement *at, size_t len);
 /* A delete changed the middle of the thread's logs: invalidate them whole. */
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
-/* getattr saw a log whose size moved: drop the kernel's stale tail before the reply says
- * the new size. */
-void rfs_hub_sync(rfs_mount *m, uint64_t ino);
+/* getattr saw a log whose size moved, or a view whose kept pages are of another version:
+ * drop the kernel's stale copy; wait: before returning (a reply that says the new size
+ * follows; never from a handler the kernel holds the inode's pages for, such as a read). */
+void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait);
 
 /* ---- shared by notify.c and follow.c ---- */
 

@@ -316,7 +316,7 @@ static void *hub_main(void *arg)
             rs_log_info info;
             if (rfs_itable_get(m->inodes, inval[i].ino, &n) != 0)
                 continue;
-            if (rfs_view_kernel_keeps(n.kind))
+            if (!rfs_node_is_log(n.kind))
                 view_dropped(m, inval[i].ino);
             else if (rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
                      rs_store_log_info(hub->store, n.thread_id,
@@ -527,7 +527,7 @@ void rfs_hub_deleted(rfs_mount *m, const char *thread_id)
     queue_change(m, thread_id, NULL, 1, NULL, 0);
 }
 
-void rfs_hub_sync(rfs_mount *m, uint64_t ino)
+void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
@@ -538,6 +538,6 @@ void rfs_hub_sync(rfs_mount *m, uint64_t ino)
     } else {
         hub->overflow = 1;
     }
-    request_round(hub, 1);
+    request_round(hub, wait);
     pthread_mutex_unlock(&hub->lock);
 }

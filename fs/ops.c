@@ -526,7 +526,7 @@ static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *
         rfs_itable_set_size(m->inodes, ino, version);
         return 0;
     }
-    rfs_hub_sync(m, ino);
+    rfs_hub_sync(m, ino, 1);
     return rc;
 }
 
@@ -548,7 +548,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         /* The kernel's copy is of another version (another process changed the thread
          * and the hub has not seen it yet): dropped before anything else. */
         if (held >= 0 && held != st.version)
-            rfs_hub_sync(m, ino);
+            rfs_hub_sync(m, ino, 1);
         if (st.unsized)
             rc = view_size(req, ino, &n, &st, &err);
     }
@@ -569,7 +569,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         /* Another process appended: the kernel gets the new tail before it learns the new
          * size, so no reader sees a stale page past the old end. */
         if (known >= 0 && known != st.size && rfs_itable_cached(m->inodes, ino))
-            rfs_hub_sync(m, ino);
+            rfs_hub_sync(m, ino, 1);
         rfs_itable_set_size(m->inodes, ino, st.size);
     }
     struct stat a;

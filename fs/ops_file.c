@@ -58,6 +58,7 @@ struct rfs_handle {
     char uid_digits[24];  /* --user-from-uid without a map: the caller's uid */
     long pid;
     long uid;
+    int64_t paged_version; /* a view read through the page cache: its version; else -1 */
     /* The fields above are fixed at open; those below (and *w) change only under lock
      * (release, which no other request of the handle overlaps, reads them without it). lock
      * serialises the handle's requests and is held for a whole one (the pool wait, the
@@ -108,6 +109,7 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     }
     h->m = m;
     h->kind = kind;
+    h->paged_version = -1;
     if (h->w) {
         h->w->pending = (rs_buf)RS_BUF_INIT;
         h->w->receipt = (rs_buf)RS_BUF_INIT;
@@ -315,6 +317,8 @@ static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info 
  * change of atime makes the next stat send. 1 when the cache now holds the whole file. */
 static int push_whole(rfs_mount *m, fuse_ino_t ino, rfs_handle *h, rs_store *s)
 {
+    if (rfs_reader_size(h->reader) > PUSH_OPEN_MAX)
+        return 0;
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     int whole = rfs_reader_read(h->reader, s, 0, PUSH_OPEN_MAX + 1, &out, &err) == 0 &&
@@ -351,16 +355,19 @@ static void reader_caching(rfs_mount *m, fuse_ino_t ino, const rfs_node *n, rfs_
     } else if ((shape == RFS_SHAPE_DOC || shape == RFS_SHAPE_STREAM) && quiet &&
                rfs_row_view(n->kind)) {
         /* A quiet view of exact size is read through the page cache: reads end at its size
-         * with no request past it, in readahead's large requests. The cache keeps it across
-         * opens while it holds this version whole (recorded as the inode's size; the hub
-         * drops it at the thread's next change), else it is dropped at this open. */
+         * with no request past it, in readahead's large requests. What the cache holds is
+         * kept across opens while it is of this version (recorded as the inode's size; the
+         * hub drops it at the thread's next change), else dropped at this open; a small
+         * view is pushed whole. */
         int64_t held = -1, version = rfs_reader_version(h->reader);
         rfs_itable_known_size(m->inodes, ino, &held);
         /* A seal changes the stats without changing the rows' version: pushed every open. */
         int by_version = n->kind != RFS_T_STATS && n->kind != RFS_R_STATS;
+        int same = by_version && held == version;
         rfs_reader_keep_behind(h->reader, PUSH_BEHIND);
-        fi->keep_cache = (by_version && held == version) || push_whole(m, ino, h, s);
-        rfs_itable_set_size(m->inodes, ino, fi->keep_cache && by_version ? version : -1);
+        fi->keep_cache = same || push_whole(m, ino, h, s);
+        rfs_itable_set_size(m->inodes, ino, by_version ? version : -1);
+        h->paged_version = by_version ? version : -1;
     } else {
         fi->direct_io = 1;
     }
@@ -809,7 +816,6 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-    (void)ino;
     rfs_mount *m = rfs_mount_of(req);
     rfs_handle *h = (rfs_handle *)(uintptr_t)fi->fh;
     if (h->kind == H_FOLLOW)
@@ -843,6 +849,13 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     else
         fuse_reply_buf(req, out.buf, out.len);
     rs_buf_release(&out);
+    /* The bytes of a version the kernel's copy is no longer of (the thread changed since
+     * this handle opened) went to the cache: dropped once the reply is in (the kernel
+     * holds the pages until then), so a later open does not keep them. */
+    int64_t held = -1;
+    if (h->paged_version >= 0 && rfs_itable_known_size(m->inodes, ino, &held) == 0 &&
+        held != h->paged_version)
+        rfs_hub_sync(m, ino, 0);
 }
 
 void rfs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

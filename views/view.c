@@ -83,6 +83,7 @@ struct rfs_reader {
     rfs_shape shape;
     int64_t mtime_ns;                /* the file's last change when it was opened */
     int64_t version;                 /* rfs_stat's version at open */
+    int64_t size;                    /* a log's or document's size at open; else -1 */
     rfs_doc *doc;                    /* RFS_SHAPE_DOC: the whole document, shared by content */
     int64_t next_off;                /* streams: file offset of pending.buf[0] */
     int64_t last_seq;                /* streams: seq of the last row rendered into pending */
@@ -629,6 +630,7 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
     r->mtime_ns = st.mtime_ns;
     r->version = st.version;
+    r->size = r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_DOC ? st.size : -1;
     *out = r;
     return 0;
 }
@@ -660,6 +662,11 @@ int64_t rfs_reader_mtime(const rfs_reader *r)
 int64_t rfs_reader_version(const rfs_reader *r)
 {
     return r->version;
+}
+
+int64_t rfs_reader_size(const rfs_reader *r)
+{
+    return r->size;
 }
 
 void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)

@@ -87,6 +87,9 @@ int64_t rfs_reader_mtime(const rfs_reader *r);
 rfs_shape rfs_reader_shape(const rfs_reader *r);
 /* The node's version (rfs_stat) when the reader was opened. */
 int64_t rfs_reader_version(const rfs_reader *r);
+/* A log's or document's size when the reader was opened; -1 for a stream (its size costs a
+ * rendering). */
+int64_t rfs_reader_size(const rfs_reader *r);
 /* Streams: keep the last bytes read, so that a read a little behind the last one (the
  * kernel's readahead requests, answered in any order) costs no new rendering pass. */
 void rfs_reader_keep_behind(rfs_reader *r, size_t bytes);

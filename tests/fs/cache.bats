@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# What the kernel keeps of a quiet thread (its logs' pages, its kept views' renderings) is
+# What the kernel keeps of a quiet thread (its logs' and views' pages and attributes) is
 # dropped by every change: an append through this mount, another mount's append and another
 # writer's insert. A live thread is read direct, so each check reads once the thread is
 # quiet again, through the cache that held the old bytes: the size stat gives is the bytes a
@@ -10,7 +10,8 @@ load lib
 setup() { runfs_setup; }
 teardown() { runfs_teardown; }
 
-FILES=(events.jsonl history.jsonl transcript.md runs/r/events.jsonl)
+FILES=(events.jsonl history.jsonl transcript.md runs/r/events.jsonl messages.jsonl
+  runs/r/messages.jsonl runs/r/types/llm.human.input.jsonl)
 
 # shows F WORD: stat's size is what a read returns, and the read has WORD.
 shows() {
