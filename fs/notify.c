@@ -2,10 +2,12 @@
  * wakes live followers. Commits of this mount arrive through rfs_hub_committed; commits of
  * other processes are noticed by watching the store's data version (SQLite's data_version;
  * on PostgreSQL the notifications of other mounts and a probe for DeerFlow's rows), one
- * cheap probe per tick for the whole mount. Kernel invalidations go out from this thread
- * only, never from inside a request handler (libfuse deadlocks otherwise); the one
- * notification a handler sends is getattr's store of a view's pages (ops.c), which waits
- * for no lock of the inode's. */
+ * cheap probe per tick for the whole mount. A file's pages are dropped from this thread
+ * only, never from inside a request handler (the kernel may hold those pages locked for
+ * the request: it would wait on itself). A handler tells the kernel only what no request
+ * holds: attributes and directories' listings (a writer's own change, queue_change) and
+ * stores of a file's pages at its getattr (ops.c) or open (ops_file.c), which wait for no
+ * lock of the inode's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
