@@ -7,12 +7,15 @@
 #include "listings.h"
 #include "runstore.h"
 
-/* Unused listings kept at most: readers that stopped halfway (ls | head) leave theirs. */
+/* Unused listings kept at most, and their entries (about 100 bytes each), besides the one
+ * used last: readers that stopped halfway (ls | head) leave theirs. */
 #define KEEP_MAX 32
+#define KEEP_ENTRIES (128 * 1024)
 
 typedef struct slot {
     void *listing;
     uint64_t ino, id;
+    size_t entries;
     uint64_t used; /* the use it last had (the oldest unused goes first) */
     int users;
     int done; /* read to its end: goes when its last user gives it back */
@@ -55,31 +58,39 @@ static void drop(rfs_listings *l, size_t i)
     l->slots[i] = l->slots[--l->count];
 }
 
-/* The oldest unused listing goes while too many unused are kept. Lock held. */
+/* The oldest unused listing goes while too many unused, or too many of their entries, are
+ * kept; never the one used last (a large listing is unused between its pages). Lock
+ * held. */
 static void trim(rfs_listings *l)
 {
     for (;;) {
-        size_t unused = 0, oldest = 0;
+        size_t unused = 0, entries = 0, oldest = 0;
         for (size_t i = 0; i < l->count; i++) {
-            if (l->slots[i].users)
+            const slot *s = &l->slots[i];
+            if (s->users || s->used == l->uses)
                 continue;
-            if (!unused++ || l->slots[i].used < l->slots[oldest].used)
+            entries += s->entries;
+            if (!unused++ || s->used < l->slots[oldest].used)
                 oldest = i;
         }
-        if (unused <= KEEP_MAX)
+        if (unused == 0 || (unused <= KEEP_MAX && entries <= KEEP_ENTRIES))
             return;
         drop(l, oldest);
     }
 }
 
-int rfs_listings_put(rfs_listings *l, uint64_t ino, void *listing, uint64_t *id)
+int rfs_listings_put(rfs_listings *l, uint64_t ino, void *listing, size_t entries, uint64_t *id)
 {
     pthread_mutex_lock(&l->lock);
     int rc = rs_array_grow(&l->slots, &l->cap, l->count + 1, sizeof *l->slots);
     if (!rc) {
         l->next_id = l->next_id % 0x7fffffffu + 1;
-        l->slots[l->count++] =
-            (slot){.listing = listing, .ino = ino, .id = l->next_id, .used = ++l->uses, .users = 1};
+        l->slots[l->count++] = (slot){.listing = listing,
+                                      .ino = ino,
+                                      .id = l->next_id,
+                                      .entries = entries,
+                                      .used = ++l->uses,
+                                      .users = 1};
         *id = l->next_id;
         trim(l);
     }

@@ -59,9 +59,10 @@ typedef struct rfs_mount {
     rfs_itable *inodes;
     struct rfs_attrs *attrs;       /* files' attributes the kernel keeps (attrs.h) */
     struct rfs_listings *listings; /* listings being read (listings.h) */
-    /* Set by op_init, before any other request: the kernel opens directories itself and
-     * keeps their listings (FUSE_CAP_NO_OPENDIR_SUPPORT). */
-    int dirs_opened_by_kernel;
+    /* Set by op_init: the kernel opens directories itself and keeps their listings
+     * (FUSE_CAP_NO_OPENDIR_SUPPORT). Atomic: the requests after INIT may run on other
+     * threads, ordered after it only through the kernel. */
+    atomic_int dirs_opened_by_kernel;
     int64_t mount_ns;
     rfs_pool *pool; /* store connections, one per request in flight */
     rfs_rejects *rejects;

@@ -383,7 +383,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
      * a listing read again costs none (the kernel keeps it until the hub drops it). */
     if ((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && rfs_listings_shared(m)) {
         conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
-        m->dirs_opened_by_kernel = 1;
+        atomic_store(&m->dirs_opened_by_kernel, 1);
     }
     /* Appends change only the tail: the hub invalidates precisely, so the kernel must not
      * drop a whole file's cache whenever its mtime moves, nor cache writes itself. */

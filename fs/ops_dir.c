@@ -173,7 +173,7 @@ static int dir_at(fuse_req_t req, fuse_ino_t ino, off_t off, dir_handle **out, s
     int rc = dir_make(req, &n, &d);
     if (rc)
         return rc;
-    if (rfs_listings_put(m->listings, ino, d, &d->id))
+    if (rfs_listings_put(m->listings, ino, d, d->count, &d->id))
         d->id = 0;
     *out = d;
     return 0;
@@ -197,7 +197,7 @@ static off_t dir_off(const dir_handle *d, size_t i)
 void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
-    if (m->dirs_opened_by_kernel)
+    if (atomic_load(&m->dirs_opened_by_kernel))
         return (void)fuse_reply_err(req, ENOSYS);
     rfs_node n;
     if (rfs_req_node(req, ino, &n))

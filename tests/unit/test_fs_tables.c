@@ -1,0 +1,158 @@
+/* test_fs_tables.c — the daemon's two bookkeeping tables without a mount: the attributes the
+ * kernel keeps (fs/attrs.c: what a change must drop, by thread and by expiry) and the
+ * listings kept between requests (fs/listings.c: found by number, freed at their end, the
+ * unused ones bounded). References are plain arrays of what each test added. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attrs.h"
+#include "listings.h"
+
+#define SEC 1000000000LL
+
+typedef struct taken {
+    uint64_t ino[256];
+    size_t n;
+} taken;
+
+static void take_one(void *ctx, uint64_t ino)
+{
+    taken *t = ctx;
+    if (t->n < 256)
+        t->ino[t->n++] = ino;
+}
+
+static int has(const taken *t, uint64_t ino)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ino[i] == ino)
+            return 1;
+    return 0;
+}
+
+static void test_attrs_by_thread(void **state)
+{
+    (void)state;
+    rfs_attrs *a;
+    assert_int_equal(rfs_attrs_new(&a), 0);
+    int64_t now = 100 * SEC;
+    /* Three of thread "a" (one twice), two of "b": more than the ring's first size too. */
+    for (int round = 0; round < 100; round++)
+        assert_int_equal(rfs_attrs_add(a, 1000 + (uint64_t)round, "filler", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 11, "a", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 21, "b", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 12, "a", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 11, "a", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 22, "b", now), 0);
+    taken t = {0};
+    rfs_attrs_take(a, "a", now, take_one, &t);
+    assert_true(has(&t, 11) && has(&t, 12));
+    assert_false(has(&t, 21) || has(&t, 22) || has(&t, 1000));
+    /* Taken once: a second change of "a" finds nothing of it in force. */
+    taken again = {0};
+    rfs_attrs_take(a, "a", now, take_one, &again);
+    assert_int_equal(again.n, 0);
+    /* Another process's change takes every one still in force, "b" included. */
+    taken all = {0};
+    rfs_attrs_take(a, NULL, now, take_one, &all);
+    assert_true(has(&all, 21) && has(&all, 22) && has(&all, 1099));
+    assert_false(has(&all, 11));
+    rfs_attrs_free(a);
+}
+
+static void test_attrs_expire(void **state)
+{
+    (void)state;
+    rfs_attrs *a;
+    assert_int_equal(rfs_attrs_new(&a), 0);
+    int64_t now = 100 * SEC;
+    assert_int_equal(rfs_attrs_add(a, 7, "t", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 8, "t", now + 3 * SEC), 0);
+    /* Past its timeout and the margin the kernel's copy of 7 has expired; 8's has not. */
+    taken t = {0};
+    rfs_attrs_take(a, "t", now + 3 * SEC, take_one, &t);
+    assert_false(has(&t, 7));
+    assert_true(has(&t, 8));
+    /* Within its timeout a record stays in force. */
+    assert_int_equal(rfs_attrs_add(a, 9, "t", now + 10 * SEC), 0);
+    taken u = {0};
+    rfs_attrs_take(a, NULL, now + 10 * SEC + (int64_t)(RFS_FILE_TIMEOUT * SEC) - 1, take_one, &u);
+    assert_true(has(&u, 9));
+    rfs_attrs_free(a);
+}
+
+/* A listing here is a counter of frees. */
+static int freed[128];
+
+static void free_listing(void *listing)
+{
+    freed[*(int *)listing]++;
+}
+
+static void test_listings(void **state)
+{
+    (void)state;
+    memset(freed, 0, sizeof freed);
+    static int names[128];
+    for (int i = 0; i < 128; i++)
+        names[i] = i;
+    rfs_listings *l;
+    assert_int_equal(rfs_listings_new(&l, free_listing), 0);
+    uint64_t id0, id1;
+    assert_int_equal(rfs_listings_put(l, 5, &names[0], 10, &id0), 0);
+    rfs_listings_release(l, &names[0], 0);
+    assert_int_equal(rfs_listings_put(l, 6, &names[1], 10, &id1), 0);
+    rfs_listings_release(l, &names[1], 0);
+    assert_true(id0 != id1 && id0 > 0 && id1 > 0 && id0 < (1ULL << 31));
+    /* Found by its number and directory only. */
+    assert_ptr_equal(rfs_listings_get(l, 5, id0), &names[0]);
+    assert_null(rfs_listings_get(l, 6, id0));
+    assert_null(rfs_listings_get(l, 5, id0 + 1000));
+    /* Read to its end while held twice: freed when the last user gives it back. */
+    assert_ptr_equal(rfs_listings_get(l, 5, id0), &names[0]);
+    rfs_listings_release(l, &names[0], 1);
+    assert_int_equal(freed[0], 0);
+    rfs_listings_release(l, &names[0], 0);
+    assert_int_equal(freed[0], 1);
+    assert_null(rfs_listings_get(l, 5, id0));
+    /* Readers that stopped halfway: past the bound, the oldest unused go first, never the
+     * one used last. */
+    uint64_t id;
+    for (int i = 2; i < 100; i++) {
+        assert_int_equal(rfs_listings_put(l, 100 + (uint64_t)i, &names[i], 1, &id), 0);
+        rfs_listings_release(l, &names[i], 0);
+    }
+    int kept = 0;
+    for (int i = 1; i < 100; i++)
+        kept += freed[i] == 0;
+    assert_in_range(kept, 2, 33);
+    assert_int_equal(freed[99], 0);
+    assert_int_equal(freed[1], 1); /* the oldest */
+    /* A huge unused listing goes once another is used after it. */
+    assert_int_equal(rfs_listings_put(l, 200, &names[100], 1 << 20, &id), 0);
+    rfs_listings_release(l, &names[100], 0);
+    assert_int_equal(freed[100], 0);
+    assert_int_equal(rfs_listings_put(l, 201, &names[101], 1, &id), 0);
+    rfs_listings_release(l, &names[101], 0);
+    assert_int_equal(freed[100], 1);
+    rfs_listings_free(l);
+    for (int i = 0; i < 102; i++)
+        assert_int_equal(freed[i], 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attrs_by_thread),
+        cmocka_unit_test(test_attrs_expire),
+        cmocka_unit_test(test_listings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
