@@ -844,6 +844,8 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
         rfs_pool_put(m, s);
     }
     pthread_mutex_unlock(&h->lock);
+    /* Read before the reply: once it is sent, the handle may be released and freed. */
+    int64_t paged = h->paged_version, held = -1;
     if (rc)
         fuse_reply_err(req, -rc);
     else
@@ -852,9 +854,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     /* The bytes of a version the kernel's copy is no longer of (the thread changed since
      * this handle opened) went to the cache: dropped once the reply is in (the kernel
      * holds the pages until then), so a later open does not keep them. */
-    int64_t held = -1;
-    if (h->paged_version >= 0 && rfs_itable_known_size(m->inodes, ino, &held) == 0 &&
-        held != h->paged_version)
+    if (paged >= 0 && rfs_itable_known_size(m->inodes, ino, &held) == 0 && held != paged)
         rfs_hub_sync(m, ino, 0);
 }
 
