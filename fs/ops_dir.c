@@ -216,6 +216,24 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_open(req, fi);
 }
 
+/* The start of a request for a page of a listing: its listing, held, the index of the
+ * page's first entry and a buffer of size bytes. 0, or -1 after replying with the error. */
+static int page_begin(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, dir_handle **d,
+                      size_t *first, char **buf)
+{
+    int rc = dir_at(req, ino, off, d, first);
+    if (rc) {
+        fuse_reply_err(req, -rc);
+        return -1;
+    }
+    if (!(*buf = malloc(size))) {
+        dir_done(rfs_mount_of(req), *d, 0);
+        fuse_reply_err(req, ENOMEM);
+        return -1;
+    }
+    return 0;
+}
+
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
@@ -223,14 +241,9 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     rfs_mount *m = rfs_mount_of(req);
     dir_handle *d;
     size_t first;
-    int rc = dir_at(req, ino, off, &d, &first);
-    if (rc)
-        return (void)fuse_reply_err(req, -rc);
-    char *buf = malloc(size);
-    if (!buf) {
-        dir_done(m, d, 0);
-        return (void)fuse_reply_err(req, ENOMEM);
-    }
+    char *buf;
+    if (page_begin(req, ino, size, off, &d, &first, &buf))
+        return;
     size_t used = 0;
     for (size_t i = first; i < d->count; i++) {
         struct stat st = {.st_ino = d->entries[i].ino,
@@ -326,14 +339,9 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     rfs_mount *m = rfs_mount_of(req);
     dir_handle *d;
     size_t first;
-    int rc = dir_at(req, ino, off, &d, &first);
-    if (rc)
-        return (void)fuse_reply_err(req, -rc);
-    char *buf = malloc(size);
-    if (!buf) {
-        dir_done(m, d, 0);
-        return (void)fuse_reply_err(req, ENOMEM);
-    }
+    char *buf;
+    if (page_begin(req, ino, size, off, &d, &first, &buf))
+        return;
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
