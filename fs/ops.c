@@ -265,7 +265,10 @@ double rfs_attr_timeout(rfs_mount *m, const rfs_node *n, uint64_t ino, const rfs
         return 0.0;
     if (rfs_node_is_dir(n->kind))
         return DIR_TIMEOUT;
-    if (!rfs_row_view(n->kind) || st->unsized ||
+    /* The views the kernel keeps renderings of are stat'ed by the store every time: a
+     * stat checks the kernel's copy against the rows (op_getattr), so it says the view as
+     * it is right after any writer's change. */
+    if (!rfs_row_view(n->kind) || rfs_view_kernel_keeps(n->kind) || st->unsized ||
         rfs_attrs_add(m->attrs, ino, n->thread_id, rs_clock_ns(CLOCK_MONOTONIC)) != 0)
         return 0.0;
     return RFS_FILE_TIMEOUT;
