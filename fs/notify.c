@@ -79,12 +79,16 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
  * heading, runs a regeneration hides): a kept rendering (its version in the inode table,
  * see op_getattr) is dropped whole, and so is a view pushed whole at its open (ops_file.c). */
 
-#define KEPT_VIEWS \
-    (RFS_KIND(RFS_T_HISTORY) | RFS_KIND(RFS_T_TRANSCRIPT) | RFS_KIND(RFS_R_OTEL) | \
-     RFS_KIND(RFS_T_MESSAGES) | RFS_KIND(RFS_T_COUNT) | RFS_KIND(RFS_T_SEQ) | \
-     RFS_KIND(RFS_R_MESSAGES) | RFS_KIND(RFS_R_TYPE) | RFS_KIND(RFS_R_TASK) | \
-     RFS_KIND(RFS_R_LASTAI) | RFS_KIND(RFS_R_WORKSPACE) | RFS_KIND(RFS_R_RECEIPT) | \
-     RFS_KIND(RFS_R_ONCE) | RFS_KIND(RFS_R_TIMELINE))
+/* The kinds whose pages the kernel may keep by version: the ones it keeps renderings of and
+ * the views read through the page cache (ops_file.c), derived from their one definition. */
+static uint64_t kept_views(void)
+{
+    uint64_t kinds = 0;
+    for (int k = RFS_ROOT; k <= RFS_R_PROOF; k++)
+        if (rfs_view_kernel_keeps((rfs_kind)k) || rfs_row_view((rfs_kind)k))
+            kinds |= RFS_KIND(k);
+    return kinds;
+}
 
 static void view_dropped(rfs_mount *m, uint64_t ino)
 {
@@ -97,7 +101,7 @@ static void view_dropped(rfs_mount *m, uint64_t ino)
 static void sync_views(rfs_mount *m, const char *thread_id)
 {
     scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes, KEPT_VIEWS, collect_log, &sc);
+    rfs_itable_each(m->inodes, kept_views(), collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         rs_log_info info;
         const rfs_node *n = &sc.out[i].node;
@@ -134,7 +138,7 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
 static void drop_all(rfs_mount *m)
 {
     scan_ctx sc = {.thread_id = NULL};
-    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | KEPT_VIEWS,
+    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | kept_views(),
                     collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
