@@ -853,13 +853,18 @@ static int known_size(rfs_reader *r, rs_store *s, int64_t *size, int64_t *last_s
 
 /* Place a lines view's reader at the row holding off, found from the view's end: its
  * newest rows' lengths, summed back to off, cost what is read rather than what precedes
- * it. 1 when placed, 0 when it cannot be (the caller renders from the start). */
-static int stream_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
+ * it. 1 when placed, 0 when it cannot be or when rendering on is the shorter way (ahead:
+ * the bytes a rendering from where the reader is passes before off), and the caller
+ * renders on (or from the start). */
+static int stream_seek(rfs_reader *r, rs_store *s, int64_t off, int64_t ahead, rs_err *err)
 {
     int64_t size = 0, last_seq = 0;
     int rc = known_size(r, s, &size, &last_seq, err);
+    /* A cat's readahead arrives out of order: a read a few pages on is no tail. */
     if (rc <= 0)
         return rc;
+    if (size - off > ahead)
+        return 0;
     /* The hidden runs as they are now: the rows after the seek follow from them too. */
     if (r->node->kind == RFS_T_HISTORY) {
         rs_history_free(r->history);
@@ -954,9 +959,9 @@ static int otel_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
-    int far = off < r->next_off ? off >= SEEK_GAP
-                                : off - r->next_off - (int64_t)r->pending.len >= SEEK_GAP;
-    int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, err) : 0;
+    int64_t ahead = off < r->next_off ? off : off - r->next_off - (int64_t)r->pending.len;
+    int far = ahead >= SEEK_GAP;
+    int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, ahead, err) : 0;
     if (rc == 0 && r->node->kind == RFS_R_OTEL && (far || off < r->next_off))
         rc = otel_seek(r, s, off, err);
     if (rc < 0)
