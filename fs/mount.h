@@ -79,6 +79,12 @@ typedef struct rfs_mount {
      * reaches the kernel before the hub's drop does, which then finds the inode to drop. */
     pthread_rwlock_t attr_lock; /* orders attr_gen's bumps after replies in flight */
     atomic_uint_fast64_t attr_gen;
+    /* The thread whose listing last went without some of its views' sizes (a hash of its
+     * id, 0: none) and until when (CLOCK_MONOTONIC ns) a stat of one of them sizes them
+     * all in one pass (rfs_scope's thread_pass). Atomics, no lock: a hint, where a torn
+     * pair costs one pass more or less. */
+    atomic_uint_fast64_t pass_thread;
+    atomic_int_fast64_t pass_until_ns;
     pthread_mutex_t sizing_lock; /* guards sizing, each entry's next and told */
     rfs_sizing *sizing;          /* stats of files under way (ops.c), newest first */
     int64_t slow_ns; /* a stat this long is logged and shown in status.json (RUNFS_SLOW_MS) */

@@ -112,8 +112,11 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - z->start_ns;
     rs_buf path = RS_BUF_INIT;
     if ((z->told || took >= m->slow_ns) && rfs_node_path(z->node, &path) == 0)
-        rfs_log("sized %s in %.1f s: %lld bytes%s", path.buf, (double)took / 1e9,
-                rc ? 0LL : (long long)st->size, rc ? " (failed)" : "");
+        rfs_log("sized %s in %.1f s: %lld bytes%s%s", path.buf, (double)took / 1e9,
+                rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
+                !rc && st->thread_pass ? " (with the thread's history.jsonl, transcript.md and "
+                                         "stats.json, in one pass over its rows)"
+                                       : "");
     rs_buf_release(&path);
 }
 
@@ -295,6 +298,29 @@ int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err)
     return rfs_req_stat_ex(req, n, 0, NULL, NULL, st, err);
 }
 
+/* Long enough for the stats of an ls -la after its listing, short enough that a later
+ * stat of one view alone renders that view alone. */
+#define PASS_HINT_NS 1000000000LL
+
+static uint64_t thread_hash(const char *thread_id)
+{
+    return rs_hash(RS_HASH_INIT, thread_id, strlen(thread_id)) | 1;
+}
+
+void rfs_thread_pass_hint(rfs_mount *m, const char *thread_id)
+{
+    atomic_store(&m->pass_thread, thread_hash(thread_id));
+    atomic_store(&m->pass_until_ns, rs_clock_ns(CLOCK_MONOTONIC) + PASS_HINT_NS);
+}
+
+static int thread_pass_wanted(rfs_mount *m, const rfs_node *n)
+{
+    if ((n->kind != RFS_T_HISTORY && n->kind != RFS_T_TRANSCRIPT && n->kind != RFS_T_STATS) ||
+        atomic_load(&m->pass_thread) != thread_hash(n->thread_id))
+        return 0;
+    return rs_clock_ns(CLOCK_MONOTONIC) < atomic_load(&m->pass_until_ns);
+}
+
 int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn bytes, void *ctx,
                     rfs_stat *st, rs_err *err)
 {
@@ -302,6 +328,7 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
+    sc.thread_pass = thread_pass_wanted(m, n);
     rs_store *s;
     /* Files below a thread: the stats that may render a view. */
     rfs_sizing z = {.node = n};

@@ -319,11 +319,15 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
      * thread's stat indexes it (its first use) and listing threads/ must index none: a
      * thread's attributes come from the listing's times (an indexed thread's) or wait for a
      * lookup, as `ls -l` asks for them. */
+    int unsized = 0;
     if (i < 2 || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
         (!listed_stat(de, &child, fresh, &st) &&
          (child.kind == RFS_THREAD || !s ||
-          rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || st.unsized)) ||
+          rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || (unsized = st.unsized))) ||
         rfs_entry_param(req, &child, &st, e)) {
+        /* The thread's views are not sized yet: stats may follow (ls -la, du). */
+        if (unsized && (child.kind == RFS_T_HISTORY || child.kind == RFS_T_TRANSCRIPT))
+            rfs_thread_pass_hint(rfs_mount_of(req), child.thread_id);
         memset(e, 0, sizeof *e);
         e->attr.st_ino = de->ino;
         e->attr.st_mode = de->is_dir ? S_IFDIR : S_IFREG;

@@ -60,6 +60,9 @@ int rfs_handle_writes(const struct fuse_file_info *fi);
 #define RFS_STAT_NO_WAIT 2
 int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn bytes, void *ctx,
                     rfs_stat *st, rs_err *err);
+/* A listing of thread_id went without the sizes of views a stat renders (history.jsonl,
+ * transcript.md, stats.json): the stats that follow soon (ls -la) size them in one pass. */
+void rfs_thread_pass_hint(rfs_mount *m, const char *thread_id);
 /* The hub's tick: log once each stat under way for longer than the mount's slow_ns. */
 void rfs_sizing_tell(rfs_mount *m);
 #define RFS_LIVE_NS 2000000000LL /* a thread appended to this recently is still growing */

@@ -242,6 +242,7 @@ struct rs_history {
     char *user;
     fact_list facts; /* owns the strings hidden points to */
     hidden_set hidden;
+    scratch sc; /* rs_history_shows' (the cursors have their own) */
 };
 
 typedef struct hist_cursor {
@@ -253,17 +254,17 @@ typedef struct hist_cursor {
 } hist_cursor;
 
 /* spec 7.1 row filter: middleware callers, subagent AI messages and hidden runs. */
-static int history_hides(hist_cursor *c, const rs_row *row, int *hide)
+static int history_hides(const rs_history *h, scratch *sc, const rs_row *row, int *hide)
 {
     *hide = 1;
-    if (hidden_has(&c->h->hidden, row->run_id ? row->run_id : ""))
+    if (hidden_has(&h->hidden, row->run_id ? row->run_id : ""))
         return 0;
     unsigned markers;
-    int rc = rs_view_meta(&c->sc.meta, row, &markers);
+    int rc = rs_view_meta(&sc->meta, row, &markers);
     if (rc)
         return rc;
-    rs_buf *caller = &c->sc.str;
-    if (!rs_view_get_str(c->sc.meta.buf, c->sc.meta.len, "caller", caller)) {
+    rs_buf *caller = &sc->str;
+    if (!rs_view_get_str(sc->meta.buf, sc->meta.len, "caller", caller)) {
         *hide = 0;
         return 0;
     }
@@ -273,11 +274,11 @@ static int history_hides(hist_cursor *c, const rs_row *row, int *hide)
         *hide = 0;
         return 0;
     }
-    if ((rc = rs_view_content(&c->sc.content, row, markers)))
+    if ((rc = rs_view_content(&sc->content, row, markers)))
         return rc;
-    rs_buf *type = &c->sc.str;
-    if (!rs_view_get_str(c->sc.content.buf, c->sc.content.len, "type", type) || !type->len)
-        rs_view_get_str(c->sc.content.buf, c->sc.content.len, "role", type);
+    rs_buf *type = &sc->str;
+    if (!rs_view_get_str(sc->content.buf, sc->content.len, "type", type) || !type->len)
+        rs_view_get_str(sc->content.buf, sc->content.len, "role", type);
     *hide = strcmp(type->buf, "ai") == 0 || strcmp(type->buf, "assistant") == 0;
     return 0;
 }
@@ -291,7 +292,7 @@ static int hist_next(rs_cursor *base, const rs_record **out)
         if (rc <= 0)
             return rc;
         int hide;
-        if ((rc = history_hides(c, &c->inner->row, &hide)))
+        if ((rc = history_hides(c->h, &c->sc, &c->inner->row, &hide)))
             return rc;
         if (hide)
             continue;
@@ -348,6 +349,7 @@ void rs_history_free(rs_history *h)
         return;
     free(h->hidden.ids);
     facts_free(&h->facts);
+    scratch_release(&h->sc);
     free(h->thread_id);
     free(h->user);
     free(h);
@@ -357,6 +359,8 @@ int rs_history_open(rs_store *s, const char *thread_id, const char *user, rs_his
                     rs_err *err)
 {
     rs_history *h = calloc(1, sizeof *h);
+    if (h)
+        h->sc = (scratch){RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     if (!h || !(h->thread_id = strdup(thread_id)) || (user && !(h->user = strdup(user)))) {
         rs_history_free(h);
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -412,6 +416,18 @@ int rs_history_newest(rs_store *s, const rs_history *h, int64_t before_seq, int6
     q.limit = limit;
     q.newest = 1;
     return history_cursor(s, h, &q, out, err);
+}
+
+int rs_history_shows(rs_history *h, const rs_cursor *c, int *shows)
+{
+    const rs_row *row = &c->row;
+    *shows = 0;
+    if (!row->category || strcmp(row->category, "message") != 0)
+        return 0;
+    int hide;
+    int rc = history_hides(h, &h->sc, row, &hide);
+    *shows = !rc && !hide;
+    return rc;
 }
 
 int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,

@@ -7,6 +7,7 @@
 #include "otel.h"
 #include "stats.h"
 #include "timeline.h"
+#include "transcript.h"
 
 int rfs_glance_kind(rfs_kind kind)
 {
@@ -60,6 +61,21 @@ static int seal_of(void *ctx, const char *run_id, rs_buf *out)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* The thread's runs, those made by mkdir with no rows too, counted by its stats.json. */
+static int add_runs(rs_store *s, const rs_target *t, rfs_stats *st, rs_err *err)
+{
+    rs_names *names;
+    int rc = rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &names, err);
+    if (rc)
+        return rc;
+    const char *name;
+    while ((rc = rs_names_next(names, &name)) == 1)
+        if ((rc = rfs_stats_add_run(st, name)))
+            break;
+    rs_names_free(names);
+    return rc;
+}
+
 int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err)
 {
     rfs_stats *st = NULL;
@@ -81,19 +97,62 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
                 break;
         rs_cursor_free(c);
     }
-    rs_names *names;
-    if (!rc && !run &&
-        !(rc = rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &names, err))) {
-        const char *name;
-        while ((rc = rs_names_next(names, &name)) == 1)
-            if ((rc = rfs_stats_add_run(st, name)))
-                break;
-        rs_names_free(names);
-    }
+    if (!rc && !run)
+        rc = add_runs(s, t, st, err);
     seal_ctx sc = {.s = s, .t = t};
     if (!rc)
         rc = tl ? rfs_timeline_finish(tl, out) : rfs_stats_finish(st, seal_of, &sc, out);
     rfs_timeline_free(tl);
+    rfs_stats_free(st);
+    return rc;
+}
+
+int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
+                          void *status_ctx, rs_buf *stats, int64_t *history_size,
+                          int64_t *transcript_size, rs_err *err)
+{
+    rfs_stats *st = NULL;
+    rfs_transcript *tr = NULL;
+    rs_history *h = NULL;
+    rs_buf scratch = RS_BUF_INIT;
+    int64_t history = 0, transcript = 0;
+    int rc = rfs_stats_new(&st, t->thread_id, NULL);
+    if (!rc)
+        rc = rfs_transcript_new(&tr, t->thread_id, status, status_ctx);
+    if (rc)
+        rc = rs_err_set(err, rc, "out of memory");
+    /* The hidden runs first, from the run.start and run.terminal rows. */
+    if (!rc)
+        rc = rs_history_open(s, t->thread_id, t->user, &h, err);
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.user = t->user;
+    rs_cursor *c;
+    if (!rc && !(rc = rs_store_query(s, &q, &c, err))) {
+        const rs_record *rec;
+        int shows;
+        while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            if ((rc = rfs_stats_feed(st, rec)) || (rc = rs_history_shows(h, c, &shows)) ||
+                (rc = rfs_transcript_feed(tr, rec, &scratch)))
+                break;
+            history += shows ? (int64_t)rec->line_len : 0;
+            transcript += (int64_t)scratch.len;
+            rs_buf_reset(&scratch);
+        }
+        rs_cursor_free(c);
+    }
+    if (!rc)
+        rc = add_runs(s, t, st, err);
+    seal_ctx sc = {.s = s, .t = t};
+    if (!rc)
+        rc = rfs_stats_finish(st, seal_of, &sc, stats);
+    if (!rc && !(rc = rfs_transcript_finish(tr, &scratch))) {
+        *history_size = history;
+        *transcript_size = transcript + (int64_t)scratch.len;
+    }
+    rs_buf_release(&scratch);
+    rs_history_free(h);
+    rfs_transcript_free(tr);
     rfs_stats_free(st);
     return rc;
 }

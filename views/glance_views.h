@@ -7,6 +7,7 @@
 #include "node.h"
 #include "otel.h"
 #include "runstore.h"
+#include "transcript.h"
 
 /* 1 for the documents rendered here (stats.json, timeline.svg). */
 int rfs_glance_kind(rfs_kind kind);
@@ -20,5 +21,12 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
  * (NULL: none). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
                        int64_t *otel_size, rfs_otel_marks *marks, rs_err *err);
+
+/* A thread's stats.json rendered, and its history.jsonl's and transcript.md's sizes
+ * counted, in one pass over its rows (what a first ls -la of the thread needs; DESIGN
+ * "Performance principles"). status: the transcript's run.terminal lines. */
+int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
+                          void *status_ctx, rs_buf *stats, int64_t *history_size,
+                          int64_t *transcript_size, rs_err *err);
 
 #endif

@@ -416,6 +416,45 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* The thread views a first ls -la renders: sized together by thread_pass. */
+static int thread_pass_kind(rfs_kind kind)
+{
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS;
+}
+
+static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
+
+/* history.jsonl's and transcript.md's sizes and stats.json's bytes from one pass over the
+ * thread's rows, kept as each view's own rendering keeps them (sc->thread_pass). */
+static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                       rs_err *err)
+{
+    static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS};
+    rs_buf doc = RS_BUF_INIT, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    kept k[3] = {{0}};
+    int64_t size[3] = {0};
+    rs_target t = {.thread_id = n->thread_id, .user = sc->user};
+    rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
+    int rc = 0;
+    /* The keys first: a change during the pass then leaves the sizes unkept. */
+    for (int i = 0; !rc && i < 3; i++)
+        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+    if (!rc)
+        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &doc, &size[0], &size[1], err);
+    size[2] = (int64_t)doc.len;
+    for (int i = 0; !rc && i < 3; i++) {
+        if (kinds[i] == RFS_T_STATS)
+            rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc.buf, doc.len);
+        else
+            rfs_sizes_put(sc->sizes, keys[i].buf, info, size[i]);
+        kept_put(s, &k[i], size[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        rs_buf_release(&keys[i]);
+    rs_buf_release(&doc);
+    return rc;
+}
+
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
@@ -436,9 +475,12 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);
     int pass = !rc && cache && !doc && !cheap &&
-               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE) &&
+               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE ||
+                (n->kind == RFS_T_STATS && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
-    if (pass)
+    if (pass && n->kind == RFS_T_STATS)
+        st->thread_pass = !(rc = thread_pass(s, sc, n, token, err));
+    else if (pass)
         rc = glance_pass(s, sc, n, token, err);
     if (!rc && cache &&
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
@@ -567,6 +609,11 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
         !(rc = glance_pass(s, sc, n, &info, err)))
         known = kept_get(s, sc, &key, &info, &k, &st->size);
+    if (!rc && !known && !doc && !cheap && sc->thread_pass && thread_pass_kind(n->kind) &&
+        sc->sizes && !(rc = thread_pass(s, sc, n, &info, err))) {
+        st->thread_pass = 1;
+        known = kept_get(s, sc, &key, &info, &k, &st->size);
+    }
     if (!rc && !known && doc) {
         rs_cursor *c;
         const rs_record *rec;

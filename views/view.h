@@ -32,6 +32,10 @@ typedef struct rfs_scope {
     void *ctx;
     struct rfs_sizes *sizes; /* view sizes kept until their thread changes (NULL: none) */
     rfs_info_memo *memo;     /* a listing's: stats of one thread or run share its facts */
+    /* A listing of the thread asked for its entries' attributes (ls -la): a stat that must
+     * render history.jsonl, transcript.md or the thread's stats.json for its size sizes the
+     * three in one pass over the rows (they are stat'ed next). */
+    int thread_pass;
 } rfs_scope;
 
 typedef enum rfs_shape {
@@ -52,6 +56,8 @@ typedef struct rfs_stat {
     int64_t version;  /* a fingerprint of what the thread or run was (its log info): a
                          rendering's bytes hold while it stays the same */
     int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
+    int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md and
+                         stats.json in one pass (rfs_scope's thread_pass) */
 } rfs_stat;
 
 /* Does the node exist for this scope, and what is it. -ENOENT when it does not. */

@@ -443,6 +443,10 @@ int rs_history_query(rs_store *s, const rs_history *h, int64_t after_seq, rs_cur
  * finds its row from there. The cursor must not outlive h. */
 int rs_history_newest(rs_store *s, const rs_history *h, int64_t before_seq, int64_t limit,
                       rs_cursor **out, rs_err *err);
+/* *shows 1 when the record c last gave (a cursor of h's thread and owner, in seq order) is
+ * a row of history.jsonl: one pass over the thread's rows sizes history.jsonl beside the
+ * views that read every row. Uses h's scratch space: one caller at a time. */
+int rs_history_shows(rs_history *h, const rs_cursor *c, int *shows);
 void rs_history_free(rs_history *h);
 /* workspace-changes.json: the latest workspace_changes payload, or the available:false
  * document; '\n'-terminated. */

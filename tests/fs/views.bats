@@ -302,3 +302,36 @@ EOF2
   assert_success
   assert_output "[]"
 }
+
+@test "a thread's first ls -la sizes history.jsonl, transcript.md and stats.json in one pass; a lone stat renders its view alone" {
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/pass.log"
+  run ls -la "$MNT/$T"
+  assert_success
+  local listing=$output f want got
+  for f in history.jsonl transcript.md stats.json; do
+    want=$("$RUNFS" cat "$STORE" "$T/$f" | wc -c)
+    got=$(awk -v f="$f" '$NF == f { print $5 }' <<<"$listing")
+    [ "$got" = "$want" ] || fail "$f: ls -la says $got bytes, runfs cat gives $want"
+    got=$(wc -c < "$MNT/$T/$f")
+    [ "$got" -eq "$want" ] || fail "$f: a read gives $got bytes, runfs cat $want"
+  done
+  wait_for 5 grep -q "in one pass over its rows" "$WORK/pass.log" ||
+    fail "the listing's stats did not size the three views in one pass: $(cat "$WORK/pass.log")"
+  [ "$(grep -c 'in one pass over its rows' "$WORK/pass.log")" -eq 1 ] ||
+    fail "more than one pass for one ls -la: $(cat "$WORK/pass.log")"
+  # A change makes the kept sizes stale; a stat with no listing before it renders its view
+  # alone (a cat of history.jsonl pays for no transcript).
+  ev_human "later" 9 >> "$MNT/$T/runs/r3/events.jsonl"
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/lone.log"
+  for f in history.jsonl transcript.md; do
+    want=$("$RUNFS" cat "$STORE" "$T/$f" | wc -c)
+    got=$(stat -c %s "$MNT/$T/$f")
+    [ "$got" -eq "$want" ] || fail "$f: st_size $got, runfs cat gives $want bytes"
+    wait_for 5 grep -q "sized $T/$f in [0-9.]* s: $want bytes\$" "$WORK/lone.log" ||
+      fail "$f was not sized alone: $(cat "$WORK/lone.log")"
+  done
+  run grep -c "in one pass" "$WORK/lone.log"
+  assert_output 0
+}
