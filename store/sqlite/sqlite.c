@@ -375,6 +375,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 /* BEGIN IMMEDIATE under the database's lock (sq_begin's, and sq_open's setup). */
 static int begin_locked(rs_backend *b, rs_err *err)
 {
+    sq_read_end(b);
     pthread_mutex_lock(&b->lock->mutex);
     int rc = sq_exec(b, "BEGIN IMMEDIATE", err);
     if (rc)
@@ -493,23 +494,43 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
+int sq_in_write(rs_backend *b)
+{
+    return !sqlite3_get_autocommit(b->db) && !b->read_open;
+}
+
+void sq_read_end(rs_backend *b)
+{
+    if (!b->read_open)
+        return;
+    b->read_open = 0;
+    if (!sqlite3_get_autocommit(b->db) && sq_exec(b, "COMMIT", NULL))
+        sq_exec(b, "ROLLBACK", NULL);
+}
+
 int sq_look(rs_backend *b, int64_t *version, rs_err *err)
 {
     /* A write transaction indexes what others committed before it allocates anything:
      * it looks every time. */
-    int cached = b->one_look && b->looked_version >= 0 && sqlite3_get_autocommit(b->db);
-    if (cached) {
+    int in_write = sq_in_write(b);
+    if (b->one_look && b->looked_version >= 0 && !in_write) {
         *version = b->looked_version;
         return 0;
     }
+    /* The rest of the request reads the rows as of this look: one read transaction, not
+     * one per statement (each a lock and an unlock of the WAL's read mark). */
+    if (b->one_look && !in_write && !b->read_open && sqlite3_get_autocommit(b->db) &&
+        sq_exec(b, "BEGIN", NULL) == 0)
+        b->read_open = 1;
     int rc = sq_int(b, "PRAGMA data_version", NULL, NULL, version, NULL, err);
-    if (!rc && b->one_look && sqlite3_get_autocommit(b->db))
+    if (!rc && b->one_look && !in_write)
         b->looked_version = *version;
     return rc;
 }
 
 static void sq_one_look(rs_backend *b, int on)
 {
+    sq_read_end(b);
     b->one_look = on;
     b->looked_version = -1;
 }
@@ -1063,6 +1084,7 @@ static int mem_fingerprint(rs_backend *b, const char *thread_id, char *out, size
  * connection; threads are indexed into them at their first use (sq_thread_ready). */
 static int mem_index(rs_backend *b, int64_t layout, rs_err *err)
 {
+    sq_read_end(b);
     int rc = sq_exec(b, "BEGIN", err);
     if (rc)
         return rc;
@@ -1147,6 +1169,7 @@ static int mem_drop(void *ctx, const char *thread_id)
 static int mem_catch_up(rs_backend *b, const char *thread_id, rs_err *err)
 {
     int rc = b->mem ? 0 : mem_index(b, b->layout, err);
+    sq_read_end(b);
     if (rc || (rc = sq_exec(b, "BEGIN", err)))
         return rc;
     int64_t rows = 0;
@@ -1315,7 +1338,7 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     if (behind) {
         /* Under the same discipline as any write: inside the caller's transaction, else
          * one of its own under the write lock (or, read-only, in memory). */
-        if (!sqlite3_get_autocommit(b->db))
+        if (sq_in_write(b))
             rc = sq_thread_catch_up(b, thread_id, err);
         else if (b->read_only)
             rc = mem_catch_up(b, thread_id, err);
@@ -1620,7 +1643,7 @@ static int sq_data_version(rs_backend *b, int64_t *version)
 static int sq_rewrites(rs_backend *b, int64_t *n)
 {
     int64_t changes = sqlite3_total_changes64(b->db);
-    int keep = sqlite3_get_autocommit(b->db);
+    int keep = !sq_in_write(b);
     if (keep && b->rewrites_kept.version == b->probed_version && b->rewrites_kept.version >= 0 &&
         b->rewrites_kept.commits == b->commits && b->rewrites_kept.changes == changes) {
         *n = b->rewrites_kept.n;

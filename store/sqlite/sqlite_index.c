@@ -583,7 +583,7 @@ int sq_thread_access(rs_backend *b, const char *thread_id, const char *user, rs_
 static sq_info_kept *info_slot(rs_backend *b, const char *thread_id, const char *run_id,
                                const char *user)
 {
-    if (user || !sqlite3_get_autocommit(b->db))
+    if (user || sq_in_write(b))
         return NULL;
     uint64_t h = rs_hash(RS_HASH_INIT, thread_id, strlen(thread_id));
     if (run_id)

@@ -134,8 +134,12 @@ struct rs_backend {
     int trigram; /* sqlite_search.c: runfs_trigram registered on this connection */
     sq_info_kept info_kept[SQ_INFO_SLOTS]; /* owner-less sq_log_info answers, by log */
     int64_t probed_version;                /* data_version as this connection last probed it */
-    int one_look;                /* rs_store_one_look: looked_version holds until it is off */
-    int64_t looked_version;      /* the look's data_version; -1: not looked yet */
+    int one_look;           /* rs_store_one_look: looked_version holds until it is off */
+    int64_t looked_version; /* the look's data_version; -1: not looked yet */
+    /* The look began a read transaction (BEGIN): the request's statements share it instead
+     * of each starting and ending one of its own. Ended when the look goes off and before
+     * any BEGIN of a write (sq_read_end). */
+    int read_open;
     sq_count_kept rewrites_kept; /* the file's rewrites count (sq_rewrites) */
 };
 
@@ -218,6 +222,10 @@ int sq_once_held(rs_backend *b, const rs_target *t, const char *event_type, int 
 extern const rs_sql sq_policy; /* policy.h's primitives (sqlite_index.c) */
 /* PRAGMA data_version, looked at once per rs_store_one_look outside a write transaction. */
 int sq_look(rs_backend *b, int64_t *version, rs_err *err);
+/* Inside a write transaction (not the look's read transaction). */
+int sq_in_write(rs_backend *b);
+/* End the look's read transaction, if one is open: before a BEGIN, and when the look ends. */
+void sq_read_end(rs_backend *b);
 int sq_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 void sq_row(rs_row *row, sqlite3_stmt *st, int col);

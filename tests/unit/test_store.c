@@ -3155,6 +3155,29 @@ static void test_append_after_changes_elsewhere(void **state)
     rs_store_close(other);
 }
 
+/* A request's reads (rs_store_one_look on) share one snapshot: another connection's commit
+ * shows once the look ends, and a write inside the look still follows every row. */
+static void test_one_look_snapshot(void **state)
+{
+    (void)state;
+    rs_store *other = open_store(fx.db, 0, 0);
+    put("t1", "r1", "alice", ERR("a"));
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
+    rs_store_one_look(fx.s, 1);
+    assert_int_equal(info_of("t1", NULL, NULL).count, 1);
+    put_in(other, "t1", "r1", "alice", ERR("b"));
+    assert_string_equal(seqs_of(&q), "1");
+    put("t1", "r1", "alice", ERR("c"));
+    assert_string_equal(seqs_of(&q), "1 2 3");
+    rs_store_one_look(fx.s, 0);
+    put_in(other, "t1", "r1", "alice", ERR("d"));
+    rs_store_one_look(fx.s, 1);
+    assert_string_equal(seqs_of(&q), "1 2 3 4");
+    rs_store_one_look(fx.s, 0);
+    rs_store_close(other);
+}
+
 static void test_deerflow_line(void **state)
 {
     (void)state;
@@ -3220,6 +3243,7 @@ int main(void)
         T(test_latest_ai_run),
         T(test_idempotency_keys),
         T(test_deerflow_line),
+        T(test_one_look_snapshot),
         T(test_owners_apart_threads),
         T(test_owners_apart_singletons_and_seals),
         T(test_layout_migration),
