@@ -107,9 +107,16 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
     return rc;
 }
 
+/* Hand p[0..len) to the sink when it takes them (give: it is the sink's view). */
+static void sink_give(rfs_glance_sink *sink, int give, const char *p, size_t len)
+{
+    if (sink && sink->bytes && give && len && sink->bytes(sink->ctx, p, len))
+        sink->bytes = NULL;
+}
+
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
-                          void *status_ctx, rs_buf *stats, int64_t *history_size,
-                          int64_t *transcript_size, rs_err *err)
+                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats,
+                          int64_t *history_size, int64_t *transcript_size, rs_err *err)
 {
     rfs_stats *st = NULL;
     rfs_transcript *tr = NULL;
@@ -137,6 +144,8 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
                 break;
             history += shows ? (int64_t)rec->line_len : 0;
             transcript += (int64_t)scratch.len;
+            sink_give(sink, shows && sink && sink->history, rec->line, rec->line_len);
+            sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
             rs_buf_reset(&scratch);
         }
         rs_cursor_free(c);
@@ -147,6 +156,7 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     if (!rc)
         rc = rfs_stats_finish(st, seal_of, &sc, stats);
     if (!rc && !(rc = rfs_transcript_finish(tr, &scratch))) {
+        sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
         *history_size = history;
         *transcript_size = transcript + (int64_t)scratch.len;
     }

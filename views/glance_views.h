@@ -22,11 +22,20 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
 int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
                        int64_t *otel_size, rfs_otel_marks *marks, rs_err *err);
 
+/* Where rfs_glance_thread_all hands the bytes of history.jsonl or transcript.md (the one
+ * flagged) as it makes them; bytes returning nonzero stops the bytes, not the pass. */
+typedef struct rfs_glance_sink {
+    int history, transcript;
+    int (*bytes)(void *ctx, const char *p, size_t len);
+    void *ctx;
+} rfs_glance_sink;
+
 /* A thread's stats.json rendered, and its history.jsonl's and transcript.md's sizes
  * counted, in one pass over its rows (what a first ls -la of the thread needs; DESIGN
- * "Performance principles"). status: the transcript's run.terminal lines. */
+ * "Performance principles"). status: the transcript's run.terminal lines; sink: NULL or
+ * where one view's bytes go. */
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
-                          void *status_ctx, rs_buf *stats, int64_t *history_size,
-                          int64_t *transcript_size, rs_err *err);
+                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats,
+                          int64_t *history_size, int64_t *transcript_size, rs_err *err);
 
 #endif

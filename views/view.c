@@ -425,9 +425,10 @@ static int thread_pass_kind(rfs_kind kind)
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
 /* history.jsonl's and transcript.md's sizes and stats.json's bytes from one pass over the
- * thread's rows, kept as each view's own rendering keeps them (sc->thread_pass). */
+ * thread's rows, kept as each view's own rendering keeps them (sc->thread_pass); the bytes
+ * of n's view handed to how->bytes as they are made (how NULL or without bytes: none). */
 static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
-                       rs_err *err)
+                       const sizing *how, rs_err *err)
 {
     static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS};
     rs_buf doc = RS_BUF_INIT, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
@@ -439,8 +440,15 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* The keys first: a change during the pass then leaves the sizes unkept. */
     for (int i = 0; !rc && i < 3; i++)
         rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+    rfs_glance_sink sink = {0};
+    if (how && how->bytes) {
+        sink.history = n->kind == RFS_T_HISTORY;
+        sink.transcript = n->kind == RFS_T_TRANSCRIPT;
+        sink.bytes = how->bytes;
+        sink.ctx = how->ctx;
+    }
     if (!rc)
-        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &doc, &size[0], &size[1], err);
+        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &doc, &size[0], &size[1], err);
     size[2] = (int64_t)doc.len;
     for (int i = 0; !rc && i < 3; i++) {
         if (kinds[i] == RFS_T_STATS)
@@ -479,7 +487,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
                 (n->kind == RFS_T_STATS && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass && n->kind == RFS_T_STATS)
-        st->thread_pass = !(rc = thread_pass(s, sc, n, token, err));
+        st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
         rc = glance_pass(s, sc, n, token, err);
     if (!rc && cache &&
@@ -609,8 +617,10 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
         !(rc = glance_pass(s, sc, n, &info, err)))
         known = kept_get(s, sc, &key, &info, &k, &st->size);
+    /* A view the kernel keeps waits for its getattr (not lazy), whose pass hands the
+     * kernel its bytes: the read after the stat (cat, grep -r) renders nothing. */
     if (!rc && !known && !doc && !cheap && sc->thread_pass && thread_pass_kind(n->kind) &&
-        sc->sizes && !(rc = thread_pass(s, sc, n, &info, err))) {
+        !(keeps && keeps->lazy) && sc->sizes && !(rc = thread_pass(s, sc, n, &info, keeps, err))) {
         st->thread_pass = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     }

@@ -306,8 +306,13 @@ EOF2
 @test "a thread's first ls -la sizes history.jsonl, transcript.md and stats.json in one pass; a lone stat renders its view alone" {
   runfs_unmount "$MNT"
   RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/pass.log"
+  # Quiet (the last append over RFS_LIVE_NS, 2 s, old): the pass hands the kernel the bytes
+  # of the view whose stat made it, so a cat after ls -la reads them from the page cache.
+  wait_for 15 eval '[ $(($(date +%s%N) - $(stat -c %.9Y "$MNT/$T" | tr -d .))) -gt 2200000000 ]'
   run ls -la "$MNT/$T"
   assert_success
+  [ "$(fincore -n -o PAGES "$MNT/$T/history.jsonl" | tr -d ' ')" -gt 0 ] ||
+    fail "the pass's stat of history.jsonl gave the kernel none of its bytes"
   local listing=$output f want got
   for f in history.jsonl transcript.md stats.json; do
     want=$("$RUNFS" cat "$STORE" "$T/$f" | wc -c)
