@@ -116,6 +116,14 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
      * thread's or run's facts: read once. */
     rfs_info_memo memo = {0};
     sc.memo = &memo;
+    d->gen = rfs_cache_begin(m);
+    /* A lookup-only directory lists nothing whatever the store holds (a third of a walk's
+     * directories): no connection, no query. Its thread was found at its lookup; a thread
+     * gone since lists nothing too. */
+    if (lookup_only(n->kind) && !sc.denied) {
+        *out = d;
+        return 0;
+    }
     rs_err err = {0};
     rs_store *s;
     int rc = rfs_pool_get(m, &s, &err);
@@ -124,7 +132,6 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
         return rc;
     }
     rfs_stat st;
-    d->gen = rfs_cache_begin(m);
     rc = rfs_view_stat(s, &sc, n, &st, &err);
     if (!rc && !lookup_only(n->kind))
         rc = dir_add(d, n, ".", 1);
