@@ -495,9 +495,13 @@ int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns)
  * as they are made (fuse_lowlevel_notify_store, a MiB at a time, whole pages), so that the
  * read after the stat is served from the cache instead of rendering the view again. Only
  * from getattr: the inode exists, and no kernel lock is held for it (a stat or a read's
- * size check sends it). Memory: the MiB being made. */
+ * size check sends it). Memory: the MiB being made. A view longer than PUSH_STAT_MAX is
+ * only sized: a stat does not fill the page cache with what may never be read (a 1M-event
+ * thread's history.jsonl is 400 MB, and copying it there was a fifth of its sizing), and
+ * the part already given is dropped. */
 
 #define PUSH_CHUNK (1024 * 1024)
+#define PUSH_STAT_MAX (64 * 1024 * 1024)
 #define PAGE 4096
 
 typedef struct pusher {
@@ -524,7 +528,8 @@ static int push_out(pusher *p, size_t len)
 static int push_bytes(void *ctx, const char *data, size_t len)
 {
     pusher *p = ctx;
-    if (p->failed || rs_buf_add(&p->buf, data, len)) {
+    if (p->failed || p->off + (int64_t)(p->buf.len + len) > PUSH_STAT_MAX ||
+        rs_buf_add(&p->buf, data, len)) {
         p->failed = 1;
         return -1;
     }

@@ -75,6 +75,28 @@ all_show() {
   all_show word-foreign
 }
 
+@test "a stat sizes a view over 64 MiB without filling the kernel's cache with it; a read gives it whole" {
+  local T=$MNT/threads/t size pages
+  mkdir -p "$T/runs/r"
+  # 700 messages of 100,000 bytes: history.jsonl is over 64 MiB, the most a stat hands the
+  # kernel's cache (a small quiet view's stat does: views.bats).
+  python3 -c '
+import json
+for i in range(700):
+    print(json.dumps({"event_type": "llm.human.input", "metadata": {"caller": "lead_agent"},
+                      "content": {"type": "human", "content": "w%d " % i + "x" * 100000, "id": "h-%d" % i}}))
+' >"$WORK/big.jsonl"
+  cat "$WORK/big.jsonl" >>"$T/runs/r/events.jsonl"
+  wait_for 15 quiet
+  size=$(stat -c %s "$T/history.jsonl")
+  [ "$size" -gt $((64 * 1024 * 1024)) ] || fail "history.jsonl is $size bytes, not over 64 MiB"
+  pages=$(fincore -n -o PAGES "$T/history.jsonl" | tr -d ' ')
+  [ "$pages" -eq 0 ] || fail "the stat gave the kernel $pages pages of a $size-byte view"
+  [ "$(wc -c <"$T/history.jsonl")" -eq "$size" ] || fail "a read does not give the stat's $size bytes"
+  [ "$(grep -c '"content":"w[0-9]* x' "$T/history.jsonl")" -eq 700 ] ||
+    fail "a read of history.jsonl does not show the 700 messages"
+}
+
 # size_true F: stat's size of log F is the bytes a read returns and has one line per row.
 size_true() {
   [ "$(stat -c %s "$1")" -eq "$(wc -c <"$1")" ] && [ "$(wc -l <"$1")" -eq "$2" ]
