@@ -29,38 +29,6 @@ static const char *const task_meta[] = {"task_id"};
 static const char *const end_content[] = {"status", "usage", "model_name"};
 static const char *const terminal_content[] = {"status"};
 
-/* content and metadata of the line, with the members shape asks for (c, m), in one walk of
- * each: the keys come in a fixed order, content is the line's first member of that name (a
- * '"' inside a string is escaped, so the bytes ,"content": cannot occur in the short ids
- * and names before it) and metadata follows it. 0 when the line is not of that form. */
-static int walk_line(rfs_span line, const ev_shape *shape, rfs_ev *ev, rfs_span *c, rfs_span *m)
-{
-    static const char ckey[] = ",\"content\":", mkey[] = ",\"metadata\":";
-    const char *end = line.p + line.n;
-    /* By its comma: the few before it (after the ids and the seq) are cheaper to step
-     * over than memmem's set-up is on every row. */
-    const char *p = line.p;
-    while ((p = memchr(p, ',', (size_t)(end - p))) &&
-           ((size_t)(end - p) < sizeof ckey - 1 || memcmp(p, ckey, sizeof ckey - 1) != 0))
-        p++;
-    if (!p)
-        return 0;
-    p += sizeof ckey - 1;
-    rfs_span rest = {p, (size_t)(end - p)};
-    size_t n = shape->nc ? rfs_jl_members_len(rest, shape->content, c, shape->nc)
-                         : rfs_jl_value_len(p, end);
-    ev->content = (rfs_span){p, n};
-    p += n;
-    if ((size_t)(end - p) <= sizeof mkey - 1 || memcmp(p, mkey, sizeof mkey - 1) != 0)
-        return 0;
-    p += sizeof mkey - 1;
-    rest = (rfs_span){p, (size_t)(end - p)};
-    n = shape->nm ? rfs_jl_members_len(rest, shape->metadata, m, shape->nm)
-                  : rfs_jl_value_len(p, end);
-    ev->metadata = (rfs_span){p, n};
-    return 1;
-}
-
 void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
 {
     static const char *const top[] = {"content", "metadata", "created_at"};
@@ -109,7 +77,8 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
                 strcmp(type, "subagent.step") == 0 || strcmp(type, "llm.human.input") == 0;
     rfs_span c[3] = {{0}}, m[2] = {{0}};
     int tail_ok = at && (size_t)(line.p + line.n - v[2].p) >= v[2].n && v[2].p[0] == '"';
-    if (!tail_ok || (!plain && !walk_line(line, &shape, ev, c, m))) {
+    if (!tail_ok || (!plain && !rfs_jl_body(line, shape.content, c, shape.nc, shape.metadata, m,
+                                            shape.nm, &ev->content, &ev->metadata))) {
         rfs_jl_members(line, top, v, tail_ok ? 2 : 3);
         ev->content = v[0];
         ev->metadata = v[1];

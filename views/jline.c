@@ -94,6 +94,35 @@ rfs_span rfs_jl_member(rfs_span o, const char *name)
     return v;
 }
 
+/* content is the line's first member of that name: a '"' inside a string is escaped, so
+ * the bytes ,"content": cannot occur in the short ids and names before it. */
+int rfs_jl_body(rfs_span line, const char *const *cn, rfs_span *cv, int nc, const char *const *mn,
+                rfs_span *mv, int nm, rfs_span *content, rfs_span *metadata)
+{
+    static const char ckey[] = ",\"content\":", mkey[] = ",\"metadata\":";
+    const char *end = line.p + line.n;
+    /* By its comma: the few before it (after the ids and the seq) are cheaper to step
+     * over than memmem's set-up is on every row. */
+    const char *p = line.p;
+    while ((p = memchr(p, ',', (size_t)(end - p))) &&
+           ((size_t)(end - p) < sizeof ckey - 1 || memcmp(p, ckey, sizeof ckey - 1) != 0))
+        p++;
+    if (!p)
+        return 0;
+    p += sizeof ckey - 1;
+    rfs_span rest = {p, (size_t)(end - p)};
+    size_t n = nc ? rfs_jl_members_len(rest, cn, cv, nc) : rfs_jl_value_len(p, end);
+    *content = (rfs_span){p, n};
+    p += n;
+    if ((size_t)(end - p) <= sizeof mkey - 1 || memcmp(p, mkey, sizeof mkey - 1) != 0)
+        return 0;
+    p += sizeof mkey - 1;
+    rest = (rfs_span){p, (size_t)(end - p)};
+    n = nm ? rfs_jl_members_len(rest, mn, mv, nm) : rfs_jl_value_len(p, end);
+    *metadata = (rfs_span){p, n};
+    return 1;
+}
+
 int rfs_jl_is(rfs_span v, char kind)
 {
     return v.p && v.n && v.p[0] == kind;

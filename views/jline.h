@@ -26,6 +26,12 @@ void rfs_jl_members(rfs_span o, const char *const *names, rfs_span *vals, int n)
  * length, so one walk finds both its members and where it ends. */
 size_t rfs_jl_members_len(rfs_span o, const char *const *names, rfs_span *vals, int n);
 rfs_span rfs_jl_member(rfs_span o, const char *name);
+/* A record line's content and metadata, with content's members cn[0..nc) into cv and
+ * metadata's mn[0..nm) into mv, in one walk of each (the record's keys come in a fixed
+ * order: the ids, event_type and category, then content, then metadata): 1, or 0 when the
+ * line is not of that form (then read it member by member). */
+int rfs_jl_body(rfs_span line, const char *const *cn, rfs_span *cv, int nc, const char *const *mn,
+                rfs_span *mv, int nm, rfs_span *content, rfs_span *metadata);
 /* 1 when v is present and its first byte is kind ('"', '{', '[', 't', 'n', ...). */
 int rfs_jl_is(rfs_span v, char kind);
 /* Append the text of string literal s; one_line: newlines as the two characters \n, CRs

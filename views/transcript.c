@@ -274,9 +274,10 @@ static int tool_calls(rfs_transcript *t, rfs_span calls, rs_buf *out)
     return rc;
 }
 
-static int tool_result(rfs_transcript *t, rfs_span content, rs_buf *out)
+/* call_id, text: the result's content.tool_call_id and content.content. */
+static int tool_result(rfs_transcript *t, rfs_span call_id, rfs_span text, rs_buf *out)
 {
-    char *id = str_of(content, "tool_call_id");
+    char *id = text_of(call_id);
     int rc = 0;
     size_t i = 0;
     while (id && i < t->n_calls && strcmp(t->calls[i].id, id) != 0)
@@ -288,7 +289,7 @@ static int tool_result(rfs_transcript *t, rfs_span content, rs_buf *out)
         rc = rs_buf_addf(out, "- tool result for %s -> ", id ? id : "?");
     }
     free(id);
-    if (rc || (rc = add_value(out, rfs_jl_member(content, "content"), 1)))
+    if (rc || (rc = add_value(out, text, 1)))
         return rc;
     return rs_buf_addch(out, '\n');
 }
@@ -317,37 +318,47 @@ static int generic(const char *type, rfs_span content, const char *mark, rs_buf 
     return rs_buf_addch(out, '\n');
 }
 
+/* The members of content and of metadata render reads, by their place in in[] and m[]. */
+enum { IN_CONTENT, IN_TOOL_CALLS, IN_CALL_ID, IN_STATUS, IN_N };
+enum { M_CALLER, M_STATUS, M_N };
+
 static int render(rfs_transcript *t, const rs_record *rec, rs_buf *out)
 {
     static const char *const top[] = {"content", "metadata"};
-    static const char *const inner[] = {"content", "tool_calls"};
+    static const char *const inner[IN_N] = {"content", "tool_calls", "tool_call_id", "status"};
+    static const char *const meta[M_N] = {"caller", "status"};
     const char *type = rec->event_type;
-    rfs_span line = {rec->line, rec->line_len}, v[2], in[2];
-    while (line.n && line.p[line.n - 1] == '\n')
-        line.n--;
-    rfs_jl_members(line, top, v, 2);
-    rfs_span content = v[0], metadata = v[1];
-    rfs_jl_members(content, inner, in, 2);
-    rfs_span text = rfs_jl_is(content, '{') ? in[0] : content;
     if (strcmp(type, "run.start") == 0)
         return 0; /* the run's heading says it */
+    rfs_span line = rfs_jl_line(rec), content, metadata, in[IN_N], m[M_N];
+    if (!rfs_jl_body(line, inner, in, IN_N, meta, m, M_N, &content, &metadata)) {
+        rfs_span v[2];
+        rfs_jl_members(line, top, v, 2);
+        content = v[0];
+        metadata = v[1];
+        rfs_jl_members(content, inner, in, IN_N);
+        rfs_jl_members(metadata, meta, m, M_N);
+    }
+    rfs_span text = rfs_jl_is(content, '{') ? in[IN_CONTENT] : content;
     if (strcmp(type, "llm.human.input") == 0)
         return message("user", text, out);
     if (strcmp(type, "llm.ai.response") == 0) {
-        char *caller = str_of(metadata, "caller");
-        int rc =
-            message(caller && strcmp(caller, "lead_agent") != 0 ? caller : "assistant", text, out);
+        /* The lead agent (most rows) is the assistant: no copy of its name. */
+        char *caller = rfs_jl_str_is(m[M_CALLER], "lead_agent") ? NULL : text_of(m[M_CALLER]);
+        int rc = message(caller ? caller : "assistant", text, out);
         free(caller);
-        return rc ? rc : rfs_jl_is(in[1], '[') ? tool_calls(t, in[1], out) : 0;
+        return rc                                  ? rc
+               : rfs_jl_is(in[IN_TOOL_CALLS], '[') ? tool_calls(t, in[IN_TOOL_CALLS], out)
+                                                   : 0;
     }
     if (strcmp(type, "llm.tool.result") == 0 && rfs_jl_is(content, '{'))
-        return tool_result(t, content, out);
+        return tool_result(t, in[IN_CALL_ID], in[IN_CONTENT], out);
     if (strcmp(type, "llm.error") == 0 || strcmp(type, "run.error") == 0)
         return generic(type, content, "**[error]** ", out);
     if (strcmp(type, "run.terminal") == 0 || strcmp(type, "run.end") == 0) {
-        char *status = str_of(content, "status");
+        char *status = text_of(in[IN_STATUS]);
         if (!status)
-            status = str_of(metadata, "status");
+            status = text_of(m[M_STATUS]);
         int bad = status && strcmp(status, "success") != 0;
         int rc = rs_buf_addf(out, "\n_%s: %s_%s\n", type, status ? status : "?",
                              bad ? " **[error]**" : "");
