@@ -16,22 +16,76 @@ static void read_usage(rfs_span usage, int64_t *out)
             out[i] = -1;
 }
 
+/* The members of content and of metadata any view reads, by their place in cv[] and mv[]. */
+enum {
+    C_TOOL_CALLS,
+    C_RESPONSE_METADATA,
+    C_CALL_ID,
+    C_STATUS,
+    C_USAGE,
+    C_MODEL_NAME,
+    C_CONTENT,
+    C_N
+};
+static const char *const content_names[C_N] = {
+    "tool_calls", "response_metadata", "tool_call_id", "status", "usage", "model_name", "content"};
+enum { M_USAGE, M_LATENCY, M_TASK_ID, M_CALLER, M_STATUS, M_N };
+static const char *const meta_names[M_N] = {"usage", "latency_ms", "task_id", "caller", "status"};
+
 /* What a type's facts are read from: the members of content and of metadata looked for. */
 typedef struct ev_shape {
-    const char *const *content, *const *metadata;
+    const unsigned char *content, *metadata;
     int nc, nm;
 } ev_shape;
 
-static const char *const model_content[] = {"tool_calls", "response_metadata"};
-static const char *const model_meta[] = {"usage", "latency_ms"};
-static const char *const result_content[] = {"tool_call_id", "status"};
-static const char *const task_meta[] = {"task_id"};
-static const char *const end_content[] = {"status", "usage", "model_name"};
-static const char *const terminal_content[] = {"status"};
+static const unsigned char model_content[] = {C_TOOL_CALLS, C_RESPONSE_METADATA};
+static const unsigned char model_meta[] = {M_USAGE, M_LATENCY};
+static const unsigned char result_content[] = {C_CALL_ID, C_STATUS};
+static const unsigned char task_meta[] = {M_TASK_ID};
+static const unsigned char end_content[] = {C_STATUS, C_USAGE, C_MODEL_NAME};
+static const unsigned char terminal_content[] = {C_STATUS};
 
-void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
+/* The members of obj named by want[0..n) (places in names) into out at those places. */
+static void members_at(rfs_span obj, const char *const *names, const unsigned char *want, int n,
+                       rfs_span *out)
+{
+    const char *pick[C_N] = {0};
+    rfs_span v[C_N];
+    for (int i = 0; i < n; i++)
+        pick[i] = names[want[i]];
+    rfs_jl_members(obj, pick, v, n);
+    for (int i = 0; i < n; i++)
+        out[want[i]] = v[i];
+}
+
+/* The same in the walk that finds content and metadata in the line (rfs_jl_body): 0 when
+ * the line is not of that form. all: every member of both lists, whatever shape says. */
+static int body_at(rfs_span line, const ev_shape *shape, int all, rfs_span *cv, rfs_span *mv,
+                   rfs_ev *ev)
+{
+    if (all)
+        return rfs_jl_body(line, content_names, cv, C_N, meta_names, mv, M_N, &ev->content,
+                           &ev->metadata);
+    const char *cn[C_N], *mn[M_N];
+    rfs_span c[C_N], m[M_N];
+    for (int i = 0; i < shape->nc; i++)
+        cn[i] = content_names[shape->content[i]];
+    for (int i = 0; i < shape->nm; i++)
+        mn[i] = meta_names[shape->metadata[i]];
+    if (!rfs_jl_body(line, cn, c, shape->nc, mn, m, shape->nm, &ev->content, &ev->metadata))
+        return 0;
+    for (int i = 0; i < shape->nc; i++)
+        cv[shape->content[i]] = c[i];
+    for (int i = 0; i < shape->nm; i++)
+        mv[shape->metadata[i]] = m[i];
+    return 1;
+}
+
+static void ev_read(const rs_record *rec, rfs_ev *ev, int all)
 {
     static const char *const top[] = {"content", "metadata", "created_at"};
+    static const unsigned char every_content[C_N] = {0, 1, 2, 3, 4, 5, 6};
+    static const unsigned char every_meta[M_N] = {0, 1, 2, 3, 4};
     memset(ev, 0, sizeof *ev);
     ev->rec = rec;
     ev->latency_ms = -1;
@@ -73,17 +127,19 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
         ev->kind = RFS_EV_MIDDLEWARE;
         ev->tag = type + 11;
     }
-    int plain = ev->kind == RFS_EV_ERROR || ev->kind == RFS_EV_MIDDLEWARE ||
-                strcmp(type, "subagent.step") == 0 || strcmp(type, "llm.human.input") == 0;
-    rfs_span c[3] = {{0}}, m[2] = {{0}};
+    int plain = !all &&
+                (ev->kind == RFS_EV_ERROR || ev->kind == RFS_EV_MIDDLEWARE ||
+                 strcmp(type, "subagent.step") == 0 || strcmp(type, "llm.human.input") == 0);
+    rfs_span cv[C_N] = {{0}}, mv[M_N] = {{0}};
     int tail_ok = at && (size_t)(line.p + line.n - v[2].p) >= v[2].n && v[2].p[0] == '"';
-    if (!tail_ok || (!plain && !rfs_jl_body(line, shape.content, c, shape.nc, shape.metadata, m,
-                                            shape.nm, &ev->content, &ev->metadata))) {
+    if (!tail_ok || (!plain && !body_at(line, &shape, all, cv, mv, ev))) {
         rfs_jl_members(line, top, v, tail_ok ? 2 : 3);
         ev->content = v[0];
         ev->metadata = v[1];
-        rfs_jl_members(ev->content, shape.content, c, shape.nc);
-        rfs_jl_members(ev->metadata, shape.metadata, m, shape.nm);
+        if (all)
+            shape = (ev_shape){every_content, every_meta, C_N, M_N};
+        members_at(ev->content, content_names, shape.content, shape.nc, cv);
+        members_at(ev->metadata, meta_names, shape.metadata, shape.nm, mv);
     }
     if (plain)
         ev->content = ev->metadata = (rfs_span){0};
@@ -92,39 +148,54 @@ void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
         ev->t_us = 0;
     switch (ev->kind) {
     case RFS_EV_MODEL: {
-        read_usage(m[0], ev->usage);
-        if (!rfs_jl_count(m[1], &ev->latency_ms))
+        read_usage(mv[M_USAGE], ev->usage);
+        if (!rfs_jl_count(mv[M_LATENCY], &ev->latency_ms))
             ev->latency_ms = -1;
-        if (rfs_jl_is(c[0], '['))
-            ev->tool_calls = c[0];
-        rfs_span model = rfs_jl_member(c[1], "model_name");
+        if (rfs_jl_is(cv[C_TOOL_CALLS], '['))
+            ev->tool_calls = cv[C_TOOL_CALLS];
+        rfs_span model = rfs_jl_member(cv[C_RESPONSE_METADATA], "model_name");
         if (rfs_jl_is(model, '"'))
             ev->model = model;
         break;
     }
     case RFS_EV_RESULT:
-        if (rfs_jl_is(c[0], '"'))
-            ev->call_id = c[0];
-        ev->error = rfs_jl_str_is(c[1], "error");
+        if (rfs_jl_is(cv[C_CALL_ID], '"'))
+            ev->call_id = cv[C_CALL_ID];
+        ev->error = rfs_jl_str_is(cv[C_STATUS], "error");
         break;
     case RFS_EV_TASK_START:
     case RFS_EV_TASK_END:
-        if (rfs_jl_is(m[0], '"'))
-            ev->task_id = m[0];
+        if (rfs_jl_is(mv[M_TASK_ID], '"'))
+            ev->task_id = mv[M_TASK_ID];
         if (ev->kind == RFS_EV_TASK_END) {
-            if (rfs_jl_is(c[0], '"'))
-                ev->status = c[0];
-            read_usage(c[1], ev->usage);
-            if (rfs_jl_is(c[2], '"'))
-                ev->model = c[2];
+            if (rfs_jl_is(cv[C_STATUS], '"'))
+                ev->status = cv[C_STATUS];
+            read_usage(cv[C_USAGE], ev->usage);
+            if (rfs_jl_is(cv[C_MODEL_NAME], '"'))
+                ev->model = cv[C_MODEL_NAME];
         }
         break;
     case RFS_EV_TERMINAL:
-        if (rfs_jl_is(c[0], '"'))
-            ev->status = c[0];
+        if (rfs_jl_is(cv[C_STATUS], '"'))
+            ev->status = cv[C_STATUS];
         break;
     default: break;
     }
+    if (all) {
+        ev->text = rfs_jl_is(ev->content, '{') ? cv[C_CONTENT] : ev->content;
+        ev->said_by = mv[M_CALLER];
+        ev->end_status = rfs_jl_is(cv[C_STATUS], '"') ? cv[C_STATUS] : mv[M_STATUS];
+    }
+}
+
+void rfs_ev_read(const rs_record *rec, rfs_ev *ev)
+{
+    ev_read(rec, ev, 0);
+}
+
+void rfs_ev_read_all(const rs_record *rec, rfs_ev *ev)
+{
+    ev_read(rec, ev, 1);
 }
 
 /* ---- the map: entries in an array, found through rs_map (an entry is its index + 1) ---- */

@@ -43,10 +43,18 @@ typedef struct rfs_ev {
     rfs_span task_id;           /* tasks: metadata.task_id */
     rfs_span status;            /* task end and terminal: content.status */
     const char *tag;            /* middleware: the tag after "middleware:" */
+    /* Read by rfs_ev_read_all only (what transcript.md shows of a row): */
+    rfs_span text;       /* content.content when content is an object, else content */
+    rfs_span said_by;    /* metadata.caller */
+    rfs_span end_status; /* content.status when a string, else metadata.status */
 } rfs_ev;
 
 /* Read the facts of one record. */
 void rfs_ev_read(const rs_record *rec, rfs_ev *ev);
+/* The same, and in the same walks of content and metadata what transcript.md reads of them
+ * (content and metadata are set for every type, and the fields above): one read of a row
+ * for stats.json and transcript.md both. */
+void rfs_ev_read_all(const rs_record *rec, rfs_ev *ev);
 
 /* ---- a map from byte strings to fixed-size values, in insertion order ---- */
 typedef struct rfs_map rfs_map;

@@ -92,9 +92,12 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *ou
     rs_cursor *c;
     if (!(rc = rs_store_query(s, &q, &c, err))) {
         const rs_record *rec;
-        while ((rc = rs_cursor_next(c, &rec)) == 1)
-            if ((rc = tl ? rfs_timeline_feed(tl, rec) : rfs_stats_feed(st, rec)))
+        rfs_ev ev;
+        while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            rfs_ev_read(rec, &ev);
+            if ((rc = tl ? rfs_timeline_feed(tl, &ev) : rfs_stats_feed(st, &ev)))
                 break;
+        }
         rs_cursor_free(c);
     }
     if (!rc && !run)
@@ -137,10 +140,13 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     rs_cursor *c;
     if (!rc && !(rc = rs_store_query(s, &q, &c, err))) {
         const rs_record *rec;
+        rfs_ev ev;
         int shows;
+        /* Each row is read once, for stats.json and transcript.md both. */
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
-            if ((rc = rfs_stats_feed(st, rec)) || (rc = rs_history_shows(h, c, &shows)) ||
-                (rc = rfs_transcript_feed(tr, rec, &scratch)))
+            rfs_ev_read_all(rec, &ev);
+            if ((rc = rfs_stats_feed(st, &ev)) || (rc = rs_history_shows(h, c, &shows)) ||
+                (rc = rfs_transcript_feed(tr, &ev, &scratch)))
                 break;
             history += shows ? (int64_t)rec->line_len : 0;
             transcript += (int64_t)scratch.len;
@@ -190,10 +196,13 @@ int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *t
         rs_cursor *c;
         if (!(rc = rs_store_query(s, &q, &c, err))) {
             const rs_record *rec;
-            /* otel.json's bytes are counted as they are made, a row's worth at a time. */
+            rfs_ev ev;
+            /* otel.json's bytes are counted as they are made, a row's worth at a time; each
+             * row is read once for the three. */
             while ((rc = rs_cursor_next(c, &rec)) == 1) {
-                if ((rc = rfs_stats_feed(st, rec)) || (rc = rfs_timeline_feed(tl, rec)) ||
-                    (rc = rfs_otel_feed(ot, rec, &scratch)))
+                rfs_ev_read(rec, &ev);
+                if ((rc = rfs_stats_feed(st, &ev)) || (rc = rfs_timeline_feed(tl, &ev)) ||
+                    (rc = rfs_otel_feed(ot, &ev, &scratch)))
                     break;
                 otel += (int64_t)scratch.len;
                 rs_buf_reset(&scratch);

@@ -50,6 +50,14 @@ int rfs_jl_next(rfs_span c, const char **at, rfs_span *key, rfs_span *val)
     return 1;
 }
 
+/* Whether key (a literal, with its quotes) is name: by the first letter before the length,
+ * as most keys a walk meets are not the ones looked for. */
+static int key_is(rfs_span key, const char *name)
+{
+    return key.n > 2 && key.p[1] == name[0] && key.n - 2 == strlen(name) &&
+           memcmp(key.p + 1, name, key.n - 2) == 0;
+}
+
 void rfs_jl_members(rfs_span o, const char *const *names, rfs_span *vals, int n)
 {
     rfs_span key, val;
@@ -60,8 +68,7 @@ void rfs_jl_members(rfs_span o, const char *const *names, rfs_span *vals, int n)
         return;
     while (left && rfs_jl_next(o, &at, &key, &val))
         for (int i = 0; i < n; i++)
-            if (!vals[i].p && key.n == strlen(names[i]) + 2 &&
-                memcmp(key.p + 1, names[i], key.n - 2) == 0) {
+            if (!vals[i].p && key_is(key, names[i])) {
                 vals[i] = val;
                 left--;
                 break;
@@ -77,8 +84,7 @@ size_t rfs_jl_members_len(rfs_span o, const char *const *names, rfs_span *vals, 
         return o.p && o.n ? rfs_jl_value_len(o.p, o.p + o.n) : 0;
     while (rfs_jl_next(o, &at, &key, &val))
         for (int i = 0; i < n; i++)
-            if (!vals[i].p && key.n == strlen(names[i]) + 2 &&
-                memcmp(key.p + 1, names[i], key.n - 2) == 0) {
+            if (!vals[i].p && key_is(key, names[i])) {
                 vals[i] = val;
                 break;
             }

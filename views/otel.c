@@ -536,39 +536,38 @@ static int keep_call(void *ctx, rfs_call *call)
     return 0;
 }
 
-int rfs_otel_feed(rfs_otel *o, const rs_record *rec, rs_buf *out)
+int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
 {
     int rc = start(o, out);
     if (rc)
         return rc;
-    rfs_ev ev;
-    rfs_ev_read(rec, &ev);
+    const rs_record *rec = ev->rec;
     if (o->events++ == 0) {
         o->first_seq = rec->seq;
-        o->first_us = ev.t_us;
+        o->first_us = ev->t_us;
     }
-    o->last_us = ev.t_us;
+    o->last_us = ev->t_us;
     if (!o->agent && strcmp(rec->event_type, "run.start") == 0)
-        o->agent = text_of(rfs_jl_member(ev.metadata, "caller"));
-    switch (ev.kind) {
+        o->agent = text_of(rfs_jl_member(ev->metadata, "caller"));
+    switch (ev->kind) {
     case RFS_EV_MODEL:
         for (int i = 0; i < RFS_USAGE_N; i++)
-            o->usage[i] += ev.usage[i] >= 0 ? ev.usage[i] : 0;
-        if ((rc = chat(o, &ev, out)))
+            o->usage[i] += ev->usage[i] >= 0 ? ev->usage[i] : 0;
+        if ((rc = chat(o, ev, out)))
             return rc;
-        return rfs_calls_add(o->calls, &ev, keep_call, NULL);
+        return rfs_calls_add(o->calls, ev, keep_call, NULL);
     case RFS_EV_RESULT: {
-        rfs_call *call = rfs_calls_take(o->calls, &ev);
-        rc = call ? tool(o, call, &ev, out) : 0;
+        rfs_call *call = rfs_calls_take(o->calls, ev);
+        rc = call ? tool(o, call, ev, out) : 0;
         rfs_call_free(call);
         return rc;
     }
     case RFS_EV_TASK_START:
-    case RFS_EV_TASK_END: return task_event(o, &ev, out);
+    case RFS_EV_TASK_END: return task_event(o, ev, out);
     case RFS_EV_TERMINAL:
         if (!o->terminal) {
             o->terminal = 1;
-            o->status = ev.status.p ? text_of(ev.status) : NULL;
+            o->status = ev->status.p ? text_of(ev->status) : NULL;
         }
         return 0;
     default: return 0;

@@ -7,6 +7,7 @@
 #ifndef RFS_OTEL_H
 #define RFS_OTEL_H
 
+#include "glance.h"
 #include "runstore.h"
 
 typedef struct rfs_otel rfs_otel;
@@ -14,7 +15,7 @@ typedef struct rfs_otel rfs_otel;
 int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id);
 void rfs_otel_free(rfs_otel *o);
 /* Render the next record of the run (seq order) to out. */
-int rfs_otel_feed(rfs_otel *o, const rs_record *rec, rs_buf *out);
+int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out);
 /* The rows ended: open spans, the root, the end of the document. */
 int rfs_otel_finish(rfs_otel *o, rs_buf *out);
 /* A copy of o's state, to render on from. */

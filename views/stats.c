@@ -166,38 +166,37 @@ static void literal(char *dst, rfs_span v)
     dst[ok ? v.n : 4] = '\0';
 }
 
-int rfs_stats_feed(rfs_stats *s, const rs_record *rec)
+int rfs_stats_feed(rfs_stats *s, const rfs_ev *ev)
 {
-    rfs_ev ev;
-    rfs_ev_read(rec, &ev);
+    const rs_record *rec = ev->rec;
     run_acc *r = run_of(s, rec->run_id);
     if (!r)
         return -ENOMEM;
     if (r->events++ == 0) {
-        r->first_us = ev.t_us;
-        literal(r->first_at, ev.created_at);
+        r->first_us = ev->t_us;
+        literal(r->first_at, ev->created_at);
     }
-    r->last_us = ev.t_us;
-    literal(r->last_at, ev.created_at);
+    r->last_us = ev->t_us;
+    literal(r->last_at, ev->created_at);
     s->events++;
     int rc;
     if ((rc = count(s->categories, rec->category, strlen(rec->category))) ||
         (rc = count(s->types, rec->event_type, strlen(rec->event_type))))
         return rc;
-    switch (ev.kind) {
+    switch (ev->kind) {
     case RFS_EV_MODEL:
         s->model_count++;
-        if (ev.latency_ms >= 0) {
-            s->latency_total += ev.latency_ms;
-            if (ev.latency_ms > s->latency_max)
-                s->latency_max = ev.latency_ms;
+        if (ev->latency_ms >= 0) {
+            s->latency_total += ev->latency_ms;
+            if (ev->latency_ms > s->latency_max)
+                s->latency_max = ev->latency_ms;
         }
-        add_usage(s->usage, ev.usage);
-        if (ev.model.p && (rc = count_text(s->models, ev.model)))
+        add_usage(s->usage, ev->usage);
+        if (ev->model.p && (rc = count_text(s->models, ev->model)))
             return rc;
-        return rfs_calls_add(r->calls, &ev, count_call, s);
+        return rfs_calls_add(r->calls, ev, count_call, s);
     case RFS_EV_RESULT: {
-        rfs_call *call = rfs_calls_take(r->calls, &ev);
+        rfs_call *call = rfs_calls_take(r->calls, ev);
         if (!call)
             return 0;
         tool_count *t = rfs_map_get(s->tools, call->name, strlen(call->name), 1);
@@ -206,19 +205,19 @@ int rfs_stats_feed(rfs_stats *s, const rs_record *rec)
             return -ENOMEM;
         t->results++;
         s->tool_results++;
-        t->errors += ev.error;
-        s->tool_errors += ev.error;
+        t->errors += ev->error;
+        s->tool_errors += ev->error;
         return 0;
     }
     case RFS_EV_TASK_START:
-    case RFS_EV_TASK_END: return task_event(r, &ev, s);
+    case RFS_EV_TASK_END: return task_event(r, ev, s);
     case RFS_EV_TERMINAL:
         if (r->terminal)
             return 0;
         r->terminal = 1;
-        if (ev.status.p) {
+        if (ev->status.p) {
             rs_buf st = RS_BUF_INIT;
-            if (rfs_jl_text(&st, ev.status, 0) || !(r->status = rs_buf_detach(&st, NULL))) {
+            if (rfs_jl_text(&st, ev->status, 0) || !(r->status = rs_buf_detach(&st, NULL))) {
                 rs_buf_release(&st);
                 return -ENOMEM;
             }
@@ -230,7 +229,7 @@ int rfs_stats_feed(rfs_stats *s, const rs_record *rec)
         else
             s->llm_errors++;
         return 0;
-    case RFS_EV_MIDDLEWARE: return count(s->middleware, ev.tag, strlen(ev.tag));
+    case RFS_EV_MIDDLEWARE: return count(s->middleware, ev->tag, strlen(ev->tag));
     default: return 0;
     }
 }

@@ -5,6 +5,7 @@
 #ifndef RFS_STATS_H
 #define RFS_STATS_H
 
+#include "glance.h"
 #include "runstore.h"
 
 typedef struct rfs_stats rfs_stats;
@@ -12,7 +13,7 @@ typedef struct rfs_stats rfs_stats;
 /* run_id NULL: the thread's stats.json (its runs' summed). */
 int rfs_stats_new(rfs_stats **out, const char *thread_id, const char *run_id);
 void rfs_stats_free(rfs_stats *s);
-int rfs_stats_feed(rfs_stats *s, const rs_record *rec);
+int rfs_stats_feed(rfs_stats *s, const rfs_ev *ev);
 /* A thread's run that has no rows (made by mkdir) counts as a run too: run_id is added
  * when no row named it. */
 int rfs_stats_add_run(rfs_stats *s, const char *run_id);

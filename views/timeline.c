@@ -276,25 +276,23 @@ static int marker(rfs_timeline *t, const rfs_ev *ev)
     return rc;
 }
 
-int rfs_timeline_feed(rfs_timeline *t, const rs_record *rec)
+int rfs_timeline_feed(rfs_timeline *t, const rfs_ev *ev)
 {
-    rfs_ev ev;
-    rfs_ev_read(rec, &ev);
     if (t->events++ == 0)
-        t->first_us = t->min_us = t->max_us = ev.t_us;
-    t->last_us = ev.t_us;
-    if (ev.t_us < t->min_us)
-        t->min_us = ev.t_us;
-    if (ev.t_us > t->max_us)
-        t->max_us = ev.t_us;
-    switch (ev.kind) {
-    case RFS_EV_MODEL: return model(t, &ev);
-    case RFS_EV_RESULT: return result(t, &ev);
+        t->first_us = t->min_us = t->max_us = ev->t_us;
+    t->last_us = ev->t_us;
+    if (ev->t_us < t->min_us)
+        t->min_us = ev->t_us;
+    if (ev->t_us > t->max_us)
+        t->max_us = ev->t_us;
+    switch (ev->kind) {
+    case RFS_EV_MODEL: return model(t, ev);
+    case RFS_EV_RESULT: return result(t, ev);
     case RFS_EV_TASK_START:
-    case RFS_EV_TASK_END: return task(t, &ev);
+    case RFS_EV_TASK_END: return task(t, ev);
     case RFS_EV_TERMINAL:
     case RFS_EV_ERROR:
-    case RFS_EV_MIDDLEWARE: return marker(t, &ev);
+    case RFS_EV_MIDDLEWARE: return marker(t, ev);
     default: return 0;
     }
 }

@@ -5,6 +5,7 @@
 #ifndef RFS_TIMELINE_H
 #define RFS_TIMELINE_H
 
+#include "glance.h"
 #include "runstore.h"
 
 #define RFS_TIMELINE_MAX 2000
@@ -13,7 +14,7 @@ typedef struct rfs_timeline rfs_timeline;
 
 int rfs_timeline_new(rfs_timeline **out, const char *thread_id, const char *run_id);
 void rfs_timeline_free(rfs_timeline *t);
-int rfs_timeline_feed(rfs_timeline *t, const rs_record *rec);
+int rfs_timeline_feed(rfs_timeline *t, const rfs_ev *ev);
 /* The document. */
 int rfs_timeline_finish(rfs_timeline *t, rs_buf *out);
 

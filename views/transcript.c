@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "glance.h"
 #include "jline.h"
 #include "transcript.h"
 
@@ -318,62 +319,42 @@ static int generic(const char *type, rfs_span content, const char *mark, rs_buf 
     return rs_buf_addch(out, '\n');
 }
 
-/* The members of content and of metadata render reads, by their place in in[] and m[]. */
-enum { IN_CONTENT, IN_TOOL_CALLS, IN_CALL_ID, IN_STATUS, IN_N };
-enum { M_CALLER, M_STATUS, M_N };
-
-static int render(rfs_transcript *t, const rs_record *rec, rs_buf *out)
+static int render(rfs_transcript *t, const rfs_ev *ev, rs_buf *out)
 {
-    static const char *const top[] = {"content", "metadata"};
-    static const char *const inner[IN_N] = {"content", "tool_calls", "tool_call_id", "status"};
-    static const char *const meta[M_N] = {"caller", "status"};
-    const char *type = rec->event_type;
+    const char *type = ev->rec->event_type;
     if (strcmp(type, "run.start") == 0)
         return 0; /* the run's heading says it */
-    rfs_span line = rfs_jl_line(rec), content, metadata, in[IN_N], m[M_N];
-    if (!rfs_jl_body(line, inner, in, IN_N, meta, m, M_N, &content, &metadata)) {
-        rfs_span v[2];
-        rfs_jl_members(line, top, v, 2);
-        content = v[0];
-        metadata = v[1];
-        rfs_jl_members(content, inner, in, IN_N);
-        rfs_jl_members(metadata, meta, m, M_N);
-    }
-    rfs_span text = rfs_jl_is(content, '{') ? in[IN_CONTENT] : content;
     if (strcmp(type, "llm.human.input") == 0)
-        return message("user", text, out);
-    if (strcmp(type, "llm.ai.response") == 0) {
+        return message("user", ev->text, out);
+    if (ev->kind == RFS_EV_MODEL) {
         /* The lead agent (most rows) is the assistant: no copy of its name. */
-        char *caller = rfs_jl_str_is(m[M_CALLER], "lead_agent") ? NULL : text_of(m[M_CALLER]);
-        int rc = message(caller ? caller : "assistant", text, out);
+        char *caller = rfs_jl_str_is(ev->said_by, "lead_agent") ? NULL : text_of(ev->said_by);
+        int rc = message(caller ? caller : "assistant", ev->text, out);
         free(caller);
-        return rc                                  ? rc
-               : rfs_jl_is(in[IN_TOOL_CALLS], '[') ? tool_calls(t, in[IN_TOOL_CALLS], out)
-                                                   : 0;
+        return rc ? rc : ev->tool_calls.p ? tool_calls(t, ev->tool_calls, out) : 0;
     }
-    if (strcmp(type, "llm.tool.result") == 0 && rfs_jl_is(content, '{'))
-        return tool_result(t, in[IN_CALL_ID], in[IN_CONTENT], out);
-    if (strcmp(type, "llm.error") == 0 || strcmp(type, "run.error") == 0)
-        return generic(type, content, "**[error]** ", out);
-    if (strcmp(type, "run.terminal") == 0 || strcmp(type, "run.end") == 0) {
-        char *status = text_of(in[IN_STATUS]);
-        if (!status)
-            status = text_of(m[M_STATUS]);
+    if (ev->kind == RFS_EV_RESULT && rfs_jl_is(ev->content, '{'))
+        return tool_result(t, ev->call_id, ev->text, out);
+    if (ev->kind == RFS_EV_ERROR)
+        return generic(type, ev->content, "**[error]** ", out);
+    if (ev->kind == RFS_EV_TERMINAL || strcmp(type, "run.end") == 0) {
+        char *status = text_of(ev->end_status);
         int bad = status && strcmp(status, "success") != 0;
         int rc = rs_buf_addf(out, "\n_%s: %s_%s\n", type, status ? status : "?",
                              bad ? " **[error]**" : "");
         free(status);
         return rc;
     }
-    return generic(type, content, "", out);
+    return generic(type, ev->content, "", out);
 }
 
-int rfs_transcript_feed(rfs_transcript *t, const rs_record *rec, rs_buf *out)
+int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out)
 {
+    const rs_record *rec = ev->rec;
     int rc = header(t, out);
     if (!rc && strcmp(rec->run_id, t->run_id) != 0)
         rc = run_change(t, rec->run_id, out);
-    if (rc || (rc = render(t, rec, t->holding ? &t->held : out)) || !t->holding)
+    if (rc || (rc = render(t, ev, t->holding ? &t->held : out)) || !t->holding)
         return rc;
     if (strcmp(rec->event_type, "run.terminal") == 0) {
         /* The run's first terminal (it was not met before): its status is known. */

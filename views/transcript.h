@@ -5,6 +5,7 @@
 #ifndef RFS_TRANSCRIPT_H
 #define RFS_TRANSCRIPT_H
 
+#include "glance.h"
 #include "runstore.h"
 
 typedef struct rfs_transcript rfs_transcript;
@@ -16,8 +17,8 @@ typedef int (*rfs_run_status_fn)(void *ctx, const char *run_id, rs_buf *out);
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
                        void *ctx);
 void rfs_transcript_free(rfs_transcript *t);
-/* Render the next record of the thread (seq order) to out. */
-int rfs_transcript_feed(rfs_transcript *t, const rs_record *rec, rs_buf *out);
+/* Render the next record of the thread (seq order), read by rfs_ev_read_all, to out. */
+int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out);
 /* The rows ended: calls that never got a result, and the header of an empty thread. */
 int rfs_transcript_finish(rfs_transcript *t, rs_buf *out);
 

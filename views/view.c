@@ -800,6 +800,18 @@ static int otel_marks(rfs_reader *r, rs_store *s, rs_err *err)
 }
 
 /* Rows after last_seq into pending: their lines, or for transcript.md their rendering. */
+/* The next row of a transcript.md (tr) or otel.json (ot) rendering, read as that view reads. */
+static int feed_row(rfs_transcript *tr, rfs_otel *ot, const rs_record *rec, rs_buf *out)
+{
+    rfs_ev ev;
+    if (tr) {
+        rfs_ev_read_all(rec, &ev);
+        return rfs_transcript_feed(tr, &ev, out);
+    }
+    rfs_ev_read(rec, &ev);
+    return rfs_otel_feed(ot, &ev, out);
+}
+
 static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err)
 {
     int rc = 0;
@@ -838,9 +850,9 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
             /* A record's thread id is a valid id: it fits. */
             if (r->search)
                 (void)rs_fmt(r->last_thread, sizeof r->last_thread, "%s", rec->thread_id);
-            rc = transcript ? rfs_transcript_feed(r->transcript, rec, &r->pending)
-                 : otel     ? rfs_otel_feed(r->otel, rec, &r->pending)
-                            : rs_buf_add(&r->pending, rec->line, rec->line_len);
+            rc = transcript || otel
+                     ? feed_row(transcript ? r->transcript : NULL, r->otel, rec, &r->pending)
+                     : rs_buf_add(&r->pending, rec->line, rec->line_len);
             if (rc)
                 break;
             int64_t made = r->next_off + (int64_t)r->pending.len;
@@ -1081,8 +1093,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
             give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
             continue;
         }
-        if ((rc = transcript ? rfs_transcript_feed(r.transcript, rec, &r.pending)
-                             : rfs_otel_feed(r.otel, rec, &r.pending)))
+        if ((rc = feed_row(transcript ? r.transcript : NULL, r.otel, rec, &r.pending)))
             break;
         *size += (int64_t)r.pending.len;
         give = give && how->bytes(how->ctx, r.pending.buf, r.pending.len) == 0;
