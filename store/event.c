@@ -888,16 +888,30 @@ static char *put_quoted(char *o, const char *s, size_t n)
  * already, so the line is put together with copies, one allocation and no scan of content
  * or metadata (a string content is escaped again). 1 when the row does not have that shape
  * after all: the caller renders it the general way. */
+int rs_event_stored_meta(const rs_row *row, size_t *keep, unsigned *markers)
+{
+    const char *meta = row->metadata;
+    size_t mlen = row->metadata_len;
+    if (!row->canonical || !meta || mlen < 2 || meta[0] != '{')
+        return 0;
+    size_t cut = tail_at(meta, mlen, tail_dict, sizeof tail_dict - 1);
+    *markers = cut ? 3 : 0;
+    if (!cut && (cut = tail_at(meta, mlen, tail_json, sizeof tail_json - 1)))
+        *markers = 1;
+    *keep = mlen;
+    /* The markers follow the metadata's own members after a comma, or open it. */
+    if (cut)
+        *keep = meta[cut - 1] == ',' ? cut - 1 : cut == 1 ? 1 : 0;
+    return *keep > 0;
+}
+
 static int encode_stored(rs_buf *out, const rs_row *row)
 {
     const char *meta = row->metadata, *at = row->created_at;
-    size_t mlen = row->metadata_len, keep = mlen;
-    size_t cut = meta ? tail_at(meta, mlen, tail_dict, sizeof tail_dict - 1) : 0;
-    if (!cut && meta)
-        cut = tail_at(meta, mlen, tail_json, sizeof tail_json - 1);
-    /* The markers follow the metadata's own members after a comma, or open it. */
-    if (cut)
-        keep = meta[cut - 1] == ',' ? cut - 1 : cut == 1 ? 1 : 0;
+    size_t mlen = row->metadata_len, keep;
+    unsigned cut;
+    if (!rs_event_stored_meta(row, &keep, &cut))
+        return 1;
     size_t ids[5] = {
         plain_len(row->thread_id),
         plain_len(row->run_id),
@@ -905,9 +919,9 @@ static int encode_stored(rs_buf *out, const rs_row *row)
         plain_len(row->category),
         row->user_id ? plain_len(row->user_id) : 0,
     };
-    if (!meta || mlen < 2 || meta[0] != '{' || !keep || !row->content || !at || strlen(at) != 26 ||
-        at[10] != ' ' || at[19] != '.' || ids[0] > RS_ID_MAX || ids[1] > RS_ID_MAX ||
-        ids[2] > RS_EVENT_TYPE_MAX || ids[3] > RS_CATEGORY_MAX || ids[4] > RS_ID_MAX)
+    if (!row->content || !at || strlen(at) != 26 || at[10] != ' ' || at[19] != '.' ||
+        ids[0] > RS_ID_MAX || ids[1] > RS_ID_MAX || ids[2] > RS_EVENT_TYPE_MAX ||
+        ids[3] > RS_CATEGORY_MAX || ids[4] > RS_ID_MAX)
         return 1;
     size_t start = out->len;
     int rc = rs_buf_grow(out, 200 + ids[0] + ids[1] + ids[2] + ids[3] + ids[4] + mlen +

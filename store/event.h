@@ -102,6 +102,12 @@ typedef struct rs_row {
  * storage markers dropped; content decoded only when a marker says it is JSON. */
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 
+/* A row runfs stored (rs_row.canonical): its metadata's own members, canonical, are
+ * row->metadata[0..*keep), followed in the line by a closing brace when *markers (DeerFlow's
+ * markers, 1 for content_is_json, 3 with content_is_dict, cut off its end) is non-zero. 1
+ * when the row has that shape, 0 when its metadata must be read the general way. */
+int rs_event_stored_meta(const rs_row *row, size_t *keep, unsigned *markers);
+
 /* The canonical line of ev stored with seq and owner user (NULL: none): the bytes
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */
 int rs_event_line(rs_buf *out, const rs_event *ev, int64_t seq, const char *user);

@@ -8,7 +8,17 @@
 int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
 {
     unsigned m = 0;
+    size_t keep;
     rs_buf_reset(meta);
+    /* As runfs stored it: canonical already, the markers at its end. */
+    if (rs_event_stored_meta(row, &keep, &m)) {
+        int rc = rs_buf_add(meta, row->metadata, keep);
+        if (!rc && m)
+            rc = rs_buf_addch(meta, '}');
+        if (!rc && markers)
+            *markers = m;
+        return rc;
+    }
     if (row->metadata && row->metadata_len) {
         int rc = rs_buf_grow(meta, row->metadata_len + 1);
         if (rc)
