@@ -325,6 +325,9 @@ EOF2
     fail "the listing's stats did not size the three views in one pass: $(cat "$WORK/pass.log")"
   [ "$(grep -c 'in one pass over its rows' "$WORK/pass.log")" -eq 1 ] ||
     fail "more than one pass for one ls -la: $(cat "$WORK/pass.log")"
+  # The listing's stats left the views unsized: the log says no size for them but the pass's.
+  ! grep -E "sized $T/(history.jsonl|transcript.md) in [0-9.]* s: 0 bytes" "$WORK/pass.log" ||
+    fail "the log gives an unsized view 0 bytes"
   # A change makes the kept sizes stale; a stat with no listing before it renders its view
   # alone (a cat of history.jsonl pays for no transcript).
   ev_human "later" 9 >> "$MNT/$T/runs/r3/events.jsonl"
