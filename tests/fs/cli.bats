@@ -4,6 +4,7 @@
 # conventions: mount.fuse3's calling form, `mount -t fuse.runfs`, `mount --fstab`, the usual
 # mount options, runfs's own options as -o options, ro in /proc/mounts, absolute paths, --log.
 load lib
+bats_require_minimum_version 1.5.0
 
 setup() {
   runfs_workdir
@@ -257,6 +258,51 @@ in_namespace() {
   assert_success
   [ ! -e "$MNT/threads/mine" ]
   [ -f "$MNT/threads/demo-thread/runs/run-1/seal.json" ]
+}
+
+# setup_tree: a copy of the scripts in $WORK/tree, and stubs in $WORK/stubs for what touches
+# the machine: dpkg-query says a package is installed when it is in $WORK/installed, apt-get
+# appends what it is asked for to $WORK/apt.log, meson and ninja do nothing, and the tree's
+# build/runfs exits 3 (the demo stops there, after its setup).
+setup_tree() {
+  mkdir -p "$WORK/tree/scripts" "$WORK/tree/build" "$WORK/stubs"
+  cp "$ROOT/scripts/setup" "$ROOT/scripts/demo" "$WORK/tree/scripts/"
+  touch "$WORK/tree/build/build.ninja" "$WORK/installed"
+  printf '#!/bin/sh\ngrep -qx "$3" %s/installed && echo "install ok installed"\n' "$WORK" > "$WORK/stubs/dpkg-query"
+  printf '#!/bin/sh\necho "$@" >> %s/apt.log\n' "$WORK" > "$WORK/stubs/apt-get"
+  printf '#!/bin/sh\nexit 0\n' > "$WORK/stubs/meson"
+  cp "$WORK/stubs/meson" "$WORK/stubs/ninja"
+  printf '#!/bin/sh\nexit 3\n' > "$WORK/tree/build/runfs"
+  chmod 755 "$WORK/stubs/"* "$WORK/tree/build/runfs"
+}
+
+@test "scripts/demo installs what building and mounting need, never the tests' packages" {
+  setup_tree
+  # The test-only packages an independent list names: none is needed to build or mount.
+  local p tests_only="libcmocka-dev bats valgrind clang postgresql-15 chromium nodejs python3-cryptography libxml2-utils"
+  # A fresh machine: the demo asks apt-get for the build's packages and nothing of the tests'.
+  PATH=$WORK/stubs:$PATH RUNFS_DEMO_STORE=$WORK/demo.db run -3 bash "$WORK/tree/scripts/demo" "$MNT"
+  assert_output --partial "setup: installing "
+  run grep -E '^install ' "$WORK/apt.log"
+  assert_success
+  for p in libfuse3-dev fuse3 libsqlite3-dev libpq-dev libcjson-dev libssl-dev meson gcc; do
+    [[ " $output " == *" $p "* ]] || fail "the demo did not install $p: $output"
+  done
+  for p in $tests_only; do
+    [[ " $output " != *" $p "* ]] || fail "the demo installed the tests' $p: $output"
+  done
+  # A machine with the runtime packages: the demo installs nothing; the tests add theirs.
+  bash "$WORK/tree/scripts/setup" --list > "$WORK/installed"
+  rm -f "$WORK/apt.log"
+  PATH=$WORK/stubs:$PATH RUNFS_DEMO_STORE=$WORK/demo.db run -3 bash "$WORK/tree/scripts/demo" "$MNT"
+  [ ! -e "$WORK/apt.log" ] || fail "apt-get was asked for: $(cat "$WORK/apt.log")"
+  PATH=$WORK/stubs:$PATH run bash "$WORK/tree/scripts/setup" --tests
+  assert_success
+  run grep -E '^install ' "$WORK/apt.log"
+  for p in $tests_only; do
+    [[ " $output " == *" $p "* ]] || fail "setup --tests did not install $p: $output"
+  done
+  [[ " $output " != *" libfuse3-dev "* ]] || fail "setup --tests reinstalled a build package: $output"
 }
 
 @test "README: a standalone manual that names every option of --help" {
