@@ -359,7 +359,9 @@ random_change() {
   mkdir -p "$d"
   cp "$STORE" "$d/s.db"
   chmod 755 "$d"; chmod 644 "$d/s.db"
-  run as "$UID_A" "'$RUNFS' cat '$d/s.db' threads/p/events.jsonl"
+  local runfs
+  runfs=$(reachable "$RUNFS")
+  run as "$UID_A" "'$runfs' cat '$d/s.db' threads/p/events.jsonl"
   assert_success
   assert_line -n 2 --partial '"content":"c"'
   [ ! -e "$d/s.db-shm" ] || fail "the reader created a -shm it was not allowed to"

@@ -149,6 +149,15 @@ store_snapshot() {
 UID_A=61001
 UID_B=61002
 
+# reachable FILE: print the path of a copy of FILE that every uid may run and read. The
+# checkout may sit where other uids cannot enter (a clone in /root, which is 0700), so what a
+# test runs `as` another uid is run from $WORK, which the suites make 0755.
+reachable() {
+  local d=$WORK/reachable
+  mkdir -p "$d" && chmod 755 "$d" && cp "$1" "$d/" && chmod a+rx "$d/${1##*/}" || return 1
+  echo "$d/${1##*/}"
+}
+
 # as UID CMD: run the shell command CMD as an unprivileged uid (no supplementary groups).
 as() {
   local uid=$1; shift

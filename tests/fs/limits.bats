@@ -85,12 +85,14 @@ HANDLE_KINDS="contract.json threads/tm/events.jsonl threads/tm/history.jsonl
   local R=$m/threads/tm/runs/rm
   as "$UID_A" "mkdir -p '$R' && ev_start >> '$R/events.jsonl' && ev_human hi >> '$R/events.jsonl' && ev_ai >> '$R/events.jsonl' && printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"t\",\"metadata\":{\"task_id\":\"k1\"}}' >> '$R/events.jsonl' && (set -C; ev_terminal > '$R/once/run.terminal') && (set -C; : > '$R/seal.json')"
   runfs_unmount "$m"
+  local handles
+  handles=$(reachable "$BATS_TEST_DIRNAME/handles.py")
   for kind in $HANDLE_KINDS; do
     # a fresh daemon for each kind: memory freed by the last kind would hide this one's
     runfs_mount "$STORE" "$m" --user-from-uid -o allow_other --follow-timeout 600
     local pid
     pid=$(pgrep -f "runfs mount.* $m\$" | head -1)
-    run as "$UID_A" "python3 '$BATS_TEST_DIRNAME/handles.py' $pid $n '$m' '$kind'"
+    run as "$UID_A" "python3 '$handles' $pid $n '$m' '$kind'"
     assert_success
     echo "# $output" >&3
     # a few MiB for 10,000: about 400 bytes a handle on a quiet machine (a streamed view
