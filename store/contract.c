@@ -557,6 +557,33 @@ static int load_doc(rs_contract *c, rs_err *err)
     return load_patterns(&cp, doc);
 }
 
+/* Takes the text (detached from a buffer) whatever happens. */
+static int contract_from_text(rs_contract **out, const char *name, char *text, size_t len,
+                              rs_err *err)
+{
+    rs_contract *c = calloc(1, sizeof *c);
+    if (!c) {
+        free(text);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    c->text = text;
+    c->text_len = len;
+    c->doc = rs_cjson_parse(c->text, c->text_len);
+    if (!c->doc) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = at && at >= c->text && at <= c->text + c->text_len ? (long)(at - c->text) : -1;
+        rs_contract_free(c);
+        return rs_err_set(err, -EINVAL, "contract %s: not valid JSON (near byte %ld)", name, off);
+    }
+    int rc = load_doc(c, err);
+    if (rc) {
+        rs_contract_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
 int rs_contract_load(rs_contract **out, const char *path, rs_err *err)
 {
     *out = NULL;
@@ -576,29 +603,22 @@ int rs_contract_load(rs_contract **out, const char *path, rs_err *err)
         rs_buf_release(&b);
         return rs_err_set(err, rc ? rc : -EIO, "contract %s: could not read it", path);
     }
-    rs_contract *c = calloc(1, sizeof *c);
-    if (!c) {
-        rs_buf_release(&b);
+    size_t len;
+    char *text = rs_buf_detach(&b, &len);
+    if (!text)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    }
-    c->text = rs_buf_detach(&b, &c->text_len);
-    if (!c->text) {
-        free(c);
+    return contract_from_text(out, path, text, len, err);
+}
+
+int rs_contract_load_shipped(rs_contract **out, rs_err *err)
+{
+    *out = NULL;
+    size_t len = strlen(rs_contract_shipped_text);
+    char *text = malloc(len + 1);
+    if (!text)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    }
-    c->doc = rs_cjson_parse(c->text, c->text_len);
-    if (!c->doc) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= c->text && at <= c->text + c->text_len ? (long)(at - c->text) : -1;
-        rs_contract_free(c);
-        return rs_err_set(err, -EINVAL, "contract %s: not valid JSON (near byte %ld)", path, off);
-    }
-    if ((rc = load_doc(c, err))) {
-        rs_contract_free(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
+    memcpy(text, rs_contract_shipped_text, len + 1);
+    return contract_from_text(out, "(built in)", text, len, err);
 }
 
 void rs_contract_free(rs_contract *c)

@@ -11,6 +11,11 @@ typedef struct rs_contract rs_contract;
 
 /* Load and check a contract file. -EINVAL (with reason) for a malformed one. */
 int rs_contract_load(rs_contract **out, const char *path, rs_err *err);
+
+/* The contract that ships, as the build read it from contracts/: a binary needs no file of
+ * the source tree (it may run where that tree is out of reach). */
+int rs_contract_load_shipped(rs_contract **out, rs_err *err);
+extern const char rs_contract_shipped_text[];
 void rs_contract_free(rs_contract *c);
 
 /* The file's raw bytes. */

@@ -86,8 +86,8 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
     rc = rs_contract_load(&s->contract, contract, err);
     if (rc == -ENOENT && !opt->contract_path) {
-        /* Not installed: the source tree's copy, and then the miss is no error to report. */
-        rc = rs_contract_load(&s->contract, RS_CONTRACT_SOURCE, err);
+        /* Not installed: the copy built in, and then the miss is no error to report. */
+        rc = rs_contract_load_shipped(&s->contract, err);
         if (!rc && err)
             *err = (rs_err){0};
     }

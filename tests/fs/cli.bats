@@ -305,6 +305,20 @@ setup_tree() {
   [[ " $output " != *" libfuse3-dev "* ]] || fail "setup --tests reinstalled a build package: $output"
 }
 
+@test "a runfs not installed needs no file of its source tree: the contract is built in" {
+  "$RUNFS" put "$STORE" t r <<<"$(ev_start)" >/dev/null
+  # The checkout out of reach, as a clone in /root is to other uids: an empty folder over
+  # contracts/, in a mount namespace of this command's own.
+  mkdir -p "$WORK/empty"
+  run unshare -m bash -c "mount --bind '$WORK/empty' '$ROOT/contracts' && '$RUNFS_ABS' cat '$STORE' contract.json"
+  assert_success
+  [ "$output" = "$(cat "$ROOT/contracts/run_event_stream_contract.json")" ] ||
+    fail "contract.json is not the contract the build read"
+  run unshare -m bash -c "mount --bind '$WORK/empty' '$ROOT/contracts' && '$RUNFS_ABS' put '$STORE' t r <<<'{\"event_type\":\"nope\"}'"
+  assert_failure
+  assert_output --partial "unknown event type 'nope' (not in the contract)"
+}
+
 @test "README: a standalone manual that names every option of --help" {
   local readme=$ROOT/README.md c opt
   run grep -nE '\.\./|DESIGN\.md|shared/' "$readme"
