@@ -164,7 +164,7 @@ bad_case() {
 }
 
 @test "invalid UTF-8" {
-  bad_case 'sed -i "2s/h1/h\xff1/" "$f"' "r-1.jsonl:2: "
+  bad_case 'sed -i "2s/h1/h\xff1/" "$f"' "r-1.jsonl:2: invalid UTF-8 at byte "
 }
 
 @test "a seq going backwards" {

@@ -202,16 +202,23 @@ first = os.read(fd, 1 << 20)
 assert b'"seq":1,' in first and first.endswith(b"\n"), first
 ev = p.poll(300)
 assert ev == [], "poll reported data with nothing new: %r" % (ev,)
-# Another process appends while this one sleeps in poll().
-t0 = time.monotonic()
-writer = threading.Timer(0.2, lambda: subprocess.run(
-    ["sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, log], check=True))
+# Another process appends while this one sleeps in poll(). A wake before the append began
+# would be a poll that reports data with nothing new (the read after it would then wait
+# for the append and hide that); the wake must come after it began, soon after it ended.
+times = {}
+def append():
+    times["start"] = time.monotonic()
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, log], check=True)
+    times["done"] = time.monotonic()
+writer = threading.Timer(0.2, append)
 writer.start()
 ev = p.poll(5000)
-woke = time.monotonic() - t0
+t_wake = time.monotonic()
 writer.join()
 assert ev and ev[0][1] & select.POLLIN, "no wake-up: %r" % (ev,)
-assert woke < 1.5, "woke after %.3f s" % woke
+assert t_wake >= times["start"], "woke %.3f s before the append began" % (times["start"] - t_wake)
+woke = max(0.0, t_wake - times["done"])
+assert woke < 1.5, "woke %.3f s after the append returned" % woke
 data = os.read(fd, 1 << 20)
 assert b'"seq":2,' in data, data
 assert p.poll(200) == [], "still readable after the read"
