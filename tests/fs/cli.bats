@@ -319,6 +319,26 @@ setup_tree() {
   assert_output --partial "unknown event type 'nope' (not in the contract)"
 }
 
+@test "the README's tour runs as written right after scripts/demo" {
+  # The checkout as the tour sees it: scripts/demo's mnt and demo.db, build/runfs.
+  mkdir -p "$WORK/build"
+  ln -s "$RUNFS_ABS" "$WORK/build/runfs"
+  RUNFS_DEMO_STORE=$WORK/demo.db run timeout 300 "$ROOT/scripts/demo" "$MNT"
+  assert_success
+  MOUNTS+=("$MNT")
+  sed -n '/^## A five-minute tour/,/^Without a mount/p' "$ROOT/README.md" | sed -n 's/^    //p' > "$WORK/tour.sh"
+  grep -q 'once/run.terminal' "$WORK/tour.sh" || fail "no tour in the README"
+  # Every command that fails says so; the tour's one refusal is the line it marks EINVAL.
+  run bash -c "cd '$WORK' && trap 'echo \"FAILED: \$BASH_COMMAND\"' ERR && . ./tour.sh 2>&1"
+  assert_success
+  refute_output --partial busy
+  run grep '^FAILED: ' <<<"$output"
+  assert_output --partial '"nope"'
+  assert_equal "${#lines[@]}" 1
+  grep -q " $MNT fuse.runfs " /proc/mounts || fail "the tour's last line did not mount demo.db again"
+  [ -f "$MNT/threads/t1/runs/r1/seal.json" ] || fail "the tour's seal is not there"
+}
+
 @test "README: a standalone manual that names every option of --help" {
   local readme=$ROOT/README.md c opt
   run grep -nE '\.\./|DESIGN\.md|shared/' "$readme"
