@@ -20,6 +20,14 @@ PY
 pc=$(dirname "$(find "$tmp/root" -name runstore.pc | head -1)")
 lib=$(dirname "$(find "$tmp/root" -name 'librunstore.so' | head -1)")
 export PKG_CONFIG_SYSROOT_DIR=$tmp/root PKG_CONFIG_PATH=$pc
+# runstore.h needs no other library's header: --cflags is the one include folder it lives in.
+cflags=$(pkg-config --cflags runstore | xargs)
+header=$(dirname "$(find "$tmp/root" -name runstore.h | head -1)")
+[ "$cflags" = "-I$header" ] || { echo "pkg-config --cflags runstore: '$cflags', not -I$header" >&2; exit 1; }
+# A static link finds every library it needs through pkg-config --static.
+for l in -lrunstore -lsqlite3 -lpq -lcjson -lcrypto; do
+  pkg-config --static --libs runstore | grep -qw -- "$l" || { echo "pkg-config --static --libs runstore lacks $l" >&2; exit 1; }
+done
 # shellcheck disable=SC2046
 cc -std=c11 -pedantic -Wall -Wextra -Werror "$tmp/events.c" $(pkg-config --cflags --libs runstore) \
   -o "$tmp/events"
