@@ -8,56 +8,67 @@
 #include "docs.h"
 
 struct rfs_doc {
-    rfs_doc *next; /* the table's chain, under docs_lock */
     uint64_t hash;
     size_t refs; /* under docs_lock */
     size_t len;
     char *bytes;
 };
 
-#define DOC_BUCKETS 1024
-static pthread_mutex_t docs_lock = PTHREAD_MUTEX_INITIALIZER; /* guards table and refs */
-static rfs_doc *table[DOC_BUCKETS];
+/* A key: bytes to find a document by, with their hash. */
+typedef struct doc_key {
+    const char *bytes;
+    size_t len;
+    uint64_t hash;
+} doc_key;
 
-/* FNV-1a: documents are small, and equal bytes are checked with memcmp anyway. */
-static uint64_t doc_hash(const char *p, size_t len)
+static uint64_t key_hash(const void *ctx, const void *key)
 {
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
+    (void)ctx;
+    return ((const doc_key *)key)->hash;
 }
+
+static uint64_t entry_hash(const void *ctx, uintptr_t entry)
+{
+    (void)ctx;
+    return ((const rfs_doc *)entry)->hash;
+}
+
+static int matches(const void *ctx, uintptr_t entry, const void *key)
+{
+    (void)ctx;
+    const rfs_doc *d = (const rfs_doc *)entry;
+    const doc_key *k = key;
+    return d->hash == k->hash && d->len == k->len && memcmp(d->bytes, k->bytes, k->len) == 0;
+}
+
+static const rs_map_type doc_type = {key_hash, entry_hash, matches};
+static pthread_mutex_t docs_lock = PTHREAD_MUTEX_INITIALIZER; /* guards docs and refs */
+static rs_map docs = RS_MAP_INIT(&doc_type, NULL);
 
 int rfs_doc_intern(rs_buf *b, rfs_doc **out)
 {
-    uint64_t h = doc_hash(b->buf, b->len);
-    rfs_doc **slot = &table[h % DOC_BUCKETS];
+    doc_key k = {b->buf, b->len, rs_hash(RS_HASH_INIT, b->buf, b->len)};
     pthread_mutex_lock(&docs_lock);
-    for (rfs_doc *d = *slot; d; d = d->next)
-        if (d->hash == h && d->len == b->len && memcmp(d->bytes, b->buf, b->len) == 0) {
-            d->refs++;
-            pthread_mutex_unlock(&docs_lock);
-            rs_buf_release(b);
-            *out = d;
-            return 0;
-        }
-    rfs_doc *d = malloc(sizeof *d);
-    if (!d) {
+    rfs_doc *d = (rfs_doc *)rs_map_find(&docs, &k);
+    if (d) {
+        d->refs++;
+        pthread_mutex_unlock(&docs_lock);
+        rs_buf_release(b);
+        *out = d;
+        return 0;
+    }
+    if (rs_map_reserve(&docs, docs.count + 1) || !(d = malloc(sizeof *d))) {
         pthread_mutex_unlock(&docs_lock);
         return -ENOMEM;
     }
-    size_t len;
-    d->bytes = rs_buf_detach(b, &len);
-    if (!d->bytes) {
+    if (!(d->bytes = rs_buf_detach(b, &d->len))) {
         pthread_mutex_unlock(&docs_lock);
         free(d);
         return -ENOMEM;
     }
-    d->hash = h;
-    d->len = len;
+    d->hash = k.hash;
     d->refs = 1;
-    d->next = *slot;
-    *slot = d;
+    rs_map_add(&docs, (uintptr_t)d); /* room reserved above */
     pthread_mutex_unlock(&docs_lock);
     *out = d;
     return 0;
@@ -78,10 +89,8 @@ void rfs_doc_release(rfs_doc *d)
         pthread_mutex_unlock(&docs_lock);
         return;
     }
-    rfs_doc **p = &table[d->hash % DOC_BUCKETS];
-    while (*p != d)
-        p = &(*p)->next;
-    *p = d->next;
+    doc_key k = {d->bytes, d->len, d->hash};
+    rs_map_remove(&docs, &k);
     pthread_mutex_unlock(&docs_lock);
     free(d->bytes);
     free(d);
