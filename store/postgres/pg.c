@@ -762,9 +762,17 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
     int events, hwm, idem, canon, tree;
-    int rewrites; /* runfs_note_update is there, no older build's unique index */
+    int rewrites; /* runfs_note_update is there */
+    int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
+    int uq_drop;  /* an older build's unique index is there and this role may drop it */
     int64_t layout;
 } pg_schema_state;
+
+/* Whether this role may index run_events: its owner's rights, or a run_events it would make
+ * itself. */
+#define PG_OWNS_EVENTS \
+    "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
+    "to_regclass('run_events')), 'USAGE'), true)"
 
 static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 {
@@ -776,9 +784,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
-                    "to_regclass('runfs_uq_terminal') IS NULL AND EXISTS (SELECT 1 FROM "
-                    "pg_trigger WHERE tgname = 'runfs_note_update' AND tgrelid = "
-                    "to_regclass('run_events'))",
+                    "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
+                    "tgrelid = to_regclass('run_events')), "
+                    "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
+                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS,
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -789,6 +798,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     st->tree = PQgetvalue(r, 0, 5)[0] == 't';
     st->rewrites = PQgetvalue(r, 0, 6)[0] == 't';
+    st->ix_make = PQgetvalue(r, 0, 7)[0] == 't';
+    st->uq_drop = PQgetvalue(r, 0, 8)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -798,7 +809,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT && st->rewrites;
+    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT &&
+           st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -825,8 +837,9 @@ static int schema_setup(rs_backend *b, rs_err *err)
         (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
         (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
-        (!st.rewrites && ((rc = exec_plain(b, pg_schema_rewrites_sql, err)) ||
-                          (rc = exec_plain(b, pg_schema_terminal_sql, err)))))
+        (!st.rewrites && (rc = exec_plain(b, pg_schema_rewrites_sql, err))) ||
+        (st.uq_drop && (rc = exec_plain(b, pg_schema_uq_drop_sql, err))) ||
+        (st.ix_make && (rc = exec_plain(b, pg_schema_terminal_sql, err))))
         goto fail;
     return pg_commit(b, err);
 fail:
