@@ -123,3 +123,45 @@ events_objects() {
   assert_output 1
   # A role that owns run_events drops it (owners.bats, consistency.bats).
 }
+
+# Malformed PostgreSQL URIs, each with a secret (S3cretPW and a number): a bad IPv6
+# bracket, a bad port, an unknown parameter beside password= and beside sslpassword=, a bad
+# percent-encoding in the password, a stray character after the host. None reaches a server.
+BAD_URIS=(
+  'postgresql://u:S3cretPW1@[::1/pw'
+  'postgresql://u:S3cretPW2@h.invalid:5432x/db'
+  'postgresql://u@h.invalid/db?password=S3cretPW3&bogus=1'
+  'postgresql://u@h.invalid/db?sslpassword=S3cretPW4&nosuch=1'
+  'postgres://u@h.invalid/db?password=S3cretPW5%zz'
+  'postgresql://u:S3cretPW6%41@[::1]x/db'
+)
+
+@test "grants: a malformed PostgreSQL URI's error shows no secret, on every command that takes STORE" {
+  mkdir -p "$WORK/df/threads" "$WORK/m"
+  local u c
+  for u in "${BAD_URIS[@]}"; do
+    for c in mount put cat search changes verify seal import export; do
+      case $c in
+        mount) run timeout 20 "$RUNFS" mount --log "$WORK/log" "$u" "$WORK/m" ;;
+        put) run bash -c '"$1" put "$2" t r < /dev/null' _ "$RUNFS" "$u" ;;
+        cat) run timeout 20 "$RUNFS" cat "$u" threads ;;
+        search) run timeout 20 "$RUNFS" search "$u" anything ;;
+        changes) run timeout 20 "$RUNFS" changes "$u" ;;
+        verify) run timeout 20 "$RUNFS" verify "$u" ;;
+        seal) run timeout 20 "$RUNFS" seal "$u" t r ;;
+        import) run timeout 20 "$RUNFS" import "$u" --deerflow-jsonl "$WORK/df" ;;
+        export) run timeout 20 "$RUNFS" export "$u" --deerflow-jsonl "$WORK/out" ;;
+      esac
+      [ "$status" -eq 2 ] || fail "$c $u: exit $status, not 2: $output"
+      [[ $output != *S3cretPW* ]] || fail "$c $u shows its secret: $output"
+      # The reason is libpq's, named: the URI is invalid (or its port).
+      [[ $output == *invalid* ]] || fail "$c $u: no reason given: $output"
+    done
+    run grep -c " $WORK/m fuse" /proc/mounts
+    assert_output 0
+    if [ -e "$WORK/log" ]; then
+      run grep -c S3cretPW "$WORK/log"
+      assert_output 0
+    fi
+  done
+}
