@@ -49,10 +49,10 @@ deerflow_db() {
   store_sql "$(grep '^GRANT ' "$WORK/grants.sql")" "$DF_URI"
 }
 
-# events_objects: what is on run_events, one per line: its owner and columns, and its
+# events_objects: what is on run_events, one per line: its owner, grants and columns, and its
 # indexes, constraints and triggers with their definitions.
 events_objects() {
-  store_sql "SELECT 'owner ' || pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'run_events'::regclass
+  store_sql "SELECT 'owner ' || pg_get_userbyid(relowner) || ' acl ' || coalesce(relacl::text, '') FROM pg_class WHERE oid = 'run_events'::regclass
     UNION ALL SELECT 'column ' || attname || ' ' || format_type(atttypid, atttypmod) || ' ' || attnotnull
       FROM pg_attribute WHERE attrelid = 'run_events'::regclass AND attnum > 0 AND NOT attisdropped
     UNION ALL SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'run_events'::regclass
