@@ -741,11 +741,112 @@ char *rs_pg_uri_name(const char *uri)
     return rs_buf_detach(&out, NULL);
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : isxdigit((unsigned char)c) ? (c | 0x20) - 'a' + 10 : -1;
+}
+
+/* Add v (n bytes) to the list of secrets *list (NUL-separated), as written and then as
+ * libpq decodes it (a '%' not followed by two hex digits is kept). */
+static int add_secret(rs_buf *list, const char *v, size_t n)
+{
+    if (!n)
+        return 0;
+    int rc = rs_buf_add(list, v, n) || rs_buf_addch(list, '\0');
+    for (size_t i = 0; !rc && i < n; i++) {
+        int hi = i + 2 < n && v[i] == '%' ? hex_digit(v[i + 1]) : -1;
+        int lo = hi >= 0 ? hex_digit(v[i + 2]) : -1;
+        rc = rs_buf_addch(list, lo >= 0 ? (char)(hi * 16 + lo) : v[i]);
+        i += lo >= 0 ? 2 : 0;
+    }
+    return rc || rs_buf_addch(list, '\0');
+}
+
+/* Whether the query key k (n bytes, as written) names an option libpq keeps secret. */
+static int secret_key(const char *k, size_t n)
+{
+    /* The key as written, then decoded (add_secret's two strings). */
+    rs_buf key = RS_BUF_INIT;
+    int secret = n == 8 && strncmp(k, "password", n) == 0;
+    secret = secret || (n == 11 && strncmp(k, "sslpassword", n) == 0);
+    PQconninfoOption *defs = PQconndefaults();
+    const char *decoded = !add_secret(&key, k, n) && key.buf ? key.buf + n + 1 : NULL;
+    for (PQconninfoOption *o = defs; decoded && o && o->keyword && !secret; o++)
+        secret = pg_option_secret(o) && strcmp(decoded, o->keyword) == 0;
+    PQconninfoFree(defs);
+    rs_buf_release(&key);
+    return secret;
+}
+
+/* What of uri may be a secret, read from its text (a URI libpq cannot parse has no parse to
+ * read them from, and libpq's reason may quote it): the authority's password, ending at the
+ * first '@' before a '/' as libpq reads it or at the last '@' (a '/' in an unencoded
+ * password), and the value of every secret option in the query; then the secrets of
+ * libpq's parse, opts. */
+static int uri_secrets(rs_buf *list, const char *uri, const PQconninfoOption *opts)
+{
+    const char *s = strstr(uri, "://");
+    int rc = 0;
+    if (s) {
+        s += 3;
+        const char *at = s + strcspn(s, "@/"), *last = strrchr(s, '@');
+        const char *ends[] = {*at == '@' ? at : NULL, last};
+        for (size_t i = 0; !rc && i < 2; i++) {
+            const char *colon = ends[i] ? memchr(s, ':', (size_t)(ends[i] - s)) : NULL;
+            if (colon)
+                rc = add_secret(list, colon + 1, (size_t)(ends[i] - colon - 1));
+        }
+        for (const char *q = strchr(s, '?'); !rc && q && *q; q += strcspn(q, "&")) {
+            q++;
+            size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
+            if (klen < len && secret_key(q, klen))
+                rc = add_secret(list, q + klen + 1, len - klen - 1);
+        }
+    }
+    for (const PQconninfoOption *o = opts; !rc && o && o->keyword; o++)
+        if (o->val && pg_option_secret(o))
+            rc = add_secret(list, o->val, strlen(o->val));
+    return rc;
+}
+
+/* msg with every secret of list (uri_secrets) replaced by "***", the longest first where
+ * two start at one place. */
+static int scrub_secrets(rs_buf *out, const char *msg, const rs_buf *list)
+{
+    int rc = 0;
+    for (const char *m = msg; !rc && *m;) {
+        size_t best = 0;
+        for (size_t off = 0; off < list->len; off += strlen(list->buf + off) + 1) {
+            size_t n = strlen(list->buf + off);
+            if (n > best && strncmp(m, list->buf + off, n) == 0)
+                best = n;
+        }
+        rc = best ? rs_buf_addstr(out, "***") : rs_buf_addch(out, *m);
+        m += best ? best : 1;
+    }
+    return rc || rs_buf_addch(out, '\0');
+}
+
 static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 {
+    /* A secret goes before the message is cut to a line (a cut one would not be found). */
+    PQconninfoOption *opts = PQconninfoParse(uri, NULL);
+    rs_buf list = RS_BUF_INIT, why = RS_BUF_INIT;
+    const char *full = conn ? PQerrorMessage(conn) : "out of memory";
+    if (uri_secrets(&list, uri, opts) || scrub_secrets(&why, full, &list)) {
+        rs_buf_release(&why);
+        full = "out of memory";
+    } else {
+        full = why.buf;
+    }
     char line[400];
-    char *shown = rs_pg_uri_display(uri);
-    const char *msg = first_line(conn ? PQerrorMessage(conn) : "out of memory", line, sizeof line);
+    const char *msg = first_line(full, line, sizeof line);
+    rs_buf_release(&list);
+    rs_buf_release(&why);
+    int parsed = opts != NULL;
+    PQconninfoFree(opts);
+    if (!parsed)
+        return rs_err_set(err, -EINVAL, "invalid PostgreSQL URI: %s", msg);
     int code = -EIO;
     if (strstr(msg, "does not exist"))
         code = -ENOENT;
@@ -754,6 +855,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
         code = -EACCES;
     else if (strstr(msg, "invalid") || strstr(msg, "missing") || strstr(msg, "unrecognized"))
         code = -EINVAL;
+    char *shown = rs_pg_uri_display(uri);
     rs_err_set(err, code, "cannot connect to %s: %s", shown ? shown : "the database", msg);
     free(shown);
     return code;
@@ -762,9 +864,17 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
     int events, hwm, idem, canon, tree;
-    int rewrites; /* runfs_note_update is there, no older build's unique index */
+    int rewrites; /* runfs_note_update is there */
+    int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
+    int uq_drop;  /* an older build's unique index is there and this role may drop it */
     int64_t layout;
 } pg_schema_state;
+
+/* Whether this role may index run_events: its owner's rights, or a run_events it would make
+ * itself. */
+#define PG_OWNS_EVENTS \
+    "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
+    "to_regclass('run_events')), 'USAGE'), true)"
 
 static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 {
@@ -776,9 +886,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
-                    "to_regclass('runfs_uq_terminal') IS NULL AND EXISTS (SELECT 1 FROM "
-                    "pg_trigger WHERE tgname = 'runfs_note_update' AND tgrelid = "
-                    "to_regclass('run_events'))",
+                    "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
+                    "tgrelid = to_regclass('run_events')), "
+                    "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
+                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS,
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -789,6 +900,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     st->tree = PQgetvalue(r, 0, 5)[0] == 't';
     st->rewrites = PQgetvalue(r, 0, 6)[0] == 't';
+    st->ix_make = PQgetvalue(r, 0, 7)[0] == 't';
+    st->uq_drop = PQgetvalue(r, 0, 8)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -798,7 +911,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT && st->rewrites;
+    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT &&
+           st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -825,8 +939,9 @@ static int schema_setup(rs_backend *b, rs_err *err)
         (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
         (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
-        (!st.rewrites && ((rc = exec_plain(b, pg_schema_rewrites_sql, err)) ||
-                          (rc = exec_plain(b, pg_schema_terminal_sql, err)))))
+        (!st.rewrites && (rc = exec_plain(b, pg_schema_rewrites_sql, err))) ||
+        (st.uq_drop && (rc = exec_plain(b, pg_schema_uq_drop_sql, err))) ||
+        (st.ix_make && (rc = exec_plain(b, pg_schema_terminal_sql, err))))
         goto fail;
     return pg_commit(b, err);
 fail:

@@ -190,8 +190,7 @@ static const char pg_schema_migrate_sql[] = "ALTER TABLE runfs_once RENAME TO ru
                                             "ALTER TABLE runfs_hold_v1 DROP CONSTRAINT "
                                             "runfs_hold_pkey;\n"
                                             "ALTER TABLE runfs_seal_v1 DROP CONSTRAINT "
-                                            "runfs_seal_pkey;\n"
-                                            "DROP INDEX IF EXISTS runfs_uq_terminal;\n";
+                                            "runfs_seal_pkey;\n";
 static const char pg_schema_migrate_copy_sql[] =
     "INSERT INTO runfs_once (thread_id, run_id, event_type, owner)\n"
     "  SELECT o.thread_id, o.run_id, o.event_type, coalesce(e.user_id, '') FROM runfs_once_v1 o\n"
@@ -213,11 +212,13 @@ static const char pg_schema_migrate_copy_sql[] =
 /* A run's run.terminal found by an index probe. Not UNIQUE: runfs adds no constraint to
  * DeerFlow's table; a second terminal is refused inside runfs's own write transaction,
  * under DeerFlow's advisory lock on the thread (pg_put), as DeerFlow's own code does. An
- * older build's unique index goes. */
+ * index on run_events needs its owner's rights, which the README's grants do not give: it is
+ * made only by a role that has them (a terminal is found by DeerFlow's ix_events_run
+ * without it), and so is an older build's unique index dropped. */
 static const char pg_schema_terminal_sql[] =
-    "DROP INDEX IF EXISTS runfs_uq_terminal;\n"
     "CREATE INDEX IF NOT EXISTS runfs_ix_terminal ON run_events "
     "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal'";
+static const char pg_schema_uq_drop_sql[] = "DROP INDEX runfs_uq_terminal";
 
 /* Rows changed in place or deleted, by anyone (DeerFlow, psql, another mount): the threads
  * the rows were and are in are recomputed from their rows at their next use, and
