@@ -76,6 +76,12 @@ typedef int (*rs_change_row_fn)(void *ctx, const rs_change_row *r);
 
 typedef struct rs_backend_ops {
     const char *name;
+    /* The store as status.json, messages and /proc/mounts show it: never a secret (malloc'd;
+     * NULL when out of memory); and its short name, shown inside a scoped mount. */
+    char *(*uri_display)(const char *uri);
+    char *(*uri_name)(const char *uri);
+    /* The storage library's version as its project spells it ("SQLite 3.40.1"). */
+    int (*library_version)(rs_buf *out);
     /* The highest seq run_events.seq holds as DeerFlow declares it (INTEGER: 64 bits on
      * SQLite, 32 on PostgreSQL): a seq or watermark past it is -EOVERFLOW, never stored. */
     int64_t seq_max;
@@ -173,11 +179,6 @@ typedef struct rs_backend_ops {
 
 extern const rs_backend_ops rs_sqlite_backend;
 extern const rs_backend_ops rs_pg_backend;
-/* A PostgreSQL URI without its password (malloc'd; NULL when out of memory). */
-char *rs_pg_uri_display(const char *uri);
-/* A PostgreSQL URI without password or socket directory: user, host (when not a path), port
- * and database, as postgresql://USER@HOST:PORT/DB (malloc'd; NULL when out of memory). */
-char *rs_pg_uri_name(const char *uri);
 
 /* Cursor internals shared by backends: a record plus the raw row it came from. */
 struct rs_cursor {

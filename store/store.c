@@ -4,8 +4,6 @@
  * validated events. Decisions that do not depend on storage (singleton equality, message
  * identity) live here too, so every backend answers alike. */
 #include <errno.h>
-#include <libpq-fe.h>
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +40,22 @@ static int is_pg_uri(const char *uri)
     return strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0;
 }
 
+static const rs_backend_ops *backend_of(const char *uri)
+{
+    return is_pg_uri(uri) ? &rs_pg_backend : &rs_sqlite_backend;
+}
+
 char *rs_uri_display(const char *uri)
 {
-    return is_pg_uri(uri) ? rs_pg_uri_display(uri) : strdup(uri);
+    return backend_of(uri)->uri_display(uri);
 }
 
 int rs_library_versions(rs_buf *out)
 {
-    int pq = PQlibVersion(); /* 150003 for 15.3; 90624 for 9.6.24 */
-    if (pq >= 100000)
-        return rs_buf_addf(out, "SQLite %s, libpq %d.%d", sqlite3_libversion(), pq / 10000,
-                           pq % 10000);
-    return rs_buf_addf(out, "SQLite %s, libpq %d.%d.%d", sqlite3_libversion(), pq / 10000,
-                       pq / 100 % 100, pq % 100);
+    int rc = rs_sqlite_backend.library_version(out);
+    if (!rc)
+        rc = rs_buf_addstr(out, ", ");
+    return rc ? rc : rs_pg_backend.library_version(out);
 }
 
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
@@ -75,13 +76,10 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     s->opt.version = RS_OPTIONS_VERSION;
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    int pg = is_pg_uri(uri);
-    s->ops = pg ? &rs_pg_backend : &rs_sqlite_backend;
+    s->ops = backend_of(uri);
     int rc = -ENOMEM;
     /* A URI is shown (status.json, messages) without its password. */
-    const char *slash = strrchr(uri, '/');
-    if (!(s->path = rs_uri_display(uri)) ||
-        !(s->name = pg ? rs_pg_uri_name(uri) : strdup(slash ? slash + 1 : uri)))
+    if (!(s->path = s->ops->uri_display(uri)) || !(s->name = s->ops->uri_name(uri)))
         goto fail;
     const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
     rc = rs_contract_load(&s->contract, contract, err);

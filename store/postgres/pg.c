@@ -660,7 +660,8 @@ static void note_part(const PQconninfoOption *o, const char **user, const char *
         *db = o->val;
 }
 
-char *rs_pg_uri_display(const char *uri)
+/* A PostgreSQL URI without its password. */
+static char *pg_uri_display(const char *uri)
 {
     /* Built from libpq's own parse, never from the text: a secret in any spelling (in the
      * authority, as a parameter, percent-encoded) is in no field shown. */
@@ -714,9 +715,10 @@ char *rs_pg_uri_display(const char *uri)
     return rs_buf_detach(&out, NULL);
 }
 
-/* libpq's own parse, so the URI's every spelling (host in the authority or as ?host=,
- * percent-encoded) gives one name. */
-char *rs_pg_uri_name(const char *uri)
+/* Without password or socket directory: user, host (when not a path), port and database, as
+ * postgresql://USER@HOST:PORT/DB, from libpq's own parse, so the URI's every spelling (host
+ * in the authority or as ?host=, percent-encoded) gives one name. */
+static char *pg_uri_name(const char *uri)
 {
     PQconninfoOption *opts = PQconninfoParse(uri, NULL);
     if (!opts)
@@ -855,7 +857,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
         code = -EACCES;
     else if (strstr(msg, "invalid") || strstr(msg, "missing") || strstr(msg, "unrecognized"))
         code = -EINVAL;
-    char *shown = rs_pg_uri_display(uri);
+    char *shown = pg_uri_display(uri);
     rs_err_set(err, code, "cannot connect to %s: %s", shown ? shown : "the database", msg);
     free(shown);
     return code;
@@ -1542,8 +1544,20 @@ static void pg_set_wait(rs_backend *b, int wait)
     b->no_wait = !wait;
 }
 
+/* libpq's version, spelled as PostgreSQL spells it: 15.3, or 9.6.24 before 10. */
+static int pg_library_version(rs_buf *out)
+{
+    int pq = PQlibVersion(); /* 150003 for 15.3; 90624 for 9.6.24 */
+    if (pq >= 100000)
+        return rs_buf_addf(out, "libpq %d.%d", pq / 10000, pq % 10000);
+    return rs_buf_addf(out, "libpq %d.%d.%d", pq / 10000, pq / 100 % 100, pq % 100);
+}
+
 const rs_backend_ops rs_pg_backend = {
     .name = "postgresql",
+    .uri_display = pg_uri_display,
+    .uri_name = pg_uri_name,
+    .library_version = pg_library_version,
     .seq_max = INT32_MAX,
     .seq_type = "PostgreSQL's INTEGER (DeerFlow's seq column)",
     .open = pg_open,

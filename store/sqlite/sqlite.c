@@ -1769,7 +1769,27 @@ int sq_cursor_new(rs_backend *b, sqlite3_stmt *st, int log, int64_t start_off, i
     return 0;
 }
 
+/* A file's path is shown as given; its name alone inside a scoped mount. */
+static char *sq_uri_display(const char *uri)
+{
+    return strdup(uri);
+}
+
+static char *sq_uri_name(const char *uri)
+{
+    const char *slash = strrchr(uri, '/');
+    return strdup(slash ? slash + 1 : uri);
+}
+
+static int sq_library_version(rs_buf *out)
+{
+    return rs_buf_addf(out, "SQLite %s", sqlite3_libversion());
+}
+
 const rs_backend_ops rs_sqlite_backend = {
+    .uri_display = sq_uri_display,
+    .uri_name = sq_uri_name,
+    .library_version = sq_library_version,
     .seq_max = INT64_MAX,
     .seq_type = "SQLite's INTEGER",
     .stats = sq_stats,

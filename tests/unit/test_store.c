@@ -408,7 +408,7 @@ static void test_pg_uri_name(void **state)
         {"postgresql:///events", "postgresql:///events"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *name = rs_pg_uri_name(cases[i][0]);
+        char *name = rs_pg_backend.uri_name(cases[i][0]);
         assert_non_null(name);
         assert_string_equal(name, cases[i][1]);
         free(name);
@@ -437,7 +437,7 @@ static void test_pg_uri_display(void **state)
         {"postgresql://runfs@:5433/events?host=/run/pg", "postgresql://runfs@:5433/events?host=/run/pg"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *shown = rs_pg_uri_display(cases[i][0]);
+        char *shown = rs_pg_backend.uri_display(cases[i][0]);
         assert_non_null(shown);
         assert_string_equal(shown, cases[i][1]);
         assert_null(strstr(shown, "secret"));
