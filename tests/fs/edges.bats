@@ -1,0 +1,106 @@
+#!/usr/bin/env bats
+# edges.bats — inputs at the edges of what the contract and the files let through (issue 38):
+# every code point a contract-valid line may carry, drawn as valid XML; key files that are
+# not regular files or ask for a passphrase; a note with bytes after its signatures;
+# metadata another writer stored that is not a JSON object.
+load lib
+
+setup() {
+  runfs_setup
+}
+
+teardown() {
+  runfs_teardown
+}
+
+# Each class of code point a JSON \u escape can bring into a string the contract accepts,
+# as the escape a line spells it: controls other than tab/LF/CR, DEL and the C1 controls,
+# U+0085, the noncharacters (U+FDD0..U+FDEF, U+FFFE, U+FFFF, U+1FFFE, U+10FFFF), and
+# tab/LF/CR; then some that XML takes as they are (U+2028, an emoji, U+FFFD itself).
+CLASSES='\u0001 \u0008 \u000b \u000c \u001b \u001f \u007f \u0080 \u0085 \u009f \ufdd0 \ufdef \ufffe \uffff \ud83f\udffe \udbff\udfff \t \n \r \u2028 \ud83d\ude00 \ufffd'
+
+# edge_run DIR: a run at DIR whose tool names, model name, task id, middleware tag and error
+# text hold each of CLASSES between 'a' and 'z<N>'.
+edge_run() {
+  CLASSES=$CLASSES python3 - "$1" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+cls = os.environ["CLASSES"].split()
+def s(i, c):  # the JSON text of "a<c>z<i>", c as its escape
+    return '"a' + c + 'z' + str(i) + '"'
+calls = ",".join('{"id":"c%d","name":%s,"args":{}}' % (i, s(i, c)) for i, c in enumerate(cls))
+lines = [
+    '{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}',
+    '{"event_type":"llm.ai.response","content":{"type":"ai","content":"x","tool_calls":[%s],'
+    '"response_metadata":{"model_name":%s}},"metadata":{"caller":"lead_agent","usage":{},'
+    '"latency_ms":5,"llm_call_index":1}}' % (calls, s(99, "\\uffff")),
+]
+for i, c in enumerate(cls):
+    if i % 2:
+        lines.append('{"event_type":"llm.tool.result","content":{"type":"tool","content":%s,'
+                     '"tool_call_id":"c%d","status":"success"},"metadata":{"caller":"lead_agent"}}'
+                     % (s(i, c), i))
+    lines.append('{"event_type":"subagent.start","content":{"task_id":%s,"description":%s},'
+                 '"metadata":{"task_id":%s}}' % (s(i, c), s(i, c), s(i, c)))
+    lines.append('{"event_type":"llm.error","content":%s}' % s(i, c))
+lines.append('{"event_type":"middleware:a\\uffffz","content":{"name":"a\\ufffez","hook":"h",'
+             '"action":"a","changes":{}}}')
+with open(os.path.join(d, "events.jsonl"), "a") as f:
+    f.write("".join(l + "\n" for l in lines))
+PY
+}
+
+@test "timeline.svg and otel.json are valid XML and JSON whatever code point a line escapes" {
+  command -v xmllint >/dev/null || fail "xmllint is missing: scripts/setup installs libxml2-utils"
+  local R=$MNT/threads/t/runs/r
+  mkdir -p "$R"
+  edge_run "$R"
+  (set -C; printf '%s\n' '{"content":{"status":"success"},"metadata":{"protocol_version":1,"recovered":false}}' > "$R/once/run.terminal")
+  xmllint --noout "$R/timeline.svg"
+  "$RUNFS" cat "$STORE" threads/t/runs/r/timeline.svg | cmp - "$R/timeline.svg"
+  # The reference: each name as JSON decodes it, with what XML 1.0 forbids or discourages as
+  # U+FFFD and tab/LF/CR as spaces; the rest of the name still shows.
+  CLASSES=$CLASSES python3 - "$R/timeline.svg" "$R/otel.json" <<'PY'
+import json, os, re, sys
+import xml.etree.ElementTree as ET
+svg = open(sys.argv[1], "rb").read()
+ET.fromstring(svg)  # expat refuses what XML forbids, even as a character reference
+text = svg.decode("utf-8")
+def shown(ch):
+    o = ord(ch)
+    if ch in "\t\n\r":
+        return " "
+    if o < 0x20 or 0x7F <= o <= 0x9F or 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE:
+        return "\ufffd"
+    return ch
+names = [json.loads('"a' + c + 'z%d"' % i) for i, c in enumerate(os.environ["CLASSES"].split())]
+for n in names:
+    want = "tool " + "".join(shown(c) for c in n)
+    assert want in text, "missing %r in timeline.svg" % want
+    # A task id is shown on one line: LF as "\\n", CR left out.
+    want = "task " + "".join({"\n": "\\n", "\r": ""}.get(c, shown(c)) for c in n)
+    assert want in text, "missing %r in timeline.svg" % want
+assert "chat a\ufffdz99" in text, "the model name is not shown"
+assert "middleware:a\ufffdz" in text, "the middleware marker is not shown"
+# otel.json: strict UTF-8, and the tool names exactly as written.
+doc = json.loads(open(sys.argv[2], "rb").read().decode("utf-8"))
+got = set()
+for rs in doc["resourceSpans"]:
+    for ss in rs["scopeSpans"]:
+        for sp in ss["spans"]:
+            for a in sp["attributes"]:
+                if a["key"] == "gen_ai.tool.name":
+                    got.add(a["value"]["stringValue"])
+assert got == set(names), "otel.json tool names: %r" % (got ^ set(names))
+PY
+}
+
+@test "a lone surrogate escape is refused at the door, so no view ever holds one" {
+  local R=$MNT/threads/t/runs/r
+  mkdir -p "$R"
+  run bash -c "printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"a\\ud800z\"}' >> '$R/events.jsonl'"
+  assert_failure
+  assert_output --partial "Invalid argument"
+  run grep -F "lone surrogate" "$MNT/.runfs/rejects.jsonl"
+  assert_success
+}
