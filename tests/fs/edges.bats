@@ -6,7 +6,7 @@
 load lib
 
 setup() {
-  runfs_setup
+  runfs_workdir
 }
 
 teardown() {
@@ -52,6 +52,7 @@ PY
 
 @test "timeline.svg and otel.json are valid XML and JSON whatever code point a line escapes" {
   command -v xmllint >/dev/null || fail "xmllint is missing: scripts/setup installs libxml2-utils"
+  runfs_mount "$STORE" "$MNT"
   local R=$MNT/threads/t/runs/r
   mkdir -p "$R"
   edge_run "$R"
@@ -96,6 +97,7 @@ PY
 }
 
 @test "a lone surrogate escape is refused at the door, so no view ever holds one" {
+  runfs_mount "$STORE" "$MNT"
   local R=$MNT/threads/t/runs/r
   mkdir -p "$R"
   run bash -c "printf '%s\n' '{\"event_type\":\"llm.error\",\"content\":\"a\\ud800z\"}' >> '$R/events.jsonl'"
@@ -103,4 +105,77 @@ PY
   assert_output --partial "Invalid argument"
   run grep -F "lone surrogate" "$MNT/.runfs/rejects.jsonl"
   assert_success
+}
+
+# keys: $WORK/a.pem (mode 600) and its public half a.pub.
+keys() {
+  openssl genpkey -algorithm ed25519 -out "$WORK/a.pem" 2>/dev/null
+  chmod 600 "$WORK/a.pem"
+  openssl pkey -in "$WORK/a.pem" -pubout -out "$WORK/a.pub" 2>/dev/null
+}
+
+# signed_note: run t/r sealed (partial) with a.pem; its note in $WORK/note.
+signed_note() {
+  keys
+  ev_human | "$RUNFS" put -q "$STORE" t r
+  "$RUNFS" seal "$STORE" t r --partial "no terminal here" --seal-key "$WORK/a.pem" \
+    --seal-key-name edges >/dev/null
+  "$RUNFS" cat "$STORE" threads/t/runs/r/seal.note > "$WORK/note"
+}
+
+@test "a key that is a FIFO, a directory or a device is refused at once, never waited on" {
+  signed_note
+  mkfifo -m 600 "$WORK/fifo"
+  mkdir -m 700 "$WORK/dir"
+  local k what
+  for k in fifo:FIFO dir:directory /dev/null:device; do
+    what=${k#*:}
+    k=${k%%:*}
+    [[ $k == /* ]] || k=$WORK/$k
+    run timeout -k 5 10 "$RUNFS" seal "$STORE" t r2 --partial x --seal-key "$k"
+    assert_failure 2
+    assert_output --partial "$k is a $what: a key is read from a regular file"
+    run timeout -k 5 10 "$RUNFS" verify-note --key "$k" "$WORK/note"
+    assert_failure 2
+    assert_output --partial "$k is a $what"
+    run timeout -k 5 10 "$RUNFS" verify "$STORE" --key "$k"
+    assert_failure 2
+    assert_output --partial "$k is a $what"
+    run timeout -k 5 20 "$RUNFS" mount --seal-key "$k" "$STORE" "$MNT"
+    assert_failure 2
+    assert_output --partial "$k is a $what"
+  done
+  run grep -c " $MNT " /proc/mounts
+  assert_output 0
+  # Nothing was sealed by the refused commands.
+  run "$RUNFS" cat "$STORE" threads/t/runs/r2/seal.json
+  assert_failure
+}
+
+@test "a passphrase-protected key is refused with a message, never a prompt" {
+  keys
+  openssl genpkey -algorithm ed25519 -aes256 -pass pass:x -out "$WORK/enc.pem" 2>/dev/null
+  chmod 600 "$WORK/enc.pem"
+  grep -q "ENCRYPTED PRIVATE KEY" "$WORK/enc.pem"
+  ev_human | "$RUNFS" put -q "$STORE" t r
+  # No terminal (setsid) and a stdin that never ends (a FIFO this shell holds open): a
+  # prompt would wait there until the timeout.
+  mkfifo "$WORK/in"
+  local fd
+  exec {fd}<>"$WORK/in"
+  run setsid -w timeout -k 5 10 "$RUNFS" seal "$STORE" t r --partial x --seal-key "$WORK/enc.pem" <&"$fd"
+  local seal_status=$status seal_out=$output
+  run setsid -w timeout -k 5 20 "$RUNFS" mount --seal-key "$WORK/enc.pem" "$STORE" "$MNT" <&"$fd"
+  exec {fd}>&-
+  assert_failure 2
+  assert_output --partial "$WORK/enc.pem is encrypted: runfs asks for no passphrase"
+  refute_output --partial "pass phrase"
+  run grep -c " $MNT " /proc/mounts
+  assert_output 0
+  status=$seal_status output=$seal_out
+  assert_failure 2
+  assert_output --partial "$WORK/enc.pem is encrypted: runfs asks for no passphrase"
+  refute_output --partial "pass phrase"
+  run "$RUNFS" cat "$STORE" threads/t/runs/r/seal.json
+  assert_failure
 }
