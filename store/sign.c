@@ -278,28 +278,33 @@ int rs_note_verify(const rs_seal_pub *key, const char *note, size_t len, rs_err 
                           "not a signed note: a body, a blank line and signature lines, "
                           "each ending in a newline");
     size_t body_len = (size_t)(sep - note) + 1;
-    int lines = 0, by_key = 0;
+    /* Every line after the body is a signature line, the ones after a good one too: bytes
+     * appended to a signed note must not pass with it. */
+    int lines = 0, by_key = 0, good = 0;
     for (const char *p = sep + 2, *end = note + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         char name[NAME_MAX_LEN + 1];
         unsigned char sig[4 + ED_SIG], hash[4];
         if (parse_sig_line(p, (size_t)(nl - p), name, sig))
-            return rs_err_set(err, -EINVAL, "signature line %d is not '" DASH " NAME BASE64'",
+            return rs_err_set(err, -EINVAL,
+                              "line %d after the body is not a signature line '" DASH
+                              " NAME BASE64': a note ends with its signatures",
                               lines + 1);
         lines++;
         p = nl + 1;
         if (key_hash(name, key->raw, hash))
             return rs_err_set(err, -EIO, "SHA-256 failed");
-        if (memcmp(hash, sig, 4) != 0)
+        if (good || memcmp(hash, sig, 4) != 0)
             continue;
         by_key++;
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key->pkey) == 1 &&
                  EVP_DigestVerify(ctx, sig + 4, ED_SIG, (const unsigned char *)note, body_len) == 1;
         EVP_MD_CTX_free(ctx);
-        if (ok)
-            return 0;
+        good = ok;
     }
+    if (good)
+        return 0;
     if (by_key)
         return rs_err_set(err, -EBADMSG, "the signature by this key does not verify");
     return rs_err_set(err, -EBADMSG, "%s",

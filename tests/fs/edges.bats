@@ -179,3 +179,24 @@ signed_note() {
   run "$RUNFS" cat "$STORE" threads/t/runs/r/seal.json
   assert_failure
 }
+
+@test "verify-note refuses anything after the signature lines" {
+  signed_note
+  run "$RUNFS" verify-note --key "$WORK/a.pub" "$WORK/note"
+  assert_success
+  local sig
+  sig=$(tail -n 1 "$WORK/note")
+  local -a tails=("junk" "" "$sig junk" "# a comment")
+  local i=0 t
+  for t in "${tails[@]}"; do
+    i=$((i + 1))
+    { cat "$WORK/note"; printf '%s\n' "$t"; } > "$WORK/note.$i"
+    run "$RUNFS" verify-note --key "$WORK/a.pub" "$WORK/note.$i"
+    assert_failure 1
+    assert_output --partial "line 2 after the body is not a signature line"
+  done
+  # A second signature line (the same key's again) is a signature line: still signed.
+  { cat "$WORK/note"; printf '%s\n' "$sig"; } > "$WORK/note.twice"
+  run "$RUNFS" verify-note --key "$WORK/a.pub" "$WORK/note.twice"
+  assert_success
+}
