@@ -200,3 +200,64 @@ signed_note() {
   run "$RUNFS" verify-note --key "$WORK/a.pub" "$WORK/note.twice"
   assert_success
 }
+
+# foreign_meta SEQ TYPE CATEGORY CONTENT METADATA: another writer's row of t/r at SEQ, its
+# event_metadata column holding METADATA as it is (SQL-quoted here).
+foreign_meta() {
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t', 'r', '$2', '$3', '$4', '$5', $1, '2026-03-05 00:00:0$1.000000')"
+}
+
+# meta_check FILE SEQ WANT: the line of seq SEQ in FILE (JSONL) has metadata WANT (JSON).
+meta_check() {
+  python3 - "$@" <<'PY'
+import json, sys
+f, seq, want = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+rows = [json.loads(l) for l in open(f, encoding="utf-8")]
+got = [r["metadata"] for r in rows if r.get("seq") == seq]
+assert got == [want], "seq %d of %s: metadata %r, want %r" % (seq, f, got, want)
+PY
+}
+
+@test "metadata another writer stored that is not a JSON object shows as what it holds, in every view" {
+  ev_start | "$RUNFS" put -q "$STORE" t r
+  local -a metas=('"a string"' '[1,"x"]' '42' 'null')
+  on_pg || metas+=('not json' '{"cut": ')
+  local i=2 m
+  for m in "${metas[@]}"; do
+    foreign_meta "$i" llm.error trace "boom $i" "$m"
+    i=$((i + 1))
+  done
+  foreign_meta "$i" llm.error trace "tasked" '{"task_id":"k1"}'
+  runfs_mount "$STORE" "$MNT"
+  local R=$MNT/threads/t/runs/r
+  "$RUNFS" cat "$STORE" threads/t/runs/r/events.jsonl > "$WORK/cli.jsonl"
+  cmp "$WORK/cli.jsonl" "$R/events.jsonl"
+  cmp "$MNT/threads/t/events.jsonl" "$R/events.jsonl"
+  # The reference: the column's text as JSON when it parses, else that text as a string.
+  i=2
+  for m in "${metas[@]}"; do
+    local want
+    want=$(python3 -c 'import json, sys
+try: v = json.loads(sys.argv[1])
+except ValueError: v = sys.argv[1]
+print(json.dumps(v))' "$m")
+    meta_check "$R/events.jsonl" "$i" "$want"
+    meta_check "$R/types/llm.error.jsonl" "$i" "$want"
+    meta_check "$MNT/search/boom" "$i" "$want"
+    i=$((i + 1))
+  done
+  run grep -c '"metadata":{}' "$R/events.jsonl"
+  assert_output 0
+  # The views that read metadata members take a non-object as having none.
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$R/stats.json"
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$R/otel.json"
+  xmllint --noout "$R/timeline.svg"
+  run cat "$MNT/threads/t/history.jsonl" "$MNT/threads/t/transcript.md" "$R/receipt.json"
+  assert_success
+  run ls "$R/tasks" "$R/types"
+  assert_success
+  assert_line llm.error.jsonl
+  assert_line k1.jsonl
+  run grep -c tasked "$R/tasks/k1.jsonl"
+  assert_output 1
+}
