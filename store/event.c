@@ -959,6 +959,16 @@ static int encode_stored(rs_buf *out, const rs_row *row)
     return 0;
 }
 
+int rs_event_meta_other(rs_buf *out, const char *meta, size_t len)
+{
+    size_t at = out->len;
+    int rc = rs_json_canon(out, meta, len, RS_JSON_LENIENT, NULL);
+    if (rc != -EINVAL)
+        return rc;
+    rs_buf_setlen(out, at);
+    return rs_buf_add_json_string(out, meta, len);
+}
+
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
 {
     size_t start = out->len;
@@ -1028,10 +1038,11 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
                            RS_JSON_LENIENT | RS_JSON_DROP_MARKERS, NULL);
         if (rc == -EINVAL) {
             rs_buf_setlen(out, at);
-            rc = rs_buf_addlit(out, "{}");
+            rc = rs_event_meta_other(out, row->metadata, row->metadata_len);
         }
     } else
-        rc = rs_buf_addlit(out, "{}");
+        rc = row->metadata ? rs_event_meta_other(out, row->metadata, row->metadata_len)
+                           : rs_buf_addlit(out, "{}");
     if (rc || (rc = rs_buf_addlit(out, ",\"created_at\":")))
         goto oom;
 

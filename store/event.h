@@ -99,7 +99,8 @@ typedef struct rs_row {
 
 /* Append the canonical line of row, '\n' included, to out: keys thread_id, run_id, seq,
  * event_type, category, content, metadata, created_at, then user_id when the row has one;
- * storage markers dropped; content decoded only when a marker says it is JSON. */
+ * storage markers dropped; content decoded only when a marker says it is JSON; metadata that
+ * is not an object as rs_event_meta_other shows it. */
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 
 /* A row runfs stored (rs_row.canonical): its metadata's own members, canonical, are
@@ -107,6 +108,11 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
  * markers, 1 for content_is_json, 3 with content_is_dict, cut off its end) is non-zero. 1
  * when the row has that shape, 0 when its metadata must be read the general way. */
 int rs_event_stored_meta(const rs_row *row, size_t *keep, unsigned *markers);
+
+/* Append metadata another writer stored that is not a JSON object, as what it holds: its
+ * canonical JSON value when it parses (a string, an array, ...), else its text as a JSON
+ * string; never "{}", which would claim an empty object. 0 or -ENOMEM. */
+int rs_event_meta_other(rs_buf *out, const char *meta, size_t len);
 
 /* The canonical line of ev stored with seq and owner user (NULL: none): the bytes
  * rs_event_encode renders from its stored row, built from the parsed parts directly. */

@@ -36,7 +36,8 @@ int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
     if (markers)
         *markers = 0;
     rs_buf_reset(meta);
-    return rs_buf_addlit(meta, "{}");
+    return row->metadata ? rs_event_meta_other(meta, row->metadata, row->metadata_len)
+                         : rs_buf_addlit(meta, "{}");
 }
 
 int rs_view_content(rs_buf *content, const rs_row *row, unsigned markers)

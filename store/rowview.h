@@ -6,8 +6,8 @@
 #include "event.h"
 #include "runstore.h"
 
-/* The row's metadata as canonical JSON with DeerFlow's markers dropped ("{}" when it is not
- * a readable object); *markers (may be NULL) is non-zero when a truthy marker said the
+/* The row's metadata as canonical JSON with DeerFlow's markers dropped (when it is not an
+ * object, what rs_event_meta_other shows; "{}" when there is none); *markers (may be NULL) is non-zero when a truthy marker said the
  * content is JSON. 0 or -ENOMEM. */
 int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers);
 

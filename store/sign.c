@@ -58,10 +58,22 @@ static int key_hash(const char *name, const unsigned char *raw, unsigned char ou
     return ok ? 0 : -EIO;
 }
 
-/* The PEM file at path, opened once: what its mode allows is checked on the file read. */
+/* What st is, for a message, when it is not a regular file. */
+static const char *file_kind(const struct stat *st)
+{
+    return S_ISDIR(st->st_mode)                           ? "a directory"
+           : S_ISFIFO(st->st_mode)                        ? "a FIFO"
+           : S_ISSOCK(st->st_mode)                        ? "a socket"
+           : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device"
+                                                          : "not a regular file";
+}
+
+/* The PEM file at path, opened once: what its type and mode allow is checked on the file
+ * read. O_NONBLOCK so that a FIFO (or a device) named as the key cannot hang the open: it is
+ * refused once fstat says what it is. */
 static int open_pem(const char *path, int private, FILE **out, rs_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return rs_err_set(err, -errno, "%s: %s", path, strerror(errno));
     struct stat st;
@@ -69,6 +81,11 @@ static int open_pem(const char *path, int private, FILE **out, rs_err *err)
         int e = errno;
         close(fd);
         return rs_err_set(err, -e, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return rs_err_set(err, -EINVAL, "%s is %s: a key is read from a regular file", path,
+                          file_kind(&st));
     }
     if (private && (st.st_mode & 077)) {
         close(fd);
@@ -83,6 +100,17 @@ static int open_pem(const char *path, int private, FILE **out, rs_err *err)
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
     return 0;
+}
+
+/* OpenSSL's passphrase callback: never a prompt (the default one waits on the terminal, and a
+ * daemon or a script has none to answer); it notes that a passphrase was asked for. */
+static int no_passphrase(char *buf, int size, int rwflag, void *asked)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    *(int *)asked = 1;
+    return -1;
 }
 
 int rs_seal_key_load(rs_seal_key **out, const char *path, const char *name, rs_err *err)
@@ -103,8 +131,14 @@ int rs_seal_key_load(rs_seal_key **out, const char *path, const char *name, rs_e
     int rc = open_pem(path, 1, &f, err);
     if (rc)
         return rc;
-    EVP_PKEY *pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+    int asked = 0;
+    EVP_PKEY *pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, &asked);
     fclose(f);
+    if (!pkey && asked)
+        return rs_err_set(err, -EINVAL,
+                          "%s is encrypted: runfs asks for no passphrase; give it the key "
+                          "unencrypted, mode 600 (openssl pkey -in %s -out PLAIN.pem)",
+                          path, path);
     if (!pkey || EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
         EVP_PKEY_free(pkey);
         return rs_err_set(err, -EINVAL,
@@ -141,7 +175,8 @@ int rs_seal_pub_load(rs_seal_pub **out, const char *path, rs_err *err)
     int rc = open_pem(path, 0, &f, err);
     if (rc)
         return rc;
-    EVP_PKEY *pkey = PEM_read_PUBKEY(f, NULL, NULL, NULL);
+    int asked = 0;
+    EVP_PKEY *pkey = PEM_read_PUBKEY(f, NULL, no_passphrase, &asked);
     fclose(f);
     rs_seal_pub *k = NULL;
     size_t len = ED_PUB;
@@ -243,28 +278,33 @@ int rs_note_verify(const rs_seal_pub *key, const char *note, size_t len, rs_err 
                           "not a signed note: a body, a blank line and signature lines, "
                           "each ending in a newline");
     size_t body_len = (size_t)(sep - note) + 1;
-    int lines = 0, by_key = 0;
+    /* Every line after the body is a signature line, the ones after a good one too: bytes
+     * appended to a signed note must not pass with it. */
+    int lines = 0, by_key = 0, good = 0;
     for (const char *p = sep + 2, *end = note + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         char name[NAME_MAX_LEN + 1];
         unsigned char sig[4 + ED_SIG], hash[4];
         if (parse_sig_line(p, (size_t)(nl - p), name, sig))
-            return rs_err_set(err, -EINVAL, "signature line %d is not '" DASH " NAME BASE64'",
+            return rs_err_set(err, -EINVAL,
+                              "line %d after the body is not a signature line '" DASH
+                              " NAME BASE64': a note ends with its signatures",
                               lines + 1);
         lines++;
         p = nl + 1;
         if (key_hash(name, key->raw, hash))
             return rs_err_set(err, -EIO, "SHA-256 failed");
-        if (memcmp(hash, sig, 4) != 0)
+        if (good || memcmp(hash, sig, 4) != 0)
             continue;
         by_key++;
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key->pkey) == 1 &&
                  EVP_DigestVerify(ctx, sig + 4, ED_SIG, (const unsigned char *)note, body_len) == 1;
         EVP_MD_CTX_free(ctx);
-        if (ok)
-            return 0;
+        good = ok;
     }
+    if (good)
+        return 0;
     if (by_key)
         return rs_err_set(err, -EBADMSG, "the signature by this key does not verify");
     return rs_err_set(err, -EBADMSG, "%s",

@@ -571,23 +571,67 @@ rfs_call *rfs_calls_first(rfs_calls *c)
 
 /* ---- helpers ---- */
 
+/* The code point of the UTF-8 sequence at p (*len its bytes), or -1 for a sequence that is
+ * invalid, overlong or a surrogate (*len then the one byte to skip). */
+static long utf8_at(const unsigned char *p, size_t avail, size_t *len)
+{
+    static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t n = p[0] < 0x80                   ? 1
+               : p[0] >= 0xC2 && p[0] < 0xE0 ? 2
+               : p[0] >= 0xE0 && p[0] < 0xF0 ? 3
+               : p[0] >= 0xF0 && p[0] < 0xF5 ? 4
+                                             : 0;
+    *len = 1;
+    if (n == 1)
+        return p[0];
+    if (!n || n > avail)
+        return -1;
+    long cp = p[0] & (0x7F >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return -1;
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return -1;
+    *len = n;
+    return cp;
+}
+
+/* Whether XML 1.0 lets a document hold cp (section 2.2, Char) and does not discourage it:
+ * no control character but tab, LF and CR, no surrogate, no noncharacter. */
+static int xml_char_ok(long cp)
+{
+    if (cp < 0x20)
+        return cp == '\t' || cp == '\n' || cp == '\r';
+    if (cp >= 0x7F && cp <= 0x9F)
+        return 0;
+    if (cp >= 0xFDD0 && cp <= 0xFDEF)
+        return 0;
+    return (cp & 0xFFFE) != 0xFFFE;
+}
+
 int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
 {
+    const unsigned char *p = (const unsigned char *)s;
     size_t chars = 0;
     int rc = 0;
-    for (size_t i = 0; i < len && !rc; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c & 0xC0) != 0x80 && chars++ == max) {
+    for (size_t i = 0, n; i < len && !rc; i += n) {
+        if (chars++ == max)
             return rs_buf_addstr(out, "\xe2\x80\xa6");
-        }
-        switch (c) {
+        long cp = utf8_at(p + i, len - i, &n);
+        switch (cp) {
         case '&': rc = rs_buf_addlit(out, "&amp;"); break;
         case '<': rc = rs_buf_addlit(out, "&lt;"); break;
         case '>': rc = rs_buf_addlit(out, "&gt;"); break;
         case '"': rc = rs_buf_addlit(out, "&quot;"); break;
+        case '\t':
+        case '\n':
+        case '\r': rc = rs_buf_addch(out, ' '); break;
         default:
-            rc = c < 0x20 ? (c == '\n' || c == '\t' ? rs_buf_addch(out, ' ') : 0)
-                          : rs_buf_addch(out, (char)c);
+            /* What a parser would refuse, or a browser show as nothing, shows as U+FFFD. */
+            rc = cp >= 0 && xml_char_ok(cp) ? rs_buf_add(out, s + i, n)
+                                            : rs_buf_addlit(out, "\xef\xbf\xbd");
         }
     }
     return rc;

@@ -102,8 +102,10 @@ rfs_call *rfs_calls_first(rfs_calls *c);
 void rfs_call_free(rfs_call *call);
 
 /* ---- small helpers shared by the three views ---- */
-/* Append s[0..len) escaped for XML text and attributes, cut to max characters (with "…");
- * bytes XML cannot hold (control characters) are dropped. */
+/* Append s[0..len) escaped for XML text and attributes, cut to max characters (with "…"):
+ * the one XML quoter, for every SVG or HTML view. Tab, LF and CR become spaces; each code
+ * point XML 1.0 forbids or discourages (other control characters, surrogates, U+FFFE,
+ * U+FFFF and the other noncharacters) and each invalid UTF-8 byte becomes U+FFFD. */
 int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max);
 /* A duration for people: "812 ms", "1.5 s", "3 min 20 s", "2 h 5 min", "3 d 4 h". */
 int rfs_add_duration(rs_buf *out, int64_t us);

@@ -7,6 +7,12 @@
 
 #include "sqlite_int.h"
 
+/* metadata.task_id of a row, or NULL. Every read of a metadata member first asks json_valid:
+ * json_extract alone fails the whole statement ("malformed JSON") on a row another writer
+ * stored with metadata that is no JSON. */
+#define TASK_ID \
+    "CASE WHEN json_valid(event_metadata) THEN json_extract(event_metadata, '$.\"task_id\"') END"
+
 typedef struct sq_names {
     rs_names base;
     rs_backend *b;
@@ -39,8 +45,7 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err)
                                                           : " AND e.category = 'message'"))) ||
         (q->category &&
          (rc = rs_buf_addstr(sql, run ? " AND +e.category = ?8" : " AND e.category = ?8"))) ||
-        (q->task_id &&
-         (rc = rs_buf_addstr(sql, " AND json_extract(e.event_metadata, '$.\"task_id\"') = ?4"))) ||
+        (q->task_id && (rc = rs_buf_addstr(sql, " AND " TASK_ID " = ?4"))) ||
         (q->after_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq > ?5"))) ||
         (q->before_seq > 0 && (rc = rs_buf_addstr(sql, " AND e.seq < ?6"))) ||
         (terminal && (rc = rs_buf_addstr(sql, " AND e.event_type = 'run.terminal'"))) ||
@@ -153,11 +158,10 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
                  "AND (?3 IS NULL OR user_id = ?3) ORDER BY event_type");
         break;
     case RS_NAMES_TASKS:
-        rc = rs_buf_addstr(
-            sql,
-            "SELECT DISTINCT json_extract(event_metadata, '$.\"task_id\"') AS task FROM run_events "
-            "WHERE thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR user_id = ?3) "
-            "AND json_type(event_metadata, '$.\"task_id\"') = 'text' ORDER BY task");
+        rc = rs_buf_addstr(sql, "SELECT DISTINCT " TASK_ID " AS task FROM run_events WHERE "
+                                "thread_id = ?1 AND run_id = ?2 AND (?3 IS NULL OR user_id = ?3) "
+                                "AND CASE WHEN json_valid(event_metadata) THEN json_type("
+                                "event_metadata, '$.\"task_id\"') END = 'text' ORDER BY task");
         break;
     case RS_NAMES_SINGLETONS:
         rc = rs_buf_addstr(
@@ -216,7 +220,8 @@ int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_e
     static const char sql[] =
         "SELECT seq FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
         "AND category = 'message' AND event_type IN ('llm.ai.response', 'ai_message') "
-        "AND NOT (coalesce(json_extract(event_metadata, '$.\"caller\"'), '') LIKE 'middleware:%') "
+        "AND NOT (coalesce(CASE WHEN json_valid(event_metadata) THEN "
+        "json_extract(event_metadata, '$.\"caller\"') END, '') LIKE 'middleware:%') "
         "AND (?3 IS NULL OR user_id = ?3) ORDER BY seq DESC LIMIT 1";
     sqlite3_stmt *st;
     int rc = sq_step(b, &st, err, "last visible ai", sql, "ttt", t->thread_id, t->run_id, t->user);

@@ -912,14 +912,18 @@ static void test_encode_strings_and_foreign_rows(void **state)
     snprintf(want, sizeof want, "%s%s%s", head, "\"bad \xef\xbf\xbd byte\"", tail_empty);
     expect_line(&r, want);
 
-    /* unparsable or non-object metadata renders {} */
-    r = row_of("x", "{broken", ts);
-    snprintf(want, sizeof want, "%s%s%s", head, "\"x\"", tail_empty);
-    expect_line(&r, want);
-    r = row_of("x", "null", ts);
-    expect_line(&r, want);
-    r = row_of("x", "[1]", ts);
-    expect_line(&r, want);
+    /* metadata that is no object shows as what it holds: a JSON value as itself, text that
+     * is no JSON as a string (not {}, which would claim an empty object) */
+    static const char *const other[][2] = {
+        {"{broken", "\"{broken\""}, {"not json", "\"not json\""}, {"", "\"\""},
+        {"null", "null"}, {"[1, 2.50]", "[1,2.50]"}, {" \"s\" ", "\"s\""}, {"42", "42"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        r = row_of("x", other[i][0], ts);
+        snprintf(want, sizeof want, "%s\"x\",\"metadata\":%s,\"created_at\":\"2026-03-04T05:06:07."
+                 "000000+00:00\",\"user_id\":\"u1\"}\n", head, other[i][1]);
+        expect_line(&r, want);
+    }
 
     /* SQL NULL content is null; no owner means no user_id; offsets converted */
     r = row_of(NULL, "{\"k\": \"v\", \"content_is_json\": true}", "2026-03-04T07:06:07+02:00");
@@ -948,6 +952,16 @@ static void test_encode_strings_and_foreign_rows(void **state)
         assert_int_equal(rs_buf_addstr(&wantb, "0123456789"), 0);
     assert_int_equal(rs_buf_addstr(&wantb, "\"},\"created_at\":\"2026-03-04T05:06:07.000000+00:00\","
                                            "\"user_id\":\"u1\"}\n"), 0);
+    expect_line(&r, wantb.buf);
+
+    /* large metadata that is no JSON: the text as a string, from the large path too */
+    rs_buf_reset(&big);
+    rs_buf_reset(&wantb);
+    for (int i = 0; i < 500; i++)
+        assert_int_equal(rs_buf_addstr(&big, "not json "), 0);
+    r = row_of("x", big.buf, ts);
+    assert_int_equal(rs_buf_addf(&wantb, "%s\"x\",\"metadata\":\"%s\",\"created_at\":\"2026-03-04T"
+                                         "05:06:07.000000+00:00\",\"user_id\":\"u1\"}\n", head, big.buf), 0);
     expect_line(&r, wantb.buf);
     rs_buf_release(&big);
     rs_buf_release(&wantb);
