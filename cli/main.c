@@ -472,15 +472,71 @@ typedef struct put_progress {
     long done;
 } put_progress;
 
+/* One put in the making: its store, its options and the batch being gathered. */
+typedef struct put_state {
+    rs_store *s;
+    const rs_target *t;
+    int quiet, dry;
+    rs_buf data;   /* the batch's lines */
+    long lines;    /* in data */
+    rs_buf stored; /* a batch's records */
+    rs_buf type;   /* a singleton line's event type */
+    rfs_progress *pg;
+    put_progress *at;
+} put_state;
+
+/* Store the gathered batch, if any; the next batch starts at input line next. */
+static int put_flush(put_state *p, long next, rs_err *err)
+{
+    if (p->lines) {
+        int rc = put_batch(p->s, p->t, &p->data, p->quiet, p->dry, &p->stored, err);
+        if (rc)
+            return rc;
+        rfs_progress_tick(p->pg, p->lines);
+        p->at->done += p->lines;
+        p->lines = 0;
+        rs_buf_reset(&p->data);
+    }
+    p->at->first = next;
+    return 0;
+}
+
+/* A singleton's line is stored as an exclusive create of once/<type> stores it (DESIGN
+ * "Singletons"), in a transaction of its own: a second one is -EEXIST naming the seq of the
+ * stored one. */
+static int put_singleton(put_state *p, const char *line, size_t len, rs_err *err)
+{
+    rs_buf_reset(&p->stored);
+    int rc = p->dry ? rs_store_check_lines(p->s, p->t, line, len, err)
+                    : rs_store_put_singleton(p->s, p->t, p->type.buf, line, len, 1,
+                                             p->quiet ? NULL : &p->stored, err);
+    if (rc < 0) {
+        err->line = 1;
+        return rc;
+    }
+    if (!p->quiet && fwrite(p->stored.buf, 1, p->stored.len, stdout) != p->stored.len)
+        return rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
+    rfs_progress_tick(p->pg, 1);
+    p->at->done++;
+    return 0;
+}
+
 /* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
  * of the batch that stopped it, with err (err->line within that batch). */
 static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet, int dry,
                       put_progress *at, rs_err *err)
 {
     line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
-    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
-    rfs_progress *pg = rfs_progress_new("put", "lines");
-    long lineno = 0, lines = 0;
+    put_state p = {.s = s,
+                   .t = t,
+                   .quiet = quiet,
+                   .dry = dry,
+                   .data = RS_BUF_INIT,
+                   .stored = RS_BUF_INIT,
+                   .type = RS_BUF_INIT,
+                   .pg = rfs_progress_new("put", "lines"),
+                   .at = at};
+    long lineno = 0;
     int rc = 0, step;
     at->first = 1;
     at->done = 0;
@@ -490,8 +546,14 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
         step = reader_next(&r, &line, &len);
         if (step > 0) {
             lineno++;
-            lines++;
-            if ((rc = rs_buf_add(&data, line, len)) || (rc = rs_buf_addch(&data, '\n'))) {
+            if (rs_store_line_singleton(s, line, len, &p.type)) {
+                if ((rc = put_flush(&p, lineno, err)) || (rc = put_singleton(&p, line, len, err)))
+                    break;
+                at->first = lineno + 1;
+                continue;
+            }
+            p.lines++;
+            if ((rc = rs_buf_add(&p.data, line, len)) || (rc = rs_buf_addch(&p.data, '\n'))) {
                 rs_err_set(err, rc, "out of memory");
                 break;
             }
@@ -504,29 +566,24 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
             err->line = lineno + 2 - at->first; /* the line being read, within this batch */
             break;
         }
-        if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
-            if ((rc = put_batch(s, t, &data, quiet, dry, &stored, err)))
-                break;
-            rfs_progress_tick(pg, lines);
-            at->done += lines;
-            at->first = lineno + 1;
-            lines = 0;
-            rs_buf_reset(&data);
-        }
+        if (p.lines && (step == 0 || p.lines >= batch || p.data.len >= PUT_BATCH_BYTES) &&
+            (rc = put_flush(&p, lineno + 1, err)))
+            break;
     } while (step > 0);
     rs_buf_release(&r.buf);
-    rs_buf_release(&data);
-    rs_buf_release(&stored);
+    rs_buf_release(&p.data);
+    rs_buf_release(&p.stored);
+    rs_buf_release(&p.type);
     if (!rc && dry) {
-        rfs_progress_end(pg);
+        rfs_progress_end(p.pg);
         if (!quiet)
             fprintf(stderr, "runfs put: %ld line%s checked, nothing stored (--dry-run)\n", at->done,
                     at->done == 1 ? "" : "s");
     } else if (!rc) {
-        rfs_progress_done(pg, "%ld lines stored", at->done);
+        rfs_progress_done(p.pg, "%ld lines stored", at->done);
     } else {
-        rfs_progress_clear(pg);
-        free(pg);
+        rfs_progress_clear(p.pg);
+        free(p.pg);
     }
     return rc;
 }
@@ -788,7 +845,9 @@ static const command commands[] = {
      "  --stamp-time             the store's clock is the only created_at\n"
      "  --dry-run                check every line, store nothing (the store is only read)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
-     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n",
+     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n"
+     "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"
+     "once/TYPE stores it, in a transaction of its own: a second one is EEXIST (its seq).\n",
      cmd_put},
     {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
