@@ -13,6 +13,7 @@
 
 #include "deerflow.h"
 #include "feed.h"
+#include "ls.h"
 #include "evidence.h"
 #include "mount.h"
 #include "progress.h"
@@ -340,10 +341,12 @@ static int usage_error(const char *cmd, const char *what)
     return 2;
 }
 
-static int open_store(rs_store **out, const char *path, int read_only)
+/* user: the store read as that owner's --user mount opens it (owners apart). */
+static int open_store(rs_store **out, const char *path, int read_only, const char *user)
 {
     rs_options opt = RS_OPTIONS_INIT;
     opt.read_only = read_only;
+    opt.owners_apart = user != NULL;
     rs_err err = {0};
     if (rs_store_open(out, path, &opt, &err)) {
         fprintf(stderr, "runfs: %s\n", err.msg);
@@ -644,15 +647,16 @@ static int flush_stdout(void *ctx, rs_buf *out)
     return 0;
 }
 
-/* Print node n of the store at uri (what names it: label) as the mount shows it. */
-static int cat_node(const char *uri, const char *label, const rfs_node *node)
+/* Print node n of the store at uri (what names it: label) as the mount shows it, to owner
+ * user's --user mount (NULL: an unscoped one). */
+static int cat_node(const char *uri, const char *label, const rfs_node *node, const char *user)
 {
     rfs_node n = *node;
     rs_store *s;
-    int rc = open_store(&s, uri, 1);
+    int rc = open_store(&s, uri, 1, user);
     if (rc)
         return rc;
-    rfs_scope sc = {0};
+    rfs_scope sc = {.user = user};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
@@ -667,6 +671,23 @@ static int cat_node(const char *uri, const char *label, const rfs_node *node)
 
 static int cmd_cat(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        {"user", required_argument, NULL, 'u'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *user = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c != 'u')
+            return usage_error("cat", "unknown option or missing value");
+        if (!rs_id_valid(optarg))
+            return usage_error("cat", "--user must be 1-64 of [A-Za-z0-9_-]");
+        user = optarg;
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
     if (argc != 3)
         return usage_error("cat", "expected STORE PATH");
     rfs_node n;
@@ -679,7 +700,7 @@ static int cmd_cat(int argc, char **argv)
         fprintf(stderr, "runfs: %s is a live feed: read it on a mount\n", argv[2]);
         return 1;
     }
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, user);
 }
 
 /* search/QUERY of the root, of threads/THREAD or of its run RUN. */
@@ -702,7 +723,7 @@ static int cmd_search(int argc, char **argv)
         (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
     if (argc > 4)
         (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, NULL);
 }
 
 struct verify_tally {
@@ -737,7 +758,7 @@ static int cmd_verify(int argc, char **argv)
     if (argc != 2 && !key)
         return usage_error("verify", "expected STORE [--key PUB.pem]");
     rs_store *s;
-    int rc = open_store(&s, argv[1], 1);
+    int rc = open_store(&s, argv[1], 1, NULL);
     if (rc) {
         rs_seal_pub_free(key);
         return rc;
@@ -849,10 +870,22 @@ static const command commands[] = {
      "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"
      "once/TYPE stores it, in a transaction of its own: a second one is EEXIST (its seq).\n",
      cmd_put},
-    {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
+    {"cat", "[--user NAME] STORE PATH", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
-     "the same bytes the mount shows for PATH; never creates STORE.\n",
+     "the same bytes the mount shows for PATH (lookup-only names too); never creates STORE.\n"
+     "  --user NAME   as NAME's --user mount shows it: NAME's rows, seals and proofs; a\n"
+     "                thread without NAME's rows does not exist\n",
      cmd_cat},
+    {"ls", "[-l] [-a] [--user NAME] STORE [PATH]", "list a directory of the layout, as ls does",
+     "PATH is relative to the mount's root (default: the root). The names ls of PATH on a\n"
+     "mount prints, in LC_ALL=C ls's order; a lookup-only directory (since/, search/,\n"
+     "proofs/, ...) lists nothing, as on a mount. A file is listed as its PATH.\n"
+     "  -l            mode, exact size (st_size on a mount) and mtime (UTC) before each name;\n"
+     "                modes as a read-write mount with umask 022 shows them\n"
+     "  -a, --all     names starting with '.' too (.runfs)\n"
+     "  --user NAME   as NAME's --user mount shows it\n"
+     "never creates STORE (a missing one: exit 2); exit 1 when PATH is not there.\n",
+     rfs_cmd_ls},
     {"search", "STORE QUERY [THREAD [RUN]]", "print the events that match QUERY",
      "the lines of search/QUERY at the root, in threads/THREAD or in its run RUN:\n"
      "terms separated by spaces, all of which must match; \"two words\" is one term;\n"

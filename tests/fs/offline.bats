@@ -5,6 +5,7 @@
 # (run.terminal) as an exclusive create of once/<type> does, so a run built offline seals
 # without --partial; import shows a total, a rate and the time left on a terminal.
 load lib
+bats_require_minimum_version 1.5.0
 
 setup() {
   runfs_workdir
@@ -62,3 +63,104 @@ export -f term_line
   assert_success
   assert_output --partial "1 line checked, nothing stored"
 }
+
+# build_sealed THREAD RUN: a run with messages, sealed partial, made offline (with what
+# runfs had before ls, so that only ls is under test).
+build_sealed() {
+  { ev_start; ev_human "hello $1"; ev_ai; } | "$RUNFS" put -q "$STORE" "$1" "$2" || return 1
+  "$RUNFS" seal "$STORE" "$1" "$2" --partial "built offline" >/dev/null
+}
+
+# names_sizes DIR: "SIZE MODE NAME" of each name LC_ALL=C ls lists in DIR, from stat(1).
+names_sizes() {
+  local n
+  LC_ALL=C ls "$1" | while IFS= read -r n; do stat -c '%s %A %n' "$1/$n" | sed "s|$1/||"; done
+}
+
+@test "runfs ls lists what ls of a mount lists: the root, a thread, runs/, a run, a lookup-only dir" {
+  build_sealed t1 r1
+  build_sealed t1 r2
+  build_sealed t2 r1
+  runfs_mount "$STORE" "$MNT"
+  local p
+  for p in "" threads threads/t1 threads/t1/runs threads/t1/runs/r1 threads/t1/runs/r1/types \
+    threads/t1/runs/r1/once threads/t1/runs/r1/since threads/t1/search; do
+    run "$RUNFS" ls "$STORE" $p
+    assert_success
+    assert_output "$(cd "$MNT/$p" && LC_ALL=C ls)"
+  done
+  # The lookup-only directory lists nothing, the run lists its seal.json.
+  assert_equal "$("$RUNFS" ls "$STORE" threads/t1/runs/r1/since)" ""
+  run "$RUNFS" ls "$STORE" threads/t1/runs/r1
+  assert_line seal.json
+  # -a: the hidden names too, as ls -A shows them.
+  run "$RUNFS" ls -a "$STORE"
+  assert_success
+  assert_output "$(cd "$MNT" && LC_ALL=C ls -A)"
+  assert_line .runfs
+}
+
+@test "runfs ls -l gives each entry's st_size, mode and mtime as stat on a mount does" {
+  build_sealed t1 r1
+  runfs_mount "$STORE" "$MNT"
+  local p
+  for p in threads/t1 threads/t1/runs/r1 threads/t1/runs; do
+    run "$RUNFS" ls -l "$STORE" "$p"
+    assert_success
+    # SIZE MODE NAME from our columns (mode, size, mtime, name).
+    assert_equal "$(printf '%s\n' "$output" | awk '{ print $2, $1, $4 }')" "$(names_sizes "$MNT/$p")"
+  done
+  # Times: the mount's mtime in seconds (stat %Y) and ours, read back by date(1).
+  local ours
+  ours=$("$RUNFS" ls -l "$STORE" threads/t1/runs/r1 | awk '$4 == "events.jsonl" { print $3 }')
+  assert_equal "$(date -u -d "$ours" +%s)" "$(stat -c %Y "$MNT/threads/t1/runs/r1/events.jsonl")"
+  # A view whose size is its rendering (history.jsonl) is exact: the bytes cat gives.
+  assert_equal "$("$RUNFS" ls -l "$STORE" threads/t1 | awk '$4 == "history.jsonl" { print $2 }')" \
+    "$(cat "$MNT/threads/t1/history.jsonl" | wc -c)"
+}
+
+@test "runfs ls never creates a store: a missing one is exit 2 with a message; a missing path is 1" {
+  skip_on_pg "a missing store is a SQLite file"
+  run "$RUNFS" ls "$WORK/none.db"
+  assert_failure 2
+  assert_output --partial "no store at $WORK/none.db"
+  assert_file_not_exists "$WORK/none.db"
+  build_sealed t1 r1
+  run "$RUNFS" ls "$STORE" threads/nope
+  assert_failure 1
+  assert_output --partial "threads/nope: No such file or directory"
+}
+
+@test "runfs cat --user reads as that owner's --user mount: its seal and proofs; another's thread is ENOENT" {
+  local al=$WORK/alice
+  runfs_mount "$STORE" "$al" --user alice
+  mkdir -p "$al/threads/ta/runs/r1"
+  { ev_start; ev_human hi; } >> "$al/threads/ta/runs/r1/events.jsonl"
+  (set -C; ev_terminal > "$al/threads/ta/runs/r1/once/run.terminal")
+  (set -C; : > "$al/threads/ta/runs/r1/seal.json")
+  # Bob's thread, written offline as Bob's.
+  { ev_start; ev_human bob; } | "$RUNFS" put -q --user bob "$STORE" tb r1
+  local f
+  for f in receipt.json once/run.terminal proofs/2 seal.json; do
+    run "$RUNFS" cat --user alice "$STORE" "threads/ta/runs/r1/$f"
+    assert_success
+    assert_output "$(cat "$al/threads/ta/runs/r1/$f")"
+  done
+  assert_output --partial '"state":"sealed"'
+  # Bob's thread does not exist for Alice, as on her mount.
+  run "$RUNFS" cat --user alice "$STORE" threads/tb/events.jsonl
+  assert_failure 1
+  assert_output --partial "threads/tb/events.jsonl: No such file or directory"
+  run cat "$al/threads/tb/events.jsonl"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  # Alice's seal is hers: the unscoped view has none for the run.
+  run "$RUNFS" cat "$STORE" threads/ta/runs/r1/seal.json
+  assert_failure 1
+  # ls --user shows her mount's threads.
+  run "$RUNFS" ls --user alice "$STORE" threads
+  assert_success
+  assert_output "$(LC_ALL=C ls "$al/threads")"
+  assert_output "ta"
+}
+
