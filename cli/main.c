@@ -934,6 +934,7 @@ static const command commands[] = {
      "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
      "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
      "  -q, --quiet       no summary line on stderr\n"
+     "on a terminal, progress: lines, bytes of the files' total, rate and time left.\n"
      "rows already present and equal are skipped; a malformed line or a different row at a\n"
      "used seq stops that thread with 'FILE:LINE: reason', nothing of it changed; exit 2.\n",
      rfs_cmd_import},

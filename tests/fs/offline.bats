@@ -164,3 +164,38 @@ names_sizes() {
   assert_output "ta"
 }
 
+# jsonl_folder DIR THREADS LINES: a DeerFlow base folder of THREADS threads of one run of
+# LINES events each, written as DeerFlow's JSONL store writes them.
+jsonl_folder() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+base, threads, lines = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for t in range(threads):
+    d = os.path.join(base, "threads", f"t{t}", "runs")
+    os.makedirs(d)
+    with open(os.path.join(d, "r1.jsonl"), "w") as f:
+        for s in range(1, lines + 1):
+            f.write(json.dumps({"thread_id": f"t{t}", "run_id": "r1", "event_type": "llm.error",
+                                "category": "error", "content": "x" * 100, "metadata": {},
+                                "seq": s, "created_at": "2026-03-04T05:06:07+00:00"}) + "\n")
+PY
+}
+
+@test "import's progress on a terminal shows the files' total, the rate and the time left" {
+  # Enough lines that the import outlasts the line's first redraw (0.2 s).
+  jsonl_folder "$WORK/df" 4 25000
+  local total
+  total=$(find "$WORK/df" -name '*.jsonl' -printf '%s\n' | awk '{ s += $1 } END { printf "%.1f MiB", s / 1048576 }')
+  run script -qec "'$RUNFS' import '$STORE' --deerflow-jsonl '$WORK/df'" /dev/null
+  assert_success
+  # Each redraw: lines so far, bytes of the total, the percentage, a rate, the time left.
+  printf '%s' "$output" | tr '\r' '\n' |
+    grep -qE "^.\[Kimport: [0-9]+ lines, [0-9.]+ [KM]iB of $total \([0-9]+%\), [0-9.]+ [KM]iB/s, [0-9]+:[0-9]{2} left$" ||
+    fail "no progress line with the total $total, a rate and the time left in: $(printf '%s' "$output" | tr '\r' '\n' | cat -v | head -5)"
+  assert_output --partial "runfs import: 100000 rows imported, 0 already present, 4 threads"
+  # Not a terminal: the summary line alone on stderr, as before.
+  run --separate-stderr "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/df"
+  assert_success
+  assert_output ""
+  assert_equal "$stderr" "runfs import: 0 rows imported, 100000 already present, 4 threads"
+}
