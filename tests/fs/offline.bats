@@ -120,11 +120,16 @@ names_sizes() {
 }
 
 @test "runfs ls never creates a store: a missing one is exit 2 with a message; a missing path is 1" {
-  skip_on_pg "a missing store is a SQLite file"
-  run "$RUNFS" ls "$WORK/none.db"
-  assert_failure 2
-  assert_output --partial "no store at $WORK/none.db"
-  assert_file_not_exists "$WORK/none.db"
+  if on_pg; then
+    run "$RUNFS" ls "$(pg_uri nodb_offline)"
+    assert_failure 2
+    assert_output --partial 'database "nodb_offline" does not exist'
+  else
+    run "$RUNFS" ls "$WORK/none.db"
+    assert_failure 2
+    assert_output --partial "no store at $WORK/none.db"
+    assert_file_not_exists "$WORK/none.db"
+  fi
   build_sealed t1 r1
   run "$RUNFS" ls "$STORE" threads/nope
   assert_failure 1
