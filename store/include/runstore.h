@@ -286,7 +286,7 @@ int rs_store_check_lines(rs_store *s, const rs_target *t, const char *buf, size_
 
 /* Does the line name an event type the contract marks a singleton (run.terminal, ...)? 1
  * with that type in type (which rs_store_put_singleton then stores, as `runfs put` does);
- * 0 for any other line, a malformed one included (an append says what is wrong with it). */
+ * 0 for any other line. A malformed line may be either: storing it says what is wrong. */
 int rs_store_line_singleton(const rs_store *s, const char *line, size_t len, rs_buf *type);
 
 /* rs_store_append that also says where the lines landed (at may be NULL). */
