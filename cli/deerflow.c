@@ -238,7 +238,7 @@ static int import_line(void *ctx, const char **run_id, const char **line, size_t
         size_t n = st->line.len;
         const char *text = st->line.buf;
         st->lineno++;
-        rfs_progress_tick(st->progress, 1);
+        rfs_progress_step(st->progress, 1, (int64_t)n);
         rs_err why = {0};
         if (too_long)
             rs_err_set(&why, -EMSGSIZE, "line over the %zu-byte event size limit", st->max);
@@ -292,6 +292,34 @@ static int read_watermark(const char *runs_dir, int64_t *floor, rs_err *err)
         return rs_err_set(err, -EINVAL, "%s: not a non-negative decimal seq", path);
     *floor = v;
     return 0;
+}
+
+/* The bytes of the run files import reads (regular files in threads/T/runs/, as
+ * open_next_file takes them): the progress line's total. A folder it cannot read counts
+ * nothing here; the import says why. */
+static int64_t folder_bytes(const char *threads_dir, char **threads)
+{
+    int64_t total = 0;
+    rs_buf path = RS_BUF_INIT;
+    for (size_t i = 0; threads[i]; i++) {
+        char **files = NULL;
+        size_t n = 0;
+        rs_buf_reset(&path);
+        if (rs_buf_addf(&path, "%s/%s/runs", threads_dir, threads[i]) ||
+            list_dir(path.buf, is_jsonl, &files, &n))
+            continue;
+        size_t dir_len = path.len;
+        for (size_t k = 0; k < n; k++) {
+            struct stat sb;
+            rs_buf_setlen(&path, dir_len);
+            if (!rs_buf_addf(&path, "/%s", files[k]) && lstat(path.buf, &sb) == 0 &&
+                S_ISREG(sb.st_mode))
+                total += sb.st_size;
+        }
+        free_names(files);
+    }
+    rs_buf_release(&path);
+    return total;
 }
 
 /* Import one thread; 0, or 2 after printing why it was not imported. */
@@ -456,6 +484,8 @@ int rfs_cmd_import(int argc, char **argv)
         goto out;
     }
     rfs_progress *pg = rfs_progress_new("import", "lines");
+    if (pg)
+        rfs_progress_total(pg, folder_bytes(threads.buf, names));
     int64_t added = 0, skipped = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t a = 0, k = 0;

@@ -13,6 +13,7 @@
 
 #include "deerflow.h"
 #include "feed.h"
+#include "ls.h"
 #include "evidence.h"
 #include "mount.h"
 #include "progress.h"
@@ -340,10 +341,12 @@ static int usage_error(const char *cmd, const char *what)
     return 2;
 }
 
-static int open_store(rs_store **out, const char *path, int read_only)
+/* user: the store read as that owner's --user mount opens it (owners apart). */
+static int open_store(rs_store **out, const char *path, int read_only, const char *user)
 {
     rs_options opt = RS_OPTIONS_INIT;
     opt.read_only = read_only;
+    opt.owners_apart = user != NULL;
     rs_err err = {0};
     if (rs_store_open(out, path, &opt, &err)) {
         fprintf(stderr, "runfs: %s\n", err.msg);
@@ -472,15 +475,71 @@ typedef struct put_progress {
     long done;
 } put_progress;
 
+/* One put in the making: its store, its options and the batch being gathered. */
+typedef struct put_state {
+    rs_store *s;
+    const rs_target *t;
+    int quiet, dry;
+    rs_buf data;   /* the batch's lines */
+    long lines;    /* in data */
+    rs_buf stored; /* a batch's records */
+    rs_buf type;   /* a singleton line's event type */
+    rfs_progress *pg;
+    put_progress *at;
+} put_state;
+
+/* Store the gathered batch, if any; the next batch starts at input line next. */
+static int put_flush(put_state *p, long next, rs_err *err)
+{
+    if (p->lines) {
+        int rc = put_batch(p->s, p->t, &p->data, p->quiet, p->dry, &p->stored, err);
+        if (rc)
+            return rc;
+        rfs_progress_tick(p->pg, p->lines);
+        p->at->done += p->lines;
+        p->lines = 0;
+        rs_buf_reset(&p->data);
+    }
+    p->at->first = next;
+    return 0;
+}
+
+/* A singleton's line is stored as an exclusive create of once/<type> stores it (DESIGN
+ * "Singletons"), in a transaction of its own: a second one is -EEXIST naming the seq of the
+ * stored one. */
+static int put_singleton(put_state *p, const char *line, size_t len, rs_err *err)
+{
+    rs_buf_reset(&p->stored);
+    int rc = p->dry ? rs_store_check_lines(p->s, p->t, line, len, err)
+                    : rs_store_put_singleton(p->s, p->t, p->type.buf, line, len, 1,
+                                             p->quiet ? NULL : &p->stored, err);
+    if (rc < 0) {
+        err->line = 1;
+        return rc;
+    }
+    if (!p->quiet && fwrite(p->stored.buf, 1, p->stored.len, stdout) != p->stored.len)
+        return rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
+    rfs_progress_tick(p->pg, 1);
+    p->at->done++;
+    return 0;
+}
+
 /* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
  * of the batch that stopped it, with err (err->line within that batch). */
 static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet, int dry,
                       put_progress *at, rs_err *err)
 {
     line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
-    rs_buf data = RS_BUF_INIT, stored = RS_BUF_INIT;
-    rfs_progress *pg = rfs_progress_new("put", "lines");
-    long lineno = 0, lines = 0;
+    put_state p = {.s = s,
+                   .t = t,
+                   .quiet = quiet,
+                   .dry = dry,
+                   .data = RS_BUF_INIT,
+                   .stored = RS_BUF_INIT,
+                   .type = RS_BUF_INIT,
+                   .pg = rfs_progress_new("put", "lines"),
+                   .at = at};
+    long lineno = 0;
     int rc = 0, step;
     at->first = 1;
     at->done = 0;
@@ -490,8 +549,14 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
         step = reader_next(&r, &line, &len);
         if (step > 0) {
             lineno++;
-            lines++;
-            if ((rc = rs_buf_add(&data, line, len)) || (rc = rs_buf_addch(&data, '\n'))) {
+            if (rs_store_line_singleton(s, line, len, &p.type)) {
+                if ((rc = put_flush(&p, lineno, err)) || (rc = put_singleton(&p, line, len, err)))
+                    break;
+                at->first = lineno + 1;
+                continue;
+            }
+            p.lines++;
+            if ((rc = rs_buf_add(&p.data, line, len)) || (rc = rs_buf_addch(&p.data, '\n'))) {
                 rs_err_set(err, rc, "out of memory");
                 break;
             }
@@ -504,29 +569,24 @@ static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int
             err->line = lineno + 2 - at->first; /* the line being read, within this batch */
             break;
         }
-        if (lines && (step == 0 || lines >= batch || data.len >= PUT_BATCH_BYTES)) {
-            if ((rc = put_batch(s, t, &data, quiet, dry, &stored, err)))
-                break;
-            rfs_progress_tick(pg, lines);
-            at->done += lines;
-            at->first = lineno + 1;
-            lines = 0;
-            rs_buf_reset(&data);
-        }
+        if (p.lines && (step == 0 || p.lines >= batch || p.data.len >= PUT_BATCH_BYTES) &&
+            (rc = put_flush(&p, lineno + 1, err)))
+            break;
     } while (step > 0);
     rs_buf_release(&r.buf);
-    rs_buf_release(&data);
-    rs_buf_release(&stored);
+    rs_buf_release(&p.data);
+    rs_buf_release(&p.stored);
+    rs_buf_release(&p.type);
     if (!rc && dry) {
-        rfs_progress_end(pg);
+        rfs_progress_end(p.pg);
         if (!quiet)
             fprintf(stderr, "runfs put: %ld line%s checked, nothing stored (--dry-run)\n", at->done,
                     at->done == 1 ? "" : "s");
     } else if (!rc) {
-        rfs_progress_done(pg, "%ld lines stored", at->done);
+        rfs_progress_done(p.pg, "%ld lines stored", at->done);
     } else {
-        rfs_progress_clear(pg);
-        free(pg);
+        rfs_progress_clear(p.pg);
+        free(p.pg);
     }
     return rc;
 }
@@ -587,15 +647,16 @@ static int flush_stdout(void *ctx, rs_buf *out)
     return 0;
 }
 
-/* Print node n of the store at uri (what names it: label) as the mount shows it. */
-static int cat_node(const char *uri, const char *label, const rfs_node *node)
+/* Print node n of the store at uri (what names it: label) as the mount shows it, to owner
+ * user's --user mount (NULL: an unscoped one). */
+static int cat_node(const char *uri, const char *label, const rfs_node *node, const char *user)
 {
     rfs_node n = *node;
     rs_store *s;
-    int rc = open_store(&s, uri, 1);
+    int rc = open_store(&s, uri, 1, user);
     if (rc)
         return rc;
-    rfs_scope sc = {0};
+    rfs_scope sc = {.user = user};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
@@ -610,6 +671,23 @@ static int cat_node(const char *uri, const char *label, const rfs_node *node)
 
 static int cmd_cat(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        {"user", required_argument, NULL, 'u'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *user = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c != 'u')
+            return usage_error("cat", "unknown option or missing value");
+        if (!rs_id_valid(optarg))
+            return usage_error("cat", "--user must be 1-64 of [A-Za-z0-9_-]");
+        user = optarg;
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
     if (argc != 3)
         return usage_error("cat", "expected STORE PATH");
     rfs_node n;
@@ -622,7 +700,7 @@ static int cmd_cat(int argc, char **argv)
         fprintf(stderr, "runfs: %s is a live feed: read it on a mount\n", argv[2]);
         return 1;
     }
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, user);
 }
 
 /* search/QUERY of the root, of threads/THREAD or of its run RUN. */
@@ -645,7 +723,7 @@ static int cmd_search(int argc, char **argv)
         (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
     if (argc > 4)
         (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, NULL);
 }
 
 struct verify_tally {
@@ -680,7 +758,7 @@ static int cmd_verify(int argc, char **argv)
     if (argc != 2 && !key)
         return usage_error("verify", "expected STORE [--key PUB.pem]");
     rs_store *s;
-    int rc = open_store(&s, argv[1], 1);
+    int rc = open_store(&s, argv[1], 1, NULL);
     if (rc) {
         rs_seal_pub_free(key);
         return rc;
@@ -788,12 +866,26 @@ static const command commands[] = {
      "  --stamp-time             the store's clock is the only created_at\n"
      "  --dry-run                check every line, store nothing (the store is only read)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
-     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n",
+     "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n"
+     "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"
+     "once/TYPE stores it, in a transaction of its own: a second one is EEXIST (its seq).\n",
      cmd_put},
-    {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
+    {"cat", "[--user NAME] STORE PATH", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
-     "the same bytes the mount shows for PATH; never creates STORE.\n",
+     "the same bytes the mount shows for PATH (lookup-only names too); never creates STORE.\n"
+     "  --user NAME   as NAME's --user mount shows it: NAME's rows, seals and proofs; a\n"
+     "                thread without NAME's rows does not exist\n",
      cmd_cat},
+    {"ls", "[-l] [-a] [--user NAME] STORE [PATH]", "list a directory of the layout, as ls does",
+     "PATH is relative to the mount's root (default: the root). The names ls of PATH on a\n"
+     "mount prints, in LC_ALL=C ls's order; a lookup-only directory (since/, search/,\n"
+     "proofs/, ...) lists nothing, as on a mount. A file is listed as its PATH.\n"
+     "  -l            mode, exact size (st_size on a mount) and mtime (UTC) before each name;\n"
+     "                modes as a read-write mount with umask 022 shows them\n"
+     "  -a, --all     names starting with '.' too (.runfs)\n"
+     "  --user NAME   as NAME's --user mount shows it\n"
+     "never creates STORE (a missing one: exit 2); exit 1 when PATH is not there.\n",
+     rfs_cmd_ls},
     {"search", "STORE QUERY [THREAD [RUN]]", "print the events that match QUERY",
      "the lines of search/QUERY at the root, in threads/THREAD or in its run RUN:\n"
      "terms separated by spaces, all of which must match; \"two words\" is one term;\n"
@@ -842,6 +934,7 @@ static const command commands[] = {
      "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
      "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
      "  -q, --quiet       no summary line on stderr\n"
+     "on a terminal, progress: lines, bytes of the files' total, rate and time left.\n"
      "rows already present and equal are skipped; a malformed line or a different row at a\n"
      "used seq stops that thread with 'FILE:LINE: reason', nothing of it changed; exit 2.\n",
      rfs_cmd_import},

@@ -201,14 +201,12 @@ void rfs_refuse(fuse_req_t req, const rfs_node *n, const char *leaf, int code, c
  * lets a writer change something, less -o umask=. */
 static mode_t mode_of(const rfs_mount *m, rfs_kind kind)
 {
-    int dir = rfs_node_is_dir(kind);
-    int w = !m->opt.read_only && rfs_node_is_writable(kind, m->opt.allow_delete);
     /* Where each uid is its own owner, threads/ takes everyone's new threads; the daemon
      * keeps them apart. */
-    if (m->opt.user_from_uid && kind == RFS_THREADS && w)
+    if (m->opt.user_from_uid && kind == RFS_THREADS && !m->opt.read_only)
         return S_IFDIR | 0777;
-    mode_t mode = (dir ? 0555 : 0444) | (w ? 0222 : 0);
-    return (dir ? S_IFDIR : S_IFREG) | (mode & ~(mode_t)m->opt.umask);
+    return (mode_t)rfs_node_mode(kind, !m->opt.read_only, m->opt.allow_delete,
+                                 (unsigned)m->opt.umask);
 }
 
 void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64_t ino,

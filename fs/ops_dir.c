@@ -80,26 +80,6 @@ void rfs_dir_free(void *listing)
     free(d);
 }
 
-/* Directories of names that are only looked up (since/, search/, proofs/, ...): their
- * listing is empty, without . and .. even, so a walk learns it in one request (the kernel
- * knows a listing has ended only from an empty reply). */
-static int lookup_only(rfs_kind kind)
-{
-    switch (kind) {
-    case RFS_CHANGES_SINCE_DIR:
-    case RFS_CHANGES_FOLLOW_DIR:
-    case RFS_SEARCH_DIR:
-    case RFS_T_SEARCH_DIR:
-    case RFS_R_SEARCH_DIR:
-    case RFS_T_SINCE_DIR:
-    case RFS_R_SINCE_DIR:
-    case RFS_T_MSGSEQ_DIR:
-    case RFS_T_AIRUN_DIR:
-    case RFS_R_PROOFS_DIR: return 1;
-    default: return 0;
-    }
-}
-
 /* The listing of directory n as this request's caller sees it. */
 static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
 {
@@ -120,7 +100,7 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
     /* A lookup-only directory lists nothing whatever the store holds (a third of a walk's
      * directories): no connection, no query. Its thread was found at its lookup; a thread
      * gone since lists nothing too. */
-    if (lookup_only(n->kind) && !sc.denied) {
+    if (rfs_node_lookup_only(n->kind) && !sc.denied) {
         *out = d;
         return 0;
     }
@@ -133,23 +113,12 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
     }
     rfs_stat st;
     rc = rfs_view_stat(s, &sc, n, &st, &err);
-    if (!rc && !lookup_only(n->kind))
+    if (!rc && !rfs_node_lookup_only(n->kind))
         rc = dir_add(d, n, ".", 1);
-    if (!rc && !lookup_only(n->kind))
+    if (!rc && !rfs_node_lookup_only(n->kind))
         rc = dir_add(d, n, "..", 1);
-    for (const char *const *f = rfs_node_fixed_entries(n->kind); !rc && *f; f++) {
-        rfs_node child;
-        rfs_stat cst;
-        if (rfs_node_child(n, *f, &child))
-            continue;
-        /* Files that exist only sometimes are listed only when they do. */
-        if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL || child.kind == RFS_R_NOTE) &&
-            rfs_view_stat(s, &sc, &child, &cst, &err))
-            continue;
-        rc = dir_add(d, n, *f, rfs_node_is_dir(child.kind));
-    }
     if (!rc)
-        rc = rfs_view_list(s, &sc, n, dir_add_cb, d, &err);
+        rc = rfs_view_entries(s, &sc, n, dir_add_cb, d, &err);
     rfs_pool_put(m, s);
     if (rc) {
         rfs_dir_free(d);

@@ -229,7 +229,7 @@ static int append_lines(rs_store *s, const rs_target *t, const char *buf, size_t
                 err->line = lineno;
             goto out;
         }
-        if (rs_contract_is_singleton(s->contract, evs[n]->event_type)) {
+        if (!dry && rs_contract_is_singleton(s->contract, evs[n]->event_type)) {
             rc = rs_err_set(err, -EINVAL, "%s is a singleton: create it with once/%s",
                             evs[n]->event_type, evs[n]->event_type);
             n++;
@@ -246,6 +246,17 @@ out:
         rs_event_free(evs[i]);
     free(evs);
     return rc;
+}
+
+int rs_store_line_singleton(const rs_store *s, const char *line, size_t len, rs_buf *type)
+{
+    /* Most lines name no singleton anywhere: no scan of their members. */
+    size_t i = 0;
+    while (i < s->n_singletons && !memmem(line, len, s->singletons[i], strlen(s->singletons[i])))
+        i++;
+    if (i == s->n_singletons || !rs_view_get_str(line, len, "event_type", type))
+        return 0;
+    return rs_contract_is_singleton(s->contract, type->buf);
 }
 
 int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "node.h"
 
@@ -150,6 +151,31 @@ const char *const *rfs_node_fixed_entries(rfs_kind k)
     case RFS_RUN: return run_entries;
     default: return no_entries;
     }
+}
+
+int rfs_node_lookup_only(rfs_kind kind)
+{
+    switch (kind) {
+    case RFS_CHANGES_SINCE_DIR:
+    case RFS_CHANGES_FOLLOW_DIR:
+    case RFS_SEARCH_DIR:
+    case RFS_T_SEARCH_DIR:
+    case RFS_R_SEARCH_DIR:
+    case RFS_T_SINCE_DIR:
+    case RFS_R_SINCE_DIR:
+    case RFS_T_MSGSEQ_DIR:
+    case RFS_T_AIRUN_DIR:
+    case RFS_R_PROOFS_DIR: return 1;
+    default: return 0;
+    }
+}
+
+unsigned rfs_node_mode(rfs_kind kind, int writable, int allow_delete, unsigned umask)
+{
+    int dir = rfs_node_is_dir(kind);
+    int w = writable && rfs_node_is_writable(kind, allow_delete);
+    unsigned mode = (dir ? 0555u : 0444u) | (w ? 0222u : 0u);
+    return (dir ? (unsigned)S_IFDIR : (unsigned)S_IFREG) | (mode & ~umask);
 }
 
 static int parse_seq(const char *name, int64_t *out)

@@ -104,4 +104,13 @@ int rfs_node_is_writable(rfs_kind kind, int allow_delete);
  * store). */
 const char *const *rfs_node_fixed_entries(rfs_kind kind);
 
+/* Directories of names that are only looked up (since/, search/, proofs/, ...): they list
+ * nothing, not even . and .., so a walk learns it in one request (the kernel knows a
+ * listing has ended only from an empty reply). */
+int rfs_node_lookup_only(rfs_kind kind);
+
+/* The mode (type and permission bits) ls -l shows for kind: w bits only where a mount
+ * (writable: not read-only) lets a writer change something, less umask. */
+unsigned rfs_node_mode(rfs_kind kind, int writable, int allow_delete, unsigned umask);
+
 #endif

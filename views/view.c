@@ -1189,6 +1189,26 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
     return rc < 0 ? rc : 0;
 }
 
+int rfs_view_entries(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
+                     void *ctx, rs_err *err)
+{
+    if (rfs_node_lookup_only(n->kind))
+        return 0;
+    int rc = 0;
+    for (const char *const *f = rfs_node_fixed_entries(n->kind); !rc && *f; f++) {
+        rfs_node child;
+        rfs_stat cst;
+        if (rfs_node_child(n, *f, &child))
+            continue;
+        /* Files that exist only sometimes are listed only when they do. */
+        if ((child.kind == RFS_R_LASTAI || child.kind == RFS_R_SEAL || child.kind == RFS_R_NOTE) &&
+            rfs_view_stat(s, sc, &child, &cst, err))
+            continue;
+        rc = fn(ctx, *f, rfs_node_is_dir(child.kind), NULL);
+    }
+    return rc ? rc : rfs_view_list(s, sc, n, fn, ctx, err);
+}
+
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
                  int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err)
 {

@@ -108,6 +108,12 @@ typedef int (*rfs_entry_fn)(void *ctx, const char *name, int is_dir, const int64
 int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn, void *ctx,
                   rs_err *err);
 
+/* Every entry of directory node n as a listing of it on a mount shows it, in its order
+ * (without . and ..): the fixed names (those that exist only sometimes, such as seal.json,
+ * when they do), then rfs_view_list's; a lookup-only directory's none. */
+int rfs_view_entries(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
+                     void *ctx, rs_err *err);
+
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
                  int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err);

@@ -280,8 +280,14 @@ typedef struct rs_placement {
 
 /* What rs_store_append checks of the lines (JSON, the contract, ids, sizes), storing
  * nothing and asking nothing of the store's rows (owners, seqs, keys): a dry run. A
- * read-only store serves. */
+ * read-only store serves. A singleton's line (rs_store_line_singleton), which an append
+ * refuses, passes as rs_store_put_singleton would take it. */
 int rs_store_check_lines(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_err *err);
+
+/* Does the line name an event type the contract marks a singleton (run.terminal, ...)? 1
+ * with that type in type (which rs_store_put_singleton then stores, as `runfs put` does);
+ * 0 for any other line. A malformed line may be either: storing it says what is wrong. */
+int rs_store_line_singleton(const rs_store *s, const char *line, size_t len, rs_buf *type);
 
 /* rs_store_append that also says where the lines landed (at may be NULL). */
 int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,

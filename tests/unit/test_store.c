@@ -1367,6 +1367,32 @@ static void test_terminal_singleton_in_runfs(void **state)
     rs_buf_release(&out);
 }
 
+/* runfs put routes a line by it: only a top-level event_type the contract marks singleton
+ * counts, not the name elsewhere in the line. */
+static void test_line_singleton(void **state)
+{
+    (void)state;
+    static const char *const no[] = {
+        ERR("run.terminal"),
+        "{\"event_type\":\"llm.error\",\"metadata\":{\"event_type\":\"run.terminal\"}}",
+        "{\"event_type\":\"run.terminalx\"}",
+        "[\"run.terminal\"]",
+        "",
+    };
+    rs_buf type = RS_BUF_INIT;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        assert_int_equal(rs_store_line_singleton(fx.s, no[i], strlen(no[i]), &type), 0);
+    static const char *const yes[] = {"run.terminal", "run.delivery"};
+    for (size_t i = 0; i < 2; i++) {
+        rs_buf line = RS_BUF_INIT;
+        assert_int_equal(rs_buf_addf(&line, "{\"content\":{},\"event_type\":\"%s\"}", yes[i]), 0);
+        assert_int_equal(rs_store_line_singleton(fx.s, line.buf, line.len, &type), 1);
+        assert_string_equal(type.buf, yes[i]);
+        rs_buf_release(&line);
+    }
+    rs_buf_release(&type);
+}
+
 static void test_put_singleton_outcomes(void **state)
 {
     (void)state;
@@ -3220,6 +3246,7 @@ int main(void)
         T(test_owner_scoping),
         T(test_put_if_absent_earliest),
         T(test_terminal_singleton_in_runfs),
+        T(test_line_singleton),
         T(test_put_singleton_outcomes),
         T(test_reservations),
         T(test_reservations_across_processes),
