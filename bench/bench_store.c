@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 
 /* CPU seconds of this process, user and system: on a machine shared with other work, a
  * steadier measure of what each side costs than the wall clock. */

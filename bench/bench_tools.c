@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 
 static double now_us(void)
 {

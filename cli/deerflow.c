@@ -14,6 +14,7 @@
 
 #include "deerflow.h"
 #include "progress.h"
+#include "rs_util.h"
 
 #define WATERMARK ".seq-watermark"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "evidence.h"
+#include "rs_util.h"
 
 static int usage(const char *cmd, const char *what)
 {

@@ -13,6 +13,7 @@
 
 #include "changes.h"
 #include "feed.h"
+#include "rs_util.h"
 
 static int usage(const char *what)
 {

@@ -12,6 +12,7 @@
 
 #include "ls.h"
 #include "view.h"
+#include "rs_util.h"
 
 typedef struct ls_entry {
     char *name;

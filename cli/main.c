@@ -17,6 +17,7 @@
 #include "evidence.h"
 #include "mount.h"
 #include "progress.h"
+#include "rs_util.h"
 
 /* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
 

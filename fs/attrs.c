@@ -7,6 +7,7 @@
 
 #include "attrs.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 /* A burst of stats (du of a large store) records one entry per file per second at most
  * this many; past it replies keep nothing, which is only slower. 24 bytes each. */

@@ -10,6 +10,7 @@
 
 #include "changes.h"
 #include "follow.h"
+#include "rs_util.h"
 
 /* ---- followers ----
  *

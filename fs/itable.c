@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "itable.h"
+#include "rs_util.h"
 
 typedef struct entry {
     uint64_t ino;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "linebuf.h"
+#include "rs_util.h"
 
 /* 1 when a '\n'-terminated line in s[0..len) (each line ends in '\n') is over max bytes. */
 static int long_line(const char *s, size_t len, size_t max)

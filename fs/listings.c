@@ -6,6 +6,7 @@
 
 #include "listings.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 /* Unused listings kept at most, and their entries (about 100 bytes each), besides the one
  * used last: readers that stopped halfway (ls | head) leave theirs. */

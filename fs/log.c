@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 /* Where lines go: set by rfs_log_open and rfs_log_daemonised while the process has one
  * thread (before the session starts), only read after, so they need no lock. */

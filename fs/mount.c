@@ -23,6 +23,7 @@
 #include "progress.h"
 #include "rejects.h"
 #include "sizes.h"
+#include "rs_util.h"
 
 /* A mountpoint left by a daemon that died answers ENOTCONN; a lazy unmount clears it. Asked
  * with statfs, which the kernel always sends to the daemon: a stat may be answered from

@@ -18,6 +18,7 @@
 #include "follow.h"
 #include "log.h"
 #include "ops_int.h"
+#include "rs_util.h"
 
 void rfs_hub_deadline_in(struct timespec *ts, long ms)
 {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ops_int.h"
+#include "rs_util.h"
 
 rfs_mount *rfs_mount_of(fuse_req_t req)
 {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "ops_int.h"
+#include "rs_util.h"
 
 typedef struct dir_entry {
     char *name;

@@ -14,6 +14,7 @@
 #include "ops_int.h"
 #include "pending.h"
 #include "receipt.h"
+#include "rs_util.h"
 
 #define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
 #define PUSH_OPEN_MAX (64 * 1024) /* a file read whole into the page cache at its open */

@@ -6,6 +6,7 @@
 
 #include "pending.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 typedef struct owner_held {
     char owner[RS_ID_MAX + 1];

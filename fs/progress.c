@@ -7,6 +7,7 @@
 
 #include "progress.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 struct rfs_progress {
     const char *verb;

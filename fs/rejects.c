@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "rejects.h"
+#include "rs_util.h"
 
 #define REJECTS_KEPT 100
 /* Owners with a log; past this the one refused longest ago gives up its log. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 #include "usermap.h"
 
 typedef struct map_entry {

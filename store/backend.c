@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "rs_util.h"
 
 int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to, const rs_record **out)
 {

@@ -9,6 +9,7 @@
 
 #include "event.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 typedef struct rs_backend rs_backend;
 

@@ -7,6 +7,7 @@
 #include "event.h"
 #include "rowview.h"
 #include "store_int.h"
+#include "rs_util.h"
 
 typedef struct feed {
     int (*fn)(void *ctx, const rs_change *c);

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "contract_int.h"
+#include "rs_util.h"
 
 #define NONE INT_MAX
 

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "contract_int.h"
 #include "json.h"
+#include "rs_util.h"
 
 static const struct {
     const char *name;

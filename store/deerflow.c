@@ -9,6 +9,7 @@
 #include "event.h"
 #include "json.h"
 #include "runstore.h"
+#include "rs_util.h"
 #include "store_int.h"
 
 typedef struct import_iter {

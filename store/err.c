@@ -1,21 +1,10 @@
-/* err.c — what every layer shares: error reasons beside errno codes, id checks, the clock. */
+/* err.c — errno names and the id rule, as runstore.h gives them. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "runstore.h"
-
-int rs_err_set(rs_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        (void)rs_vfmt(err->msg, sizeof err->msg, fmt, ap); /* a reason: a cut is marked */
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
+#include "rs_util.h"
 
 const char *rs_errno_name(int code)
 {
@@ -47,11 +36,4 @@ int rs_id_valid_n(const char *s, size_t len)
 int rs_id_valid(const char *s)
 {
     return s && rs_id_valid_n(s, strlen(s));
-}
-
-int64_t rs_clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }

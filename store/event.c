@@ -9,6 +9,7 @@
 #include "check.h"
 #include "event.h"
 #include "json.h"
+#include "rs_util.h"
 
 /* ---- time --------------------------------------------------------------------------------- */
 

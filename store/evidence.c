@@ -13,6 +13,7 @@
 #include "merkle.h"
 #include "rowview.h"
 #include "runstore.h"
+#include "rs_util.h"
 #include "sign.h"
 #include "store_int.h"
 

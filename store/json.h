@@ -9,7 +9,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "runstore.h"
+#include "jtext.h" /* rs_cjson_parse */
+#include "rs_util.h"
 
 #define RS_JSON_MAX_DEPTH 128
 
@@ -85,10 +86,5 @@ size_t rs_json_string_len(const char *s, size_t len);
 
 /* Decode a canonical JSON string literal lit[0..len) (with its quotes) into out. */
 int rs_json_unquote(rs_buf *out, const char *lit, size_t len);
-
-/* cJSON_ParseWithLength, serialised: cJSON records parse errors in one process-wide
- * variable. Only contracts are parsed into trees (once, when a store opens); lines and
- * rows never are. */
-cJSON *rs_cjson_parse(const char *text, size_t len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "merkle.h"
+#include "rs_util.h"
 
 #define C RS_MERKLE_CHUNK
 

@@ -1,5 +1,6 @@
 /* policy.c — see policy.h. */
 #include "policy.h"
+#include "rs_util.h"
 
 #include <errno.h>
 

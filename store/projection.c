@@ -10,6 +10,7 @@
 #include "event.h"
 #include "json.h"
 #include "runstore.h"
+#include "rs_util.h"
 #include "store_int.h"
 #include "rowview.h"
 

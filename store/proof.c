@@ -8,6 +8,7 @@
 
 #include "merkle.h"
 #include "runstore.h"
+#include "rs_util.h"
 #include "store_int.h"
 
 /* The seal t->user sees on the run: -ENOENT (with why) when there is none. */

@@ -4,6 +4,7 @@
 
 #include "json.h"
 #include "rowview.h"
+#include "rs_util.h"
 
 int rs_view_meta(rs_buf *meta, const rs_row *row, unsigned *markers)
 {

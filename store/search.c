@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "search.h"
+#include "rs_util.h"
 
 static void terms_free(rs_term *t, size_t n)
 {

@@ -6,6 +6,7 @@
 
 #include "search.h"
 #include "store_int.h"
+#include "rs_util.h"
 
 typedef struct search_cursor {
     rs_cursor base;

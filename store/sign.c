@@ -15,6 +15,7 @@
 #include "json.h"
 #include "merkle.h"
 #include "sign.h"
+#include "rs_util.h"
 
 #define NAME_MAX_LEN 128
 #define DASH "\xe2\x80\x94" /* U+2014 */

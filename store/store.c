@@ -14,6 +14,7 @@
 #include "json.h"
 #include "rowview.h"
 #include "runstore.h"
+#include "rs_util.h"
 #include "store_int.h"
 
 /* The bytes of rs_options a caller built against the given version holds: an older

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "changes.h"
+#include "rs_util.h"
 
 typedef struct render {
     rs_buf *out;

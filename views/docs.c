@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "docs.h"
+#include "rs_util.h"
 
 struct rfs_doc {
     uint64_t hash;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "glance.h"
+#include "rs_util.h"
 
 const char *const rfs_usage_names[RFS_USAGE_N] = {"input_tokens", "output_tokens", "total_tokens"};
 

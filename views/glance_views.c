@@ -8,6 +8,7 @@
 #include "stats.h"
 #include "timeline.h"
 #include "transcript.h"
+#include "rs_util.h"
 
 int rfs_glance_kind(rfs_kind kind)
 {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "jline.h"
+#include "rs_util.h"
 
 /* Just past the closing quote of the string whose body starts at p; end when it never closes. */
 static const char *string_close(const char *p, const char *end)

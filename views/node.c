@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "node.h"
+#include "rs_util.h"
 
 static const char *const root_entries[] = {"README", "contract.json", ".runfs",  "threads",
                                            "search", "changes.jsonl", "changes", NULL};

@@ -6,6 +6,7 @@
 
 #include "glance.h"
 #include "otel.h"
+#include "rs_util.h"
 
 /* Span ids: the span's kind in the top byte, a tool call's place in its response below it,
  * the seq of the event that starts it in the low 40 bits: unique in the run, never zero. */

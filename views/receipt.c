@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "receipt.h"
+#include "rs_util.h"
 
 static rfs_seq_range *range_at(rfs_receipt *r, size_t i)
 {

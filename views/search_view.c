@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "search_view.h"
+#include "rs_util.h"
 
 int rfs_search_is_result(rfs_kind kind)
 {

@@ -6,6 +6,7 @@
 
 #include "otel.h"
 #include "sizes.h"
+#include "rs_util.h"
 
 #define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
 #define DOC_MAX (4 << 20)   /* a kept document's bytes at most */

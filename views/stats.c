@@ -5,6 +5,7 @@
 
 #include "glance.h"
 #include "stats.h"
+#include "rs_util.h"
 
 typedef struct tool_count {
     int64_t calls, results, errors;

@@ -6,6 +6,7 @@
 
 #include "glance.h"
 #include "timeline.h"
+#include "rs_util.h"
 
 typedef enum elem_kind { E_CHAT, E_TOOL, E_TASK, E_MARK } elem_kind;
 

@@ -8,6 +8,7 @@
 #include "glance.h"
 #include "jline.h"
 #include "transcript.h"
+#include "rs_util.h"
 
 /* Calls waiting for their result; past this many the oldest is shown without one, so a
  * thread of unanswered calls stays linear. */

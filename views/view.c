@@ -14,6 +14,7 @@
 #include "sizes.h"
 #include "transcript.h"
 #include "view.h"
+#include "rs_util.h"
 
 static const char readme_text[] =
     "runfs: a run event store as files. Every listed file has an exact size and reads in\n"

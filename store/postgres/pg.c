@@ -20,6 +20,7 @@
 
 #include "pg_int.h"
 #include "pg_schema.sql.h"
+#include "rs_util.h"
 
 #define PG_CHANNEL "runfs_events"
 /* Schema set-up of concurrent first mounts queues on this key ("runfs" in ASCII). */

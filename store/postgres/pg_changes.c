@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pg_int.h"
+#include "rs_util.h"
 
 #define PG_SETUP_LOCK_CHANGES "7240519"
 

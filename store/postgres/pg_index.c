@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pg_int.h"
+#include "rs_util.h"
 
 #define MARK_EVERY (16 * 1024)
 #define LOG_COLUMNS "size, count, messages, last_seq, mixed, mark_off"

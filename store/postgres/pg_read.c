@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pg_int.h"
+#include "rs_util.h"
 
 typedef struct pg_names_cursor {
     rs_names base;

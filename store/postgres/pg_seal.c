@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pg_int.h"
+#include "rs_util.h"
 
 static int hex_bytea(rs_buf *out, const rs_buf *in)
 {

@@ -11,6 +11,7 @@
 #include "json.h"
 #include "pg_int.h"
 #include "search.h"
+#include "rs_util.h"
 
 #define BLOCK 64
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pg_int.h"
+#include "rs_util.h"
 
 static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err *err)
 {

@@ -20,6 +20,7 @@
 
 #include "schema.sql.h"
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 typedef struct sq_cursor {
     rs_cursor base;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 #define MARK_EVERY (16 * 1024)
 

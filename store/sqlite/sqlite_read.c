@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 /* metadata.task_id of a row, or NULL. Every read of a metadata member first asks json_valid:
  * json_extract alone fails the whole statement ("malformed JSON") on a row another writer

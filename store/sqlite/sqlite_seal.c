@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 static int has_table(rs_backend *b)
 {

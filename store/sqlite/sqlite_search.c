@@ -9,6 +9,7 @@
 
 #include "search.h"
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 #define BLOCK 64
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */

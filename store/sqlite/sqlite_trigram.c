@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 #define WINDOWS (1u << 24) /* every three-byte window */
 

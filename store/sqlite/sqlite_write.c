@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err *err)
 {

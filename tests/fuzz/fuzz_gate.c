@@ -18,6 +18,7 @@
 #include "contract_int.h"
 #include "event.h"
 #include "json.h"
+#include "rs_util.h"
 
 #ifndef RS_CONTRACT_SOURCE
 #define RS_CONTRACT_SOURCE "contracts/run_event_stream_contract.json"

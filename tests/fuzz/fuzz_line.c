@@ -24,6 +24,7 @@
 #include "event.h"
 #include "json.h"
 #include "utf8_ref.h"
+#include "rs_util.h"
 
 #ifndef RS_CONTRACT_SOURCE
 #define RS_CONTRACT_SOURCE "contracts/run_event_stream_contract.json"

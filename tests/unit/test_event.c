@@ -17,6 +17,7 @@
 #include "event.h"
 #include "json.h"
 #include "unit.h"
+#include "rs_util.h"
 
 static rs_contract *contract;
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "json.h"
+#include "rs_util.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 
 static void test_hash_vectors(void **state)
 {

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "merkle.h"
+#include "rs_util.h"
 
 static EVP_MD_CTX *ctx;
 

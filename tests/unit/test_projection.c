@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 #include "unit.h"
 
 

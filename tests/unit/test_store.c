@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 
 #include "runstore.h"
+#include "rs_util.h"
 /* White box for one test only (test_write_lock_per_database): hold a database's write lock. */
 #include "sqlite_int.h"
 #include "store_int.h"

@@ -1,8 +1,8 @@
-/* map.c — rs_hash and rs_map (runstore.h): the one hash function and the one hash map. */
+/* map.c — rs_hash and rs_map (rs_util.h): the one hash function and the one hash map. */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "runstore.h"
+#include "rs_util.h"
 
 uint64_t rs_hash(uint64_t h, const void *data, size_t len)
 {

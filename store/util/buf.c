@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runstore.h"
+#include "rs_util.h"
 
 char rs_buf_empty[1];
 
