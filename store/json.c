@@ -385,43 +385,30 @@ value:
     scalar_at = sc.o;
     switch (*sc.p) {
     case '{':
+    case '[': {
+        /* An object or an array: one opening, and an empty one closes at once. */
+        char open = (char)*sc.p, close = open == '{' ? '}' : ']';
         if (depth >= RS_JSON_MAX_DEPTH)
             return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu", RS_JSON_MAX_DEPTH,
                               AT(&sc));
-        stack[depth++] = K_OBJ;
-        if (vis && (rc = vis->open(vctx, '{', sc.o)))
+        stack[depth++] = open == '{' ? K_OBJ : K_ARR;
+        if (vis && (rc = vis->open(vctx, open, sc.o)))
             return rc;
-        *sc.o++ = '{';
+        *sc.o++ = open;
         sc.p++;
         skip_ws(&sc);
-        if (sc.p < sc.end && *sc.p == '}') {
-            *sc.o++ = '}';
+        if (sc.p < sc.end && *sc.p == close) {
+            *sc.o++ = close;
             sc.p++;
             depth--;
             if (vis && (rc = vis->close(vctx, sc.o)))
                 return rc;
             goto after;
         }
-        goto key;
-    case '[':
-        if (depth >= RS_JSON_MAX_DEPTH)
-            return rs_err_set(err, -EINVAL, "nesting deeper than %d at byte %zu", RS_JSON_MAX_DEPTH,
-                              AT(&sc));
-        stack[depth++] = K_ARR;
-        if (vis && (rc = vis->open(vctx, '[', sc.o)))
-            return rc;
-        *sc.o++ = '[';
-        sc.p++;
-        skip_ws(&sc);
-        if (sc.p < sc.end && *sc.p == ']') {
-            *sc.o++ = ']';
-            sc.p++;
-            depth--;
-            if (vis && (rc = vis->close(vctx, sc.o)))
-                return rc;
-            goto after;
-        }
+        if (open == '{')
+            goto key;
         goto value;
+    }
     case '"':
         if ((rc = scan_string(&sc)))
             return rc;
