@@ -16,6 +16,7 @@
 #include "evidence.h"
 #include "mount.h"
 #include "progress.h"
+#include "umount.h"
 
 /* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
 
@@ -699,15 +700,6 @@ static int cmd_verify(int argc, char **argv)
     return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
-static int cmd_umount(int argc, char **argv)
-{
-    if (argc != 2)
-        return usage_error("umount", "expected MOUNTPOINT");
-    execlp("fusermount3", "fusermount3", "-u", "--", argv[1], (char *)NULL);
-    fprintf(stderr, "runfs: cannot run fusermount3: %s\n", strerror(errno));
-    return 2;
-}
-
 /* `runfs mount [options] STORE MOUNTPOINT`, and mount.fuse3's `runfs STORE MOUNTPOINT -o
  * OPTIONS` (argv[0] is then the program name; getopt finds the options after the paths). */
 static int cmd_mount(int argc, char **argv)
@@ -776,8 +768,11 @@ static const command commands[] = {
      "mount.fuse3. Logs go to syslog where there is one, to --log FILE, and to stderr in\n"
      "the foreground.\n",
      cmd_mount},
-    {"umount", "MOUNTPOINT", "unmount (fusermount3 -u); SIGTERM to the daemon does too", NULL,
-     cmd_umount},
+    {"umount", "MOUNTPOINT", "unmount, and return once the daemon has closed the store",
+     "runs fusermount3 -u, then waits (up to 30 s) for the daemon to exit, so the next\n"
+     "command finds the store free. A MOUNTPOINT that is not a runfs mount exits 2.\n"
+     "fusermount3 -u MOUNTPOINT, or SIGTERM to the daemon, unmount too.\n",
+     rfs_cmd_umount},
     {"put", "[-q] [--batch N] [--user NAME] [--dry-run] STORE THREAD RUN [FILE]",
      "append JSONL lines (stdin by default), N lines a transaction",
      "  -q, --quiet              do not print the stored records\n"
