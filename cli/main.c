@@ -45,6 +45,18 @@ static int set_debug(rfs_options *o, const char *v)
     o->debug = o->foreground = 1;
     return 0;
 }
+static int set_create(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->create = 1;
+    return 0;
+}
+static int set_read_only(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->read_only = 1;
+    return 0;
+}
 static int set_user_from_uid(rfs_options *o, const char *v)
 {
     (void)v;
@@ -190,6 +202,8 @@ static int set_stamp_time(rfs_options *o, const char *v)
 static const mount_option mount_options[] = {
     {"foreground", NULL, "stay in the foreground, log to stderr (also -f)", set_foreground},
     {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
+    {"create", NULL, "make the SQLite store if it does not exist", set_create},
+    {"read-only", NULL, "mount read-only, as -o ro (also -r)", set_read_only},
     {"user", "NAME", "stamp writes with owner NAME, show only NAME's rows", set_user},
     {"user-from-uid", NULL, "each calling uid is its own owner", set_user_from_uid},
     {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES", set_user_map},
@@ -718,10 +732,10 @@ static int cmd_mount(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":fdo:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":fdro:", longopts, NULL)) != -1) {
         int rc = 0;
-        if (c == 'f' || c == 'd')
-            rc = (c == 'f' ? set_foreground : set_debug)(&o, NULL);
+        if (c == 'f' || c == 'd' || c == 'r')
+            rc = (c == 'f' ? set_foreground : c == 'd' ? set_debug : set_read_only)(&o, NULL);
         else if (c == 'o')
             rc = mount_o(&o, optarg);
         else if (c >= 256 && c < 256 + (int)N_MOUNT_OPTIONS)
@@ -757,10 +771,12 @@ static int cmd_mount(int argc, char **argv)
 }
 
 static const command commands[] = {
-    {"mount", "[options] STORE MOUNTPOINT",
-     "mount a store (a SQLite file, created if absent, or a postgresql:// URI)",
+    {"mount", "[options] STORE MOUNTPOINT", "mount a store (a SQLite file or a postgresql:// URI)",
      "STORE is a SQLite file or a libpq URI (postgresql://, postgres://): mounts on many\n"
-     "hosts share one PostgreSQL database. A store that cannot be opened exits 2.\n"
+     "hosts share one PostgreSQL database. A store that cannot be opened exits 2; a missing\n"
+     "SQLite file is created only with --create (runfs put and runfs import create theirs).\n"
+     "With NOTIFY_SOCKET set (systemd's Type=notify) the daemon sends READY=1 once the\n"
+     "mount serves and STOPPING=1 when it stops.\n"
      "usual mount options are taken too: ro, rw, allow_other, default_permissions, noatime,\n"
      "atime, dev, nodev, suid, nosuid, exec, noexec (to the kernel); _netdev, nofail,\n"
      "x-systemd.*, auto, noauto, user, users, defaults (for mount(8); ignored here).\n"

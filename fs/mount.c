@@ -237,6 +237,15 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     int64_t t0 = rs_clock_ns(CLOCK_MONOTONIC);
     struct stat pre;
     int created = !strstr(opt->store, "://") && stat(opt->store, &pre) != 0 && errno == ENOENT;
+    /* A typo must not mount a new empty store (rclone and sshfs refuse an unknown remote
+     * too); a read-only mount never creates one, and the store says so. */
+    if (created && !opt->create && !opt->read_only) {
+        fprintf(stderr,
+                "runfs: no store at %s: a mount creates one only with --create (or make it "
+                "with 'runfs put' or 'runfs import')\n",
+                opt->store);
+        return 2;
+    }
     int rc = rs_store_open(&probe, opt->store, &probe_opt, &err);
     if (!rc && created && opt->gid >= 0 && (rc = share_with_group(opt->store, (gid_t)opt->gid)))
         rs_store_close(probe);

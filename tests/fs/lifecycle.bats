@@ -123,3 +123,61 @@ print(int((time.monotonic() - t0) * 1000))
   assert_failure 2
   assert_output --partial "$WORK/nowhere: No such file or directory"
 }
+
+# ---- creating a store ----
+
+@test "a missing SQLite store is made only with --create; without it: exit 2, nothing created, how to make one" {
+  skip_on_pg "a SQLite file"
+  local missing=$WORK/typo.db
+  MOUNTS+=("$MNT") # unmounted in teardown should a mount be made after all
+  run "$RUNFS" mount "$missing" "$MNT"
+  assert_failure 2
+  assert_output --partial "no store at $missing"
+  assert_output --partial "--create"
+  assert_output --partial "runfs put"
+  assert_output --partial "runfs import"
+  run ls "$WORK"
+  assert_output mnt
+  ! grep -q " $MNT " /proc/mounts
+  # -o ro never creates one either.
+  run "$RUNFS" mount -o ro "$missing" "$MNT"
+  assert_failure 2
+  [ ! -e "$missing" ]
+  # --create and -o create make it (0600), empty and mounted.
+  runfs_mount "$missing" "$MNT" --create
+  assert_equal "$(stat -c %a "$missing")" 600
+  assert_equal "$(ls "$MNT/threads")" ""
+  run "$RUNFS" umount "$MNT"
+  assert_success
+  mkdir -p "$WORK/m2"
+  run timeout 20 "$RUNFS" mount -o create "$WORK/other.db" "$WORK/m2"
+  assert_success
+  MOUNTS+=("$WORK/m2")
+  [ -f "$WORK/other.db" ]
+}
+
+@test "runfs put and runfs import still create their store" {
+  skip_on_pg "a SQLite file"
+  ev_start | "$RUNFS" put -q "$WORK/put.db" t1 r1
+  assert_equal "$(sqlite3 "$WORK/put.db" 'SELECT event_type FROM run_events')" run.start
+  run "$RUNFS" import -q "$WORK/imported.db" --deerflow-jsonl "$SAMPLE/.deer-flow"
+  assert_success
+  [ "$(sqlite3 "$WORK/imported.db" 'SELECT count(*) FROM run_events')" -gt 0 ]
+}
+
+@test "a directory given as the store is named as a directory" {
+  mkdir -p "$WORK/adir"
+  run "$RUNFS" mount "$WORK/adir" "$MNT"
+  assert_failure 2
+  assert_output "runfs: $WORK/adir is a directory, not a store: give a SQLite file or a postgresql:// URI"
+  run "$RUNFS" mount --create "$WORK/adir" "$MNT"
+  assert_failure 2
+  assert_output --partial "is a directory"
+  run "$RUNFS" cat "$WORK/adir" threads
+  assert_failure 2
+  assert_output --partial "is a directory"
+  run bash -c "ev_start | '$RUNFS' put '$WORK/adir' t1 r1"
+  assert_failure
+  assert_output --partial "is a directory"
+  refute_output --partial "unable to open database file"
+}
