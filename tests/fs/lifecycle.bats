@@ -181,3 +181,94 @@ print(int((time.monotonic() - t0) * 1000))
   assert_output --partial "is a directory"
   refute_output --partial "unable to open database file"
 }
+
+# ---- conventions ----
+
+@test "-r and --read-only mount read-only, as -o ro: ro in /proc/mounts, writes are EROFS" {
+  mount_with_event "$MNT"
+  local flag dir
+  for flag in -r --read-only; do
+    dir=$WORK/ro$flag
+    runfs_mount "$STORE" "$dir" "$flag"
+    grep -q " $dir fuse.runfs ro," /proc/mounts || fail "$flag: $(grep " $dir " /proc/mounts)"
+    cmp "$dir/threads/t1/events.jsonl" "$MNT/threads/t1/events.jsonl"
+    run bash -c "ev_start >> '$dir/threads/t1/runs/r1/events.jsonl'"
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run mkdir "$dir/threads/t2"
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run cat "$dir/.runfs/status.json"
+    assert_output --partial '"read_only":true'
+  done
+}
+
+@test "a user who may not open /dev/fuse is told it is a permission problem, and what to do" {
+  # A copy of the binary that uid 65534 can reach (the checkout may be under a 0700 home).
+  mkdir -p "$WORK/bin" "$WORK/nobody"
+  cp "$RUNFS" "$WORK/bin/runfs"
+  chmod 755 "$WORK/bin" "$WORK/bin/runfs"
+  chmod 777 "$WORK/nobody"
+  on_pg || ev_start | "$RUNFS" put -q "$STORE" t0 r0
+  MOUNTS+=("$WORK/nobody")
+  local cmd="'$WORK/bin/runfs' mount '$STORE' '$WORK/nobody'"
+  if setpriv --reuid=65534 --regid=65534 --clear-groups -- test -r /dev/fuse -a -w /dev/fuse; then
+    # /dev/fuse is open to everyone here: in a mount namespace of its own, the test puts a
+    # device nobody else may open in its place.
+    command -v unshare >/dev/null || skip "/dev/fuse is open to every user and unshare is missing"
+    touch "$WORK/fuse"
+    chmod 600 "$WORK/fuse"
+    run unshare -m --propagation private bash -c "mount --bind '$WORK/fuse' /dev/fuse &&
+      setpriv --reuid=65534 --regid=65534 --clear-groups -- bash -c \"$cmd\""
+  else
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- bash -c "$cmd"
+  fi
+  assert_failure
+  assert_output --partial "/dev/fuse: permission denied"
+  assert_output --partial "group"
+  assert_output --partial "root"
+  refute_output --partial "module"
+  refute_output --partial "--device"
+  ! grep -q " $WORK/nobody " /proc/mounts
+}
+
+@test "NOTIFY_SOCKET: READY=1 once the mount serves, STOPPING=1 when it stops (a path and an abstract name)" {
+  local addr out
+  for addr in "$WORK/notify.sock" "@runfs-$(basename "$WORK")"; do
+    out=$WORK/notify.$RANDOM
+    notify_listen "$addr" "$out"
+    export NOTIFY_SOCKET=$addr
+    runfs_mount "$STORE" "$MNT"
+    unset NOTIFY_SOCKET
+    wait_for 10 grep -qx READY=1 "$out" || fail "$addr: no READY=1: $(cat "$out" 2>/dev/null)"
+    # Ready means serving: the mount answers.
+    [ -f "$MNT/README" ]
+    run grep -c STOPPING=1 "$out"
+    assert_output 0
+    run "$RUNFS" umount "$MNT"
+    assert_success
+    wait_for 10 grep -qx STOPPING=1 "$out" || fail "$addr: no STOPPING=1: $(cat "$out")"
+    run cat "$out"
+    assert_output "READY=1
+STOPPING=1"
+  done
+}
+
+@test "systemd-run -p Type=notify: the unit is started once the mount serves" {
+  [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] || skip "systemd is not PID 1 here"
+  command -v systemd-run >/dev/null || skip "systemd-run is not installed"
+  local unit=runfs-test-$(basename "$WORK" | tr -c 'A-Za-z0-9\n' -)
+  mount_with_event "$WORK/seed"
+  "$RUNFS" umount "$WORK/seed"
+  run systemd-run --unit="$unit" -p Type=notify -- "$(realpath "$RUNFS")" mount -f "$STORE" "$MNT"
+  assert_success
+  MOUNTS+=("$MNT")
+  # systemd-run returns when the start job is done, which for Type=notify is READY=1.
+  [ -f "$MNT/threads/t1/events.jsonl" ]
+  run "$RUNFS" umount "$MNT"
+  assert_success
+  wait_for 10 bash -c "! systemctl is-active -q '$unit'"
+  run systemctl show -p Result --value "$unit"
+  assert_output success
+  systemctl reset-failed "$unit" 2>/dev/null || true
+}
