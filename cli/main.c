@@ -18,6 +18,7 @@
 #include "mount.h"
 #include "progress.h"
 #include "rs_util.h"
+#include "umount.h"
 
 /* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
 
@@ -44,6 +45,18 @@ static int set_debug(rfs_options *o, const char *v)
 {
     (void)v;
     o->debug = o->foreground = 1;
+    return 0;
+}
+static int set_create(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->create = 1;
+    return 0;
+}
+static int set_read_only(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->read_only = 1;
     return 0;
 }
 static int set_user_from_uid(rfs_options *o, const char *v)
@@ -191,6 +204,8 @@ static int set_stamp_time(rfs_options *o, const char *v)
 static const mount_option mount_options[] = {
     {"foreground", NULL, "stay in the foreground, log to stderr (also -f)", set_foreground},
     {"debug", NULL, "foreground, with FUSE's request trace (also -d)", set_debug},
+    {"create", NULL, "make the SQLite store if it does not exist", set_create},
+    {"read-only", NULL, "mount read-only, as -o ro (also -r)", set_read_only},
     {"user", "NAME", "stamp writes with owner NAME, show only NAME's rows", set_user},
     {"user-from-uid", NULL, "each calling uid is its own owner", set_user_from_uid},
     {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES", set_user_map},
@@ -778,15 +793,6 @@ static int cmd_verify(int argc, char **argv)
     return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
-static int cmd_umount(int argc, char **argv)
-{
-    if (argc != 2)
-        return usage_error("umount", "expected MOUNTPOINT");
-    execlp("fusermount3", "fusermount3", "-u", "--", argv[1], (char *)NULL);
-    fprintf(stderr, "runfs: cannot run fusermount3: %s\n", strerror(errno));
-    return 2;
-}
-
 /* `runfs mount [options] STORE MOUNTPOINT`, and mount.fuse3's `runfs STORE MOUNTPOINT -o
  * OPTIONS` (argv[0] is then the program name; getopt finds the options after the paths). */
 static int cmd_mount(int argc, char **argv)
@@ -805,10 +811,10 @@ static int cmd_mount(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":fdo:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":fdro:", longopts, NULL)) != -1) {
         int rc = 0;
-        if (c == 'f' || c == 'd')
-            rc = (c == 'f' ? set_foreground : set_debug)(&o, NULL);
+        if (c == 'f' || c == 'd' || c == 'r')
+            rc = (c == 'f' ? set_foreground : c == 'd' ? set_debug : set_read_only)(&o, NULL);
         else if (c == 'o')
             rc = mount_o(&o, optarg);
         else if (c >= 256 && c < 256 + (int)N_MOUNT_OPTIONS)
@@ -844,10 +850,12 @@ static int cmd_mount(int argc, char **argv)
 }
 
 static const command commands[] = {
-    {"mount", "[options] STORE MOUNTPOINT",
-     "mount a store (a SQLite file, created if absent, or a postgresql:// URI)",
+    {"mount", "[options] STORE MOUNTPOINT", "mount a store (a SQLite file or a postgresql:// URI)",
      "STORE is a SQLite file or a libpq URI (postgresql://, postgres://): mounts on many\n"
-     "hosts share one PostgreSQL database. A store that cannot be opened exits 2.\n"
+     "hosts share one PostgreSQL database. A store that cannot be opened exits 2; a missing\n"
+     "SQLite file is created only with --create (runfs put and runfs import create theirs).\n"
+     "With NOTIFY_SOCKET set (systemd's Type=notify) the daemon sends READY=1 once the\n"
+     "mount serves and STOPPING=1 when it stops.\n"
      "usual mount options are taken too: ro, rw, allow_other, default_permissions, noatime,\n"
      "atime, dev, nodev, suid, nosuid, exec, noexec (to the kernel); _netdev, nofail,\n"
      "x-systemd.*, auto, noauto, user, users, defaults (for mount(8); ignored here).\n"
@@ -855,8 +863,11 @@ static const command commands[] = {
      "mount.fuse3. Logs go to syslog where there is one, to --log FILE, and to stderr in\n"
      "the foreground.\n",
      cmd_mount},
-    {"umount", "MOUNTPOINT", "unmount (fusermount3 -u); SIGTERM to the daemon does too", NULL,
-     cmd_umount},
+    {"umount", "MOUNTPOINT", "unmount, and return once the daemon has closed the store",
+     "runs fusermount3 -u, then waits (up to 30 s) for the daemon to exit, so the next\n"
+     "command finds the store free. A MOUNTPOINT that is not a runfs mount exits 2.\n"
+     "fusermount3 -u MOUNTPOINT, or SIGTERM to the daemon, unmount too.\n",
+     rfs_cmd_umount},
     {"put", "[-q] [--batch N] [--user NAME] [--dry-run] STORE THREAD RUN [FILE]",
      "append JSONL lines (stdin by default), N lines a transaction",
      "  -q, --quiet              do not print the stored records\n"

@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,13 +88,58 @@ static int check_mountpoint(const char *mountpoint)
         return -EBUSY;
     }
     if (access("/dev/fuse", R_OK | W_OK) != 0) {
-        fprintf(stderr,
-                "runfs: /dev/fuse is unavailable (%s): load the fuse module or run "
-                "the container with --device /dev/fuse\n",
-                strerror(errno));
-        return -ENODEV;
+        int e = errno;
+        struct stat dev;
+        struct group *gr = NULL;
+        /* A group that may read and write the device is the usual way in (Debian's fuse). */
+        if (stat("/dev/fuse", &dev) == 0 && dev.st_gid != 0 && (dev.st_mode & 060) == 060)
+            gr = getgrgid(dev.st_gid);
+        if (e != EACCES && e != EPERM)
+            fprintf(stderr,
+                    "runfs: /dev/fuse is unavailable (%s): load the fuse module or run "
+                    "the container with --device /dev/fuse\n",
+                    strerror(e));
+        else if (gr)
+            fprintf(stderr,
+                    "runfs: /dev/fuse: permission denied: this user may not use FUSE; add it "
+                    "to the group %s (usermod -aG %s USER, then log in again), or mount as "
+                    "root\n",
+                    gr->gr_name, gr->gr_name);
+        else
+            fprintf(stderr, "runfs: /dev/fuse: permission denied: this user may not use FUSE; open "
+                            "/dev/fuse to a group of this user's (as the fuse group: chgrp fuse "
+                            "/dev/fuse; chmod 660 /dev/fuse), or mount as root\n");
+        return e == EACCES || e == EPERM ? -EACCES : -ENODEV;
     }
     return 0;
+}
+
+/* Tell systemd (Type=notify) how the mount is doing: a datagram to $NOTIFY_SOCKET, a path
+ * or an abstract name ('@'), as sd_notify(3) sends it (no libsystemd needed). */
+static int notify_systemd(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    if (!path || (path[0] != '/' && path[0] != '@'))
+        return 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, path, len);
+    if (path[0] == '@')
+        sa.sun_path[0] = '\0';
+    /* An abstract name is exactly its bytes; a path ends with its NUL. */
+    socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (path[0] == '/'));
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, salen) < 0
+                 ? -errno
+                 : 0;
+    close(fd);
+    if (rc)
+        rfs_log("cannot notify systemd (%s) of %s: %s", path, state, strerror(-rc));
+    return rc;
 }
 
 /* A store this mount created is 0600 (store/sqlite): with -o gid= the group reads it too
@@ -238,6 +287,15 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     int64_t t0 = rs_clock_ns(CLOCK_MONOTONIC);
     struct stat pre;
     int created = !strstr(opt->store, "://") && stat(opt->store, &pre) != 0 && errno == ENOENT;
+    /* A typo must not mount a new empty store (rclone and sshfs refuse an unknown remote
+     * too); a read-only mount never creates one, and the store says so. */
+    if (created && !opt->create && !opt->read_only) {
+        fprintf(stderr,
+                "runfs: no store at %s: a mount creates one only with --create (or make it "
+                "with 'runfs put' or 'runfs import')\n",
+                opt->store);
+        return 2;
+    }
     int rc = rs_store_open(&probe, opt->store, &probe_opt, &err);
     if (!rc && created && opt->gid >= 0 && (rc = share_with_group(opt->store, (gid_t)opt->gid)))
         rs_store_close(probe);
@@ -319,8 +377,10 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         goto out_unmount;
     rfs_log("mounted %s at %s%s", remote ? shown : abs_store, abs_mnt,
             opt->read_only ? " (ro)" : "");
+    (void)notify_systemd("READY=1");
 
     status = session_loop(&m, abs_mnt);
+    (void)notify_systemd("STOPPING=1");
     rfs_hub_stop(&m);
 out_unmount:
     fuse_session_unmount(m.se);

@@ -20,6 +20,7 @@ typedef struct rfs_options {
     const char *mountpoint;
     int foreground;
     int read_only;
+    int create; /* --create: a SQLite store that does not exist is made */
     int allow_other;
     const char *user;            /* --user NAME */
     int user_from_uid;           /* --user-from-uid */

@@ -135,11 +135,12 @@ static int status_extra(void *ctx, rs_buf *out)
                           ",\"mount\":{\"read_only\":%s,\"allow_delete\":%s,"
                           "\"allow_unknown_events\":%s,\"sync\":\"%s\",\"follow_timeout\":%g,"
                           "\"max_pending\":%zu,\"live_ms\":%lld,\"stamp_time\":%s,"
-                          "\"user_from_uid\":%s,\"user\":",
+                          "\"user_from_uid\":%s,\"pid\":%ld,\"user\":",
                           o->read_only ? "true" : "false", o->allow_delete ? "true" : "false",
                           o->allow_unknown ? "true" : "false", o->sync_full ? "full" : "normal",
                           o->follow_timeout, o->max_pending, (long long)(RFS_LIVE_NS / 1000000),
-                          o->stamp_time ? "true" : "false", o->user_from_uid ? "true" : "false")) ||
+                          o->stamp_time ? "true" : "false", o->user_from_uid ? "true" : "false",
+                          (long)getpid())) ||
         (rc = user ? rs_buf_add_json_string(out, user, strlen(user))
                    : rs_buf_addlit(out, "null")) ||
         (rc = rs_buf_addlit(out, ",\"thread\":")) ||

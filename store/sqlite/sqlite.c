@@ -1510,11 +1510,19 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     int rc = -ENOMEM;
     if (!b->path)
         goto fail;
+    struct stat st;
+    /* SQLite would say only "unable to open database file". */
+    if (stat(uri, &st) == 0 && S_ISDIR(st.st_mode)) {
+        rc = rs_err_set(err, -EISDIR,
+                        "%s is a directory, not a store: give a SQLite file or a "
+                        "postgresql:// URI",
+                        uri);
+        goto fail;
+    }
     int may_create = !opt->read_only;
     if (opt->pin_file && !opt->read_only && (rc = pin_open(b, &may_create, err)))
         goto fail;
     b->pinned = opt->pin_file && !opt->read_only;
-    struct stat st;
     if (!may_create && stat(uri, &st) != 0) {
         rc = rs_err_set(err, -ENOENT, "no store at %s: %s%s", uri, strerror(errno),
                         opt->read_only ? " (reading never creates one)" : "");

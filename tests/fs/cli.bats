@@ -123,7 +123,8 @@ ARGS
   mkdir -p "$WORK/c"
   cd "$WORK"
   # Relative paths, as a user types them.
-  run timeout 20 "$RUNFS_ABS" store.db mnt -o user=alice,thread=T1,allow_delete,follow_timeout=5,sync=full
+  # A new store: -o create, as --create, makes it.
+  run timeout 20 "$RUNFS_ABS" store.db mnt -o user=alice,thread=T1,allow_delete,follow_timeout=5,sync=full,create
   assert_success
   MOUNTS+=("$MNT")
   wait_for 10 test -f "$MNT/README"
@@ -159,14 +160,14 @@ ARGS
   local sig pid
   for sig in TERM INT; do
     mkdir -p "m-$sig"
-    RUNFS_TEST_WORK=$WORK timeout 20 "$RUNFS_ABS" mount "st-$sig.db" "m-$sig"
+    RUNFS_TEST_WORK=$WORK timeout 20 "$RUNFS_ABS" mount --create "st-$sig.db" "m-$sig"
     MOUNTS+=("$WORK/m-$sig")
     wait_for 10 test -f "m-$sig/README"
     grep -q "^runfs:$WORK/st-$sig.db $WORK/m-$sig fuse.runfs " /proc/mounts ||
       fail "$(grep "$WORK" /proc/mounts)"
     # The same relative command line may run in another suite at once: the daemon is the one
     # that inherited this test's marker.
-    pid=$(for p in $(pgrep -f "runfs mount st-$sig.db m-$sig\$"); do
+    pid=$(for p in $(pgrep -f "runfs mount --create st-$sig.db m-$sig\$"); do
       tr '\0' '\n' <"/proc/$p/environ" | grep -qx "RUNFS_TEST_WORK=$WORK" && echo "$p"
     done | head -1)
     [ -n "$pid" ]
@@ -370,6 +371,8 @@ setup_tree() {
   pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
   start=$(sed -n 's/^ExecStart=//p' "$unit")
   stop=$(sed -n 's/^ExecStop=//p' "$unit")
+  # The unit mounts a store that exists (a mount creates none without --create).
+  on_pg || ev_start | "$RUNFS" put -q "$STORE" t0 r0
   $pre
   $start 2>"$WORK/journal" & pid=$!
   MOUNTS+=("$MNT")

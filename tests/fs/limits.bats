@@ -46,7 +46,7 @@ secret_uri() { printf '%s%spassword=pw-zq81&sslpassword=spw-zq82\n' "$STORE" "$(
 }
 
 @test "a foreground daemon stopped by SIGTERM (systemd's stop) unmounts and exits 0" {
-  "$RUNFS" mount --foreground "$STORE" "$MNT" 2>"$WORK/fg.err" &
+  "$RUNFS" mount --foreground --create "$STORE" "$MNT" 2>"$WORK/fg.err" &
   local pid=$!
   MOUNTS+=("$MNT")
   wait_for 10 test -f "$MNT/README"

@@ -49,6 +49,8 @@ mode_of() { stat -c '%a %g' "$1"; }
   recipe=${recipe//AGENT_GID/"$UID_A"}
   recipe=${recipe//STORE/"$STORE"}
   recipe=${recipe//\/sandbox\/runs/"$WORK/sandbox"}
+  # The recipe mounts a store that exists (a mount creates none without --create).
+  on_pg || ev_start | "$RUNFS" put -q "$STORE" t0 r0
   MOUNTS+=("$WORK/sandbox")
   mkdir -p "$WORK/sandbox"
   local -a words
