@@ -95,7 +95,8 @@ static int lookup_only(rfs_kind kind)
     case RFS_R_SINCE_DIR:
     case RFS_T_MSGSEQ_DIR:
     case RFS_T_AIRUN_DIR:
-    case RFS_R_PROOFS_DIR: return 1;
+    case RFS_R_PROOFS_DIR:
+    case RFS_R_DIFF_DIR: return 1;
     default: return 0;
     }
 }

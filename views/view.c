@@ -12,6 +12,7 @@
 #include "search_view.h"
 #include "evidence.h"
 #include "sizes.h"
+#include "stepdiff.h"
 #include "transcript.h"
 #include "view.h"
 
@@ -58,6 +59,8 @@ static const char readme_text[] =
     "  threads/T/runs/R/stats.json       counts, duration, tokens, tools, gaps\n"
     "  threads/T/runs/R/timeline.svg     the run drawn over time (open it in a browser)\n"
     "  threads/T/runs/R/otel.json        the run as OpenTelemetry traces (OTLP/JSON)\n"
+    "  threads/T/runs/R/diff/R2          (lookup) the run's steps against run R2's, as a\n"
+    "                                    unified diff (patch and review tools read it)\n"
     "\n"
     "Append:  mkdir -p threads/T/runs/R\n"
     "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
@@ -207,6 +210,10 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_TIMELINE: return rfs_glance_render(s, n->kind, &t, out, err);
     case RFS_R_NOTE:
     case RFS_R_PROOF: return rfs_evidence_render(s, &t, n, out, err);
+    case RFS_R_DIFF: {
+        rs_target b = {.thread_id = n->thread_id, .run_id = n->name, .user = sc->user};
+        return rfs_stepdiff_render(s, &t, &b, out, err);
+    }
     default: return -EISDIR;
     }
 }
