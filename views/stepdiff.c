@@ -73,40 +73,47 @@ static int add_without_ids(rs_buf *out, rfs_span v)
     return rc ? rc : rs_buf_addch(out, obj ? '}' : ']');
 }
 
+static int is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
 /* The bytes of s[0..n) with control bytes as JSON escapes, up to max bytes written: a
- * character or an escape is written whole or not at all. */
+ * character or an escape is written whole or not at all. Runs of plain bytes go at once. */
 static int add_escaped(rs_buf *out, const char *s, size_t n, size_t max)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t used = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        const char *unit = s + i;
-        size_t w = 1, take = 1;
-        if (c < 0x20 || c == 0x7f) {
-            static const char shorts[] = "\bb\tt\nn\ff\rr";
-            const char *sh = memchr(shorts, c, sizeof shorts - 1);
-            unit = esc;
-            w = 6;
-            if (sh && (sh - shorts) % 2 == 0) {
-                esc[1] = sh[1];
-                w = 2;
-            }
-        } else if (c >= 0xc0) {
-            take = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            take = take > n - i ? n - i : take;
-            w = take;
+    static const char hex[] = "0123456789abcdef", shorts[] = "\bb\tt\nn\ff\rr";
+    size_t used = 0, i = 0;
+    int rc = 0;
+    while (!rc && i < n) {
+        size_t j = i;
+        while (j < n && !is_control((unsigned char)s[j]))
+            j++;
+        if (j - i > max - used) {
+            /* Cut before the character that would cross max (not on a continuation byte). */
+            j = i + (max - used);
+            while (j > i && ((unsigned char)s[j] & 0xc0) == 0x80)
+                j--;
+            return rs_buf_add(out, s + i, j - i);
         }
+        if (j > i && (rc = rs_buf_add(out, s + i, j - i)))
+            return rc;
+        used += j - i;
+        if (j == n)
+            break;
+        unsigned char c = (unsigned char)s[j];
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        const char *sh = memchr(shorts, c, sizeof shorts - 1);
+        size_t w = sh ? 2 : 6;
+        if (sh)
+            esc[1] = sh[1];
         if (used + w > max)
             break;
-        int rc = rs_buf_add(out, unit, w);
-        if (rc)
-            return rc;
+        rc = rs_buf_add(out, esc, w);
         used += w;
-        i += take;
+        i = j + 1;
     }
-    return 0;
+    return rc;
 }
 
 /* The step line before escaping and cutting. */

@@ -470,6 +470,18 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* A diff's bytes are of two runs: the other run's version goes into its kept key. */
+static int diff_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key, rs_err *err)
+{
+    rs_log_info other;
+    int rc = rs_store_log_info(s, n->thread_id, n->name, sc->user, &other, err);
+    if (rc)
+        return rc;
+    if (!other.exists)
+        return rs_err_set(err, -ENOENT, "no run %s in thread %s", n->name, n->thread_id);
+    return rs_buf_addf(key, "\n%llx", (unsigned long long)rfs_view_version(&other));
+}
+
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
@@ -478,14 +490,18 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    /* A proof, computed from a chunk of rows, keeps its bytes as those views do. */
-    int glance = rfs_glance_kind(n->kind), keep = glance || n->kind == RFS_R_PROOF;
+    /* A proof, computed from a chunk of rows, and a diff, from two runs, keep their bytes
+     * as those views do: the open after a stat renders nothing. */
+    int glance = rfs_glance_kind(n->kind),
+        keep = glance || n->kind == RFS_R_PROOF || n->kind == RFS_R_DIFF;
     int cache = token && sc->sizes &&
                 (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || keep);
     int rc = cache ? size_key(sc, n, &key) : 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     if (!rc && cache && glance)
         rc = rfs_glance_key(s, n->kind, &t, &key, err);
+    if (!rc && cache && n->kind == RFS_R_DIFF)
+        rc = diff_key(s, sc, n, &key, err);
     kept k = {0};
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);

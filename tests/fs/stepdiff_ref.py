@@ -78,7 +78,8 @@ def step(ev, calls):
 
 def gen(n, variant, k):
     evs, i = [], 0
-    spread = set(range(n // (k + 1), n, n // (k + 1))[:k]) if variant == "spread" and k else set()
+    # Model calls sit at 4m + 1: k of them, evenly apart.
+    spread = {4 * (n // 4 * (m + 1) // (k + 1)) + 1 for m in range(k)} if variant == "spread" else set()
     while len(evs) < n:
         j = len(evs)
         kind = j % 4
