@@ -175,6 +175,7 @@ int rfs_step_line(rs_buf *out, const rfs_ev *ev, const char *call_name)
 typedef struct step {
     size_t end; /* where its line ends in steps.text */
     int64_t seq;
+    uint64_t hash; /* of its line, taken while the line is at hand */
 } step;
 
 typedef struct steps {
@@ -208,12 +209,14 @@ static int read_step(steps *st, rfs_calls *calls, const rfs_ev *ev, rs_buf *raw)
     rfs_call_free(call);
     if (!rc && ev->kind == RFS_EV_MODEL)
         rc = rfs_calls_add(calls, ev, keep_call, NULL);
+    size_t start = st->text.len;
     if (!rc)
         rc = add_escaped(&st->text, raw->buf, raw->len, RFS_STEP_LINE_MAX);
     if (!rc)
         rc = rs_array_grow(&st->at, &st->cap, st->n + 1, sizeof *st->at);
     if (!rc)
-        st->at[st->n++] = (step){st->text.len, ev->rec->seq};
+        st->at[st->n++] = (step){st->text.len, ev->rec->seq,
+                                 rs_hash(RS_HASH_INIT, st->text.buf + start, st->text.len - start)};
     return rc;
 }
 
@@ -272,9 +275,8 @@ typedef struct classes {
     int count;
 } classes;
 
-static int class_of(classes *k, rfs_span line, int *out)
+static int class_of(classes *k, rfs_span line, uint64_t h, int *out)
 {
-    uint64_t h = rs_hash(RS_HASH_INIT, line.p, line.n);
     for (size_t i = (size_t)h & k->mask;; i = (i + 1) & k->mask) {
         uint32_t c = k->slot[i];
         if (!c) {
@@ -306,9 +308,9 @@ static int number_lines(const steps *a, const steps *b, int *ids)
                  .hash = malloc((total ? total : 1) * sizeof *k.hash)};
     int rc = k.slot && k.line && k.hash ? 0 : -ENOMEM;
     for (size_t i = 0; !rc && i < a->n; i++)
-        rc = class_of(&k, line_of(a, i), &ids[i]);
+        rc = class_of(&k, line_of(a, i), a->at[i].hash, &ids[i]);
     for (size_t i = 0; !rc && i < b->n; i++)
-        rc = class_of(&k, line_of(b, i), &ids[a->n + i]);
+        rc = class_of(&k, line_of(b, i), b->at[i].hash, &ids[a->n + i]);
     free(k.slot);
     free(k.line);
     free(k.hash);
