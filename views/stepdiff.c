@@ -160,16 +160,6 @@ static int raw_step(rs_buf *raw, const rfs_ev *ev, const char *call_name)
     return add_without_ids(raw, ev->content);
 }
 
-int rfs_step_line(rs_buf *out, const rfs_ev *ev, const char *call_name)
-{
-    rs_buf raw = RS_BUF_INIT;
-    int rc = raw_step(&raw, ev, call_name);
-    if (!rc)
-        rc = add_escaped(out, raw.buf, raw.len, RFS_STEP_LINE_MAX);
-    rs_buf_release(&raw);
-    return rc;
-}
-
 /* ---- a run's steps ---- */
 
 typedef struct step {

@@ -6,15 +6,10 @@
 #ifndef RFS_STEPDIFF_H
 #define RFS_STEPDIFF_H
 
-#include "glance.h"
 #include "runstore.h"
 
 /* The longest step line, in bytes (a line is cut there, never inside a character). */
 #define RFS_STEP_LINE_MAX 200
-
-/* Append the step line of ev (no '\n'). call_name: the name of the tool call a
- * llm.tool.result answers (NULL: none waited for it). */
-int rfs_step_line(rs_buf *out, const rfs_ev *ev, const char *call_name);
 
 /* Append the diff of run a against run b (each as its user sees it; either may be of any
  * thread). -ENOENT, with the reason in err, when either run does not exist for its user.
