@@ -18,6 +18,7 @@
 #include "mount.h"
 #include "progress.h"
 #include "rs_util.h"
+#include "stepdiff.h"
 #include "umount.h"
 
 /* ---- mount options: each is `--name [ARG]` and also `-o name[=ARG]` ('-' spelled '_') ---- */
@@ -742,6 +743,44 @@ static int cmd_search(int argc, char **argv)
     return cat_node(argv[1], argv[2], &n, NULL);
 }
 
+/* "THREAD/RUN" into t (its ids pointing into arg, which is cut at the '/'). */
+static int run_arg(char *arg, rs_target *t)
+{
+    char *slash = strchr(arg, '/');
+    if (!slash)
+        return -EINVAL;
+    *slash = '\0';
+    t->thread_id = arg;
+    t->run_id = slash + 1;
+    return rs_id_valid(t->thread_id) && rs_id_valid(t->run_id) ? 0 : -EINVAL;
+}
+
+/* Run B's steps against run A's, of any two threads: the bytes of A's diff/B. */
+static int cmd_diff(int argc, char **argv)
+{
+    if (argc != 4)
+        return usage_error("diff", "expected STORE THREAD/RUN THREAD2/RUN2");
+    rs_target a = {0}, b = {0};
+    if (run_arg(argv[2], &a) || run_arg(argv[3], &b))
+        return usage_error("diff", "a run is THREAD/RUN, each an id: 1-64 of [A-Za-z0-9_-]");
+    rs_store *s;
+    int rc = open_store(&s, argv[1], 1, NULL);
+    if (rc)
+        return rc;
+    rs_buf out = RS_BUF_INIT;
+    rs_err err = {0};
+    rc = rfs_stepdiff_render(s, &a, &b, &out, &err);
+    rs_store_close(s);
+    if (!rc)
+        rc = flush_stdout(NULL, &out);
+    rs_buf_release(&out);
+    if (rc) {
+        fprintf(stderr, "runfs: diff: %s\n", *err.msg ? err.msg : strerror(-rc));
+        return 1;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 struct verify_tally {
     long checked, changed, deleted;
     rfs_progress *progress;
@@ -905,6 +944,13 @@ static const command commands[] = {
      "the event's content or metadata JSON, ASCII letters ignoring case. Never creates\n"
      "STORE and writes no index (a mount's searches keep it up to date).\n",
      cmd_search},
+    {"diff", "STORE THREAD/RUN THREAD2/RUN2", "compare two runs' steps as a unified diff",
+     "the bytes of threads/THREAD/runs/RUN/diff/RUN2, for runs of any two threads: one line\n"
+     "per event (its type and what identifies the step, no seq, time or ids), '# ' lines\n"
+     "first (the first step that differs, the stats that differ), then ---/+++ headers and\n"
+     "@@ hunks with 3 lines of context (no hunk when the steps are the same); patch and\n"
+     "git apply read it. Never creates STORE. exit 1 when a run does not exist.\n",
+     cmd_diff},
     {"changes", "STORE [--since N] [--follow]", "print the change feed (changes/since/N)",
      "  --since N             only changes after change number N (default 0: every run)\n"
      "  --follow              then print each change as it commits (changes/follow/N)\n"

@@ -367,6 +367,7 @@ double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind)
     case RFS_R_SEAL:
     case RFS_R_NOTE:
     case RFS_R_PROOF:
+    case RFS_R_DIFF:
     case RFS_R_LASTAI: return 0.0;
     default: return DIR_TIMEOUT;
     }

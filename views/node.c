@@ -42,6 +42,7 @@ static const char *const run_entries[] = {"events.jsonl",
                                           "otel.json",
                                           "seal.note",
                                           "proofs",
+                                          "diff",
                                           NULL};
 static const char *const no_entries[] = {NULL};
 
@@ -93,6 +94,7 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "otel.json", RFS_R_OTEL},
     {RFS_RUN, "seal.note", RFS_R_NOTE},
     {RFS_RUN, "proofs", RFS_R_PROOFS_DIR},
+    {RFS_RUN, "diff", RFS_R_DIFF_DIR},
 };
 
 void rfs_node_root(rfs_node *out)
@@ -123,7 +125,8 @@ int rfs_node_is_dir(rfs_kind k)
     case RFS_SEARCH_DIR:
     case RFS_T_SEARCH_DIR:
     case RFS_R_SEARCH_DIR:
-    case RFS_R_PROOFS_DIR: return 1;
+    case RFS_R_PROOFS_DIR:
+    case RFS_R_DIFF_DIR: return 1;
     default: return 0;
     }
 }
@@ -166,7 +169,8 @@ int rfs_node_lookup_only(rfs_kind kind)
     case RFS_R_SINCE_DIR:
     case RFS_T_MSGSEQ_DIR:
     case RFS_T_AIRUN_DIR:
-    case RFS_R_PROOFS_DIR: return 1;
+    case RFS_R_PROOFS_DIR:
+    case RFS_R_DIFF_DIR: return 1;
     default: return 0;
     }
 }
@@ -248,6 +252,11 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
         out->kind = parent->kind == RFS_T_SINCE_DIR ? RFS_T_SINCE : RFS_R_SINCE;
         return parse_seq(name, &out->num);
     case RFS_R_PROOFS_DIR: out->kind = RFS_R_PROOF; return parse_seq(name, &out->num);
+    case RFS_R_DIFF_DIR:
+        if (!rs_id_valid(name))
+            return -EINVAL;
+        out->kind = RFS_R_DIFF;
+        return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
     case RFS_T_MSGSEQ_DIR:
     case RFS_T_AIRUN_DIR:
         if (!plain_name(name, RFS_NAME_MAX))
@@ -353,6 +362,7 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     case RFS_T_SINCE:
     case RFS_R_SINCE: return rs_buf_addf(out, "/since/%lld", (long long)n->num);
     case RFS_R_PROOF: return rs_buf_addf(out, "/proofs/%lld", (long long)n->num);
+    case RFS_R_DIFF: return rs_buf_addf(out, "/diff/%s", n->name);
     case RFS_T_MSGSEQ: return rs_buf_addf(out, "/message-seqs/%s", n->name);
     case RFS_T_AIRUN: return rs_buf_addf(out, "/ai-runs/%s", n->name);
     case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);

@@ -67,6 +67,8 @@ typedef enum rfs_kind {
     RFS_R_NOTE,
     RFS_R_PROOFS_DIR,
     RFS_R_PROOF,
+    RFS_R_DIFF_DIR, /* diff/ of a run (lookup-only) */
+    RFS_R_DIFF,     /* diff/<run_id> */
 } rfs_kind;
 
 #define RFS_NAME_MAX 255
@@ -75,7 +77,8 @@ typedef struct rfs_node {
     rfs_kind kind;
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
-    char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id, query */
+    char name[RFS_NAME_MAX + 1]; /* event type, task id, identity, message id, query, the
+                                    run a diff compares with */
     int64_t num;                 /* since/<seq>, changes/since/<N>, proofs/<seq> */
 } rfs_node;
 

@@ -12,6 +12,7 @@
 #include "search_view.h"
 #include "evidence.h"
 #include "sizes.h"
+#include "stepdiff.h"
 #include "transcript.h"
 #include "view.h"
 #include "rs_util.h"
@@ -59,6 +60,8 @@ static const char readme_text[] =
     "  threads/T/runs/R/stats.json       counts, duration, tokens, tools, gaps\n"
     "  threads/T/runs/R/timeline.svg     the run drawn over time (open it in a browser)\n"
     "  threads/T/runs/R/otel.json        the run as OpenTelemetry traces (OTLP/JSON)\n"
+    "  threads/T/runs/R/diff/R2          (lookup) the run's steps against run R2's, as a\n"
+    "                                    unified diff (patch and review tools read it)\n"
     "\n"
     "Append:  mkdir -p threads/T/runs/R\n"
     "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
@@ -208,6 +211,10 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_TIMELINE: return rfs_glance_render(s, n->kind, &t, out, err);
     case RFS_R_NOTE:
     case RFS_R_PROOF: return rfs_evidence_render(s, &t, n, out, err);
+    case RFS_R_DIFF: {
+        rs_target b = {.thread_id = n->thread_id, .run_id = n->name, .user = sc->user};
+        return rfs_stepdiff_render(s, &t, &b, out, err);
+    }
     default: return -EISDIR;
     }
 }
@@ -464,6 +471,18 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* A diff's bytes are of two runs: the other run's version goes into its kept key. */
+static int diff_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key, rs_err *err)
+{
+    rs_log_info other;
+    int rc = rs_store_log_info(s, n->thread_id, n->name, sc->user, &other, err);
+    if (rc)
+        return rc;
+    if (!other.exists)
+        return rs_err_set(err, -ENOENT, "no run %s in thread %s", n->name, n->thread_id);
+    return rs_buf_addf(key, "\n%llx", (unsigned long long)rfs_view_version(&other));
+}
+
 /* A document's size is its rendering: into doc when the caller wants the bytes too (an
  * open), else into a scratch buffer. The documents that scan a run (receipt.json,
  * workspace-changes.json) keep their size until the run changes (token), for ls -l. */
@@ -472,14 +491,18 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    /* A proof, computed from a chunk of rows, keeps its bytes as those views do. */
-    int glance = rfs_glance_kind(n->kind), keep = glance || n->kind == RFS_R_PROOF;
+    /* A proof, computed from a chunk of rows, and a diff, from two runs, keep their bytes
+     * as those views do: the open after a stat renders nothing. */
+    int glance = rfs_glance_kind(n->kind),
+        keep = glance || n->kind == RFS_R_PROOF || n->kind == RFS_R_DIFF;
     int cache = token && sc->sizes &&
                 (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || keep);
     int rc = cache ? size_key(sc, n, &key) : 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     if (!rc && cache && glance)
         rc = rfs_glance_key(s, n->kind, &t, &key, err);
+    if (!rc && cache && n->kind == RFS_R_DIFF)
+        rc = diff_key(s, sc, n, &key, err);
     kept k = {0};
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);

@@ -1,0 +1,221 @@
+#!/usr/bin/env bats
+# diff.bats — issue 43, DESIGN "Comparing runs": a run's diff/<run_id> and `runfs diff` give
+# a unified diff of two runs' step lines. The step lines are derived here independently
+# (tests/fs/stepdiff_ref.py, from events.jsonl by DESIGN's rule); patch turns A's into B's,
+# GNU diff agrees on what was added and removed, git apply takes the patch; the view is
+# lookup-only, exactly sized, and another owner's run is ENOENT as everywhere.
+load lib
+
+REF=$BATS_TEST_DIRNAME/stepdiff_ref.py
+
+setup() {
+  runfs_setup
+  T=$MNT/threads/t
+}
+
+teardown() {
+  runfs_teardown
+}
+
+# put_run THREAD RUN VARIANT [K]: the reference's 40-event run, changed by VARIANT at K,
+# appended through the mount.
+put_run() {
+  mkdir -p "$MNT/threads/$1/runs/$2"
+  python3 "$REF" gen 40 "$3" "${4:-0}" >> "$MNT/threads/$1/runs/$2/events.jsonl"
+}
+
+# steps_of THREAD RUN OUT: the run's step lines, derived from its events.jsonl.
+steps_of() {
+  python3 "$REF" steps "$MNT/threads/$1/runs/$2/events.jsonl" > "$3"
+}
+
+# check_diff DIFF A B: the diff applies (patch turns step lines A into B), adds and removes
+# the lines diff -u does, and git apply takes it as a patch of the files its headers name.
+check_diff() {
+  local d=$1 a=$2 b=$3
+  patch -s -o "$WORK/patched" "$a" "$d" || fail "patch refused the diff"
+  cmp "$WORK/patched" "$b" || fail "patch made other lines than B's steps"
+  diff -u "$a" "$b" > "$WORK/gnu.diff" || true
+  diff <(python3 "$REF" changes "$WORK/gnu.diff") <(python3 "$REF" changes "$d") ||
+    fail "diff -u adds or removes other lines"
+  # git takes one of the two names of a plain patch: A's lines stand at both.
+  local g=$WORK/git old new
+  rm -rf "$g"
+  old=$(sed -n 's/^--- //p' "$d")
+  new=$(sed -n 's/^+++ //p' "$d")
+  mkdir -p "$g/$(dirname "$old")" "$g/$(dirname "$new")"
+  cp "$a" "$g/$old"
+  cp "$a" "$g/$new"
+  (cd "$g" && git apply --check -p0 --unsafe-paths "$d") || fail "git apply --check refused it"
+  (cd "$g" && git apply -p0 --unsafe-paths "$d") || fail "git apply refused it"
+  cmp -s "$g/$old" "$b" || cmp -s "$g/$new" "$b" || fail "git apply made other lines than B's"
+}
+
+# exact FILE: stat's size is the bytes a read returns.
+exact() {
+  assert_equal "$(stat -c %s "$1")" "$(wc -c < "$1")"
+}
+
+@test "diff: identical runs give the # lines and the headers, no hunk; lookup-only, exact size" {
+  put_run t a same
+  put_run t b same
+  local f=$T/runs/a/diff/b
+  # The runs took their own time: a duration line may come too.
+  run bash -c "cat '$f' | grep -v '^# duration ms: '"
+  assert_success
+  assert_output "$(printf '%s\n' '# same steps: 40' '--- threads/t/runs/a' '+++ threads/t/runs/b')"
+  exact "$f"
+  # Lookup-only: diff/ is listed, empty.
+  run ls "$T/runs/a"
+  assert_line diff
+  run ls -A "$T/runs/a/diff"
+  assert_output ""
+  # The same bytes from the command.
+  diff <(cat "$f") <("$RUNFS" diff "$STORE" t/a t/b) || fail "runfs diff differs from the view"
+  # A run against itself, too.
+  run cat "$T/runs/a/diff/a"
+  assert_line --index 0 "# same steps: 40"
+  # A run that is not there, and a name that is no id.
+  run cat "$T/runs/a/diff/nope"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  run cat "$T/runs/a/diff/b.txt"
+  assert_failure
+  assert_output --partial "Invalid argument"
+  run "$RUNFS" diff "$STORE" t/a t/nope
+  assert_failure
+  assert_output --partial "no run nope in thread t"
+}
+
+@test "diff: an inserted step is one + line, its stats and first diverging seq named" {
+  put_run t a same
+  put_run t b insert 9
+  steps_of t a "$WORK/A"
+  steps_of t b "$WORK/B"
+  local f=$T/runs/a/diff/b
+  cat "$f" > "$WORK/d"
+  exact "$f"
+  check_diff "$WORK/d" "$WORK/A" "$WORK/B"
+  # Step 10 of b (seq 40 + 10) is the new one; a's step 10 is seq 10.
+  assert_equal "$(head -n 1 "$WORK/d")" "# first diverging step 10: seq 10 -> seq 50"
+  run grep '^# ' "$WORK/d"
+  assert_line "# events: 40 -> 41"
+  assert_line "# errors: 0 -> 1"
+  refute_line --partial "# model calls"
+  run grep -c '^+' "$WORK/d"
+  assert_output 2 # the +++ header and the step
+  assert_equal "$(grep '^+[^+]' "$WORK/d")" '+llm.error "rate limited, retrying"'
+  # Hunk lines count steps; the text after @@ gives each side's seqs.
+  assert_equal "$(grep '^@@' "$WORK/d")" "@@ -7,6 +7,7 @@ seq 7-12 -> seq 47-53"
+}
+
+@test "diff: a deleted step is one - line; the other way round it is one + line" {
+  put_run t a same
+  put_run t b delete 15
+  steps_of t a "$WORK/A"
+  steps_of t b "$WORK/B"
+  cat "$T/runs/a/diff/b" > "$WORK/d"
+  check_diff "$WORK/d" "$WORK/A" "$WORK/B"
+  assert_equal "$(grep -c '^-[^-]' "$WORK/d")" 1
+  assert_equal "$(grep -c '^+[^+]' "$WORK/d")" 0
+  run grep '^# ' "$WORK/d"
+  assert_line "# events: 40 -> 39"
+  refute_line --partial "# model calls"
+  cat "$T/runs/b/diff/a" > "$WORK/r"
+  exact "$T/runs/b/diff/a"
+  check_diff "$WORK/r" "$WORK/B" "$WORK/A"
+  assert_equal "$(grep -c '^+[^+]' "$WORK/r")" 1
+}
+
+@test "diff: a different tool argument and a failed tool result are each a changed step" {
+  put_run t a same
+  put_run t arg arg 21
+  put_run t fail fail 26
+  steps_of t a "$WORK/A"
+  steps_of t arg "$WORK/ARG"
+  steps_of t fail "$WORK/FAIL"
+  cat "$T/runs/a/diff/arg" > "$WORK/d1"
+  check_diff "$WORK/d1" "$WORK/A" "$WORK/ARG"
+  assert_equal "$(grep '^[-+][^-+]' "$WORK/d1")" "$(printf '%s\n' \
+    '-llm.ai.response reading 5 -> read_file {"path":"file-5.txt"}' \
+    '+llm.ai.response reading 5 -> read_file {"path":"other-5.txt"}')"
+  assert_equal "$(head -n 1 "$WORK/d1")" "# first diverging step 22: seq 22 -> seq 62"
+  # No stat differs but for the times.
+  run grep -c '^# ' "$WORK/d1"
+  [ "$output" -le 2 ] || fail "stats lines for a changed argument: $(grep '^# ' "$WORK/d1")"
+  cat "$T/runs/a/diff/fail" > "$WORK/d2"
+  check_diff "$WORK/d2" "$WORK/A" "$WORK/FAIL"
+  run grep '^+[^+]' "$WORK/d2"
+  assert_output '+llm.tool.result read_file error: No such file: file-6.txt'
+  run grep '^# ' "$WORK/d2"
+  assert_line "# errors: 0 -> 1"
+}
+
+@test "diff: step lines follow DESIGN's rule: no ids, control bytes escaped, cut at 200 bytes" {
+  put_run t a same
+  put_run t b arg 1
+  cat "$T/runs/a/diff/b" > "$WORK/d"
+  steps_of t a "$WORK/A"
+  # Ids gone at any depth (request_id, changes.id, call_id), tabs and newlines escaped, a
+  # long result cut at a character's boundary (é is two bytes: 200 would split one).
+  run grep -F ' middleware:guardrail {"name":"G","hook":"before_model","action":"allow","step":0,"changes":{"kept":[{"n":0}]}}' "$WORK/d"
+  assert_success
+  run grep -F ' llm.human.input question 0:\tsay ✓ «0»\nplease' "$WORK/d"
+  assert_success
+  local long
+  long=$(grep '^llm.tool.result' "$WORK/A" | head -n 1)
+  [ "$(printf '%s' "$long" | wc -c)" -eq 199 ] || fail "cut at $(printf '%s' "$long" | wc -c) bytes"
+  grep -qxF " $long" "$WORK/d" || fail "the cut line differs: $(grep 'llm.tool.result' "$WORK/d" | head -n 1)"
+}
+
+@test "diff: runfs diff compares runs of two threads, headers naming each" {
+  put_run t a same
+  put_run u b fail 2
+  steps_of t a "$WORK/A"
+  steps_of u b "$WORK/B"
+  run "$RUNFS" diff "$STORE" t/a u/b
+  assert_success
+  printf '%s\n' "$output" > "$WORK/d"
+  assert_line "--- threads/t/runs/a"
+  assert_line "+++ threads/u/runs/b"
+  check_diff "$WORK/d" "$WORK/A" "$WORK/B"
+  # A run of another thread is no entry of diff/.
+  run cat "$T/runs/a/diff/b"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  run "$RUNFS" diff "$STORE" t/a u
+  assert_failure
+  assert_output --partial "THREAD/RUN"
+}
+
+@test "diff: another owner's run is ENOENT on --user and --user-from-uid mounts" {
+  # One thread, runs of two owners, as DeerFlow's gateway writes them.
+  local line
+  line=$(python3 "$REF" gen 2 same | tail -n 1)
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, \
+    content, event_metadata, seq, created_at) VALUES \
+    ('shared', 'a1', '61001', 'llm.error', 'error', 'one', '{}', 1, '2026-01-02 03:04:05.000000'), \
+    ('shared', 'a2', '61001', 'llm.error', 'error', 'two', '{}', 2, '2026-01-02 03:04:06.000000'), \
+    ('shared', 'b1', '61002', 'llm.error', 'error', 'three', '{}', 3, '2026-01-02 03:04:07.000000')"
+  local ma=$WORK/ma
+  runfs_mount "$STORE" "$ma" --user 61001
+  run cat "$ma/threads/shared/runs/a1/diff/a2"
+  assert_success
+  assert_line '-llm.error "one"'
+  assert_line '+llm.error "two"'
+  run cat "$ma/threads/shared/runs/a1/diff/b1"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  chmod 755 "$WORK"
+  local sh=$WORK/shared
+  runfs_mount "$STORE" "$sh" --user-from-uid -o allow_other
+  as() { local uid=$1; shift; setpriv --reuid="$uid" --regid="$uid" --clear-groups -- bash -c "$*"; }
+  run as 61002 "cat '$sh/threads/shared/runs/b1/diff/a1'"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  run as 61001 "cat '$sh/threads/shared/runs/a2/diff/a1'"
+  assert_success
+  assert_line '-llm.error "two"'
+  run as 61001 "stat -c %s '$sh/threads/shared/runs/a2/diff/a1'"
+  assert_equal "$output" "$(as 61001 "wc -c < '$sh/threads/shared/runs/a2/diff/a1'")"
+}
