@@ -173,6 +173,14 @@ static int set_seal_key(rfs_options *o, const char *v)
     o->seal_key = v;
     return 0;
 }
+static int set_service_name(rfs_options *o, const char *v)
+{
+    if (!*v)
+        return bad_value("--service-name takes a non-empty name");
+    o->service_name = v;
+    return 0;
+}
+
 static int set_seal_key_name(rfs_options *o, const char *v)
 {
     o->seal_key_name = v;
@@ -207,6 +215,7 @@ static const mount_option mount_options[] = {
     {"seal-key", "FILE", "sign every seal with this Ed25519 key (PEM, mode 600)", set_seal_key},
     {"seal-key-name", "NAME", "the key's name in seal.note (default: the host name)",
      set_seal_key_name},
+    {"service-name", "NAME", "otel.json's service.name (default runfs)", set_service_name},
     {"log", "FILE", "append the daemon's log lines to FILE", set_log},
     {"uid", "USER", "files belong to USER (default: who mounts; not with --user-from-uid)",
      set_uid},
@@ -588,14 +597,14 @@ static int flush_stdout(void *ctx, rs_buf *out)
 }
 
 /* Print node n of the store at uri (what names it: label) as the mount shows it. */
-static int cat_node(const char *uri, const char *label, const rfs_node *node)
+static int cat_node(const char *uri, const char *label, const rfs_node *node, const char *service)
 {
     rfs_node n = *node;
     rs_store *s;
     int rc = open_store(&s, uri, 1);
     if (rc)
         return rc;
-    rfs_scope sc = {0};
+    rfs_scope sc = {.service_name = service};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
@@ -610,8 +619,13 @@ static int cat_node(const char *uri, const char *label, const rfs_node *node)
 
 static int cmd_cat(int argc, char **argv)
 {
+    const char *service = NULL;
+    if (argc == 5 && strcmp(argv[3], "--service-name") == 0 && *argv[4]) {
+        service = argv[4];
+        argc = 3;
+    }
     if (argc != 3)
-        return usage_error("cat", "expected STORE PATH");
+        return usage_error("cat", "expected STORE PATH [--service-name NAME]");
     rfs_node n;
     int rc = rfs_node_parse(argv[2], &n);
     if (rc) {
@@ -622,7 +636,7 @@ static int cmd_cat(int argc, char **argv)
         fprintf(stderr, "runfs: %s is a live feed: read it on a mount\n", argv[2]);
         return 1;
     }
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, service);
 }
 
 /* search/QUERY of the root, of threads/THREAD or of its run RUN. */
@@ -645,7 +659,7 @@ static int cmd_search(int argc, char **argv)
         (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
     if (argc > 4)
         (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
-    return cat_node(argv[1], argv[2], &n);
+    return cat_node(argv[1], argv[2], &n, NULL);
 }
 
 struct verify_tally {
@@ -790,9 +804,10 @@ static const command commands[] = {
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
      "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n",
      cmd_put},
-    {"cat", "STORE PATH", "print a file of the layout, as the mount shows it",
+    {"cat", "STORE PATH [--service-name NAME]", "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
-     "the same bytes the mount shows for PATH; never creates STORE.\n",
+     "the same bytes the mount shows for PATH; never creates STORE.\n"
+     "  --service-name NAME   otel.json's service.name, as the mount's option (runfs)\n",
      cmd_cat},
     {"search", "STORE QUERY [THREAD [RUN]]", "print the events that match QUERY",
      "the lines of search/QUERY at the root, in threads/THREAD or in its run RUN:\n"

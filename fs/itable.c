@@ -40,7 +40,7 @@ static int entry_matches(const void *ctx, uintptr_t e, const void *ino)
 
 static const rs_map_type by_ino = {ino_hash, entry_hash, entry_matches};
 
-_Static_assert(RFS_R_PROOF < 64, "RFS_KIND sets hold every kind");
+_Static_assert(RFS_KIND_LAST < 64, "RFS_KIND sets hold every kind");
 
 int rfs_itable_new(rfs_itable **out)
 {

@@ -84,7 +84,7 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
 static uint64_t kept_views(void)
 {
     uint64_t kinds = 0;
-    for (int k = RFS_ROOT; k <= RFS_R_PROOF; k++)
+    for (int k = RFS_ROOT; k <= RFS_KIND_LAST; k++)
         if (rfs_view_kernel_keeps((rfs_kind)k) || rfs_row_view((rfs_kind)k))
             kinds |= RFS_KIND(k);
     return kinds;
