@@ -580,6 +580,13 @@ int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
         if ((c & 0xC0) != 0x80 && chars++ == max) {
             return rs_buf_addstr(out, "\xe2\x80\xa6");
         }
+        /* U+FFFE and U+FFFF are no XML characters: U+FFFD stands for them. */
+        if (c == 0xEF && i + 2 < len && (unsigned char)s[i + 1] == 0xBF &&
+            ((unsigned char)s[i + 2] & 0xFE) == 0xBE) {
+            rc = rs_buf_addlit(out, "\xef\xbf\xbd");
+            i += 2;
+            continue;
+        }
         switch (c) {
         case '&': rc = rs_buf_addlit(out, "&amp;"); break;
         case '<': rc = rs_buf_addlit(out, "&lt;"); break;
