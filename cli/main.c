@@ -189,6 +189,14 @@ static int set_seal_key(rfs_options *o, const char *v)
     o->seal_key = v;
     return 0;
 }
+static int set_service_name(rfs_options *o, const char *v)
+{
+    if (!*v)
+        return bad_value("--service-name takes a non-empty name");
+    o->service_name = v;
+    return 0;
+}
+
 static int set_seal_key_name(rfs_options *o, const char *v)
 {
     o->seal_key_name = v;
@@ -225,6 +233,7 @@ static const mount_option mount_options[] = {
     {"seal-key", "FILE", "sign every seal with this Ed25519 key (PEM, mode 600)", set_seal_key},
     {"seal-key-name", "NAME", "the key's name in seal.note (default: the host name)",
      set_seal_key_name},
+    {"service-name", "NAME", "otel.json's service.name (default runfs)", set_service_name},
     {"log", "FILE", "append the daemon's log lines to FILE", set_log},
     {"uid", "USER", "files belong to USER (default: who mounts; not with --user-from-uid)",
      set_uid},
@@ -665,15 +674,16 @@ static int flush_stdout(void *ctx, rs_buf *out)
 }
 
 /* Print node n of the store at uri (what names it: label) as the mount shows it, to owner
- * user's --user mount (NULL: an unscoped one). */
-static int cat_node(const char *uri, const char *label, const rfs_node *node, const char *user)
+ * user's --user mount (NULL: an unscoped one), otel's service.name service (NULL: runfs). */
+static int cat_node(const char *uri, const char *label, const rfs_node *node, const char *user,
+                    const char *service)
 {
     rfs_node n = *node;
     rs_store *s;
     int rc = open_store(&s, uri, 1, user);
     if (rc)
         return rc;
-    rfs_scope sc = {.user = user};
+    rfs_scope sc = {.user = user, .service_name = service};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_view_cat(s, &sc, &n, &out, flush_stdout, NULL, &err);
@@ -690,13 +700,18 @@ static int cmd_cat(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"user", required_argument, NULL, 'u'},
+        {"service-name", required_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
-    const char *user = NULL;
+    const char *user = NULL, *service = NULL;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 's' && *optarg) {
+            service = optarg;
+            continue;
+        }
         if (c != 'u')
             return usage_error("cat", "unknown option or missing value");
         if (!rs_id_valid(optarg))
@@ -717,7 +732,7 @@ static int cmd_cat(int argc, char **argv)
         fprintf(stderr, "runfs: %s is a live feed: read it on a mount\n", argv[2]);
         return 1;
     }
-    return cat_node(argv[1], argv[2], &n, user);
+    return cat_node(argv[1], argv[2], &n, user, service);
 }
 
 /* search/QUERY of the root, of threads/THREAD or of its run RUN. */
@@ -740,7 +755,7 @@ static int cmd_search(int argc, char **argv)
         (void)rs_fmt(n.thread_id, sizeof n.thread_id, "%s", argv[3]);
     if (argc > 4)
         (void)rs_fmt(n.run_id, sizeof n.run_id, "%s", argv[4]);
-    return cat_node(argv[1], argv[2], &n, NULL);
+    return cat_node(argv[1], argv[2], &n, NULL, NULL);
 }
 
 /* "THREAD/RUN" into t (its ids pointing into arg, which is cut at the '/'). */
@@ -921,11 +936,13 @@ static const command commands[] = {
      "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"
      "once/TYPE stores it, in a transaction of its own: a second one is EEXIST (its seq).\n",
      cmd_put},
-    {"cat", "[--user NAME] STORE PATH", "print a file of the layout, as the mount shows it",
+    {"cat", "[--user NAME] [--service-name NAME] STORE PATH",
+     "print a file of the layout, as the mount shows it",
      "PATH is relative to the mount's root: threads/T/runs/R/events.jsonl, ...\n"
      "the same bytes the mount shows for PATH (lookup-only names too); never creates STORE.\n"
-     "  --user NAME   as NAME's --user mount shows it: NAME's rows, seals and proofs; a\n"
-     "                thread without NAME's rows does not exist\n",
+     "  --user NAME           as NAME's --user mount shows it: NAME's rows, seals and\n"
+     "                        proofs; a thread without NAME's rows does not exist\n"
+     "  --service-name NAME   otel.json's service.name, as the mount's option (runfs)\n",
      cmd_cat},
     {"ls", "[-l] [-a] [--user NAME] STORE [PATH]", "list a directory of the layout, as ls does",
      "PATH is relative to the mount's root (default: the root). The names ls of PATH on a\n"

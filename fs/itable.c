@@ -41,7 +41,7 @@ static int entry_matches(const void *ctx, uintptr_t e, const void *ino)
 
 static const rs_map_type by_ino = {ino_hash, entry_hash, entry_matches};
 
-_Static_assert(RFS_R_DIFF < 64, "RFS_KIND sets hold every kind");
+_Static_assert(RFS_KIND_LAST < 128, "RFS_KIND sets hold every kind");
 
 int rfs_itable_new(rfs_itable **out)
 {
@@ -202,7 +202,7 @@ int rfs_itable_holds(rfs_itable *t, uint64_t ino)
     return n;
 }
 
-void rfs_itable_each(rfs_itable *t, uint64_t kinds,
+void rfs_itable_each(rfs_itable *t, rfs_kinds kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx)
 {

@@ -40,11 +40,13 @@ int rfs_itable_holds(rfs_itable *t, uint64_t ino);
 void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino);
 int rfs_itable_cached(rfs_itable *t, uint64_t ino);
 
-/* The bit of kind in a set of kinds (every rfs_kind is below 64). */
-#define RFS_KIND(kind) (1ULL << (kind))
+/* A set of kinds, and the bit of kind in one (every rfs_kind is below 128: the layout has
+ * more kinds than 64 bits hold). */
+__extension__ typedef unsigned __int128 rfs_kinds;
+#define RFS_KIND(kind) ((rfs_kinds)1 << (kind))
 /* Call fn for every referenced node whose kind is in kinds (RFS_KIND bits), in one pass
  * over the table (under the table lock: fn must not call back). */
-void rfs_itable_each(rfs_itable *t, uint64_t kinds,
+void rfs_itable_each(rfs_itable *t, rfs_kinds kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx);
 

@@ -38,6 +38,7 @@ typedef struct rfs_options {
     const char *log_file;      /* --log FILE */
     const char *seal_key;      /* --seal-key FILE: sign every seal */
     const char *seal_key_name; /* --seal-key-name NAME (NULL: the host name) */
+    const char *service_name;  /* --service-name NAME: otel.json's service.name */
     char fuse_opts[512];       /* usual mount options handed to FUSE, comma-separated */
     /* Who owns what ls -l shows (without --user-from-uid): -1 until set, then the mounting
      * user's ids unless -o uid=/gid= said otherwise; umask= takes bits off every mode. */

@@ -82,10 +82,10 @@ static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size
 
 /* The kinds whose pages the kernel may keep by version: the ones it keeps renderings of and
  * the views read through the page cache (ops_file.c), derived from their one definition. */
-static uint64_t kept_views(void)
+static rfs_kinds kept_views(void)
 {
-    uint64_t kinds = 0;
-    for (int k = RFS_ROOT; k <= RFS_R_DIFF; k++)
+    rfs_kinds kinds = 0;
+    for (int k = RFS_ROOT; k <= RFS_KIND_LAST; k++)
         if (rfs_view_kernel_keeps((rfs_kind)k) || rfs_row_view((rfs_kind)k))
             kinds |= RFS_KIND(k);
     return kinds;

@@ -37,6 +37,7 @@ void rfs_scope_for(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, si
     }
     sc->only_thread = m->opt.only_thread;
     sc->read_only = m->opt.read_only;
+    sc->service_name = m->opt.service_name;
     sc->mount_ns = m->mount_ns;
     sc->sizes = m->sizes;
 }

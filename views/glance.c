@@ -95,7 +95,8 @@ static void ev_read(const rs_record *rec, rfs_ev *ev, int all)
     rfs_span v[3], line = rfs_jl_line(rec);
     /* Keys come in a fixed order and created_at is last but for a user_id (an id): it is
      * found in the line's tail, and types whose content and metadata no view reads (the
-     * markers, steps, human input) are not walked. */
+     * middleware markers, steps, human input) are not walked; an error's content is
+     * otel.json's exception message. */
     static const char key[] = "\"created_at\":";
     /* Where it stands in a line without a user_id: "created_at":"<32 bytes>"} at the end. */
     const size_t last = sizeof key - 1 + 34 + 1;
@@ -128,9 +129,8 @@ static void ev_read(const rs_record *rec, rfs_ev *ev, int all)
         ev->kind = RFS_EV_MIDDLEWARE;
         ev->tag = type + 11;
     }
-    int plain = !all &&
-                (ev->kind == RFS_EV_ERROR || ev->kind == RFS_EV_MIDDLEWARE ||
-                 strcmp(type, "subagent.step") == 0 || strcmp(type, "llm.human.input") == 0);
+    int plain = !all && (ev->kind == RFS_EV_MIDDLEWARE || strcmp(type, "subagent.step") == 0 ||
+                         strcmp(type, "llm.human.input") == 0);
     rfs_span cv[C_N] = {{0}}, mv[M_N] = {{0}};
     int tail_ok = at && (size_t)(line.p + line.n - v[2].p) >= v[2].n && v[2].p[0] == '"';
     if (!tail_ok || (!plain && !body_at(line, &shape, all, cv, mv, ev))) {

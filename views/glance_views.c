@@ -5,6 +5,7 @@
 
 #include "glance_views.h"
 #include "otel.h"
+#include "report.h"
 #include "stats.h"
 #include "timeline.h"
 #include "transcript.h"
@@ -12,7 +13,9 @@
 
 int rfs_glance_kind(rfs_kind kind)
 {
-    return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE;
+    return kind == RFS_T_STATS || kind == RFS_R_STATS || kind == RFS_R_TIMELINE ||
+           kind == RFS_T_REPORT || kind == RFS_R_REPORT || kind == RFS_R_TL_WIN ||
+           kind == RFS_R_OTEL_PART;
 }
 
 /* The run's seal.json folded into *h (an unsealed run folds a mark of its own). */
@@ -30,11 +33,11 @@ static int fold_seal(rs_store *s, const rs_target *t, const char *run_id, uint64
 
 int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err)
 {
-    if (kind == RFS_R_TIMELINE)
+    if (kind == RFS_R_TIMELINE || kind == RFS_R_TL_WIN || kind == RFS_R_OTEL_PART)
         return 0; /* drawn from the rows alone */
     uint64_t h = RS_HASH_INIT;
     int rc = 0;
-    if (kind == RFS_R_STATS) {
+    if (kind == RFS_R_STATS || kind == RFS_R_REPORT) {
         rc = fold_seal(s, t, t->run_id, &h, err);
     } else {
         rs_names *names;
@@ -77,37 +80,34 @@ static int add_runs(rs_store *s, const rs_target *t, rfs_stats *st, rs_err *err)
     return rc;
 }
 
-int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err)
+int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,
+                        rs_err *err)
 {
-    rfs_stats *st = NULL;
-    rfs_timeline *tl = NULL;
-    int run = kind != RFS_T_STATS;
-    int rc = kind == RFS_R_TIMELINE ? rfs_timeline_new(&tl, t->thread_id, t->run_id)
-                                    : rfs_stats_new(&st, t->thread_id, run ? t->run_id : NULL);
-    if (rc)
-        return rs_err_set(err, rc, "out of memory");
+    static const char *const types[] = {"run.start"};
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
-    q.run_id = run ? t->run_id : NULL;
+    q.run_id = t->run_id;
     q.user = t->user;
+    q.event_types = types;
+    q.n_event_types = 1;
+    q.limit = 1;
     rs_cursor *c;
-    if (!(rc = rs_store_query(s, &q, &c, err))) {
-        const rs_record *rec;
+    rs_buf agent = RS_BUF_INIT;
+    int rc = rs_store_query(s, &q, &c, err);
+    if (rc)
+        return rc;
+    const rs_record *rec;
+    if ((rc = rs_cursor_next(c, &rec)) == 1) {
         rfs_ev ev;
-        while ((rc = rs_cursor_next(c, &rec)) == 1) {
-            rfs_ev_read(rec, &ev);
-            if ((rc = tl ? rfs_timeline_feed(tl, &ev) : rfs_stats_feed(st, &ev)))
-                break;
-        }
-        rs_cursor_free(c);
+        rfs_ev_read_all(rec, &ev);
+        rc = rfs_jl_is(ev.said_by, '"') ? rfs_jl_text(&agent, ev.said_by, 0) : 0;
+        if (!rc && agent.len == 0 && rfs_jl_is(ev.said_by, '"'))
+            rc = rs_buf_grow(&agent, 1);
     }
-    if (!rc && !run)
-        rc = add_runs(s, t, st, err);
-    seal_ctx sc = {.s = s, .t = t};
-    if (!rc)
-        rc = tl ? rfs_timeline_finish(tl, out) : rfs_stats_finish(st, seal_of, &sc, out);
-    rfs_timeline_free(tl);
-    rfs_stats_free(st);
+    rs_cursor_free(c);
+    if (!rc && (rc = rfs_otel_new(out, t->thread_id, t->run_id, service, agent.buf)))
+        rc = rs_err_set(err, rc, "out of memory");
+    rs_buf_release(&agent);
     return rc;
 }
 
@@ -174,22 +174,44 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     return rc;
 }
 
-int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
-                       int64_t *otel_size, rfs_otel_marks *marks, rs_err *err)
+/* What one pass over a run's rows makes: each output NULL when not wanted. */
+typedef struct run_pass {
+    rs_buf *stats, *timeline, *report;
+    int64_t window; /* the timeline's (rfs_timeline_set_window) */
+    int64_t *windows;
+    rs_buf *otel;       /* otel's bytes (only with part) */
+    int64_t *otel_size; /* otel.json's size */
+    int64_t part;       /* otel's (rfs_otel_set_part) */
+    int64_t *parts;
+    const char *service;
+    rfs_otel_marks *marks;
+} run_pass;
+
+static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *err)
 {
     rfs_stats *st = NULL;
     rfs_timeline *tl = NULL;
     rfs_otel *ot = NULL;
-    rs_buf scratch = RS_BUF_INIT;
+    rfs_report *rep = NULL;
+    rs_buf scratch = RS_BUF_INIT, stats = RS_BUF_INIT, timeline = RS_BUF_INIT;
     int64_t otel = 0, mark_at = 0;
-    int rc = rfs_stats_new(&st, t->thread_id, t->run_id);
-    if (!rc)
-        rc = rfs_timeline_new(&tl, t->thread_id, t->run_id);
-    if (!rc)
-        rc = rfs_otel_new(&ot, t->thread_id, t->run_id);
-    if (rc) {
+    int want_otel = p->otel_size || p->otel || p->parts;
+    int rc = 0;
+    if ((p->stats || p->report) && (rc = rfs_stats_new(&st, t->thread_id, t->run_id)))
         rc = rs_err_set(err, rc, "out of memory");
-    } else {
+    if (!rc && (p->timeline || p->report || p->windows) &&
+        (rc = rfs_timeline_new(&tl, t->thread_id, t->run_id)))
+        rc = rs_err_set(err, rc, "out of memory");
+    if (!rc && p->report && (rc = rfs_report_new(&rep, t->thread_id, t->run_id)))
+        rc = rs_err_set(err, rc, "out of memory");
+    if (!rc && want_otel)
+        rc = rfs_glance_otel_new(s, t, p->service, &ot, err);
+    if (tl)
+        rfs_timeline_set_window(tl, p->windows ? -1 : p->window);
+    if (ot)
+        rfs_otel_set_part(ot, p->parts ? -1 : p->part);
+    rs_buf *ob = p->otel ? p->otel : &scratch;
+    if (!rc) {
         rs_query q = RS_QUERY_INIT;
         q.thread_id = t->thread_id;
         q.run_id = t->run_id;
@@ -198,31 +220,154 @@ int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *t
         if (!(rc = rs_store_query(s, &q, &c, err))) {
             const rs_record *rec;
             rfs_ev ev;
-            /* otel.json's bytes are counted as they are made, a row's worth at a time; each
-             * row is read once for the three. */
+            /* Each row is read once for every view the pass makes; otel.json's bytes are
+             * counted as they are made, a row's worth at a time. */
             while ((rc = rs_cursor_next(c, &rec)) == 1) {
-                rfs_ev_read(rec, &ev);
-                if ((rc = rfs_stats_feed(st, &ev)) || (rc = rfs_timeline_feed(tl, &ev)) ||
-                    (rc = rfs_otel_feed(ot, &ev, &scratch)))
+                if (rep)
+                    rfs_ev_read_all(rec, &ev);
+                else
+                    rfs_ev_read(rec, &ev);
+                if ((st && (rc = rfs_stats_feed(st, &ev))) ||
+                    (tl && (rc = rfs_timeline_feed(tl, &ev))) ||
+                    (rep && (rc = rfs_report_feed(rep, &ev))) ||
+                    (ot && (rc = rfs_otel_feed(ot, &ev, ob))))
                     break;
-                otel += (int64_t)scratch.len;
-                rs_buf_reset(&scratch);
-                if (marks && otel >= mark_at)
-                    mark_at = rfs_otel_mark(marks, ot, otel, rec->seq);
+                if (ot && !p->otel) {
+                    otel += (int64_t)scratch.len;
+                    rs_buf_reset(&scratch);
+                    if (p->marks && otel >= mark_at)
+                        mark_at = rfs_otel_mark(p->marks, ot, otel, rec->seq);
+                }
             }
             rs_cursor_free(c);
         }
     }
     seal_ctx sc = {.s = s, .t = t};
-    if (!rc)
-        rc = rfs_stats_finish(st, seal_of, &sc, stats);
-    if (!rc)
-        rc = rfs_timeline_finish(tl, timeline);
-    if (!rc && !(rc = rfs_otel_finish(ot, &scratch)))
-        *otel_size = otel + (int64_t)scratch.len;
+    if (!rc && st)
+        rc = rfs_stats_finish(st, seal_of, &sc, p->stats ? p->stats : &stats);
+    if (!rc && tl)
+        rc = rfs_timeline_finish(tl, p->timeline ? p->timeline : &timeline);
+    if (!rc && p->windows)
+        *p->windows = rfs_timeline_windows(tl);
+    if (!rc && rep)
+        rc = rfs_report_finish(rep, p->stats ? p->stats : &stats,
+                               p->timeline ? p->timeline : &timeline, p->report);
+    if (!rc && ot && !(rc = rfs_otel_finish(ot, ob)) && p->otel_size)
+        *p->otel_size = otel + (int64_t)scratch.len;
+    if (!rc && p->parts)
+        *p->parts = rfs_otel_parts(ot);
     rs_buf_release(&scratch);
+    rs_buf_release(&stats);
+    rs_buf_release(&timeline);
+    rfs_report_free(rep);
     rfs_otel_free(ot);
     rfs_timeline_free(tl);
     rfs_stats_free(st);
     return rc;
+}
+
+int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
+                       rs_buf *timeline, rs_buf *report, int64_t *otel_size, rfs_otel_marks *marks,
+                       rs_err *err)
+{
+    run_pass p = {.stats = stats,
+                  .timeline = timeline,
+                  .report = report,
+                  .otel_size = otel_size,
+                  .service = service,
+                  .marks = marks};
+    return pass_run(s, t, &p, err);
+}
+
+typedef struct runs_ctx {
+    rs_store *s;
+    const rs_target *t;
+    rs_names *names;
+    char run_id[RS_ID_MAX + 1];
+    rs_err *err;
+} runs_ctx;
+
+/* The thread's next run and its stats.json. */
+static int next_run(void *ctx, const char **run_id, rs_buf *stats)
+{
+    runs_ctx *c = ctx;
+    const char *name;
+    int rc = rs_names_next(c->names, &name);
+    if (rc != 1)
+        return rc;
+    /* Run ids are valid ids: they fit. */
+    (void)rs_fmt(c->run_id, sizeof c->run_id, "%s", name);
+    rs_target r = {.thread_id = c->t->thread_id, .run_id = c->run_id, .user = c->t->user};
+    run_pass p = {.stats = stats};
+    *run_id = c->run_id;
+    rc = pass_run(c->s, &r, &p, c->err);
+    return rc ? rc : 1;
+}
+
+int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *service,
+                      const rs_target *t, rs_buf *out, rs_err *err)
+{
+    int64_t count = 0;
+    run_pass p = {.service = service};
+    int rc;
+    switch (kind) {
+    case RFS_T_STATS:
+    case RFS_T_REPORT: {
+        rfs_stats *st = NULL;
+        rs_buf doc = RS_BUF_INIT;
+        if ((rc = rfs_stats_new(&st, t->thread_id, NULL)))
+            return rs_err_set(err, rc, "out of memory");
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = t->thread_id;
+        q.user = t->user;
+        rs_cursor *c;
+        if (!(rc = rs_store_query(s, &q, &c, err))) {
+            const rs_record *rec;
+            rfs_ev ev;
+            while ((rc = rs_cursor_next(c, &rec)) == 1) {
+                rfs_ev_read(rec, &ev);
+                if ((rc = rfs_stats_feed(st, &ev)))
+                    break;
+            }
+            rs_cursor_free(c);
+        }
+        if (!rc)
+            rc = add_runs(s, t, st, err);
+        seal_ctx sc = {.s = s, .t = t};
+        if (!rc)
+            rc = rfs_stats_finish(st, seal_of, &sc, kind == RFS_T_STATS ? out : &doc);
+        rfs_stats_free(st);
+        runs_ctx rc_ = {.s = s, .t = t, .err = err};
+        if (!rc && kind == RFS_T_REPORT &&
+            !(rc =
+                  rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &rc_.names, err))) {
+            rc = rfs_report_thread(t->thread_id, &doc, next_run, &rc_, out);
+            rs_names_free(rc_.names);
+        }
+        rs_buf_release(&doc);
+        return rc;
+    }
+    case RFS_R_STATS: p.stats = out; break;
+    case RFS_R_TIMELINE: p.timeline = out; break;
+    case RFS_R_REPORT: p.report = out; break;
+    case RFS_R_TL_WIN:
+        p.timeline = num ? out : NULL;
+        p.window = num;
+        p.windows = num ? NULL : &count;
+        break;
+    case RFS_R_OTEL_PART:
+        p.otel = out;
+        p.part = num;
+        p.parts = num ? NULL : &count;
+        break;
+    default: return -EINVAL;
+    }
+    rc = pass_run(s, t, &p, err);
+    if (rc == -ENOENT)
+        return rs_err_set(err, rc,
+                          kind == RFS_R_TL_WIN ? "the run has fewer windows (timeline/count)"
+                                               : "the run has fewer parts (otel/count)");
+    return rc || num || (kind != RFS_R_TL_WIN && kind != RFS_R_OTEL_PART)
+               ? rc
+               : rs_buf_addf(out, "%lld\n", (long long)count);
 }

@@ -9,18 +9,26 @@
 #include "runstore.h"
 #include "transcript.h"
 
-/* 1 for the documents rendered here (stats.json, timeline.svg). */
+/* 1 for the documents rendered here (stats.json, timeline.svg and its windows, report.html,
+ * otel.json's parts). */
 int rfs_glance_kind(rfs_kind kind);
 /* Append to a kept rendering's key what its log info does not tell: the seal of the run
  * (of each of the thread's runs, for a thread's stats.json), which changes no row. */
 int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, rs_err *err);
-/* Render document kind of t (t->run_id unused for a thread's stats.json) to out. */
-int rfs_glance_render(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *out, rs_err *err);
-/* A run's stats.json and timeline.svg rendered, and otel.json's size counted, in one pass
- * over its rows (what a first ls -la of the run needs); otel.json's positions kept in marks
- * (NULL: none). */
-int rfs_glance_run_all(rs_store *s, const rs_target *t, rs_buf *stats, rs_buf *timeline,
-                       int64_t *otel_size, rfs_otel_marks *marks, rs_err *err);
+/* Render document kind of t (t->run_id unused for a thread's) to out; num: the window or
+ * part (0: their count); service: otel's service.name (NULL: runfs). */
+int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *service,
+                      const rs_target *t, rs_buf *out, rs_err *err);
+/* A run's stats.json, timeline.svg and report.html rendered, and otel.json's size counted,
+ * in one pass over its rows (what a first ls -la of the run needs); otel.json's positions
+ * kept in marks (NULL: none). */
+int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
+                       rs_buf *timeline, rs_buf *report, int64_t *otel_size, rfs_otel_marks *marks,
+                       rs_err *err);
+/* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
+ * first run.start. */
+int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,
+                        rs_err *err);
 
 /* Where rfs_glance_thread_all hands the bytes of history.jsonl or transcript.md (the one
  * flagged) as it makes them; bytes returning nonzero stops the bytes, not the pass. */

@@ -13,19 +13,13 @@ static const char *const root_entries[] = {"README", "contract.json", ".runfs", 
 static const char *const changes_entries[] = {"since", "follow", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
 /* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
-static const char *const thread_entries[] = {"events.jsonl",
-                                             "messages.jsonl",
-                                             "history.jsonl",
-                                             "transcript.md",
-                                             "message-count",
-                                             "seq",
-                                             "runs",
-                                             "since",
-                                             "message-seqs",
-                                             "ai-runs",
-                                             "search",
-                                             "stats.json",
-                                             NULL};
+static const char *const thread_entries[] = {"events.jsonl",  "messages.jsonl",
+                                             "history.jsonl", "transcript.md",
+                                             "message-count", "seq",
+                                             "runs",          "since",
+                                             "message-seqs",  "ai-runs",
+                                             "search",        "stats.json",
+                                             "report.html",   NULL};
 static const char *const run_entries[] = {"events.jsonl",
                                           "messages.jsonl",
                                           "once",
@@ -40,10 +34,16 @@ static const char *const run_entries[] = {"events.jsonl",
                                           "stats.json",
                                           "timeline.svg",
                                           "otel.json",
+                                          "otel",
+                                          "timeline",
+                                          "report.html",
                                           "seal.note",
                                           "proofs",
                                           "diff",
                                           NULL};
+/* Past the first window or part, names are looked up (their number is in count). */
+static const char *const timeline_entries[] = {"1.svg", "count", NULL};
+static const char *const otel_entries[] = {"1.json", "count", NULL};
 static const char *const no_entries[] = {NULL};
 
 typedef struct fixed_child {
@@ -95,6 +95,10 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "seal.note", RFS_R_NOTE},
     {RFS_RUN, "proofs", RFS_R_PROOFS_DIR},
     {RFS_RUN, "diff", RFS_R_DIFF_DIR},
+    {RFS_THREAD, "report.html", RFS_T_REPORT},
+    {RFS_RUN, "report.html", RFS_R_REPORT},
+    {RFS_RUN, "timeline", RFS_R_TL_DIR},
+    {RFS_RUN, "otel", RFS_R_OTEL_DIR},
 };
 
 void rfs_node_root(rfs_node *out)
@@ -126,7 +130,9 @@ int rfs_node_is_dir(rfs_kind k)
     case RFS_T_SEARCH_DIR:
     case RFS_R_SEARCH_DIR:
     case RFS_R_PROOFS_DIR:
-    case RFS_R_DIFF_DIR: return 1;
+    case RFS_R_DIFF_DIR:
+    case RFS_R_TL_DIR:
+    case RFS_R_OTEL_DIR: return 1;
     default: return 0;
     }
 }
@@ -153,6 +159,8 @@ const char *const *rfs_node_fixed_entries(rfs_kind k)
     case RFS_CHANGES_DIR: return changes_entries;
     case RFS_THREAD: return thread_entries;
     case RFS_RUN: return run_entries;
+    case RFS_R_TL_DIR: return timeline_entries;
+    case RFS_R_OTEL_DIR: return otel_entries;
     default: return no_entries;
     }
 }
@@ -257,6 +265,17 @@ int rfs_node_child(const rfs_node *parent, const char *name, rfs_node *out)
             return -EINVAL;
         out->kind = RFS_R_DIFF;
         return rs_fmt(out->name, sizeof out->name, "%s", name) < 0 ? -ENAMETOOLONG : 0;
+    case RFS_R_TL_DIR:
+    case RFS_R_OTEL_DIR: {
+        out->kind = parent->kind == RFS_R_TL_DIR ? RFS_R_TL_WIN : RFS_R_OTEL_PART;
+        if (strcmp(name, "count") == 0)
+            return 0;
+        char num[24];
+        if (strip_suffix(name, parent->kind == RFS_R_TL_DIR ? ".svg" : ".json", num, sizeof num) ||
+            num[0] == '0' || parse_seq(num, &out->num) || out->num == 0)
+            return -ENOENT;
+        return 0;
+    }
     case RFS_T_MSGSEQ_DIR:
     case RFS_T_AIRUN_DIR:
         if (!plain_name(name, RFS_NAME_MAX))
@@ -363,6 +382,12 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     case RFS_R_SINCE: return rs_buf_addf(out, "/since/%lld", (long long)n->num);
     case RFS_R_PROOF: return rs_buf_addf(out, "/proofs/%lld", (long long)n->num);
     case RFS_R_DIFF: return rs_buf_addf(out, "/diff/%s", n->name);
+    case RFS_R_TL_WIN:
+        return n->num ? rs_buf_addf(out, "/timeline/%lld.svg", (long long)n->num)
+                      : rs_buf_addstr(out, "/timeline/count");
+    case RFS_R_OTEL_PART:
+        return n->num ? rs_buf_addf(out, "/otel/%lld.json", (long long)n->num)
+                      : rs_buf_addstr(out, "/otel/count");
     case RFS_T_MSGSEQ: return rs_buf_addf(out, "/message-seqs/%s", n->name);
     case RFS_T_AIRUN: return rs_buf_addf(out, "/ai-runs/%s", n->name);
     case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);

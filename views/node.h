@@ -38,6 +38,7 @@ typedef enum rfs_kind {
     RFS_T_AIRUN_DIR,
     RFS_T_AIRUN,
     RFS_T_STATS,
+    RFS_T_REPORT,
     RFS_RUNS,
     RFS_RUN,
     RFS_R_EVENTS,
@@ -69,7 +70,15 @@ typedef enum rfs_kind {
     RFS_R_PROOF,
     RFS_R_DIFF_DIR, /* diff/ of a run (lookup-only) */
     RFS_R_DIFF,     /* diff/<run_id> */
+    RFS_R_REPORT,
+    RFS_R_TL_DIR,    /* timeline/ */
+    RFS_R_TL_WIN,    /* timeline/<n>.svg (num n), timeline/count (num 0) */
+    RFS_R_OTEL_DIR,  /* otel/ */
+    RFS_R_OTEL_PART, /* otel/<n>.json (num n), otel/count (num 0) */
 } rfs_kind;
+
+/* The last kind (fs/ keeps sets of kinds in 64 bits). */
+#define RFS_KIND_LAST RFS_R_OTEL_PART
 
 #define RFS_NAME_MAX 255
 

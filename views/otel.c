@@ -25,6 +25,11 @@ struct rfs_otel {
     char trace_id[33];
     int started;
     int64_t spans;
+    rs_buf head;        /* the request's start, up to its first span */
+    rs_buf root_events; /* the root span's events (errors, middleware), comma-separated */
+    /* Parts (rfs_otel_set_part): the one rendered (0: the whole run), the one the spans go
+     * to now, and what it holds. */
+    int64_t part, cur_part, cur_spans, cur_bytes;
     rfs_calls *calls;
     rfs_map *tasks; /* task id (text) -> task */
     int64_t events, first_seq, first_us, last_us;
@@ -34,13 +39,39 @@ struct rfs_otel {
     char *agent;  /* run.start's metadata.caller */
 };
 
-int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id)
+#define FOOT "]}]}]}\n"
+
+/* The resource (service.name, gen_ai.agent.name) and the scope, up to the spans. */
+static int make_head(rs_buf *b, const char *service, const char *agent)
+{
+    int rc = rs_buf_addlit(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
+                              "\"service.name\",\"value\":{\"stringValue\":");
+    if (!rc)
+        rc = rs_buf_add_json_string(b, service, strlen(service));
+    if (!rc && agent &&
+        !(rc = rs_buf_addlit(b, "}},{\"key\":\"gen_ai.agent.name\",\"value\":{"
+                                "\"stringValue\":")))
+        rc = rs_buf_add_json_string(b, agent, strlen(agent));
+    return rc ? rc
+              : rs_buf_addf(b,
+                            "}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"runfs\",\"version\":"
+                            "\"%s\"},\"spans\":[",
+                            RS_VERSION);
+}
+
+int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id, const char *service,
+                 const char *agent)
 {
     rfs_otel *o = calloc(1, sizeof *o);
     if (!o)
         return -ENOMEM;
+    o->head = (rs_buf)RS_BUF_INIT;
+    o->root_events = (rs_buf)RS_BUF_INIT;
+    o->cur_part = 1;
     if (!(o->thread_id = strdup(thread_id)) || !(o->run_id = strdup(run_id)) ||
-        rfs_calls_new(&o->calls) || rfs_map_new(&o->tasks, sizeof(task))) {
+        (agent && !(o->agent = strdup(agent))) || rfs_calls_new(&o->calls) ||
+        rfs_map_new(&o->tasks, sizeof(task)) ||
+        make_head(&o->head, service ? service : "runfs", agent)) {
         rfs_otel_free(o);
         return -ENOMEM;
     }
@@ -68,6 +99,8 @@ void rfs_otel_free(rfs_otel *o)
         return;
     rfs_calls_free(o->calls);
     rfs_map_free(o->tasks);
+    rs_buf_release(&o->head);
+    rs_buf_release(&o->root_events);
     free(o->status);
     free(o->agent);
     free(o->thread_id);
@@ -90,7 +123,10 @@ int rfs_otel_clone(const rfs_otel *o, rfs_otel **out)
     *c = *o;
     c->calls = NULL;
     c->tasks = NULL;
-    int failed = 0;
+    c->head = (rs_buf)RS_BUF_INIT;
+    c->root_events = (rs_buf)RS_BUF_INIT;
+    int failed = rs_buf_add(&c->head, o->head.buf, o->head.len) ||
+                 rs_buf_add(&c->root_events, o->root_events.buf, o->root_events.len);
     c->thread_id = dup_or_null(o->thread_id, &failed);
     c->run_id = dup_or_null(o->run_id, &failed);
     c->status = dup_or_null(o->status, &failed);
@@ -224,6 +260,7 @@ typedef struct span_out {
     rs_buf *out;
     char *p; /* where the next byte goes; out->len is stale until span_end */
     int rc;
+    size_t at; /* where the span starts in out */
 } span_out;
 
 #define PUT(s, lit) (memcpy((s)->p, "" lit, sizeof(lit) - 1), (s)->p += sizeof(lit) - 1)
@@ -347,7 +384,7 @@ static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, cons
                            const char *name, size_t name_len, int kind, int64_t start_us,
                            int64_t end_us)
 {
-    span_out s = {.out = out};
+    span_out s = {.out = out, .at = out->len};
     if (start_us < 0)
         start_us = 0;
     if (end_us < start_us)
@@ -355,7 +392,8 @@ static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, cons
     if ((s.rc = rs_buf_grow(out, WRITE_ROOM)))
         return s;
     s.p = out->buf + out->len;
-    if (o->spans++)
+    /* A part's spans are separated once it is known which part a span is in (place). */
+    if (o->spans++ && !o->part)
         *s.p++ = ',';
     PUT(&s, "{\"traceId\":\"");
     memcpy(s.p, o->trace_id, 32);
@@ -386,10 +424,52 @@ static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, cons
     return s;
 }
 
-static int span_end(span_out *s, int status, const char *message)
+/* Put the last span of out (from at) in its part: a part ends before a span would make it
+ * more than RFS_OTEL_PART_SPANS spans or RFS_OTEL_PART_BYTES bytes. The span stays, behind
+ * the request's head or a comma, only when its part is the one rendered. */
+static int place(rfs_otel *o, rs_buf *out, size_t at)
+{
+    size_t len = out->len - at, foot = sizeof FOOT - 1;
+    int closed = 0;
+    if (o->cur_spans && (o->cur_spans == RFS_OTEL_PART_SPANS ||
+                         o->head.len + o->cur_bytes + 1 + len + foot > RFS_OTEL_PART_BYTES)) {
+        closed = o->cur_part == o->part;
+        o->cur_part++;
+        o->cur_spans = o->cur_bytes = 0;
+    }
+    o->cur_bytes += (o->cur_spans ? 1 : 0) + len;
+    if (o->cur_part != o->part) {
+        o->cur_spans++;
+        rs_buf_setlen(out, at);
+        return closed ? rs_buf_addlit(out, FOOT) : 0;
+    }
+    const char *pre = o->cur_spans ? "," : o->head.buf;
+    size_t n = o->cur_spans ? 1 : o->head.len;
+    o->cur_spans++;
+    int rc = rs_buf_grow(out, n);
+    if (rc)
+        return rc;
+    memmove(out->buf + at + n, out->buf + at, len);
+    memcpy(out->buf + at, pre, n);
+    rs_buf_setlen(out, out->len + n);
+    return 0;
+}
+
+/* events: the span's events (NULL: none), after its attributes. */
+static int span_end(rfs_otel *o, span_out *s, const rs_buf *events, int status, const char *message)
 {
     if (!s->rc) {
         *s->p++ = ']';
+        if (events && events->len) {
+            rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
+            if (!(s->rc = rs_buf_addlit(s->out, ",\"events\":[")) &&
+                !(s->rc = rs_buf_add(s->out, events->buf, events->len)) &&
+                !(s->rc = rs_buf_addch(s->out, ']')))
+                s->rc = rs_buf_grow(s->out, WRITE_ROOM);
+            s->p = s->out->buf + s->out->len;
+        }
+    }
+    if (!s->rc) {
         if (status != STATUS_UNSET) {
             PUT(s, ",\"status\":{\"code\":");
             *s->p++ = (char)('0' + status);
@@ -406,7 +486,7 @@ static int span_end(span_out *s, int status, const char *message)
     if (s->rc)
         return s->rc;
     rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
-    return 0;
+    return o->part ? place(o, s->out, s->at) : 0;
 }
 
 static int start(rfs_otel *o, rs_buf *out)
@@ -414,11 +494,7 @@ static int start(rfs_otel *o, rs_buf *out)
     if (o->started)
         return 0;
     o->started = 1;
-    return rs_buf_addf(out,
-                       "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service."
-                       "name\",\"value\":{\"stringValue\":\"runfs\"}}]},\"scopeSpans\":[{"
-                       "\"scope\":{\"name\":\"runfs\",\"version\":\"%s\"},\"spans\":[",
-                       RS_VERSION);
+    return o->part ? 0 : rs_buf_add(out, o->head.buf, o->head.len);
 }
 
 static int chat(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
@@ -436,7 +512,7 @@ static int chat(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
      * conventions: neither is written again (a fifth of the file). */
     attr_usage(&s, ev->usage);
     ATTR_INT(&s, "runfs.seq", ev->rec->seq);
-    return span_end(&s, STATUS_UNSET, NULL);
+    return span_end(o, &s, NULL, STATUS_UNSET, NULL);
 }
 
 /* A tool call's span: ended by its result (res) or, unanswered (res NULL), by the run. */
@@ -462,7 +538,8 @@ static int tool(rfs_otel *o, const rfs_call *call, const rfs_ev *res, rs_buf *ou
     else
         ATTR_TRUE(&s, "runfs.unanswered");
     int err = res && res->error;
-    return span_end(&s, err ? STATUS_ERROR : STATUS_UNSET, err ? "tool result status error" : NULL);
+    return span_end(o, &s, NULL, err ? STATUS_ERROR : STATUS_UNSET,
+                    err ? "tool result status error" : NULL);
 }
 
 /* A subagent task's span: ended by its subagent.end (end) or, unfinished, by the run. */
@@ -496,7 +573,7 @@ static int subagent(rfs_otel *o, const char *id, size_t id_len, const task *t, c
                                                                                    : STATUS_UNSET;
     char msg[64];
     int rc = rs_fmt(msg, sizeof msg, "subagent %s", st.len < 40 ? st.buf : "failed");
-    rc = rc < 0 ? rc : span_end(&s, code, code == STATUS_ERROR ? msg : NULL);
+    rc = rc < 0 ? rc : span_end(o, &s, NULL, code, code == STATUS_ERROR ? msg : NULL);
     rs_buf_release(&st);
     return rc;
 }
@@ -528,6 +605,50 @@ static char *text_of(rfs_span s)
         return NULL;
     }
     return rs_buf_detach(&b, NULL);
+}
+
+/* An error's message: its content when a string, else content.message or content.error when
+ * a string, else the content as JSON. */
+static int error_message(const rfs_ev *ev, rs_buf *out)
+{
+    rfs_span c = ev->content, m = c;
+    if (rfs_jl_is(c, '{')) {
+        m = rfs_jl_member(c, "message");
+        if (!rfs_jl_is(m, '"'))
+            m = rfs_jl_member(c, "error");
+    }
+    if (rfs_jl_is(m, '"'))
+        return rfs_jl_text(out, m, 0);
+    return c.p ? rs_buf_add(out, c.p, c.n) : 0;
+}
+
+/* An error (an exception event) or a middleware event (named by its tag) on the root span,
+ * the span every event of the run falls in. */
+static int root_event(rfs_otel *o, const rfs_ev *ev)
+{
+    rs_buf *b = &o->root_events, msg = RS_BUF_INIT;
+    int err = ev->kind == RFS_EV_ERROR;
+    const char *name = err ? "exception" : ev->tag;
+    int rc = b->len ? rs_buf_addch(b, ',') : 0;
+    if (!rc)
+        rc = rs_buf_addf(
+            b, "{\"timeUnixNano\":\"%lld000\",\"name\":", (long long)(ev->t_us > 0 ? ev->t_us : 0));
+    if (!rc)
+        rc = rs_buf_add_json_string(b, name, strlen(name));
+    if (!rc)
+        rc = rs_buf_addlit(b, ",\"attributes\":[");
+    if (!rc && err &&
+        !(rc = rs_buf_addlit(b, "{\"key\":\"exception.type\",\"value\":{\"stringValue\":")) &&
+        !(rc = rs_buf_add_json_string(b, ev->rec->event_type, strlen(ev->rec->event_type))) &&
+        !(rc = rs_buf_addlit(b, "}},{\"key\":\"exception.message\",\"value\":{\"stringValue\":")) &&
+        !(rc = error_message(ev, &msg)) &&
+        !(rc = rs_buf_add_json_string(b, msg.buf ? msg.buf : "", msg.len)))
+        rc = rs_buf_addlit(b, "}},");
+    if (!rc)
+        rc = rs_buf_addf(b, "{\"key\":\"runfs.seq\",\"value\":{\"intValue\":\"%lld\"}}]}",
+                         (long long)ev->rec->seq);
+    rs_buf_release(&msg);
+    return rc;
 }
 
 static int keep_call(void *ctx, rfs_call *call)
@@ -571,6 +692,8 @@ int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
             o->status = ev->status.p ? text_of(ev->status) : NULL;
         }
         return 0;
+    case RFS_EV_ERROR:
+    case RFS_EV_MIDDLEWARE: return root_event(o, ev);
     default: return 0;
     }
 }
@@ -596,7 +719,7 @@ static int root(rfs_otel *o, rs_buf *out)
     int rc = rs_fmt(msg, sizeof msg, "run.terminal %s",
                     o->status && strlen(o->status) < 40 ? o->status : "not success");
     return rc < 0 ? rc
-                  : span_end(&s,
+                  : span_end(o, &s, &o->root_events,
                              !o->terminal ? STATUS_UNSET
                              : ok         ? STATUS_OK
                                           : STATUS_ERROR,
@@ -617,5 +740,24 @@ int rfs_otel_finish(rfs_otel *o, rs_buf *out)
     }
     if (!rc && o->events)
         rc = root(o, out);
-    return rc ? rc : rs_buf_addlit(out, "]}]}]}\n");
+    if (rc || !o->part)
+        return rc ? rc : rs_buf_addlit(out, FOOT);
+    if (o->part < 0)
+        return 0;
+    if (o->part > o->cur_part)
+        return -ENOENT;
+    /* A run with no spans is one part: the request with none. */
+    if (o->part == o->cur_part && !o->cur_spans)
+        rc = rs_buf_add(out, o->head.buf, o->head.len);
+    return rc || o->part != o->cur_part ? rc : rs_buf_addlit(out, FOOT);
+}
+
+void rfs_otel_set_part(rfs_otel *o, int64_t part)
+{
+    o->part = part;
+}
+
+int64_t rfs_otel_parts(const rfs_otel *o)
+{
+    return o->cur_part;
 }

@@ -12,12 +12,24 @@
 
 typedef struct rfs_otel rfs_otel;
 
-int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id);
+/* service: the resource's service.name (NULL: "runfs"); agent: gen_ai.agent.name, the run's
+ * run.start caller (NULL: none known). */
+int rfs_otel_new(rfs_otel **out, const char *thread_id, const char *run_id, const char *service,
+                 const char *agent);
 void rfs_otel_free(rfs_otel *o);
 /* Render the next record of the run (seq order) to out. */
 int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out);
 /* The rows ended: open spans, the root, the end of the document. */
 int rfs_otel_finish(rfs_otel *o, rs_buf *out);
+/* otel/<n>.json: complete requests of at most this many spans and bytes each. */
+#define RFS_OTEL_PART_SPANS 10000
+#define RFS_OTEL_PART_BYTES ((size_t)4 << 20)
+/* Render only part n (1, 2, ...) of the spans, as a request of its own (n < 0: none, to
+ * count them); set before the first row. Its finish is -ENOENT when the run has fewer
+ * parts. */
+void rfs_otel_set_part(rfs_otel *o, int64_t part);
+/* The parts the rows so far make (after the finish: the run's). */
+int64_t rfs_otel_parts(const rfs_otel *o);
 /* A copy of o's state, to render on from. */
 int rfs_otel_clone(const rfs_otel *o, rfs_otel **out);
 

@@ -1,5 +1,5 @@
-/* timeline.c — see timeline.h. The elements are kept (at most RFS_TIMELINE_MAX), the rows
- * after them only counted; the picture is drawn at the end, when the run's span is known. */
+/* timeline.c — see timeline.h. The elements are kept; the picture is drawn at the end,
+ * when the run's span is known. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,8 @@ struct rfs_timeline {
     char *thread_id, *run_id;
     elem *elems;
     size_t n, cap;
-    int64_t more; /* elements past RFS_TIMELINE_MAX */
+    int64_t window; /* what is drawn: 0 timeline.svg, n window n, < 0 none (the count) */
+    int64_t windows;
     rfs_calls *calls;
     rfs_map *tasks; /* task id -> element index + 1 (0: not drawn) */
     int64_t events, first_us, last_us, min_us, max_us;
@@ -81,13 +82,9 @@ static char *str(const char *s)
     return strdup(s ? s : "");
 }
 
-/* A new element (NULL past the limit, counted; or on ENOMEM, *rc set). */
+/* A new element (NULL on ENOMEM, *rc set). */
 static elem *add(rfs_timeline *t, elem_kind kind, int64_t seq, int64_t start, int64_t end, int *rc)
 {
-    if (t->n >= RFS_TIMELINE_MAX) {
-        t->more++;
-        return NULL;
-    }
     if (t->n == t->cap && (*rc = rs_array_grow(&t->elems, &t->cap, t->n + 1, sizeof *t->elems)))
         return NULL;
     elem *e = &t->elems[t->n++];
@@ -117,7 +114,7 @@ static int tool_call(void *ctx, rfs_call *call)
     elem *e = add(t, E_TOOL, call->seq, call->t_us, call->t_us, &rc);
     call->user = e ? (int64_t)(e - t->elems) : -1;
     if (!e)
-        return rc ? rc : 1; /* past the limit: counted, not kept waiting */
+        return rc;
     rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
     rc = rs_buf_addf(&label, "tool %s", call->name[0] ? call->name : "(unnamed)");
     if (!rc && call->id)
@@ -133,17 +130,6 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
 {
     int rc = 0;
     t->model_calls++;
-    if (t->n >= RFS_TIMELINE_MAX) {
-        /* Nothing more is drawn: the call and its tool calls are only counted. */
-        rfs_span key, item;
-        const char *at = ev->tool_calls.p;
-        t->more++;
-        while (ev->tool_calls.p && rfs_jl_next(ev->tool_calls, &at, &key, &item)) {
-            t->tools++;
-            t->more++;
-        }
-        return 0;
-    }
     int64_t start = ev->latency_ms >= 0 ? ev->t_us - ev->latency_ms * 1000 : ev->t_us;
     elem *e = add(t, E_CHAT, ev->rec->seq, start, ev->t_us, &rc);
     if (e) {
@@ -382,17 +368,21 @@ static int64_t tick_step(int64_t span)
     return day * k;
 }
 
-static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int height)
+/* The title, the run's summary (and note: markup saying what part of the run this is), the
+ * legend and, with axis, the time axis from t0 over span. */
+static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int width, int height,
+                  const rs_buf *note, int axis)
 {
     int rc = rs_buf_addf(out,
                          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                         "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                         "xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"%d\" height=\"%d\" "
                          "viewBox=\"0 0 %d %d\">\n",
-                         WIDTH, height, WIDTH, height);
+                         width, height, width, height);
     if (!rc)
         rc = rs_buf_addstr(out, style);
     if (!rc)
-        rc = rs_buf_addf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", WIDTH, height);
+        rc = rs_buf_addf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
     if (!rc)
         rc = rs_buf_addlit(out, "<text class=\"h\" x=\"12\" y=\"26\">run ");
     if (!rc)
@@ -424,6 +414,12 @@ static int header(rfs_timeline *t, rs_buf *out, int64_t t0, int64_t span, int he
                          (long long)t->model_calls, t->model_calls == 1 ? "" : "s",
                          (long long)t->tools, t->tools == 1 ? "" : "s", (long long)t->tool_errors,
                          t->tool_errors == 1 ? "" : "s");
+    if (!rc && note && note->len &&
+        !(rc = rs_buf_addf(out, "<text class=\"s\" x=\"12\" y=\"%d\">", TOP - 30)) &&
+        !(rc = rs_buf_add(out, note->buf, note->len)))
+        rc = rs_buf_addlit(out, "</text>\n");
+    if (!axis)
+        return rc;
     /* The legend: a swatch and its meaning each. */
     for (int row = 0; row < 2; row++) {
         double x = 12;
@@ -536,25 +532,228 @@ static int draw(const rfs_timeline *t, const elem *e, size_t row, int64_t t0, in
     return rc ? rc : rs_buf_addlit(out, "</g>\n");
 }
 
-int rfs_timeline_finish(rfs_timeline *t, rs_buf *out)
+/* The end of element e as drawn (an open one: the run's end). */
+static int64_t end_of(const rfs_timeline *t, const elem *e)
 {
-    int64_t t0 = t->min_us, span = t->max_us - t->min_us;
+    if (e->kind == E_MARK)
+        return e->start_us;
+    return (e->kind == E_TOOL || e->kind == E_TASK) && !e->closed ? t->max_us : e->end_us;
+}
+
+/* Draw the elements order[0..n) over their own time. */
+static int draw_all(rfs_timeline *t, const size_t *order, size_t n, const rs_buf *note, rs_buf *out)
+{
+    int64_t t0 = n ? t->elems[order[0]].start_us : t->min_us, last = t0;
+    for (size_t i = 0; i < n; i++) {
+        const elem *e = &t->elems[order[i]];
+        int64_t end = end_of(t, e);
+        t0 = e->start_us < t0 ? e->start_us : t0;
+        last = end > last ? end : last;
+    }
+    if (!note)
+        t0 = t->min_us, last = t->max_us;
+    int64_t span = last - t0;
     if (span <= 0)
         span = 1000;
-    int height = TOP + (int)t->n * ROW_H + 44;
-    int rc = header(t, out, t0, span, height);
-    for (size_t i = 0; !rc && i < t->n; i++)
-        rc = draw(t, &t->elems[i], i, t0, span, out);
-    int y = TOP + (int)t->n * ROW_H + 24;
-    if (!rc && t->n == 0)
+    int height = TOP + (int)n * ROW_H + 44;
+    int rc = header(t, out, t0, span, WIDTH, height, note, 1);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = draw(t, &t->elems[order[i]], i, t0, span, out);
+    int y = TOP + (int)n * ROW_H + 24;
+    if (!rc && n == 0)
         rc = rs_buf_addf(out,
                          "<text class=\"s\" x=\"12\" y=\"%d\">no model calls, tool calls, tasks, "
                          "errors, middleware events or run.terminal in this run</text>\n",
                          y);
-    if (!rc && t->more)
-        rc = rs_buf_addf(out,
-                         "<text class=\"s\" x=\"12\" y=\"%d\">and %lld more not drawn (the first "
-                         "%d elements are)</text>\n",
-                         y, (long long)t->more, RFS_TIMELINE_MAX);
     return rc ? rc : rs_buf_addlit(out, "</svg>\n");
+}
+
+/* By start, then by place (elements are made in seq order): windows of consecutive time,
+ * the same every rendering. Keys are (start, index) pairs. */
+static int by_start_key(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* The lanes of the overview. */
+enum { LANE_CHAT, LANE_TOOL, LANE_TASK, LANE_MARK, LANES };
+
+static int lane_of(const elem *e)
+{
+    return e->kind == E_CHAT   ? LANE_CHAT
+           : e->kind == E_TOOL ? LANE_TOOL
+           : e->kind == E_TASK ? LANE_TASK
+                               : LANE_MARK;
+}
+
+static int is_error(const elem *e)
+{
+    return e->error || strcmp(e->cls, "mark-error") == 0 || strcmp(e->cls, "task-failed") == 0 ||
+           strcmp(e->cls, "task-timed_out") == 0;
+}
+
+#define SLICE_MIN 4.0 /* the narrowest slice, in pixels: past that the picture widens */
+
+/* The whole run as slices, one per window: how busy each lane is in each, errors marked,
+ * each slice a link to its window. */
+static int overview(rfs_timeline *t, const size_t *order, rs_buf *out)
+{
+    int64_t w = t->windows;
+    double plot = PLOT_X1 - PLOT_X0, sw = plot / (double)w;
+    if (sw < SLICE_MIN)
+        sw = SLICE_MIN;
+    int width = (int)(PLOT_X0 + sw * (double)w + 90);
+    if (width < WIDTH)
+        width = WIDTH;
+    int64_t *count = calloc((size_t)w * (LANES + 1), sizeof *count);
+    if (!count)
+        return -ENOMEM;
+    int64_t most = 1;
+    for (size_t i = 0; i < t->n; i++) {
+        const elem *e = &t->elems[order[i]];
+        int64_t *c = &count[(int64_t)(i / RFS_TIMELINE_MAX) * (LANES + 1)];
+        if (++c[lane_of(e)] > most)
+            most = c[lane_of(e)];
+        c[LANES] += is_error(e);
+    }
+    static const char *const lane_name[LANES] = {"model calls", "tool calls", "subagent tasks",
+                                                 "errors, middleware, run.terminal"};
+    static const char *const lane_cls[LANES] = {"chat", "tool", "task-completed",
+                                                "mark-middleware"};
+    int height = TOP + LANES * 34 + 80;
+    rs_buf note = RS_BUF_INIT;
+    int rc = rs_buf_addf(&note,
+                         "%zu elements: too many for one picture. Each slice is a window of at "
+                         "most %d of them (timeline/N.svg, N = 1..%lld): click one",
+                         t->n, RFS_TIMELINE_MAX, (long long)w);
+    if (!rc)
+        rc = header(t, out, t->min_us, 1, width, height, &note, 0);
+    rs_buf_release(&note);
+    for (int l = 0; !rc && l < LANES; l++)
+        rc = rs_buf_addf(
+            out,
+            "<text class=\"lab\" x=\"12\" y=\"%d\">%s</text>"
+            "<rect class=\"stripe\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"30\"/>\n",
+            TOP + l * 34 + 19, lane_name[l], PLOT_X0, TOP + l * 34, sw * (double)w);
+    for (int64_t k = 0; !rc && k < w; k++) {
+        size_t lo = (size_t)k * RFS_TIMELINE_MAX, hi = lo + RFS_TIMELINE_MAX;
+        if (hi > t->n)
+            hi = t->n;
+        int64_t from = t->elems[order[lo]].start_us;
+        int64_t to = k + 1 < w ? t->elems[order[hi]].start_us : t->max_us;
+        const int64_t *c = &count[k * (LANES + 1)];
+        double x = PLOT_X0 + sw * (double)k;
+        rc = rs_buf_addf(out,
+                         "<a href=\"timeline/%lld.svg\" xlink:href=\"timeline/%lld.svg\">"
+                         "<g class=\"slice\" data-window=\"%lld\"><title>window %lld: ",
+                         (long long)k + 1, (long long)k + 1, (long long)k + 1, (long long)k + 1);
+        if (!rc)
+            rc = add_clock(out, from);
+        if (!rc)
+            rc = rs_buf_addlit(out, " \xe2\x86\x92 ");
+        if (!rc)
+            rc = add_clock(out, to);
+        if (!rc)
+            rc = rs_buf_addf(out,
+                             " UTC, %zu elements: %lld model calls, %lld tool calls, %lld tasks, "
+                             "%lld markers; %lld errors</title>"
+                             "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#fff\" "
+                             "fill-opacity=\"0\"/>",
+                             hi - lo, (long long)c[0], (long long)c[1], (long long)c[2],
+                             (long long)c[3], (long long)c[LANES], x, TOP, sw, LANES * 34);
+        for (int l = 0; !rc && l < LANES; l++)
+            if (c[l])
+                rc = rs_buf_addf(out,
+                                 "<rect class=\"sw %s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+                                 "height=\"30\" fill-opacity=\"%.2f\"/>",
+                                 lane_cls[l], x + 0.5, TOP + l * 34, sw - 1,
+                                 0.15 + 0.85 * (double)c[l] / (double)most);
+        if (!rc && c[LANES])
+            rc = rs_buf_addf(out, "<path class=\"sw mark-error\" d=\"M%.1f %dl5 8h-10z\"/>",
+                             x + sw / 2, TOP + LANES * 34 + 2);
+        if (!rc)
+            rc = rs_buf_addlit(out, "</g></a>\n");
+    }
+    /* Window numbers under the slices, as many as fit. */
+    int64_t every = 1;
+    while (sw * (double)every < 40)
+        every *= 2;
+    for (int64_t k = 0; !rc && k < w; k += every)
+        rc = rs_buf_addf(out, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">%lld</text>\n",
+                         PLOT_X0 + sw * (double)k, TOP + LANES * 34 + 26, (long long)k + 1);
+    if (!rc)
+        rc = rs_buf_addf(out,
+                         "<text class=\"s\" x=\"12\" y=\"%d\">window (darker: busier; "
+                         "\xe2\x96\xbc: errors)</text>\n",
+                         TOP + LANES * 34 + 26);
+    free(count);
+    return rc ? rc : rs_buf_addlit(out, "</svg>\n");
+}
+
+void rfs_timeline_set_window(rfs_timeline *t, int64_t window)
+{
+    t->window = window;
+}
+
+int64_t rfs_timeline_windows(const rfs_timeline *t)
+{
+    return t->windows;
+}
+
+int rfs_timeline_finish(rfs_timeline *t, rs_buf *out)
+{
+    t->windows =
+        t->n <= RFS_TIMELINE_MAX ? 1 : (int64_t)((t->n + RFS_TIMELINE_MAX - 1) / RFS_TIMELINE_MAX);
+    if (t->window < 0)
+        return 0;
+    if (t->window > t->windows)
+        return -ENOENT;
+    size_t *order = malloc((t->n ? t->n : 1) * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n; i++)
+        order[i] = i;
+    int rc = 0;
+    if (t->windows == 1) {
+        rc = draw_all(t, order, t->n, NULL, out);
+    } else {
+        int64_t *keys = malloc(t->n * 2 * sizeof *keys);
+        rc = keys ? 0 : -ENOMEM;
+        if (!rc) {
+            for (size_t i = 0; i < t->n; i++) {
+                keys[2 * i] = t->elems[i].start_us;
+                keys[2 * i + 1] = (int64_t)i;
+            }
+            qsort(keys, t->n, 2 * sizeof *keys, by_start_key);
+            for (size_t i = 0; i < t->n; i++)
+                order[i] = (size_t)keys[2 * i + 1];
+            free(keys);
+        }
+        if (!rc && t->window == 0) {
+            rc = overview(t, order, out);
+        } else if (!rc) {
+            size_t lo = (size_t)(t->window - 1) * RFS_TIMELINE_MAX, hi = lo + RFS_TIMELINE_MAX;
+            if (hi > t->n)
+                hi = t->n;
+            rs_buf note = RS_BUF_INIT;
+            rc = rs_buf_addf(&note, "window %lld of %lld: %zu elements starting ",
+                             (long long)t->window, (long long)t->windows, hi - lo);
+            if (!rc)
+                rc = add_clock(&note, t->elems[order[lo]].start_us);
+            if (!rc)
+                rc = rs_buf_addlit(&note, " \xe2\x86\x92 ");
+            if (!rc)
+                rc = add_clock(&note, hi < t->n ? t->elems[order[hi]].start_us : t->max_us);
+            if (!rc)
+                rc = rs_buf_addlit(&note, " UTC (all: ../timeline.svg)");
+            if (!rc)
+                rc = draw_all(t, order + lo, hi - lo, &note, out);
+            rs_buf_release(&note);
+        }
+    }
+    free(order);
+    return rc;
 }

@@ -62,6 +62,10 @@ static const char readme_text[] =
     "  threads/T/runs/R/otel.json        the run as OpenTelemetry traces (OTLP/JSON)\n"
     "  threads/T/runs/R/diff/R2          (lookup) the run's steps against run R2's, as a\n"
     "                                    unified diff (patch and review tools read it)\n"
+    "  threads/T/runs/R/otel/N.json      the same in parts a collector takes (otel/count)\n"
+    "  threads/T/runs/R/timeline/N.svg   a big run's timeline, a window each (timeline/count)\n"
+    "  threads/T/runs/R/report.html      the run for people: open it in a browser\n"
+    "  threads/T/report.html             the thread's runs, each linked\n"
     "\n"
     "Append:  mkdir -p threads/T/runs/R\n"
     "         echo '{\"event_type\":\"run.start\",\"content\":{\"chain\":\"x\"},"
@@ -207,8 +211,13 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_RECEIPT: return rs_store_receipt(s, &t, out, err);
     case RFS_R_SEAL: return rs_store_seal_read(s, &t, out, err);
     case RFS_T_STATS:
+    case RFS_T_REPORT:
     case RFS_R_STATS:
-    case RFS_R_TIMELINE: return rfs_glance_render(s, n->kind, &t, out, err);
+    case RFS_R_TIMELINE:
+    case RFS_R_REPORT:
+    case RFS_R_TL_WIN:
+    case RFS_R_OTEL_PART:
+        return rfs_glance_render(s, n->kind, n->num, sc->service_name, &t, out, err);
     case RFS_R_NOTE:
     case RFS_R_PROOF: return rfs_evidence_render(s, &t, n, out, err);
     case RFS_R_DIFF: {
@@ -331,8 +340,14 @@ static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
     if (!rc)
         rc = rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
     /* A store keeps sizes across upgrades: a view whose bytes a release changed names its
-     * format, so the size an older runfs kept is not taken for the new bytes'. */
-    return rc || n->kind != RFS_R_OTEL ? rc : rs_buf_addlit(key, "\nformat 2");
+     * format, so the size an older runfs kept is not taken for the new bytes'. otel's bytes
+     * name the service too. */
+    if (!rc && n->kind == RFS_R_TIMELINE)
+        rc = rs_buf_addlit(key, "\nformat 2");
+    if (rc || (n->kind != RFS_R_OTEL && n->kind != RFS_R_OTEL_PART))
+        return rc;
+    rc = rs_buf_addlit(key, "\nformat 3\n");
+    return rc ? rc : rs_buf_addstr(key, sc->service_name ? sc->service_name : "runfs");
 }
 
 /* A kept size's names: the store's (view: the node and owner, without what changes; token:
@@ -388,39 +403,41 @@ static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, r
     return rc ? rc : kept_names(s, key, info, k);
 }
 
-/* A run's first stat of stats.json, timeline.svg or otel.json sizes all three in one pass
- * over its rows and keeps them (the mount keeps the two documents' bytes too), so the
- * stats of the other two, as ls -la makes them, render nothing. */
+/* A run's first stat of stats.json, timeline.svg, report.html or otel.json sizes all four in
+ * one pass over its rows and keeps them (the mount keeps the three documents' bytes too),
+ * so the stats of the others, as ls -la makes them, render nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                        rs_err *err)
 {
-    static const rfs_kind kinds[] = {RFS_R_STATS, RFS_R_TIMELINE, RFS_R_OTEL};
-    rs_buf docs[2] = {RS_BUF_INIT, RS_BUF_INIT}, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
-    kept k[3] = {{0}};
+    static const rfs_kind kinds[] = {RFS_R_STATS, RFS_R_TIMELINE, RFS_R_REPORT, RFS_R_OTEL};
+    rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
+           keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    kept k[4] = {{0}};
     int64_t otel = 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     int rc = 0;
     /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
-    for (int i = 0; !rc && i < 3; i++)
+    for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
     rfs_otel_marks *marks = NULL;
     if (!rc && rfs_otel_marks_new(&marks))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
-        rc = rfs_glance_run_all(s, &t, &docs[0], &docs[1], &otel, marks, err);
-    for (int i = 0; !rc && i < 2; i++) {
+        rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &docs[2], &otel, marks,
+                                err);
+    for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, &k[i], (int64_t)docs[i].len);
     }
     if (!rc) {
-        rfs_sizes_put_marks(sc->sizes, keys[2].buf, info, otel, marks);
-        kept_put(s, &k[2], otel);
+        rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
+        kept_put(s, &k[3], otel);
     }
     rfs_otel_marks_release(marks);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
-    rs_buf_release(&docs[0]);
-    rs_buf_release(&docs[1]);
+    for (int i = 0; i < 3; i++)
+        rs_buf_release(&docs[i]);
     return rc;
 }
 
@@ -507,7 +524,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);
     int pass = !rc && cache && !doc && !cheap &&
-               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE ||
+               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
                 (n->kind == RFS_T_STATS && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass && n->kind == RFS_T_STATS)
@@ -843,7 +860,9 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
     if (transcript && !r->transcript &&
         (rc = rfs_transcript_new(&r->transcript, r->node->thread_id, run_terminal, r)))
         return rc;
-    if (otel && !r->otel && (rc = rfs_otel_new(&r->otel, r->node->thread_id, r->node->run_id)))
+    rs_target t = {
+        .thread_id = r->node->thread_id, .run_id = r->node->run_id, .user = r->scope.user};
+    if (otel && !r->otel && (rc = rfs_glance_otel_new(s, &t, r->scope.service_name, &r->otel, err)))
         return rc;
     if (otel && (rc = otel_marks(r, s, err)))
         return rc;
@@ -1100,9 +1119,10 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     int give = how && how->bytes;
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
+    rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     rs_cursor *c;
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r)
-             : otel     ? rfs_otel_new(&r.otel, n->thread_id, n->run_id)
+             : otel     ? rfs_glance_otel_new(s, &t, sc->service_name, &r.otel, err)
                         : 0;
     if (rc || (rc = stream_open(s, sc, n, 0, 0, NULL, &c, err))) {
         rfs_transcript_free(r.transcript);

@@ -22,8 +22,9 @@ typedef struct rfs_scope {
     const char *user;        /* owner of this request (NULL: every owner) */
     const char *only_thread; /* --thread: the one visible thread */
     int read_only;
-    int denied;       /* a uid --user-map does not name: EACCES below threads/ */
-    int64_t mount_ns; /* times for nodes with no store time */
+    const char *service_name; /* otel.json's service.name (NULL: "runfs") */
+    int denied;               /* a uid --user-map does not name: EACCES below threads/ */
+    int64_t mount_ns;         /* times for nodes with no store time */
     /* Mount-only documents; NULL in `runfs cat`. */
     int (*status_extra)(void *ctx, rs_buf *out); /* more "key":value pairs, no braces */
     /* .runfs/rejects.jsonl of owner user (the caller's), a log read at any offset. */

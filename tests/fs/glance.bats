@@ -136,15 +136,70 @@ check_thread() {
   python3 "$G" png "$WORK/par.png"
 }
 
-@test "a large run: stats.json matches, timeline.svg draws its first 2,000 elements and says how many more" {
+@test "a large run: stats.json matches, timeline.svg is an overview whose windows hold every element" {
   python3 "$G" big "$WORK/big.jsonl" 3000
   mkdir -p "$MNT/$T/runs/big"
   cat "$WORK/big.jsonl" >> "$MNT/$T/runs/big/events.jsonl"
   check_run "$MNT" "$STORE" th big
   run python3 "$G" svg "$WORK/big.events" "$WORK/big.timeline.svg"
   assert_success
-  assert_output "2000 4000"
+  assert_output "overview 3"
   xmllint --noout "$WORK/big.timeline.svg"
+  d=$MNT/$T/runs/big/timeline
+  run ls "$d"
+  assert_output "$(printf '1.svg\ncount')"
+  [ "$(cat "$d/count")" = 3 ]
+  mkdir "$WORK/win"
+  for n in 1 2 3; do
+    cat "$d/$n.svg" > "$WORK/win/$n.svg"
+    xmllint --noout "$WORK/win/$n.svg"
+    "$RUNFS" cat "$STORE" "$T/runs/big/timeline/$n.svg" | cmp - "$WORK/win/$n.svg"
+  done
+  run python3 "$G" windows "$WORK/big.events" "$WORK/win" 3
+  assert_success
+  assert_output "3 6000"
+  run cat "$d/4.svg"
+  assert_failure
+  # A run that fits is its own one window.
+  [ "$(cat "$MNT/$T/runs/par/timeline/count")" = 1 ]
+  cmp "$MNT/$T/runs/par/timeline/1.svg" "$MNT/$T/runs/par/timeline.svg"
+}
+
+@test "otel parts: complete requests within the limits that hold the run's spans, its errors and middleware, the service named" {
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" --service-name checkout-agent
+  python3 "$G" big "$WORK/big.jsonl" 12000
+  mkdir -p "$MNT/$T/runs/big"
+  cat "$WORK/big.jsonl" >> "$MNT/$T/runs/big/events.jsonl"
+  ev_error "late trouble" >> "$MNT/$T/runs/big/events.jsonl"
+  for r in par tasks big; do
+    d=$MNT/$T/runs/$r
+    run ls "$d/otel"
+    assert_output "$(printf '1.json\ncount')"
+    n=$(cat "$d/otel/count")
+    parts=()
+    for i in $(seq 1 "$n"); do
+      cat "$d/otel/$i.json" > "$WORK/$r.$i.json"
+      [ "$(stat -c %s "$d/otel/$i.json")" -eq "$(wc -c < "$WORK/$r.$i.json")" ]
+      [ "$(wc -c < "$WORK/$r.$i.json")" -le 4194304 ] || fail "otel/$i.json of $r is over 4 MiB"
+      "$RUNFS" cat "$STORE" "$T/runs/$r/otel/$i.json" --service-name checkout-agent | cmp - "$WORK/$r.$i.json"
+      parts+=("$WORK/$r.$i.json")
+    done
+    run cat "$d/otel/$((n + 1)).json"
+    assert_failure
+    "$RUNFS" cat "$STORE" "$T/runs/$r/events.jsonl" > "$WORK/$r.events"
+    python3 "$G" otel-parts "$WORK/$r.events" checkout-agent "${parts[@]}"
+    [ "$n" -gt 1 ] || cmp "$d/otel.json" "$WORK/$r.1.json" || fail "otel/1.json of $r is not its otel.json"
+    if [ -e "$OTLP_DIR/ok" ]; then
+      for p in "${parts[@]}"; do NODE_PATH=$OTLP_DIR/node_modules node "$BATS_TEST_DIRNAME/otlp-decode.js" "$p" "$p.decoded"; done
+    fi
+  done
+  [ "$(cat "$MNT/$T/runs/big/otel/count")" -ge 3 ] || fail "24,000 spans fit in fewer than three parts"
+  # The resource names the agent that started the run; runfs cat names the service it is told.
+  run python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["resourceSpans"][0]["resource"]; print(r)' "$WORK/par.1.json"
+  assert_output "{'attributes': [{'key': 'service.name', 'value': {'stringValue': 'checkout-agent'}}, {'key': 'gen_ai.agent.name', 'value': {'stringValue': 'lead_agent'}}]}"
+  run bash -c "'$RUNFS' cat '$STORE' $T/runs/par/otel.json | grep -o '\"service.name\",\"value\":{\"stringValue\":\"[a-z-]*\"'"
+  assert_output '"service.name","value":{"stringValue":"runfs"'
 }
 
 @test "otel.json is read by OpenTelemetry's JavaScript implementation: span tree, names, attributes, times" {

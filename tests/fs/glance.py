@@ -11,6 +11,10 @@ compare runfs's files with them.
   glance.py same-stats REF ACTUAL          exit 1 (saying where) unless the documents are equal
   glance.py thread-sum THREAD RUN...       thread stats.json == the sum of its runs' stats.json
   glance.py svg EVENTS SVG                 timeline.svg draws exactly the reference's elements
+                                           (past MAX_ELEMENTS: an overview linking its windows)
+  glance.py windows EVENTS DIR COUNT       DIR/1.svg..COUNT.svg hold every element, each at most
+                                           MAX_ELEMENTS, in windows of consecutive time
+  glance.py otel-parts EVENTS SERVICE P... the decoded parts are one run's spans, split in limits
   glance.py png PNG                        the PNG is not blank
   glance.py otel EVENTS DECODED            otel.json (decoded by OpenTelemetry's JS) == reference
 """
@@ -259,15 +263,15 @@ def elements(events):
                 seqs.append(e["seq"])
         elif t in ("run.terminal", "run.error", "llm.error") or t.startswith("middleware:"):
             seqs.append(e["seq"])
-    return seqs[:MAX_ELEMENTS], max(0, len(seqs) - MAX_ELEMENTS)
+    return seqs
 
 
-def svg_cmd(args):
-    want, more = elements(load(args[0]))
-    raw = open(args[1], "rb").read()
+def drawn(path, links=False):
+    """The data-seq of the elements an SVG file draws, each checked to have its <title>."""
+    raw = open(path, "rb").read()
     text = raw.decode("utf-8")
-    if re.search(r"<script|href=|xlink:|url\(", text):
-        sys.exit("timeline.svg is not self-contained: it holds a script or an external reference")
+    if re.search(r"<script|\son[a-z]+=|url\(", text) or (not links and re.search(r"href=|xlink:", text)):
+        sys.exit(f"{path} is not self-contained: it holds a script or an external reference")
     root = ET.fromstring(raw)
     ns = "{http://www.w3.org/2000/svg}"
     if root.tag != ns + "svg":
@@ -279,13 +283,44 @@ def svg_cmd(args):
             title = el.find(ns + "title")
             if title is None or f"seq {el.attrib['data-seq']}" not in (title.text or ""):
                 sys.exit(f"element of seq {el.attrib['data-seq']} has no <title> naming its seq")
-    if got != want:
-        sys.exit(f"data-seq drawn {got[:20]}... ({len(got)}) != the reference's {want[:20]}... ({len(want)})")
-    if more and f"and {more} more" not in text:
-        sys.exit(f"timeline.svg does not say 'and {more} more'")
-    if not more and " more not drawn" in text:
-        sys.exit("timeline.svg says elements were left out when none were")
-    print(len(got), more)
+    return got, text
+
+
+def svg_cmd(args):
+    want = elements(load(args[0]))
+    if len(want) <= MAX_ELEMENTS:
+        got, _ = drawn(args[1])
+        if got != want:
+            sys.exit(f"data-seq drawn {got[:20]}... ({len(got)}) != the reference's {want[:20]}... ({len(want)})")
+        print(len(got), 0)
+        return
+    # An overview: no element of its own, a slice per window, each a relative link to it.
+    got, text = drawn(args[1], links=True)
+    windows = -(-len(want) // MAX_ELEMENTS)
+    hrefs = re.findall(r'\shref="([^"]*)"', text)
+    if got or sorted(set(hrefs)) != sorted(f"timeline/{n}.svg" for n in range(1, windows + 1)) or \
+            re.findall(r'xlink:href="([^"]*)"', text) != hrefs:
+        sys.exit(f"the overview should link timeline/1.svg..{windows}.svg and draw no element: {hrefs[:5]}, {len(got)}")
+    print("overview", windows)
+
+
+def windows_cmd(args):
+    events = load(args[0])
+    want, at = elements(events), {e["seq"]: e for e in events}
+    n = int(args[2])
+    if n != -(-len(want) // MAX_ELEMENTS):
+        sys.exit(f"timeline/count says {n} windows for {len(want)} elements")
+    got, last = [], None
+    for w in range(1, n + 1):
+        seqs, text = drawn(f"{args[1]}/{w}.svg")
+        if len(seqs) > MAX_ELEMENTS or not seqs:
+            sys.exit(f"window {w} holds {len(seqs)} elements")
+        if f"window {w} of {n}" not in text:
+            sys.exit(f"window {w} does not say which window of {n} it is")
+        got += seqs
+    if sorted(got) != sorted(want):
+        sys.exit(f"the windows hold {len(got)} elements, the run {len(want)}: not the same ones")
+    print(n, len(got))
 
 
 def png_cmd(args):
@@ -396,6 +431,38 @@ def otel_spans(events):
     spans.append((("root",), "invoke_agent", ns(first), ns(last), attrs,
                   0 if not terminal else 1 if status == "success" else 2))
     return spans
+
+
+def otel_parts_cmd(args):
+    """Each decoded part: a complete request of the run's one trace within the limits; the
+    parts together: every span of the run once, an exception per error event, the service."""
+    events, service, paths = load(args[0]), args[1], args[2:]
+    spans, names = [], set()
+    for p in paths:
+        doc = json.load(open(p))
+        part = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+        res = {x["key"]: attr_value(x["value"]) for rs in doc["resourceSpans"] for x in rs["resource"]["attributes"]}
+        if res.get("service.name") != service:
+            sys.exit(f"{p}: service.name {res.get('service.name')!r}, want {service!r}")
+        if len(part) > 10000 or not part:
+            sys.exit(f"{p}: {len(part)} spans")
+        spans += part
+    traces = {s["traceId"] for s in spans}
+    ids = [s["spanId"] for s in spans]
+    if len(traces) != 1 or len(set(ids)) != len(ids):
+        sys.exit(f"the parts hold {len(traces)} trace ids and {len(ids) - len(set(ids))} repeated spans")
+    want = len(otel_spans(events))
+    if len(spans) != want:
+        sys.exit(f"the parts hold {len(spans)} spans, the run {want}")
+    exc = [e for s in spans for e in s.get("events", []) if e["name"] == "exception"]
+    errors = [e for e in events if e["event_type"] in ("llm.error", "run.error")]
+    msgs = sorted(next(x["value"]["stringValue"] for x in e["attributes"] if x["key"] == "exception.message") for e in exc)
+    if msgs != sorted(e["content"] if isinstance(e["content"], str) else json.dumps(e["content"]) for e in errors):
+        sys.exit(f"{len(exc)} exception events for {len(errors)} errors, or their messages differ")
+    mws = sorted(e["name"] for s in spans for e in s.get("events", []) if e["name"] != "exception")
+    if mws != sorted(e["event_type"][len("middleware:"):] for e in events if e["event_type"].startswith("middleware:")):
+        sys.exit(f"middleware span events {mws[:5]} are not the run's middleware events")
+    print(len(paths), len(spans), len(exc))
 
 
 def attr_value(v):
@@ -556,4 +623,5 @@ def big_cmd(args):
 if __name__ == "__main__":
     cmd, rest = sys.argv[1], sys.argv[2:]
     {"stats": stats_cmd, "same-stats": same_stats, "thread-sum": thread_sum, "svg": svg_cmd,
+     "windows": windows_cmd, "otel-parts": otel_parts_cmd,
      "png": png_cmd, "otel": otel_cmd, "runs": runs_cmd, "big": big_cmd}[cmd](rest)

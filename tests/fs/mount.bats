@@ -99,13 +99,13 @@ EOF
   assert_output "t1"
   run ls "$MNT/threads/t1"
   assert_output "$(printf '%s\n' ai-runs events.jsonl history.jsonl message-count \
-    message-seqs messages.jsonl runs search seq since stats.json transcript.md)"
+    message-seqs messages.jsonl report.html runs search seq since stats.json transcript.md)"
   run ls "$MNT/threads/t1/runs"
   assert_output "r1"
   # last-visible-ai-seq, seal.json and seal.note exist only once there is something to show.
   run ls "$RUN"
-  assert_output "$(printf '%s\n' diff events.jsonl messages.jsonl once otel.json proofs receipt.json \
-    search since stats.json tasks timeline.svg types workspace-changes.json)"
+  assert_output "$(printf '%s\n' diff events.jsonl messages.jsonl once otel otel.json proofs receipt.json \
+    report.html search since stats.json tasks timeline timeline.svg types workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"
   ev_terminal | (set -C; cat > "$RUN/once/run.terminal")
