@@ -589,10 +589,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->shape = RFS_SHAPE_STREAM;
         break;
     case RFS_SHAPE_DOC: return stat_doc(s, sc, n, st, doc, &info, how && how->lazy > 1, err);
-    case RFS_SHAPE_STREAM:
-        if (n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
-            return 0;
-        break;
+    case RFS_SHAPE_STREAM: break;
     default: return 0;
     }
     /* messages.jsonl: the store keeps its size beside the log (not on every backend, nor
@@ -638,7 +635,9 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = stream_size(s, sc, n, keeps, &st->size, err);
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
-        if (!rc)
+        /* since/<seq> is a parameter: the store would keep a size for every seq a poller
+         * asks for, so only the mount keeps it. */
+        if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
             kept_put(s, &k, st->size);
     }
     rs_buf_release(&key);
