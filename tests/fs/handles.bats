@@ -64,3 +64,88 @@ copies_equal() {
   run copies_equal "$T/since/2" "$WORK/ref"
   assert_success
 }
+
+# HOLD_SEARCH PID N FILE REF (python3): N handles of FILE opened, each having read its first
+# 64 KiB as cat does; then all but three closed (the first, one in the middle, the last),
+# which read on and must give REF's bytes whole. Done twice: the first round warms what the
+# daemon makes once (its worker threads, their allocator arenas, its store connections'
+# caches). Prints the daemon's anonymous memory (RssAnon, kB, which any uid reads in
+# /proc/PID/status) in the second round before, with N/2 and with N handles open, and after
+# they closed.
+HOLD_SEARCH='import os, sys, time
+pid, n, path, ref = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], open(sys.argv[4], "rb").read()
+def anon():
+    time.sleep(0.2)  # RSS is sampled by the kernel: let it settle
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+def round():
+    fds, heads, seen = [], {}, [anon()]
+    for i in range(n):
+        fd = os.open(path, os.O_RDONLY)
+        fds.append(fd)
+        head = os.read(fd, 65536)
+        if i in (0, n // 2, n - 1):
+            heads[fd] = head
+        if i + 1 in (n // 2, n):
+            seen.append(anon())
+    for fd in fds:
+        if fd not in heads:
+            os.close(fd)
+    for fd, head in heads.items():
+        data = head
+        while True:
+            b = os.read(fd, 131072)
+            if not b:
+                break
+            data += b
+        os.close(fd)
+        if data != ref:
+            sys.exit("a handle read %d bytes, the answer is %d" % (len(data), len(ref)))
+    seen.append(anon())
+    return seen
+round()
+print(*round())'
+
+@test "memory: 10,000 open search handles of a 1 MB answer, held by a non-root uid, cost the daemon under 16 MiB; each still reads it whole; closing them gives the memory back" {
+  local m=$WORK/mem n=10000 f=$WORK/lines.jsonl
+  chmod 755 "$WORK"
+  ulimit -n $((n + 100))
+  runfs_mount "$STORE" "$m" -o allow_other
+  # 250 matching events of about 4 KiB, and others that do not match.
+  python3 -c 'import json
+pad = "p" * 4096
+for i in range(250):
+    print(json.dumps({"event_type": "llm.error", "content": "needlework %d %s" % (i, pad)}))
+    if i % 10 == 0:
+        print(json.dumps({"event_type": "llm.error", "content": "haystack %d" % i}))' > "$f"
+  mkdir -p "$m/$R"
+  cat "$f" >> "$m/$R/events.jsonl"
+  # The reference: the thread's lines that name the word, in seq order (events.jsonl, a log
+  # served apart from search).
+  grep -F needlework "$m/$T/events.jsonl" > "$WORK/ref"
+  chmod 644 "$WORK/ref"
+  [ "$(wc -l < "$WORK/ref")" -eq 250 ] || fail "the reference has $(wc -l < "$WORK/ref") lines"
+  [ "$(wc -c < "$WORK/ref")" -gt 1000000 ] || fail "the answer is too small to tell"
+  # runfs search and runfs cat of the same name agree with it.
+  "$RUNFS" search "$STORE" needlework > "$WORK/cli"
+  cmp "$WORK/ref" "$WORK/cli"
+  "$RUNFS" cat "$STORE" search/needlework > "$WORK/cli"
+  cmp "$WORK/ref" "$WORK/cli"
+  # A first search makes the index and opens the daemon's store connections.
+  as "$UID_A" "cat '$m/search/needlework'" > "$WORK/first"
+  cmp "$WORK/ref" "$WORK/first"
+  local pid
+  pid=$(pgrep -f "runfs mount.* $m\$" | head -1)
+  run as "$UID_A" "python3 -c '$HOLD_SEARCH' $pid $n '$m/search/needlework' '$WORK/ref'"
+  assert_success
+  echo "# RssAnon kB before, with $((n / 2)) and $n handles, after they closed: $output" >&3
+  local before half held after
+  read -r before half held after <<< "$output"
+  # A handle that held its answer would cost 10 GB; one that holds its place, a few MiB.
+  [ $((held - before)) -lt 16384 ] || fail "$n search handles took $((held - before)) kB"
+  [ $(((held - half) * 2)) -lt 16384 ] || fail "the second $((n / 2)) handles took $((held - half)) kB"
+  # What the handles took is given back, not kept.
+  [ $((after - before)) -lt 4096 ] || fail "$((after - before)) kB kept after the handles closed"
+  runfs_unmount "$m"
+}
