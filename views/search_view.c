@@ -65,10 +65,45 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     return rc < 0 ? rc : 0;
 }
 
-int rfs_search_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
-                    const char *after_thread, int64_t after_seq, rs_cursor **out, rs_err *err)
+int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
+                    int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
+    if (off < pos->off)
+        *pos = (rfs_search_pos){0};
+    /* The query is parsed again at each read: a parsed one keeps a scratch buffer as long as
+     * the longest row it matched, which 10,000 open handles would each hold. */
+    rs_search *q;
+    int rc = rs_search_parse(&q, n->name, err);
+    if (rc)
+        return rc;
     const char *thread = n->kind == RFS_SEARCH ? sc->only_thread : n->thread_id;
     const char *run = n->kind == RFS_R_SEARCH ? n->run_id : NULL;
-    return rs_store_search(s, q, thread, run, sc->user, after_thread, after_seq, out, err);
+    rs_cursor *c;
+    if ((rc = rs_store_search(s, q, thread, run, sc->user, pos->thread[0] ? pos->thread : NULL,
+                              pos->seq, &c, err))) {
+        rs_search_free(q);
+        return rc;
+    }
+    int64_t end = off + (int64_t)size;
+    const rs_record *rec;
+    while (pos->off < end && (rc = rs_cursor_next(c, &rec)) == 1) {
+        int64_t row_end = pos->off + (int64_t)rec->line_len;
+        if (row_end > off) {
+            int64_t from = off > pos->off ? off : pos->off, to = row_end < end ? row_end : end;
+            if ((rc = rs_buf_add(out, rec->line + (from - pos->off), (size_t)(to - from))))
+                break;
+        }
+        /* A row given in part is rendered again by the next read: nothing is held. */
+        if (row_end > end)
+            break;
+        pos->off = row_end;
+        pos->seq = rec->seq;
+        /* A record's thread id is a valid id: it fits. */
+        (void)rs_fmt(pos->thread, sizeof pos->thread, "%s", rec->thread_id);
+    }
+    rs_cursor_free(c);
+    rs_search_free(q);
+    if (rc == -ENOMEM)
+        rs_err_set(err, rc, "out of memory");
+    return rc < 0 ? rc : 0;
 }

@@ -15,9 +15,18 @@ int rfs_search_is_result(rfs_kind kind);
 int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, int sized,
                     rs_err *err);
 
-/* The matches of node n's query q (parsed from n->name; it outlives the cursor) after
- * (after_thread, after_seq) (after_thread NULL: from the first). */
-int rfs_search_open(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
-                    const char *after_thread, int64_t after_seq, rs_cursor **out, rs_err *err);
+/* Where a reader of a search result is: the offset of a row boundary and the row before it
+ * (thread "" and seq 0: the start). A handle keeps only this between reads. */
+typedef struct rfs_search_pos {
+    int64_t off;
+    int64_t seq;
+    char thread[RS_ID_MAX + 1];
+} rfs_search_pos;
+
+/* Append up to size bytes of node n's result from offset off to out (fewer only at its end),
+ * rendered from the store after pos (from the start when off lies before it); pos moves to
+ * the last row given whole. */
+int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
+                    int64_t off, size_t size, rs_buf *out, rs_err *err);
 
 #endif

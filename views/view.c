@@ -1,6 +1,7 @@
 /* view.c — node contents from the store: logs by byte offset, views as seq-ordered streams,
  * small documents rendered whole. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,30 +90,98 @@ struct rfs_reader {
     const rfs_node *node; /* the opener's: it outlives the reader */
     rfs_scope scope;
     rfs_shape shape;
-    int64_t mtime_ns;                /* the file's last change when it was opened */
-    int64_t version;                 /* rfs_stat's version at open */
-    int64_t size;                    /* a log's or document's size at open; else -1 */
-    rfs_doc *doc;                    /* RFS_SHAPE_DOC: the whole document, shared by content */
-    int64_t next_off;                /* streams: file offset of pending.buf[0] */
-    int64_t last_seq;                /* streams: seq of the last row rendered into pending */
-    rs_buf pending;                  /* streams: rendered bytes from next_off on */
-    size_t behind;                   /* streams: bytes kept before the last read's offset */
-    rfs_transcript *transcript;      /* transcript.md: the rendering state */
-    int finished;                    /* transcript.md: its end was rendered */
-    rs_store *store;                 /* the store of the read in progress */
-    rs_history *history;             /* history.jsonl: its hidden runs, computed once per pass */
-    rfs_otel *otel;                  /* otel.json: the rendering state */
-    rfs_otel_marks *marks;           /* otel.json: kept positions (the mount's, or its own) */
-    int64_t mark_at;                 /* otel.json: the offset of the next mark due */
-    int marks_looked;                /* otel.json: marks was looked for */
-    rs_search *search;               /* search/<query>: the query, parsed at open */
-    char last_thread[RS_ID_MAX + 1]; /* search: thread of the row at last_seq ("": none) */
+    int64_t mtime_ns;           /* the file's last change when it was opened */
+    int64_t version;            /* rfs_stat's version at open */
+    int64_t size;               /* a log's or document's size at open; else -1 */
+    rfs_doc *doc;               /* RFS_SHAPE_DOC: the whole document, shared by content */
+    int64_t next_off;           /* streams: file offset of pending.buf[0] */
+    int64_t last_seq;           /* streams: seq of the last row rendered into pending */
+    rs_buf pending;             /* streams: rendered bytes from next_off on */
+    size_t behind;              /* streams: bytes kept before the last read's offset */
+    rfs_transcript *transcript; /* transcript.md: the rendering state */
+    int finished;               /* transcript.md: its end was rendered */
+    rs_store *store;            /* the store of the read in progress */
+    rs_history *history;        /* history.jsonl: its hidden runs, computed once per pass */
+    rfs_otel *otel;             /* otel.json: the rendering state */
+    rfs_otel_marks *marks;      /* otel.json: kept positions (the mount's, or its own) */
+    int64_t mark_at;            /* otel.json: the offset of the next mark due */
+    int marks_looked;           /* otel.json: marks was looked for */
+    rfs_search_pos search;      /* search/<query>: where the reads are */
+    int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
 };
 
-/* A search reopens its cursor at each fill (the store's connection is the read's only), and
- * each reopening runs the query again: a fill renders this far ahead of the read, so a long
- * result costs one query per SEARCH_AHEAD bytes while a handle holds no more than that. */
+/* A search reopens its cursor at each read (the store's connection is the read's only), and
+ * each reopening runs the query again, so a reader renders up to SEARCH_AHEAD bytes past a
+ * read and serves the next reads from them: one query per SEARCH_AHEAD bytes however small
+ * the reads (wc reads 16 KiB). Those bytes are held only while search_ahead_left, shared by
+ * every reader of the process, lasts: 10,000 open handles hold their places, not their
+ * answers, and past the budget a reader renders each read alone. */
 #define SEARCH_AHEAD ((int64_t)1 << 20)
+#define SEARCH_AHEAD_BUDGET ((int64_t)8 << 20)
+static _Atomic int64_t search_ahead_left = SEARCH_AHEAD_BUDGET; /* atomic: no lock */
+
+static int64_t ahead_take(int64_t want)
+{
+    int64_t left = atomic_load(&search_ahead_left);
+    while (left > 0) {
+        int64_t got = left < want ? left : want;
+        if (atomic_compare_exchange_weak(&search_ahead_left, &left, left - got))
+            return got;
+    }
+    return 0;
+}
+
+/* The reader's charge is what its pending holds allocated: taken from the budget, or given
+ * back, to match (the budget may go below 0 by a read's own bytes, then no reader gets any
+ * until they are given back). */
+static void ahead_settle(rfs_reader *r)
+{
+    if (r->pending.len == 0)
+        rs_buf_release(&r->pending);
+    int64_t held = (int64_t)r->pending.alloc;
+    if (held != r->ahead) {
+        atomic_fetch_sub(&search_ahead_left, held - r->ahead);
+        r->ahead = held;
+    }
+}
+
+/* A search result's bytes [off, off + size): from what the reader holds, then rendered from
+ * its place in the answer, with what the budget allows beyond them kept for the next reads. */
+static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                       rs_err *err)
+{
+    size_t taken = 0;
+    if (off >= r->next_off && off - r->next_off < (int64_t)r->pending.len) {
+        size_t at = (size_t)(off - r->next_off), have = r->pending.len - at;
+        taken = have < size ? have : size;
+        int rc = rs_buf_add(out, r->pending.buf + at, taken);
+        if (rc)
+            return rc;
+        rs_buf_remove_front(&r->pending, at + taken);
+        r->next_off = off + (int64_t)taken;
+    } else {
+        rs_buf_reset(&r->pending);
+    }
+    ahead_settle(r);
+    if (taken == size || r->pending.len)
+        return 0;
+    int64_t from = off + (int64_t)taken, grant = ahead_take(SEARCH_AHEAD);
+    size_t want = size - taken + (size_t)grant;
+    r->ahead += grant;
+    int rc = rs_buf_grow(&r->pending, want);
+    if (!rc)
+        rc = rfs_search_read(s, &r->scope, r->node, &r->search, from, want, &r->pending, err);
+    size_t give = r->pending.len < size - taken ? r->pending.len : size - taken;
+    if (!rc)
+        rc = rs_buf_add(out, r->pending.buf, give);
+    if (rc)
+        rs_buf_reset(&r->pending);
+    else
+        rs_buf_remove_front(&r->pending, give);
+    r->next_off = from + (int64_t)give;
+    ahead_settle(r);
+    return rc;
+}
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
 {
@@ -630,10 +699,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->shape = RFS_SHAPE_STREAM;
         break;
     case RFS_SHAPE_DOC: return stat_doc(s, sc, n, st, doc, &info, how && how->lazy > 1, err);
-    case RFS_SHAPE_STREAM:
-        if (n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
-            return 0;
-        break;
+    case RFS_SHAPE_STREAM: break;
     default: return 0;
     }
     /* messages.jsonl: the store keeps its size beside the log (not on every backend, nor
@@ -679,7 +745,9 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = stream_size(s, sc, n, keeps, &st->size, err);
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
-        if (!rc)
+        /* since/<seq> is a parameter: the store would keep a size for every seq a poller
+         * asks for, so only the mount keeps it. */
+        if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
             kept_put(s, &k, st->size);
     }
     rs_buf_release(&key);
@@ -718,8 +786,6 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
         rc = -EISDIR;
     if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &r->doc))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
-    if (!rc && rfs_search_is_result(n->kind))
-        rc = rs_search_parse(&r->search, n->name, err);
     rs_buf_release(&doc);
     if (rc) {
         rfs_reader_free(r);
@@ -743,7 +809,8 @@ void rfs_reader_free(rfs_reader *r)
     rfs_doc_release(r->doc);
     rs_buf_release(&r->pending);
     rs_history_free(r->history);
-    rs_search_free(r->search);
+    rs_buf_reset(&r->pending);
+    ahead_settle(r);
     free(r);
 }
 
@@ -870,14 +937,9 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
     if (r->node->kind == RFS_T_HISTORY && !r->history &&
         (rc = rs_history_open(s, r->node->thread_id, r->scope.user, &r->history, err)))
         return rc;
-    if (r->search && r->next_off + (int64_t)r->pending.len < want_end)
-        want_end = r->next_off + (int64_t)r->pending.len + SEARCH_AHEAD;
     while (r->next_off + (int64_t)r->pending.len < want_end) {
         rs_cursor *c;
-        rc = r->search
-                 ? rfs_search_open(s, &r->scope, r->node, r->search,
-                                   r->last_thread[0] ? r->last_thread : NULL, r->last_seq, &c, err)
-                 : stream_open(s, &r->scope, r->node, r->last_seq, 0, r->history, &c, err);
+        rc = stream_open(s, &r->scope, r->node, r->last_seq, 0, r->history, &c, err);
         if (rc)
             return rc;
         const rs_record *rec;
@@ -890,9 +952,6 @@ static int stream_fill(rfs_reader *r, rs_store *s, int64_t want_end, rs_err *err
             }
             rows++;
             r->last_seq = rec->seq;
-            /* A record's thread id is a valid id: it fits. */
-            if (r->search)
-                (void)rs_fmt(r->last_thread, sizeof r->last_thread, "%s", rec->thread_id);
             rc = transcript || otel
                      ? feed_row(transcript ? r->transcript : NULL, r->otel, rec, &r->pending)
                      : rs_buf_add(&r->pending, rec->line, rec->line_len);
@@ -1082,7 +1141,6 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         r->next_off = 0;
         r->last_seq = 0;
         r->finished = 0;
-        r->last_thread[0] = '\0';
         rfs_transcript_free(r->transcript);
         r->transcript = NULL;
         rfs_otel_free(r->otel);
@@ -1175,7 +1233,9 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         return rs_buf_add(out, bytes + off, n < size ? n : size);
     }
     case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
-    default: return read_stream(r, s, off, size, out, err);
+    default:
+        return rfs_search_is_result(r->node->kind) ? read_search(r, s, off, size, out, err)
+                                                   : read_stream(r, s, off, size, out, err);
     }
 }
 

@@ -44,7 +44,7 @@ typedef enum rfs_shape {
     RFS_SHAPE_LOG,    /* events.jsonl: exact size, seekable, cacheable */
     RFS_SHAPE_DOC,    /* a small document rendered whole */
     RFS_SHAPE_STREAM, /* a view streamed in seq order; its exact size costs a rendering
-                            (kept in scope->sizes), since/<seq> shows 0 */
+                            (kept in scope->sizes) */
     RFS_SHAPE_FOLLOW, /* a live feed */
 } rfs_shape;
 
