@@ -168,9 +168,11 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
                                     "WHERE key = 'changes_init'), 0) FROM pg_class WHERE oid = "
                                     "to_regclass('runfs_change')",
                                     NULL, NULL, &has, NULL, err);
-    if (rc || has < 2)
-        return rc; /* a store no runfs with a feed has written: nothing to show */
-    b->feed_ready = has == 3;
+    if (rc)
+        return rc;
+    if (has < 3)
+        return rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
+    b->feed_ready = 1;
     /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
      * horizon and the rows come from one snapshot. */
     static const char sql[] =

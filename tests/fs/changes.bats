@@ -274,3 +274,33 @@ PY
   assert_equal "$(live "$WORK/view")" "$(expected)"
   assert_equal "$(wc -l <"$WORK/view")" 13
 }
+
+@test "-o ro of a DeerFlow database no runfs numbered refuses its feed (ENODATA, with why) instead of showing it empty" {
+  local df=$WORK/df.db ro=$WORK/ro t
+  cp "$BATS_TEST_DIRNAME/../data/deerflow-sample.db" "$df"
+  if on_pg; then
+    df=$(pg_uri "${PG_DB}_df")
+    pg_admin "CREATE DATABASE ${PG_DB}_df" >/dev/null
+    store_sql "$(cat "$BATS_TEST_DIRNAME/../data/deerflow-schema-postgresql.sql")" "$df"
+    sqlite3 -csv "$WORK/df.db" "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" |
+      PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -d "$df" -c "\copy run_events (id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) FROM STDIN WITH (FORMAT csv)"
+  fi
+  # The runs the database holds, counted from its rows.
+  local runs
+  runs=$(sqlite3 "$WORK/df.db" "SELECT count(DISTINCT thread_id || '/' || run_id) FROM run_events")
+  [ "$runs" -gt 0 ]
+  runfs_mount "$df" "$ro" -o ro
+  for t in changes.jsonl changes/since/0 changes/follow/0; do
+    run cat "$ro/$t"
+    assert_failure
+    assert_output --partial "No data available"
+    grep -F "\"path\":\"$t\"" "$ro/.runfs/rejects.jsonl" | grep -F '"errno":"ENODATA"' |
+      grep -q 'this store has no change numbers yet' || fail "no reason for $t in rejects.jsonl"
+  done
+  # Numbered once by a read-write reader, the read-only mount shows every run.
+  run "$RUNFS" changes "$df"
+  assert_success
+  assert_equal "$(printf '%s\n' "$output" | grep -c '"deleted":false')" "$runs"
+  assert_equal "$(grep -c '"deleted":false' "$ro/changes.jsonl")" "$runs"
+  if on_pg; then pg_admin "DROP DATABASE IF EXISTS ${PG_DB}_df WITH (FORCE)" >/dev/null || true; fi
+}
