@@ -282,16 +282,36 @@ static const char rs_schema_changes_sql[] =
     "  WHERE pending;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('changes_init', 0);\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_change_delete AFTER DELETE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
-    "    VALUES (old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
+    "  INSERT INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
+    "    SELECT old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
     "    runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = old.thread_id\n"
-    "    AND r.run_id = old.run_id), 0), coalesce(old.user_id, ''), 1);\n"
+    "    AND r.run_id = old.run_id), 0), coalesce(old.user_id, ''), 1\n"
+    "    WHERE NOT EXISTS (SELECT 1 FROM runfs_change WHERE thread_id = old.thread_id\n"
+    "    AND run_id = old.run_id);\n"
     "  UPDATE runfs_change SET pending = 1 WHERE thread_id = old.thread_id\n"
     "    AND run_id = old.run_id AND pending = 0;\n"
     "END;\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_change_update AFTER UPDATE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, pending)\n"
-    "    VALUES (old.thread_id, old.run_id, 0, 1), (new.thread_id, new.run_id, 0, 1);\n"
+    "  INSERT INTO runfs_change (thread_id, run_id, change, pending)\n"
+    "    SELECT old.thread_id, old.run_id, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM runfs_change\n"
+    "    WHERE thread_id = old.thread_id AND run_id = old.run_id);\n"
+    "  INSERT INTO runfs_change (thread_id, run_id, change, pending)\n"
+    "    SELECT new.thread_id, new.run_id, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM runfs_change\n"
+    "    WHERE thread_id = new.thread_id AND run_id = new.run_id);\n"
     "  UPDATE runfs_change SET pending = 1 WHERE (thread_id = old.thread_id\n"
     "    AND run_id = old.run_id) OR (thread_id = new.thread_id AND run_id = new.run_id);\n"
     "END;\n";
+
+/* Triggers on run_events whose statements an outer statement's conflict clause could make
+ * fail: SQLite runs a trigger's INSERT under the conflict clause of the statement that fired
+ * it (CREATE TRIGGER), so an older build's INSERT OR IGNORE became INSERT OR ABORT under
+ * DeerFlow's UPDATE OR ABORT or UPSERT and failed it on the side table's key. A writer's
+ * open drops them (rs_schema_stale_drop_sql) and makes them again; every statement of
+ * runfs's triggers now meets no constraint at all, whatever the outer clause. */
+static const char rs_schema_stale_triggers_sql[] =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' "
+    "AND name LIKE 'runfs%' AND sql LIKE '%OR IGNORE%'";
+static const char rs_schema_stale_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_change_delete;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_change_update;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_search_update;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_search_delete;\n";
