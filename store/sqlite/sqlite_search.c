@@ -196,13 +196,12 @@ static int make_index(rs_backend *b, rs_err *err)
 
 int sq_search_triggers(rs_backend *b, rs_err *err)
 {
-    int64_t has = 0;
-    int rc = sq_int(b,
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                    "'runfs_search_dirty'",
-                    NULL, NULL, &has, NULL, err);
+    int64_t layout = 0;
+    int rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL,
+                    &layout, NULL, err);
     char *msg = NULL;
-    int src = rc || !has ? SQLITE_OK : sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
+    int src = rc || layout != 3 ? SQLITE_OK
+                                : sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
     if (src != SQLITE_OK)
         rc = rs_err_set(err, -EIO, "cannot set up the search index's triggers in %s: %s", b->path,
                         msg ? msg : sqlite3_errstr(src));
