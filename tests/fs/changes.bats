@@ -304,3 +304,31 @@ PY
   assert_equal "$(grep -c '"deleted":false' "$ro/changes.jsonl")" "$runs"
   if on_pg; then pg_admin "DROP DATABASE IF EXISTS ${PG_DB}_df WITH (FORCE)" >/dev/null || true; fi
 }
+
+@test "a run another writer deletes, that is written again and deleted again, gets a number never given before" {
+  local R=$MNT/threads/t1/runs/r1 seen
+  mkdir -p "$MNT/threads/t2/runs/r1"
+  ev_start >>"$MNT/threads/t2/runs/r1/events.jsonl"
+  local round
+  for round in 1 2 3; do
+    mkdir -p "$R"
+    ev_start >>"$R/events.jsonl"
+    ev_human "round $round" "$round" >>"$R/events.jsonl"
+    cat "$MNT/changes.jsonl" >>"$WORK/seen"
+    seen=$(top "$MNT/changes.jsonl")
+    foreign_sql "DELETE FROM run_events WHERE thread_id = 't1' AND run_id = 'r1'"
+    # The consumer that read up to $seen learns of the delete, under a number above it.
+    cat "$MNT/changes/since/$seen" >"$WORK/since"
+    grep -q '"thread_id":"t1","run_id":"r1","deleted":true' "$WORK/since" ||
+      fail "round $round: the delete after change $seen is not in changes/since/$seen: $(cat "$MNT/changes.jsonl")"
+    cat "$WORK/since" >>"$WORK/seen"
+  done
+  # No number was given to two states: each (change) names one line of what was read.
+  run python3 -c 'import json, sys
+seen = {}
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    seen.setdefault(d["change"], set()).add(l)
+print(sorted(n for n, ls in seen.items() if len(ls) > 1))' "$WORK/seen"
+  assert_output "[]"
+}
