@@ -224,7 +224,7 @@ static const mount_option mount_options[] = {
     {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
     {"allow-unknown-events", NULL, "accept event types the contract does not name",
      set_allow_unknown},
-    {"follow-timeout", "SECS", "end follow.jsonl without a terminal event (default 1800)",
+    {"follow-timeout", "SECS", "end a live feed after SECS spent waiting for events (default 1800)",
      set_follow_timeout},
     {"max-pending", "BYTES", "unfinished lines held for the whole mount (default 64M)",
      set_max_pending},

@@ -1,7 +1,8 @@
 /* follow.c — live followers of follow.jsonl: a read returns what is there, else parks until
  * a commit feeds it (answered from the hub, never by polling the database per follower);
- * the run's feed ends after run.terminal, any feed at --follow-timeout; poll() wakes when
- * data is ready; an interrupt answers a parked read at once. */
+ * the run's feed ends after run.terminal, any feed once its reader waited --follow-timeout
+ * for a new event; poll() wakes when data is ready; an interrupt answers a parked read at
+ * once. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -38,7 +39,14 @@
  * run being followed. A follower counts the rows it fetched; when the hub sees a foreign
  * change that leaves the log short of them (fewer rows up to its seq, a lower last seq, the
  * log gone), the feed hands out what it holds, then one line saying the history changed
- * under it (HISTORY_LINE), then EOF: the reader reads events.jsonl again. */
+ * under it (HISTORY_LINE), then EOF: the reader reads events.jsonl again.
+ *
+ * --follow-timeout is a budget of waiting, not a clock from open: it runs only while a reader
+ * is parked with nothing to hand it (everything fetched was delivered and the store had
+ * nothing new), so a slow reader, or one that opens and reads much later, gets the whole
+ * backlog. A thread's or run's feed spends the budget over all its waits (a feed of a thread
+ * that never ends still ends); the change feed's is whole again at each change, as "ends after
+ * --follow-timeout without a change" says. */
 
 #define PEEK_BYTES (64 * 1024)  /* what a poll fetches to learn the feed is readable */
 #define AHEAD_MAX (1024 * 1024) /* a follower's undelivered bytes, beyond one line */
@@ -54,24 +62,26 @@ struct rfs_follow {
     rfs_mount *m;
     const rfs_node *node; /* the handle's: it outlives the follower */
     char *user;           /* NULL: every owner */
-    int64_t deadline_ns;  /* CLOCK_MONOTONIC, from --follow-timeout */
     /* Under lock, held by whoever fills the feed (a read, a poll or the hub): */
     pthread_mutex_t lock;
-    rs_buf ahead;     /* fetched, not yet delivered */
-    int64_t scan_seq; /* seq of the last row fetched */
-    int caught_up;    /* the last fetch reached the end of the rows */
-    int ended;        /* run.terminal (or HISTORY_LINE) fetched: nothing after it */
-    int64_t rows;     /* rows fetched */
+    int64_t waited_ns; /* the budget spent in waits that ended */
+    int64_t wait_from; /* CLOCK_MONOTONIC start of the present wait, or 0 */
+    rs_buf ahead;      /* fetched, not yet delivered */
+    int64_t scan_seq;  /* seq of the last row fetched */
+    int caught_up;     /* the last fetch reached the end of the rows */
+    int ended;         /* run.terminal (or HISTORY_LINE) fetched: nothing after it */
+    int64_t rows;      /* rows fetched */
     /* Under the hub lock: */
-    int64_t seen_seq;  /* scan_seq as the hub may trust it */
-    int64_t seen_rows; /* rows as the hub may trust it */
-    int check;         /* a foreign change came: history_check at the next caught-up fetch */
-    int64_t want_seq;  /* the log's last seq when the hub marked it dirty */
-    int dirty;         /* a commit may have passed it: fetch before parking */
-    int users;         /* threads inside it (a read, a poll, the hub): it lives
+    int64_t seen_seq;    /* scan_seq as the hub may trust it */
+    int64_t seen_rows;   /* rows as the hub may trust it */
+    int check;           /* a foreign change came: history_check at the next caught-up fetch */
+    int64_t want_seq;    /* the log's last seq when the hub marked it dirty */
+    int dirty;           /* a commit may have passed it: fetch before parking */
+    int64_t deadline_ns; /* when the present wait spends the budget; INT64_MAX: no wait */
+    int users;           /* threads inside it (a read, a poll, the hub): it lives
                                     until the last one leaves */
-    int closing;       /* rfs_follow_close waits for users to drop to 0 */
-    fuse_req_t req;    /* parked read, or NULL */
+    int closing;         /* rfs_follow_close waits for users to drop to 0 */
+    fuse_req_t req;      /* parked read, or NULL */
     size_t req_size;
     struct fuse_pollhandle *ph; /* parked poll, or NULL */
     rfs_follow *next;           /* hub's list of live followers */
@@ -80,7 +90,7 @@ struct rfs_follow {
 };
 
 /* The change feed's lines after grp[0]'s last change (scan_seq) to every follower of grp;
- * lines delivered put the end of the feed --follow-timeout later. 1 (caught up) or <0. */
+ * a change makes the waiting budget whole again. 1 (caught up) or <0. */
 static int fetch_changes(rs_store *s, rfs_follow **grp, size_t n)
 {
     rfs_follow *f0 = grp[0];
@@ -89,12 +99,11 @@ static int fetch_changes(rs_store *s, rfs_follow **grp, size_t n)
     int64_t last = f0->scan_seq;
     int rc =
         rfs_changes_render(s, f0->user, f0->m->opt.only_thread, f0->scan_seq, &lines, &last, &err);
-    int64_t until = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(f0->m->opt.follow_timeout * 1e9);
     for (size_t i = 0; !rc && i < n && lines.len; i++) {
         if (rs_buf_add(&grp[i]->ahead, lines.buf, lines.len))
             rc = -ENOMEM;
         grp[i]->scan_seq = last;
-        grp[i]->deadline_ns = until;
+        grp[i]->waited_ns = 0;
     }
     rs_buf_release(&lines);
     return rc < 0 ? rc : 1;
@@ -182,30 +191,52 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
     return rc == 0;
 }
 
+/* The waiting budget f has spent by now. f->lock held. */
+static int64_t follow_waited(const rfs_follow *f, int64_t now)
+{
+    return f->waited_ns + (f->wait_from ? now - f->wait_from : 0);
+}
+
+static int64_t follow_budget(const rfs_follow *f)
+{
+    return (int64_t)(f->m->opt.follow_timeout * 1e9);
+}
+
+/* A reader parks on f with nothing to get (wait 1), or is handed something (wait 0): the
+ * budget runs only between the two. f->lock and the hub lock held. */
+static void follow_waiting(rfs_follow *f, int wait)
+{
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    if (wait && !f->wait_from)
+        f->wait_from = now;
+    if (!wait && f->wait_from) {
+        f->waited_ns += now - f->wait_from;
+        f->wait_from = 0;
+    }
+    f->deadline_ns = f->wait_from ? f->wait_from + follow_budget(f) - f->waited_ns : INT64_MAX;
+}
+
 /* Bring f's ahead up to want bytes. Queries only when f may be behind the store (stale, or
  * its last fetch stopped short). Returns <0 on error; *eof when the feed ended (terminal
- * delivered, or past the deadline); *empty when the store was asked and had nothing new.
- * f->lock held. */
+ * delivered, or nothing left to hand out once the waiting budget is spent); *empty when the
+ * store was asked and had nothing new. f->lock held. */
 static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *eof, int *empty)
 {
     *eof = 0;
     *empty = 0;
-    if (rs_clock_ns(CLOCK_MONOTONIC) >= f->deadline_ns) {
-        *eof = 1;
-        return 0;
+    if (!f->ended && f->ahead.len == 0 && (stale || !f->caught_up)) {
+        int rc = fetch_rows(s, &f, 1, want);
+        if (rc < 0)
+            return rc;
+        f->caught_up = rc;
+        *empty = f->ahead.len == 0 && !f->ended;
     }
-    if (f->ended) {
-        *eof = f->ahead.len == 0;
-        return 0;
-    }
-    if (f->ahead.len > 0 || (!stale && f->caught_up))
-        return 0;
-    int rc = fetch_rows(s, &f, 1, want);
-    if (rc < 0)
-        return rc;
-    f->caught_up = rc;
+    /* Nothing to hand out and nothing new: the feed ends once the reader has waited its
+     * budget, for good (a later read gets EOF too). */
+    if (!f->ended && f->ahead.len == 0 &&
+        follow_waited(f, rs_clock_ns(CLOCK_MONOTONIC)) >= follow_budget(f))
+        f->ended = 1;
     *eof = f->ended && f->ahead.len == 0;
-    *empty = f->ahead.len == 0 && !f->ended;
     return 0;
 }
 
@@ -224,8 +255,8 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
             return;
         }
         int stale = f->dirty;
-        if (!from_hub && stale && f->caught_up && f->ahead.len == 0 && !f->ended &&
-            rs_clock_ns(CLOCK_MONOTONIC) < f->deadline_ns) {
+        if (!from_hub && stale && f->caught_up && f->ahead.len == 0 && !f->ended) {
+            follow_waiting(f, 1);
             hub->serve_asked = 1;
             pthread_cond_signal(&hub->wake);
             pthread_mutex_unlock(&hub->lock);
@@ -247,6 +278,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
             f->scan_seq = want_seq;
         f->seen_seq = f->scan_seq;
         f->seen_rows = f->rows;
+        follow_waiting(f, !ready);
         fuse_req_t req = NULL;
         struct fuse_pollhandle *ph = NULL;
         if (ready) {
@@ -339,7 +371,7 @@ int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const cha
     f->node = n;
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
-    f->deadline_ns = rs_clock_ns(CLOCK_MONOTONIC) + (int64_t)(m->opt.follow_timeout * 1e9);
+    f->deadline_ns = INT64_MAX;
     if (n->kind == RFS_CHANGES_FOLLOW)
         f->scan_seq = f->seen_seq = n->num; /* its last change */
     pthread_mutex_lock(&hub->lock);
@@ -454,6 +486,8 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
             f->ph = ph;
             ph = NULL;
         }
+        if (ready || f->ph)
+            follow_waiting(f, !ready);
         pthread_mutex_unlock(&hub->lock);
         break;
     }
@@ -542,7 +576,6 @@ static int by_position(const void *x, const void *y)
 static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
 {
     qsort(fs, n, sizeof *fs, by_position);
-    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && same_position(fs[i], fs[j]))
@@ -554,8 +587,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
         pthread_mutex_lock(&hub->lock);
         for (size_t x = i; x < j; x++) {
             rfs_follow *f = fs[x];
-            if (f->ended || f->ahead.len > 0 || now >= f->deadline_ns ||
-                (!f->dirty && f->caught_up))
+            if (f->ended || f->ahead.len > 0 || (!f->dirty && f->caught_up))
                 continue;
             size_t w = f->req ? f->req_size : PEEK_BYTES;
             want = w > want ? w : want;
@@ -586,7 +618,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
 
 /* Serve the waiting followers a round's changes concern (every one when another process
  * committed: data_version does not say where), those that asked (a read found itself dirty),
- * and those whose deadline passed, which get EOF without a query. A follower is marked dirty,
+ * and those whose wait spent the budget, which get EOF without a query. A follower is marked dirty,
  * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
  * no query per follower. Hub thread, hub lock not held. */
 void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued, int everything)

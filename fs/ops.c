@@ -465,8 +465,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     int lazy = !rfs_mount_of(req)->opt.user_from_uid;
     uint64_t gen = rfs_cache_begin(rfs_mount_of(req));
     if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err))) {
-        /* A name that is a bad query (search/<query>) says why in rejects.jsonl. */
-        if (rc == -EINVAL && err.msg[0])
+        /* A name that is a bad query (search/<query>), or a feed the store cannot give
+         * (changes.jsonl of a store never numbered), says why in rejects.jsonl. */
+        if ((rc == -EINVAL || rc == -ENODATA) && err.msg[0])
             return rfs_refuse(req, &cn, NULL, rc, err.msg, NULL, 0);
         return (void)fuse_reply_err(req, -rc);
     }
@@ -600,6 +601,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         st.unsized = 1; /* what the kernel must not keep */
         rc = 0;
     }
+    if (rc == -ENODATA && err.msg[0])
+        return rfs_refuse(req, &n, NULL, rc, err.msg, NULL, 0);
     if (rc)
         return (void)fuse_reply_err(req, -rc);
     if (rfs_node_is_log(n.kind) && st.shape == RFS_SHAPE_LOG) {

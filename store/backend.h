@@ -60,6 +60,12 @@ typedef struct rs_log_facts {
     int64_t ws_seq;       /* runs: the workspace_changes workspace-changes.json shows (0: none) */
 } rs_log_facts;
 
+/* Why a store without its runs numbered shows no feed: an empty one would say nothing
+ * changed. */
+#define RS_FEED_UNNUMBERED \
+    "this store has no change numbers yet: read its feed once read-write (runfs changes " \
+    "STORE, or changes.jsonl on a read-write mount)"
+
 /* One line of the change feed as a backend reads it: created_at as stored (DATETIME text),
  * the content and metadata of the run's first run.terminal (content NULL: none). */
 typedef struct rs_change_row {
@@ -172,7 +178,8 @@ typedef struct rs_backend_ops {
     /* The change feed. changes_sync (read-write only) numbers what other writers did since
      * the store last looked; changes calls fn for each run user (NULL: every owner) sees
      * above after, of thread_id (NULL: all), in change order, shown only below every number
-     * a running writer may still commit. */
+     * a running writer may still commit; -ENODATA (RS_FEED_UNNUMBERED) when the store's runs
+     * were never numbered (a read-only open of a store no read-write one numbered). */
     int (*changes_sync)(rs_backend *b, rs_err *err);
     int (*changes)(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                    rs_change_row_fn fn, void *ctx, rs_err *err);

@@ -675,6 +675,14 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->size = sc->rejects_size ? sc->rejects_size(sc->ctx, sc->user) : 0;
         return 0;
     }
+    if (n->kind == RFS_CHANGES_FOLLOW) {
+        /* The feed's lines come later, from the follower: asking for none past the last
+         * number says now whether the store can give them. */
+        rs_buf none = RS_BUF_INIT;
+        int rc = rfs_changes_render(s, sc->user, sc->only_thread, INT64_MAX, &none, NULL, err);
+        rs_buf_release(&none);
+        return rc;
+    }
     if (n->kind < RFS_THREAD || n->kind == RFS_SEARCH_DIR)
         return st->shape == RFS_SHAPE_DOC ? stat_doc(s, sc, n, st, doc, NULL, 0, err) : 0;
     if (!thread_visible(sc, n->thread_id))

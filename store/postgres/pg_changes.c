@@ -158,20 +158,40 @@ int pg_changes_sync(rs_backend *b, rs_err *err)
     return pg_commit(b, err);
 }
 
+/* Are the runs numbered (the table there, its first numbering done: then kept, it stays)?
+ * runfs_meta is read in runfs_change's schema: a reader of a store that had no side tables
+ * at its open has a TEMP runfs_meta of its own that shadows the real one. */
+static int feed_numbered(rs_backend *b, rs_err *err)
+{
+    PGresult *r;
+    int rc = pg_run(b,
+                    "SELECT quote_ident(n.nspname) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                    "c.relnamespace WHERE c.oid = to_regclass('runfs_change')",
+                    NULL, &r, err);
+    if (rc)
+        return rc;
+    rs_buf q = RS_BUF_INIT;
+    if (PQntuples(r) == 1 &&
+        rs_buf_addf(&q, "SELECT value FROM %s.runfs_meta WHERE key = 'changes_init'",
+                    PQgetvalue(r, 0, 0)))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    PQclear(r);
+    int64_t done = 0;
+    if (!rc && q.len)
+        rc = pg_int(b, q.buf, NULL, NULL, &done, NULL, err);
+    rs_buf_release(&q);
+    if (!rc && done != 1)
+        rc = rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
+    b->feed_ready = !rc;
+    return rc;
+}
+
 int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                rs_change_row_fn fn, void *ctx, rs_err *err)
 {
-    /* 2 for the table, 1 more once its first numbering is done (then kept: it stays). */
-    int64_t has = 3;
-    int rc = b->feed_ready ? 0
-                           : pg_int(b,
-                                    "SELECT 2 * count(*) + coalesce((SELECT value FROM runfs_meta "
-                                    "WHERE key = 'changes_init'), 0) FROM pg_class WHERE oid = "
-                                    "to_regclass('runfs_change')",
-                                    NULL, NULL, &has, NULL, err);
-    if (rc || has < 2)
-        return rc; /* a store no runfs with a feed has written: nothing to show */
-    b->feed_ready = has == 3;
+    int rc = b->feed_ready ? 0 : feed_numbered(b, err);
+    if (rc)
+        return rc;
     /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
      * horizon and the rows come from one snapshot. */
     static const char sql[] =

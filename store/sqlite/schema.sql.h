@@ -257,6 +257,16 @@ static const char rs_schema_terminal_sql[] =
     "CREATE INDEX IF NOT EXISTS runfs_ix_terminal ON run_events "
     "(thread_id, run_id, event_type) WHERE event_type = 'run.terminal';\n";
 
+/* The change runfs's appends gave run t.run_id of thread t.thread_id (0: none). A run that
+ * loses rows keeps it in runfs_change: its runfs_run row goes once it has none left, and
+ * with it the highest number given (the next one would be that number again). */
+#define RUN_CHANGE(t) \
+    "coalesce((SELECT r.change FROM runfs_run r JOIN runfs_thread t ON t.thread_key = " \
+    "r.thread_key WHERE t.thread_id = " t ".thread_id AND r.run_id = " t ".run_id), 0)"
+
+/* The rows a row being inserted meets (e: run_events), which REPLACE deletes. */
+#define REPLACED "(e.id = new.id OR (e.thread_id = new.thread_id AND e.seq = new.seq))"
+
 /* The change feed (DESIGN "The change feed"), layout 4. A run's latest change number is the
  * larger of two: runfs_run.change, which runfs's own appends set in the UPDATE of the run's
  * totals they make anyway (no statement added to an append), and runfs_change's, given to
@@ -282,16 +292,88 @@ static const char rs_schema_changes_sql[] =
     "  WHERE pending;\n"
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('changes_init', 0);\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_change_delete AFTER DELETE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
-    "    VALUES (old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
+    "  INSERT INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
+    "    SELECT old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
     "    runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = old.thread_id\n"
-    "    AND r.run_id = old.run_id), 0), coalesce(old.user_id, ''), 1);\n"
-    "  UPDATE runfs_change SET pending = 1 WHERE thread_id = old.thread_id\n"
-    "    AND run_id = old.run_id AND pending = 0;\n"
-    "END;\n"
-    "CREATE TRIGGER IF NOT EXISTS runfs_change_update AFTER UPDATE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, pending)\n"
-    "    VALUES (old.thread_id, old.run_id, 0, 1), (new.thread_id, new.run_id, 0, 1);\n"
-    "  UPDATE runfs_change SET pending = 1 WHERE (thread_id = old.thread_id\n"
-    "    AND run_id = old.run_id) OR (thread_id = new.thread_id AND run_id = new.run_id);\n"
-    "END;\n";
+    "    AND r.run_id = old.run_id), 0), coalesce(old.user_id, ''), 1\n"
+    "    WHERE NOT EXISTS (SELECT 1 FROM runfs_change WHERE thread_id = old.thread_id\n"
+    "    AND run_id = old.run_id);\n"
+    "  UPDATE runfs_change SET pending = 1, change = max(change, " RUN_CHANGE(
+        "old") ")\n"
+               "    WHERE thread_id = old.thread_id AND run_id = old.run_id;\n"
+               "END;\n"
+               "CREATE TRIGGER IF NOT EXISTS runfs_change_update AFTER UPDATE ON run_events BEGIN\n"
+               "  INSERT INTO runfs_change (thread_id, run_id, change, pending)\n"
+               "    SELECT old.thread_id, old.run_id, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM runfs_change\n"
+               "    WHERE thread_id = old.thread_id AND run_id = old.run_id);\n"
+               "  INSERT INTO runfs_change (thread_id, run_id, change, pending)\n"
+               "    SELECT new.thread_id, new.run_id, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM runfs_change\n"
+               "    WHERE thread_id = new.thread_id AND run_id = new.run_id);\n"
+               "  UPDATE runfs_change SET pending = 1, change = max(change, " RUN_CHANGE(
+                   "old") ")\n"
+                          "    WHERE thread_id = old.thread_id AND run_id = old.run_id;\n"
+                          "  UPDATE runfs_change SET pending = 1, change = max(change, " RUN_CHANGE(
+                              "new") ")\n"
+                                     "    WHERE thread_id = new.thread_id AND run_id = new.run_id;\n"
+                                     "END;\n"
+                                     /* REPLACE (INSERT OR REPLACE, or an UPSERT's fallback) deletes the rows a new one meets
+     * on id or (thread_id, seq) without firing a delete trigger (unless recursive_triggers
+     * is on), so what the delete triggers do for such a row is done here, before the
+     * insert: its thread recomputed, its id range no longer canonical, the indexed mark below
+     * it (the row that takes its place is another writer's), its run numbered again. The
+     * insert may still fail or be ignored: that costs a recompute, never a wrong byte. The
+     * search index's blocks of those rows are marked here too (its table made here, so one
+     * trigger serves: every insert pays for one; an insert that gives no id skips a probe). */
+                                     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
+                                     "CREATE TRIGGER IF NOT EXISTS runfs_replace_note BEFORE INSERT ON run_events\n"
+                                     "  WHEN EXISTS (SELECT 1 FROM run_events WHERE thread_id = new.thread_id AND seq = new.seq)\n"
+                                     "  OR (new.id >= 0 AND EXISTS (SELECT 1 FROM run_events WHERE id = new.id)) BEGIN\n"
+                                     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT e.thread_id FROM\n"
+                                     "    run_events e WHERE " REPLACED ");\n"
+                                     "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+                                     "  UPDATE runfs_meta SET value = (SELECT min(e.id) - 1 FROM run_events e\n"
+                                     "    WHERE " REPLACED
+                                     ") WHERE key = 'indexed_id' AND value > (SELECT min(e.id) - 1\n"
+                                     "    FROM run_events e WHERE " REPLACED ");\n"
+                                     "  DELETE FROM runfs_canon WHERE EXISTS (SELECT 1 FROM run_events e\n"
+                                     "    WHERE " REPLACED
+                                     " AND e.id BETWEEN runfs_canon.lo AND runfs_canon.hi);\n"
+                                     "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo' AND value > 0 AND EXISTS (\n"
+                                     "    SELECT 1 FROM run_events e WHERE " REPLACED
+                                     " AND e.id >= runfs_meta.value\n"
+                                     "    AND e.id <= (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi'));\n"
+                                     "  INSERT INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
+                                     "    SELECT e.thread_id, e.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"
+                                     "    runfs_thread t ON t.thread_key = r.thread_key WHERE t.thread_id = e.thread_id\n"
+                                     "    AND r.run_id = e.run_id), 0), min(coalesce(e.user_id, '')), 1 FROM run_events e\n"
+                                     "    WHERE " REPLACED
+                                     " AND NOT EXISTS (SELECT 1 FROM runfs_change c\n"
+                                     "    WHERE c.thread_id = e.thread_id AND c.run_id = e.run_id)\n"
+                                     "    GROUP BY e.thread_id, e.run_id;\n"
+                                     "  UPDATE runfs_change SET pending = 1, change = max(change, " RUN_CHANGE(
+                                         "runfs_change") ")\n"
+                                                         "    WHERE EXISTS (SELECT 1 FROM run_events e WHERE " REPLACED
+                                                         "\n"
+                                                         "    AND e.thread_id = runfs_change.thread_id AND e.run_id = runfs_change.run_id);\n"
+                                                         "  INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (e.id - 1) / 64 FROM run_events e\n"
+                                                         "    WHERE " REPLACED
+                                                         " AND NOT EXISTS (SELECT 1 FROM runfs_search_dirty d\n"
+                                                         "    WHERE d.blk = (e.id - 1) / 64);\n"
+                                                         "END;\n";
+
+/* Triggers on run_events an older build left: the change feed's that let a run's number go
+ * with its runfs_run row (RUN_CHANGE), and those whose statements an outer statement's
+ * conflict clause could make fail. SQLite runs a trigger's INSERT under the conflict clause
+ * of the statement that fired it (CREATE TRIGGER), so an older build's INSERT OR IGNORE
+ * became INSERT OR ABORT under DeerFlow's UPDATE OR ABORT or UPSERT and failed it on the
+ * side table's key. A writer's open drops them (rs_schema_stale_drop_sql) and makes them
+ * again; no statement of runfs's triggers meets a constraint now, whatever the outer
+ * clause. */
+static const char rs_schema_stale_triggers_sql[] =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' "
+    "AND name LIKE 'runfs%' AND (sql LIKE '%OR IGNORE%' OR (name LIKE 'runfs_change_%' AND "
+    "sql NOT LIKE '%max(change%'))";
+static const char rs_schema_stale_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_change_delete;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_change_update;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_search_update;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_search_delete;\n";

@@ -620,8 +620,9 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     /* A writer also wants the triggers (a store an older build set up lacks some); a
      * reader alters nothing and reads the store as it is. */
     static const char *const triggers[] = {"runfs_canon_update", "runfs_count_deleted",
-                                           "runfs_forget_updated"};
-    for (size_t i = 0; !rc && has_schema && !b->read_only && i < 3; i++)
+                                           "runfs_forget_updated", "runfs_replace_note"};
+    for (size_t i = 0; !rc && has_schema && !b->read_only && i < sizeof triggers / sizeof *triggers;
+         i++)
         rc = object_exists(b, "trigger", triggers[i], &has_schema, err);
     /* And no unique index of an older build on DeerFlow's table. */
     int unique = 0;
@@ -630,6 +631,11 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
         has_schema = 0;
     if (!rc && has_schema && !b->read_only)
         rc = table_exists(b, "runfs_seal_tree", &has_schema, err);
+    /* Nor an older build's triggers that could fail another writer's statement. */
+    int64_t stale = 0;
+    if (!rc && has_schema && !b->read_only &&
+        !(rc = sq_int(b, rs_schema_stale_triggers_sql, NULL, NULL, &stale, NULL, err)) && stale)
+        has_schema = 0;
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -1452,7 +1458,12 @@ static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *
         goto fail;
     int migrate = layout == 1, sizes = layout == 1 || layout == 2;
     int canon_move = layout > 0 && layout < 5;
+    int64_t stale = 0;
+    if ((rc = sq_int(b, rs_schema_stale_triggers_sql, NULL, NULL, &stale, NULL, err)))
+        goto fail;
     int src = migrate ? sqlite3_exec(b->db, rs_schema_migrate_sql, NULL, NULL, &msg) : SQLITE_OK;
+    if (src == SQLITE_OK && stale)
+        src = sqlite3_exec(b->db, rs_schema_stale_drop_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK && canon_move)
         src = sqlite3_exec(b->db, rs_schema_canon_drop_sql, NULL, NULL, &msg);
     if (src == SQLITE_OK)
@@ -1472,7 +1483,7 @@ static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *
         goto fail;
     }
     if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
-        (sizes && (rc = reindex_all(b, err))) ||
+        (rc = sq_search_triggers(b, err)) || (sizes && (rc = reindex_all(b, err))) ||
         (rc = sq_step(b, NULL, err, "schema",
                       "UPDATE runfs_meta SET value = ? WHERE key = 'layout'", "i",
                       (int64_t)RS_SCHEMA_LAYOUT)) < 0)

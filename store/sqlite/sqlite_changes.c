@@ -173,11 +173,17 @@ int sq_changes_sync(rs_backend *b, rs_err *err)
 int sq_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                rs_change_row_fn fn, void *ctx, rs_err *err)
 {
+    /* The table comes with runfs_meta, which says whether the runs were numbered. */
     int64_t has = 0;
     int rc = sq_int(b, "SELECT count(*) FROM main.sqlite_master WHERE name = 'runfs_change'", NULL,
                     NULL, &has, NULL, err);
-    if (rc || !has)
-        return rc; /* a store no runfs with a feed has written: nothing to show */
+    if (!rc && has)
+        rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'changes_init'", NULL, NULL,
+                    &has, NULL, err);
+    if (rc)
+        return rc;
+    if (!has)
+        return rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
     /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
      * its rows are, or (rows of several) some of them are. */
     static const char sql[] =

@@ -336,6 +336,9 @@ int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 /* ---- sqlite_search.c: backend.h's search (FTS5 over sqlite_trigram.c's tokens) ---- */
 /* Make runfs_trigram known to the connection's FTS5 (once per connection). */
 int sq_trigram_register(rs_backend *b, rs_err *err);
+/* The search index's triggers on run_events, where the store has the index (missing ones
+ * made; inside the caller's write transaction). */
+int sq_search_triggers(rs_backend *b, rs_err *err);
 int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);

@@ -42,16 +42,24 @@ static const char search_schema[] =
     "DELETE FROM runfs_search_dirty;\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0);\n"
-    "CREATE TRIGGER runfs_search_update AFTER UPDATE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64),\n"
-    "    ((new.id - 1) / 64);\n"
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 3);\n";
+
+/* The triggers that mark blocks, made with the index and again where an older build's
+ * could fail another writer's statement (schema.sql.h, rs_schema_stale_triggers_sql): no
+ * statement of theirs meets a constraint. */
+static const char search_triggers[] =
+    "CREATE TRIGGER IF NOT EXISTS runfs_search_update AFTER UPDATE ON run_events BEGIN\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT (old.id - 1) / 64 WHERE NOT EXISTS\n"
+    "    (SELECT 1 FROM runfs_search_dirty WHERE blk = (old.id - 1) / 64);\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT (new.id - 1) / 64 WHERE NOT EXISTS\n"
+    "    (SELECT 1 FROM runfs_search_dirty WHERE blk = (new.id - 1) / 64);\n"
     "END;\n"
-    "CREATE TRIGGER runfs_search_delete AFTER DELETE ON run_events BEGIN\n"
-    "  INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64);\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_search_delete AFTER DELETE ON run_events BEGIN\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT (old.id - 1) / 64 WHERE NOT EXISTS\n"
+    "    (SELECT 1 FROM runfs_search_dirty WHERE blk = (old.id - 1) / 64);\n"
     "  UPDATE runfs_meta SET value = ((old.id - 1) / 64) * 64 WHERE key = 'search_upto'\n"
     "    AND value >= old.id AND old.id > coalesce((SELECT max(id) FROM run_events), 0);\n"
-    "END;\n"
-    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 3);\n";
+    "END;\n";
 
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
@@ -178,8 +186,25 @@ static int make_index(rs_backend *b, rs_err *err)
 {
     char *msg = NULL;
     int rc = 0, src = sqlite3_exec(b->db, search_schema, NULL, NULL, &msg);
+    if (src == SQLITE_OK)
+        src = sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
     if (src != SQLITE_OK)
         rc = rs_err_set(err, -EIO, "cannot make the search index in %s: %s", b->path,
+                        msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    return rc;
+}
+
+int sq_search_triggers(rs_backend *b, rs_err *err)
+{
+    int64_t layout = 0;
+    int rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL,
+                    &layout, NULL, err);
+    char *msg = NULL;
+    int src = rc || layout != 3 ? SQLITE_OK
+                                : sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
+    if (src != SQLITE_OK)
+        rc = rs_err_set(err, -EIO, "cannot set up the search index's triggers in %s: %s", b->path,
                         msg ? msg : sqlite3_errstr(src));
     sqlite3_free(msg);
     return rc;

@@ -274,3 +274,61 @@ PY
   assert_equal "$(live "$WORK/view")" "$(expected)"
   assert_equal "$(wc -l <"$WORK/view")" 13
 }
+
+@test "-o ro of a DeerFlow database no runfs numbered refuses its feed (ENODATA, with why) instead of showing it empty" {
+  local df=$WORK/df.db ro=$WORK/ro t
+  cp "$BATS_TEST_DIRNAME/../data/deerflow-sample.db" "$df"
+  if on_pg; then
+    df=$(pg_uri "${PG_DB}_df")
+    pg_admin "CREATE DATABASE ${PG_DB}_df" >/dev/null
+    store_sql "$(cat "$BATS_TEST_DIRNAME/../data/deerflow-schema-postgresql.sql")" "$df"
+    sqlite3 -csv "$WORK/df.db" "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" |
+      PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -d "$df" -c "\copy run_events (id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) FROM STDIN WITH (FORMAT csv)"
+  fi
+  # The runs the database holds, counted from its rows.
+  local runs
+  runs=$(sqlite3 "$WORK/df.db" "SELECT count(DISTINCT thread_id || '/' || run_id) FROM run_events")
+  [ "$runs" -gt 0 ]
+  runfs_mount "$df" "$ro" -o ro
+  for t in changes.jsonl changes/since/0 changes/follow/0; do
+    run cat "$ro/$t"
+    assert_failure
+    assert_output --partial "No data available"
+    grep -F "\"path\":\"$t\"" "$ro/.runfs/rejects.jsonl" | grep -F '"errno":"ENODATA"' |
+      grep -q 'this store has no change numbers yet' || fail "no reason for $t in rejects.jsonl"
+  done
+  # Numbered once by a read-write reader, the read-only mount shows every run.
+  run "$RUNFS" changes "$df"
+  assert_success
+  assert_equal "$(printf '%s\n' "$output" | grep -c '"deleted":false')" "$runs"
+  assert_equal "$(grep -c '"deleted":false' "$ro/changes.jsonl")" "$runs"
+  if on_pg; then pg_admin "DROP DATABASE IF EXISTS ${PG_DB}_df WITH (FORCE)" >/dev/null || true; fi
+}
+
+@test "a run another writer deletes, that is written again and deleted again, gets a number never given before" {
+  local R=$MNT/threads/t1/runs/r1 seen
+  mkdir -p "$MNT/threads/t2/runs/r1"
+  ev_start >>"$MNT/threads/t2/runs/r1/events.jsonl"
+  local round
+  for round in 1 2 3; do
+    mkdir -p "$R"
+    ev_start >>"$R/events.jsonl"
+    ev_human "round $round" "$round" >>"$R/events.jsonl"
+    cat "$MNT/changes.jsonl" >>"$WORK/seen"
+    seen=$(top "$MNT/changes.jsonl")
+    foreign_sql "DELETE FROM run_events WHERE thread_id = 't1' AND run_id = 'r1'"
+    # The consumer that read up to $seen learns of the delete, under a number above it.
+    cat "$MNT/changes/since/$seen" >"$WORK/since"
+    grep -q '"thread_id":"t1","run_id":"r1","deleted":true' "$WORK/since" ||
+      fail "round $round: the delete after change $seen is not in changes/since/$seen: $(cat "$MNT/changes.jsonl")"
+    cat "$WORK/since" >>"$WORK/seen"
+  done
+  # No number was given to two states: each (change) names one line of what was read.
+  run python3 -c 'import json, sys
+seen = {}
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    seen.setdefault(d["change"], set()).add(l)
+print(sorted(n for n, ls in seen.items() if len(ls) > 1))' "$WORK/seen"
+  assert_output "[]"
+}

@@ -346,6 +346,52 @@ os.execvp("cat", ["cat", sys.argv[1]])' "$RUN/follow.jsonl" > "$WORK/a" 3>&- &
   has_lines "$WORK/t2" 2
 }
 
+@test "--follow-timeout counts waiting only: a reader late and slow gets the whole backlog of all three feeds" {
+  runfs_mount "$STORE" "$WORK/mnt2" --follow-timeout 1
+  local m=$WORK/mnt2 t
+  mkdir -p "$m/threads/t1/runs/r2" "$m/threads/t2/runs/r1"
+  # A backlog bigger than any one read: 300 events in r1, 100 in r2, one run in t2.
+  python3 -c 'import sys
+for i in range(1, int(sys.argv[1]) + 1):
+    print("{\"event_type\":\"llm.human.input\",\"content\":{\"type\":\"human\",\"content\":\"%s backlog event %d\",\"id\":\"h-%d\"},\"metadata\":{\"caller\":\"lead_agent\"}}" % (sys.argv[2], i, i))' 300 r1 >"$WORK/r1.in"
+  sed 's/r1 backlog/r2 backlog/' "$WORK/r1.in" | head -n 100 >"$WORK/r2.in"
+  cat "$WORK/r1.in" >> "$m/threads/t1/runs/r1/events.jsonl"
+  cat "$WORK/r2.in" >> "$m/threads/t1/runs/r2/events.jsonl"
+  ev_start >> "$m/threads/t2/runs/r1/events.jsonl"
+  # Each reader takes a first small read, reads nothing more until twice the timeout has gone
+  # by (pacing the reader, not waiting for a condition), then the rest in 4 KB reads.
+  for t in threads/t1/follow.jsonl threads/t1/runs/r1/follow.jsonl changes/follow/0; do
+    python3 -c 'import os, sys, time
+t0 = time.monotonic()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+out = open(sys.argv[2], "wb")
+out.write(os.read(fd, 100))
+while time.monotonic() < t0 + 2.5:
+    time.sleep(0.05)
+while True:
+    b = os.read(fd, 4096)
+    if not b:
+        break
+    out.write(b)
+    time.sleep(0.01)' "$m/$t" "$WORK/feed-${t//\//_}" 3>&- &
+    BG+=($!)
+  done
+  # Once the backlog is out, the feeds still end by the clock, nothing new coming.
+  for t in 0 1 2; do wait_for 15 gone "${BG[$t]}"; wait "${BG[$t]}"; done
+  # The references: the seqs and texts written, and the three runs, counted here.
+  run python3 -c 'import json, sys
+d = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+print(len(d), [e["seq"] for e in d] == list(range(1, len(d) + 1)), sum("r2 backlog" in e["content"]["content"] for e in d))' "$WORK/feed-threads_t1_follow.jsonl"
+  assert_output "400 True 100"
+  run python3 -c 'import json, sys
+d = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+print(len(d), [e["content"]["content"] for e in d] == ["r1 backlog event %d" % i for i in range(1, 301)])' "$WORK/feed-threads_t1_runs_r1_follow.jsonl"
+  assert_output "300 True"
+  run python3 -c 'import json, sys
+print(sorted((d["thread_id"], d["run_id"], d["events"]) for d in map(json.loads, open(sys.argv[1]))))' "$WORK/feed-changes_follow_0"
+  assert_output "[('t1', 'r1', 300), ('t1', 'r2', 100), ('t2', 'r1', 1)]"
+}
+
 @test "tail -f on events.jsonl sees appends from the mount, runfs put and another mount" {
   ev_start >> "$RUN/events.jsonl"
   runfs_mount "$STORE" "$WORK/mnt2"

@@ -215,3 +215,130 @@ df_insert() {
   # Nothing of runfs's in the database.
   assert_equal "$(tables)" "run_events"
 }
+
+# apply_matrix DB OUT: every statement of $WORK/matrix.sql (one a line) run on DB by sqlite3
+# in turn, each in a transaction of its own; OUT gets, for each, its exit status, its error
+# message and the rows of run_events after it.
+apply_matrix() {
+  local stmt n=0 st
+  : >"$2"
+  while IFS= read -r stmt; do
+    n=$((n + 1))
+    st=0
+    sqlite3 -cmd '.timeout 10000' "$1" "BEGIN; $stmt; COMMIT;" >"$WORK/m.out" 2>&1 || st=$?
+    { echo "== $n: $stmt -> $st"; sed 's/^Error: [a-z ]*, /Error: /' "$WORK/m.out"
+      sqlite3 -cmd '.timeout 10000' "$1" "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id"; } >>"$2"
+  done <"$WORK/matrix.sql"
+}
+
+@test "another writer's statement under every SQLite conflict clause has the outcome it has without runfs's triggers, mounted or not" {
+  skip_on_pg "SQLite's OR conflict clauses (PostgreSQL runs a trigger's statements under their own)"
+  local cols="id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at" c
+  mkdir -p "$MNT/threads/t1/runs/r1" "$MNT/threads/t2/runs/r2"
+  ev_start >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human a 1 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human b 2 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_start >>"$MNT/threads/t2/runs/r2/events.jsonl"
+  # A DeerFlow row, a numbered feed and a search index: every side table and trigger there is.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t3', 'r3', NULL, 'llm.error', 'error', 'x', '{}', 1, '2026-03-04 05:06:07.000000')"
+  wait_for 10 test -d "$MNT/threads/t3"
+  cat "$MNT/changes.jsonl" "$MNT/search/hello" >/dev/null
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  [ "$(sqlite3 "$STORE" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' AND name LIKE 'runfs%'")" -ge 5 ]
+  # The reference: the same file without runfs's triggers (its tables left, now inert).
+  cp "$STORE" "$WORK/ref.db"
+  sqlite3 "$WORK/ref.db" "SELECT 'DROP TRIGGER ' || name || ';' FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'runfs%'" | sqlite3 "$WORK/ref.db"
+  [ "$(sqlite3 "$WORK/ref.db" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'")" = 0 ]
+  cp "$STORE" "$WORK/mounted.db"
+  # Inserts that meet the primary key, (thread_id, seq) or nothing, and updates that meet
+  # nothing or (thread_id, seq), under each clause; then the UPSERTs.
+  local row="'t1', 'r1', NULL, 'llm.error', 'error', 'new', '{}'"
+  for c in ROLLBACK ABORT FAIL IGNORE REPLACE; do
+    echo "INSERT OR $c INTO run_events ($cols) VALUES (2, $row, 9, '2026-03-04 05:06:07.000000')"
+    echo "INSERT OR $c INTO run_events ($cols) VALUES (900, $row, 1, '2026-03-04 05:06:07.000000')"
+    echo "INSERT OR $c INTO run_events ($cols) VALUES (NULL, $row, 50, '2026-03-04 05:06:07.000000')"
+    echo "UPDATE OR $c run_events SET content = content || ' $c' WHERE thread_id = 't1'"
+    echo "UPDATE OR $c run_events SET content = 'moved $c', seq = seq + 1 WHERE thread_id = 't1'"
+    echo "UPDATE OR $c run_events SET content = 'x $c' WHERE thread_id = 't3'"
+  done >"$WORK/matrix.sql"
+  cat >>"$WORK/matrix.sql" <<SQL
+INSERT INTO run_events ($cols) VALUES (2, $row, 70, '2026-03-04 05:06:07.000000') ON CONFLICT (id) DO UPDATE SET content = 'upserted'
+INSERT INTO run_events ($cols) VALUES (NULL, $row, 1, '2026-03-04 05:06:07.000000') ON CONFLICT (thread_id, seq) DO UPDATE SET content = excluded.content || ' by seq'
+INSERT INTO run_events ($cols) VALUES (2, $row, 71, '2026-03-04 05:06:07.000000') ON CONFLICT DO NOTHING
+INSERT INTO run_events ($cols) VALUES (NULL, $row, 72, '2026-03-04 05:06:07.000000') ON CONFLICT DO NOTHING
+REPLACE INTO run_events ($cols) SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', 'replaced', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't3'
+DELETE FROM run_events WHERE thread_id = 't2'
+SQL
+  apply_matrix "$WORK/ref.db" "$WORK/ref.out"
+  apply_matrix "$STORE" "$WORK/opened.out"
+  diff "$WORK/ref.out" "$WORK/opened.out" || fail "runfs's triggers changed another writer's statement (nothing mounted)"
+  # Mounted, the mount catching up between the statements.
+  runfs_mount "$WORK/mounted.db" "$MNT"
+  apply_matrix "$WORK/mounted.db" "$WORK/mounted.out"
+  diff "$WORK/ref.out" "$WORK/mounted.out" || fail "runfs's triggers changed another writer's statement (mounted)"
+  # The statements did fail where SQLite says they must, and the mount still reads.
+  grep -q 'UNIQUE constraint failed: run_events' "$WORK/ref.out"
+  cat "$MNT/threads/t1/events.jsonl" >/dev/null
+  # A file an older build set up, with triggers whose INSERT OR IGNORE an outer clause turns
+  # into a failure: a read-write open makes them again.
+  cp "$STORE" "$WORK/old.db"
+  sqlite3 "$WORK/old.db" "DROP TRIGGER runfs_change_update; CREATE TRIGGER runfs_change_update AFTER UPDATE ON run_events BEGIN INSERT OR IGNORE INTO runfs_change (thread_id, run_id, change, pending) VALUES (old.thread_id, old.run_id, 0, 1), (new.thread_id, new.run_id, 0, 1); END; DROP TRIGGER runfs_search_update; CREATE TRIGGER runfs_search_update AFTER UPDATE ON run_events BEGIN INSERT OR IGNORE INTO runfs_search_dirty (blk) VALUES ((old.id - 1) / 64), ((new.id - 1) / 64); END; DROP TRIGGER runfs_replace_note;"
+  cp "$WORK/old.db" "$WORK/copy-old.db"
+  run sqlite3 "$WORK/copy-old.db" "UPDATE OR ABORT run_events SET content = 'c' WHERE thread_id = 't1'"
+  assert_failure
+  assert_output --partial "UNIQUE constraint failed: runfs_"
+  "$RUNFS" changes "$WORK/old.db" >/dev/null
+  assert_equal "$(sqlite3 "$WORK/old.db" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%OR IGNORE%'")" 0
+  assert_equal "$(sqlite3 "$WORK/old.db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE name IN ('runfs_change_update', 'runfs_search_update', 'runfs_replace_note') ORDER BY name)")" "runfs_change_update,runfs_replace_note,runfs_search_update"
+  run sqlite3 "$WORK/old.db" "UPDATE OR ABORT run_events SET content = 'c' WHERE thread_id = 't1'"
+  assert_success
+}
+
+# replaced_ok DIR: DIR's t1 logs are whole after the REPLACEs below: st_size is the bytes a
+# read gives, every line is JSON, the seqs run 1..5 and seqs 2 and 4 hold the new texts.
+replaced_ok() {
+  local f
+  for f in "$1/threads/t1/events.jsonl" "$1/threads/t1/runs/r1/events.jsonl"; do
+    [ "$(stat -c %s "$f")" = "$(cat "$f" | wc -c)" ] || return 1
+    python3 -c 'import json, sys
+d = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+assert [e["seq"] for e in d] == [1, 2, 3, 4, 5], d
+assert d[3]["content"] == "a longer text the zebrafish wrote" and d[3]["category"] == "trace", d[3]
+assert d[1]["content"] == "quagga", d[1]' "$f" || return 1
+  done
+}
+
+@test "REPLACE INTO by another writer, on id or on (thread_id, seq): sizes, bytes, search and the change feed follow, across a remount" {
+  skip_on_pg "SQLite's REPLACE deletes the row it meets without a delete trigger"
+  local i top
+  mkdir -p "$MNT/threads/t1/runs/r1"
+  for i in 1 2 3 4 5; do ev_human "word$i" "$i" >>"$MNT/threads/t1/runs/r1/events.jsonl"; done
+  # What a mount keeps: sizes, the search index, the feed's numbers.
+  stat -c %s "$MNT/threads/t1/events.jsonl" "$MNT/threads/t1/runs/r1/events.jsonl" >/dev/null
+  [ "$(wc -l <"$MNT/search/word4")" = 1 ]
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | tail -1)
+  # On the primary key (the row keeps its id), then on (thread_id, seq) with a new id.
+  store_sql "REPLACE INTO run_events SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', 'a longer text the zebrafish wrote', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't1' AND seq = 4"
+  store_sql "REPLACE INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT thread_id, run_id, user_id, 'llm.error', 'trace', 'quagga', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't1' AND seq = 2"
+  wait_for 10 replaced_ok "$MNT" || fail "the mount shows stale bytes: $(stat -c %s "$MNT/threads/t1/events.jsonl") bytes stat'ed; $(tail -c 60 "$MNT/threads/t1/events.jsonl")"
+  tail -c 2 "$MNT/threads/t1/events.jsonl" | grep -q '}'
+  # The reference: the same rows in a file without runfs's tables, indexed afresh.
+  store_sql "VACUUM INTO '$WORK/fresh.db'"
+  sqlite3 "$WORK/fresh.db" "SELECT 'DROP TRIGGER ' || name || ';' FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'runfs%'" | sqlite3 "$WORK/fresh.db"
+  sqlite3 "$WORK/fresh.db" "SELECT 'DROP TABLE ' || name || ';' FROM sqlite_master WHERE type = 'table' AND name LIKE 'runfs%' AND name NOT LIKE 'runfs_search%'" | sqlite3 "$WORK/fresh.db"
+  cmp <("$RUNFS" cat "$WORK/fresh.db" threads/t1/events.jsonl) "$MNT/threads/t1/events.jsonl"
+  run cat "$MNT/search/zebrafish"
+  assert_equal "$(printf '%s\n' "$output" | grep -c '"seq":4,')" 1
+  run cat "$MNT/search/quagga"
+  assert_equal "$(printf '%s\n' "$output" | grep -c '"seq":2,')" 1
+  [ "$(cat "$MNT/search/word4" | wc -l)" = 0 ]
+  grep -q '"thread_id":"t1","run_id":"r1"' "$MNT/changes/since/$top" || fail "no change after $top for t1/r1: $(cat "$MNT/changes.jsonl")"
+  # A later mount shows the same.
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  runfs_mount "$STORE" "$MNT"
+  replaced_ok "$MNT"
+  cmp <("$RUNFS" cat "$WORK/fresh.db" threads/t1/events.jsonl) "$MNT/threads/t1/events.jsonl"
+  grep -q '"thread_id":"t1","run_id":"r1"' "$MNT/changes/since/$top"
+}
