@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sqlite_int.h"
+#include "rs_util.h"
 
 /* The highest number given, of runfs_run's (appends) and runfs_change's (the rest). */
 #define HIGHEST_CHANGE \
