@@ -1,5 +1,5 @@
 /* fuzz_line.c — libFuzzer target for the one gate into the store and the one encoder out of
- * it (store/event.c, store/json.c, store/contract.c), with the shipped contract.
+ * it (store/record/event.c, json.c, contract.c), with the shipped contract.
  *
  * Properties checked (abort on violation):
  *   1. rs_event_parse never crashes; a refusal is -EINVAL or -EMSGSIZE with a one-line reason.

@@ -1,4 +1,4 @@
-/* utf8_ref.h — the fuzz targets' own UTF-8 check, written apart from store/json.c so that
+/* utf8_ref.h — the fuzz targets' own UTF-8 check, written apart from store/record/json.c so that
  * a line the store renders is judged by code it does not share: 1 when s[0..len) is
  * UTF-8 as RFC 3629 defines it (shortest forms, no surrogates, at most U+10FFFF) with no
  * NUL. */

@@ -611,15 +611,16 @@ int rs_contract_load(rs_contract **out, const char *path, rs_err *err)
     return contract_from_text(out, path, text, len, err);
 }
 
-int rs_contract_load_shipped(rs_contract **out, rs_err *err)
+int rs_contract_load_text(rs_contract **out, const char *name, const char *text, size_t len,
+                          rs_err *err)
 {
     *out = NULL;
-    size_t len = strlen(rs_contract_shipped_text);
-    char *text = malloc(len + 1);
-    if (!text)
+    char *copy = malloc(len + 1);
+    if (!copy)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    memcpy(text, rs_contract_shipped_text, len + 1);
-    return contract_from_text(out, "(built in)", text, len, err);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    return contract_from_text(out, name, copy, len, err);
 }
 
 void rs_contract_free(rs_contract *c)

@@ -12,9 +12,13 @@ typedef struct rs_contract rs_contract;
 /* Load and check a contract file. -EINVAL (with reason) for a malformed one. */
 int rs_contract_load(rs_contract **out, const char *path, rs_err *err);
 
-/* The contract that ships, as the build read it from contracts/: a binary needs no file of
- * the source tree (it may run where that tree is out of reach). */
-int rs_contract_load_shipped(rs_contract **out, rs_err *err);
+/* Load and check a contract from text[0..len), named name in reasons. */
+int rs_contract_load_text(rs_contract **out, const char *name, const char *text, size_t len,
+                          rs_err *err);
+
+/* The contract that ships, as the build read it from contracts/ (contract_text.c, made by
+ * meson): a binary needs no file of the source tree (it may run where that tree is out of
+ * reach). */
 extern const char rs_contract_shipped_text[];
 void rs_contract_free(rs_contract *c);
 
