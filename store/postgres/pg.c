@@ -865,7 +865,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
-    int events, hwm, idem, canon, tree;
+    int events, hwm, idem, canon, tree, salt;
     int rewrites; /* runfs_note_update is there */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
@@ -888,6 +888,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
+                    "to_regclass('runfs_seal_salt') IS NOT NULL, "
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
@@ -901,9 +902,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     int side = PQgetvalue(r, 0, 3)[0] == 't';
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     st->tree = PQgetvalue(r, 0, 5)[0] == 't';
-    st->rewrites = PQgetvalue(r, 0, 6)[0] == 't';
-    st->ix_make = PQgetvalue(r, 0, 7)[0] == 't';
-    st->uq_drop = PQgetvalue(r, 0, 8)[0] == 't';
+    st->salt = PQgetvalue(r, 0, 6)[0] == 't';
+    st->rewrites = PQgetvalue(r, 0, 7)[0] == 't';
+    st->ix_make = PQgetvalue(r, 0, 8)[0] == 't';
+    st->uq_drop = PQgetvalue(r, 0, 9)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -913,7 +915,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT &&
+    return st->events && st->hwm && st->idem && st->tree && st->salt && st->layout == PG_LAYOUT &&
            st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
@@ -929,7 +931,7 @@ static int schema_setup(rs_backend *b, rs_err *err)
     if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
         (rc = schema_state(b, &st, err)))
         goto fail;
-    int older = st.layout < PG_LAYOUT;
+    int older = st.layout < PG_LAYOUT_CANON;
     if ((!st.events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
         (!st.hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
         (older && (rc = exec_plain(b, pg_schema_note_sql, err))) ||
@@ -941,6 +943,7 @@ static int schema_setup(rs_backend *b, rs_err *err)
         (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
         (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
+        ((st.layout < PG_LAYOUT || !st.salt) && (rc = exec_plain(b, pg_schema_salt_sql, err))) ||
         (!st.rewrites && (rc = exec_plain(b, pg_schema_rewrites_sql, err))) ||
         (st.uq_drop && (rc = exec_plain(b, pg_schema_uq_drop_sql, err))) ||
         (st.ix_make && (rc = exec_plain(b, pg_schema_terminal_sql, err))))
@@ -965,8 +968,9 @@ static const char scratch_threads_sql[] =
  * unqualified name; nothing is written to the database. */
 static int scratch_setup(rs_backend *b, rs_err *err)
 {
-    const char *const scripts[] = {pg_schema_side_sql, pg_schema_owned_sql, pg_schema_idem_sql,
-                                   pg_schema_tree_sql, b->scratch_hwm ? pg_schema_hwm_sql : ""};
+    const char *const scripts[] = {pg_schema_side_sql, pg_schema_owned_sql,
+                                   pg_schema_idem_sql, pg_schema_tree_sql,
+                                   pg_schema_salt_sql, b->scratch_hwm ? pg_schema_hwm_sql : ""};
     rs_buf q = RS_BUF_INIT;
     int rc = 0;
     for (size_t i = 0; !rc && i < sizeof scripts / sizeof *scripts; i++)
@@ -1136,8 +1140,9 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         goto fail;
     }
     /* A read-only open of a store without runfs_canon renders every row. */
-    b->has_canon = !b->read_only || (st.canon && st.layout == PG_LAYOUT);
+    b->has_canon = !b->read_only || (st.canon && st.layout >= PG_LAYOUT_CANON);
     b->has_tree = !b->read_only || st.tree;
+    b->has_salt = !b->read_only || st.salt;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1585,6 +1590,7 @@ const rs_backend_ops rs_pg_backend = {
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,
+    .seal_salts = pg_seal_salts,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,

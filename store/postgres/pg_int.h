@@ -58,6 +58,7 @@ struct rs_backend {
     int owners_apart; /* rs_options.owners_apart */
     int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
     int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
+    int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
@@ -270,6 +271,8 @@ int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
+int pg_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
+                  int64_t to, rs_buf *out, rs_err *err);
 
 /* ---- pg_changes.c: the change feed's numbers (transaction ids; shown below the oldest
  * running transaction's) ---- */

@@ -358,5 +358,7 @@ int sq_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int sq_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
+int sq_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
+                  int64_t to, rs_buf *out, rs_err *err);
 
 #endif
