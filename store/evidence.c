@@ -51,6 +51,8 @@ typedef struct capture {
     char digest[80];      /* "sha256:<hex>" */
     char root[80];        /* with a tree: its Merkle root, "sha256:<hex>" */
     char why[200];        /* why there is no valid terminal */
+    int64_t redacted;     /* checking a seal: its events redacted since */
+    int64_t redo_seq;     /* the first of them changed after its redaction (0: none) */
 } capture;
 
 static const char *const terminal_statuses[] = {"success", "error", "interrupted", "timeout"};
@@ -158,9 +160,13 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         return rs_err_set(err, -ENOMEM, "cannot start a SHA-256 digest");
     }
     int rc = 0;
-    if (checking && sealed->salted &&
-        (rc = s->ops->seal_salts(s->be, t, sealed, 1, upper, &scratch.salts, err))) {
+    rs_redacted *red = NULL;
+    size_t nred = 0;
+    if (checking && ((sealed->salted &&
+                      (rc = s->ops->seal_salts(s->be, t, sealed, 1, upper, &scratch.salts, err))) ||
+                     (rc = rs_redacted_load(s, t, 1, upper, &red, &nred, err)))) {
         rs_merkle_free(tree);
+        rs_buf_release(&scratch.salts);
         return rc;
     }
     size_t salt_at = 0;
@@ -171,6 +177,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         EVP_MD_CTX_free(md);
         rs_merkle_free(tree);
         rs_buf_release(&scratch.salts);
+        free(red);
         return rc;
     }
     rs_buf meta = RS_BUF_INIT, content = RS_BUF_INIT, str = RS_BUF_INIT;
@@ -189,6 +196,22 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
             leaf = &how;
         } else if (tree && sealed->salted)
             leaf = leaf_kept(&how, rec->seq, &scratch.salts, &salt_at);
+        const rs_redacted *r = nred ? rs_redacted_find(red, nred, rec->seq) : NULL;
+        if (r && r->has_leaf) {
+            /* The kept leaf stands for the line as sealed; the line must be as redacted. */
+            unsigned char h[RS_HASH_LEN];
+            unsigned hl;
+            cap->redacted++;
+            if (EVP_Digest(rec->line, rec->line_len, h, &hl, EVP_sha256(), NULL) != 1 ||
+                memcmp(h, r->line_hash, RS_HASH_LEN) != 0) {
+                if (!cap->redo_seq)
+                    cap->redo_seq = rec->seq;
+            } else {
+                how.kind = RS_LEAF_KEPT;
+                memcpy(how.b, r->leaf, RS_HASH_LEN);
+                leaf = &how;
+            }
+        }
         if (rc || (tree ? (rc = rs_merkle_add(tree, rec->seq, leaf, rec->line, rec->line_len)) != 0
                         : EVP_DigestUpdate(md, rec->line, rec->line_len) != 1)) {
             rc = rs_err_set(err, tree ? rc : -EIO, "hashing run %s: %s", t->run_id,
@@ -225,6 +248,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     rs_buf_release(&scratch.seqs);
     rs_buf_release(&scratch.nodes);
     rs_buf_release(&scratch.salts);
+    free(red);
     if (rc < 0)
         return rc;
     rs_hash_hex(cap->digest, out);
@@ -355,7 +379,8 @@ oom:
 
 /* ---- seal.json ------------------------------------------------------------------------------ */
 
-static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, int64_t uncovered)
+static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, int64_t uncovered,
+                       int64_t redacted)
 {
     size_t start = out->len;
     int rc;
@@ -383,7 +408,8 @@ static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, 
                         : rs_buf_addlit(out, "null");
     if (rc || (rc = rs_buf_addlit(out, ",\"sealed_at\":")) ||
         (rc = rs_buf_add_json_string(out, row->sealed_at, strlen(row->sealed_at))) ||
-        (rc = rs_buf_addf(out, ",\"uncovered\":%lld}\n", (long long)uncovered)))
+        (rc = rs_buf_addf(out, ",\"uncovered\":%lld,\"redacted\":%lld}\n", (long long)uncovered,
+                          (long long)redacted)))
         goto oom;
     return 0;
 oom:
@@ -395,8 +421,13 @@ static int seal_render(rs_store *s, const rs_target *t, const rs_seal_row *row, 
                        rs_err *err)
 {
     int64_t uncovered;
+    rs_redacted *red = NULL;
+    size_t nred = 0;
     int rc = count_after(s, t, t->user, row->upper_seq, &uncovered, err);
-    if (!rc && (rc = render_seal(out, t, row, uncovered)))
+    if (!rc)
+        rc = rs_redacted_load(s, t, 1, row->upper_seq, &red, &nred, err);
+    free(red);
+    if (!rc && (rc = render_seal(out, t, row, uncovered, (int64_t)nred)))
         rs_err_set(err, rc, "out of memory rendering the seal");
     return rc;
 }
@@ -639,13 +670,23 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     } else if (cap.event_count != row->event_count)
         (void)rs_fmt(why, sizeof why, "event count %lld != sealed %lld", (long long)cap.event_count,
                      (long long)row->event_count);
-    else if (strcmp(cap.digest, row->digest) != 0)
+    else if (cap.redo_seq)
+        (void)rs_fmt(why, sizeof why, "seq %lld changed after its redaction",
+                     (long long)cap.redo_seq);
+    else if (!cap.redacted && strcmp(cap.digest, row->digest) != 0)
         (void)rs_fmt(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
     else if (row->root[0] && strcmp(cap.root, row->root) != 0)
         (void)rs_fmt(why, sizeof why, "root changed: %s != %s", cap.root, row->root);
     else if (v->key && (ok = note_holds(v->key, t, row, why, sizeof why)) <= 0) {
         if (ok < 0)
             return rs_err_set(v->err, ok, "out of memory");
+    } else if (cap.redacted) {
+        /* A redacted run is checked by its root (its flat digest cannot be recomputed). */
+        (void)rs_fmt(why, sizeof why, "%lld redacted%s", (long long)cap.redacted,
+                     row->salted ? ""
+                                 : "; warning: its leaves are plain (sealed before salts): a "
+                                   "kept leaf hash could confirm a guess at a short value");
+        ok = RS_VERIFY_REDACTED;
     } else {
         (void)rs_fmt(why, sizeof why, "ok");
         ok = 1;

@@ -156,6 +156,19 @@ int rs_store_proof(rs_store *s, const rs_target *t, int64_t seq, rs_buf *out, rs
         rc = rs_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
+    /* A redacted event's kept leaf stands for its line as sealed. */
+    rs_redacted *red = NULL;
+    size_t nred = 0;
+    if ((rc = rs_redacted_load(s, t, from, end - 1, &red, &nred, err)))
+        goto out;
+    for (int64_t k = 0; k < count; k++) {
+        const rs_redacted *r = rs_redacted_find(red, nred, seqs[k]);
+        if (r && r->has_leaf) {
+            how[k].kind = RS_LEAF_KEPT;
+            memcpy(how[k].b, r->leaf, RS_HASH_LEN);
+        }
+    }
+    free(red);
     if (at < 0) {
         rc = rs_err_set(err, -ENOENT, "no event seq %lld among the sealed rows", (long long)seq);
         goto out;

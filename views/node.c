@@ -41,6 +41,7 @@ static const char *const run_entries[] = {"events.jsonl",
                                           "otel.json",
                                           "seal.note",
                                           "proofs",
+                                          "redactions.jsonl",
                                           NULL};
 static const char *const no_entries[] = {NULL};
 
@@ -92,6 +93,7 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "otel.json", RFS_R_OTEL},
     {RFS_RUN, "seal.note", RFS_R_NOTE},
     {RFS_RUN, "proofs", RFS_R_PROOFS_DIR},
+    {RFS_RUN, "redactions.jsonl", RFS_R_REDACTIONS},
 };
 
 void rfs_node_root(rfs_node *out)

@@ -67,6 +67,7 @@ typedef enum rfs_kind {
     RFS_R_NOTE,
     RFS_R_PROOFS_DIR,
     RFS_R_PROOF,
+    RFS_R_REDACTIONS,
 } rfs_kind;
 
 #define RFS_NAME_MAX 255

@@ -345,7 +345,7 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
 }
 
 /* Statements without parameters, outside the cache (transaction control, the schema). */
-static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
+int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err)
 {
     PGresult *r = PQexec(b->conn, sql);
     char what[32];
@@ -407,7 +407,8 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
         return rs_err_set(err, -EBUSY, "a transaction is already open on this connection");
     pg_log_forget(b);
     int rc = ensure_conn(b, err);
-    if (rc || (rc = b->piped ? pg_run(b, "BEGIN", NULL, NULL, err) : exec_plain(b, "BEGIN", err)))
+    if (rc ||
+        (rc = b->piped ? pg_run(b, "BEGIN", NULL, NULL, err) : pg_exec_plain(b, "BEGIN", err)))
         return rc;
     b->in_tx = 1;
     if (thread_id && (rc = pg_lock_thread(b, thread_id, err)))
@@ -421,10 +422,10 @@ int pg_commit(rs_backend *b, rs_err *err)
         b->pipe_commit = 1;
         return pg_run(b, "COMMIT", NULL, NULL, err);
     }
-    int rc = exec_plain(b, "COMMIT", err);
+    int rc = pg_exec_plain(b, "COMMIT", err);
     b->in_tx = 0;
     if (rc && PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "ROLLBACK", NULL);
+        pg_exec_plain(b, "ROLLBACK", NULL);
     return rc;
 }
 
@@ -433,7 +434,7 @@ void pg_rollback(rs_backend *b)
     if (b->piped)
         pg_pipe_run(b, NULL);
     if (PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "ROLLBACK", NULL);
+        pg_exec_plain(b, "ROLLBACK", NULL);
     b->in_tx = 0;
 }
 
@@ -569,7 +570,7 @@ static void cursor_free(rs_cursor *base)
     if (PQstatus(b->conn) == CONNECTION_OK) {
         char sql[48];
         (void)rs_fmt(sql, sizeof sql, "CLOSE %s", c->name); /* name: 24 bytes */
-        exec_plain(b, commit ? "COMMIT" : sql, NULL);
+        pg_exec_plain(b, commit ? "COMMIT" : sql, NULL);
     }
     rs_buf_release(&base->line);
     free(c);
@@ -605,7 +606,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
     if (rc) {
         PQclear(r);
         if (begin && PQstatus(b->conn) == CONNECTION_OK)
-            exec_plain(b, "ROLLBACK", NULL);
+            pg_exec_plain(b, "ROLLBACK", NULL);
         free(c);
         return rc;
     }
@@ -888,7 +889,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
-                    "to_regclass('runfs_seal_salt') IS NOT NULL, "
+                    "to_regclass('runfs_seal_salt') IS NOT NULL AND "
+                    "to_regclass('runfs_redaction') IS NOT NULL, "
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
@@ -924,29 +926,29 @@ static int schema_complete(const pg_schema_state *st)
 static int schema_setup(rs_backend *b, rs_err *err)
 {
     pg_schema_state st;
-    int rc = exec_plain(b, "BEGIN", err);
+    int rc = pg_exec_plain(b, "BEGIN", err);
     if (rc)
         return rc;
     b->in_tx = 1;
-    if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
+    if ((rc = pg_exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
         (rc = schema_state(b, &st, err)))
         goto fail;
     int older = st.layout < PG_LAYOUT_CANON;
-    if ((!st.events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
-        (!st.hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
-        (older && (rc = exec_plain(b, pg_schema_note_sql, err))) ||
-        (!st.layout && ((rc = exec_plain(b, pg_schema_side_sql, err)) ||
-                        (rc = exec_plain(b, pg_schema_owned_sql, err)))) ||
-        (st.layout == 1 && ((rc = exec_plain(b, pg_schema_migrate_sql, err)) ||
-                            (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
-                            (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
-        (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
-        (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
-        (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
-        ((st.layout < PG_LAYOUT || !st.salt) && (rc = exec_plain(b, pg_schema_salt_sql, err))) ||
-        (!st.rewrites && (rc = exec_plain(b, pg_schema_rewrites_sql, err))) ||
-        (st.uq_drop && (rc = exec_plain(b, pg_schema_uq_drop_sql, err))) ||
-        (st.ix_make && (rc = exec_plain(b, pg_schema_terminal_sql, err))))
+    if ((!st.events && (rc = pg_exec_plain(b, pg_schema_deerflow_sql, err))) ||
+        (!st.hwm && (rc = pg_exec_plain(b, pg_schema_hwm_sql, err))) ||
+        (older && (rc = pg_exec_plain(b, pg_schema_note_sql, err))) ||
+        (!st.layout && ((rc = pg_exec_plain(b, pg_schema_side_sql, err)) ||
+                        (rc = pg_exec_plain(b, pg_schema_owned_sql, err)))) ||
+        (st.layout == 1 && ((rc = pg_exec_plain(b, pg_schema_migrate_sql, err)) ||
+                            (rc = pg_exec_plain(b, pg_schema_owned_sql, err)) ||
+                            (rc = pg_exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
+        (older && (rc = pg_exec_plain(b, pg_schema_canon_sql, err))) ||
+        (!st.idem && (rc = pg_exec_plain(b, pg_schema_idem_sql, err))) ||
+        (!st.tree && (rc = pg_exec_plain(b, pg_schema_tree_sql, err))) ||
+        ((st.layout < PG_LAYOUT || !st.salt) && (rc = pg_exec_plain(b, pg_schema_salt_sql, err))) ||
+        (!st.rewrites && (rc = pg_exec_plain(b, pg_schema_rewrites_sql, err))) ||
+        (st.uq_drop && (rc = pg_exec_plain(b, pg_schema_uq_drop_sql, err))) ||
+        (st.ix_make && (rc = pg_exec_plain(b, pg_schema_terminal_sql, err))))
         goto fail;
     return pg_commit(b, err);
 fail:
@@ -993,7 +995,7 @@ static int scratch_setup(rs_backend *b, rs_err *err)
         rs_buf_release(&q);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
-    rc = exec_plain(b, q.buf, err);
+    rc = pg_exec_plain(b, q.buf, err);
     rs_buf_release(&q);
     b->scratch = !rc;
     return rc;
@@ -1024,7 +1026,7 @@ static int scratch_ready(rs_backend *b, const char *thread_id, rs_err *err)
     if (!t && !(t = rs_mem_find(&b->mem_list, thread_id, 1)))
         return rs_err_set(err, -ENOMEM, "out of memory");
     t->state[0] = '\0';
-    if ((rc = exec_plain(b, "BEGIN", err)))
+    if ((rc = pg_exec_plain(b, "BEGIN", err)))
         return rc;
     b->in_tx = 1;
     pg_log thr;
@@ -1202,7 +1204,7 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         return -EIO;
     /* A standby takes no LISTEN: its rows come by replay, found by the probe below. */
     if (!b->listening && !b->standby) {
-        if (exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
+        if (pg_exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
             return -EIO;
         b->listening = 1;
     }
@@ -1278,7 +1280,7 @@ static int mem_setup(rs_backend *b, rs_err *err)
         rs_buf_release(&q);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
-    rc = exec_plain(b, q.buf, err);
+    rc = pg_exec_plain(b, q.buf, err);
     rs_buf_release(&q);
     if (rc)
         return rc;
@@ -1339,7 +1341,7 @@ static int mem_drop_thread(void *ctx, const char *thread_id)
 static int mem_sync(rs_backend *b, const char *thread_id, int fresh, int64_t dirty, int64_t *rows,
                     rs_err *err)
 {
-    int rc = exec_plain(b, "BEGIN", err), found;
+    int rc = pg_exec_plain(b, "BEGIN", err), found;
     if (rc)
         return rc;
     b->in_tx = 1;
@@ -1591,6 +1593,8 @@ const rs_backend_ops rs_pg_backend = {
     .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,
     .seal_salts = pg_seal_salts,
+    .redact = pg_redact,
+    .redaction_each = pg_redaction_each,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,

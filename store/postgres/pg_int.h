@@ -138,6 +138,9 @@ typedef struct pg_canon {
  * known: the row is rendered. */
 int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i);
 
+/* Statements without parameters, outside the statement cache (transaction control, the
+ * schema, VACUUM). */
+int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err);
 void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);
 /* Run sql (cached as a prepared statement) with a's parameters; *out (may be NULL: cleared)
@@ -271,6 +274,10 @@ int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
+/* pg_redact.c: rs_backend_ops.redact and redaction_each. */
+int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err);
+int pg_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
+                      int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
 int pg_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
                   int64_t to, rs_buf *out, rs_err *err);
 

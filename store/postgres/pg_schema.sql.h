@@ -191,6 +191,13 @@ static const char pg_schema_salt_sql[] =
     "CREATE OR REPLACE TRIGGER runfs_seal_salt_drop AFTER DELETE ON runfs_seal\n"
     "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION\n"
     "  runfs_seal_salt_drop();\n"
+    /* The redactions of events (DESIGN "Forgetting"), sqlite/schema.sql.h's. */
+    "CREATE TABLE IF NOT EXISTS runfs_redaction (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, seq BIGINT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', at TEXT NOT NULL, paths TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
+    "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
+    ");\n"
     "UPDATE runfs_meta SET value = 4 WHERE key = 'layout';\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused, an older

@@ -138,6 +138,14 @@ static const char rs_schema_sql[] =
     "  DELETE FROM runfs_seal_salt WHERE thread_id = old.thread_id AND run_id = old.run_id\n"
     "    AND owner = old.owner;\n"
     "END;\n"
+    /* Layout 6: the redactions of events (DESIGN "Forgetting"): what was erased and why,
+     * the leaf hash of the line as sealed and the hash of the line as redacted. */
+    "CREATE TABLE IF NOT EXISTS runfs_redaction (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', at TEXT NOT NULL, paths TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
+    "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
+    ") WITHOUT ROWID;\n"
     /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"

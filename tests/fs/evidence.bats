@@ -253,7 +253,7 @@ for i in range(len(note)):
   assert_line --partial "threads/t/runs/other: seal.note: not signed by this key"
   refute_output --partial "runs/good"
   refute_output --partial "runs/tampered"
-  assert_line "4 seals checked, 2 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 2 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   # A row changed in place (as another writer could): verify names it, its proofs refuse.
   local seq
   seq=$(store_sql "SELECT min(seq) + 10 FROM run_events WHERE run_id = 'tampered'")
@@ -261,10 +261,10 @@ for i in range(len(note)):
   run "$RUNFS" verify "$STORE" --key "$WORK/a.pub"
   assert_failure 1
   assert_line --partial "threads/t/runs/tampered: digest changed"
-  assert_line "4 seals checked, 3 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 3 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   run "$RUNFS" verify "$STORE"
   assert_failure 1
-  assert_line "4 seals checked, 1 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 1 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   run "$RUNFS" cat "$STORE" "threads/t/runs/tampered/proofs/$seq"
   assert_failure
   assert_output --partial "changed since it was sealed"

@@ -104,7 +104,7 @@ EOF
   assert_output "r1"
   # last-visible-ai-seq, seal.json and seal.note exist only once there is something to show.
   run ls "$RUN"
-  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once otel.json proofs receipt.json \
+  assert_output "$(printf '%s\n' events.jsonl messages.jsonl once otel.json proofs receipt.json redactions.jsonl \
     search since stats.json tasks timeline.svg types workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"
