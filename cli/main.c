@@ -57,6 +57,12 @@ static int set_allow_delete(rfs_options *o, const char *v)
     o->allow_delete = 1;
     return 0;
 }
+static int set_allow_redact(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->allow_redact = 1;
+    return 0;
+}
 static int set_allow_unknown(rfs_options *o, const char *v)
 {
     (void)v;
@@ -195,6 +201,8 @@ static const mount_option mount_options[] = {
     {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES", set_user_map},
     {"thread", "ID", "show that one thread only (for a sandbox)", set_thread},
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
+    {"allow-redact", NULL, "a line appended to a run's redactions.jsonl redacts an event",
+     set_allow_redact},
     {"contract", "FILE", "the event contract to validate against", set_contract},
     {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
     {"allow-unknown-events", NULL, "accept event types the contract does not name",

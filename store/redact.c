@@ -581,3 +581,47 @@ int rs_store_redact(rs_store *s, const rs_target *t, int64_t seq, const char *co
             break;
     return rc;
 }
+
+int rs_store_redact_line(rs_store *s, const rs_target *t, const char *line, size_t len, rs_buf *out,
+                         rs_buf *warn, rs_err *err)
+{
+    rs_buf canon = RS_BUF_INIT, reason = RS_BUF_INIT, strs = RS_BUF_INIT;
+    const char **paths = NULL;
+    size_t n = 0;
+    const char *v;
+    size_t vl;
+    int64_t seq = 0;
+    int rc = rs_json_canon(&canon, line, len, 0, err);
+    if (!rc && (canon.buf[0] != '{' || !rs_json_get(canon.buf, canon.len, "seq", 3, &v, &vl) ||
+                vl > 18 || strspn(v, "0123456789") != vl || (seq = strtoll(v, NULL, 10)) < 1))
+        rc = rs_err_set(err, -EINVAL,
+                        "a redaction is {\"seq\": N, \"paths\": [...], \"reason\": \"why\"}");
+    if (!rc && rs_json_get(canon.buf, canon.len, "reason", 6, &v, &vl) &&
+        (v[0] != '"' || rs_json_unquote(&reason, v, vl)))
+        rc = rs_err_set(err, -EINVAL, "reason: a string");
+    if (!rc && rs_json_get(canon.buf, canon.len, "paths", 5, &v, &vl)) {
+        /* Each path decoded and NUL-terminated, end to end in strs; then pointed at. */
+        rc = v[0] == '[' ? 0 : rs_err_set(err, -EINVAL, "paths: an array of strings");
+        for (size_t i = 1; !rc && i + 1 < vl;) {
+            size_t l = value_len(v + i, vl - 1 - i);
+            rs_buf one = RS_BUF_INIT;
+            if (v[i] != '"' || rs_json_unquote(&one, v + i, l) ||
+                rs_buf_add(&strs, one.buf, one.len) || rs_buf_addch(&strs, '\0'))
+                rc = rs_err_set(err, -EINVAL, "paths: an array of strings");
+            rs_buf_release(&one);
+            n++;
+            i += l + 1;
+        }
+        if (!rc && n && !(paths = calloc(n, sizeof *paths)))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0, at = 0; !rc && i < n; i++, at += strlen(strs.buf + at) + 1)
+            paths[i] = strs.buf + at;
+    }
+    if (!rc)
+        rc = rs_store_redact(s, t, seq, paths, n, reason.len ? reason.buf : "", out, warn, err);
+    free(paths);
+    rs_buf_release(&canon);
+    rs_buf_release(&reason);
+    rs_buf_release(&strs);
+    return rc;
+}

@@ -137,7 +137,7 @@ int rfs_node_is_log(rfs_kind k)
 int rfs_node_is_writable(rfs_kind k, int allow_delete)
 {
     if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS || k == RFS_RUN ||
-        k == RFS_R_ONCE_DIR)
+        k == RFS_R_ONCE_DIR || k == RFS_R_REDACTIONS)
         return 1;
     return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k) && k != RFS_SEARCH_DIR &&
            k != RFS_T_SEARCH_DIR && k != RFS_R_SEARCH_DIR;

@@ -544,6 +544,10 @@ int rs_store_verify_key(rs_store *s, const rs_seal_pub *key, rs_verify_fn fn, vo
  * the line as sealed; with the store's seal key the redaction gets a signed note. */
 int rs_store_redact(rs_store *s, const rs_target *t, int64_t seq, const char *const *paths,
                     size_t n, const char *reason, rs_buf *out, rs_buf *warn, rs_err *err);
+/* One line appended to redactions.jsonl, {"seq": N, "paths": [...], "reason": "..."}
+ * (paths optional), redacted as rs_store_redact does (-EINVAL for another shape). */
+int rs_store_redact_line(rs_store *s, const rs_target *t, const char *line, size_t len, rs_buf *out,
+                         rs_buf *warn, rs_err *err);
 /* redactions.jsonl: {seq, paths, reason, at, leaf, note} of every redaction of the run. */
 int rs_store_redactions(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
 

@@ -182,3 +182,38 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_failure 1
   assert_line "threads/t/runs/r: seq 6 changed after its redaction"
 }
+
+@test "forget: a line appended to redactions.jsonl on an --allow-redact mount redacts at once; without the option EPERM; refusals in rejects.jsonl" {
+  local secret=SECRETmount55Q
+  runfs_mount "$STORE" "$MNT"
+  local d=$MNT/threads/t/runs/r
+  mkdir -p "$d"
+  { human "first" 1; human "has $secret" 2; } >> "$d/events.jsonl"
+  run bash -c "echo '{\"seq\": 2, \"reason\": \"no\"}' >> '$d/redactions.jsonl'"
+  assert_failure
+  assert_output --partial "Operation not permitted"
+  grep -q 'redacting needs a mount with --allow-redact' "$MNT/.runfs/rejects.jsonl"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" --allow-redact
+  [ "$(scan "$secret")" -ge 1 ]
+  grep -q "$secret" "$d/events.jsonl"
+  # Refused lines: the reason is told, nothing changes.
+  run bash -c "echo '{\"seq\": 2, \"paths\": [\"content.content\"]}' >> '$d/redactions.jsonl'"
+  assert_failure
+  assert_output --partial "Invalid argument"
+  grep -q 'a redaction needs a reason' "$MNT/.runfs/rejects.jsonl"
+  run bash -c "echo '{\"seq\": 2, \"paths\": [\"content.nope\"], \"reason\": \"r\"}' >> '$d/redactions.jsonl'"
+  assert_failure
+  grep -q "path 'content.nope' does not exist in event seq 2" "$MNT/.runfs/rejects.jsonl"
+  run bash -c "echo 'not json' >> '$d/redactions.jsonl'"
+  assert_failure
+  grep -q "$secret" "$d/events.jsonl"
+  # The write returns once the bytes are gone from the store's files.
+  echo '{"seq": 2, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked to forget"}' >> "$d/redactions.jsonl"
+  run scan "$secret"
+  assert_output "0"
+  run grep -c "$secret" "$d/events.jsonl"
+  assert_output "0"
+  run cat "$d/redactions.jsonl"
+  assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"asked to forget","at":"[^"]+","leaf":null,"note":null\}$'
+}
