@@ -118,8 +118,12 @@ EOF
   run grep -c redacted "$MNT/threads/t/events.jsonl"
   assert_output "0"
   runfs_unmount "$MNT"
+  local before
+  before=$("$RUNFS" changes "$STORE" | tail -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["change"])')
   run "$RUNFS" redact "$STORE" t 1 --reason "whole" --user alice
   assert_success
+  # A redaction is a change in the change feed.
+  "$RUNFS" changes "$STORE" --since "$before" | grep -q '"thread_id":"t","run_id":"r"'
   assert_output --partial '"paths":["content"]'
   runfs_mount "$STORE" "$MNT"
   sed -n 1p "$MNT/threads/t/events.jsonl" | grep -q '"content":"\[redacted\]","metadata":{"caller":"lead_agent","note":{"tags":\["a","one"\]},"redaction":'
@@ -216,4 +220,18 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_output "0"
   run cat "$d/redactions.jsonl"
   assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"asked to forget","at":"[^"]+","leaf":null,"note":null\}$'
+}
+
+# RUNFS_OLD: a runfs built from before salted leaves (main), whose seals are plain.
+@test "forget: redacting under a plain-leaf seal made by an older runfs works, and verify warns" {
+  [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"
+  { human "a" 1; human "short" 2; human "c" 3; } | "$RUNFS_OLD" put -q "$STORE" t r
+  "$RUNFS_OLD" seal "$STORE" t r --partial "old" >/dev/null
+  run "$RUNFS" redact "$STORE" t 2 --reason "pii"
+  assert_success
+  assert_output --partial "its kept leaf hash could confirm a guess at a short value"
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_line --partial "threads/t/runs/r: 1 redacted; warning: its leaves are plain"
+  assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
 }
