@@ -304,13 +304,21 @@ static int to_columns(redaction *d)
     return 0;
 }
 
-/* The leaf hash of the line as sealed, when t->user's seal covers seq: kept from an earlier
- * redaction, else made now from the line (after its salt when the seal's leaves are). */
-static int sealed_leaf(rs_store *s, const rs_target *t, int64_t seq, const rs_buf *line,
-                       redaction *d, rs_err *err)
+/* The leaf hash of the line as sealed, when a seal covers seq (t->user's; for an unscoped
+ * redactor without a seal of its own, that of the row's owner, who saw the row): kept from an
+ * earlier redaction, else made now from the line (after its salt when the seal's leaves are). */
+static int sealed_leaf(rs_store *s, const rs_target *tt, const char *owner, int64_t seq,
+                       const rs_buf *line, redaction *d, rs_err *err)
 {
     rs_seal_row row;
+    rs_target own = *tt;
+    const rs_target *t = tt;
     int rc = s->ops->seal_get(s->be, t, &row, err);
+    if (rc == -ENOENT && !tt->user && owner) {
+        own.user = owner;
+        t = &own;
+        rc = s->ops->seal_get(s->be, t, &row, err);
+    }
     if (rc == -ENOENT)
         return 0;
     if (rc || !row.root[0] || seq > row.upper_seq)
@@ -458,7 +466,7 @@ static int redact_once(rs_store *s, const rs_target *t, int64_t seq, const char 
         rc = rs_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sealed_leaf(s, t, seq, &sealed, &d, err)))
+    if ((rc = sealed_leaf(s, t, has_owner ? owner : NULL, seq, &sealed, &d, err)))
         goto out;
     {
         /* The line as redacted: the old one with its content and metadata replaced (the

@@ -235,3 +235,18 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_line --partial "threads/t/runs/r: 1 redacted; warning: its leaves are plain"
   assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
 }
+
+@test "forget: an unscoped redaction of a row an owner sealed keeps that owner's seal holding" {
+  runfs_mount "$STORE" "$MNT" --user alice
+  local d=$MNT/threads/t/runs/r
+  mkdir -p "$d"
+  { human "a" 1; human "private" 2; human "c" 3; } >> "$d/events.jsonl"
+  (set -C; echo '{"state":"partial","error":"fixture"}' > "$d/seal.json")
+  runfs_unmount "$MNT"
+  run "$RUNFS" redact "$STORE" t 2 --reason "pii"
+  assert_success
+  assert_output --regexp '"leaf":"sha256:[0-9a-f]{64}"'
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
+}
