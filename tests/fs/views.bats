@@ -257,7 +257,7 @@ EOF2
   assert_output "$(cat "$WORK/before")"
   assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT to_regclass('runfs_canon') IS NULL")" "$(printf '2\nt')"
   runfs_mount "$STORE" "$MNT"
-  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_canon")" "$(printf '3\n0')"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_canon")" "$(printf '4\n0')"
   cmp "$WORK/before" "$MNT/$T/events.jsonl"
   ev_error after >> "$MNT/$T/runs/r1/events.jsonl"
   assert_equal "$(store_sql "SELECT count(*) FROM runfs_canon c JOIN run_events e ON e.id BETWEEN c.lo AND c.hi")" 1
