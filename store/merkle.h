@@ -33,7 +33,8 @@ typedef struct rs_leaf {
 int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len,
                    unsigned char out[RS_HASH_LEN]);
 
-/* A builder: rs_merkle_add each line in seq order, then rs_merkle_finish. The hashing runs
+/* A builder: rs_merkle_add each line in seq order (how: its leaf's making, NULL plain), then
+ * rs_merkle_finish. The hashing runs
  * on a thread of the builder's own, a batch behind the adds; rs_merkle_free stops it. */
 int rs_merkle_new(rs_merkle **out);
 int rs_merkle_add(rs_merkle *m, int64_t seq, const rs_leaf *how, const char *line, size_t len);
