@@ -1,8 +1,10 @@
 /* evidence.c — the commands that make and check evidence without a mount: runfs seal,
- * verify-note and verify-proof (runfs verify --key is cmd_verify's, in main.c). */
+ * verify-note and verify-proof (runfs verify --key is cmd_verify's, in main.c), and runfs
+ * redact, which forgets what an event held and keeps the evidence of it. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "evidence.h"
@@ -163,5 +165,90 @@ int rfs_cmd_verify_proof(int argc, char **argv)
     rs_buf_release(&seal);
     rs_buf_release(&line);
     rs_buf_release(&proof);
+    return status;
+}
+
+int rfs_cmd_redact(int argc, char **argv)
+{
+    enum { OPT_KEY = 256, OPT_NAME, OPT_PATH, OPT_REASON, OPT_USER };
+    static const struct option longopts[] = {
+        {"seal-key", required_argument, NULL, OPT_KEY},
+        {"seal-key-name", required_argument, NULL, OPT_NAME},
+        {"path", required_argument, NULL, OPT_PATH},
+        {"reason", required_argument, NULL, OPT_REASON},
+        {"user", required_argument, NULL, OPT_USER},
+        {NULL, 0, NULL, 0},
+    };
+    const char *key_path = NULL, *key_name = NULL, *reason = NULL, *user = NULL;
+    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    size_t n = 0;
+    int c;
+    if (!paths) {
+        fprintf(stderr, "runfs: out of memory\n");
+        return 2;
+    }
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == OPT_KEY)
+            key_path = optarg;
+        else if (c == OPT_NAME)
+            key_name = optarg;
+        else if (c == OPT_PATH)
+            paths[n++] = optarg;
+        else if (c == OPT_REASON)
+            reason = optarg;
+        else if (c == OPT_USER && rs_id_valid(optarg))
+            user = optarg;
+        else {
+            free(paths);
+            return usage("redact", c == OPT_USER ? "--user must be 1-64 of [A-Za-z0-9_-]"
+                                                 : "unknown option or missing value");
+        }
+    }
+    char *end = NULL;
+    long long seq = argc - optind == 3 ? strtoll(argv[optind + 2], &end, 10) : 0;
+    int status = 2;
+    if (argc - optind != 3 || !end || *end || end == argv[optind + 2]) {
+        free(paths);
+        return usage("redact", "expected STORE THREAD SEQ --reason TEXT");
+    }
+    if (key_name && !key_path) {
+        free(paths);
+        return usage("redact", "--seal-key-name names the key of --seal-key: give both");
+    }
+    rs_err err = {0};
+    rs_seal_key *key = NULL;
+    if (key_path && rs_seal_key_load(&key, key_path, key_name, &err)) {
+        fprintf(stderr, "runfs: --seal-key: %s\n", err.msg);
+        free(paths);
+        return 2;
+    }
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.seal_key = key;
+    opt.owners_apart = user != NULL;
+    rs_store *s;
+    rs_buf out = RS_BUF_INIT, warn = RS_BUF_INIT;
+    if (rs_store_open(&s, argv[optind], &opt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        goto done;
+    }
+    rs_target t = {.thread_id = argv[optind + 1], .user = user};
+    int rc = rs_store_redact(s, &t, seq, paths, n, reason, &out, &warn, &err);
+    rs_store_close(s);
+    if (rc) {
+        fprintf(stderr, "runfs: threads/%s seq %lld: %s (%s)\n", t.thread_id, seq, err.msg,
+                rs_errno_name(rc));
+        status = 1;
+        goto done;
+    }
+    if (warn.len)
+        fprintf(stderr, "runfs: warning: %s\n", warn.buf);
+    status = fwrite(out.buf, 1, out.len, stdout) == out.len && fflush(stdout) == 0 ? 0 : 1;
+done:
+    rs_buf_release(&out);
+    rs_buf_release(&warn);
+    rs_seal_key_free(key);
+    free(paths);
     return status;
 }

@@ -72,6 +72,12 @@ static int set_allow_delete(rfs_options *o, const char *v)
     o->allow_delete = 1;
     return 0;
 }
+static int set_allow_redact(rfs_options *o, const char *v)
+{
+    (void)v;
+    o->allow_redact = 1;
+    return 0;
+}
 static int set_allow_unknown(rfs_options *o, const char *v)
 {
     (void)v;
@@ -220,6 +226,8 @@ static const mount_option mount_options[] = {
     {"user-map", "FILE", "owners of uids: 'UID OWNER' lines; other uids get EACCES", set_user_map},
     {"thread", "ID", "show that one thread only (for a sandbox)", set_thread},
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
+    {"allow-redact", NULL, "a line appended to a run's redactions.jsonl redacts an event",
+     set_allow_redact},
     {"contract", "FILE", "the event contract to validate against", set_contract},
     {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
     {"allow-unknown-events", NULL, "accept event types the contract does not name",
@@ -797,7 +805,7 @@ static int cmd_diff(int argc, char **argv)
 }
 
 struct verify_tally {
-    long checked, changed, deleted;
+    long checked, changed, deleted, redacted;
     rfs_progress *progress;
 };
 
@@ -807,7 +815,8 @@ static int verify_report(void *ctx, const char *thread_id, const char *run_id, i
     struct verify_tally *t = ctx;
     t->checked++;
     t->deleted += ok == RS_VERIFY_DELETED;
-    if (ok != 1) {
+    t->redacted += ok == RS_VERIFY_REDACTED;
+    if (ok != 1 && (ok != RS_VERIFY_REDACTED || strstr(why, "warning"))) {
         t->changed += ok == 0;
         rfs_progress_clear(t->progress);
         printf("threads/%s/runs/%s: %s\n", thread_id, run_id, why);
@@ -842,8 +851,8 @@ static int cmd_verify(int argc, char **argv)
         fprintf(stderr, "runfs: cannot verify: %s\n", err.msg);
         return 2;
     }
-    printf("%ld seal%s checked, %ld changed, %ld deleted after sealing\n", t.checked,
-           t.checked == 1 ? "" : "s", t.changed, t.deleted);
+    printf("%ld seal%s checked, %ld changed, %ld redacted, 0 expired, %ld deleted after sealing\n",
+           t.checked, t.checked == 1 ? "" : "s", t.changed, t.redacted, t.deleted);
     return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
@@ -979,7 +988,8 @@ static const command commands[] = {
      rfs_cmd_changes},
     {"verify", "STORE [--key PUB.pem]", "recompute every seal; exit 1 if any changed",
      "prints each run whose evidence changed or was deleted after sealing, then\n"
-     "'N seals checked, N changed, N deleted after sealing'\n"
+     "'N seals checked, N changed, N redacted, N expired, N deleted after sealing' (a run\n"
+     "with redacted events is checked by its root, the kept leaf standing for each)\n"
      "(progress on stderr when it is a terminal).\n"
      "  --key PUB.pem  every seal must carry a seal.note signed by this Ed25519 key: an\n"
      "                 unsigned seal or one signed by another key counts as changed\n"
@@ -993,6 +1003,22 @@ static const command commands[] = {
      "  --seal-key FILE       sign the seal (seal.note) with this Ed25519 key (PEM, mode 600)\n"
      "  --seal-key-name NAME  the key's name in the note (default: the host name)\n",
      rfs_cmd_seal},
+    {"redact",
+     "STORE THREAD SEQ [--path P]... --reason TEXT [--seal-key FILE] [--seal-key-name NAME] "
+     "[--user NAME]",
+     "forget what an event held, keeping the evidence (prints its redactions.jsonl line)",
+     "each --path (content.KEY... or metadata.KEY..., dot-separated, numbers index arrays;\n"
+     "none: the whole content) becomes \"[redacted]\"; metadata.redaction records when, why\n"
+     "and what. The envelope stays. When it returns, the old bytes are in no row, search\n"
+     "index, free page or WAL of the store (PostgreSQL: after the VACUUM it runs, where the\n"
+     "role may; else a warning says what the role lacks). A sealed run keeps the leaf of the\n"
+     "line as sealed: its root and other proofs still hold. exit 1 when refused (no reason,\n"
+     "a path that does not exist, another owner's event), 2 when the store cannot be opened.\n"
+     "  --reason TEXT         why (required, one line)\n"
+     "  --user NAME           redact as that owner: only its own events\n"
+     "  --seal-key FILE       sign the redaction (a note in redactions.jsonl)\n"
+     "  --seal-key-name NAME  the key's name in the note (default: the host name)\n",
+     rfs_cmd_redact},
     {"verify-note", "--key PUB.pem FILE", "check a seal.note's signature, with no store",
      "exit 0 when a signature line by that key verifies over the note's body, 1 when not.\n",
      rfs_cmd_verify_note},

@@ -27,6 +27,7 @@ typedef struct rfs_options {
     const rfs_usermap *user_map; /* --user-map: the owner of each uid (NULL: its number) */
     const char *only_thread;     /* --thread ID */
     int allow_delete;
+    int allow_redact; /* --allow-redact: appending to redactions.jsonl redacts */
     const char *contract;
     int sync_full;
     int allow_unknown;

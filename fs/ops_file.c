@@ -24,6 +24,7 @@ typedef enum hkind {
     H_APPEND, /* runs/R/events.jsonl opened for writing */
     H_ONCE,   /* once/<type> being written */
     H_SEAL,   /* seal.json being created */
+    H_REDACT, /* redactions.jsonl appended to (--allow-redact) */
     H_FOLLOW, /* follow.jsonl */
 } hkind;
 
@@ -97,7 +98,7 @@ void rfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 
 static int is_writer(hkind kind)
 {
-    return kind == H_APPEND || kind == H_ONCE || kind == H_SEAL;
+    return kind == H_APPEND || kind == H_ONCE || kind == H_SEAL || kind == H_REDACT;
 }
 
 static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
@@ -296,12 +297,22 @@ static int open_writer(fuse_req_t req, const rfs_node *n, struct fuse_file_info 
                           "events.jsonl is append-only: append with >>, never overwrite");
     if (n->kind == RFS_R_SEAL)
         return rs_err_set(err, -EEXIST, "the run is already sealed");
-    if (n->kind != RFS_R_EVENTS && n->kind != RFS_R_ONCE)
+    if (n->kind == RFS_R_REDACTIONS && !m->opt.allow_redact)
+        return rs_err_set(err, -EPERM,
+                          "redacting needs a mount with --allow-redact (or runfs redact)");
+    if (n->kind == RFS_R_REDACTIONS && (fi->flags & O_TRUNC))
+        return rs_err_set(err, -EPERM,
+                          "redactions.jsonl is append-only: append with >>, never overwrite");
+    if (n->kind != RFS_R_EVENTS && n->kind != RFS_R_ONCE && n->kind != RFS_R_REDACTIONS)
         return rs_err_set(err, -EPERM, "this file is a read-only view");
     int rc = run_is_callers(req, n);
     if (rc)
         return rc;
-    rfs_handle *h = handle_new(req, n->kind == RFS_R_EVENTS ? H_APPEND : H_ONCE, n);
+    rfs_handle *h = handle_new(req,
+                               n->kind == RFS_R_EVENTS       ? H_APPEND
+                               : n->kind == RFS_R_REDACTIONS ? H_REDACT
+                                                             : H_ONCE,
+                               n);
     if (!h)
         return -ENOMEM;
     h->w->want_receipt = (fi->flags & O_ACCMODE) == O_RDWR;
@@ -714,6 +725,46 @@ static int commit_body(fuse_req_t req, rfs_handle *h, rfs_mount *m)
     return 0;
 }
 
+/* One line of redactions.jsonl redacted as the handle's owner. */
+static int redact_line(rfs_mount *m, rfs_handle *h, const char *line, size_t len, rs_err *err)
+{
+    rs_store *s;
+    int rc = rfs_pool_get(m, &s, err);
+    if (rc)
+        return rc;
+    rs_target t = {
+        .thread_id = h->node->thread_id, .run_id = h->node->run_id, .user = handle_user(m, h)};
+    rc = rs_store_redact_line(s, &t, line, len, NULL, NULL, err);
+    rfs_pool_put(m, s);
+    if (!rc)
+        rfs_hub_committed(m, h->node->thread_id, h->node->run_id);
+    return rc;
+}
+
+/* Appended lines of redactions.jsonl, each redacted as it completes. */
+static void redact_write(fuse_req_t req, rfs_handle *h, const char *buf, size_t size)
+{
+    rfs_mount *m = rfs_mount_of(req);
+    if (h->w->pending.len + size > m->store_opt.max_event_bytes)
+        return rfs_refuse(req, h->node, NULL, -EMSGSIZE, "redaction line over the size limit", buf,
+                          size);
+    if (rs_buf_add(&h->w->pending, buf, size))
+        return (void)fuse_reply_err(req, ENOMEM);
+    char *nl;
+    while ((nl = memchr(h->w->pending.buf, '\n', h->w->pending.len))) {
+        size_t len = (size_t)(nl - h->w->pending.buf);
+        rs_err err = {0};
+        int rc = redact_line(m, h, h->w->pending.buf, len, &err);
+        if (rc) {
+            rfs_refuse(req, h->node, NULL, rc, err.msg, h->w->pending.buf, len);
+            rs_buf_reset(&h->w->pending);
+            return;
+        }
+        rs_buf_remove_front(&h->w->pending, len + 1);
+    }
+    fuse_reply_write(req, size);
+}
+
 void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                   struct fuse_file_info *fi)
 {
@@ -725,6 +776,8 @@ void rfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
     pthread_mutex_lock(&h->lock);
     if (h->kind == H_APPEND) {
         append_write(req, h, buf, size);
+    } else if (h->kind == H_REDACT) {
+        redact_write(req, h, buf, size);
     } else if (h->kind == H_ONCE || h->kind == H_SEAL) {
         if (h->w->done) {
             rfs_refuse(req, h->node, NULL, -EEXIST,

@@ -44,13 +44,43 @@ typedef struct rs_seal_row {
     char sealed_at[40];
     char root[80];          /* "sha256:<hex>"; "" for a seal made before roots were kept */
     char note[RS_NOTE_MAX]; /* the signed note; "" when unsigned */
+    int salted;             /* its leaves are salted (merkle.h); 0 for a seal made before */
 } rs_seal_row;
 
-/* What a seal keeps for its proofs (merkle.h), beside its row. */
+/* What a seal keeps for its proofs (merkle.h), beside its row; salts: a salted seal's, one
+ * RS_SEAL_SALT_REC record (seq, 8 bytes little-endian, then the salt) per event, by seq. */
 typedef struct rs_seal_tree {
     rs_buf seqs;
     rs_buf nodes;
+    rs_buf salts;
 } rs_seal_tree;
+
+#define RS_SEAL_SALT_REC 24
+
+/* A salt record's seq. */
+static inline int64_t rs_seal_rec_seq(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+/* One redaction of an event (DESIGN "Forgetting"): what runfs_redaction keeps, and for a
+ * write, the row's columns before (still there, else -EAGAIN) and after. Strings
+ * NUL-terminated; leaf and note NULL when none. */
+typedef struct rs_redact_row {
+    int64_t seq;
+    const char *owner; /* the row's user_id; NULL: none */
+    const char *at;
+    const char *paths; /* a JSON array of strings */
+    const char *reason;
+    const char *leaf;      /* the leaf hash of the line as sealed, "sha256:<hex>" */
+    const char *line_hash; /* SHA-256 of the line as redacted, "sha256:<hex>" */
+    const char *note;
+    const char *old_content, *old_meta, *content, *meta;
+    size_t old_content_len, old_meta_len, content_len, meta_len;
+} rs_redact_row;
 
 /* What a log keeps beside its totals, so that views of it need no scan. */
 typedef struct rs_log_facts {
@@ -164,13 +194,26 @@ typedef struct rs_backend_ops {
      * the run no longer has exactly row->event_count rows with seq <= row->upper_seq (the
      * caller captured a receipt that changed; it captures again). tree (may be NULL) is kept
      * with it, in the same transaction, with row->root and row->note; seal_get and seal_each
-     * fill those ("" where none were kept). seal_tree: the kept tree of seal row (-ENOENT:
-     * none). */
+     * fill those ("" where none were kept), and row->salted; tree->salts are kept too.
+     * seal_tree: the kept tree of seal row (-ENOENT: none). seal_salts: the salts of seal row
+     * for seqs from..to, as records (tree->salts' form), replacing out's bytes. */
     int (*seal_insert)(rs_backend *b, const rs_target *t, const rs_seal_row *row,
                        const rs_seal_tree *tree, rs_err *err);
     int (*seal_get)(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
     int (*seal_tree)(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                      rs_err *err);
+    /* Redactions. redact: in one write transaction, the row's columns rewritten, the
+     * redaction kept, the seq's salts and the search index's text of the row dropped, under
+     * the backend's way to leave no old bytes behind (SQLite: secure_delete, the WAL
+     * checkpointed and truncated; PostgreSQL: VACUUM of the tables, where the role may;
+     * warn says what it could not do). redaction_each: fn for each redaction of the run
+     * with seq in from..to (t->user: of that owner's rows), by seq then time. */
+    int (*redact)(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn,
+                  rs_err *err);
+    int (*redaction_each)(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
+                          int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+    int (*seal_salts)(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
+                      int64_t to, rs_buf *out, rs_err *err);
     int (*seal_each)(rs_backend *b,
                      int (*fn)(void *ctx, const rs_target *t, const rs_seal_row *row), void *ctx,
                      rs_err *err);

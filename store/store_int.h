@@ -34,4 +34,17 @@ static inline rs_query rs_query_of_type(const rs_target *t, const char *const *t
     return q;
 }
 
+/* A redacted event as a seal's checks see it (redact.c): the leaf hash of its line as sealed
+ * (has_leaf 0: the run was not sealed over it) and the SHA-256 of its line as redacted. */
+typedef struct rs_redacted {
+    int64_t seq;
+    int has_leaf;
+    unsigned char leaf[32];
+    unsigned char line_hash[32];
+} rs_redacted;
+/* The redacted events of t's run with seq in from..to, by seq (free *out). */
+int rs_redacted_load(rs_store *s, const rs_target *t, int64_t from, int64_t to, rs_redacted **out,
+                     size_t *n, rs_err *err);
+const rs_redacted *rs_redacted_find(const rs_redacted *v, size_t n, int64_t seq);
+
 #endif

@@ -40,6 +40,7 @@ static const char *const run_entries[] = {"events.jsonl",
                                           "seal.note",
                                           "proofs",
                                           "diff",
+                                          "redactions.jsonl",
                                           NULL};
 /* Past the first window or part, names are looked up (their number is in count). */
 static const char *const timeline_entries[] = {"1.svg", "count", NULL};
@@ -99,6 +100,7 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "report.html", RFS_R_REPORT},
     {RFS_RUN, "timeline", RFS_R_TL_DIR},
     {RFS_RUN, "otel", RFS_R_OTEL_DIR},
+    {RFS_RUN, "redactions.jsonl", RFS_R_REDACTIONS},
 };
 
 void rfs_node_root(rfs_node *out)
@@ -145,7 +147,7 @@ int rfs_node_is_log(rfs_kind k)
 int rfs_node_is_writable(rfs_kind k, int allow_delete)
 {
     if (k == RFS_R_EVENTS || k == RFS_R_ONCE || k == RFS_THREADS || k == RFS_RUNS || k == RFS_RUN ||
-        k == RFS_R_ONCE_DIR)
+        k == RFS_R_ONCE_DIR || k == RFS_R_REDACTIONS)
         return 1;
     return allow_delete && k >= RFS_THREAD && rfs_node_is_dir(k) && k != RFS_SEARCH_DIR &&
            k != RFS_T_SEARCH_DIR && k != RFS_R_SEARCH_DIR;

@@ -75,10 +75,11 @@ typedef enum rfs_kind {
     RFS_R_TL_WIN,    /* timeline/<n>.svg (num n), timeline/count (num 0) */
     RFS_R_OTEL_DIR,  /* otel/ */
     RFS_R_OTEL_PART, /* otel/<n>.json (num n), otel/count (num 0) */
+    RFS_R_REDACTIONS,
 } rfs_kind;
 
-/* The last kind (fs/ keeps sets of kinds in 64 bits). */
-#define RFS_KIND_LAST RFS_R_OTEL_PART
+/* The last kind (fs/ keeps sets of kinds in 128 bits). */
+#define RFS_KIND_LAST RFS_R_REDACTIONS
 
 #define RFS_NAME_MAX 255
 

@@ -279,6 +279,7 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_WORKSPACE: return rs_store_workspace_changes(s, &t, out, err);
     case RFS_R_RECEIPT: return rs_store_receipt(s, &t, out, err);
     case RFS_R_SEAL: return rs_store_seal_read(s, &t, out, err);
+    case RFS_R_REDACTIONS: return rs_store_redactions(s, &t, out, err);
     case RFS_T_STATS:
     case RFS_T_REPORT:
     case RFS_R_STATS:

@@ -3,6 +3,7 @@
  * Digests stream the run's canonical lines; nothing materialises a run. */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ typedef struct capture {
     char digest[80];      /* "sha256:<hex>" */
     char root[80];        /* with a tree: its Merkle root, "sha256:<hex>" */
     char why[200];        /* why there is no valid terminal */
+    int64_t redacted;     /* checking a seal: its events redacted since */
+    int64_t redo_seq;     /* the first of them changed after its redaction (0: none) */
 } capture;
 
 static const char *const terminal_statuses[] = {"success", "error", "interrupted", "timeout"};
@@ -98,12 +101,46 @@ static int terminal_valid(const rs_row *row, rs_buf *meta, rs_buf *content, rs_b
     return 1;
 }
 
-/* Stream the run's lines with seq <= upper (owner user) into a SHA-256 (with kept, through
+static void rec_put_seq(unsigned char *p, int64_t seq)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)((uint64_t)seq >> (8 * i));
+}
+
+/* A new seal's leaf of seq: a fresh random salt, recorded in salts. */
+static int leaf_fresh(rs_leaf *how, int64_t seq, rs_buf *salts)
+{
+    unsigned char rec[RS_SEAL_SALT_REC];
+    how->kind = RS_LEAF_SALTED;
+    if (RAND_bytes(how->b, RS_SALT_LEN) != 1)
+        return -EIO;
+    rec_put_seq(rec, seq);
+    memcpy(rec + 8, how->b, RS_SALT_LEN);
+    return rs_buf_add(salts, rec, sizeof rec);
+}
+
+/* A kept seal's leaf of seq, from its salts (by seq, walked from *at on); a row the seal
+ * kept no salt for (added or moved since) hashes plain, and so shows as a change. */
+static const rs_leaf *leaf_kept(rs_leaf *how, int64_t seq, const rs_buf *salts, size_t *at)
+{
+    const unsigned char *p = (const unsigned char *)salts->buf;
+    while (*at + RS_SEAL_SALT_REC <= salts->len && rs_seal_rec_seq(p + *at) < seq)
+        *at += RS_SEAL_SALT_REC;
+    if (*at + RS_SEAL_SALT_REC > salts->len || rs_seal_rec_seq(p + *at) != seq)
+        return NULL;
+    how->kind = RS_LEAF_SALTED;
+    memcpy(how->b, p + *at + 8, RS_SALT_LEN);
+    return how;
+}
+
+/* Stream the run's lines with seq <= upper (owner user) into a SHA-256 (with a tree, through
  * a Merkle tree's builder, which digests them on its worker beside the tree, into kept and
  * cap->root); count them and, with want_terminal, check the first run.terminal among
- * them. */
+ * them. A tree is built when sealing (kept: each line gets a fresh salt, kept->salts) or
+ * when checking a seal that kept a root (sealed: its leaves made as it made them). */
 static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_t upper,
-                       int want_terminal, rs_seal_tree *kept, capture *cap, rs_err *err)
+                       int want_terminal, const rs_seal_row *sealed, rs_seal_tree *kept,
+                       capture *cap, rs_err *err)
 {
     memset(cap, 0, sizeof *cap);
     cap->upper_seq = upper;
@@ -114,16 +151,34 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     q.before_seq = upper + 1; /* exclusive; upper 0 gives no rows */
     EVP_MD_CTX *md = NULL;
     rs_merkle *tree = NULL;
+    rs_seal_tree scratch = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    int checking = sealed && sealed->root[0];
+    if (checking)
+        kept = &scratch;
     if (kept ? rs_merkle_new(&tree) != 0
              : !(md = EVP_MD_CTX_new()) || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return rs_err_set(err, -ENOMEM, "cannot start a SHA-256 digest");
     }
+    int rc = 0;
+    rs_redacted *red = NULL;
+    size_t nred = 0;
+    if (checking && ((sealed->salted &&
+                      (rc = s->ops->seal_salts(s->be, t, sealed, 1, upper, &scratch.salts, err))) ||
+                     (rc = rs_redacted_load(s, t, 1, upper, &red, &nred, err)))) {
+        rs_merkle_free(tree);
+        rs_buf_release(&scratch.salts);
+        return rc;
+    }
+    size_t salt_at = 0;
+    rs_leaf how;
     rs_cursor *cur;
-    int rc = rs_store_query(s, &q, &cur, err);
+    rc = rs_store_query(s, &q, &cur, err);
     if (rc) {
         EVP_MD_CTX_free(md);
         rs_merkle_free(tree);
+        rs_buf_release(&scratch.salts);
+        free(red);
         return rc;
     }
     rs_buf meta = RS_BUF_INIT, content = RS_BUF_INIT, str = RS_BUF_INIT;
@@ -135,8 +190,31 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
                 rs_err_set(err, rc, "reading run %s: %s", t->run_id, rs_errno_name(rc));
             break;
         }
-        if (tree ? (rc = rs_merkle_add(tree, rec->seq, rec->line, rec->line_len)) != 0
-                 : EVP_DigestUpdate(md, rec->line, rec->line_len) != 1) {
+        const rs_leaf *leaf = NULL;
+        rc = 0;
+        if (tree && !checking) {
+            rc = leaf_fresh(&how, rec->seq, &kept->salts);
+            leaf = &how;
+        } else if (tree && sealed->salted)
+            leaf = leaf_kept(&how, rec->seq, &scratch.salts, &salt_at);
+        const rs_redacted *r = nred ? rs_redacted_find(red, nred, rec->seq) : NULL;
+        if (r && r->has_leaf) {
+            /* The kept leaf stands for the line as sealed; the line must be as redacted. */
+            unsigned char h[RS_HASH_LEN];
+            unsigned hl;
+            cap->redacted++;
+            if (EVP_Digest(rec->line, rec->line_len, h, &hl, EVP_sha256(), NULL) != 1 ||
+                memcmp(h, r->line_hash, RS_HASH_LEN) != 0) {
+                if (!cap->redo_seq)
+                    cap->redo_seq = rec->seq;
+            } else {
+                how.kind = RS_LEAF_KEPT;
+                memcpy(how.b, r->leaf, RS_HASH_LEN);
+                leaf = &how;
+            }
+        }
+        if (rc || (tree ? (rc = rs_merkle_add(tree, rec->seq, leaf, rec->line, rec->line_len)) != 0
+                        : EVP_DigestUpdate(md, rec->line, rec->line_len) != 1)) {
             rc = rs_err_set(err, tree ? rc : -EIO, "hashing run %s: %s", t->run_id,
                             rs_errno_name(tree ? rc : -EIO));
             break;
@@ -168,6 +246,10 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         rc = rs_err_set(err, -EIO, "SHA-256 final failed");
     EVP_MD_CTX_free(md);
     rs_merkle_free(tree);
+    rs_buf_release(&scratch.seqs);
+    rs_buf_release(&scratch.nodes);
+    rs_buf_release(&scratch.salts);
+    free(red);
     if (rc < 0)
         return rc;
     rs_hash_hex(cap->digest, out);
@@ -298,7 +380,8 @@ oom:
 
 /* ---- seal.json ------------------------------------------------------------------------------ */
 
-static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, int64_t uncovered)
+static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, int64_t uncovered,
+                       int64_t redacted)
 {
     size_t start = out->len;
     int rc;
@@ -319,13 +402,15 @@ static int render_seal(rs_buf *out, const rs_target *t, const rs_seal_row *row, 
         goto oom;
     rc = row->root[0] ? rs_buf_add_json_string(out, row->root, strlen(row->root))
                       : rs_buf_addlit(out, "null");
-    if (rc || (rc = rs_buf_addlit(out, ",\"error\":")))
+    if (rc || (rc = rs_buf_addf(out, ",\"leaves\":\"%s\"", row->salted ? "salted" : "plain")) ||
+        (rc = rs_buf_addlit(out, ",\"error\":")))
         goto oom;
     rc = row->has_error ? rs_buf_add_json_string(out, row->error, strlen(row->error))
                         : rs_buf_addlit(out, "null");
     if (rc || (rc = rs_buf_addlit(out, ",\"sealed_at\":")) ||
         (rc = rs_buf_add_json_string(out, row->sealed_at, strlen(row->sealed_at))) ||
-        (rc = rs_buf_addf(out, ",\"uncovered\":%lld}\n", (long long)uncovered)))
+        (rc = rs_buf_addf(out, ",\"uncovered\":%lld,\"redacted\":%lld}\n", (long long)uncovered,
+                          (long long)redacted)))
         goto oom;
     return 0;
 oom:
@@ -337,8 +422,13 @@ static int seal_render(rs_store *s, const rs_target *t, const rs_seal_row *row, 
                        rs_err *err)
 {
     int64_t uncovered;
+    rs_redacted *red = NULL;
+    size_t nred = 0;
     int rc = count_after(s, t, t->user, row->upper_seq, &uncovered, err);
-    if (!rc && (rc = render_seal(out, t, row, uncovered)))
+    if (!rc)
+        rc = rs_redacted_load(s, t, 1, row->upper_seq, &red, &nred, err);
+    free(red);
+    if (!rc && (rc = render_seal(out, t, row, uncovered, (int64_t)nred)))
         rs_err_set(err, rc, "out of memory rendering the seal");
     return rc;
 }
@@ -464,7 +554,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         return rc;
     seal_body b = {.error = RS_BUF_INIT};
     rs_seal_row row;
-    rs_seal_tree kept = {RS_BUF_INIT, RS_BUF_INIT};
+    rs_seal_tree kept = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     if ((rc = parse_body(&b, body ? body : "", body ? len : 0, err)))
         goto out;
     rc = s->ops->seal_get(s->be, t, &row, err);
@@ -484,7 +574,8 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
             rc = rc < 0 ? rc : no_terminal(err, cap.why);
             goto out;
         }
-        if ((rc = capture_run(s, t, t->user, info.last_seq, 1, &kept, &cap, err)))
+        rs_buf_reset(&kept.salts);
+        if ((rc = capture_run(s, t, t->user, info.last_seq, 1, NULL, &kept, &cap, err)))
             goto out;
         if (!cap.terminal_seq && !b.partial) {
             rc = no_terminal(err, cap.why);
@@ -497,6 +588,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
         row.terminal_seq = cap.terminal_seq;
         memcpy(row.digest, cap.digest, sizeof row.digest);
         memcpy(row.root, cap.root, sizeof row.root);
+        row.salted = 1;
         if (b.partial) {
             memcpy(row.error, b.error.buf, b.error.len + 1);
             row.has_error = 1;
@@ -516,6 +608,7 @@ out:
     rs_buf_release(&b.error);
     rs_buf_release(&kept.seqs);
     rs_buf_release(&kept.nodes);
+    rs_buf_release(&kept.salts);
     return rc;
 }
 
@@ -565,7 +658,8 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     /* Over the rows the sealing owner saw (every row for an unscoped seal); a tombstone's
      * run has none left (the backends' drop_gone). */
     int deleted = strcmp(row->state, "deleted") == 0, rc;
-    if (!deleted && (rc = capture_run(v->s, t, t->user, row->upper_seq, 0, NULL, &cap, v->err)))
+    if (!deleted &&
+        (rc = capture_run(v->s, t, t->user, row->upper_seq, 0, row, NULL, &cap, v->err)))
         return rc;
     char why[256];
     int ok = 0;
@@ -577,11 +671,23 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     } else if (cap.event_count != row->event_count)
         (void)rs_fmt(why, sizeof why, "event count %lld != sealed %lld", (long long)cap.event_count,
                      (long long)row->event_count);
-    else if (strcmp(cap.digest, row->digest) != 0)
+    else if (cap.redo_seq)
+        (void)rs_fmt(why, sizeof why, "seq %lld changed after its redaction",
+                     (long long)cap.redo_seq);
+    else if (!cap.redacted && strcmp(cap.digest, row->digest) != 0)
         (void)rs_fmt(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
+    else if (row->root[0] && strcmp(cap.root, row->root) != 0)
+        (void)rs_fmt(why, sizeof why, "root changed: %s != %s", cap.root, row->root);
     else if (v->key && (ok = note_holds(v->key, t, row, why, sizeof why)) <= 0) {
         if (ok < 0)
             return rs_err_set(v->err, ok, "out of memory");
+    } else if (cap.redacted) {
+        /* A redacted run is checked by its root (its flat digest cannot be recomputed). */
+        (void)rs_fmt(why, sizeof why, "%lld redacted%s", (long long)cap.redacted,
+                     row->salted ? ""
+                                 : "; warning: its leaves are plain (sealed before salts): a "
+                                   "kept leaf hash could confirm a guess at a short value");
+        ok = RS_VERIFY_REDACTED;
     } else {
         (void)rs_fmt(why, sizeof why, "ok");
         ok = 1;

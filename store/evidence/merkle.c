@@ -43,9 +43,25 @@ static int hash2(hasher *h, unsigned char prefix, const void *a, size_t alen, co
     return 0;
 }
 
-static int leaf(hasher *h, const void *line, size_t len, unsigned char *out)
+static int leaf(hasher *h, const rs_leaf *how, const void *line, size_t len, unsigned char *out)
 {
+    if (how && how->kind == RS_LEAF_KEPT) {
+        memcpy(out, how->b, RS_HASH_LEN);
+        return 0;
+    }
+    if (how && how->kind == RS_LEAF_SALTED)
+        return hash2(h, 0x00, how->b, RS_SALT_LEN, line, len, out);
     return hash2(h, 0x00, line, len, NULL, 0, out);
+}
+
+int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len, unsigned char out[RS_HASH_LEN])
+{
+    hasher h;
+    int rc = hasher_init(&h);
+    if (!rc)
+        rc = leaf(&h, how, line, len, out);
+    hasher_done(&h);
+    return rc;
 }
 
 static int node(hasher *h, const unsigned char *l, const unsigned char *r, unsigned char *out)
@@ -75,7 +91,8 @@ typedef struct batch {
     rs_buf bytes;
     size_t *ends;  /* where each line ends in bytes */
     int64_t *seqs; /* and its seq */
-    size_t n, cap;
+    rs_leaf *how;  /* and how it becomes its leaf */
+    size_t n, cap, how_cap;
 } batch;
 
 struct rs_merkle {
@@ -116,12 +133,12 @@ static int64_t get_seq(const rs_buf *b, int64_t j)
     return (int64_t)v;
 }
 
-static int tree_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
+static int tree_add(rs_merkle *m, int64_t seq, const rs_leaf *how, const char *line, size_t len)
 {
     int rc;
     if (m->n % C == 0 && (rc = put_seq(&m->seqs, seq)))
         return rc;
-    if ((rc = leaf(&m->h, line, len, m->stack[m->depth])))
+    if ((rc = leaf(&m->h, how, line, len, m->stack[m->depth])))
         return rc;
     m->height[m->depth++] = 0;
     while (m->depth >= 2 && m->height[m->depth - 1] == m->height[m->depth - 2]) {
@@ -144,7 +161,7 @@ static int tree_add_batch(rs_merkle *m, const batch *b)
     int rc = b->n && EVP_DigestUpdate(m->lines, b->bytes.buf, b->bytes.len) != 1 ? -EIO : 0;
     for (size_t i = 0; i < b->n && !rc; i++) {
         size_t start = i ? b->ends[i - 1] : 0;
-        rc = tree_add(m, b->seqs[i], b->bytes.buf + start, b->ends[i] - start);
+        rc = tree_add(m, b->seqs[i], &b->how[i], b->bytes.buf + start, b->ends[i] - start);
     }
     return rc;
 }
@@ -252,13 +269,14 @@ void rs_merkle_free(rs_merkle *m)
         rs_buf_release(&m->b[i].bytes);
         free(m->b[i].ends);
         free(m->b[i].seqs);
+        free(m->b[i].how);
     }
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m);
 }
 
-int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
+int rs_merkle_add(rs_merkle *m, int64_t seq, const rs_leaf *how, const char *line, size_t len)
 {
     batch *b = &m->b[m->fill];
     if (b->n == b->cap) {
@@ -267,8 +285,14 @@ int rs_merkle_add(rs_merkle *m, int64_t seq, const char *line, size_t len)
             rs_array_grow(&b->seqs, &b->cap, b->n + 1, sizeof *b->seqs))
             return -ENOMEM;
     }
+    if (rs_array_grow(&b->how, &b->how_cap, b->n + 1, sizeof *b->how))
+        return -ENOMEM;
     if (rs_buf_add(&b->bytes, line, len))
         return -ENOMEM;
+    if (how)
+        b->how[b->n] = *how;
+    else
+        b->how[b->n].kind = RS_LEAF_PLAIN;
     b->ends[b->n] = b->bytes.len;
     b->seqs[b->n++] = seq;
     return b->n >= BATCH_LINES || b->bytes.len >= BATCH_BYTES ? hand_off(m) : 0;
@@ -428,7 +452,7 @@ static int up_path(hasher *h, int64_t n, const unsigned char *nodes, int64_t lo,
 }
 
 int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *lines,
-                   const size_t *ends, int64_t count, int64_t i, rs_buf *path)
+                   const size_t *ends, const rs_leaf *how, int64_t count, int64_t i, rs_buf *path)
 {
     if ((int64_t)nodes->len != RS_HASH_LEN * nodes_count(n) || j < 0 || j * C >= n)
         return -EINVAL;
@@ -443,7 +467,8 @@ int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *line
     }
     for (int64_t k = 0; k < count && !rc; k++) {
         size_t start = k ? ends[k - 1] : 0;
-        rc = leaf(&h, lines->buf + start, ends[k] - start, leaves + k * RS_HASH_LEN);
+        rc = leaf(&h, how ? &how[k] : NULL, lines->buf + start, ends[k] - start,
+                  leaves + k * RS_HASH_LEN);
     }
     const unsigned char *kept = (const unsigned char *)nodes->buf;
     unsigned char got[RS_HASH_LEN];
@@ -463,15 +488,18 @@ out:
     return rc;
 }
 
-int rs_merkle_check(const char *line, size_t len, int64_t i, int64_t n, const unsigned char *path,
-                    size_t depth, const unsigned char root[RS_HASH_LEN])
+int rs_merkle_check(const unsigned char *salt, const char *line, size_t len, int64_t i, int64_t n,
+                    const unsigned char *path, size_t depth, const unsigned char root[RS_HASH_LEN])
 {
+    rs_leaf how = {.kind = salt ? RS_LEAF_SALTED : RS_LEAF_PLAIN};
+    if (salt)
+        memcpy(how.b, salt, RS_SALT_LEN);
     if (i < 0 || i >= n)
         return 0;
     hasher h;
     unsigned char r[RS_HASH_LEN];
     int ok = 0;
-    if (hasher_init(&h) || leaf(&h, line, len, r))
+    if (hasher_init(&h) || leaf(&h, &how, line, len, r))
         goto out;
     uint64_t fn = (uint64_t)i, sn = (uint64_t)(n - 1);
     for (size_t k = 0; k < depth; k++) {

@@ -40,7 +40,8 @@ int rs_store_seal_note(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err
 /* The lines of chunk [from, to) of the sealed rows, and where each ends; *at: the index of
  * seq among them (-1: not there). */
 static int chunk_lines(rs_store *s, const rs_target *t, int64_t from, int64_t to, int64_t seq,
-                       rs_buf *lines, size_t **ends, int64_t *count, int64_t *at, rs_err *err)
+                       rs_buf *lines, size_t **ends, int64_t **seqs, int64_t *count, int64_t *at,
+                       rs_err *err)
 {
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
@@ -52,26 +53,48 @@ static int chunk_lines(rs_store *s, const rs_target *t, int64_t from, int64_t to
     int rc = rs_store_query(s, &q, &cur, err);
     if (rc)
         return rc;
-    size_t cap = 0;
+    size_t cap = 0, cap2 = 0;
     const rs_record *rec;
     *count = 0;
     *at = -1;
     while ((rc = rs_cursor_next(cur, &rec)) > 0) {
         if (rs_array_grow(ends, &cap, (size_t)*count + 1, sizeof **ends) ||
+            rs_array_grow(seqs, &cap2, (size_t)*count + 1, sizeof **seqs) ||
             rs_buf_add(lines, rec->line, rec->line_len)) {
             rc = -ENOMEM;
             break;
         }
         if (rec->seq == seq)
             *at = *count;
+        (*seqs)[*count] = rec->seq;
         (*ends)[(*count)++] = lines->len;
     }
     rs_cursor_free(cur);
     return rc < 0 ? rs_err_set(err, rc, "reading run %s: %s", t->run_id, rs_errno_name(rc)) : 0;
 }
 
+/* How each line of the chunk becomes its leaf: a salted seal's salts, by seq (a row without
+ * one hashes plain, and so no longer fits the kept chunk). */
+static int chunk_leaves(const rs_buf *salts, const int64_t *seqs, int64_t count, rs_leaf **how)
+{
+    *how = calloc((size_t)(count ? count : 1), sizeof **how);
+    if (!*how)
+        return -ENOMEM;
+    const unsigned char *p = (const unsigned char *)salts->buf;
+    size_t at = 0;
+    for (int64_t k = 0; k < count; k++) {
+        while (at + RS_SEAL_SALT_REC <= salts->len && rs_seal_rec_seq(p + at) < seqs[k])
+            at += RS_SEAL_SALT_REC;
+        if (at + RS_SEAL_SALT_REC <= salts->len && rs_seal_rec_seq(p + at) == seqs[k]) {
+            (*how)[k].kind = RS_LEAF_SALTED;
+            memcpy((*how)[k].b, p + at + 8, RS_SALT_LEN);
+        }
+    }
+    return 0;
+}
+
 static int render_proof(rs_buf *out, int64_t seq, int64_t index, const rs_seal_row *row,
-                        const rs_buf *path)
+                        const rs_buf *path, const rs_leaf *how)
 {
     size_t start = out->len;
     int rc = rs_buf_addf(out,
@@ -84,7 +107,17 @@ static int render_proof(rs_buf *out, int64_t seq, int64_t index, const rs_seal_r
         rc = rs_buf_addf(out, "%s\"%s\"", k ? "," : "", hex);
     }
     if (!rc)
-        rc = rs_buf_addlit(out, "]}\n");
+        rc = rs_buf_addch(out, ']');
+    if (!rc && how && how->kind == RS_LEAF_SALTED) {
+        static const char hex[] = "0123456789abcdef";
+        rc = rs_buf_addlit(out, ",\"salt\":\"");
+        for (int k = 0; !rc && k < RS_SALT_LEN; k++)
+            rc = rs_buf_addch(out, hex[how->b[k] >> 4]) || rs_buf_addch(out, hex[how->b[k] & 15]);
+        if (!rc)
+            rc = rs_buf_addch(out, '"');
+    }
+    if (!rc)
+        rc = rs_buf_addlit(out, "}\n");
     if (rc)
         rs_buf_setlen(out, start);
     return rc;
@@ -102,9 +135,11 @@ int rs_store_proof(rs_store *s, const rs_target *t, int64_t seq, rs_buf *out, rs
     if (seq < 1 || seq > row.upper_seq)
         return rs_err_set(err, -ENOENT, "seq %lld is outside the seal's boundary (upper_seq %lld)",
                           (long long)seq, (long long)row.upper_seq);
-    rs_seal_tree tree = {RS_BUF_INIT, RS_BUF_INIT};
+    rs_seal_tree tree = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     rs_buf lines = RS_BUF_INIT, path = RS_BUF_INIT;
     size_t *ends = NULL;
+    int64_t *seqs = NULL;
+    rs_leaf *how = NULL;
     int64_t j, from, to, count, at;
     if ((rc = s->ops->seal_tree(s->be, t, &row, &tree, err)))
         goto out;
@@ -114,26 +149,47 @@ int rs_store_proof(rs_store *s, const rs_target *t, int64_t seq, rs_buf *out, rs
     if (rc == -EINVAL)
         rc = rs_err_set(err, -EIO, "the seal's kept tree does not fit its %lld events",
                         (long long)row.event_count);
-    if (rc || (rc = chunk_lines(s, t, from, to < row.upper_seq + 1 ? to : row.upper_seq + 1, seq,
-                                &lines, &ends, &count, &at, err)))
+    int64_t end = to < row.upper_seq + 1 ? to : row.upper_seq + 1;
+    if (rc || (rc = chunk_lines(s, t, from, end, seq, &lines, &ends, &seqs, &count, &at, err)) ||
+        (rc = s->ops->seal_salts(s->be, t, &row, from, end - 1, &tree.salts, err)))
         goto out;
+    if (chunk_leaves(&tree.salts, seqs, count, &how)) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    /* A redacted event's kept leaf stands for its line as sealed. */
+    rs_redacted *red = NULL;
+    size_t nred = 0;
+    if ((rc = rs_redacted_load(s, t, from, end - 1, &red, &nred, err)))
+        goto out;
+    for (int64_t k = 0; k < count; k++) {
+        const rs_redacted *r = rs_redacted_find(red, nred, seqs[k]);
+        if (r && r->has_leaf) {
+            how[k].kind = RS_LEAF_KEPT;
+            memcpy(how[k].b, r->leaf, RS_HASH_LEN);
+        }
+    }
+    free(red);
     if (at < 0) {
         rc = rs_err_set(err, -ENOENT, "no event seq %lld among the sealed rows", (long long)seq);
         goto out;
     }
-    rc = rs_merkle_path(row.event_count, &tree.nodes, j, &lines, ends, count, at, &path);
+    rc = rs_merkle_path(row.event_count, &tree.nodes, j, &lines, ends, how, count, at, &path);
     if (rc == -EBADMSG || rc == -EINVAL)
         rc = rs_err_set(err, -EIO,
                         "the run's rows around seq %lld changed since it was sealed (runfs "
                         "verify says which runs changed)",
                         (long long)seq);
-    else if (rc || (rc = render_proof(out, seq, j * RS_MERKLE_CHUNK + at, &row, &path)))
+    else if (rc || (rc = render_proof(out, seq, j * RS_MERKLE_CHUNK + at, &row, &path, &how[at])))
         rc = rs_err_set(err, rc, "out of memory");
 out:
     rs_buf_release(&tree.seqs);
     rs_buf_release(&tree.nodes);
+    rs_buf_release(&tree.salts);
     rs_buf_release(&lines);
     rs_buf_release(&path);
     free(ends);
+    free(seqs);
+    free(how);
     return rc;
 }

@@ -207,17 +207,17 @@ int rs_note_body(rs_buf *out, const rs_target *t, const rs_seal_row *row)
 {
     rs_buf_reset(out);
     int rc = rs_buf_addf(out,
-                         "runfs seal v1\nthread %s\nrun %s\nstate %s\nupper_seq %lld\n"
+                         "runfs seal v%d\nthread %s\nrun %s\nstate %s\nupper_seq %lld\n"
                          "events %lld\n",
-                         t->thread_id, t->run_id, row->state, (long long)row->upper_seq,
-                         (long long)row->event_count);
+                         row->salted ? 2 : 1, t->thread_id, t->run_id, row->state,
+                         (long long)row->upper_seq, (long long)row->event_count);
     if (!rc)
         rc = row->terminal_seq > 0
                  ? rs_buf_addf(out, "terminal_seq %lld\n", (long long)row->terminal_seq)
                  : rs_buf_addlit(out, "terminal_seq null\n");
     if (!rc)
-        rc = rs_buf_addf(out, "digest %s\nroot %s\nsealed_at %s\n", row->digest, row->root,
-                         row->sealed_at);
+        rc = rs_buf_addf(out, "digest %s\nroot %s\n%ssealed_at %s\n", row->digest, row->root,
+                         row->salted ? "leaves salted\n" : "", row->sealed_at);
     return rc;
 }
 
@@ -350,6 +350,37 @@ static int get_id(const rs_buf *doc, const char *key, rs_buf *out)
     return rs_json_unquote(out, p, n);
 }
 
+/* The seal's leaves: 1 salted, 0 plain (a seal.json made before salts says nothing). */
+static int get_salted(const rs_buf *doc)
+{
+    const char *p;
+    size_t n;
+    return rs_json_get(doc->buf, doc->len, "leaves", 6, &p, &n) && n == 8 &&
+           memcmp(p, "\"salted\"", 8) == 0;
+}
+
+/* A proof's salt: "salt", RS_SALT_LEN bytes in hex. */
+static int get_salt(const rs_buf *doc, unsigned char *salt)
+{
+    const char *p;
+    size_t n;
+    if (!rs_json_get(doc->buf, doc->len, "salt", 4, &p, &n) || n != 2 + 2 * RS_SALT_LEN ||
+        p[0] != '"')
+        return -EINVAL;
+    for (int i = 0; i < RS_SALT_LEN; i++) {
+        int v = 0;
+        for (int k = 1; k <= 2; k++) {
+            char c = p[2 * i + k];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0)
+                return -EINVAL;
+            v = v << 4 | d;
+        }
+        salt[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
 /* The path's hashes: a JSON array of "sha256:<hex>" strings. */
 static int get_path(const rs_buf *doc, rs_buf *out)
 {
@@ -377,8 +408,8 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
     rs_buf sd = RS_BUF_INIT, pd = RS_BUF_INIT, ld = RS_BUF_INIT, a = RS_BUF_INIT, b = RS_BUF_INIT,
            path = RS_BUF_INIT, leafline = RS_BUF_INIT;
     int64_t size, psize, seq, pseq, index;
-    unsigned char root[RS_HASH_LEN], proot[RS_HASH_LEN];
-    int rc;
+    unsigned char root[RS_HASH_LEN], proot[RS_HASH_LEN], salt[RS_SALT_LEN];
+    int rc, salted = 0;
     if ((rc = rs_json_canon(&sd, seal, seal_len, 0, NULL)) || get_int(&sd, "tree_size", &size) ||
         get_hash(&sd, "root", root)) {
         rc = rs_err_set(err, -EINVAL, "the seal is not a seal.json with tree_size and root");
@@ -390,6 +421,13 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
         rc = rs_err_set(err, -EINVAL,
                         "the proof is not a proofs/<seq> document {seq, leaf_index, "
                         "tree_size, root, path}");
+        goto out;
+    }
+    /* A salted seal's leaf is SHA-256(0x00 || salt || line): the proof carries the salt. */
+    if ((salted = get_salted(&sd)) && get_salt(&pd, salt)) {
+        rc = rs_err_set(err, -EINVAL,
+                        "the seal's leaves are salted and the proof has no \"salt\" (32 hex "
+                        "digits)");
         goto out;
     }
     /* The leaf is the line's exact bytes, with its newline, as the seal hashed them. */
@@ -414,7 +452,7 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
                         (long long)seq, (long long)pseq);
     else if (psize != size || memcmp(root, proot, RS_HASH_LEN) != 0)
         rc = rs_err_set(err, -EBADMSG, "the proof is for another tree than the seal's");
-    else if (!rs_merkle_check(leafline.buf, leafline.len, index, size,
+    else if (!rs_merkle_check(salted ? salt : NULL, leafline.buf, leafline.len, index, size,
                               (const unsigned char *)path.buf, path.len / RS_HASH_LEN, root))
         rc = rs_err_set(err, -EBADMSG,
                         "the path does not lead from the line to the seal's root: the line "

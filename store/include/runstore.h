@@ -394,6 +394,9 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
  * sealing, which is not counted as changed). Returns the number of runs that changed, or a
  * negative errno. */
 #define RS_VERIFY_DELETED 2
+/* ok: the run holds by its root, with redacted events (why: how many, and a warning when
+ * its leaves are plain). */
+#define RS_VERIFY_REDACTED 3
 typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id, int ok,
                             const char *why);
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);
@@ -453,6 +456,23 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
  * changed). */
 int rs_store_verify_key(rs_store *s, const rs_seal_pub *key, rs_verify_fn fn, void *ctx,
                         rs_err *err);
+
+/* ---- forgetting (DESIGN "Forgetting: redaction and retention") --------------------------- */
+/* Redact event seq of t's run (t->user: only that owner's rows, another's is -EACCES): each
+ * of paths (dot-separated from content. or metadata., numbers index arrays; none: the whole
+ * content) becomes "[redacted]" and metadata.redaction records {at, reason, paths}. reason
+ * is required (-EINVAL), so is every path existing (-EINVAL). When the call returns the old
+ * bytes are in no row, index or free page of the store; warn (may be NULL) says what could
+ * not be erased yet. out gets the redactions.jsonl line. A sealed run keeps the leaf hash of
+ * the line as sealed; with the store's seal key the redaction gets a signed note. */
+int rs_store_redact(rs_store *s, const rs_target *t, int64_t seq, const char *const *paths,
+                    size_t n, const char *reason, rs_buf *out, rs_buf *warn, rs_err *err);
+/* One line appended to redactions.jsonl, {"seq": N, "paths": [...], "reason": "..."}
+ * (paths optional), redacted as rs_store_redact does (-EINVAL for another shape). */
+int rs_store_redact_line(rs_store *s, const rs_target *t, const char *line, size_t len, rs_buf *out,
+                         rs_buf *warn, rs_err *err);
+/* redactions.jsonl: {seq, paths, reason, at, leaf, note} of every redaction of the run. */
+int rs_store_redactions(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
 
 /* ---- DeerFlow's JSONL store (threads/T/runs/R.jsonl under its .deer-flow folder) -------- */
 

@@ -346,7 +346,7 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
 }
 
 /* Statements without parameters, outside the cache (transaction control, the schema). */
-static int exec_plain(rs_backend *b, const char *sql, rs_err *err)
+int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err)
 {
     PGresult *r = PQexec(b->conn, sql);
     char what[32];
@@ -408,7 +408,8 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
         return rs_err_set(err, -EBUSY, "a transaction is already open on this connection");
     pg_log_forget(b);
     int rc = ensure_conn(b, err);
-    if (rc || (rc = b->piped ? pg_run(b, "BEGIN", NULL, NULL, err) : exec_plain(b, "BEGIN", err)))
+    if (rc ||
+        (rc = b->piped ? pg_run(b, "BEGIN", NULL, NULL, err) : pg_exec_plain(b, "BEGIN", err)))
         return rc;
     b->in_tx = 1;
     if (thread_id && (rc = pg_lock_thread(b, thread_id, err)))
@@ -422,10 +423,10 @@ int pg_commit(rs_backend *b, rs_err *err)
         b->pipe_commit = 1;
         return pg_run(b, "COMMIT", NULL, NULL, err);
     }
-    int rc = exec_plain(b, "COMMIT", err);
+    int rc = pg_exec_plain(b, "COMMIT", err);
     b->in_tx = 0;
     if (rc && PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "ROLLBACK", NULL);
+        pg_exec_plain(b, "ROLLBACK", NULL);
     return rc;
 }
 
@@ -434,7 +435,7 @@ void pg_rollback(rs_backend *b)
     if (b->piped)
         pg_pipe_run(b, NULL);
     if (PQstatus(b->conn) == CONNECTION_OK)
-        exec_plain(b, "ROLLBACK", NULL);
+        pg_exec_plain(b, "ROLLBACK", NULL);
     b->in_tx = 0;
 }
 
@@ -570,7 +571,7 @@ static void cursor_free(rs_cursor *base)
     if (PQstatus(b->conn) == CONNECTION_OK) {
         char sql[48];
         (void)rs_fmt(sql, sizeof sql, "CLOSE %s", c->name); /* name: 24 bytes */
-        exec_plain(b, commit ? "COMMIT" : sql, NULL);
+        pg_exec_plain(b, commit ? "COMMIT" : sql, NULL);
     }
     rs_buf_release(&base->line);
     free(c);
@@ -606,7 +607,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
     if (rc) {
         PQclear(r);
         if (begin && PQstatus(b->conn) == CONNECTION_OK)
-            exec_plain(b, "ROLLBACK", NULL);
+            pg_exec_plain(b, "ROLLBACK", NULL);
         free(c);
         return rc;
     }
@@ -866,7 +867,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
-    int events, hwm, idem, canon, tree;
+    int events, hwm, idem, canon, tree, salt;
     int rewrites; /* runfs_note_update is there */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
@@ -889,6 +890,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_meta') IS NOT NULL, "
                     "to_regclass('runfs_canon') IS NOT NULL, "
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
+                    "to_regclass('runfs_seal_salt') IS NOT NULL AND "
+                    "to_regclass('runfs_redaction') IS NOT NULL, "
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
@@ -902,9 +905,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     int side = PQgetvalue(r, 0, 3)[0] == 't';
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     st->tree = PQgetvalue(r, 0, 5)[0] == 't';
-    st->rewrites = PQgetvalue(r, 0, 6)[0] == 't';
-    st->ix_make = PQgetvalue(r, 0, 7)[0] == 't';
-    st->uq_drop = PQgetvalue(r, 0, 8)[0] == 't';
+    st->salt = PQgetvalue(r, 0, 6)[0] == 't';
+    st->rewrites = PQgetvalue(r, 0, 7)[0] == 't';
+    st->ix_make = PQgetvalue(r, 0, 8)[0] == 't';
+    st->uq_drop = PQgetvalue(r, 0, 9)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -914,7 +918,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->tree && st->layout == PG_LAYOUT &&
+    return st->events && st->hwm && st->idem && st->tree && st->salt && st->layout == PG_LAYOUT &&
            st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
@@ -923,28 +927,29 @@ static int schema_complete(const pg_schema_state *st)
 static int schema_setup(rs_backend *b, rs_err *err)
 {
     pg_schema_state st;
-    int rc = exec_plain(b, "BEGIN", err);
+    int rc = pg_exec_plain(b, "BEGIN", err);
     if (rc)
         return rc;
     b->in_tx = 1;
-    if ((rc = exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
+    if ((rc = pg_exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
         (rc = schema_state(b, &st, err)))
         goto fail;
-    int older = st.layout < PG_LAYOUT;
-    if ((!st.events && (rc = exec_plain(b, pg_schema_deerflow_sql, err))) ||
-        (!st.hwm && (rc = exec_plain(b, pg_schema_hwm_sql, err))) ||
-        (older && (rc = exec_plain(b, pg_schema_note_sql, err))) ||
-        (!st.layout && ((rc = exec_plain(b, pg_schema_side_sql, err)) ||
-                        (rc = exec_plain(b, pg_schema_owned_sql, err)))) ||
-        (st.layout == 1 && ((rc = exec_plain(b, pg_schema_migrate_sql, err)) ||
-                            (rc = exec_plain(b, pg_schema_owned_sql, err)) ||
-                            (rc = exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
-        (older && (rc = exec_plain(b, pg_schema_canon_sql, err))) ||
-        (!st.idem && (rc = exec_plain(b, pg_schema_idem_sql, err))) ||
-        (!st.tree && (rc = exec_plain(b, pg_schema_tree_sql, err))) ||
-        (!st.rewrites && (rc = exec_plain(b, pg_schema_rewrites_sql, err))) ||
-        (st.uq_drop && (rc = exec_plain(b, pg_schema_uq_drop_sql, err))) ||
-        (st.ix_make && (rc = exec_plain(b, pg_schema_terminal_sql, err))))
+    int older = st.layout < PG_LAYOUT_CANON;
+    if ((!st.events && (rc = pg_exec_plain(b, pg_schema_deerflow_sql, err))) ||
+        (!st.hwm && (rc = pg_exec_plain(b, pg_schema_hwm_sql, err))) ||
+        (older && (rc = pg_exec_plain(b, pg_schema_note_sql, err))) ||
+        (!st.layout && ((rc = pg_exec_plain(b, pg_schema_side_sql, err)) ||
+                        (rc = pg_exec_plain(b, pg_schema_owned_sql, err)))) ||
+        (st.layout == 1 && ((rc = pg_exec_plain(b, pg_schema_migrate_sql, err)) ||
+                            (rc = pg_exec_plain(b, pg_schema_owned_sql, err)) ||
+                            (rc = pg_exec_plain(b, pg_schema_migrate_copy_sql, err)))) ||
+        (older && (rc = pg_exec_plain(b, pg_schema_canon_sql, err))) ||
+        (!st.idem && (rc = pg_exec_plain(b, pg_schema_idem_sql, err))) ||
+        (!st.tree && (rc = pg_exec_plain(b, pg_schema_tree_sql, err))) ||
+        ((st.layout < PG_LAYOUT || !st.salt) && (rc = pg_exec_plain(b, pg_schema_salt_sql, err))) ||
+        (!st.rewrites && (rc = pg_exec_plain(b, pg_schema_rewrites_sql, err))) ||
+        (st.uq_drop && (rc = pg_exec_plain(b, pg_schema_uq_drop_sql, err))) ||
+        (st.ix_make && (rc = pg_exec_plain(b, pg_schema_terminal_sql, err))))
         goto fail;
     return pg_commit(b, err);
 fail:
@@ -966,8 +971,9 @@ static const char scratch_threads_sql[] =
  * unqualified name; nothing is written to the database. */
 static int scratch_setup(rs_backend *b, rs_err *err)
 {
-    const char *const scripts[] = {pg_schema_side_sql, pg_schema_owned_sql, pg_schema_idem_sql,
-                                   pg_schema_tree_sql, b->scratch_hwm ? pg_schema_hwm_sql : ""};
+    const char *const scripts[] = {pg_schema_side_sql, pg_schema_owned_sql,
+                                   pg_schema_idem_sql, pg_schema_tree_sql,
+                                   pg_schema_salt_sql, b->scratch_hwm ? pg_schema_hwm_sql : ""};
     rs_buf q = RS_BUF_INIT;
     int rc = 0;
     for (size_t i = 0; !rc && i < sizeof scripts / sizeof *scripts; i++)
@@ -990,7 +996,7 @@ static int scratch_setup(rs_backend *b, rs_err *err)
         rs_buf_release(&q);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
-    rc = exec_plain(b, q.buf, err);
+    rc = pg_exec_plain(b, q.buf, err);
     rs_buf_release(&q);
     b->scratch = !rc;
     return rc;
@@ -1021,7 +1027,7 @@ static int scratch_ready(rs_backend *b, const char *thread_id, rs_err *err)
     if (!t && !(t = rs_mem_find(&b->mem_list, thread_id, 1)))
         return rs_err_set(err, -ENOMEM, "out of memory");
     t->state[0] = '\0';
-    if ((rc = exec_plain(b, "BEGIN", err)))
+    if ((rc = pg_exec_plain(b, "BEGIN", err)))
         return rc;
     b->in_tx = 1;
     pg_log thr;
@@ -1137,8 +1143,9 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
         goto fail;
     }
     /* A read-only open of a store without runfs_canon renders every row. */
-    b->has_canon = !b->read_only || (st.canon && st.layout == PG_LAYOUT);
+    b->has_canon = !b->read_only || (st.canon && st.layout >= PG_LAYOUT_CANON);
     b->has_tree = !b->read_only || st.tree;
+    b->has_salt = !b->read_only || st.salt;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1198,7 +1205,7 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         return -EIO;
     /* A standby takes no LISTEN: its rows come by replay, found by the probe below. */
     if (!b->listening && !b->standby) {
-        if (exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
+        if (pg_exec_plain(b, "LISTEN " PG_CHANNEL, NULL))
             return -EIO;
         b->listening = 1;
     }
@@ -1274,7 +1281,7 @@ static int mem_setup(rs_backend *b, rs_err *err)
         rs_buf_release(&q);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
-    rc = exec_plain(b, q.buf, err);
+    rc = pg_exec_plain(b, q.buf, err);
     rs_buf_release(&q);
     if (rc)
         return rc;
@@ -1335,7 +1342,7 @@ static int mem_drop_thread(void *ctx, const char *thread_id)
 static int mem_sync(rs_backend *b, const char *thread_id, int fresh, int64_t dirty, int64_t *rows,
                     rs_err *err)
 {
-    int rc = exec_plain(b, "BEGIN", err), found;
+    int rc = pg_exec_plain(b, "BEGIN", err), found;
     if (rc)
         return rc;
     b->in_tx = 1;
@@ -1586,6 +1593,9 @@ const rs_backend_ops rs_pg_backend = {
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,
+    .seal_salts = pg_seal_salts,
+    .redact = pg_redact,
+    .redaction_each = pg_redaction_each,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,

@@ -58,6 +58,7 @@ struct rs_backend {
     int owners_apart; /* rs_options.owners_apart */
     int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
     int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
+    int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
@@ -137,6 +138,9 @@ typedef struct pg_canon {
  * known: the row is rendered. */
 int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i);
 
+/* Statements without parameters, outside the statement cache (transaction control, the
+ * schema, VACUUM). */
+int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err);
 void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);
 /* Run sql (cached as a prepared statement) with a's parameters; *out (may be NULL: cleared)
@@ -270,6 +274,12 @@ int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
+/* pg_redact.c: rs_backend_ops.redact and redaction_each. */
+int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err);
+int pg_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
+                      int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+int pg_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
+                  int64_t to, rs_buf *out, rs_err *err);
 
 /* ---- pg_changes.c: the change feed's numbers (transaction ids; shown below the oldest
  * running transaction's) ---- */

@@ -158,7 +158,7 @@ static const char pg_schema_tree_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_seal_tree (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
     "  sealed_at TEXT NOT NULL, root TEXT NOT NULL, note TEXT, seqs BYTEA NOT NULL,\n"
-    "  nodes BYTEA NOT NULL,\n"
+    "  nodes BYTEA NOT NULL, leaves TEXT NOT NULL DEFAULT 'plain',\n"
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ");\n"
     "CREATE OR REPLACE FUNCTION runfs_seal_tree_drop() RETURNS trigger LANGUAGE plpgsql\n"
@@ -172,10 +172,40 @@ static const char pg_schema_tree_sql[] =
     "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION\n"
     "  runfs_seal_tree_drop();\n";
 
+/* Layout 4: a salted seal's salt of each event it covers (merkle.h), beside the row, going
+ * with its seal; runfs_seal_tree says whether a seal's leaves are salted. */
+static const char pg_schema_salt_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_seal_salt (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
+    "  seq BIGINT NOT NULL, salt BYTEA NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, owner, seq)\n"
+    ");\n"
+    "ALTER TABLE runfs_seal_tree ADD COLUMN IF NOT EXISTS leaves TEXT NOT NULL DEFAULT 'plain';\n"
+    "CREATE OR REPLACE FUNCTION runfs_seal_salt_drop() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    "  DELETE FROM runfs_seal_salt t USING old_rows o WHERE t.thread_id = o.thread_id\n"
+    "    AND t.run_id = o.run_id AND t.owner = o.owner;\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_seal_salt_drop AFTER DELETE ON runfs_seal\n"
+    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION\n"
+    "  runfs_seal_salt_drop();\n"
+    /* The redactions of events (DESIGN "Forgetting"), sqlite/schema.sql.h's. */
+    "CREATE TABLE IF NOT EXISTS runfs_redaction (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, seq BIGINT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', at TEXT NOT NULL, paths TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
+    "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
+    ");\n"
+    "UPDATE runfs_meta SET value = 4 WHERE key = 'layout';\n";
+
 /* The side tables' layout this build writes; a store with a newer one is refused, an older
  * one converted at a read-write open. A read-only open reads layout PG_LAYOUT_READ too
- * (without runfs_canon: every row is rendered). */
-#define PG_LAYOUT 3
+ * (without runfs_canon, layout 2: every row is rendered; without salts, layout 3: every
+ * seal's leaves are plain). */
+#define PG_LAYOUT 4
+#define PG_LAYOUT_CANON 3
 #define PG_LAYOUT_READ 2
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's

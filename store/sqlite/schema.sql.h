@@ -120,13 +120,32 @@ static const char rs_schema_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_seal_tree (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
     "  sealed_at TEXT NOT NULL, root TEXT NOT NULL, note TEXT, seqs BLOB NOT NULL,\n"
-    "  nodes BLOB NOT NULL,\n"
+    "  nodes BLOB NOT NULL, leaves TEXT NOT NULL DEFAULT 'plain',\n"
     "  PRIMARY KEY (thread_id, run_id, owner)\n"
     ");\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_seal_tree_drop AFTER DELETE ON runfs_seal BEGIN\n"
     "  DELETE FROM runfs_seal_tree WHERE thread_id = old.thread_id AND run_id = old.run_id\n"
     "    AND owner = old.owner;\n"
     "END;\n"
+    /* Layout 6: a salted seal's salt of each event it covers (merkle.h), beside the row;
+     * they go with their seal. */
+    "CREATE TABLE IF NOT EXISTS runfs_seal_salt (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',\n"
+    "  seq INTEGER NOT NULL, salt BLOB NOT NULL,\n"
+    "  PRIMARY KEY (thread_id, run_id, owner, seq)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TRIGGER IF NOT EXISTS runfs_seal_salt_drop AFTER DELETE ON runfs_seal BEGIN\n"
+    "  DELETE FROM runfs_seal_salt WHERE thread_id = old.thread_id AND run_id = old.run_id\n"
+    "    AND owner = old.owner;\n"
+    "END;\n"
+    /* Layout 6: the redactions of events (DESIGN "Forgetting"): what was erased and why,
+     * the leaf hash of the line as sealed and the hash of the line as redacted. */
+    "CREATE TABLE IF NOT EXISTS runfs_redaction (\n"
+    "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', at TEXT NOT NULL, paths TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
+    "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
+    ") WITHOUT ROWID;\n"
     /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"
@@ -178,10 +197,13 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
     "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
     "END;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 5);\n";
+    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 6);\n";
 
-/* The side tables' layout this build writes; a store with a newer one is refused. */
-#define RS_SCHEMA_LAYOUT 5
+/* The side tables' layout this build writes; a store with a newer one is refused. A
+ * read-only open reads the byte logs of RS_SCHEMA_LOGS on as they are (layout 6 added
+ * only the seals' salts). */
+#define RS_SCHEMA_LAYOUT 6
+#define RS_SCHEMA_LOGS 5
 
 /* Layout 1 keyed singletons, reservations and seals by (thread, run) alone: one owner's
  * blocked another's. Before the tables of rs_schema_sql are created, the old ones step

@@ -636,6 +636,10 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     if (!rc && has_schema && !b->read_only &&
         !(rc = sq_int(b, rs_schema_stale_triggers_sql, NULL, NULL, &stale, NULL, err)) && stale)
         has_schema = 0;
+    if (!rc && has_schema && !b->read_only)
+        rc = table_exists(b, "runfs_seal_salt", &has_schema, err);
+    if (!rc && has_schema && !b->read_only)
+        rc = table_exists(b, "runfs_redaction", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -693,6 +697,21 @@ static int add_feed(rs_backend *b, rs_err *err)
                         msg ? msg : sqlite3_errstr(src));
     sqlite3_free(msg);
     return rc;
+}
+
+/* Layout 6: whether a seal's leaves are salted, where runfs_seal_tree lacks the column. */
+static int add_leaves(rs_backend *b, rs_err *err)
+{
+    int64_t n = 0;
+    int rc = sq_int(b,
+                    "SELECT count(*) FROM pragma_table_info('runfs_seal_tree') WHERE name = "
+                    "'leaves'",
+                    NULL, NULL, &n, NULL, err);
+    return rc || n ? rc
+                   : sq_exec(b,
+                             "ALTER TABLE runfs_seal_tree ADD COLUMN leaves TEXT NOT NULL "
+                             "DEFAULT 'plain'",
+                             err);
 }
 
 /* Every thread's logs indexed again from its rows (a layout that kept less). */
@@ -989,7 +1008,7 @@ static int mem_statement(rs_backend *b, const char *sql, size_t len, int64_t lay
         return rs_err_set(err, -ENAMETOOLONG, "table name too long");
     int in_file, rc = table_exists(b, table, &in_file, err);
     int logs = is_mem_table(name, nlen);
-    if (logs ? layout != RS_SCHEMA_LAYOUT : layout == 1)
+    if (logs ? layout < RS_SCHEMA_LOGS : layout == 1)
         in_file = 0; /* an older layout's tables: built afresh, in this layout */
     if (rc || strncmp(table, "runfs_", 6) != 0 || (!logs && in_file))
         return rc;
@@ -1043,7 +1062,7 @@ static int file_rewrites(rs_backend *b, int64_t *n, rs_err *err)
 {
     int found = 0;
     *n = -1;
-    if (b->layout != RS_SCHEMA_LAYOUT)
+    if (b->layout < RS_SCHEMA_LOGS)
         return 0;
     int rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'rewrites'", NULL, NULL, n,
                     &found, err);
@@ -1292,8 +1311,7 @@ static int mem_drop_changed(rs_backend *b, const char *thread_id, rs_err *err)
 int sq_mem_refresh(rs_backend *b, rs_err *err)
 {
     int64_t version = -1;
-    int rc = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT ? sq_look(b, &version, err)
-                                                                     : 0;
+    int rc = b->read_only && b->mem && b->layout >= RS_SCHEMA_LOGS ? sq_look(b, &version, err) : 0;
     if (rc || version < 0 || version == b->mem_version)
         return rc;
     for (;;) {
@@ -1336,8 +1354,8 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
     }
     if (b->ready[ready_slot(b, thread_id)][0])
         return 0;
-    int refresh = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT, behind = 0;
-    int foreign = b->read_only && b->mem && b->layout != RS_SCHEMA_LAYOUT;
+    int refresh = b->read_only && b->mem && b->layout >= RS_SCHEMA_LOGS, behind = 0;
+    int foreign = b->read_only && b->mem && b->layout < RS_SCHEMA_LOGS;
     if ((refresh && (rc = mem_drop_stale(b, thread_id, err))) ||
         (foreign && (rc = mem_drop_changed(b, thread_id, err))) ||
         (rc = sq_thread_behind(b, thread_id, &behind, err)))
@@ -1356,7 +1374,7 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
         if (rc)
             return rc;
     }
-    refresh = b->read_only && b->mem && b->layout == RS_SCHEMA_LAYOUT;
+    refresh = b->read_only && b->mem && b->layout >= RS_SCHEMA_LOGS;
     if (refresh && (rc = mem_add_empty(b, thread_id, err)))
         return rc;
     ready_add(b, thread_id);
@@ -1483,7 +1501,8 @@ static int schema_setup(rs_backend *b, const char *uri, int64_t layout, rs_err *
         goto fail;
     }
     if ((sizes && (rc = add_columns3(b, err))) || (rc = add_feed(b, err)) ||
-        (rc = sq_search_triggers(b, err)) || (sizes && (rc = reindex_all(b, err))) ||
+        (rc = sq_search_triggers(b, err)) || (rc = add_leaves(b, err)) ||
+        (sizes && (rc = reindex_all(b, err))) ||
         (rc = sq_step(b, NULL, err, "schema",
                       "UPDATE runfs_meta SET value = ? WHERE key = 'layout'", "i",
                       (int64_t)RS_SCHEMA_LAYOUT)) < 0)
@@ -1726,9 +1745,9 @@ int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id)
     sqlite3_stmt *st;
     /* The file's own runfs_meta (a reader's TEMP copy would be stale): of this layout only. */
     int rc = sq_step(b, &st, NULL, "canonical rows",
-                     b->layout == RS_SCHEMA_LAYOUT ? SQ_CANON_NEXT_SQL
-                                                   : "SELECT hi, lo FROM runfs_canon WHERE hi >= "
-                                                     "?1 ORDER BY hi LIMIT 1",
+                     b->layout >= RS_SCHEMA_LOGS ? SQ_CANON_NEXT_SQL
+                                                 : "SELECT hi, lo FROM runfs_canon WHERE hi >= "
+                                                   "?1 ORDER BY hi LIMIT 1",
                      "i", id);
     c->in = 0;
     c->lo = rc < 0 ? INT64_MIN : id; /* no answer: every row the general way */
@@ -1817,6 +1836,9 @@ const rs_backend_ops rs_sqlite_backend = {
     .seal_insert = sq_seal_insert,
     .seal_get = sq_seal_get,
     .seal_tree = sq_seal_tree,
+    .seal_salts = sq_seal_salts,
+    .redact = sq_redact,
+    .redaction_each = sq_redaction_each,
     .seal_each = sq_seal_each,
     .changes_sync = sq_changes_sync,
     .changes = sq_changes,

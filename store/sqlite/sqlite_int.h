@@ -361,5 +361,14 @@ int sq_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int sq_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
+/* sqlite_redact.c: rs_backend_ops.redact and redaction_each. */
+int sq_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err);
+int sq_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
+                      int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+/* sqlite_search.c: the search index dropped, to be made again at the next search (a
+ * redaction: its contentless table cannot forget one row's text). */
+int sq_search_forget(rs_backend *b, rs_err *err);
+int sq_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
+                  int64_t to, rs_buf *out, rs_err *err);
 
 #endif

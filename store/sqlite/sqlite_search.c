@@ -398,3 +398,22 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     rs_buf_release(&expr);
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
+
+int sq_search_forget(rs_backend *b, rs_err *err)
+{
+    int has, rc = has_index(b, &has, err);
+    if (rc || !has)
+        return rc;
+    char *msg = NULL;
+    int src = sqlite3_exec(b->db,
+                           "DROP TABLE IF EXISTS runfs_search;\n"
+                           "DROP TABLE IF EXISTS runfs_search_gen;\n"
+                           "DELETE FROM runfs_search_dirty;\n"
+                           "UPDATE runfs_meta SET value = 0 WHERE key = 'search_layout';\n",
+                           NULL, NULL, &msg);
+    if (src != SQLITE_OK)
+        rc = rs_err_set(err, sq_fail(b, src, NULL, "search index"),
+                        "cannot drop the search index: %s", msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    return rc;
+}

@@ -66,16 +66,23 @@ readme_recipe() {
   assert_success
   run python3 "$REF" check --sample 5 "${dirs[@]}"
   assert_success
-  assert_output --partial "r1: 1 leaves, root and 1 proofs agree with RFC 6962"
-  assert_output --partial "r1025: 1025 leaves"
+  assert_output --partial "r1: 1 salted leaves, root and 1 proofs agree with RFC 6962"
+  assert_output --partial "r1025: 1025 salted leaves"
 }
 
 @test "evidence: a large run's root and proofs across its chunks are RFC 6962's" {
   sealed_run t big 70000
   runfs_mount "$STORE" "$MNT"
-  run python3 "$REF" check --sample 40 "$MNT/threads/t/runs/big"
+  # The salts as the store keeps them (read by SQL, not through runfs): the root needs all.
+  if on_pg; then
+    store_sql "SELECT seq || ' ' || encode(salt, 'hex') FROM runfs_seal_salt WHERE run_id = 'big'"
+  else
+    store_sql "SELECT seq || ' ' || lower(hex(salt)) FROM runfs_seal_salt WHERE run_id = 'big'"
+  fi > "$WORK/salts"
+  [ "$(grep -c '' "$WORK/salts")" -eq 70000 ]
+  run python3 "$REF" check --sample 40 --salts "$WORK/salts" "$MNT/threads/t/runs/big"
   assert_success
-  assert_output --partial "70000 leaves, root and"
+  assert_output --partial "70000 salted leaves, root and"
 }
 
 @test "evidence: each proof of a 70-event run verifies its own line only; outside the seal is ENOENT" {
@@ -148,9 +155,11 @@ for ln in open(sys.argv[1], "rb"):
   python3 - "$MNT/threads/t/runs/signed/seal.json" "$WORK/note" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
-body = ("runfs seal v1\nthread %s\nrun %s\nstate %s\nupper_seq %d\nevents %d\nterminal_seq %s\n"
-        "digest %s\nroot %s\nsealed_at %s\n") % (s["thread_id"], s["run_id"], s["state"],
-        s["upper_seq"], s["event_count"], s["terminal_seq"], s["digest"], s["root"], s["sealed_at"])
+assert s["leaves"] == "salted", s
+body = ("runfs seal v2\nthread %s\nrun %s\nstate %s\nupper_seq %d\nevents %d\nterminal_seq %s\n"
+        "digest %s\nroot %s\nleaves salted\nsealed_at %s\n") % (s["thread_id"], s["run_id"],
+        s["state"], s["upper_seq"], s["event_count"], s["terminal_seq"], s["digest"], s["root"],
+        s["sealed_at"])
 note = open(sys.argv[2], "rb").read().decode()
 assert note.startswith(body + "\n\u2014 runfs.test/a "), (note, body)
 EOF
@@ -244,7 +253,7 @@ for i in range(len(note)):
   assert_line --partial "threads/t/runs/other: seal.note: not signed by this key"
   refute_output --partial "runs/good"
   refute_output --partial "runs/tampered"
-  assert_line "4 seals checked, 2 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 2 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   # A row changed in place (as another writer could): verify names it, its proofs refuse.
   local seq
   seq=$(store_sql "SELECT min(seq) + 10 FROM run_events WHERE run_id = 'tampered'")
@@ -252,10 +261,10 @@ for i in range(len(note)):
   run "$RUNFS" verify "$STORE" --key "$WORK/a.pub"
   assert_failure 1
   assert_line --partial "threads/t/runs/tampered: digest changed"
-  assert_line "4 seals checked, 3 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 3 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   run "$RUNFS" verify "$STORE"
   assert_failure 1
-  assert_line "4 seals checked, 1 changed, 0 deleted after sealing"
+  assert_line "4 seals checked, 1 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   run "$RUNFS" cat "$STORE" "threads/t/runs/tampered/proofs/$seq"
   assert_failure
   assert_output --partial "changed since it was sealed"
@@ -314,4 +323,78 @@ for i in range(len(note)):
   assert_output --partial "No such file"
   run ls "$MNT/threads"
   assert_output t1
+}
+
+# The README's recipe for a leaf: the block after the line 'A leaf with openssl alone'.
+readme_leaf_recipe() {
+  sed -n '/^A leaf with openssl alone/,/^```$/p' "$BATS_TEST_DIRNAME/../../README.md" |
+    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d'
+}
+
+@test "evidence: salted leaves: each seal's salts are its own, the README's leaf recipe gives a one-event root, a proof without its salt is refused" {
+  sealed_run t one 1
+  sealed_run t two 3
+  runfs_mount "$STORE" "$MNT"
+  local d=$MNT/threads/t/runs/one
+  grep -q '"leaves":"salted"' "$d/seal.json"
+  grep -q '"salt":"[0-9a-f]\{32\}"' "$d/proofs/1"
+  cp "$d/events.jsonl" "$WORK/line"
+  cp "$d/proofs/1" "$WORK/proof"
+  # A tree of one leaf: its root is the leaf, computed by the recipe with openssl alone.
+  readme_leaf_recipe > "$WORK/leaf.sh"
+  cd "$WORK"
+  run env LINE=line PROOF=proof bash leaf.sh
+  assert_success
+  assert_output "$(sed 's/.*"root":"sha256:\([0-9a-f]*\)".*/\1/' "$d/seal.json")"
+  # Without the salt the plain leaf is not the root: the salt is in the leaf.
+  [ "$({ printf '\000'; cat line; } | openssl dgst -sha256 -r | cut -c1-64)" != "$output" ]
+  # verify-proof takes the salt from the proof; one without it is refused, one with another
+  # salt does not lead to the root.
+  run "$RUNFS" verify-proof "$d/seal.json" line proof
+  assert_success
+  sed 's/,"salt":"[0-9a-f]*"//' proof > nosalt
+  run "$RUNFS" verify-proof "$d/seal.json" line nosalt
+  assert_failure 2
+  assert_output --partial 'the proof has no "salt"'
+  sed 's/"salt":"\(.\)/"salt":"\1\1/; s/"salt":"\([0-9a-f]\{32\}\)[0-9a-f]*"/"salt":"\1"/' proof > othersalt
+  ! cmp -s proof othersalt
+  run "$RUNFS" verify-proof "$d/seal.json" line othersalt
+  assert_failure 1
+  assert_output --partial "does not lead from the line to the seal's root"
+  # Two seals of the same lines get different salts, so different roots.
+  python3 "$REF" check "$MNT/threads/t/runs/two"
+  [ "$(store_sql "SELECT count(DISTINCT salt) FROM runfs_seal_salt")" = 4 ]
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_output --partial "2 seals checked, 0 changed"
+}
+
+# A store sealed by an older runfs (RUNFS_OLD: a build of main, which makes plain seals) opens,
+# is set up again by this one, and its seals keep verifying, proofs included.
+@test "evidence: plain seals made before salts keep verifying, and new seals in the same store are salted" {
+  [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"
+  events 5 | "$RUNFS_OLD" put -q "$STORE" t old
+  "$RUNFS_OLD" seal "$STORE" t old --partial "made by the old runfs" > "$WORK/seal.json"
+  ! grep -q '"leaves"' "$WORK/seal.json"
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_output --partial "1 seal checked, 0 changed"
+  sealed_run t new 5
+  runfs_mount "$STORE" "$MNT"
+  grep -q '"leaves":"plain"' "$MNT/threads/t/runs/old/seal.json"
+  grep -q '"leaves":"salted"' "$MNT/threads/t/runs/new/seal.json"
+  ! grep -q '"salt"' "$MNT/threads/t/runs/old/proofs/3"
+  run python3 "$REF" check "$MNT/threads/t/runs/old" "$MNT/threads/t/runs/new"
+  assert_success
+  assert_output --partial "old: 5 plain leaves"
+  assert_output --partial "new: 5 salted leaves"
+  sed -n 3p "$MNT/threads/t/runs/old/events.jsonl" > "$WORK/line"
+  run "$RUNFS" verify-proof "$MNT/threads/t/runs/old/seal.json" "$WORK/line" "$MNT/threads/t/runs/old/proofs/3"
+  assert_success
+  runfs_unmount "$MNT"
+  store_sql "UPDATE run_events SET content = replace(content, 'hello 2', 'hellO 2') WHERE run_id = 'old'"
+  run "$RUNFS" verify "$STORE"
+  assert_failure 1
+  assert_output --partial "threads/t/runs/old"
+  assert_output --partial "2 seals checked, 1 changed"
 }

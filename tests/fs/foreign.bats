@@ -75,7 +75,7 @@ keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s
   (set -C; : >"$S/seal.json")
   run "$RUNFS" verify "$STORE"
   assert_success
-  assert_line "2 seals checked, 0 changed, 0 deleted after sealing"
+  assert_line "2 seals checked, 0 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   # DeerFlow's delete_by_run of r1 (a retention delete), and a row of r2 deleted (tampering).
   store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'r1'"
   store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'r2' AND content LIKE '%two%'"
@@ -83,7 +83,7 @@ keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s
   assert_failure 1
   assert_line "threads/t/runs/r1: deleted after sealing"
   assert_line --partial "threads/t/runs/r2: event count 3 != sealed 4"
-  assert_line "2 seals checked, 1 changed, 1 deleted after sealing"
+  assert_line "2 seals checked, 1 changed, 0 redacted, 0 expired, 1 deleted after sealing"
   # Made again, r1 starts clean: no seal, its singleton and key free again, sealable again.
   mkdir -p "$R"
   run cat "$R/seal.json"
@@ -97,7 +97,7 @@ keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s
   grep -q '"event_count":3' "$R/seal.json"
   run "$RUNFS" verify "$STORE"
   assert_failure 1
-  assert_line "2 seals checked, 1 changed, 0 deleted after sealing"
+  assert_line "2 seals checked, 1 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   # The same across a remount.
   runfs_unmount "$MNT"
   MOUNTS=()
@@ -117,7 +117,7 @@ keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s
   run "$RUNFS" verify "$STORE"
   assert_success
   assert_line "threads/t/runs/r1: deleted after sealing"
-  assert_line "1 seal checked, 0 changed, 1 deleted after sealing"
+  assert_line "1 seal checked, 0 changed, 0 redacted, 0 expired, 1 deleted after sealing"
 }
 
 # df_insert THREAD RUN CONTENT: DeerFlow's put of one row, seq its MAX(seq) + 1.
@@ -188,7 +188,7 @@ df_insert() {
   assert_equal "$(printf '%s\n' "$output" | grep -o '"seq":[0-9]*,' | tr -d '\n')" '"seq":1,"seq":2,'
   run "$RUNFS" verify "$STORE"
   assert_success
-  assert_output "0 seals checked, 0 changed, 0 deleted after sealing"
+  assert_output "0 seals checked, 0 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   run "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
   assert_success
   assert_equal "$(python3 -c 'import json, sys; print(" ".join(str(json.loads(l)["seq"]) for l in open(sys.argv[1])))' "$WORK/out/threads/t1/runs/r1.jsonl")" "1 2"

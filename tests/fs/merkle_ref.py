@@ -7,6 +7,10 @@ hashlib alone, to check runfs's seals and proofs against something that is not r
                                      proofs/<seq> of every sealed seq (or of --sample N seqs)
   merkle_ref.py root FILE            the MTH of FILE's lines, as sha256:<hex>
 
+A salted seal (seal.json "leaves": "salted") hashes each line after its salt, leaf data
+salt || line; the salts come from proofs/<seq> ("salt", hex), or from --salts FILE (lines
+"seq hex", as read from the store's tables by the test).
+
 MTH({}) = SHA-256(); MTH({d0}) = SHA-256(0x00 || d0); for n > 1, k the largest power of two
 smaller than n: MTH(D[n]) = SHA-256(0x01 || MTH(D[0:k]) || MTH(D[k:n])).
 PATH(m, {d0}) = {}; for n > 1: m < k: PATH(m, D[0:k]) : MTH(D[k:n]), else
@@ -104,10 +108,26 @@ def sealed_lines(run_dir, upper):
     return out
 
 
-def check_run(run_dir, sample):
+def proof_of(run_dir, seq):
+    with open(os.path.join(run_dir, "proofs", str(seq))) as f:
+        return json.load(f)
+
+
+def check_run(run_dir, sample, salts_file=None):
     with open(os.path.join(run_dir, "seal.json")) as f:
         seal = json.load(f)
     rows = sealed_lines(run_dir, seal["upper_seq"])
+    salts = {}
+    if seal.get("leaves") == "salted":
+        if salts_file:
+            for ln in open(salts_file):
+                seq, h = ln.split()
+                salts[int(seq)] = bytes.fromhex(h)
+        else:
+            salts = {seq: bytes.fromhex(proof_of(run_dir, seq)["salt"]) for seq, _ in rows}
+    elif "salt" in (proof_of(run_dir, rows[0][0]) if rows else {}):
+        return len(rows), 0, ["a plain seal's proof carries a salt"], False
+    rows = [(seq, salts.get(seq, b"") + ln) for seq, ln in rows]
     tree = Tree([ln for _, ln in rows])
     n = len(rows)
     errors = []
@@ -123,8 +143,9 @@ def check_run(run_dir, sample):
         idx = sorted(set(rnd.sample(idx, sample)) | {i for i in edges if 0 <= i < n})
     for i in idx:
         seq, ln = rows[i]
-        with open(os.path.join(run_dir, "proofs", str(seq))) as f:
-            proof = json.load(f)
+        proof = proof_of(run_dir, seq)
+        if seq in salts and proof.get("salt") != salts[seq].hex():
+            errors.append("proofs/%d: salt %r, the store keeps %s" % (seq, proof.get("salt"), salts[seq].hex()))
         want_path = [hexh(h) for h in tree.path(i, 0, n)]
         got = (proof["seq"], proof["leaf_index"], proof["tree_size"], proof["root"], proof["path"])
         if got != (seq, i, n, want, want_path):
@@ -137,7 +158,7 @@ def check_run(run_dir, sample):
             errors.append("proofs/%d also verifies another line" % seq)
         if n > 1 and verify(ln, (i + 1) % n, n, [unhex(p) for p in proof["path"]], unhex(proof["root"])):
             errors.append("proofs/%d also verifies at another index" % seq)
-    return n, len(idx), errors
+    return n, len(idx), errors, bool(salts)
 
 
 def main():
@@ -148,18 +169,23 @@ def main():
         print(hexh(Tree(lines).mth(0, len(lines))))
         return 0
     sample = 0
+    salts_file = None
     if args[:2] and args[1:2] and args[0] == "check" and "--sample" in args:
         i = args.index("--sample")
         sample = int(args[i + 1])
         del args[i:i + 2]
+    if args[:1] == ["check"] and "--salts" in args:
+        i = args.index("--salts")
+        salts_file = args[i + 1]
+        del args[i:i + 2]
     bad = 0
     for run_dir in args[1:]:
-        n, proofs, errors = check_run(run_dir, sample)
+        n, proofs, errors, salted = check_run(run_dir, sample, salts_file)
         for e in errors:
             print("%s: %s" % (run_dir, e))
         bad += bool(errors)
         if not errors:
-            print("%s: %d leaves, root and %d proofs agree with RFC 6962" % (run_dir, n, proofs))
+            print("%s: %d %s leaves, root and %d proofs agree with RFC 6962" % (run_dir, n, "salted" if salted else "plain", proofs))
     return 1 if bad else 0
 
 

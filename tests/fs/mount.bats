@@ -105,7 +105,8 @@ EOF
   # last-visible-ai-seq, seal.json and seal.note exist only once there is something to show.
   run ls "$RUN"
   assert_output "$(printf '%s\n' diff events.jsonl messages.jsonl once otel otel.json proofs receipt.json \
-    report.html search since stats.json tasks timeline timeline.svg types workspace-changes.json)"
+    redactions.jsonl report.html search since stats.json tasks timeline timeline.svg types \
+    workspace-changes.json)"
   ev_start >> "$RUN/events.jsonl"
   ev_ai >> "$RUN/events.jsonl"
   ev_terminal | (set -C; cat > "$RUN/once/run.terminal")

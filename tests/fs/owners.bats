@@ -187,7 +187,7 @@ PG_LAYOUT1_SQL="
   assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_seal WHERE user_id = '$UID_A'")" "$before"
   # A read-write open converts it: each seal is its owner's and still holds.
   runfs_mount "$STORE" "$al" --user "$UID_A"
-  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'")" 3
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'")" 4
   assert_equal "$(store_sql "SELECT owner, count(*) FROM runfs_seal GROUP BY owner ORDER BY owner")" "$(printf '|1\n%s|1' "$UID_A")"
   assert_equal "$(store_sql "SELECT owner FROM runfs_once WHERE thread_id = 'shared'")" "$UID_A"
   assert_equal "$(store_sql "SELECT count(*) FROM pg_class WHERE relname LIKE 'runfs_%_v1'")" 0

@@ -180,17 +180,17 @@ except OSError as e:
   S=$MNT/$T/runs/r1
   run "$RUNFS" verify "$STORE"
   assert_success
-  assert_output "0 seals checked, 0 changed, 0 deleted after sealing"
+  assert_output "0 seals checked, 0 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   (set -C; : > "$S/seal.json")
   run "$RUNFS" verify "$STORE"
   assert_success
-  assert_output "1 seal checked, 0 changed, 0 deleted after sealing"
+  assert_output "1 seal checked, 0 changed, 0 redacted, 0 expired, 0 deleted after sealing"
   store_sql "UPDATE run_events SET content = '{\"type\":\"ai\",\"content\":\"forged\",\"id\":\"ai-1\",\"tool_calls\":[]}' WHERE thread_id = 't1' AND seq = 4"
   run "$RUNFS" verify "$STORE"
   assert_failure 1
   assert_output --partial "threads/t1/runs/r1"
   assert_output --partial "digest changed"
-  assert_line -n 1 "1 seal checked, 1 changed, 0 deleted after sealing"
+  assert_line -n 1 "1 seal checked, 1 changed, 0 redacted, 0 expired, 0 deleted after sealing"
 }
 
 # Lines of every shape: strings with escapes and non-ASCII, JSON scalars and arrays as
@@ -257,7 +257,7 @@ EOF2
   assert_output "$(cat "$WORK/before")"
   assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT to_regclass('runfs_canon') IS NULL")" "$(printf '2\nt')"
   runfs_mount "$STORE" "$MNT"
-  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_canon")" "$(printf '3\n0')"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'layout'; SELECT count(*) FROM runfs_canon")" "$(printf '4\n0')"
   cmp "$WORK/before" "$MNT/$T/events.jsonl"
   ev_error after >> "$MNT/$T/runs/r1/events.jsonl"
   assert_equal "$(store_sql "SELECT count(*) FROM runfs_canon c JOIN run_events e ON e.id BETWEEN c.lo AND c.hi")" 1

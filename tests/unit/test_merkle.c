@@ -94,7 +94,7 @@ static void check_size(int64_t n)
         /* seq = 2i + 1: seqs with gaps, as a run's are in a shared thread. */
         snprintf(lines[i], sizeof lines[i], "{\"line\":%lld}\n", (long long)i);
         sha(lines[i], strlen(lines[i]), NULL, 0, 0, leaves[i]);
-        assert_int_equal(rs_merkle_add(m, 2 * i + 1, lines[i], strlen(lines[i])), 0);
+        assert_int_equal(rs_merkle_add(m, 2 * i + 1, NULL, lines[i], strlen(lines[i])), 0);
     }
     unsigned char root[32], want[32], digest[32], want_digest[32];
     rs_buf seqs = RS_BUF_INIT, nodes = RS_BUF_INIT;
@@ -126,7 +126,7 @@ static void check_size(int64_t n)
             }
         assert_int_equal(count, rs_merkle_chunk_size(n, j));
         assert_int_equal(j * RS_MERKLE_CHUNK + at, i);
-        assert_int_equal(rs_merkle_path(n, &nodes, j, &chunk, ends, count, at, &path), 0);
+        assert_int_equal(rs_merkle_path(n, &nodes, j, &chunk, ends, NULL, count, at, &path), 0);
         unsigned char ref[64][32];
         size_t depth = 0;
         ref_path(leaves, i, 0, n, ref, &depth);
@@ -135,16 +135,16 @@ static void check_size(int64_t n)
             fail_msg("tree of %lld: the path of leaf %lld differs from RFC 6962's", (long long)n,
                      (long long)i);
         const unsigned char *pp = (const unsigned char *)path.buf;
-        assert_true(rs_merkle_check(lines[i], strlen(lines[i]), i, n, pp, depth, root));
+        assert_true(rs_merkle_check(NULL, lines[i], strlen(lines[i]), i, n, pp, depth, root));
         if (n > 1) {
             int64_t other = (i + 1) % n;
-            assert_false(rs_merkle_check(lines[other], strlen(lines[other]), i, n, pp, depth, root));
-            assert_false(rs_merkle_check(lines[i], strlen(lines[i]), other, n, pp, depth, root));
+            assert_false(rs_merkle_check(NULL, lines[other], strlen(lines[other]), i, n, pp, depth, root));
+            assert_false(rs_merkle_check(NULL, lines[i], strlen(lines[i]), other, n, pp, depth, root));
         }
         /* A changed row in the chunk: the kept chunk hash no longer matches. */
         chunk.buf[0] = '[';
         rs_buf_reset(&path);
-        assert_int_equal(rs_merkle_path(n, &nodes, j, &chunk, ends, count, at, &path), -EBADMSG);
+        assert_int_equal(rs_merkle_path(n, &nodes, j, &chunk, ends, NULL, count, at, &path), -EBADMSG);
         rs_buf_release(&chunk);
         rs_buf_release(&path);
     }
@@ -200,7 +200,7 @@ static void test_handoff(void **state)
                 lens[i] = (size_t)BIG - 1000 * k; /* each a different line */
             }
         sha(p, lens[i], NULL, 0, 0, leaves[i]);
-        assert_int_equal(rs_merkle_add(m, i + 1, p, lens[i]), 0);
+        assert_int_equal(rs_merkle_add(m, i + 1, NULL, p, lens[i]), 0);
     }
     unsigned char root[32], want[32], digest[32], want_digest[32];
     rs_buf seqs = RS_BUF_INIT, nodes = RS_BUF_INIT;
@@ -233,7 +233,7 @@ static void test_dropped_builder(void **state)
         rs_merkle *m;
         assert_int_equal(rs_merkle_new(&m), 0);
         for (int64_t i = 0; i < n; i++)
-            assert_int_equal(rs_merkle_add(m, i + 1, "{}\n", 3), 0);
+            assert_int_equal(rs_merkle_add(m, i + 1, NULL, "{}\n", 3), 0);
         rs_merkle_free(m);
     }
 }

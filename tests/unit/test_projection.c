@@ -315,8 +315,43 @@ static void mth(unsigned char (*h)[32], size_t n, unsigned char *out)
     EVP_Digest(in, sizeof in, out, &olen, EVP_sha256(), NULL);
 }
 
+/* The salt the store keeps for seq of a salted seal, read by SQL (not through runfs). */
+static void salt_of(const char *run, const char *user, int64_t seq, unsigned char *salt)
+{
+    char sql[256], hex[40] = "";
+    snprintf(sql, sizeof sql,
+             "SELECT %s FROM runfs_seal_salt WHERE thread_id = 'th-1' AND run_id = '%s' AND "
+             "owner = '%s' AND seq = %lld",
+             fx.pg_db[0] ? "encode(salt, 'hex')" : "lower(hex(salt))", run, user,
+             (long long)seq);
+    if (fx.pg_db[0]) {
+        PGconn *c = PQconnectdb(fx.db);
+        PGresult *r = PQexec(c, sql);
+        assert_int_equal(PQntuples(r), 1);
+        snprintf(hex, sizeof hex, "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        PQfinish(c);
+    } else {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(fx.db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        snprintf(hex, sizeof hex, "%s", (const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    assert_int_equal(strlen(hex), 32);
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+        salt[i] = (unsigned char)v;
+    }
+}
+
 /* The seal's root: the MTH of the run's lines up to upper, read through the ordinary
- * query (at most 64 lines here). */
+ * query (at most 64 lines here), each leaf SHA-256(0x00 || salt || line) with the salt
+ * the store keeps. */
 static void run_root(const char *run, const char *user, int64_t upper, char *out)
 {
     rs_query q = RS_QUERY_INIT;
@@ -333,10 +368,11 @@ static void run_root(const char *run, const char *user, int64_t upper, char *out
     while (rs_cursor_next(c, &rec) > 0) {
         assert_true(n < 64);
         unsigned char buf[4096];
-        assert_true(rec->line_len < sizeof buf);
+        assert_true(rec->line_len + 17 < sizeof buf);
         buf[0] = 0;
-        memcpy(buf + 1, rec->line, rec->line_len);
-        EVP_Digest(buf, rec->line_len + 1, leaves[n++], &olen, EVP_sha256(), NULL);
+        salt_of(run, user, rec->seq, buf + 1);
+        memcpy(buf + 17, rec->line, rec->line_len);
+        EVP_Digest(buf, rec->line_len + 17, leaves[n++], &olen, EVP_sha256(), NULL);
     }
     rs_cursor_free(c);
     assert_true(n > 0);
@@ -603,7 +639,9 @@ static void test_seal_partial(void **state)
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-5\",\"state\":\"partial\",\"upper_seq\":34,"
              "\"event_count\":2,\"terminal_seq\":null,\"digest\":\"sha256:a0d87886faebf8a4c5d4f1"
              "0954c49244d78fdbdc05ac9ed7c244f94ae6e22149\",\"tree_size\":2,\"root\":\"%s\","
-             "\"error\":\"worker lost\",\"sealed_at\":\"%s\",\"uncovered\":0}\n", root, at);
+             "\"leaves\":\"salted\",\"error\":\"worker lost\",\"sealed_at\":\"%s\","
+             "\"uncovered\":0,\"redacted\":0}\n",
+             root, at);
     assert_string_equal(out.buf, want);
     rs_buf_reset(&out);
     rs_target t = target("run-5", "alice");
@@ -627,7 +665,8 @@ static void test_seal_complete(void **state)
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-2\",\"state\":\"sealed\",\"upper_seq\":22,"
              "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"tree_size\":17,"
-             "\"root\":\"%s\",\"error\":null,\"sealed_at\":\"%s\",\"uncovered\":0}\n",
+             "\"root\":\"%s\",\"leaves\":\"salted\",\"error\":null,\"sealed_at\":\"%s\","
+             "\"uncovered\":0,\"redacted\":0}\n",
              digest, root, at);
     assert_string_equal(out.buf, want);
     /* A second seal is refused and changes nothing. */
@@ -646,7 +685,8 @@ static void test_seal_complete(void **state)
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-2\",\"state\":\"sealed\",\"upper_seq\":22,"
              "\"event_count\":17,\"terminal_seq\":22,\"digest\":\"%s\",\"tree_size\":17,"
-             "\"root\":\"%s\",\"error\":null,\"sealed_at\":\"%s\",\"uncovered\":1}\n",
+             "\"root\":\"%s\",\"leaves\":\"salted\",\"error\":null,\"sealed_at\":\"%s\","
+             "\"uncovered\":1,\"redacted\":0}\n",
              digest, root, at);
     assert_string_equal(out.buf, want);
     /* Another owner has no rows in the run: it sees no seal. */
@@ -671,7 +711,8 @@ static void test_seal_partial_with_terminal(void **state)
     snprintf(want, sizeof want,
              "{\"thread_id\":\"th-1\",\"run_id\":\"run-4\",\"state\":\"partial\",\"upper_seq\":32,"
              "\"event_count\":4,\"terminal_seq\":32,\"digest\":\"%s\",\"tree_size\":4,"
-             "\"root\":\"%s\",\"error\":\"asked\",\"sealed_at\":\"%s\",\"uncovered\":0}\n",
+             "\"root\":\"%s\",\"leaves\":\"salted\",\"error\":\"asked\",\"sealed_at\":\"%s\","
+             "\"uncovered\":0,\"redacted\":0}\n",
              digest, root, at);
     assert_string_equal(out.buf, want);
     rs_buf_release(&out);

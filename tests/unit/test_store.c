@@ -2737,7 +2737,7 @@ static void test_canon_layout4(void **state)
     assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 4);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 2);
     fx.s = open_store(fx.db, 0, 0);
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 6);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_canon"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                     "('runfs_canon_top', 'runfs_canon_update') AND sql LIKE "
@@ -2885,7 +2885,7 @@ static void test_view_facts(void **state)
                      SQLITE_OK);
     rs_store *ro = open_store(fx.db, 0, 1);
     rs_store *rw = open_store(fx.db, 0, 0);
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 6);
     for (int i = 0; i < 2; i++) {
         fx.s = i ? rw : ro;
         check_messages_size("t1", runs + 1, 2);
@@ -3062,7 +3062,7 @@ static void test_layout_migration(void **state)
     assert_int_equal(raw_exec(fx.db, to_v1), SQLITE_OK);
     fx.s = open_apart();
     rs_store *ap = fx.s;
-    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 5);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'layout'"), 6);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = 'alice'"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_seal WHERE owner = ''"), 1);
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_once WHERE owner = 'alice'"), 1);

@@ -1,0 +1,252 @@
+#!/usr/bin/env bats
+# forget.bats — redaction (DESIGN "Forgetting: redaction and retention", issue 42): what it
+# erases (a byte scan of the store's files, in Python, finds a unique secret before and
+# nothing of it after `runfs redact` returns), what it keeps (the envelope, the seal's root,
+# earlier proofs, checked against merkle_ref.py, RFC 6962 in Python), its signed note, and
+# its refusals with their reasons.
+load lib
+
+REF=$BATS_TEST_DIRNAME/merkle_ref.py
+
+setup() {
+  runfs_workdir
+  openssl genpkey -algorithm ed25519 -out "$WORK/a.pem" 2>/dev/null
+  chmod 600 "$WORK/a.pem"
+  openssl pkey -in "$WORK/a.pem" -pubout -out "$WORK/a.pub" 2>/dev/null
+}
+teardown() { runfs_teardown; }
+
+# human TEXT ID: a human-input line holding TEXT.
+human() {
+  printf '{"event_type":"llm.human.input","metadata":{"caller":"lead_agent","note":{"tags":["a","%s"]}},"content":{"type":"human","content":"%s","id":"h-%s"}}\n' "$1" "$1" "$2"
+}
+
+# store_files: the files that hold the store's data (SQLite: the file and its WAL;
+# PostgreSQL: the test database's directory under the cluster's data directory).
+store_files() {
+  if on_pg; then
+    local oid
+    oid=$(store_sql "SELECT oid FROM pg_database WHERE datname = current_database()")
+    find "$RUNFS_PG_DIR/data/base/$oid" -type f
+  else
+    ls "$STORE" "$STORE-wal" 2>/dev/null
+  fi
+}
+
+# scan SECRET: how many of the store's files hold SECRET's bytes (a checkpoint first on
+# PostgreSQL, so what the server holds in memory is in the files).
+scan() {
+  if on_pg; then pg_admin "CHECKPOINT" >/dev/null; fi
+  store_files | python3 -c '
+import sys
+secret = sys.argv[1].encode()
+hits = [p for p in sys.stdin.read().split() if secret in open(p, "rb").read()]
+print(len(hits))
+for p in hits:
+    print(p, file=sys.stderr)' "$1"
+}
+
+@test "forget: runfs redact erases a secret from the rows, the search index, free pages and WAL at once, with a mount open" {
+  local secret=SECRETqz7Xw91
+  runfs_mount "$STORE" "$MNT"
+  mkdir -p "$MNT/threads/t/runs/r"
+  { human "hello" 1; human "the key is $secret" 2; human "bye" 3; } >> "$MNT/threads/t/runs/r/events.jsonl"
+  # The search index holds it too, and the mount has rendered and sized the run.
+  run cat "$MNT/threads/t/search/$secret"
+  assert_success
+  assert_output --partial "$secret"
+  grep -q "$secret" "$MNT/threads/t/runs/r/events.jsonl"
+  local before_size
+  before_size=$(stat -c %s "$MNT/threads/t/runs/r/events.jsonl")
+  [ "$(scan "$secret")" -ge 1 ]
+  run "$RUNFS" redact "$STORE" t 2 --path content.content --path metadata.note.tags.1 --reason "user asked"
+  assert_success
+  assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"user asked","at":"[^"]+","leaf":null,"note":null\}$'
+  # Nothing of it is left in the store's files when the command has returned.
+  run scan "$secret"
+  assert_output "0"
+  # The mount shows the redacted row at once (sizes and pages dropped), the envelope kept.
+  run grep -c "$secret" "$MNT/threads/t/runs/r/events.jsonl"
+  assert_output "0"
+  sed -n 2p "$MNT/threads/t/runs/r/events.jsonl" > "$WORK/line"
+  python3 - "$WORK/line" <<'EOF'
+import json, sys
+e = json.loads(open(sys.argv[1]).read())
+assert e["seq"] == 2 and e["event_type"] == "llm.human.input" and e["category"] == "message", e
+assert e["content"] == {"type": "human", "content": "[redacted]", "id": "h-2"}, e
+assert e["metadata"]["note"] == {"tags": ["a", "[redacted]"]}, e
+r = e["metadata"]["redaction"]
+assert r["reason"] == "user asked" and r["paths"] == ["content.content", "metadata.note.tags.1"], r
+EOF
+  [ "$(stat -c %s "$MNT/threads/t/runs/r/events.jsonl")" != "$before_size" ]
+  run cat "$MNT/threads/t/search/$secret"
+  refute_output --partial "$secret"
+  run cat "$MNT/threads/t/runs/r/redactions.jsonl"
+  assert_success
+  assert_output --partial '"seq":2,"paths":["content.content","metadata.note.tags.1"]'
+}
+
+@test "forget: the whole content by default; refusals with their reasons: no reason, a missing path, another owner's row, no such seq" {
+  { human "one" 1; human "two" 2; } | "$RUNFS" put -q --user alice "$STORE" t r
+  # seq 2 becomes bob's, as another writer (DeerFlow) would store it in the shared thread.
+  store_sql "UPDATE run_events SET user_id = 'bob' WHERE seq = 2"
+  run "$RUNFS" redact "$STORE" t 1
+  assert_failure 1
+  assert_output --partial "a redaction needs a reason"
+  assert_output --partial "EINVAL"
+  run "$RUNFS" redact "$STORE" t 1 --reason "   "
+  assert_failure 1
+  assert_output --partial "a redaction needs a reason"
+  run "$RUNFS" redact "$STORE" t 1 --reason why --path content.nothere
+  assert_failure 1
+  assert_output --partial "path 'content.nothere' does not exist in event seq 1"
+  run "$RUNFS" redact "$STORE" t 1 --reason why --path metadata.caller.0
+  assert_failure 1
+  assert_output --partial "does not exist"
+  run "$RUNFS" redact "$STORE" t 1 --reason why --path seq
+  assert_failure 1
+  assert_output --partial "name a value inside the event"
+  run "$RUNFS" redact "$STORE" t 2 --reason why --user alice
+  assert_failure 1
+  assert_output --partial "another owner's"
+  assert_output --partial "EACCES"
+  run "$RUNFS" redact "$STORE" t 9 --reason why
+  assert_failure 1
+  assert_output --partial "no event seq 9"
+  # Nothing was changed by a refusal.
+  runfs_mount "$STORE" "$MNT"
+  run grep -c redacted "$MNT/threads/t/events.jsonl"
+  assert_output "0"
+  runfs_unmount "$MNT"
+  local before
+  before=$("$RUNFS" changes "$STORE" | tail -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["change"])')
+  run "$RUNFS" redact "$STORE" t 1 --reason "whole" --user alice
+  assert_success
+  # A redaction is a change in the change feed.
+  "$RUNFS" changes "$STORE" --since "$before" | grep -q '"thread_id":"t","run_id":"r"'
+  assert_output --partial '"paths":["content"]'
+  runfs_mount "$STORE" "$MNT"
+  sed -n 1p "$MNT/threads/t/events.jsonl" | grep -q '"content":"\[redacted\]","metadata":{"caller":"lead_agent","note":{"tags":\["a","one"\]},"redaction":'
+}
+
+@test "forget: a sealed run keeps its root; earlier proofs still check; verify counts it redacted, and a later change to the row as a change" {
+  local secret=SECRETk2Lp0
+  { for i in 1 2 3 4 5; do human "line $i" "$i"; done; human "$secret here" 6; human "after" 7; } |
+    "$RUNFS" put -q "$STORE" t r
+  "$RUNFS" seal "$STORE" t r --partial "fixture" > "$WORK/seal.json"
+  runfs_mount "$STORE" "$MNT"
+  local d=$MNT/threads/t/runs/r
+  cp "$d/events.jsonl" "$WORK/before.jsonl"
+  for s in 1 2 3 4 5 6 7; do cp "$d/proofs/$s" "$WORK/proof$s"; done
+  python3 "$REF" check "$d"
+  runfs_unmount "$MNT"
+  run "$RUNFS" redact "$STORE" t 6 --path content.content --path metadata.note.tags.1 --reason "secret" --seal-key "$WORK/a.pem" --seal-key-name runfs.test/a
+  assert_success
+  echo "$output" > "$WORK/red.json"
+  [ "$(scan "$secret")" = 0 ]
+  # The kept leaf is RFC 6962's leaf of the line as sealed, with its salt (Python, hashlib).
+  python3 - "$WORK/before.jsonl" "$WORK/proof6" "$WORK/red.json" "$WORK/a.pub" <<'EOF'
+import base64, hashlib, json, sys
+from cryptography.hazmat.primitives import serialization
+line = open(sys.argv[1], "rb").read().splitlines(keepends=True)[5]
+salt = bytes.fromhex(json.load(open(sys.argv[2]))["salt"])
+red = json.load(open(sys.argv[3]))
+assert red["leaf"] == "sha256:" + hashlib.sha256(b"\x00" + salt + line).hexdigest(), red
+note = red["note"]
+body, sig = note.split("\n\n", 1)
+lines = body.split("\n")
+assert lines[:6] == ["runfs redaction v1", "thread t", "run r", "seq 6", "leaf " + red["leaf"],
+                     "paths content.content,metadata.note.tags.1"], lines
+assert lines[6] == "reason secret" and lines[7] == "at " + red["at"], lines
+pub = serialization.load_pem_public_key(open(sys.argv[4], "rb").read())
+pub.verify(base64.b64decode(sig.split(" ")[2])[4:], (body + "\n").encode())
+EOF
+  runfs_mount "$STORE" "$MNT"
+  # The root is the seal's, and every proof given before (the redacted event's with its old
+  # line too) still checks; new proofs of the others are unchanged.
+  grep -q '"redacted":1' "$d/seal.json"
+  [ "$(sed 's/.*"root":"\([^"]*\)".*/\1/' "$d/seal.json")" = "$(sed 's/.*"root":"\([^"]*\)".*/\1/' "$WORK/seal.json")" ]
+  python3 -c '
+import sys
+for i, ln in enumerate(open(sys.argv[1], "rb")):
+    open("%s/line%d" % (sys.argv[2], i + 1), "wb").write(ln)' "$WORK/before.jsonl" "$WORK"
+  for s in 1 2 3 4 5 6 7; do
+    run "$RUNFS" verify-proof "$d/seal.json" "$WORK/line$s" "$WORK/proof$s"
+    assert_success
+    [ "$s" = 6 ] || cmp "$d/proofs/$s" "$WORK/proof$s"
+  done
+  run cat "$d/redactions.jsonl"
+  assert_output "$(cat "$WORK/red.json")"
+  runfs_unmount "$MNT"
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_output "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
+  store_sql "UPDATE run_events SET content = replace(content, '[redacted]', '[REDACTED]') WHERE seq = 6"
+  run "$RUNFS" verify "$STORE"
+  assert_failure 1
+  assert_line "threads/t/runs/r: seq 6 changed after its redaction"
+}
+
+@test "forget: a line appended to redactions.jsonl on an --allow-redact mount redacts at once; without the option EPERM; refusals in rejects.jsonl" {
+  local secret=SECRETmount55Q
+  runfs_mount "$STORE" "$MNT"
+  local d=$MNT/threads/t/runs/r
+  mkdir -p "$d"
+  { human "first" 1; human "has $secret" 2; } >> "$d/events.jsonl"
+  run bash -c "echo '{\"seq\": 2, \"reason\": \"no\"}' >> '$d/redactions.jsonl'"
+  assert_failure
+  assert_output --partial "Operation not permitted"
+  grep -q 'redacting needs a mount with --allow-redact' "$MNT/.runfs/rejects.jsonl"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" --allow-redact
+  [ "$(scan "$secret")" -ge 1 ]
+  grep -q "$secret" "$d/events.jsonl"
+  # Refused lines: the reason is told, nothing changes.
+  run bash -c "echo '{\"seq\": 2, \"paths\": [\"content.content\"]}' >> '$d/redactions.jsonl'"
+  assert_failure
+  assert_output --partial "Invalid argument"
+  grep -q 'a redaction needs a reason' "$MNT/.runfs/rejects.jsonl"
+  run bash -c "echo '{\"seq\": 2, \"paths\": [\"content.nope\"], \"reason\": \"r\"}' >> '$d/redactions.jsonl'"
+  assert_failure
+  grep -q "path 'content.nope' does not exist in event seq 2" "$MNT/.runfs/rejects.jsonl"
+  run bash -c "echo 'not json' >> '$d/redactions.jsonl'"
+  assert_failure
+  grep -q "$secret" "$d/events.jsonl"
+  # The write returns once the bytes are gone from the store's files.
+  echo '{"seq": 2, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked to forget"}' >> "$d/redactions.jsonl"
+  run scan "$secret"
+  assert_output "0"
+  run grep -c "$secret" "$d/events.jsonl"
+  assert_output "0"
+  run cat "$d/redactions.jsonl"
+  assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"asked to forget","at":"[^"]+","leaf":null,"note":null\}$'
+}
+
+# RUNFS_OLD: a runfs built from before salted leaves (main), whose seals are plain.
+@test "forget: redacting under a plain-leaf seal made by an older runfs works, and verify warns" {
+  [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"
+  { human "a" 1; human "short" 2; human "c" 3; } | "$RUNFS_OLD" put -q "$STORE" t r
+  "$RUNFS_OLD" seal "$STORE" t r --partial "old" >/dev/null
+  run "$RUNFS" redact "$STORE" t 2 --reason "pii"
+  assert_success
+  assert_output --partial "its kept leaf hash could confirm a guess at a short value"
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_line --partial "threads/t/runs/r: 1 redacted; warning: its leaves are plain"
+  assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
+}
+
+@test "forget: an unscoped redaction of a row an owner sealed keeps that owner's seal holding" {
+  runfs_mount "$STORE" "$MNT" --user alice
+  local d=$MNT/threads/t/runs/r
+  mkdir -p "$d"
+  { human "a" 1; human "private" 2; human "c" 3; } >> "$d/events.jsonl"
+  (set -C; echo '{"state":"partial","error":"fixture"}' > "$d/seal.json")
+  runfs_unmount "$MNT"
+  run "$RUNFS" redact "$STORE" t 2 --reason "pii"
+  assert_success
+  assert_output --regexp '"leaf":"sha256:[0-9a-f]{64}"'
+  run "$RUNFS" verify "$STORE"
+  assert_success
+  assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
+}
