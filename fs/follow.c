@@ -72,6 +72,7 @@ struct rfs_follow {
     int closing;       /* rfs_follow_close waits for users to drop to 0 */
     fuse_req_t req;    /* parked read, or NULL */
     size_t req_size;
+    pid_t req_pid; /* its caller, where libfuse passes on no interrupt (io_uring), else 0 */
     struct fuse_pollhandle *ph; /* parked poll, or NULL */
     rfs_follow *next;           /* hub's list of live followers */
     rfs_follow *prev;
@@ -406,6 +407,13 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     } else {
         f->req = req;
         f->req_size = size ? size : 1;
+        f->req_pid = 0;
+#if RFS_FUSE_URING
+        /* libfuse 3.18 passes on no interrupt of a request that came over io_uring: the hub
+         * looks for its caller's pending signal instead (rfs_follow_signalled). */
+        if (fuse_req_is_uring(req))
+            f->req_pid = fuse_req_ctx(req)->pid;
+#endif
     }
     pthread_mutex_unlock(&hub->lock);
     if (rc)
@@ -645,6 +653,58 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
         follow_serve(hub, f, hub->store, 1);
         pthread_mutex_unlock(&f->lock);
         follow_leave_locked(hub, f);
+    }
+}
+
+/* A signal is pending for the thread pid, not blocked: what makes the kernel send FUSE an
+ * interrupt for the request the thread waits on (a fatal one shows as SIGKILL). */
+static int signal_pending(pid_t pid)
+{
+    char path[48], line[128];
+    if (rs_fmt(path, sizeof path, "/proc/%ld/status", (long)pid) < 0)
+        return 0;
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return 0;
+    unsigned long long pending = 0, blocked = 0, v;
+    while (fgets(line, sizeof line, fp)) {
+        if (sscanf(line, "SigPnd: %llx", &v) == 1 || sscanf(line, "ShdPnd: %llx", &v) == 1)
+            pending |= v;
+        else if (sscanf(line, "SigBlk: %llx", &v) == 1)
+            blocked = v;
+    }
+    fclose(fp);
+    return (pending & ~blocked) != 0;
+}
+
+void rfs_follow_signalled(rfs_hub *hub)
+{
+    enum { CHECKED = 64 }; /* parked reads looked at per call */
+    fuse_req_t req[CHECKED];
+    pid_t pid[CHECKED];
+    size_t n = 0;
+    pthread_mutex_lock(&hub->lock);
+    for (rfs_follow *f = hub->followers; f && n < CHECKED; f = f->next)
+        if (f->req && f->req_pid > 0) {
+            req[n] = f->req;
+            pid[n++] = f->req_pid;
+        }
+    pthread_mutex_unlock(&hub->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!signal_pending(pid[i]))
+            continue;
+        /* Still parked for the same caller (a ring's requests are reused), claimed here. */
+        fuse_req_t mine = NULL;
+        pthread_mutex_lock(&hub->lock);
+        for (rfs_follow *f = hub->followers; f; f = f->next)
+            if (f->req == req[i] && f->req_pid == pid[i]) {
+                mine = f->req;
+                f->req = NULL;
+                break;
+            }
+        pthread_mutex_unlock(&hub->lock);
+        if (mine)
+            fuse_reply_err(mine, EINTR);
     }
 }
 

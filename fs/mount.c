@@ -3,6 +3,7 @@
  * SIGINT or SIGTERM (store closed, WAL checkpointed). */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,76 @@ static size_t pending_share(const rfs_mount *m)
     return share;
 }
 
+/* FUSE over io_uring (Linux 6.14+, libfuse 3.18): the kernel offers it at INIT only where
+ * root has turned it on, before the mount, in this file. */
+#define URING_PARAM "/sys/module/fuse/parameters/enable_uring"
+/* Each CPU's ring holds this many requests in flight, parked follow.jsonl reads included
+ * (libfuse's default is 8). */
+#define URING_DEPTH "32"
+
+/* The kernel's switch: 'Y' or 'N', or 0 where the kernel has no FUSE over io_uring. */
+static int uring_switch(void)
+{
+    char c = 0;
+    int fd = open(URING_PARAM, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (read(fd, &c, 1) != 1)
+        c = 0;
+    close(fd);
+    return c;
+}
+
+void rfs_mount_transport(rfs_mount *m, const struct fuse_conn_info *conn)
+{
+    const char *why = NULL;
+#if RFS_FUSE_URING
+    if (!(conn->capable & FUSE_CAP_OVER_IO_URING))
+        why = uring_switch() == 'N' ? "io_uring is off in the kernel (" URING_PARAM " is N)"
+                                    : "the kernel has no FUSE over io_uring (Linux 6.14+, "
+                                      "CONFIG_FUSE_IO_URING)";
+#elif FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
+    (void)conn;
+    why = "runfs is built against a libfuse older than 3.18 (-Dsystem_fuse=true)";
+#else
+    (void)conn;
+    why = "runfs is built against a libfuse without io_uring (no liburing)";
+#endif
+    atomic_store(&m->transport_why, why);
+    atomic_store(&m->transport, why ? RFS_TRANSPORT_DEV_FUSE : RFS_TRANSPORT_IO_URING);
+    if (!why)
+        rfs_log("requests over io_uring");
+    else if (uring_switch() == 'N')
+        rfs_log("requests over /dev/fuse: %s; to use io_uring, as root: echo 1 > %s, then "
+                "mount again",
+                why, URING_PARAM);
+    else
+        rfs_log("requests over /dev/fuse: %s", why);
+}
+
+#if RFS_FUSE_URING
+/* The mount whose INIT libfuse may report on: set before the session starts (one thread),
+ * only read after. */
+static rfs_mount *uring_mount;
+
+/* libfuse's messages go where they always went (stderr); the one that says its rings did
+ * not start (fuse_lowlevel.c, during INIT, after op_init) leaves the mount on /dev/fuse. */
+static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    char msg[512];
+    (void)level;
+    (void)rs_vfmt(msg, sizeof msg, fmt, ap); /* a longer message is kept cut, marked */
+    if (uring_mount && strstr(msg, "failed to start io-uring")) {
+        msg[strcspn(msg, "\n")] = 0;
+        atomic_store(&uring_mount->transport_why, "io_uring failed to start");
+        atomic_store(&uring_mount->transport, RFS_TRANSPORT_DEV_FUSE);
+        rfs_log("requests over /dev/fuse: io_uring failed to start (%s)", msg);
+        return;
+    }
+    fputs(msg, stderr);
+}
+#endif
+
 /* Serve requests until the unmount or a signal; 0 for a clean stop. */
 static int session_loop(rfs_mount *m, const char *mnt)
 {
@@ -287,7 +358,13 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
         /* The kernel enforces the modes ls -l shows, for every caller. */
         fuse_opt_add_arg(&args, "-odefault_permissions") ||
-        (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
+        (opt->debug && fuse_opt_add_arg(&args, "-d"))
+#if RFS_FUSE_URING
+        /* Asked for always: libfuse uses it only where the kernel offers it at INIT. */
+        || fuse_opt_add_arg(&args, "-oio_uring") ||
+        fuse_opt_add_arg(&args, "-oio_uring_q_depth=" URING_DEPTH)
+#endif
+    ) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
@@ -304,6 +381,10 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: cannot start a FUSE session\n");
         goto out_tables;
     }
+#if RFS_FUSE_URING
+    uring_mount = &m;
+    fuse_set_log_func(fuse_message);
+#endif
     if (fuse_set_signal_handlers(m.se) != 0)
         goto out_session;
     if (fuse_session_mount(m.se, abs_mnt) != 0) {
@@ -327,6 +408,10 @@ out_signals:
     fuse_remove_signal_handlers(m.se);
 out_session:
     fuse_session_destroy(m.se);
+#if RFS_FUSE_URING
+    fuse_set_log_func(NULL);
+    uring_mount = NULL;
+#endif
 out_tables:
     rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);
