@@ -72,7 +72,8 @@ struct rfs_follow {
     int closing;       /* rfs_follow_close waits for users to drop to 0 */
     fuse_req_t req;    /* parked read, or NULL */
     size_t req_size;
-    pid_t req_pid; /* its caller, where libfuse passes on no interrupt (io_uring), else 0 */
+    int req_uring;              /* it came over io_uring (libfuse passes on no interrupt of it) */
+    pid_t req_pid;              /* its caller, for rfs_follow_signalled (io_uring only) */
     struct fuse_pollhandle *ph; /* parked poll, or NULL */
     rfs_follow *next;           /* hub's list of live followers */
     rfs_follow *prev;
@@ -209,6 +210,14 @@ static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *
     return 0;
 }
 
+/* Whether a parked read may still be answered: one over io_uring not once the session has
+ * ended (unmounted: the kernel waits for no answer), as libfuse frees its rings' requests
+ * when its loop returns. */
+static int answerable(const rfs_mount *m, int uring)
+{
+    return !uring || !fuse_session_exited(m->se);
+}
+
 /* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
  * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
  * while a commit arrived during the fetch. Not on the hub's thread (from_hub 0), a caught-up
@@ -248,6 +257,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         f->seen_seq = f->scan_seq;
         f->seen_rows = f->rows;
         fuse_req_t req = NULL;
+        int uring = f->req_uring;
         struct fuse_pollhandle *ph = NULL;
         if (ready) {
             req = f->req;
@@ -258,7 +268,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         int again = !ready && f->dirty;
         pthread_mutex_unlock(&hub->lock);
 
-        if (req) {
+        if (req && answerable(f->m, uring)) {
             if (rc < 0) {
                 fuse_reply_err(req, -rc);
             } else {
@@ -371,11 +381,12 @@ void rfs_follow_close(rfs_follow *f)
     while (f->users)
         pthread_cond_wait(&hub->left, &hub->lock);
     fuse_req_t req = f->req;
+    int uring = f->req_uring;
     f->req = NULL;
     struct fuse_pollhandle *ph = f->ph;
     f->ph = NULL;
     pthread_mutex_unlock(&hub->lock);
-    if (req)
+    if (req && answerable(f->m, uring))
         fuse_reply_err(req, EINTR);
     if (ph)
         fuse_pollhandle_destroy(ph);
@@ -407,12 +418,15 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     } else {
         f->req = req;
         f->req_size = size ? size : 1;
+        f->req_uring = 0;
         f->req_pid = 0;
 #if RFS_FUSE_URING
         /* libfuse 3.18 passes on no interrupt of a request that came over io_uring: the hub
          * looks for its caller's pending signal instead (rfs_follow_signalled). */
-        if (fuse_req_is_uring(req))
+        if (fuse_req_is_uring(req)) {
+            f->req_uring = 1;
             f->req_pid = fuse_req_ctx(req)->pid;
+        }
 #endif
     }
     pthread_mutex_unlock(&hub->lock);
@@ -695,15 +709,17 @@ void rfs_follow_signalled(rfs_hub *hub)
             continue;
         /* Still parked for the same caller (a ring's requests are reused), claimed here. */
         fuse_req_t mine = NULL;
+        const rfs_mount *m = NULL;
         pthread_mutex_lock(&hub->lock);
         for (rfs_follow *f = hub->followers; f; f = f->next)
             if (f->req == req[i] && f->req_pid == pid[i]) {
                 mine = f->req;
+                m = f->m;
                 f->req = NULL;
                 break;
             }
         pthread_mutex_unlock(&hub->lock);
-        if (mine)
+        if (mine && answerable(m, 1))
             fuse_reply_err(mine, EINTR);
     }
 }
@@ -711,7 +727,7 @@ void rfs_follow_signalled(rfs_hub *hub)
 void rfs_follow_end_all(rfs_hub *hub)
 {
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (f->req)
+        if (f->req && answerable(f->m, f->req_uring))
             fuse_reply_err(f->req, EINTR);
         if (f->ph)
             fuse_pollhandle_destroy(f->ph);
