@@ -207,6 +207,8 @@ static size_t pending_share(const rfs_mount *m)
 /* Each CPU's ring holds this many requests in flight, parked follow.jsonl reads included
  * (libfuse's default is 8). */
 #define URING_DEPTH "32"
+/* The read-ahead a mount asks for where it may (raise_readahead): one request's worth. */
+#define RFS_READAHEAD_KB "1024"
 
 /* The kernel's switch: 'Y' or 'N', or 0 where the kernel has no FUSE over io_uring. */
 static int uring_switch(void)
@@ -270,6 +272,46 @@ static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
     fputs(msg, stderr);
 }
 #endif
+
+/* The kernel reads a file ahead at most its mount's read_ahead_kb (128 KiB unless raised,
+ * which only root may do): where the daemon may, it raises this mount's to the 1 MiB a request
+ * carries, before INIT (which keeps the smaller of it and op_init's max_readahead), so a first
+ * cat takes 1 MiB per round trip. The mount's device is found in /proc/self/mountinfo: a
+ * stat of the mountpoint would wait for INIT, which this thread has yet to serve. */
+static void raise_readahead(const char *mnt)
+{
+    FILE *fp = fopen("/proc/self/mountinfo", "re");
+    if (!fp)
+        return;
+    char line[8192], dev[32] = "", path[4096];
+    while (fgets(line, sizeof line, fp)) {
+        char id[32], at[4096];
+        /* mount id, parent id, major:minor, root, mount point (octal escapes) */
+        if (sscanf(line, "%*s %*s %31s %*s %4095s", id, at) != 2)
+            continue;
+        size_t n = 0;
+        for (const char *c = at; *c && n + 1 < sizeof path; n++) {
+            if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] && c[3]) {
+                path[n] = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+                c += 4;
+            } else {
+                path[n] = *c++;
+            }
+        }
+        path[n] = 0;
+        if (strcmp(path, mnt) == 0 && strstr(line, " - fuse.runfs "))
+            memcpy(dev, id, sizeof dev); /* the last one: the newest mount there */
+    }
+    fclose(fp);
+    char sys[96];
+    if (!dev[0] || rs_fmt(sys, sizeof sys, "/sys/class/bdi/%s/read_ahead_kb", dev) < 0)
+        return;
+    int fd = open(sys, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    (void)!write(fd, RFS_READAHEAD_KB, strlen(RFS_READAHEAD_KB)); /* no matter if refused */
+    close(fd);
+}
 
 /* Serve requests until the unmount or a signal; 0 for a clean stop. */
 static int session_loop(rfs_mount *m, const char *mnt)
@@ -391,6 +433,7 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n", abs_mnt);
         goto out_signals;
     }
+    raise_readahead(abs_mnt);
     if (!opt->foreground)
         rfs_log_daemonised();
     if (fuse_daemonize(opt->foreground) != 0)

@@ -438,6 +438,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
     conn->max_write = RFS_MAX_WRITE;
     conn->max_read = 0;
+    /* The kernel keeps the smaller of this and its read_ahead_kb (raise_readahead). */
+    conn->max_readahead = RFS_MAX_WRITE;
     rfs_mount_transport(m, conn);
 }
 
