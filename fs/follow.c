@@ -218,12 +218,41 @@ static int answerable(const rfs_mount *m, int uring)
     return !uring || !fuse_session_exited(m->se);
 }
 
+/* An answer follow_serve prepared, sent by follow_send once the caller holds no follower's
+ * lock: over io_uring a reply from a thread other than the request's ring's takes that ring's
+ * lock, which its thread holds while it runs a handler, and a handler takes f->lock. */
+typedef struct follow_reply {
+    const rfs_mount *m;
+    fuse_req_t req; /* NULL: none */
+    int uring;
+    int err; /* the answer is this errno, else the bytes */
+    char *bytes;
+    size_t len;
+    struct fuse_pollhandle *ph; /* told the feed is readable, NULL: none */
+} follow_reply;
+
+static void follow_send(follow_reply *r)
+{
+    if (r->req && answerable(r->m, r->uring)) {
+        if (r->err)
+            fuse_reply_err(r->req, r->err);
+        else
+            fuse_reply_buf(r->req, r->len ? r->bytes : NULL, r->len);
+    }
+    free(r->bytes);
+    if (r->ph) {
+        fuse_lowlevel_notify_poll(r->ph);
+        fuse_pollhandle_destroy(r->ph);
+    }
+    *r = (follow_reply){0};
+}
+
 /* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
- * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
- * while a commit arrived during the fetch. Not on the hub's thread (from_hub 0), a caught-up
- * follower found dirty is left to the hub's next round, which fetches once for all followers
- * at its position. f->lock held, hub lock not. */
-static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
+ * parked poll is told the feed is readable (into *out, for follow_send); a waiter with nothing
+ * to get stays parked. Loops while a commit arrived during the fetch. Not on the hub's thread
+ * (from_hub 0), a caught-up follower found dirty is left to the hub's next round, which fetches
+ * once for all followers at its position. f->lock held, hub lock not. */
+static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub, follow_reply *out)
 {
     for (;;) {
         pthread_mutex_lock(&hub->lock);
@@ -268,21 +297,26 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         int again = !ready && f->dirty;
         pthread_mutex_unlock(&hub->lock);
 
-        if (req && answerable(f->m, uring)) {
+        if (req) {
+            out->m = f->m;
+            out->req = req;
+            out->uring = uring;
+            size_t n = f->ahead.len < size ? f->ahead.len : size;
             if (rc < 0) {
-                fuse_reply_err(req, -rc);
+                out->err = -rc;
+            } else if (n && !(out->bytes = malloc(n))) {
+                out->err = ENOMEM; /* the bytes stay ahead for the next read */
             } else {
-                size_t n = f->ahead.len < size ? f->ahead.len : size;
-                fuse_reply_buf(req, n ? f->ahead.buf : NULL, n);
+                if (n)
+                    memcpy(out->bytes, f->ahead.buf, n);
+                out->len = n;
                 rs_buf_remove_front(&f->ahead, n);
                 if (f->ahead.len == 0)
                     rs_buf_release(&f->ahead); /* an idle follower keeps no buffer */
             }
         }
-        if (ph) {
-            fuse_lowlevel_notify_poll(ph);
-            fuse_pollhandle_destroy(ph);
-        }
+        if (ph)
+            out->ph = ph;
         if (!again)
             return;
     }
@@ -430,11 +464,13 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
 #endif
     }
     pthread_mutex_unlock(&hub->lock);
+    follow_reply r = {0};
+    if (!rc)
+        follow_serve(hub, f, s, 0, &r);
+    pthread_mutex_unlock(&f->lock);
     if (rc)
         fuse_reply_err(req, -rc);
-    else
-        follow_serve(hub, f, s, 0);
-    pthread_mutex_unlock(&f->lock);
+    follow_send(&r);
     follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
 }
@@ -479,9 +515,11 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
         break;
     }
     /* What this poll fetched may be what a parked read of another thread waits for. */
+    follow_reply r = {0};
     if (ready)
-        follow_serve(hub, f, s, 0);
+        follow_serve(hub, f, s, 0, &r);
     pthread_mutex_unlock(&f->lock);
+    follow_send(&r);
     follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
     if (old)
@@ -661,13 +699,21 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
     if (fs)
         fetch_groups(hub, fs, n);
     free(fs);
+    /* Answered once every follower's lock is let go (follow_reply); without the memory to
+     * hold the answers, the followers stay dirty for the next round. */
+    follow_reply *replies = calloc(nwork, sizeof *replies);
+    size_t nreplies = 0;
     while (work) {
         rfs_follow *f = work;
         work = f->work;
-        follow_serve(hub, f, hub->store, 1);
+        if (replies)
+            follow_serve(hub, f, hub->store, 1, &replies[nreplies++]);
         pthread_mutex_unlock(&f->lock);
         follow_leave_locked(hub, f);
     }
+    for (size_t i = 0; i < nreplies; i++)
+        follow_send(&replies[i]);
+    free(replies);
 }
 
 /* A signal is pending for the thread pid, not blocked: what makes the kernel send FUSE an
