@@ -210,6 +210,7 @@ static size_t pending_share(const rfs_mount *m)
 /* The read-ahead a mount asks for where it may (raise_readahead): one request's worth. */
 #define RFS_READAHEAD_KB "1024"
 
+#if RFS_FUSE_URING
 /* The kernel's switch: 'Y' or 'N', or 0 where the kernel has no FUSE over io_uring. */
 static int uring_switch(void)
 {
@@ -222,13 +223,17 @@ static int uring_switch(void)
     close(fd);
     return c;
 }
+#endif
 
 void rfs_mount_transport(rfs_mount *m, const struct fuse_conn_info *conn)
 {
+    static const char switched_off[] = "io_uring is off in the kernel (" URING_PARAM " is N)";
     const char *why = NULL;
 #if RFS_FUSE_URING
-    if (!(conn->capable & FUSE_CAP_OVER_IO_URING))
-        why = uring_switch() == 'N' ? "io_uring is off in the kernel (" URING_PARAM " is N)"
+    if (!m->uring_asked)
+        why = "FUSE_URING_ENABLE=0 in the daemon's environment";
+    else if (!(conn->capable & FUSE_CAP_OVER_IO_URING))
+        why = uring_switch() == 'N' ? switched_off
                                     : "the kernel has no FUSE over io_uring (Linux 6.14+, "
                                       "CONFIG_FUSE_IO_URING)";
 #elif FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
@@ -242,7 +247,7 @@ void rfs_mount_transport(rfs_mount *m, const struct fuse_conn_info *conn)
     atomic_store(&m->transport, why ? RFS_TRANSPORT_DEV_FUSE : RFS_TRANSPORT_IO_URING);
     if (!why)
         rfs_log("requests over io_uring");
-    else if (uring_switch() == 'N')
+    else if (why == switched_off)
         rfs_log("requests over /dev/fuse: %s; to use io_uring, as root: echo 1 > %s, then "
                 "mount again",
                 why, URING_PARAM);
@@ -391,6 +396,10 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
 
     int status = 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    /* Asked for unless libfuse's own switch says no (FUSE_URING_ENABLE=0: the sanitizer
+     * suites keep to /dev/fuse, where the kernel's ordering of requests is visible to TSan). */
+    const char *uring_env = getenv("FUSE_URING_ENABLE");
+    m.uring_asked = RFS_FUSE_URING && !(uring_env && atoi(uring_env) == 0);
     /* -o ro goes to the kernel too, so /proc/mounts and findmnt say ro: the kernel then
      * refuses writes itself (EROFS) before they reach the daemon. */
     if (fuse_opt_add_arg(&args, "runfs") ||
@@ -402,9 +411,9 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fuse_opt_add_arg(&args, "-odefault_permissions") ||
         (opt->debug && fuse_opt_add_arg(&args, "-d"))
 #if RFS_FUSE_URING
-        /* Asked for always: libfuse uses it only where the kernel offers it at INIT. */
-        || fuse_opt_add_arg(&args, "-oio_uring") ||
-        fuse_opt_add_arg(&args, "-oio_uring_q_depth=" URING_DEPTH)
+        /* libfuse uses it only where the kernel offers it at INIT. */
+        || (m.uring_asked && (fuse_opt_add_arg(&args, "-oio_uring") ||
+                              fuse_opt_add_arg(&args, "-oio_uring_q_depth=" URING_DEPTH)))
 #endif
     ) {
         fprintf(stderr, "runfs: out of memory\n");

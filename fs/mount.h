@@ -96,6 +96,7 @@ typedef struct rfs_mount {
      * (a static string; NULL with io_uring). */
     atomic_int transport;
     const char *_Atomic transport_why;
+    int uring_asked; /* -o io_uring went to libfuse (set before the session starts) */
 } rfs_mount;
 
 /* The operation table (ops.c). */
