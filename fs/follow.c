@@ -83,6 +83,8 @@ struct rfs_follow {
     int closing;         /* rfs_follow_close waits for users to drop to 0 */
     fuse_req_t req;      /* parked read, or NULL */
     size_t req_size;
+    int req_uring;              /* it came over io_uring (libfuse passes on no interrupt of it) */
+    pid_t req_pid;              /* its caller, for rfs_follow_signalled (io_uring only) */
     struct fuse_pollhandle *ph; /* parked poll, or NULL */
     rfs_follow *next;           /* hub's list of live followers */
     rfs_follow *prev;
@@ -240,12 +242,49 @@ static int follow_fill(rfs_follow *f, rs_store *s, size_t want, int stale, int *
     return 0;
 }
 
+/* Whether a parked read may still be answered: one over io_uring not once the session has
+ * ended (unmounted: the kernel waits for no answer), as libfuse frees its rings' requests
+ * when its loop returns. */
+static int answerable(const rfs_mount *m, int uring)
+{
+    return !uring || !fuse_session_exited(m->se);
+}
+
+/* An answer follow_serve prepared, sent by follow_send once the caller holds no follower's
+ * lock: over io_uring a reply from a thread other than the request's ring's takes that ring's
+ * lock, which its thread holds while it runs a handler, and a handler takes f->lock. */
+typedef struct follow_reply {
+    const rfs_mount *m;
+    fuse_req_t req; /* NULL: none */
+    int uring;
+    int err; /* the answer is this errno, else the bytes */
+    char *bytes;
+    size_t len;
+    struct fuse_pollhandle *ph; /* told the feed is readable, NULL: none */
+} follow_reply;
+
+static void follow_send(follow_reply *r)
+{
+    if (r->req && answerable(r->m, r->uring)) {
+        if (r->err)
+            fuse_reply_err(r->req, r->err);
+        else
+            fuse_reply_buf(r->req, r->len ? r->bytes : NULL, r->len);
+    }
+    free(r->bytes);
+    if (r->ph) {
+        fuse_lowlevel_notify_poll(r->ph);
+        fuse_pollhandle_destroy(r->ph);
+    }
+    *r = (follow_reply){0};
+}
+
 /* Answer what waits on f from ahead, fetching as needed: a parked read gets data or EOF, a
- * parked poll is told the feed is readable; a waiter with nothing to get stays parked. Loops
- * while a commit arrived during the fetch. Not on the hub's thread (from_hub 0), a caught-up
- * follower found dirty is left to the hub's next round, which fetches once for all followers
- * at its position. f->lock held, hub lock not. */
-static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
+ * parked poll is told the feed is readable (into *out, for follow_send); a waiter with nothing
+ * to get stays parked. Loops while a commit arrived during the fetch. Not on the hub's thread
+ * (from_hub 0), a caught-up follower found dirty is left to the hub's next round, which fetches
+ * once for all followers at its position. f->lock held, hub lock not. */
+static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub, follow_reply *out)
 {
     for (;;) {
         pthread_mutex_lock(&hub->lock);
@@ -280,6 +319,7 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         f->seen_rows = f->rows;
         follow_waiting(f, !ready);
         fuse_req_t req = NULL;
+        int uring = f->req_uring;
         struct fuse_pollhandle *ph = NULL;
         if (ready) {
             req = f->req;
@@ -291,20 +331,25 @@ static void follow_serve(rfs_hub *hub, rfs_follow *f, rs_store *s, int from_hub)
         pthread_mutex_unlock(&hub->lock);
 
         if (req) {
+            out->m = f->m;
+            out->req = req;
+            out->uring = uring;
+            size_t n = f->ahead.len < size ? f->ahead.len : size;
             if (rc < 0) {
-                fuse_reply_err(req, -rc);
+                out->err = -rc;
+            } else if (n && !(out->bytes = malloc(n))) {
+                out->err = ENOMEM; /* the bytes stay ahead for the next read */
             } else {
-                size_t n = f->ahead.len < size ? f->ahead.len : size;
-                fuse_reply_buf(req, n ? f->ahead.buf : NULL, n);
+                if (n)
+                    memcpy(out->bytes, f->ahead.buf, n);
+                out->len = n;
                 rs_buf_remove_front(&f->ahead, n);
                 if (f->ahead.len == 0)
                     rs_buf_release(&f->ahead); /* an idle follower keeps no buffer */
             }
         }
-        if (ph) {
-            fuse_lowlevel_notify_poll(ph);
-            fuse_pollhandle_destroy(ph);
-        }
+        if (ph)
+            out->ph = ph;
         if (!again)
             return;
     }
@@ -403,11 +448,12 @@ void rfs_follow_close(rfs_follow *f)
     while (f->users)
         pthread_cond_wait(&hub->left, &hub->lock);
     fuse_req_t req = f->req;
+    int uring = f->req_uring;
     f->req = NULL;
     struct fuse_pollhandle *ph = f->ph;
     f->ph = NULL;
     pthread_mutex_unlock(&hub->lock);
-    if (req)
+    if (req && answerable(f->m, uring))
         fuse_reply_err(req, EINTR);
     if (ph)
         fuse_pollhandle_destroy(ph);
@@ -439,13 +485,25 @@ void rfs_follow_read(rfs_follow *f, fuse_req_t req, size_t size)
     } else {
         f->req = req;
         f->req_size = size ? size : 1;
+        f->req_uring = 0;
+        f->req_pid = 0;
+#if RFS_FUSE_URING
+        /* libfuse 3.18 passes on no interrupt of a request that came over io_uring: the hub
+         * looks for its caller's pending signal instead (rfs_follow_signalled). */
+        if (fuse_req_is_uring(req)) {
+            f->req_uring = 1;
+            f->req_pid = fuse_req_ctx(req)->pid;
+        }
+#endif
     }
     pthread_mutex_unlock(&hub->lock);
+    follow_reply r = {0};
+    if (!rc)
+        follow_serve(hub, f, s, 0, &r);
+    pthread_mutex_unlock(&f->lock);
     if (rc)
         fuse_reply_err(req, -rc);
-    else
-        follow_serve(hub, f, s, 0);
-    pthread_mutex_unlock(&f->lock);
+    follow_send(&r);
     follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
 }
@@ -492,9 +550,11 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph)
         break;
     }
     /* What this poll fetched may be what a parked read of another thread waits for. */
+    follow_reply r = {0};
     if (ready)
-        follow_serve(hub, f, s, 0);
+        follow_serve(hub, f, s, 0, &r);
     pthread_mutex_unlock(&f->lock);
+    follow_send(&r);
     follow_leave_locked(hub, f);
     rfs_pool_put(m, s);
     if (old)
@@ -672,19 +732,81 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
     if (fs)
         fetch_groups(hub, fs, n);
     free(fs);
+    /* Answered once every follower's lock is let go (follow_reply); without the memory to
+     * hold the answers, the followers stay dirty for the next round. */
+    follow_reply *replies = calloc(nwork, sizeof *replies);
+    size_t nreplies = 0;
     while (work) {
         rfs_follow *f = work;
         work = f->work;
-        follow_serve(hub, f, hub->store, 1);
+        if (replies)
+            follow_serve(hub, f, hub->store, 1, &replies[nreplies++]);
         pthread_mutex_unlock(&f->lock);
         follow_leave_locked(hub, f);
+    }
+    for (size_t i = 0; i < nreplies; i++)
+        follow_send(&replies[i]);
+    free(replies);
+}
+
+/* A signal is pending for the thread pid, not blocked: what makes the kernel send FUSE an
+ * interrupt for the request the thread waits on (a fatal one shows as SIGKILL). */
+static int signal_pending(pid_t pid)
+{
+    char path[48], line[128];
+    if (rs_fmt(path, sizeof path, "/proc/%ld/status", (long)pid) < 0)
+        return 0;
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return 0;
+    unsigned long long pending = 0, blocked = 0, v;
+    while (fgets(line, sizeof line, fp)) {
+        if (sscanf(line, "SigPnd: %llx", &v) == 1 || sscanf(line, "ShdPnd: %llx", &v) == 1)
+            pending |= v;
+        else if (sscanf(line, "SigBlk: %llx", &v) == 1)
+            blocked = v;
+    }
+    fclose(fp);
+    return (pending & ~blocked) != 0;
+}
+
+void rfs_follow_signalled(rfs_hub *hub)
+{
+    enum { CHECKED = 64 }; /* parked reads looked at per call */
+    fuse_req_t req[CHECKED];
+    pid_t pid[CHECKED];
+    size_t n = 0;
+    pthread_mutex_lock(&hub->lock);
+    for (rfs_follow *f = hub->followers; f && n < CHECKED; f = f->next)
+        if (f->req && f->req_pid > 0) {
+            req[n] = f->req;
+            pid[n++] = f->req_pid;
+        }
+    pthread_mutex_unlock(&hub->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!signal_pending(pid[i]))
+            continue;
+        /* Still parked for the same caller (a ring's requests are reused), claimed here. */
+        fuse_req_t mine = NULL;
+        const rfs_mount *m = NULL;
+        pthread_mutex_lock(&hub->lock);
+        for (rfs_follow *f = hub->followers; f; f = f->next)
+            if (f->req == req[i] && f->req_pid == pid[i]) {
+                mine = f->req;
+                m = f->m;
+                f->req = NULL;
+                break;
+            }
+        pthread_mutex_unlock(&hub->lock);
+        if (mine && answerable(m, 1))
+            fuse_reply_err(mine, EINTR);
     }
 }
 
 void rfs_follow_end_all(rfs_hub *hub)
 {
     for (rfs_follow *f = hub->followers; f; f = f->next) {
-        if (f->req)
+        if (f->req && answerable(f->m, f->req_uring))
             fuse_reply_err(f->req, EINTR);
         if (f->ph)
             fuse_pollhandle_destroy(f->ph);

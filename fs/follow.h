@@ -19,6 +19,9 @@ void rfs_follow_poll(rfs_follow *f, fuse_req_t req, struct fuse_pollhandle *ph);
 /* The hub's side, in its thread, hub lock not held: answer parked followers the queued
  * changes (or, with everything, any change) may have fed. */
 void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued, int everything);
+/* The hub's side, in its thread, hub lock not held: a parked read whose caller has a signal
+ * pending is answered EINTR, where libfuse passes on no interrupt (a request over io_uring). */
+void rfs_follow_signalled(rfs_hub *hub);
 /* The hub's side at unmount, hub lock held: nothing will feed parked readers any more. */
 void rfs_follow_end_all(rfs_hub *hub);
 

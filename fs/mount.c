@@ -3,6 +3,7 @@
  * SIGINT or SIGTERM (store closed, WAL checkpointed). */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stddef.h>
@@ -250,6 +251,123 @@ static size_t pending_share(const rfs_mount *m)
     return share;
 }
 
+/* FUSE over io_uring (Linux 6.14+, libfuse 3.18): the kernel offers it at INIT only where
+ * root has turned it on, before the mount, in this file. */
+#define URING_PARAM "/sys/module/fuse/parameters/enable_uring"
+/* Each CPU's ring holds this many requests in flight, parked follow.jsonl reads included
+ * (libfuse's default is 8). */
+#define URING_DEPTH "32"
+/* The read-ahead a mount asks for where it may (raise_readahead): one request's worth. */
+#define RFS_READAHEAD_KB "1024"
+
+#if RFS_FUSE_URING
+/* The kernel's switch: 'Y' or 'N', or 0 where the kernel has no FUSE over io_uring. */
+static int uring_switch(void)
+{
+    char c = 0;
+    int fd = open(URING_PARAM, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (read(fd, &c, 1) != 1)
+        c = 0;
+    close(fd);
+    return c;
+}
+#endif
+
+void rfs_mount_transport(rfs_mount *m, const struct fuse_conn_info *conn)
+{
+    static const char switched_off[] = "io_uring is off in the kernel (" URING_PARAM " is N)";
+    const char *why = NULL;
+#if RFS_FUSE_URING
+    if (!m->uring_asked)
+        why = "FUSE_URING_ENABLE=0 in the daemon's environment";
+    else if (!(conn->capable & FUSE_CAP_OVER_IO_URING))
+        why = uring_switch() == 'N' ? switched_off
+                                    : "the kernel has no FUSE over io_uring (Linux 6.14+, "
+                                      "CONFIG_FUSE_IO_URING)";
+#elif FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
+    (void)conn;
+    why = "runfs is built against a libfuse older than 3.18 (-Dsystem_fuse=true)";
+#else
+    (void)conn;
+    why = "runfs is built against a libfuse without io_uring (no liburing)";
+#endif
+    atomic_store(&m->transport_why, why);
+    atomic_store(&m->transport, why ? RFS_TRANSPORT_DEV_FUSE : RFS_TRANSPORT_IO_URING);
+    if (!why)
+        rfs_log("requests over io_uring");
+    else if (why == switched_off)
+        rfs_log("requests over /dev/fuse: %s; to use io_uring, as root: echo 1 > %s, then "
+                "mount again",
+                why, URING_PARAM);
+    else
+        rfs_log("requests over /dev/fuse: %s", why);
+}
+
+#if RFS_FUSE_URING
+/* The mount whose INIT libfuse may report on: set before the session starts (one thread),
+ * only read after. */
+static rfs_mount *uring_mount;
+
+/* libfuse's messages go where they always went (stderr); the one that says its rings did
+ * not start (fuse_lowlevel.c, during INIT, after op_init) leaves the mount on /dev/fuse. */
+static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    char msg[512];
+    (void)level;
+    (void)rs_vfmt(msg, sizeof msg, fmt, ap); /* a longer message is kept cut, marked */
+    if (uring_mount && strstr(msg, "failed to start io-uring")) {
+        msg[strcspn(msg, "\n")] = 0;
+        atomic_store(&uring_mount->transport_why, "io_uring failed to start");
+        atomic_store(&uring_mount->transport, RFS_TRANSPORT_DEV_FUSE);
+        rfs_log("requests over /dev/fuse: io_uring failed to start (%s)", msg);
+        return;
+    }
+    fputs(msg, stderr);
+}
+#endif
+
+/* The kernel reads a file ahead at most its mount's read_ahead_kb (128 KiB unless raised,
+ * which only root may do): where the daemon may, it raises this mount's to the 1 MiB a request
+ * carries, before INIT (which keeps the smaller of it and op_init's max_readahead), so a first
+ * cat takes 1 MiB per round trip. The mount's device is found in /proc/self/mountinfo: a
+ * stat of the mountpoint would wait for INIT, which this thread has yet to serve. */
+static void raise_readahead(const char *mnt)
+{
+    FILE *fp = fopen("/proc/self/mountinfo", "re");
+    if (!fp)
+        return;
+    char line[8192], dev[32] = "", path[4096];
+    while (fgets(line, sizeof line, fp)) {
+        char id[32], at[4096];
+        /* mount id, parent id, major:minor, root, mount point (octal escapes) */
+        if (sscanf(line, "%*s %*s %31s %*s %4095s", id, at) != 2)
+            continue;
+        size_t n = 0;
+        for (const char *c = at; *c && n + 1 < sizeof path; n++) {
+            if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] && c[3]) {
+                path[n] = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+                c += 4;
+            } else {
+                path[n] = *c++;
+            }
+        }
+        path[n] = 0;
+        if (strcmp(path, mnt) == 0 && strstr(line, " - fuse.runfs "))
+            memcpy(dev, id, sizeof dev); /* the last one: the newest mount there */
+    }
+    fclose(fp);
+    char sys[96];
+    if (!dev[0] || rs_fmt(sys, sizeof sys, "/sys/class/bdi/%s/read_ahead_kb", dev) < 0)
+        return;
+    int fd = open(sys, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    (void)!write(fd, RFS_READAHEAD_KB, strlen(RFS_READAHEAD_KB)); /* no matter if refused */
+    close(fd);
+}
+
 /* Serve requests until the unmount or a signal; 0 for a clean stop. */
 static int session_loop(rfs_mount *m, const char *mnt)
 {
@@ -337,6 +455,10 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
 
     int status = 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    /* Asked for unless libfuse's own switch says no (FUSE_URING_ENABLE=0: the sanitizer
+     * suites keep to /dev/fuse, where the kernel's ordering of requests is visible to TSan). */
+    const char *uring_env = getenv("FUSE_URING_ENABLE");
+    m.uring_asked = RFS_FUSE_URING && !(uring_env && atoi(uring_env) == 0);
     /* -o ro goes to the kernel too, so /proc/mounts and findmnt say ro: the kernel then
      * refuses writes itself (EROFS) before they reach the daemon. */
     if (fuse_opt_add_arg(&args, "runfs") ||
@@ -346,7 +468,13 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         (opt->read_only && fuse_opt_add_arg(&args, "-oro")) ||
         /* The kernel enforces the modes ls -l shows, for every caller. */
         fuse_opt_add_arg(&args, "-odefault_permissions") ||
-        (opt->debug && fuse_opt_add_arg(&args, "-d"))) {
+        (opt->debug && fuse_opt_add_arg(&args, "-d"))
+#if RFS_FUSE_URING
+        /* libfuse uses it only where the kernel offers it at INIT. */
+        || (m.uring_asked && (fuse_opt_add_arg(&args, "-oio_uring") ||
+                              fuse_opt_add_arg(&args, "-oio_uring_q_depth=" URING_DEPTH)))
+#endif
+    ) {
         fprintf(stderr, "runfs: out of memory\n");
         goto out_args;
     }
@@ -363,12 +491,17 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         fprintf(stderr, "runfs: cannot start a FUSE session\n");
         goto out_tables;
     }
+#if RFS_FUSE_URING
+    uring_mount = &m;
+    fuse_set_log_func(fuse_message);
+#endif
     if (fuse_set_signal_handlers(m.se) != 0)
         goto out_session;
     if (fuse_session_mount(m.se, abs_mnt) != 0) {
         fprintf(stderr, "runfs: cannot mount %s (is it busy, or is /dev/fuse missing?)\n", abs_mnt);
         goto out_signals;
     }
+    raise_readahead(abs_mnt);
     if (!opt->foreground)
         rfs_log_daemonised();
     if (fuse_daemonize(opt->foreground) != 0)
@@ -388,6 +521,10 @@ out_signals:
     fuse_remove_signal_handlers(m.se);
 out_session:
     fuse_session_destroy(m.se);
+#if RFS_FUSE_URING
+    fuse_set_log_func(NULL);
+    uring_mount = NULL;
+#endif
 out_tables:
     rfs_pool_stop(&m);
     rfs_itable_free(m.inodes);

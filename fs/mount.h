@@ -50,6 +50,9 @@ typedef struct rfs_options {
 
 #define RFS_DEFAULT_MAX_PENDING ((size_t)64 << 20)
 
+/* How the kernel's requests reach the daemon (status.json's "transport"). */
+enum { RFS_TRANSPORT_DEV_FUSE, RFS_TRANSPORT_IO_URING };
+
 typedef struct rfs_hub rfs_hub;
 typedef struct rfs_rejects rfs_rejects;
 typedef struct rfs_handle rfs_handle;
@@ -91,6 +94,12 @@ typedef struct rfs_mount {
     pthread_mutex_t sizing_lock; /* guards sizing, each entry's next and told */
     rfs_sizing *sizing;          /* stats of files under way (ops.c), newest first */
     int64_t slow_ns; /* a stat this long is logged and shown in status.json (RUNFS_SLOW_MS) */
+    /* Set during INIT (rfs_mount_transport, and libfuse's word that its rings failed to
+     * start), read by status.json's readers after it: RFS_TRANSPORT_*, and why not io_uring
+     * (a static string; NULL with io_uring). */
+    atomic_int transport;
+    const char *_Atomic transport_why;
+    int uring_asked; /* -o io_uring went to libfuse (set before the session starts) */
 } rfs_mount;
 
 /* The operation table (ops.c). */
@@ -100,6 +109,10 @@ extern const struct fuse_lowlevel_ops rfs_ops;
 void rfs_ops_free_handles(rfs_mount *m);
 /* Free a directory listing (ops_dir.c; what m->listings frees). */
 void rfs_dir_free(void *listing);
+
+/* At INIT (op_init): whether the kernel's requests will come over io_uring, said in the log
+ * and kept for status.json. */
+void rfs_mount_transport(rfs_mount *m, const struct fuse_conn_info *conn);
 
 /* Mount and serve until unmounted or signalled; returns the process exit status. */
 int rfs_mount_main(rfs_options *opt);

@@ -287,9 +287,10 @@ static void *hub_main(void *arg)
 {
     rfs_mount *m = arg;
     rfs_hub *hub = m->hub;
-    int64_t probed = 0; /* when data_version was last probed */
-    int64_t named = 0;  /* when sync_names last ran */
-    int names_due = 0;  /* a foreign change since: a thread or run may have gone */
+    int64_t probed = 0;          /* when data_version was last probed */
+    int64_t named = 0;           /* when sync_names last ran */
+    int names_due = 0;           /* a foreign change since: a thread or run may have gone */
+    int64_t signals_checked = 0; /* when rfs_follow_signalled last ran */
     pthread_mutex_lock(&hub->lock);
     while (!hub->stop) {
         int ticked = 0;
@@ -390,6 +391,10 @@ static void *hub_main(void *arg)
 
         rfs_sizing_tell(m);
         rfs_follow_serve_round(hub, queue, queued, foreign || overflow);
+        if (now - signals_checked >= RFS_HUB_TICK_MS * 1000000LL) {
+            signals_checked = now;
+            rfs_follow_signalled(hub);
+        }
         pthread_mutex_lock(&hub->lock);
     }
     /* Unmounted: nothing will commit for the feeds still parked. */

@@ -128,7 +128,7 @@ static int status_extra(void *ctx, rs_buf *out)
 {
     rfs_mount *m = ctx;
     const rfs_options *o = &m->opt;
-    const char *user = o->user, *thread = o->only_thread;
+    const char *user = o->user, *thread = o->only_thread, *why = atomic_load(&m->transport_why);
     /* The mountpoint is a host path: shown only where every caller sees every thread. */
     int scoped = o->user || o->user_from_uid || o->only_thread;
     int rc;
@@ -147,6 +147,10 @@ static int status_extra(void *ctx, rs_buf *out)
         (rc = rs_buf_addlit(out, ",\"thread\":")) ||
         (rc = thread ? rs_buf_add_json_string(out, thread, strlen(thread))
                      : rs_buf_addlit(out, "null")) ||
+        (rc = rs_buf_addf(out, ",\"transport\":\"%s\",\"transport_reason\":",
+                          atomic_load(&m->transport) == RFS_TRANSPORT_IO_URING ? "io_uring"
+                                                                               : "dev_fuse")) ||
+        (rc = why ? rs_buf_add_json_string(out, why, strlen(why)) : rs_buf_addlit(out, "null")) ||
         (!scoped && ((rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
                      (rc = rs_buf_add_json_string(out, o->mountpoint, strlen(o->mountpoint))))) ||
         (rc = rs_buf_addch(out, '}')))
@@ -436,6 +440,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
     conn->max_write = RFS_MAX_WRITE;
     conn->max_read = 0;
+    /* The kernel keeps the smaller of this and its read_ahead_kb (raise_readahead). */
+    conn->max_readahead = RFS_MAX_WRITE;
+    rfs_mount_transport(m, conn);
 }
 
 /* Why rfs_node_child found name malformed (-EINVAL) under parent. */

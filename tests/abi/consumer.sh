@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The README's library example, as a user builds it: `meson install` into a scratch root, the
-# example taken from README.md, compiled with plain -std=c11 -pedantic against the installed
-# header and .so through pkg-config, run on a new store; its output is checked with python3.
+# The README's library example, as a user builds it: `meson install --skip-subprojects` (the
+# README's line: nothing of subprojects/libfuse, which runfs links statically) into a scratch
+# root, checked to hold no libfuse file; the example taken from README.md, compiled with plain
+# -std=c11 -pedantic against the installed header and .so through pkg-config, run on a new
+# store; its output is checked with python3.
 # usage: consumer.sh BUILDDIR
 set -euo pipefail
 build=$(realpath "$1")
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/runfs-consumer.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >/dev/null
+meson install -C "$build" --no-rebuild --quiet --skip-subprojects --destdir "$tmp/root" >/dev/null
+if fuse=$(find "$tmp/root" -name '*fuse*' | grep .); then
+  echo "meson install put libfuse's files in the root: $fuse" >&2
+  exit 1
+fi
 python3 - "$src/README.md" "$tmp/events.c" <<'PY'
 import re, sys
 readme = open(sys.argv[1]).read()
