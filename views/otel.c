@@ -295,9 +295,8 @@ static void put_int(span_out *s, int64_t v)
 
 static void put_hex(span_out *s, uint64_t v)
 {
-    static const char digits[] = "0123456789abcdef";
     for (int i = 15; i >= 0; i--, v >>= 4)
-        s->p[i] = digits[v & 15];
+        s->p[i] = rs_hex_digits[v & 15];
     s->p += 16;
 }
 

@@ -83,7 +83,7 @@ static int is_control(unsigned char c)
  * character or an escape is written whole or not at all. Runs of plain bytes go at once. */
 static int add_escaped(rs_buf *out, const char *s, size_t n, size_t max)
 {
-    static const char hex[] = "0123456789abcdef", shorts[] = "\bb\tt\nn\ff\rr";
+    static const char shorts[] = "\bb\tt\nn\ff\rr";
     size_t used = 0, i = 0;
     int rc = 0;
     while (!rc && i < n) {
@@ -103,7 +103,7 @@ static int add_escaped(rs_buf *out, const char *s, size_t n, size_t max)
         if (j == n)
             break;
         unsigned char c = (unsigned char)s[j];
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        char esc[6] = {'\\', 'u', '0', '0', rs_hex_digits[c >> 4], rs_hex_digits[c & 15]};
         const char *sh = memchr(shorts, c, sizeof shorts - 1);
         size_t w = sh ? 2 : 6;
         if (sh)

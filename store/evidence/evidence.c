@@ -200,16 +200,16 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
         const rs_redacted *r = nred ? rs_redacted_find(red, nred, rec->seq) : NULL;
         if (r && r->has_leaf) {
             /* The kept leaf stands for the line as sealed; the line must be as redacted. */
-            unsigned char h[RS_HASH_LEN];
+            unsigned char h[RS_SHA256_LEN];
             unsigned hl;
             cap->redacted++;
             if (EVP_Digest(rec->line, rec->line_len, h, &hl, EVP_sha256(), NULL) != 1 ||
-                memcmp(h, r->line_hash, RS_HASH_LEN) != 0) {
+                memcmp(h, r->line_hash, RS_SHA256_LEN) != 0) {
                 if (!cap->redo_seq)
                     cap->redo_seq = rec->seq;
             } else {
                 how.kind = RS_LEAF_KEPT;
-                memcpy(how.b, r->leaf, RS_HASH_LEN);
+                memcpy(how.b, r->leaf, RS_SHA256_LEN);
                 leaf = &how;
             }
         }
@@ -235,13 +235,13 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     rs_buf_release(&meta);
     rs_buf_release(&content);
     rs_buf_release(&str);
-    unsigned char out[EVP_MAX_MD_SIZE], root[RS_HASH_LEN];
+    unsigned char out[EVP_MAX_MD_SIZE], root[RS_SHA256_LEN];
     unsigned len = 0;
     if (rc >= 0 && tree) {
         if ((rc = rs_merkle_finish(tree, root, out, &kept->seqs, &kept->nodes)))
             rs_err_set(err, rc, "building the seal's Merkle tree: %s", rs_errno_name(rc));
         else
-            rs_hash_hex(cap->root, root);
+            rs_sha256_hex(cap->root, root);
     } else if (rc >= 0 && EVP_DigestFinal_ex(md, out, &len) != 1)
         rc = rs_err_set(err, -EIO, "SHA-256 final failed");
     EVP_MD_CTX_free(md);
@@ -252,7 +252,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     free(red);
     if (rc < 0)
         return rc;
-    rs_hash_hex(cap->digest, out);
+    rs_sha256_hex(cap->digest, out);
     if (want_terminal && !seen_terminal)
         (void)rs_fmt(cap->why, sizeof cap->why, "no run.terminal up to seq %lld", (long long)upper);
     return 0;

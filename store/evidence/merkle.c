@@ -46,7 +46,7 @@ static int hash2(hasher *h, unsigned char prefix, const void *a, size_t alen, co
 static int leaf(hasher *h, const rs_leaf *how, const void *line, size_t len, unsigned char *out)
 {
     if (how && how->kind == RS_LEAF_KEPT) {
-        memcpy(out, how->b, RS_HASH_LEN);
+        memcpy(out, how->b, RS_SHA256_LEN);
         return 0;
     }
     if (how && how->kind == RS_LEAF_SALTED)
@@ -54,7 +54,8 @@ static int leaf(hasher *h, const rs_leaf *how, const void *line, size_t len, uns
     return hash2(h, 0x00, line, len, NULL, 0, out);
 }
 
-int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len, unsigned char out[RS_HASH_LEN])
+int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len,
+                   unsigned char out[RS_SHA256_LEN])
 {
     hasher h;
     int rc = hasher_init(&h);
@@ -66,7 +67,7 @@ int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len, unsigned ch
 
 static int node(hasher *h, const unsigned char *l, const unsigned char *r, unsigned char *out)
 {
-    return hash2(h, 0x01, l, RS_HASH_LEN, r, RS_HASH_LEN, out);
+    return hash2(h, 0x01, l, RS_SHA256_LEN, r, RS_SHA256_LEN, out);
 }
 
 /* The largest power of two below n (n >= 2). */
@@ -97,8 +98,8 @@ typedef struct batch {
 
 struct rs_merkle {
     hasher h;
-    EVP_MD_CTX *lines;                    /* the digest of every line, in order */
-    unsigned char stack[16][RS_HASH_LEN]; /* the chunk's complete subtrees, largest first */
+    EVP_MD_CTX *lines;                      /* the digest of every line, in order */
+    unsigned char stack[16][RS_SHA256_LEN]; /* the chunk's complete subtrees, largest first */
     int height[16];
     int depth;
     int64_t n;
@@ -149,7 +150,7 @@ static int tree_add(rs_merkle *m, int64_t seq, const rs_leaf *how, const char *l
         m->depth--;
     }
     if (++m->n % C == 0) {
-        if ((rc = rs_buf_add(&m->level0, m->stack[0], RS_HASH_LEN)))
+        if ((rc = rs_buf_add(&m->level0, m->stack[0], RS_SHA256_LEN)))
             return rc;
         m->depth = 0;
     }
@@ -329,12 +330,12 @@ static int range_hash(hasher *h, int64_t n, const unsigned char *nodes, int64_t 
         while (((int64_t)C << (level + 1)) <= hi - pos)
             level++;
         int64_t size = (int64_t)C << level;
-        piece[count++] = nodes + RS_HASH_LEN * (level_at(n, level) + pos / size);
+        piece[count++] = nodes + RS_SHA256_LEN * (level_at(n, level) + pos / size);
         pos += size;
     }
     if (pos < hi)
-        piece[count++] = nodes + RS_HASH_LEN * (nodes_count(n) - 1);
-    memcpy(out, piece[count - 1], RS_HASH_LEN);
+        piece[count++] = nodes + RS_SHA256_LEN * (nodes_count(n) - 1);
+    memcpy(out, piece[count - 1], RS_SHA256_LEN);
     for (int k = count - 2; k >= 0; k--) {
         int rc = node(h, piece[k], out, out);
         if (rc)
@@ -343,8 +344,8 @@ static int range_hash(hasher *h, int64_t n, const unsigned char *nodes, int64_t 
     return 0;
 }
 
-int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
-                     unsigned char digest[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes)
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_SHA256_LEN],
+                     unsigned char digest[RS_SHA256_LEN], rs_buf *seqs, rs_buf *nodes)
 {
     unsigned int len;
     int rc = stop_worker(m);
@@ -353,9 +354,9 @@ int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
     m->b[m->fill].n = 0;
     if (EVP_DigestFinal_ex(m->lines, digest, &len) != 1)
         return -EIO;
-    unsigned char tail[RS_HASH_LEN];
+    unsigned char tail[RS_SHA256_LEN];
     if (m->depth) {
-        memcpy(tail, m->stack[m->depth - 1], RS_HASH_LEN);
+        memcpy(tail, m->stack[m->depth - 1], RS_SHA256_LEN);
         for (int k = m->depth - 2; k >= 0; k--)
             if ((rc = node(&m->h, m->stack[k], tail, tail)))
                 return rc;
@@ -365,18 +366,18 @@ int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
         return rc;
     size_t from = 0;
     for (int64_t count = m->n / C; count >= 2; count /= 2) {
-        if ((rc = rs_buf_grow(nodes, (size_t)(count / 2) * RS_HASH_LEN)))
+        if ((rc = rs_buf_grow(nodes, (size_t)(count / 2) * RS_SHA256_LEN)))
             return rc;
         for (int64_t i = 0; i < count / 2; i++) {
             unsigned char *p = (unsigned char *)nodes->buf;
-            if ((rc = node(&m->h, p + from + 2 * i * RS_HASH_LEN,
-                           p + from + (2 * i + 1) * RS_HASH_LEN, p + nodes->len)))
+            if ((rc = node(&m->h, p + from + 2 * i * RS_SHA256_LEN,
+                           p + from + (2 * i + 1) * RS_SHA256_LEN, p + nodes->len)))
                 return rc;
-            rs_buf_setlen(nodes, nodes->len + RS_HASH_LEN);
+            rs_buf_setlen(nodes, nodes->len + RS_SHA256_LEN);
         }
-        from += (size_t)count * RS_HASH_LEN;
+        from += (size_t)count * RS_SHA256_LEN;
     }
-    if (m->depth && (rc = rs_buf_add(nodes, tail, RS_HASH_LEN)))
+    if (m->depth && (rc = rs_buf_add(nodes, tail, RS_SHA256_LEN)))
         return rc;
     rs_buf_reset(seqs);
     if ((rc = rs_buf_add(seqs, m->seqs.buf, m->seqs.len)))
@@ -421,17 +422,17 @@ static int mth_path(hasher *h, const unsigned char *leaves, int64_t lo, int64_t 
                     rs_buf *path, unsigned char *out)
 {
     if (hi - lo == 1) {
-        memcpy(out, leaves + lo * RS_HASH_LEN, RS_HASH_LEN);
+        memcpy(out, leaves + lo * RS_SHA256_LEN, RS_SHA256_LEN);
         return 0;
     }
-    unsigned char l[RS_HASH_LEN], r[RS_HASH_LEN];
+    unsigned char l[RS_SHA256_LEN], r[RS_SHA256_LEN];
     int64_t k = split(hi - lo);
     int in_left = m >= lo && m < lo + k, in_right = m >= lo + k && m < hi;
     int rc = mth_path(h, leaves, lo, lo + k, in_left ? m : -1, path, l);
     if (!rc)
         rc = mth_path(h, leaves, lo + k, hi, in_right ? m : -1, path, r);
     if (!rc && (in_left || in_right))
-        rc = rs_buf_add(path, in_left ? r : l, RS_HASH_LEN);
+        rc = rs_buf_add(path, in_left ? r : l, RS_SHA256_LEN);
     return rc ? rc : node(h, l, r, out);
 }
 
@@ -441,25 +442,25 @@ static int up_path(hasher *h, int64_t n, const unsigned char *nodes, int64_t lo,
 {
     if (hi - lo <= C)
         return 0;
-    unsigned char sib[RS_HASH_LEN];
+    unsigned char sib[RS_SHA256_LEN];
     int64_t k = split(hi - lo);
     int rc = m < lo + k ? up_path(h, n, nodes, lo, lo + k, m, path)
                         : up_path(h, n, nodes, lo + k, hi, m, path);
     if (!rc)
         rc = m < lo + k ? range_hash(h, n, nodes, lo + k, hi, sib)
                         : range_hash(h, n, nodes, lo, lo + k, sib);
-    return rc ? rc : rs_buf_add(path, sib, RS_HASH_LEN);
+    return rc ? rc : rs_buf_add(path, sib, RS_SHA256_LEN);
 }
 
 int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *lines,
                    const size_t *ends, const rs_leaf *how, int64_t count, int64_t i, rs_buf *path)
 {
-    if ((int64_t)nodes->len != RS_HASH_LEN * nodes_count(n) || j < 0 || j * C >= n)
+    if ((int64_t)nodes->len != RS_SHA256_LEN * nodes_count(n) || j < 0 || j * C >= n)
         return -EINVAL;
     if (count != rs_merkle_chunk_size(n, j) || i < 0 || i >= count)
         return -EBADMSG;
     hasher h;
-    unsigned char *leaves = malloc((size_t)count * RS_HASH_LEN);
+    unsigned char *leaves = malloc((size_t)count * RS_SHA256_LEN);
     int rc = hasher_init(&h);
     if (!leaves || rc) {
         rc = -ENOMEM;
@@ -468,15 +469,15 @@ int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *line
     for (int64_t k = 0; k < count && !rc; k++) {
         size_t start = k ? ends[k - 1] : 0;
         rc = leaf(&h, how ? &how[k] : NULL, lines->buf + start, ends[k] - start,
-                  leaves + k * RS_HASH_LEN);
+                  leaves + k * RS_SHA256_LEN);
     }
     const unsigned char *kept = (const unsigned char *)nodes->buf;
-    unsigned char got[RS_HASH_LEN];
+    unsigned char got[RS_SHA256_LEN];
     size_t start = path->len;
     if (rc || (rc = mth_path(&h, leaves, 0, count, i, path, got)))
         goto out;
-    kept += RS_HASH_LEN * (count == C ? j : nodes_count(n) - 1);
-    if (memcmp(got, kept, RS_HASH_LEN) != 0) {
+    kept += RS_SHA256_LEN * (count == C ? j : nodes_count(n) - 1);
+    if (memcmp(got, kept, RS_SHA256_LEN) != 0) {
         rs_buf_setlen(path, start);
         rc = -EBADMSG;
         goto out;
@@ -489,7 +490,8 @@ out:
 }
 
 int rs_merkle_check(const unsigned char *salt, const char *line, size_t len, int64_t i, int64_t n,
-                    const unsigned char *path, size_t depth, const unsigned char root[RS_HASH_LEN])
+                    const unsigned char *path, size_t depth,
+                    const unsigned char root[RS_SHA256_LEN])
 {
     rs_leaf how = {.kind = salt ? RS_LEAF_SALTED : RS_LEAF_PLAIN};
     if (salt)
@@ -497,13 +499,13 @@ int rs_merkle_check(const unsigned char *salt, const char *line, size_t len, int
     if (i < 0 || i >= n)
         return 0;
     hasher h;
-    unsigned char r[RS_HASH_LEN];
+    unsigned char r[RS_SHA256_LEN];
     int ok = 0;
     if (hasher_init(&h) || leaf(&h, &how, line, len, r))
         goto out;
     uint64_t fn = (uint64_t)i, sn = (uint64_t)(n - 1);
     for (size_t k = 0; k < depth; k++) {
-        const unsigned char *p = path + k * RS_HASH_LEN;
+        const unsigned char *p = path + k * RS_SHA256_LEN;
         if (sn == 0)
             goto out;
         if ((fn & 1) || fn == sn) {
@@ -518,22 +520,16 @@ int rs_merkle_check(const unsigned char *salt, const char *line, size_t len, int
         fn >>= 1;
         sn >>= 1;
     }
-    ok = sn == 0 && memcmp(r, root, RS_HASH_LEN) == 0;
+    ok = sn == 0 && memcmp(r, root, RS_SHA256_LEN) == 0;
 out:
     hasher_done(&h);
     return ok;
 }
 
-void rs_hash_hex(char *dst, const unsigned char *h)
+void rs_sha256_hex(char *dst, const unsigned char *h)
 {
-    static const char hex[] = "0123456789abcdef";
     memcpy(dst, "sha256:", 7);
-    dst += 7;
-    for (int i = 0; i < RS_HASH_LEN; i++) {
-        *dst++ = hex[h[i] >> 4];
-        *dst++ = hex[h[i] & 15];
-    }
-    *dst = '\0';
+    rs_hex(dst + 7, h, RS_SHA256_LEN);
 }
 
 static int hexval(char c)
@@ -541,11 +537,11 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-int rs_hash_parse(const char *s, size_t len, unsigned char *h)
+int rs_sha256_parse(const char *s, size_t len, unsigned char *h)
 {
-    if (len != 7 + 2 * RS_HASH_LEN || memcmp(s, "sha256:", 7) != 0)
+    if (len != 7 + 2 * RS_SHA256_LEN || memcmp(s, "sha256:", 7) != 0)
         return -EINVAL;
-    for (int i = 0; i < RS_HASH_LEN; i++) {
+    for (int i = 0; i < RS_SHA256_LEN; i++) {
         int hi = hexval(s[7 + 2 * i]), lo = hexval(s[8 + 2 * i]);
         if (hi < 0 || lo < 0)
             return -EINVAL;

@@ -3,11 +3,11 @@
  * SHA-256(0x01 || left || right), split at the largest power of two below the size), built
  * in one pass at seal time, and audit paths from what it keeps.
  *
- * What a seal keeps (rs_tree): the leaves fall into chunks of RS_MERKLE_CHUNK; seqs holds
- * the first seq of every chunk (int64, little-endian), nodes the hashes of every complete
- * aligned subtree of a chunk or more, level by level (level L: n / (CHUNK << L) hashes),
- * then the hash of the last, incomplete chunk when there is one. A proof reads one chunk's
- * rows and about 2 log n kept hashes. */
+ * What a seal keeps (the seqs and nodes rs_merkle_finish fills): the leaves fall into chunks
+ * of RS_MERKLE_CHUNK; seqs holds the first seq of every chunk (int64, little-endian), nodes
+ * the hashes of every complete aligned subtree of a chunk or more, level by level (level L:
+ * n / (CHUNK << L) hashes), then the hash of the last, incomplete chunk when there is one. A
+ * proof reads one chunk's rows and about 2 log n kept hashes. */
 #ifndef RS_MERKLE_H
 #define RS_MERKLE_H
 
@@ -16,7 +16,7 @@
 #include "runstore.h"
 
 #define RS_MERKLE_CHUNK 256
-#define RS_HASH_LEN 32
+#define RS_SHA256_LEN 32
 #define RS_SALT_LEN 16
 
 typedef struct rs_merkle rs_merkle;
@@ -26,12 +26,12 @@ typedef struct rs_merkle rs_merkle;
 enum { RS_LEAF_PLAIN, RS_LEAF_SALTED, RS_LEAF_KEPT };
 typedef struct rs_leaf {
     int kind;
-    unsigned char b[RS_HASH_LEN];
+    unsigned char b[RS_SHA256_LEN];
 } rs_leaf;
 
 /* The leaf hash of a line made as how says (NULL: plain). */
 int rs_merkle_leaf(const rs_leaf *how, const char *line, size_t len,
-                   unsigned char out[RS_HASH_LEN]);
+                   unsigned char out[RS_SHA256_LEN]);
 
 /* A builder: rs_merkle_add each line in seq order (how: its leaf's making, NULL plain), then
  * rs_merkle_finish. The hashing runs
@@ -40,8 +40,8 @@ int rs_merkle_new(rs_merkle **out);
 int rs_merkle_add(rs_merkle *m, int64_t seq, const rs_leaf *how, const char *line, size_t len);
 /* The root (the hash of no leaves for an empty run), the SHA-256 of the lines end to end
  * (the seal's digest) and what a seal keeps. */
-int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_HASH_LEN],
-                     unsigned char digest[RS_HASH_LEN], rs_buf *seqs, rs_buf *nodes);
+int rs_merkle_finish(rs_merkle *m, unsigned char root[RS_SHA256_LEN],
+                     unsigned char digest[RS_SHA256_LEN], rs_buf *seqs, rs_buf *nodes);
 void rs_merkle_free(rs_merkle *m);
 
 /* The chunk holding seq among n leaves whose chunks start at seqs (-ENOENT before the first):
@@ -51,7 +51,7 @@ int rs_merkle_chunk_of(const rs_buf *seqs, int64_t n, int64_t seq, int64_t *chun
 /* The number of leaves of chunk j of n. */
 int64_t rs_merkle_chunk_size(int64_t n, int64_t j);
 
-/* The audit path (leaf to root, RS_HASH_LEN bytes each, appended to path) of leaf i of
+/* The audit path (leaf to root, RS_SHA256_LEN bytes each, appended to path) of leaf i of
  * chunk j of a tree of n leaves, given the chunk's leaves (their lines, and how each
  * becomes its leaf: count of them, or NULL for plain leaves) and what the seal kept.
  * -EBADMSG when the lines do not hash to the kept chunk (the rows changed), -EINVAL when
@@ -62,10 +62,11 @@ int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *line
 /* RFC 9162 2.1.3.2: does the path lead leaf (its line, after salt unless NULL) at index i of a
  * tree of n to root? */
 int rs_merkle_check(const unsigned char *salt, const char *line, size_t len, int64_t i, int64_t n,
-                    const unsigned char *path, size_t depth, const unsigned char root[RS_HASH_LEN]);
+                    const unsigned char *path, size_t depth,
+                    const unsigned char root[RS_SHA256_LEN]);
 
 /* "sha256:<hex>" of a hash into dst (72 bytes), and back (0 or -EINVAL). */
-void rs_hash_hex(char *dst, const unsigned char *h);
-int rs_hash_parse(const char *s, size_t len, unsigned char *h);
+void rs_sha256_hex(char *dst, const unsigned char *h);
+int rs_sha256_parse(const char *s, size_t len, unsigned char *h);
 
 #endif

@@ -101,18 +101,17 @@ static int render_proof(rs_buf *out, int64_t seq, int64_t index, const rs_seal_r
                          "{\"seq\":%lld,\"leaf_index\":%lld,\"tree_size\":%lld,\"root\":\"%s\""
                          ",\"path\":[",
                          (long long)seq, (long long)index, (long long)row->event_count, row->root);
-    for (size_t k = 0; !rc && k < path->len / RS_HASH_LEN; k++) {
+    for (size_t k = 0; !rc && k < path->len / RS_SHA256_LEN; k++) {
         char hex[80];
-        rs_hash_hex(hex, (const unsigned char *)path->buf + k * RS_HASH_LEN);
+        rs_sha256_hex(hex, (const unsigned char *)path->buf + k * RS_SHA256_LEN);
         rc = rs_buf_addf(out, "%s\"%s\"", k ? "," : "", hex);
     }
     if (!rc)
         rc = rs_buf_addch(out, ']');
     if (!rc && how && how->kind == RS_LEAF_SALTED) {
-        static const char hex[] = "0123456789abcdef";
         rc = rs_buf_addlit(out, ",\"salt\":\"");
-        for (int k = 0; !rc && k < RS_SALT_LEN; k++)
-            rc = rs_buf_addch(out, hex[how->b[k] >> 4]) || rs_buf_addch(out, hex[how->b[k] & 15]);
+        if (!rc)
+            rc = rs_buf_add_hex(out, how->b, RS_SALT_LEN);
         if (!rc)
             rc = rs_buf_addch(out, '"');
     }
@@ -166,7 +165,7 @@ int rs_store_proof(rs_store *s, const rs_target *t, int64_t seq, rs_buf *out, rs
         const rs_redacted *r = rs_redacted_find(red, nred, seqs[k]);
         if (r && r->has_leaf) {
             how[k].kind = RS_LEAF_KEPT;
-            memcpy(how[k].b, r->leaf, RS_HASH_LEN);
+            memcpy(how[k].b, r->leaf, RS_SHA256_LEN);
         }
     }
     free(red);

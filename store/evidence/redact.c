@@ -145,10 +145,10 @@ static int set_redaction(rs_buf *meta, const rs_buf *rec)
 
 static void sha_hex(const char *p, size_t n, char *hex)
 {
-    unsigned char h[RS_HASH_LEN];
+    unsigned char h[RS_SHA256_LEN];
     unsigned len;
     EVP_Digest(p, n, h, &len, EVP_sha256(), NULL);
-    rs_hash_hex(hex, h);
+    rs_sha256_hex(hex, h);
 }
 
 /* ---- the redactions a seal's checks need ---------------------------------------------- */
@@ -169,10 +169,11 @@ static int on_load(void *ctx, const rs_redact_row *r)
             return c->rc = -ENOMEM;
         memset(&c->v[c->n], 0, sizeof *c->v);
         c->v[c->n].seq = r->seq;
-        c->v[c->n].has_leaf = r->leaf && !rs_hash_parse(r->leaf, strlen(r->leaf), c->v[c->n].leaf);
+        c->v[c->n].has_leaf = r->leaf &&
+                              !rs_sha256_parse(r->leaf, strlen(r->leaf), c->v[c->n].leaf);
         c->n++;
     }
-    (void)rs_hash_parse(r->line_hash, strlen(r->line_hash), c->v[c->n - 1].line_hash);
+    (void)rs_sha256_parse(r->line_hash, strlen(r->line_hash), c->v[c->n - 1].line_hash);
     return 0;
 }
 
@@ -331,14 +332,14 @@ static int sealed_leaf(rs_store *s, const rs_target *tt, const char *owner, int6
     d->has_leaf = 1;
     d->plain = !row.salted;
     if (n && v[0].has_leaf) {
-        rs_hash_hex(d->leaf, v[0].leaf);
+        rs_sha256_hex(d->leaf, v[0].leaf);
         free(v);
         return 0;
     }
     free(v);
     rs_seal_tree salts = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     rs_leaf how = {.kind = RS_LEAF_PLAIN};
-    unsigned char h[RS_HASH_LEN];
+    unsigned char h[RS_SHA256_LEN];
     if ((rc = s->ops->seal_salts(s->be, t, &row, seq, seq, &salts.salts, err)) == 0) {
         if (salts.salts.len == RS_SEAL_SALT_REC) {
             how.kind = RS_LEAF_SALTED;
@@ -347,7 +348,7 @@ static int sealed_leaf(rs_store *s, const rs_target *tt, const char *owner, int6
         if ((rc = rs_merkle_leaf(&how, line->buf, line->len, h)))
             rs_err_set(err, rc, "hashing the sealed line");
         else
-            rs_hash_hex(d->leaf, h);
+            rs_sha256_hex(d->leaf, h);
     }
     rs_buf_release(&salts.salts);
     return rc;

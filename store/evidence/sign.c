@@ -338,7 +338,7 @@ static int get_hash(const rs_buf *doc, const char *key, unsigned char *h)
     size_t n;
     if (!rs_json_get(doc->buf, doc->len, key, strlen(key), &p, &n) || n < 2 || p[0] != '"')
         return -EINVAL;
-    return rs_hash_parse(p + 1, n - 2, h);
+    return rs_sha256_parse(p + 1, n - 2, h);
 }
 
 static int get_id(const rs_buf *doc, const char *key, rs_buf *out)
@@ -391,8 +391,8 @@ static int get_path(const rs_buf *doc, rs_buf *out)
     const char *end = p + n - 1; /* the ']' */
     p++;
     while (p < end) {
-        unsigned char h[RS_HASH_LEN];
-        if (end - p < 73 || p[0] != '"' || p[72] != '"' || rs_hash_parse(p + 1, 71, h) ||
+        unsigned char h[RS_SHA256_LEN];
+        if (end - p < 73 || p[0] != '"' || p[72] != '"' || rs_sha256_parse(p + 1, 71, h) ||
             rs_buf_add(out, h, sizeof h))
             return -EINVAL;
         p += 73;
@@ -408,7 +408,7 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
     rs_buf sd = RS_BUF_INIT, pd = RS_BUF_INIT, ld = RS_BUF_INIT, a = RS_BUF_INIT, b = RS_BUF_INIT,
            path = RS_BUF_INIT, leafline = RS_BUF_INIT;
     int64_t size, psize, seq, pseq, index;
-    unsigned char root[RS_HASH_LEN], proot[RS_HASH_LEN], salt[RS_SALT_LEN];
+    unsigned char root[RS_SHA256_LEN], proot[RS_SHA256_LEN], salt[RS_SALT_LEN];
     int rc, salted = 0;
     if ((rc = rs_json_canon(&sd, seal, seal_len, 0, NULL)) || get_int(&sd, "tree_size", &size) ||
         get_hash(&sd, "root", root)) {
@@ -450,10 +450,10 @@ int rs_proof_verify(const char *seal, size_t seal_len, const char *line, size_t 
     else if (seq != pseq)
         rc = rs_err_set(err, -EBADMSG, "the line is seq %lld, the proof is for seq %lld",
                         (long long)seq, (long long)pseq);
-    else if (psize != size || memcmp(root, proot, RS_HASH_LEN) != 0)
+    else if (psize != size || memcmp(root, proot, RS_SHA256_LEN) != 0)
         rc = rs_err_set(err, -EBADMSG, "the proof is for another tree than the seal's");
     else if (!rs_merkle_check(salted ? salt : NULL, leafline.buf, leafline.len, index, size,
-                              (const unsigned char *)path.buf, path.len / RS_HASH_LEN, root))
+                              (const unsigned char *)path.buf, path.len / RS_SHA256_LEN, root))
         rc = rs_err_set(err, -EBADMSG,
                         "the path does not lead from the line to the seal's root: the line "
                         "is not the one sealed at leaf %lld",

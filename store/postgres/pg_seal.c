@@ -12,25 +12,12 @@
 
 static int hex_bytea(rs_buf *out, const rs_buf *in)
 {
-    static const char hex[] = "0123456789abcdef";
-    if (rs_buf_grow(out, 2 + 2 * in->len))
-        return -ENOMEM;
-    char *p = out->buf + out->len;
-    *p++ = '\\';
-    *p++ = 'x';
-    for (size_t i = 0; i < in->len; i++) {
-        unsigned char c = (unsigned char)in->buf[i];
-        *p++ = hex[c >> 4];
-        *p++ = hex[c & 15];
-    }
-    rs_buf_setlen(out, out->len + 2 + 2 * in->len);
-    return 0;
+    return rs_buf_addlit(out, "\\x") || rs_buf_add_hex(out, in->buf, in->len) ? -ENOMEM : 0;
 }
 
 /* The salts in one statement: their seqs and hex salts as two arrays. */
 static int salts_put(rs_backend *b, const rs_target *t, const rs_buf *salts, rs_err *err)
 {
-    static const char hex[] = "0123456789abcdef";
     rs_buf seqs = RS_BUF_INIT, vals = RS_BUF_INIT;
     int rc = rs_buf_addch(&seqs, '{') || rs_buf_addch(&vals, '{') ? -ENOMEM : 0;
     for (size_t at = 0; !rc && at + RS_SEAL_SALT_REC <= salts->len; at += RS_SEAL_SALT_REC) {
@@ -39,10 +26,8 @@ static int salts_put(rs_backend *b, const rs_target *t, const rs_buf *salts, rs_
                      (at && rs_buf_addch(&vals, ','))
                  ? -ENOMEM
                  : 0;
-        for (int i = 8; !rc && i < RS_SEAL_SALT_REC; i++)
-            rc = rs_buf_addch(&vals, hex[p[i] >> 4]) || rs_buf_addch(&vals, hex[p[i] & 15])
-                     ? -ENOMEM
-                     : 0;
+        if (!rc)
+            rc = rs_buf_add_hex(&vals, p + 8, RS_SEAL_SALT_REC - 8);
     }
     if (!rc)
         rc = rs_buf_addch(&seqs, '}') || rs_buf_addch(&vals, '}') ? -ENOMEM : 0;

@@ -308,7 +308,6 @@ static int sync_index(rs_backend *b, rs_err *err)
  * Empty when no term has three bytes. */
 static int match_expr(const rs_search *q, rs_buf *out)
 {
-    static const char hex[] = "0123456789abcdef";
     int rc = 0;
     for (size_t i = 0; !rc && i < q->n; i++) {
         const rs_term *t = &q->terms[i];
@@ -319,12 +318,8 @@ static int match_expr(const rs_search *q, rs_buf *out)
                 w = t->len - 3; /* the last window */
             if (out->len && (rc = rs_buf_addlit(out, " AND ")))
                 break;
-            for (size_t k = w; !rc && k < w + 3; k++) {
-                unsigned char ch = (unsigned char)t->text[k];
-                rc = rs_buf_addch(out, hex[ch >> 4]);
-                if (!rc)
-                    rc = rs_buf_addch(out, hex[ch & 15]);
-            }
+            if (!rc)
+                rc = rs_buf_add_hex(out, t->text + w, 3);
             if (w == t->len - 3)
                 break;
         }

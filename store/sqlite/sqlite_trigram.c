@@ -42,7 +42,6 @@ static void tri_delete(Fts5Tokenizer *tok)
 static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *text, int len,
                         int (*emit)(void *, int, const char *, int, int, int))
 {
-    static const char hex[] = "0123456789abcdef";
     trigram *t = (trigram *)tok;
     /* A query names tokens as they are (match_expr spells them). */
     if (flags & FTS5_TOKENIZE_QUERY)
@@ -69,8 +68,8 @@ static int tri_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
         char s[6];
         for (int k = 0; k < 3; k++) {
             unsigned b = w >> (16 - 8 * k) & 255;
-            s[2 * k] = hex[b >> 4];
-            s[2 * k + 1] = hex[b & 15];
+            s[2 * k] = rs_hex_digits[b >> 4];
+            s[2 * k + 1] = rs_hex_digits[b & 15];
         }
         rc = emit(ctx, 0, s, 6, i - 2, i + 1);
     }

@@ -149,3 +149,24 @@ int rs_fmt(char *dst, size_t cap, const char *fmt, ...)
     va_end(ap);
     return rc;
 }
+
+const char rs_hex_digits[16] = "0123456789abcdef";
+
+void rs_hex(char *dst, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        *dst++ = rs_hex_digits[p[i] >> 4];
+        *dst++ = rs_hex_digits[p[i] & 15];
+    }
+    *dst = '\0';
+}
+
+int rs_buf_add_hex(rs_buf *out, const void *data, size_t n)
+{
+    if (n > (SIZE_MAX - 1) / 2 || rs_buf_grow(out, 2 * n))
+        return -ENOMEM;
+    rs_hex(out->buf + out->len, data, n);
+    rs_buf_setlen(out, out->len + 2 * n);
+    return 0;
+}

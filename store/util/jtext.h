@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rs_util.h"
+
 typedef unsigned char u8;
 
 /* Byte classes inside a string literal. */
@@ -138,8 +140,6 @@ static inline size_t utf8_bad_len(const u8 *p, const u8 *end)
     return i;
 }
 
-static const char hexdig[] = "0123456789abcdef";
-
 /* Write the canonical escape of control character c (< 0x20); returns bytes written. */
 static inline size_t put_ctrl(char *o, unsigned c)
 {
@@ -154,8 +154,8 @@ static inline size_t put_ctrl(char *o, unsigned c)
         o[1] = 'u';
         o[2] = '0';
         o[3] = '0';
-        o[4] = hexdig[c >> 4];
-        o[5] = hexdig[c & 15];
+        o[4] = rs_hex_digits[c >> 4];
+        o[5] = rs_hex_digits[c & 15];
         return 6;
     }
 }

@@ -85,7 +85,14 @@ uintptr_t rs_map_next(const rs_map *m, size_t *pos);
 void rs_map_clear(rs_map *m);   /* no entries, the memory kept */
 void rs_map_release(rs_map *m); /* no entries, no memory */
 
-/* ---- errors, the clock, hex ---------------------------------------------------------------- */
+/* ---- hex: the one encoder ---------------------------------------------------------------- */
+extern const char rs_hex_digits[16]; /* "0123456789abcdef" */
+/* Append data[0..n) as 2n lowercase hex digits. */
+int rs_buf_add_hex(rs_buf *out, const void *data, size_t n);
+/* data[0..n) as 2n lowercase hex digits into dst (room for 2n + 1: NUL-terminated). */
+void rs_hex(char *dst, const void *data, size_t n);
+
+/* ---- errors, the clock ------------------------------------------------------------------- */
 /* Fill err (may be NULL) and return code. */
 int rs_err_set(rs_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
