@@ -452,6 +452,21 @@ const char *rfs_bad_name_reason(const rfs_node *parent)
                                           : "ids are 1-64 of [A-Za-z0-9_-]";
 }
 
+/* The change feed of a store whose runs were never numbered (-o ro of a DeerFlow file) is
+ * refused with ENODATA and why, but at its open: for stat and walks (ls -l, find, du) it
+ * is an empty file the kernel does not keep. rc: the stat's outcome. */
+static int feed_unnumbered(const rfs_node *n, int rc, rfs_stat *st)
+{
+    if (rc != -ENODATA ||
+        (n->kind != RFS_CHANGES && n->kind != RFS_CHANGES_SINCE && n->kind != RFS_CHANGES_FOLLOW))
+        return rc;
+    memset(st, 0, sizeof *st);
+    st->shape = n->kind == RFS_CHANGES_FOLLOW ? RFS_SHAPE_FOLLOW : RFS_SHAPE_DOC;
+    st->mtime_ns = st->ctime_ns = rs_clock_ns(CLOCK_REALTIME);
+    st->unsized = 1;
+    return 0;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     rfs_node pn, cn;
@@ -471,10 +486,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
      * inode yet to give it to. */
     int lazy = !rfs_mount_of(req)->opt.user_from_uid;
     uint64_t gen = rfs_cache_begin(rfs_mount_of(req));
-    if ((rc = rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err))) {
-        /* A name that is a bad query (search/<query>), or a feed the store cannot give
-         * (changes.jsonl of a store never numbered), says why in rejects.jsonl. */
-        if ((rc == -EINVAL || rc == -ENODATA) && err.msg[0])
+    if ((rc = feed_unnumbered(&cn, rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err), &st))) {
+        /* A name that is a bad query (search/<query>) says why in rejects.jsonl. */
+        if (rc == -EINVAL && err.msg[0])
             return rfs_refuse(req, &cn, NULL, rc, err.msg, NULL, 0);
         return (void)fuse_reply_err(req, -rc);
     }
@@ -608,9 +622,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         st.unsized = 1; /* what the kernel must not keep */
         rc = 0;
     }
-    if (rc == -ENODATA && err.msg[0])
-        return rfs_refuse(req, &n, NULL, rc, err.msg, NULL, 0);
-    if (rc)
+    if ((rc = feed_unnumbered(&n, rc, &st)))
         return (void)fuse_reply_err(req, -rc);
     if (rfs_node_is_log(n.kind) && st.shape == RFS_SHAPE_LOG) {
         int64_t known = -1;

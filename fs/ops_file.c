@@ -387,7 +387,7 @@ static void reader_caching(rfs_mount *m, fuse_ino_t ino, const rfs_node *n, rfs_
 
 /* An open for reading: a reader of the node's bytes, or a live feed. */
 static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct fuse_file_info *fi,
-                       rfs_handle **out)
+                       rfs_handle **out, rs_err *err)
 {
     rfs_mount *m = rfs_mount_of(req);
     int is_follow = n->kind == RFS_T_FOLLOW || n->kind == RFS_R_FOLLOW ||
@@ -399,11 +399,10 @@ static int open_reader(fuse_req_t req, fuse_ino_t ino, const rfs_node *n, struct
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
     sc.user = handle_user(m, h);
-    rs_err err = {0};
     rs_store *s;
-    int rc = rfs_pool_get(m, &s, &err);
+    int rc = rfs_pool_get(m, &s, err);
     if (!rc) {
-        rc = rfs_reader_open(&h->reader, s, &sc, h->node, &err);
+        rc = rfs_reader_open(&h->reader, s, &sc, h->node, err);
         if (!rc && !is_follow)
             reader_caching(m, ino, n, h, s, fi);
         rfs_pool_put(m, s);
@@ -440,7 +439,7 @@ void rfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     rfs_handle *h = NULL;
     rs_err err = {0};
-    int rc = writing ? open_writer(req, &n, fi, &h, &err) : open_reader(req, ino, &n, fi, &h);
+    int rc = writing ? open_writer(req, &n, fi, &h, &err) : open_reader(req, ino, &n, fi, &h, &err);
     if (rc)
         return reply_failure(req, &n, NULL, rc, &err);
     fi->fh = (uintptr_t)h;

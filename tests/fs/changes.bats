@@ -290,6 +290,12 @@ PY
   runs=$(sqlite3 "$WORK/df.db" "SELECT count(DISTINCT thread_id || '/' || run_id) FROM run_events")
   [ "$runs" -gt 0 ]
   runfs_mount "$df" "$ro" -o ro
+  # The refusal is the open's: a walk of the mount (ls -l, find) still sees every file.
+  run ls -l "$ro"
+  assert_success
+  assert_output --partial changes.jsonl
+  run find "$ro" -maxdepth 3
+  assert_success
   for t in changes.jsonl changes/since/0 changes/follow/0; do
     run cat "$ro/$t"
     assert_failure
