@@ -285,6 +285,7 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
   # A result held whole raises the peak by its size (over 90 MiB); a stream by a page per
   # handle and what the connections and malloc's arenas keep (some 12-35 MiB, whatever the
   # result's size).
+  echo "# peak RSS grew by $((peak - base)) kB for a $size-byte result" >&3
   [ $((peak - base)) -lt $((size / 2048)) ] || fail "peak RSS grew by $((peak - base)) kB for a $size-byte result"
 }
 
