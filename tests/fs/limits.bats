@@ -58,12 +58,13 @@ secret_uri() { printf '%s%spassword=pw-zq81&sslpassword=spw-zq82\n' "$STORE" "$(
   assert_output 0
 }
 
-@test "-V spells versions as their projects do (libfuse 3.14.0, SQLite 3.40.1, libpq 15.3)" {
+@test "-V spells versions as their projects do (libfuse 3.18.2, SQLite 3.40.1, libpq 15.3)" {
   run "$RUNFS" -V
   assert_success
-  # references from the libraries themselves, not from runfs
+  # references from the libraries themselves, not from runfs: libfuse's from the pkg-config
+  # file of the one this build linked (the subproject's, or the system's with system_fuse)
   local fuse sqlite pq
-  fuse=$(pkg-config --modversion fuse3)
+  fuse=$(PKG_CONFIG_PATH="$(dirname "$RUNFS")/meson-uninstalled" pkg-config --modversion fuse3)
   sqlite=$(python3 -c 'import ctypes, ctypes.util; l = ctypes.CDLL(ctypes.util.find_library("sqlite3")); l.sqlite3_libversion.restype = ctypes.c_char_p; print(l.sqlite3_libversion().decode())')
   pq=$(python3 -c 'import ctypes, ctypes.util; v = ctypes.CDLL(ctypes.util.find_library("pq")).PQlibVersion(); print("%d.%d" % (v // 10000, v % 10000))')
   assert_output --partial "libfuse $fuse"
