@@ -97,6 +97,48 @@ size_t rs_id_find(const rs_map *ids, size_t *last, const char *id)
     return found;
 }
 
+void *rs_run_set_at(const rs_run_set *rs, size_t i)
+{
+    return (char *)rs->items + i * rs->size;
+}
+
+void *rs_run_set_find(rs_run_set *rs, const char *id)
+{
+    size_t at = rs_id_find(&rs->ids, &rs->last, id);
+    return at ? rs_run_set_at(rs, at - 1) : NULL;
+}
+
+int rs_run_set_room(rs_run_set *rs)
+{
+    return rs_array_grow(&rs->items, &rs->cap, rs->count + 1, rs->size) ||
+                   rs_map_reserve(&rs->ids, rs->count + 1)
+               ? -ENOMEM
+               : 0;
+}
+
+void *rs_run_set_slot(rs_run_set *rs)
+{
+    return rs_run_set_at(rs, rs->count);
+}
+
+int rs_run_set_add(rs_run_set *rs, const char *id)
+{
+    if (rs_fmt(rs_run_set_slot(rs), RS_ID_MAX + 1, "%s", id) < 0)
+        return -ENAMETOOLONG;
+    if (rs_map_add(&rs->ids, rs->count + 1)) /* never: rs_run_set_room made room */
+        return -ENOMEM;
+    rs->last = ++rs->count;
+    return 0;
+}
+
+void rs_run_set_release(rs_run_set *rs)
+{
+    free(rs->items);
+    rs->items = NULL;
+    rs->count = rs->cap = 0;
+    rs_map_release(&rs->ids);
+}
+
 rs_mem_thread *rs_mem_find(rs_mem_list *l, const char *id, int create)
 {
     for (size_t i = 0; i < l->count; i++)

@@ -290,6 +290,30 @@ extern const rs_map_type rs_id_items_type;
  * rows mostly follow each other), is tried first and set. */
 size_t rs_id_find(const rs_map *ids, size_t *last, const char *id);
 
+/* A thread's runs during an indexing pass, found by id (the policy both backends share): an
+ * array of the backend's items, each an id of RS_ID_MAX + 1 bytes first and the backend's
+ * log of the run after it, and their map. A new item is made in the slot past the last
+ * (rs_run_set_slot, after rs_run_set_room) and then added under its id. */
+typedef struct rs_run_set {
+    void *items;
+    size_t size, count, cap;
+    rs_id_items ctx; /* the ids' ctx: items */
+    rs_map ids;
+    size_t last; /* index + 1 of the item found last */
+} rs_run_set;
+/* clang-format off */
+#define RS_RUN_SET_INIT(rs, item_size) \
+    { .size = (item_size), .ctx = {(void *const *)&(rs).items, (item_size)}, \
+      .ids = RS_MAP_INIT(&rs_id_items_type, &(rs).ctx) }
+/* clang-format on */
+void *rs_run_set_find(rs_run_set *rs, const char *id); /* the item of id; NULL: none */
+int rs_run_set_room(rs_run_set *rs);                   /* room for one more item: 0 or -ENOMEM */
+void *rs_run_set_slot(rs_run_set *rs);                 /* where the next item is made (room made) */
+/* The slot becomes the item of id (not in the set yet): 0, or -ENAMETOOLONG. */
+int rs_run_set_add(rs_run_set *rs, const char *id);
+void *rs_run_set_at(const rs_run_set *rs, size_t i); /* item i, below count */
+void rs_run_set_release(rs_run_set *rs);
+
 /* A process's start time (clock ticks after boot), or -1 when it is gone or a zombie: a
  * reservation names its holder by pid and start time, so a reused pid is not the holder. */
 int64_t rs_process_start(long pid);

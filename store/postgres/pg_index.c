@@ -206,38 +206,17 @@ int pg_marks_send(rs_backend *b, pg_marks *m, rs_err *err)
  * holds 100k runs). */
 #define INDEX_BATCH 4096
 
-/* A thread's runs that rows of a pass belong to, loaded in one query, found by id. */
-typedef struct run_set {
-    struct {
-        char id[RS_ID_MAX + 1]; /* first: rs_id_items_type finds it there */
-        pg_log log;
-    } * runs;
-    size_t count, cap;
-    rs_id_items items; /* the ids' ctx: runs */
-    rs_map ids;
-    size_t last; /* index + 1 of the run found last */
-} run_set;
+/* A thread's run in an indexing pass (an rs_run_set item): its id first. */
+typedef struct run_item {
+    char id[RS_ID_MAX + 1];
+    pg_log log;
+} run_item;
 
-#define RUN_SET_INIT(rs) \
-    { \
-        .items = {(void *const *)&(rs).runs, sizeof *(rs).runs}, \
-        .ids = RS_MAP_INIT(&rs_id_items_type, &(rs).items) \
-    }
-
-/* Room for one more run, in the array and in the hash. */
-static int run_room(run_set *rs)
+/* The slot's log just filled in becomes run_id's (zeroed after a reset: a pass then starts
+ * every log over). */
+static pg_log *run_added(rs_run_set *rs, const char *run_id, int reset)
 {
-    return rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs) ||
-                   rs_map_reserve(&rs->ids, rs->count + 1)
-               ? -ENOMEM
-               : 0;
-}
-
-/* The log just filled in after rs's last run added as run_id's (zeroed after a reset: a
- * pass then starts every log over). */
-static pg_log *run_added(run_set *rs, const char *run_id, int reset)
-{
-    pg_log *log = &rs->runs[rs->count].log;
+    pg_log *log = &((run_item *)rs_run_set_slot(rs))->log;
     if (reset) {
         int64_t key = log->key;
         int mixed = log->mixed;
@@ -247,17 +226,12 @@ static pg_log *run_added(run_set *rs, const char *run_id, int reset)
         log->mark_off = -1;
     }
     log->noted_set = 0;
-    if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
-        return NULL;
-    if (rs_map_add(&rs->ids, rs->count + 1)) /* never: run_room made room */
-        return NULL;
-    rs->last = ++rs->count;
-    return log;
+    return rs_run_set_add(rs, run_id) ? NULL : log;
 }
 
 /* The runs of the thread's rows above after_seq, created where missing (keys in the order
  * their first rows come), all in one statement. */
-static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+static int runs_load(rs_backend *b, rs_run_set *rs, const char *thread_id, int64_t thread_key,
                      int64_t after_seq, int reset, rs_err *err)
 {
     pg_args a = {.n = 0};
@@ -280,11 +254,11 @@ static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t 
         return rc;
     int n = PQntuples(r);
     for (int i = 0; !rc && i < n; i++) {
-        if ((rc = run_room(rs))) {
+        if ((rc = rs_run_set_room(rs))) {
             rc = rs_err_set(err, -ENOMEM, "out of memory");
             break;
         }
-        rs->runs[rs->count].log = (pg_log){
+        ((run_item *)rs_run_set_slot(rs))->log = (pg_log){
             .key = pg_val_int(r, i, 0),
             .size = pg_val_int(r, i, 1),
             .count = pg_val_int(r, i, 2),
@@ -299,19 +273,20 @@ static int runs_load(rs_backend *b, run_set *rs, const char *thread_id, int64_t 
     return rc;
 }
 
-static pg_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+static pg_log *run_find(rs_backend *b, rs_run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
-    size_t found_at = rs_id_find(&rs->ids, &rs->last, run_id);
-    if (found_at)
-        return &rs->runs[found_at - 1].log;
+    run_item *it = rs_run_set_find(rs, run_id);
+    if (it)
+        return &it->log;
     /* Not among the runs loaded: a run the rows gained since (not under DeerFlow's lock). */
-    if (run_room(rs)) {
+    if (rs_run_set_room(rs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
     }
     int found;
-    if (pg_log_load(b, thread_id, run_id, thread_key, 1, &rs->runs[rs->count].log, &found, err))
+    if (pg_log_load(b, thread_id, run_id, thread_key, 1, &((run_item *)rs_run_set_slot(rs))->log,
+                    &found, err))
         return NULL;
     return run_added(rs, run_id, reset);
 }
@@ -376,7 +351,7 @@ static int marks_flush(rs_backend *b, pg_marks *m, rs_err *err)
 
 /* The runs' totals, INDEX_BATCH runs a statement, each run mixed when runfs_owner has more
  * than one owner of it (its owners are all written by then). */
-static int runs_store(rs_backend *b, const run_set *rs, rs_err *err)
+static int runs_store(rs_backend *b, const rs_run_set *rs, rs_err *err)
 {
     static const char sql[] =
         "UPDATE runfs_run r SET size = u.size, count = u.count, messages = u.messages, "
@@ -391,7 +366,7 @@ static int runs_store(rs_backend *b, const run_set *rs, rs_err *err)
     for (size_t from = 0; !rc && from < rs->count; from += INDEX_BATCH) {
         size_t to = rs->count - from > INDEX_BATCH ? from + INDEX_BATCH : rs->count;
         for (size_t i = from; !rc && i < to; i++) {
-            const pg_log *l = &rs->runs[i].log;
+            const pg_log *l = &((const run_item *)rs_run_set_at(rs, i))->log;
             int64_t v[7] = {l->key,      l->size,     l->count,    l->messages,
                             l->last_seq, l->mark_off, l->newest_ns};
             for (int c = 0; !rc && c < 7; c++)
@@ -428,7 +403,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
         thr->mark_off = -1;
     }
     thr->noted_set = 0;
-    run_set runs = RUN_SET_INIT(runs);
+    rs_run_set runs = RS_RUN_SET_INIT(runs, sizeof(run_item));
     int rc = runs_load(b, &runs, thread_id, thr->key, thr->last_seq, reset, err);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
@@ -469,8 +444,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
     pg_marks_release(&marks);
     rs_buf_release(&owners.keys);
     rs_buf_release(&owners.owners);
-    free(runs.runs);
-    rs_map_release(&runs.ids);
+    rs_run_set_release(&runs);
     if (rc < 0)
         return rc;
     pg_args k = {.n = 0};

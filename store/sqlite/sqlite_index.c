@@ -247,37 +247,24 @@ int sq_needs_catch_up(rs_backend *b, int *needed, rs_err *err)
     return *needed ? 0 : sq_change_pending(b, needed, err);
 }
 
-/* A thread's runs, loaded once for a rebuild, found by id. */
-typedef struct run_set {
-    struct {
-        char id[RS_ID_MAX + 1]; /* first: rs_id_items_type finds it there */
-        sq_log log;
-    } * runs;
-    size_t count, cap;
-    rs_id_items items; /* the ids' ctx: runs */
-    rs_map ids;
-    size_t last; /* index + 1 of the run found last */
-} run_set;
+/* A thread's run in an indexing pass (an rs_run_set item): its id first. */
+typedef struct run_item {
+    char id[RS_ID_MAX + 1];
+    sq_log log;
+} run_item;
 
-#define RUN_SET_INIT(rs) \
-    { \
-        .items = {(void *const *)&(rs).runs, sizeof *(rs).runs}, \
-        .ids = RS_MAP_INIT(&rs_id_items_type, &(rs).items) \
-    }
-
-static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64_t thread_key,
+static sq_log *run_find(rs_backend *b, rs_run_set *rs, const char *thread_id, int64_t thread_key,
                         const char *run_id, int reset, rs_err *err)
 {
-    size_t found_at = rs_id_find(&rs->ids, &rs->last, run_id);
-    if (found_at)
-        return &rs->runs[found_at - 1].log;
-    if (rs_map_reserve(&rs->ids, rs->count + 1) ||
-        rs_array_grow(&rs->runs, &rs->cap, rs->count + 1, sizeof *rs->runs)) {
+    run_item *it = rs_run_set_find(rs, run_id);
+    if (it)
+        return &it->log;
+    if (rs_run_set_room(rs)) {
         rs_err_set(err, -ENOMEM, "out of memory");
         return NULL;
     }
     int found;
-    sq_log *log = &rs->runs[rs->count].log;
+    sq_log *log = &((run_item *)rs_run_set_slot(rs))->log;
     if (sq_log_load(b, thread_id, run_id, thread_key, 1, log, &found, err))
         return NULL;
     if (reset) {
@@ -286,19 +273,14 @@ static sq_log *run_find(rs_backend *b, run_set *rs, const char *thread_id, int64
         log->key = key;
         log->mark_off = -1;
     }
-    if (rs_fmt(rs->runs[rs->count].id, sizeof rs->runs[rs->count].id, "%s", run_id) < 0)
-        return NULL;
-    if (rs_map_add(&rs->ids, rs->count + 1)) /* room was made above */
-        return NULL;
-    rs->last = ++rs->count;
-    return log;
+    return rs_run_set_add(rs, run_id) ? NULL : log;
 }
 
-static int runs_store(rs_backend *b, run_set *rs, rs_err *err)
+static int runs_store(rs_backend *b, rs_run_set *rs, rs_err *err)
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < rs->count; i++)
-        rc = sq_log_store(b, 1, &rs->runs[i].log, err);
+        rc = sq_log_store(b, 1, &((run_item *)rs_run_set_at(rs, i))->log, err);
     return rc;
 }
 
@@ -317,7 +299,7 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
     int found, rc, src = SQLITE_ROW;
     if ((rc = sq_log_load(b, thread_id, NULL, 0, 1, &thr, &found, err)))
         return rc;
-    run_set runs = RUN_SET_INIT(runs);
+    rs_run_set runs = RS_RUN_SET_INIT(runs, sizeof(run_item));
     if (reset) {
         int64_t key = thr.key;
         memset(&thr, 0, sizeof thr);
@@ -355,8 +337,7 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
         rc = sq_log_store(b, 0, &thr, err);
     *more = src == SQLITE_ROW;
     rs_buf_release(&line);
-    free(runs.runs);
-    rs_map_release(&runs.ids);
+    rs_run_set_release(&runs);
     return rc;
 }
 
