@@ -65,6 +65,7 @@ static const char readme_text[] =
     "                                    unified diff (patch and review tools read it)\n"
     "  threads/T/runs/R/otel/N.json      the same in parts a collector takes (otel/count)\n"
     "  threads/T/runs/R/timeline/N.svg   a big run's timeline, a window each (timeline/count)\n"
+    "  threads/T/runs/R/redactions.jsonl the run's redactions (append one with --allow-redact)\n"
     "  threads/T/runs/R/report.html      the run for people: open it in a browser\n"
     "  threads/T/report.html             the thread's runs, each linked\n"
     "\n"
