@@ -105,6 +105,8 @@ int rs_search_parse(rs_search **out, const char *query, rs_err *err)
         }
         if (!rc && in_quote)
             rc = rs_err_set(err, -EINVAL, "the query has an unbalanced quote (\")");
+        else if (!rc && !negate && !quoted && raw.len == 6 && memcmp(raw.buf, "by:run", 6) == 0)
+            q->by_run = 1; /* how the answer is told, not a term ("by:run" quoted is text) */
         else if (!rc && (rc = rs_array_grow(&q->terms, &cap, q->n + 1, sizeof *q->terms)))
             rs_err_set(err, rc, "out of memory");
         else if (!rc && !(rc = term_make(&q->terms[q->n], raw.buf, raw.len, negate, quoted, err)))
@@ -121,6 +123,11 @@ int rs_search_parse(rs_search **out, const char *query, rs_err *err)
     }
     *out = q;
     return 0;
+}
+
+int rs_search_by_run(const rs_search *q)
+{
+    return q->by_run;
 }
 
 /* The end of the canonical JSON value starting at p (before end): a string, a container
