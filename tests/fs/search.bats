@@ -313,3 +313,43 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
   run grep 'refused pg_trgm' "$WORK/nt.log"
   assert_output --partial 'every search reads every row of its scope'
 }
+
+# sized_lines PATH: how many times the daemon's log says it computed PATH's size.
+sized_lines() { grep -cF "sized $1 in " "$WORK/daemon.log" || true; }
+
+# kept_once PATH N: ls -l, stat, cat and cat again of PATH compute its size once more (N
+# times in all), and its bytes and size are the reference's.
+kept_once() {
+  local path=$1 n=$2 q=$3 t=${4:-}
+  ls -l "$MNT/$path" > /dev/null
+  stat "$MNT/$path" > /dev/null
+  cat "$MNT/$path" > "$WORK/got"
+  cat "$MNT/$path" > "$WORK/got2"
+  wait_for 5 test "$(sized_lines "$path")" -ge "$n" || fail "$path was not sized: $(cat "$WORK/daemon.log")"
+  [ "$(sized_lines "$path")" -eq "$n" ] || fail "$path was sized more than once: $(cat "$WORK/daemon.log")"
+  ref "$q" "$t" > "$WORK/want"
+  cmp "$WORK/want" "$WORK/got" || fail "$path's bytes differ from the reference"
+  cmp "$WORK/want" "$WORK/got2" || fail "$path's second read differs from the reference"
+  assert_equal "$(stat -c %s "$MNT/$path")" "$(wc -c < "$WORK/want")"
+  assert_equal "$(sized_lines "$path")" "$n"
+}
+
+@test "search: a search's size is computed once between changes, again after an append, a foreign update and a delete" {
+  runfs_unmount "$MNT"
+  # 0 ms: every stat that computes a size says so in the log, however fast.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  local q='connection refused'
+  for p in "search/$q" "threads/T-bulk/search/$q"; do
+    local t=; [[ $p == threads/* ]] && t=T-bulk
+    kept_once "$p" 1 "$q" $t
+  done
+  printf '{"event_type":"llm.error","content":"Connection refused once more"}\n' >> "$MNT/threads/T-bulk/runs/run-4/events.jsonl"
+  kept_once "search/$q" 2 "$q"
+  kept_once "threads/T-bulk/search/$q" 2 "$q" T-bulk
+  foreign "UPDATE run_events SET content = 'filler gone' WHERE thread_id = 'T-bulk' AND seq = 194"
+  kept_once "search/$q" 3 "$q"
+  kept_once "threads/T-bulk/search/$q" 3 "$q" T-bulk
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq = 291"
+  kept_once "search/$q" 4 "$q"
+  kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
+}
