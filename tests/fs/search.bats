@@ -94,7 +94,8 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   'ab' '-' '☕' 'naïve café' '\"quoted\"' '\t' 'tab\tend\nline' 'needle-42' '"er":{' '{"z":"ab"}'
   'type:llm.error' 'type:llm.*' 'type:run.start' 'category:message' 'category:message -bob'
   '-type:run.start' 'type:llm.error refused' '"status":"error"' 'content_is_json' ']{' '[1,"q"]'
-  't-one' 'created_at' 'run.start' 'customer C-1001' '"a":{"b":1}' 'unicode' 'ünïcode' 'zzz-none')
+  't-one' 'created_at' 'run.start' 'customer C-1001' '"a":{"b":1}' 'unicode' 'ünïcode' 'zzz-none'
+  '-refused' '-x -type:llm.error' 'ab -é')
 
 @test "search: every query form at the root, in a thread and in a run is the reference (mount and runfs search)" {
   run ls "$MNT"
@@ -352,4 +353,49 @@ kept_once() {
   foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq = 291"
   kept_once "search/$q" 4 "$q"
   kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
+}
+
+@test "search: by:run is a line per matching run, grep -c's counts in the answer's order, at the root, in a thread and in a run" {
+  # Runs whose matches interleave (run-1's last match after run-9's first), and enough
+  # threads that the answer is read in many pieces.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES
+    ('T-bulk','run-9',NULL,'llm.error','trace','Connection refused late','{}',1000,'2026-03-04 07:00:00.000000'),
+    ('T-bulk','run-1',NULL,'llm.error','trace','connection refused later','{}',1001,'2026-03-04 07:00:01.000000')"
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 600)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-many-' || (x % 300), 'run-' || (x % 7), NULL, 'llm.error', 'trace', 'many connection refused ' || x,
+    '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  local q
+  for q in 'connection refused by:run' 'by:run refused -again' 'by:run type:llm.error' 'by:run filler' \
+    'by:run x' 'by:run zzz-none' 'by:run category:message' 'by:run -type:run.start' '"by:run" refused'; do
+    check "$MNT" "$q" || fail "by:run [$q] at the root"
+    check "$MNT" "$q" T-bulk || fail "by:run [$q] in T-bulk"
+    check "$MNT" "$q" t-one || fail "by:run [$q] in t-one"
+    check "$MNT" "$q" T-bulk run-1 || fail "by:run [$q] in T-bulk's run-1"
+    check "$WORK/a" "$q" '' '' alice || fail "by:run [$q] as alice"
+  done
+  # The counts are grep -c's: each run's matching events.
+  run cat "$MNT/threads/T-bulk/search/by:run connection refused"
+  assert_line --index 0 '{"thread_id":"T-bulk","run_id":"run-0","matches":1,"first_seq":97,"last_seq":97}'
+  assert_equal "$(grep -c '"run_id":"run-1"' <<< "$output")" 1
+  # Read a byte range at a time from odd offsets: every piece resumes where the last ended.
+  python3 - "$MNT/search/by:run refused" "$WORK/pieces" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+out, off = b'', 0
+while True:
+    b = os.pread(fd, 77, off)
+    if not b:
+        break
+    out += b
+    off += len(b)
+open(sys.argv[2], 'wb').write(out)
+PY
+  ref 'by:run refused' > "$WORK/want"
+  cmp "$WORK/want" "$WORK/pieces" || fail "by:run read in pieces differs: $(diff "$WORK/want" "$WORK/pieces")"
+  [ "$(wc -l < "$WORK/want")" -gt 300 ] || fail "too few runs to read in pieces"
+  # by:run alone is no term: EINVAL with the reason.
+  run stat "$MNT/search/by:run"
+  assert_failure
+  grep -q 'the query has no terms' "$MNT/.runfs/rejects.jsonl" || fail "no reason for a query of by:run alone"
 }
