@@ -218,6 +218,8 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (sc->sizes && size_key(s, sc, n, &key) == 0 &&
         rfs_sizes_get(sc->sizes, key.buf, &token, &st->size)) {
         st->kept = 1;
+    } else if (sized == 1) {
+        st->unsized = 1;
     } else {
         rc = answer_size(s, sc, n, q, &st->size, err);
         if (!rc && sc->sizes && key.len)
