@@ -134,19 +134,26 @@ int rs_search_by_run(const rs_search *q)
  * (its strings skipped) or a scalar up to the next ',' or '}'. */
 static const char *value_end(const char *p, const char *end)
 {
-    int depth = 0, in_str = 0;
+    int depth = 0;
     for (const char *s = p; s < end; s++) {
         char ch = *s;
-        if (in_str) {
-            if (ch == '\\') {
-                s++;
-            } else if (ch == '"') {
-                in_str = 0;
-                if (depth == 0)
-                    return s + 1;
+        if (ch == '"') {
+            /* A string's text is most of a row: its closing quote found by memchr, one
+             * with an odd run of backslashes before it skipped. */
+            const char *q = s;
+            for (;;) {
+                q = memchr(q + 1, '"', (size_t)(end - q - 1));
+                if (!q)
+                    return NULL;
+                size_t bs = 0;
+                while (q - bs > s && q[-1 - (ptrdiff_t)bs] == '\\')
+                    bs++;
+                if (bs % 2 == 0)
+                    break;
             }
-        } else if (ch == '"') {
-            in_str = 1;
+            s = q;
+            if (depth == 0)
+                return s + 1;
         } else if (ch == '{' || ch == '[') {
             depth++;
         } else if (ch == '}' || ch == ']') {
