@@ -257,7 +257,8 @@ PY
       store_sql "BEGIN; INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('df$i', 'r', NULL, 'llm.error', 'error', 'x', '{}', 1, now()); SELECT pg_sleep(0.3); COMMIT;" >/dev/null
     else
       sqlite3 -cmd '.timeout 10000' "$STORE" "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('df$i', 'r', NULL, 'llm.error', 'error', 'x', '{}', 1, '2026-03-04 05:06:07.000000')"
-      sleep 0.2 # not a wait: spaces the foreign inserts among the writers' commits
+      # the next insert only once the feed shows this one: spread among the writers' commits
+      wait_for 10 grep -qF "\"thread_id\":\"df$i\"" "$MNT/changes.jsonl"
     fi
   done
   for w in "${PIDS[@]:1}"; do wait "$w" || fail "a writer failed"; done

@@ -18,16 +18,9 @@ teardown() {
   runfs_teardown
 }
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# gone_within MS PATH: PATH stops existing within MS milliseconds (polled every 10 ms).
-gone_within() {
-  local limit=$(($(now_ms) + $1))
-  while [ -e "$2" ]; do
-    [ "$(now_ms)" -lt "$limit" ] || return 1
-    sleep 0.01
-  done
-}
+# gone_within MS PATH: PATH stops existing within MS milliseconds.
+gone_within() { wait_for_ms "$1" test ! -e "$2"; }
 
 # keyed CONTENT KEY: an event line with an idempotency key.
 keyed() { printf '{"event_type":"llm.error","content":"%s","idempotency_key":"%s"}\n' "$1" "$2"; }

@@ -126,10 +126,18 @@ store_integrity() {
 # wait_for SECONDS COMMAND...: retry COMMAND every 50 ms until it succeeds or time runs out.
 wait_for() {
   local secs=$1; shift
-  local deadline=$(( $(date +%s%N) + secs * 1000000000 ))
+  wait_for_ms $((secs * 1000)) "$@"
+}
+
+# wait_for_ms MS COMMAND...: the same with a limit in milliseconds (polled every 10 ms below
+# a second, for bounds that are themselves the test's claim).
+wait_for_ms() {
+  local ms=$1; shift
+  local deadline=$(( $(date +%s%N) + ms * 1000000 )) step=0.05
+  [ "$ms" -lt 1000 ] && step=0.01
   until "$@" 2>/dev/null; do
     [ "$(date +%s%N)" -lt "$deadline" ] || return 1
-    sleep 0.05
+    sleep "$step"
   done
 }
 
