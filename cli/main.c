@@ -203,6 +203,15 @@ static int set_service_name(rfs_options *o, const char *v)
     return 0;
 }
 
+static int set_retain(rfs_options *o, const char *v)
+{
+    rs_err err = {0};
+    if (rs_duration_parse(v, &o->retain_s, &err))
+        return bad_value(err.msg);
+    o->retain = v;
+    return 0;
+}
+
 static int set_seal_key_name(rfs_options *o, const char *v)
 {
     o->seal_key_name = v;
@@ -228,6 +237,8 @@ static const mount_option mount_options[] = {
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
     {"allow-redact", NULL, "a line appended to a run's redactions.jsonl redacts an event",
      set_allow_redact},
+    {"retain", "DURATION",
+     "expire runs whose newest event is older (30d), at mount and then hourly", set_retain},
     {"contract", "FILE", "the event contract to validate against", set_contract},
     {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
     {"allow-unknown-events", NULL, "accept event types the contract does not name",

@@ -63,14 +63,21 @@ static int render(rs_buf *out, const rs_expire_row *x)
     return rc ? -ENOMEM : 0;
 }
 
+typedef struct listing {
+    rs_buf *out;
+    const char *thread_id;
+} listing;
+
 static int on_render(void *ctx, const rs_expire_row *x)
 {
-    return render(ctx, x);
+    listing *l = ctx;
+    return l->thread_id && strcmp(l->thread_id, x->thread_id) != 0 ? 0 : render(l->out, x);
 }
 
-int rs_store_expired(rs_store *s, const char *user, rs_buf *out, rs_err *err)
+int rs_store_expired(rs_store *s, const char *user, const char *thread_id, rs_buf *out, rs_err *err)
 {
-    int rc = s->ops->expired_each(s->be, user, on_render, out, err);
+    listing l = {.out = out, .thread_id = thread_id};
+    int rc = s->ops->expired_each(s->be, user, on_render, &l, err);
     return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc;
 }
 

@@ -504,8 +504,10 @@ int rs_store_expire(rs_store *s, const rs_expire_opts *o,
                     int (*fn)(void *ctx, const char *line, size_t len), void *ctx, rs_buf *warn,
                     rs_err *err);
 /* expired.jsonl: {thread_id, run_id, upper_seq, events, digest, root, sealed_at, expired_at,
- * policy, note} of every run expired (user: of that owner's), in the order they went. */
-int rs_store_expired(rs_store *s, const char *user, rs_buf *out, rs_err *err);
+ * policy, note} of every run expired (user: of that owner's; thread_id: of that thread's),
+ * in the order they went. */
+int rs_store_expired(rs_store *s, const char *user, const char *thread_id, rs_buf *out,
+                     rs_err *err);
 /* A duration as --older-than and --retain take it: a positive number and a unit, s m h d or
  * w (30d, 12h); -EINVAL otherwise. */
 int rs_duration_parse(const char *text, int64_t *seconds, rs_err *err);
