@@ -265,3 +265,27 @@ EOF
   run runs_of t
   assert_output "r"
 }
+
+@test "expire: DeerFlow's side: the thread exports without the expired run, its mark in .seq-watermark, and reads back" {
+  human "kept" | "$RUNFS" put -q "$STORE" t kept
+  # The run with the highest seq is the old one (an import keeps old times).
+  human "old" "$OLD" | "$RUNFS" put -q "$STORE" t old
+  run "$RUNFS" expire "$STORE" --older-than 30d
+  assert_success
+  run "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
+  assert_success
+  [ ! -e "$WORK/out/threads/t/runs/old.jsonl" ]
+  run cat "$WORK/out/threads/t/runs/.seq-watermark"
+  assert_output 2
+  # DeerFlow's JSONL reader (json.loads per line) reads what is left.
+  python3 - "$WORK/out/threads/t/runs/kept.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["run_id"], r["seq"]) for r in rows] == [("kept", 1)], rows
+PY
+  # Imported into a new store, the thread continues above the mark, as DeerFlow would.
+  run "$RUNFS" import "$WORK/again.db" --deerflow-jsonl "$WORK/out"
+  assert_success
+  run "$RUNFS" put "$WORK/again.db" t next < <(human "next")
+  assert_output --partial '"seq":3'
+}
