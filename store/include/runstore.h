@@ -413,13 +413,14 @@ typedef struct rs_change {
     int64_t change;
     const char *thread_id;
     const char *run_id;
-    int deleted;        /* a tombstone: the run has no rows left; the fields below unset */
-    int expired;        /* a tombstone left by retention (rs_store_expire) */
+    int deleted;        /* a tombstone: the run has no rows left; upper_seq..at unset */
     int64_t upper_seq;  /* the run's highest seq, as the reader sees it */
     int64_t events;     /* its events, as the reader sees them */
     const char *status; /* its run.terminal's content.status; NULL: none */
     const char *seal;   /* "sealed" | "partial"; NULL: not sealed by the reader's owner */
     const char *at;     /* created_at of its newest event, canonical */
+    int expired;        /* a tombstone retention left (rs_store_expire); last, so the
+                         * members above keep their places for programs built before */
 } rs_change;
 
 /* fn for each run user (NULL: every owner) sees with a change above after, of thread_id
