@@ -252,3 +252,99 @@ done:
     free(paths);
     return status;
 }
+
+static int print_expired(void *ctx, const char *line, size_t len)
+{
+    (void)ctx;
+    return fwrite(line, 1, len, stdout) == len ? 0 : -EIO;
+}
+
+int rfs_cmd_expire(int argc, char **argv)
+{
+    enum { OPT_AGE = 256, OPT_KEEP, OPT_THREAD, OPT_USER, OPT_DRY, OPT_KEY, OPT_NAME };
+    static const struct option longopts[] = {
+        {"older-than", required_argument, NULL, OPT_AGE},
+        {"keep-runs", required_argument, NULL, OPT_KEEP},
+        {"thread", required_argument, NULL, OPT_THREAD},
+        {"user", required_argument, NULL, OPT_USER},
+        {"dry-run", no_argument, NULL, OPT_DRY},
+        {"seal-key", required_argument, NULL, OPT_KEY},
+        {"seal-key-name", required_argument, NULL, OPT_NAME},
+        {NULL, 0, NULL, 0},
+    };
+    rs_expire_opts o = RS_EXPIRE_INIT;
+    const char *key_path = NULL, *key_name = NULL, *age = NULL;
+    rs_err err = {0};
+    char *end = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == OPT_AGE && rs_duration_parse(optarg, &o.older_than_s, &err) == 0)
+            age = optarg;
+        else if (c == OPT_AGE)
+            return usage("expire", err.msg);
+        else if (c == OPT_KEEP && (o.keep_runs = strtoll(optarg, &end, 10)) >= 0 && *optarg &&
+                 !*end)
+            continue;
+        else if (c == OPT_KEEP)
+            return usage("expire", "--keep-runs takes a whole number, 0 or more");
+        else if ((c == OPT_THREAD || c == OPT_USER) && rs_id_valid(optarg))
+            *(c == OPT_THREAD ? &o.thread_id : &o.user) = optarg;
+        else if (c == OPT_DRY)
+            o.dry_run = 1;
+        else if (c == OPT_KEY)
+            key_path = optarg;
+        else if (c == OPT_NAME)
+            key_name = optarg;
+        else
+            return usage("expire", c == OPT_THREAD || c == OPT_USER
+                                       ? "--thread and --user take 1-64 of [A-Za-z0-9_-]"
+                                       : "unknown option or missing value");
+    }
+    if (argc - optind != 1 || (!age) == (o.keep_runs < 0))
+        return usage("expire", "expected STORE and one of --older-than DURATION, --keep-runs N");
+    if (key_name && !key_path)
+        return usage("expire", "--seal-key-name names the key of --seal-key: give both");
+    rs_buf policy = RS_BUF_INIT;
+    if (age ? rs_buf_addf(&policy, "older-than %s", age)
+            : rs_buf_addf(&policy, "keep-runs %lld", (long long)o.keep_runs)) {
+        fprintf(stderr, "runfs: out of memory\n");
+        return 2;
+    }
+    o.policy = policy.buf;
+    rs_seal_key *key = NULL;
+    if (key_path && rs_seal_key_load(&key, key_path, key_name, &err)) {
+        fprintf(stderr, "runfs: --seal-key: %s\n", err.msg);
+        rs_buf_release(&policy);
+        return 2;
+    }
+    rs_options opt = RS_OPTIONS_INIT;
+    opt.seal_key = key;
+    /* A dry run writes nothing, not even the store's own bookkeeping. */
+    opt.read_only = o.dry_run;
+    rs_store *s;
+    rs_buf warn = RS_BUF_INIT;
+    int status = 2;
+    if (rs_store_open(&s, argv[optind], &opt, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        goto done;
+    }
+    int rc = rs_store_expire(s, &o, print_expired, NULL, &warn, &err);
+    rs_store_close(s);
+    if (rc < 0) {
+        fprintf(stderr, "runfs: expire: %s (%s)\n", err.msg, rs_errno_name(rc));
+        status = 1;
+        goto done;
+    }
+    if (warn.len)
+        fprintf(stderr, "runfs: warning: %s\n", warn.buf);
+    fprintf(stderr, "runfs: %d run%s %s\n", rc, rc == 1 ? "" : "s",
+            o.dry_run ? "would expire (dry run: nothing changed)" : "expired");
+    status = fflush(stdout) == 0 ? 0 : 1;
+done:
+    rs_buf_release(&policy);
+    rs_buf_release(&warn);
+    rs_seal_key_free(key);
+    return status;
+}

@@ -12,5 +12,7 @@ int rfs_cmd_verify_proof(int argc, char **argv);
 /* runfs redact STORE THREAD SEQ [--path P]... --reason TEXT [--seal-key FILE]
  * [--seal-key-name NAME] [--user NAME]: 0 redacted, 1 refused, 2 could not open. */
 int rfs_cmd_redact(int argc, char **argv);
+/* runfs expire: retention, whole runs by age or by count. */
+int rfs_cmd_expire(int argc, char **argv);
 
 #endif

@@ -203,6 +203,15 @@ static int set_service_name(rfs_options *o, const char *v)
     return 0;
 }
 
+static int set_retain(rfs_options *o, const char *v)
+{
+    rs_err err = {0};
+    if (rs_duration_parse(v, &o->retain_s, &err))
+        return bad_value(err.msg);
+    o->retain = v;
+    return 0;
+}
+
 static int set_seal_key_name(rfs_options *o, const char *v)
 {
     o->seal_key_name = v;
@@ -228,6 +237,8 @@ static const mount_option mount_options[] = {
     {"allow-delete", NULL, "rm -r of a run or thread deletes it", set_allow_delete},
     {"allow-redact", NULL, "a line appended to a run's redactions.jsonl redacts an event",
      set_allow_redact},
+    {"retain", "DURATION",
+     "expire runs whose newest event is older (30d), at mount and then hourly", set_retain},
     {"contract", "FILE", "the event contract to validate against", set_contract},
     {"sync", "normal|full", "full: every acknowledged write is on disk", set_sync},
     {"allow-unknown-events", NULL, "accept event types the contract does not name",
@@ -805,7 +816,7 @@ static int cmd_diff(int argc, char **argv)
 }
 
 struct verify_tally {
-    long checked, changed, deleted, redacted;
+    long checked, changed, deleted, redacted, expired;
     rfs_progress *progress;
 };
 
@@ -813,6 +824,13 @@ static int verify_report(void *ctx, const char *thread_id, const char *run_id, i
                          const char *why)
 {
     struct verify_tally *t = ctx;
+    if (ok == RS_VERIFY_EXPIRED) {
+        /* Listed apart: what its seal said, not a seal checked. */
+        t->expired++;
+        rfs_progress_clear(t->progress);
+        printf("threads/%s/runs/%s: %s\n", thread_id, run_id, why);
+        return 0;
+    }
     t->checked++;
     t->deleted += ok == RS_VERIFY_DELETED;
     t->redacted += ok == RS_VERIFY_REDACTED;
@@ -851,8 +869,9 @@ static int cmd_verify(int argc, char **argv)
         fprintf(stderr, "runfs: cannot verify: %s\n", err.msg);
         return 2;
     }
-    printf("%ld seal%s checked, %ld changed, %ld redacted, 0 expired, %ld deleted after sealing\n",
-           t.checked, t.checked == 1 ? "" : "s", t.changed, t.redacted, t.deleted);
+    printf("%ld seal%s checked, %ld changed, %ld redacted, %ld expired, %ld deleted after "
+           "sealing\n",
+           t.checked, t.checked == 1 ? "" : "s", t.changed, t.redacted, t.expired, t.deleted);
     return fflush(stdout) == 0 && rc == 0 ? 0 : 1;
 }
 
@@ -1019,6 +1038,21 @@ static const command commands[] = {
      "  --seal-key FILE       sign the redaction (a note in redactions.jsonl)\n"
      "  --seal-key-name NAME  the key's name in the note (default: the host name)\n",
      rfs_cmd_redact},
+    {"expire",
+     "STORE (--older-than DURATION | --keep-runs N) [--thread T] [--user U] [--dry-run] "
+     "[--seal-key FILE] [--seal-key-name NAME]",
+     "remove whole runs by age or count (prints each one's expired.jsonl line)",
+     "DURATION is a whole number and s, m, h, d or w (30d). --older-than removes the runs\n"
+     "whose newest event is older; --keep-runs keeps each thread's N newest runs (by newest\n"
+     "event, ties by run id). A run with no events or a newer one never goes. Removal is\n"
+     "complete as for redact; the thread's high-water mark stays; the change feed shows a\n"
+     "tombstone with expired:true; expired.jsonl at the mount root keeps what each run's\n"
+     "seal said. exit 1 when refused, 2 when the store cannot be opened.\n"
+     "  --thread T, --user U  only that thread, only that owner's rows\n"
+     "  --dry-run             print what would go and change nothing (opens read-only)\n"
+     "  --seal-key FILE       sign each expiry (a note in expired.jsonl)\n"
+     "  --seal-key-name NAME  the key's name in the note (default: the host name)\n",
+     rfs_cmd_expire},
     {"verify-note", "--key PUB.pem FILE", "check a seal.note's signature, with no store",
      "exit 0 when a signature line by that key verifies over the note's body, 1 when not.\n",
      rfs_cmd_verify_note},

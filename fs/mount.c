@@ -28,6 +28,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "rejects.h"
+#include "retain.h"
 #include "sizes.h"
 #include "rs_util.h"
 
@@ -509,12 +510,18 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         goto out_unmount;
     if (rfs_hub_start(&m) != 0)
         goto out_unmount;
+    if (rfs_retain_start(&m) != 0) {
+        rfs_log("cannot start --retain's passes");
+        rfs_hub_stop(&m);
+        goto out_unmount;
+    }
     rfs_log("mounted %s at %s%s", remote ? shown : abs_store, abs_mnt,
             opt->read_only ? " (ro)" : "");
     (void)notify_systemd("READY=1");
 
     status = session_loop(&m, abs_mnt);
     (void)notify_systemd("STOPPING=1");
+    rfs_retain_stop(&m);
     rfs_hub_stop(&m);
 out_unmount:
     fuse_session_unmount(m.se);
@@ -552,6 +559,10 @@ int rfs_mount_main(rfs_options *opt)
     rs_err err = {0};
     if (opt->seal_key && rs_seal_key_load(&key, opt->seal_key, opt->seal_key_name, &err)) {
         fprintf(stderr, "runfs: --seal-key: %s\n", err.msg);
+        return 2;
+    }
+    if (opt->retain && opt->read_only) {
+        fprintf(stderr, "runfs: --retain removes runs: it needs a read-write mount\n");
         return 2;
     }
     if (!opt->seal_key && opt->seal_key_name) {

@@ -40,6 +40,8 @@ typedef struct rfs_options {
     const char *seal_key;      /* --seal-key FILE: sign every seal */
     const char *seal_key_name; /* --seal-key-name NAME (NULL: the host name) */
     const char *service_name;  /* --service-name NAME: otel.json's service.name */
+    const char *retain;        /* --retain DURATION as given (NULL: no retention) */
+    int64_t retain_s;          /* its seconds */
     char fuse_opts[512];       /* usual mount options handed to FUSE, comma-separated */
     /* Who owns what ls -l shows (without --user-from-uid): -1 until set, then the mounting
      * user's ids unless -o uid=/gid= said otherwise; umask= takes bits off every mode. */
@@ -99,7 +101,8 @@ typedef struct rfs_mount {
      * (a static string; NULL with io_uring). */
     atomic_int transport;
     const char *_Atomic transport_why;
-    int uring_asked; /* -o io_uring went to libfuse (set before the session starts) */
+    int uring_asked;           /* -o io_uring went to libfuse (set before the session starts) */
+    struct rfs_retain *retain; /* --retain's passes (retain.h; NULL: none) */
 } rfs_mount;
 
 /* The operation table (ops.c). */

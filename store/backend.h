@@ -82,6 +82,17 @@ typedef struct rs_redact_row {
     size_t old_content_len, old_meta_len, content_len, meta_len;
 } rs_redact_row;
 
+/* One run removed by retention (DESIGN "Forgetting"): what runfs_expired keeps, the line of
+ * expired.jsonl. Strings NUL-terminated; digest, root, sealed_at and note NULL when none. */
+typedef struct rs_expire_row {
+    const char *thread_id, *run_id;
+    const char *owner; /* whose rows went: t->user, else the rows' one owner; NULL: none */
+    int64_t upper_seq, events;
+    const char *digest, *root, *sealed_at;
+    const char *expired_at, *policy, *note;
+    int64_t rows, top_seq; /* the run's rows of owner and their highest seq, as chosen */
+} rs_expire_row;
+
 /* What a log keeps beside its totals, so that views of it need no scan. */
 typedef struct rs_log_facts {
     int known;            /* 0: not kept for this user (an owner's share of a shared log) */
@@ -103,6 +114,7 @@ typedef struct rs_change_row {
     const char *thread_id;
     const char *run_id;
     int deleted;
+    int expired; /* the tombstone retention left */
     int64_t events;
     int64_t upper_seq;
     const char *created_at;
@@ -212,6 +224,18 @@ typedef struct rs_backend_ops {
                   rs_err *err);
     int (*redaction_each)(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
                           int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+    /* Retention. expire: in one write transaction, t's run loses its rows of t->user (every
+     * owner's when NULL) as delete takes them, with their seals, singletons, salts and
+     * redactions and the search index's text, the thread's high-water mark kept even when
+     * the thread empties, x kept (runfs_expired) and the run's tombstone marked expired;
+     * -EAGAIN, nothing changed, when those rows are no longer x->events rows up to
+     * x->upper_seq (the run grew meanwhile). Under redact's way to leave no old bytes
+     * behind. expired_each: fn for each run expired, of owner user (NULL: all), oldest
+     * first. */
+    int (*expire)(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_buf *warn,
+                  rs_err *err);
+    int (*expired_each)(rs_backend *b, const char *user,
+                        int (*fn)(void *ctx, const rs_expire_row *x), void *ctx, rs_err *err);
     int (*seal_salts)(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
                       int64_t to, rs_buf *out, rs_err *err);
     int (*seal_each)(rs_backend *b,

@@ -1,5 +1,5 @@
 /* changes.c — the change feed rendered: {change, thread_id, run_id, upper_seq, events,
- * status, seal, deleted, at} for a run, {change, thread_id, run_id, deleted} for a tombstone. */
+ * status, seal, deleted, at} for a run, {change, thread_id, run_id, deleted[, expired]} for a tombstone. */
 #include <string.h>
 
 #include "changes.h"
@@ -26,7 +26,8 @@ static int line(void *ctx, const rs_change *c)
         (rc = rs_buf_add_json_string(out, c->run_id, strlen(c->run_id))))
         return rc;
     if (c->deleted)
-        rc = rs_buf_addlit(out, ",\"deleted\":true}\n");
+        rc = c->expired ? rs_buf_addlit(out, ",\"deleted\":true,\"expired\":true}\n")
+                        : rs_buf_addlit(out, ",\"deleted\":true}\n");
     else if (!(rc = rs_buf_addf(out, ",\"upper_seq\":%lld,\"events\":%lld,\"status\":",
                                 (long long)c->upper_seq, (long long)c->events)) &&
              !(rc = add_str_or_null(out, c->status)) && !(rc = rs_buf_addlit(out, ",\"seal\":")) &&

@@ -8,8 +8,9 @@
 #include "node.h"
 #include "rs_util.h"
 
-static const char *const root_entries[] = {"README", "contract.json", ".runfs",  "threads",
-                                           "search", "changes.jsonl", "changes", NULL};
+static const char *const root_entries[] = {"README",  "contract.json", ".runfs",
+                                           "threads", "search",        "changes.jsonl",
+                                           "changes", "expired.jsonl", NULL};
 static const char *const changes_entries[] = {"since", "follow", NULL};
 static const char *const meta_entries[] = {"status.json", "rejects.jsonl", NULL};
 /* follow.jsonl never ends: it opens by name and is never listed (nor are since/<seq>). */
@@ -63,6 +64,7 @@ static const fixed_child fixed[] = {
     {RFS_RUN, "search", RFS_R_SEARCH_DIR},
     {RFS_ROOT, "changes.jsonl", RFS_CHANGES},
     {RFS_ROOT, "changes", RFS_CHANGES_DIR},
+    {RFS_ROOT, "expired.jsonl", RFS_EXPIRED},
     {RFS_CHANGES_DIR, "since", RFS_CHANGES_SINCE_DIR},
     {RFS_CHANGES_DIR, "follow", RFS_CHANGES_FOLLOW_DIR},
     {RFS_META, "status.json", RFS_STATUS},

@@ -22,6 +22,7 @@ typedef enum rfs_kind {
     RFS_CHANGES_SINCE,      /* changes/since/<N> */
     RFS_CHANGES_FOLLOW_DIR, /* changes/follow/ */
     RFS_CHANGES_FOLLOW,     /* changes/follow/<N> */
+    RFS_EXPIRED,            /* expired.jsonl */
     RFS_THREADS,
     RFS_THREAD,
     RFS_T_EVENTS,

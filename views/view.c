@@ -30,6 +30,7 @@ static const char readme_text[] =
     "  changes.jsonl              every run once, at its latest change, in change order\n"
     "  changes/since/N            (lookup) runs changed after change N: loop on the last N\n"
     "  changes/follow/N           (lookup) the same, then each change as it commits\n"
+    "  expired.jsonl              runs removed by retention: what their seals said, when\n"
     "  search/QUERY               (lookup) events of every thread matching QUERY: words\n"
     "                             all found in content or metadata (ASCII case ignored),\n"
     "                             \"a phrase\", type:X, type:X*, category:X, -word excludes\n"
@@ -259,6 +260,7 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_CHANGES:
     case RFS_CHANGES_SINCE:
         return rfs_changes_render(s, sc->user, sc->only_thread, n->num, out, NULL, err);
+    case RFS_EXPIRED: return rs_store_expired(s, sc->user, sc->only_thread, out, err);
     case RFS_T_COUNT:
         rc = rs_store_count_messages(s, n->thread_id, sc->user, &v, err);
         return rc ? rc : put_number(out, v);

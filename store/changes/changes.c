@@ -19,8 +19,11 @@ typedef struct feed {
 static int feed_row(void *ctx, const rs_change_row *r)
 {
     feed *f = ctx;
-    rs_change c = {
-        .change = r->change, .thread_id = r->thread_id, .run_id = r->run_id, .deleted = r->deleted};
+    rs_change c = {.change = r->change,
+                   .thread_id = r->thread_id,
+                   .run_id = r->run_id,
+                   .deleted = r->deleted,
+                   .expired = r->expired};
     if (!r->deleted) {
         c.upper_seq = r->upper_seq;
         c.events = r->events;

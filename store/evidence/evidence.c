@@ -696,6 +696,17 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     return v->fn ? v->fn(v->ctx, t->thread_id, t->run_id, ok, why) : 0;
 }
 
+/* An expired run is listed by what its seal said, apart from changes. */
+static int verify_expired(void *ctx, const rs_expire_row *x)
+{
+    verify_ctx *v = ctx;
+    char why[256];
+    if (rs_fmt(why, sizeof why, "expired %s (%s)%s%s", x->expired_at, x->policy,
+               x->root ? "; sealed root " : "", x->root ? x->root : "") < 0)
+        (void)rs_fmt(why, sizeof why, "expired %s", x->expired_at);
+    return v->fn ? v->fn(v->ctx, x->thread_id, x->run_id, RS_VERIFY_EXPIRED, why) : 0;
+}
+
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err)
 {
     return rs_store_verify_key(s, NULL, fn, ctx, err);
@@ -706,6 +717,8 @@ int rs_store_verify_key(rs_store *s, const rs_seal_pub *key, rs_verify_fn fn, vo
 {
     verify_ctx v = {.s = s, .key = key, .fn = fn, .ctx = ctx, .err = err};
     int rc = s->ops->seal_each(s->be, verify_one, &v, err);
+    if (!rc)
+        rc = s->ops->expired_each(s->be, NULL, verify_expired, &v, err);
     if (rc > 0)
         rc = 0; /* the caller's fn asked to stop */
     return rc < 0 ? rc : v.changed;

@@ -397,6 +397,9 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
 /* ok: the run holds by its root, with redacted events (why: how many, and a warning when
  * its leaves are plain). */
 #define RS_VERIFY_REDACTED 3
+/* ok: the run was removed by retention (why: when, why, and the root its seal had); its
+ * seal, if any, is gone with it and not checked. */
+#define RS_VERIFY_EXPIRED 4
 typedef int (*rs_verify_fn)(void *ctx, const char *thread_id, const char *run_id, int ok,
                             const char *why);
 int rs_store_verify(rs_store *s, rs_verify_fn fn, void *ctx, rs_err *err);
@@ -410,12 +413,14 @@ typedef struct rs_change {
     int64_t change;
     const char *thread_id;
     const char *run_id;
-    int deleted;        /* a tombstone: the run has no rows left; the fields below unset */
+    int deleted;        /* a tombstone: the run has no rows left; upper_seq..at unset */
     int64_t upper_seq;  /* the run's highest seq, as the reader sees it */
     int64_t events;     /* its events, as the reader sees them */
     const char *status; /* its run.terminal's content.status; NULL: none */
     const char *seal;   /* "sealed" | "partial"; NULL: not sealed by the reader's owner */
     const char *at;     /* created_at of its newest event, canonical */
+    int expired;        /* a tombstone retention left (rs_store_expire); last, so the
+                         * members above keep their places for programs built before */
 } rs_change;
 
 /* fn for each run user (NULL: every owner) sees with a change above after, of thread_id
@@ -473,6 +478,40 @@ int rs_store_redact_line(rs_store *s, const rs_target *t, const char *line, size
                          rs_buf *warn, rs_err *err);
 /* redactions.jsonl: {seq, paths, reason, at, leaf, note} of every redaction of the run. */
 int rs_store_redactions(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err);
+
+/* Retention: remove whole runs (t's scope: o->thread_id NULL every thread, o->user NULL every
+ * owner's rows) whose newest event is older than o->older_than_s seconds, or all but each
+ * thread's newest o->keep_runs runs (by newest event's created_at, ties by run id); a run
+ * with no events, or with an event newer than the cutoff, never goes. Removal is complete as
+ * for a redaction (rows, index, free pages, WAL; warn says what could not be erased yet), the
+ * thread's high-water mark stays, the change feed shows an expired tombstone, and
+ * expired.jsonl keeps a line per run. fn (may be NULL) gets each run's expired.jsonl line
+ * (with dry_run: each run that would go; nothing changes and a read-only store serves).
+ * Returns the number of runs removed (or that would be). */
+#define RS_EXPIRE_VERSION 1
+/* clang-format off */
+#define RS_EXPIRE_INIT { .version = RS_EXPIRE_VERSION, .older_than_s = -1, .keep_runs = -1 }
+/* clang-format on */
+typedef struct rs_expire_opts {
+    unsigned int version;  /* RS_EXPIRE_VERSION */
+    int64_t older_than_s;  /* -1: no age limit */
+    int64_t keep_runs;     /* -1: no count limit (one of the two must be set) */
+    const char *thread_id; /* NULL: every thread */
+    const char *user;      /* NULL: every owner's rows */
+    int dry_run;
+    const char *policy; /* what expired.jsonl says of why ("older-than 30d"); NULL: made */
+} rs_expire_opts;
+int rs_store_expire(rs_store *s, const rs_expire_opts *o,
+                    int (*fn)(void *ctx, const char *line, size_t len), void *ctx, rs_buf *warn,
+                    rs_err *err);
+/* expired.jsonl: {thread_id, run_id, upper_seq, events, digest, root, sealed_at, expired_at,
+ * policy, note} of every run expired (user: of that owner's; thread_id: of that thread's),
+ * in the order they went. */
+int rs_store_expired(rs_store *s, const char *user, const char *thread_id, rs_buf *out,
+                     rs_err *err);
+/* A duration as --older-than and --retain take it: a positive number and a unit, s m h d or
+ * w (30d, 12h); -EINVAL otherwise. */
+int rs_duration_parse(const char *text, int64_t *seconds, rs_err *err);
 
 /* ---- DeerFlow's JSONL store (threads/T/runs/R.jsonl under its .deer-flow folder) -------- */
 

@@ -867,7 +867,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
-    int events, hwm, idem, canon, tree, salt;
+    int events, hwm, idem, canon, tree, salt, expired;
     int rewrites; /* runfs_note_update is there */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
@@ -892,6 +892,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_seal_tree') IS NOT NULL, "
                     "to_regclass('runfs_seal_salt') IS NOT NULL AND "
                     "to_regclass('runfs_redaction') IS NOT NULL, "
+                    "to_regclass('runfs_expired') IS NOT NULL, "
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
@@ -906,9 +907,10 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->canon = PQgetvalue(r, 0, 4)[0] == 't';
     st->tree = PQgetvalue(r, 0, 5)[0] == 't';
     st->salt = PQgetvalue(r, 0, 6)[0] == 't';
-    st->rewrites = PQgetvalue(r, 0, 7)[0] == 't';
-    st->ix_make = PQgetvalue(r, 0, 8)[0] == 't';
-    st->uq_drop = PQgetvalue(r, 0, 9)[0] == 't';
+    st->expired = PQgetvalue(r, 0, 7)[0] == 't';
+    st->rewrites = PQgetvalue(r, 0, 8)[0] == 't';
+    st->ix_make = PQgetvalue(r, 0, 9)[0] == 't';
+    st->uq_drop = PQgetvalue(r, 0, 10)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -918,8 +920,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 
 static int schema_complete(const pg_schema_state *st)
 {
-    return st->events && st->hwm && st->idem && st->tree && st->salt && st->layout == PG_LAYOUT &&
-           st->rewrites && !st->ix_make && !st->uq_drop;
+    return st->events && st->hwm && st->idem && st->tree && st->salt && st->expired &&
+           st->layout == PG_LAYOUT && st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -946,7 +948,8 @@ static int schema_setup(rs_backend *b, rs_err *err)
         (older && (rc = pg_exec_plain(b, pg_schema_canon_sql, err))) ||
         (!st.idem && (rc = pg_exec_plain(b, pg_schema_idem_sql, err))) ||
         (!st.tree && (rc = pg_exec_plain(b, pg_schema_tree_sql, err))) ||
-        ((st.layout < PG_LAYOUT || !st.salt) && (rc = pg_exec_plain(b, pg_schema_salt_sql, err))) ||
+        ((st.layout < PG_LAYOUT || !st.salt || !st.expired) &&
+         (rc = pg_exec_plain(b, pg_schema_salt_sql, err))) ||
         (!st.rewrites && (rc = pg_exec_plain(b, pg_schema_rewrites_sql, err))) ||
         (st.uq_drop && (rc = pg_exec_plain(b, pg_schema_uq_drop_sql, err))) ||
         (st.ix_make && (rc = pg_exec_plain(b, pg_schema_terminal_sql, err))))
@@ -1146,6 +1149,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     b->has_canon = !b->read_only || (st.canon && st.layout >= PG_LAYOUT_CANON);
     b->has_tree = !b->read_only || st.tree;
     b->has_salt = !b->read_only || st.salt;
+    b->has_expired = !b->read_only || st.expired;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1596,6 +1600,8 @@ const rs_backend_ops rs_pg_backend = {
     .seal_salts = pg_seal_salts,
     .redact = pg_redact,
     .redaction_each = pg_redaction_each,
+    .expire = pg_expire,
+    .expired_each = pg_expired_each,
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,

@@ -192,28 +192,34 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     int rc = b->feed_ready ? 0 : feed_numbered(b, err);
     if (rc)
         return rc;
-    /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
+        /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
      * horizon and the rows come from one snapshot. */
-    static const char sql[] =
-        "SELECT c.change, c.thread_id, c.run_id, c.deleted, x.n, x.top, "
-        "to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), t.content, "
-        "t.event_metadata, s.state FROM runfs_change c "
-        "CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(max(e.seq), 0) AS top FROM "
-        "run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND ($3::text IS "
-        "NULL OR e.user_id = $3::text)) x "
-        "LEFT JOIN LATERAL (SELECT e.created_at FROM run_events e WHERE e.thread_id = "
-        "c.thread_id AND e.run_id = c.run_id AND ($3::text IS NULL OR e.user_id = $3::text) "
-        "ORDER BY e.seq DESC LIMIT 1) l ON true "
-        "LEFT JOIN LATERAL (SELECT e.content, e.event_metadata FROM run_events e WHERE "
-        "e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = 'run.terminal' "
-        "AND ($3::text IS NULL OR e.user_id = $3::text) ORDER BY e.seq LIMIT 1) t ON true "
-        "LEFT JOIN runfs_seal s ON s.thread_id = c.thread_id AND s.run_id = c.run_id AND "
-        "s.owner = coalesce($3::text, '') "
-        "WHERE c.change > $1::bigint AND c.change < "
-        "pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND ($2::text IS NULL OR "
-        "c.thread_id = $2::text) AND ($3::text IS NULL OR c.owner = $3::text OR (c.owner IS "
-        "NULL AND NOT c.deleted AND x.n > 0)) "
-        "ORDER BY c.change, c.thread_id, c.run_id";
+#define CHANGES_SQL(expired) \
+    "SELECT c.change, c.thread_id, c.run_id, c.deleted, x.n, x.top, " \
+    "to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), t.content, " \
+    "t.event_metadata, s.state, " expired " FROM runfs_change c " \
+    "CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(max(e.seq), 0) AS top FROM " \
+    "run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND ($3::text IS " \
+    "NULL OR e.user_id = $3::text)) x " \
+    "LEFT JOIN LATERAL (SELECT e.created_at FROM run_events e WHERE e.thread_id = " \
+    "c.thread_id AND e.run_id = c.run_id AND ($3::text IS NULL OR e.user_id = $3::text) " \
+    "ORDER BY e.seq DESC LIMIT 1) l ON true " \
+    "LEFT JOIN LATERAL (SELECT e.content, e.event_metadata FROM run_events e WHERE " \
+    "e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = 'run.terminal' " \
+    "AND ($3::text IS NULL OR e.user_id = $3::text) ORDER BY e.seq LIMIT 1) t ON true " \
+    "LEFT JOIN runfs_seal s ON s.thread_id = c.thread_id AND s.run_id = c.run_id AND " \
+    "s.owner = coalesce($3::text, '') " \
+    "WHERE c.change > $1::bigint AND c.change < " \
+    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND ($2::text IS NULL OR " \
+    "c.thread_id = $2::text) AND ($3::text IS NULL OR c.owner = $3::text OR (c.owner IS " \
+    "NULL AND NOT c.deleted AND x.n > 0)) " \
+    "ORDER BY c.change, c.thread_id, c.run_id"
+    /* An expired tombstone is one whose number retention kept (runfs_expired). */
+    static const char with_expired[] = CHANGES_SQL(
+        "(c.deleted AND EXISTS (SELECT 1 FROM runfs_expired y WHERE y.thread_id = c.thread_id "
+        "AND y.run_id = c.run_id AND y.change = c.change))");
+    static const char without[] = CHANGES_SQL("false");
+    const char *sql = b->has_expired ? with_expired : without;
     pg_args a = {.n = 0};
     pg_arg_int(&a, after);
     pg_arg_text(&a, thread_id);
@@ -227,6 +233,7 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
             .thread_id = PQgetvalue(r, i, 1),
             .run_id = PQgetvalue(r, i, 2),
             .deleted = PQgetvalue(r, i, 3)[0] == 't',
+            .expired = PQgetvalue(r, i, 10)[0] == 't',
             .events = pg_val_int(r, i, 4),
             .upper_seq = pg_val_int(r, i, 5),
             .created_at = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6),

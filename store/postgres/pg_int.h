@@ -59,6 +59,7 @@ struct rs_backend {
     int has_canon;    /* runfs_canon is there to ask (not in a read-only open of layout 2) */
     int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
     int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
+    int has_expired;  /* runfs_expired is there (a writer makes it) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
@@ -245,6 +246,8 @@ int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err
 int pg_release(rs_backend *b, const rs_target *t, const char *event_type);
 int pg_create(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+/* pg_delete's work inside the caller's write transaction (retention's too). */
+int pg_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
               int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
@@ -274,10 +277,13 @@ int pg_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int pg_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int pg_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
-/* pg_redact.c: rs_backend_ops.redact and redaction_each. */
+/* pg_redact.c: rs_backend_ops.redact, redaction_each, expire and expired_each. */
 int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err);
 int pg_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
                       int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+int pg_expire(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_buf *warn, rs_err *err);
+int pg_expired_each(rs_backend *b, const char *user, int (*fn)(void *ctx, const rs_expire_row *x),
+                    void *ctx, rs_err *err);
 int pg_seal_salts(rs_backend *b, const rs_target *t, const rs_seal_row *row, int64_t from,
                   int64_t to, rs_buf *out, rs_err *err);
 

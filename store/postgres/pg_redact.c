@@ -1,7 +1,8 @@
 /* pg_redact.c — a redaction on PostgreSQL (sqlite_redact.c's twin): the row rewritten, the
  * seq's salts and its block of the search index dropped, the redaction kept, in one
  * transaction; then VACUUM of the tables that held the text, so the old row versions are
- * gone when the call returns (where this role may vacuum them; else warn says so). */
+ * gone when the call returns (where this role may vacuum them; else warn says so). An expiry
+ * (a whole run removed by retention) goes the same way, kept in runfs_expired. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,12 +105,12 @@ static int vacuum(rs_backend *b, const char *table, rs_buf *warn, rs_err *err)
     return rc;
 }
 
-int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err)
+/* The old row versions vacuumed away and the pages written, where the role may. */
+static int scrub(rs_backend *b, rs_buf *warn, rs_err *err)
 {
-    if (b->read_only)
-        return rs_err_set(err, -EROFS, "the store is opened read-only");
-    int rc = redact_tx(b, t, w, err);
-    static const char *const tables[] = {"run_events", "runfs_search", "runfs_seal_salt"};
+    int rc = 0;
+    static const char *const tables[] = {"run_events", "runfs_search", "runfs_seal_salt",
+                                         "runfs_redaction"};
     for (size_t i = 0; !rc && i < sizeof tables / sizeof *tables; i++)
         rc = vacuum(b, tables[i], warn, err);
     /* The vacuumed pages reach the files at a checkpoint: now, where the role may ask. */
@@ -126,6 +127,125 @@ int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf 
                               "pages reach the data files at the server's next checkpoint",
                               warn->len ? "; " : "");
     }
+    return rc;
+}
+
+int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err)
+{
+    if (b->read_only)
+        return rs_err_set(err, -EROFS, "the store is opened read-only");
+    int rc = redact_tx(b, t, w, err);
+    return rc ? rc : scrub(b, warn, err);
+}
+
+static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_err *err)
+{
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    pg_arg_text(&a, t->user);
+    PGresult *r = NULL;
+    int64_t count = 0, has = 0;
+    if ((rc = pg_run(b,
+                     "SELECT count(*), coalesce(max(seq), 0) FROM run_events WHERE thread_id = $1 "
+                     "AND run_id = $2 AND ($3::text IS NULL OR user_id = $3::text)",
+                     &a, &r, err)))
+        goto fail;
+    int same = pg_val_int(r, 0, 0) == x->rows && pg_val_int(r, 0, 1) == x->top_seq;
+    PQclear(r);
+    if (!same) {
+        rc = rs_err_set(err, -EAGAIN, "run %s changed meanwhile", t->run_id);
+        goto fail;
+    }
+    pg_args k = {.n = 0};
+    pg_arg_text(&k, t->thread_id);
+    pg_arg_text(&k, t->run_id);
+    pg_arg_text(&k, x->owner ? x->owner : "");
+    pg_arg_int(&k, x->upper_seq);
+    pg_arg_int(&k, x->events);
+    pg_arg_text(&k, x->digest);
+    pg_arg_text(&k, x->root);
+    pg_arg_text(&k, x->sealed_at);
+    pg_arg_text(&k, x->expired_at);
+    pg_arg_text(&k, x->policy);
+    pg_arg_text(&k, x->note);
+    /* As a delete of the run (the high-water mark kept), then what the delete leaves: the
+     * redactions and salts of its rows, the search index's blocks the delete marked; the
+     * tombstone's number (this transaction's) is kept, so the feed tells it expired. */
+    if ((rc = pg_delete_rows(b, t, &count, err)) ||
+        (rc = pg_run(b,
+                     "DELETE FROM runfs_redaction WHERE thread_id = $1 AND run_id = $2 AND "
+                     "($3::text IS NULL OR owner = $3::text)",
+                     &a, NULL, err)) ||
+        (rc = pg_run(b,
+                     "DELETE FROM runfs_seal_salt WHERE thread_id = $1 AND run_id = $2 AND "
+                     "($3::text IS NULL OR owner = $3::text)",
+                     &a, NULL, err)) ||
+        (rc = pg_int(b,
+                     "SELECT (to_regclass('runfs_search') IS NOT NULL AND "
+                     "to_regclass('runfs_search_dirty') IS NOT NULL)::int",
+                     NULL, NULL, &has, NULL, err)) ||
+        (has && (rc = pg_exec_plain(b,
+                                    "DELETE FROM runfs_search WHERE blk IN (SELECT blk FROM "
+                                    "runfs_search_dirty)",
+                                    err))) ||
+        (rc = pg_run(b,
+                     "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "
+                     "digest, root, sealed_at, expired_at, policy, note, change) VALUES ($1, $2, "
+                     "$3, $4, $5, $6, $7, $8, $9, $10, $11, pg_current_xact_id()::text::bigint)",
+                     &k, NULL, err)))
+        goto fail;
+    return pg_commit(b, err);
+fail:
+    pg_rollback(b);
+    return rc;
+}
+
+int pg_expire(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_buf *warn, rs_err *err)
+{
+    if (b->read_only)
+        return rs_err_set(err, -EROFS, "the store is opened read-only");
+    int rc = expire_tx(b, t, x, err);
+    return rc ? rc : scrub(b, warn, err);
+}
+
+int pg_expired_each(rs_backend *b, const char *user, int (*fn)(void *ctx, const rs_expire_row *x),
+                    void *ctx, rs_err *err)
+{
+    if (!b->has_expired)
+        return 0;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, user);
+    PGresult *r;
+    int rc = pg_run(b,
+                    "SELECT thread_id, run_id, nullif(owner, ''), upper_seq, events, digest, root, "
+                    "sealed_at, expired_at, policy, note FROM runfs_expired WHERE $1::text IS "
+                    "NULL OR owner = $1::text ORDER BY id",
+                    &a, &r, err);
+    if (rc)
+        return rc;
+#define COL(i) (PQgetisnull(r, i_row, i) ? NULL : PQgetvalue(r, i_row, i))
+    for (int i_row = 0; !rc && i_row < PQntuples(r); i_row++) {
+        rs_expire_row x = {
+            .thread_id = COL(0),
+            .run_id = COL(1),
+            .owner = COL(2),
+            .upper_seq = pg_val_int(r, i_row, 3),
+            .events = pg_val_int(r, i_row, 4),
+            .digest = COL(5),
+            .root = COL(6),
+            .sealed_at = COL(7),
+            .expired_at = COL(8),
+            .policy = COL(9),
+            .note = COL(10),
+        };
+        rc = fn(ctx, &x);
+    }
+#undef COL
+    PQclear(r);
     return rc;
 }
 

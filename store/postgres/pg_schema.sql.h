@@ -198,6 +198,13 @@ static const char pg_schema_salt_sql[] =
     "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
     "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
     ");\n"
+    /* Runs removed by retention, sqlite/schema.sql.h's. */
+    "CREATE TABLE IF NOT EXISTS runfs_expired (\n"
+    "  id BIGSERIAL PRIMARY KEY, thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', upper_seq BIGINT NOT NULL, events BIGINT NOT NULL,\n"
+    "  digest TEXT, root TEXT, sealed_at TEXT, expired_at TEXT NOT NULL, policy TEXT NOT NULL,\n"
+    "  note TEXT, change BIGINT NOT NULL DEFAULT 0\n"
+    ");\n"
     "UPDATE runfs_meta SET value = 4 WHERE key = 'layout';\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused, an older

@@ -699,18 +699,13 @@ static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t 
     return 0;
 }
 
-int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+int pg_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
 {
-    int rc = pg_begin(b, t->thread_id, err);
-    if (rc)
-        return rc;
     pg_log thr;
-    int found;
+    int found, rc;
     *count = 0;
-    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
-        goto fail;
-    if (!found)
-        return pg_commit(b, err);
+    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) || !found)
+        return rc;
     int64_t max = 0;
     if ((rc = pg_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = $1", t->thread_id, NULL,
                      &max, NULL, err)))
@@ -765,10 +760,21 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     }
     if ((rc = notify(b, t->thread_id, max, err)))
         goto fail;
-    return pg_commit(b, err);
+    return 0;
 fail:
-    pg_rollback(b);
     return rc;
+}
+
+int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+{
+    int rc = pg_begin(b, t->thread_id, err);
+    if (rc)
+        return rc;
+    if ((rc = pg_delete_rows(b, t, count, err))) {
+        pg_rollback(b);
+        return rc;
+    }
+    return pg_commit(b, err);
 }
 
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,

@@ -146,6 +146,14 @@ static const char rs_schema_sql[] =
     "  reason TEXT NOT NULL, leaf TEXT, line_hash TEXT NOT NULL, note TEXT,\n"
     "  PRIMARY KEY (thread_id, run_id, seq, at)\n"
     ") WITHOUT ROWID;\n"
+    /* Runs removed by retention (DESIGN "Forgetting"): what each seal said, when and why;
+     * change: the tombstone's number, so the feed tells an expiry from a delete. */
+    "CREATE TABLE IF NOT EXISTS runfs_expired (\n"
+    "  id INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL DEFAULT '', upper_seq INTEGER NOT NULL, events INTEGER NOT NULL,\n"
+    "  digest TEXT, root TEXT, sealed_at TEXT, expired_at TEXT NOT NULL, policy TEXT NOT NULL,\n"
+    "  note TEXT, change INTEGER NOT NULL DEFAULT 0\n"
+    ");\n"
     /* Idempotency keys: which seq each key of a thread produced (DESIGN "Appending"). */
     "CREATE TABLE IF NOT EXISTS runfs_idem (\n"
     "  thread_id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,\n"

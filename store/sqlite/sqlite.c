@@ -640,6 +640,8 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
         rc = table_exists(b, "runfs_seal_salt", &has_schema, err);
     if (!rc && has_schema && !b->read_only)
         rc = table_exists(b, "runfs_redaction", &has_schema, err);
+    if (!rc && has_schema && !b->read_only)
+        rc = table_exists(b, "runfs_expired", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -1839,6 +1841,8 @@ const rs_backend_ops rs_sqlite_backend = {
     .seal_salts = sq_seal_salts,
     .redact = sq_redact,
     .redaction_each = sq_redaction_each,
+    .expire = sq_expire,
+    .expired_each = sq_expired_each,
     .seal_each = sq_seal_each,
     .changes_sync = sq_changes_sync,
     .changes = sq_changes,

@@ -185,34 +185,43 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
         return rc;
     if (!has)
         return rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
-    /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
+        /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
      * its rows are, or (rows of several) some of them are. */
-    static const char sql[] =
-        "WITH cand(thread_id, run_id, change, deleted, owner) AS (SELECT t.thread_id, r.run_id, "
-        "r.change, 0, NULL FROM main.runfs_run r JOIN main.runfs_thread t ON t.thread_key = "
-        "r.thread_key WHERE r.change > ?1 AND (?2 IS NULL OR t.thread_id = ?2) UNION ALL SELECT "
-        "thread_id, run_id, change, deleted, owner FROM main.runfs_change WHERE change > ?1 AND "
-        "(?2 IS NULL OR thread_id = ?2)), "
-        "best AS (SELECT thread_id, run_id, max(change) AS change FROM cand GROUP BY thread_id, "
-        "run_id) "
-        "SELECT c.change, c.thread_id, c.run_id, c.deleted, "
-        "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
-        "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), "
-        "(SELECT max(e.seq) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
-        "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), "
-        "(SELECT e.created_at FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = "
-        "c.run_id AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq DESC LIMIT 1), "
-        "t.content, t.event_metadata, "
-        "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = "
-        "c.run_id AND s.owner = coalesce(?3, '')) "
-        "FROM best JOIN cand c ON c.thread_id = best.thread_id AND c.run_id = best.run_id AND "
-        "c.change = best.change LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events "
-        "e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = "
-        "'run.terminal' AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) "
-        "WHERE ?3 IS NULL OR c.owner = ?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS "
-        "(SELECT 1 FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id "
-        "AND e.user_id = ?3)) "
-        "ORDER BY c.change";
+#define CHANGES_SQL(expired) \
+    "WITH cand(thread_id, run_id, change, deleted, owner) AS (SELECT t.thread_id, r.run_id, " \
+    "r.change, 0, NULL FROM main.runfs_run r JOIN main.runfs_thread t ON t.thread_key = " \
+    "r.thread_key WHERE r.change > ?1 AND (?2 IS NULL OR t.thread_id = ?2) UNION ALL SELECT " \
+    "thread_id, run_id, change, deleted, owner FROM main.runfs_change WHERE change > ?1 AND " \
+    "(?2 IS NULL OR thread_id = ?2)), " \
+    "best AS (SELECT thread_id, run_id, max(change) AS change FROM cand GROUP BY thread_id, " \
+    "run_id) " \
+    "SELECT c.change, c.thread_id, c.run_id, c.deleted, " \
+    "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
+    "(SELECT max(e.seq) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
+    "(SELECT e.created_at FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq DESC LIMIT 1), " \
+    "t.content, t.event_metadata, " \
+    "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = " \
+    "c.run_id AND s.owner = coalesce(?3, '')), " expired " " \
+    "FROM best JOIN cand c ON c.thread_id = best.thread_id AND c.run_id = best.run_id AND " \
+    "c.change = best.change LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events " \
+    "e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = " \
+    "'run.terminal' AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) " \
+    "WHERE ?3 IS NULL OR c.owner = ?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS " \
+    "(SELECT 1 FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id " \
+    "AND e.user_id = ?3)) " \
+    "ORDER BY c.change"
+    /* An expired tombstone is one whose number retention kept (runfs_expired, absent from
+     * a store no expiry touched). */
+    static const char with_expired[] =
+        CHANGES_SQL("(c.deleted AND EXISTS (SELECT 1 FROM main.runfs_expired x WHERE x.thread_id = "
+                    "c.thread_id AND x.run_id = c.run_id AND x.change = c.change))");
+    static const char without[] = CHANGES_SQL("0");
+    int expiry = sqlite3_table_column_metadata(b->db, NULL, "runfs_expired", "change", NULL, NULL,
+                                               NULL, NULL, NULL) == SQLITE_OK;
+    const char *sql = expiry ? with_expired : without;
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql, &st, err)))
         return rc;
@@ -226,6 +235,7 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
             .thread_id = (const char *)sqlite3_column_text(st, 1),
             .run_id = (const char *)sqlite3_column_text(st, 2),
             .deleted = sqlite3_column_int(st, 3),
+            .expired = sqlite3_column_int(st, 10),
             .events = sqlite3_column_int64(st, 4),
             .upper_seq = sqlite3_column_int64(st, 5),
             .created_at = (const char *)sqlite3_column_text(st, 6),

@@ -314,6 +314,8 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
               int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
+/* sq_delete's work inside the caller's write transaction (retention's too). */
+int sq_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 
 /* ---- sqlite_changes.c: the change feed's numbers ---- */
 /* Inside a write transaction: the next change number (an append gives it to its run through
@@ -361,10 +363,13 @@ int sq_seal_tree_put(rs_backend *b, const rs_target *t, const rs_seal_row *row,
 int sq_seal_extra(rs_backend *b, const rs_target *t, rs_seal_row *row, rs_err *err);
 int sq_seal_tree(rs_backend *b, const rs_target *t, const rs_seal_row *row, rs_seal_tree *tree,
                  rs_err *err);
-/* sqlite_redact.c: rs_backend_ops.redact and redaction_each. */
+/* sqlite_redact.c: rs_backend_ops.redact, redaction_each, expire and expired_each. */
 int sq_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf *warn, rs_err *err);
 int sq_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,
                       int (*fn)(void *ctx, const rs_redact_row *r), void *ctx, rs_err *err);
+int sq_expire(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_buf *warn, rs_err *err);
+int sq_expired_each(rs_backend *b, const char *user, int (*fn)(void *ctx, const rs_expire_row *x),
+                    void *ctx, rs_err *err);
 /* sqlite_search.c: the search index dropped, to be made again at the next search (a
  * redaction: its contentless table cannot forget one row's text). */
 int sq_search_forget(rs_backend *b, rs_err *err);

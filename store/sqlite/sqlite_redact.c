@@ -1,7 +1,8 @@
 /* sqlite_redact.c — a redaction written so that no byte of what it erased stays in the file:
  * the row rewritten in place under secure_delete (freed cells and pages are zeroed), the
  * seq's salts and the search index dropped, the redaction kept (runfs_redaction), and the
- * WAL checkpointed into the file and truncated before the call returns. */
+ * WAL checkpointed into the file and truncated before the call returns. An expiry (a whole
+ * run removed by retention) goes the same way, kept in runfs_expired. */
 #include <errno.h>
 #include <string.h>
 
@@ -89,6 +90,109 @@ int sq_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf 
     if (!rc)
         rc = off;
     return rc ? rc : wal_truncate(b, warn);
+}
+
+static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    int64_t rows = -1, top = -1, count = 0;
+    if ((rc = sq_catch_up(b, err)) || (rc = sq_thread_catch_up(b, t->thread_id, err)))
+        goto fail;
+    if ((rc = sq_step(b, &st, err, "expiry",
+                      "SELECT count(*), coalesce(max(seq), 0) FROM run_events WHERE thread_id = ?1 "
+                      "AND run_id = ?2 AND (?3 IS NULL OR user_id = ?3)",
+                      "ttt", t->thread_id, t->run_id, t->user)) < 0)
+        goto fail;
+    if (rc) {
+        rows = sqlite3_column_int64(st, 0);
+        top = sqlite3_column_int64(st, 1);
+        sq_stmt_done(b, st);
+    }
+    if (rows != x->rows || top != x->top_seq) {
+        rc = rs_err_set(err, -EAGAIN, "run %s changed meanwhile", t->run_id);
+        goto fail;
+    }
+    /* As a delete of the run (the high-water mark kept), then what the delete leaves: the
+     * redactions of its rows, the search index's text; the tombstone's number is kept, so
+     * the feed tells it expired. */
+    if ((rc = sq_delete_rows(b, t, &count, err)) ||
+        (rc = sq_step(b, NULL, err, "expiry",
+                      "DELETE FROM runfs_redaction WHERE thread_id = ?1 AND run_id = ?2 AND "
+                      "(?3 IS NULL OR owner = ?3)",
+                      "ttt", t->thread_id, t->run_id, t->user)) < 0 ||
+        (rc = sq_step(b, NULL, err, "expiry",
+                      "DELETE FROM runfs_seal_salt WHERE thread_id = ?1 AND run_id = ?2 AND "
+                      "(?3 IS NULL OR owner = ?3)",
+                      "ttt", t->thread_id, t->run_id, t->user)) < 0 ||
+        (rc = sq_search_forget(b, err)) ||
+        (rc = sq_step(b, NULL, err, "expiry",
+                      "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "
+                      "digest, root, sealed_at, expired_at, policy, note, change) VALUES (?1, ?2, "
+                      "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, coalesce((SELECT change FROM "
+                      "runfs_change WHERE thread_id = ?1 AND run_id = ?2 AND deleted), 0))",
+                      "tttiittttttt", t->thread_id, t->run_id, x->owner ? x->owner : "",
+                      x->upper_seq, x->events, x->digest, x->root, x->sealed_at, x->expired_at,
+                      x->policy, x->note)) < 0)
+        goto fail;
+    return sq_commit(b, err);
+fail:
+    sq_rollback(b);
+    return rc;
+}
+
+int sq_expire(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_buf *warn, rs_err *err)
+{
+    if (b->read_only)
+        return rs_err_set(err, -EROFS, "the store is opened read-only");
+    int rc = sq_exec(b, "PRAGMA secure_delete = ON", err);
+    if (rc)
+        return rc;
+    rc = expire_tx(b, t, x, err);
+    int off = sq_exec(b, "PRAGMA secure_delete = OFF", rc ? NULL : err);
+    if (!rc)
+        rc = off;
+    return rc ? rc : wal_truncate(b, warn);
+}
+
+int sq_expired_each(rs_backend *b, const char *user, int (*fn)(void *ctx, const rs_expire_row *x),
+                    void *ctx, rs_err *err)
+{
+    if (sqlite3_table_column_metadata(b->db, NULL, "runfs_expired", "id", NULL, NULL, NULL, NULL,
+                                      NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b,
+                         "SELECT thread_id, run_id, nullif(owner, ''), upper_seq, events, digest, "
+                         "root, sealed_at, expired_at, policy, note FROM runfs_expired WHERE ?1 "
+                         "IS NULL OR owner = ?1 ORDER BY id",
+                         &st, err);
+    if (rc)
+        return rc;
+    sq_bind_text(st, 1, user);
+    int src = SQLITE_DONE;
+    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        rs_expire_row x = {
+            .thread_id = (const char *)sqlite3_column_text(st, 0),
+            .run_id = (const char *)sqlite3_column_text(st, 1),
+            .owner = (const char *)sqlite3_column_text(st, 2),
+            .upper_seq = sqlite3_column_int64(st, 3),
+            .events = sqlite3_column_int64(st, 4),
+            .digest = (const char *)sqlite3_column_text(st, 5),
+            .root = (const char *)sqlite3_column_text(st, 6),
+            .sealed_at = (const char *)sqlite3_column_text(st, 7),
+            .expired_at = (const char *)sqlite3_column_text(st, 8),
+            .policy = (const char *)sqlite3_column_text(st, 9),
+            .note = (const char *)sqlite3_column_text(st, 10),
+        };
+        rc = fn(ctx, &x);
+    }
+    sq_stmt_done(b, st);
+    if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = sq_fail(b, src, err, "expired runs");
+    return rc;
 }
 
 int sq_redaction_each(rs_backend *b, const rs_target *t, int64_t from, int64_t to,

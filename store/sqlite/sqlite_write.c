@@ -530,21 +530,15 @@ static int run_exec(rs_backend *b, const char *sql, const rs_target *t, int64_t 
     return rc < 0 ? rc : 0;
 }
 
-/* delete_by_run (t->run_id set) or delete_by_thread. */
-int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+int sq_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
 {
     b->last_put.version = -1; /* it changes logs behind an append's back */
-    int rc = sq_begin(b, err);
-    if (rc)
-        return rc;
     sq_log thr;
-    int found;
+    int found, rc;
     *count = 0;
     if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
-        (rc = sq_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)))
-        goto fail;
-    if (!found)
-        return sq_commit(b, err);
+        (rc = sq_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) || !found)
+        return rc;
     int64_t max = 0;
     if ((rc = sq_int(b, "SELECT MAX(seq) FROM run_events WHERE thread_id = ?", t->thread_id, NULL,
                      &max, NULL, err)))
@@ -599,10 +593,22 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
         if ((rc = run_exec(b, drop_dir, t, 0, err)))
             goto fail;
     }
-    return sq_commit(b, err);
+    return 0;
 fail:
-    sq_rollback(b);
     return rc;
+}
+
+/* delete_by_run (t->run_id set) or delete_by_thread. */
+int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
+{
+    int rc = sq_begin(b, err);
+    if (rc)
+        return rc;
+    if ((rc = sq_delete_rows(b, t, count, err))) {
+        sq_rollback(b);
+        return rc;
+    }
+    return sq_commit(b, err);
 }
 
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,

@@ -92,7 +92,7 @@ EOF
 @test "layout: root, thread and run directories with their modes" {
   run ls -A "$MNT"
   assert_success
-  assert_output "$(printf '%s\n' .runfs README changes changes.jsonl contract.json search threads)"
+  assert_output "$(printf '%s\n' .runfs README changes changes.jsonl contract.json expired.jsonl search threads)"
   run ls "$MNT/.runfs"
   assert_output "$(printf '%s\n' rejects.jsonl status.json)"
   run ls "$MNT/threads"
