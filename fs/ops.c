@@ -116,8 +116,9 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     /* A listing's stat that leaves a view unsized sized nothing: no line says 0 bytes. */
     if ((z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
         rfs_node_path(z->node, &path) == 0)
-        rfs_log("sized %s in %.1f s: %lld bytes%s%s", path.buf, (double)took / 1e9,
+        rfs_log("sized %s in %.1f s: %lld bytes%s%s%s", path.buf, (double)took / 1e9,
                 rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
+                !rc && !st->rendered ? " (kept)" : "",
                 !rc && st->thread_pass ? " (with the thread's history.jsonl, transcript.md and "
                                          "stats.json, in one pass over its rows)"
                                        : "");

@@ -207,7 +207,7 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
     if (!rc && want_otel)
         rc = rfs_glance_otel_new(s, t, p->service, &ot, err);
     if (tl)
-        rfs_timeline_set_window(tl, p->windows ? -1 : p->window);
+        rfs_timeline_set_window(tl, p->windows && !p->timeline ? -1 : p->window);
     if (ot)
         rfs_otel_set_part(ot, p->parts ? -1 : p->part);
     rs_buf *ob = p->otel ? p->otel : &scratch;
@@ -267,11 +267,12 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 }
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
-                       rs_buf *timeline, rs_buf *report, int64_t *otel_size, rfs_otel_marks *marks,
-                       rs_err *err)
+                       rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
+                       rfs_otel_marks *marks, rs_err *err)
 {
     run_pass p = {.stats = stats,
                   .timeline = timeline,
+                  .windows = windows,
                   .report = report,
                   .otel_size = otel_size,
                   .service = service,

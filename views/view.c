@@ -459,12 +459,14 @@ static void kept_put(rs_store *s, const kept *k, int64_t size)
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
-/* The kept names of run view kind of n's run: key (emptied first) and k. */
+/* The kept names of run view kind of n's run (num: its window, for timeline/): key
+ * (emptied first) and k. */
 static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_kind kind,
-                          const rs_log_info *info, rs_buf *key, kept *k, rs_err *err)
+                          int64_t num, const rs_log_info *info, rs_buf *key, kept *k, rs_err *err)
 {
     rfs_node v = *n;
     v.kind = kind;
+    v.num = num;
     v.name[0] = '\0';
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     rs_buf_reset(key);
@@ -474,9 +476,31 @@ static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, r
     return rc ? rc : kept_names(s, key, info, k);
 }
 
-/* A run's first stat of stats.json, timeline.svg, report.html or otel.json sizes all four in
- * one pass over its rows and keeps them (the mount keeps the three documents' bytes too),
- * so the stats of the others, as ls -la makes them, render nothing. */
+/* timeline/count's bytes, and timeline/1.svg's when the run has one window (drawn then as
+ * timeline.svg is, the same bytes), kept as the glance pass keeps the documents it makes. */
+static int keep_windows(rs_store *s, const rfs_scope *sc, const rfs_node *n,
+                        const rs_log_info *info, int64_t windows, const rs_buf *timeline,
+                        rs_err *err)
+{
+    rs_buf key = RS_BUF_INIT, count = RS_BUF_INIT;
+    kept k = {0};
+    int rc = rs_buf_addf(&count, "%lld\n", (long long)windows);
+    for (int64_t num = 0; !rc && num <= (windows == 1); num++) {
+        const rs_buf *doc = num ? timeline : &count;
+        if (!(rc = run_view_names(s, sc, n, RFS_R_TL_WIN, num, info, &key, &k, err))) {
+            rfs_sizes_put_doc(sc->sizes, key.buf, info, doc->buf, doc->len);
+            kept_put(s, &k, (int64_t)doc->len);
+        }
+    }
+    rs_buf_release(&key);
+    rs_buf_release(&count);
+    return rc;
+}
+
+/* A run's first stat of stats.json, timeline.svg, report.html, otel.json or timeline/'s
+ * files sizes them all in one pass over its rows and keeps them (the mount keeps the
+ * documents' bytes too), so the stats of the others, as ls -la and du make them, render
+ * nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                        rs_err *err)
 {
@@ -484,18 +508,18 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
            keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     kept k[4] = {{0}};
-    int64_t otel = 0;
+    int64_t otel = 0, windows = 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     int rc = 0;
     /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
     for (int i = 0; !rc && i < 4; i++)
-        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+        rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_otel_marks *marks = NULL;
     if (!rc && rfs_otel_marks_new(&marks))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
-        rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &docs[2], &otel, marks,
-                                err);
+        rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
+                                &otel, marks, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, &k[i], (int64_t)docs[i].len);
@@ -503,6 +527,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     if (!rc) {
         rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
         kept_put(s, &k[3], otel);
+        rc = keep_windows(s, sc, n, info, windows, &docs[1], err);
     }
     rfs_otel_marks_release(marks);
     for (int i = 0; i < 4; i++)
@@ -535,7 +560,7 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     int rc = 0;
     /* The keys first: a change during the pass then leaves the sizes unkept. */
     for (int i = 0; !rc && i < 3; i++)
-        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+        rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_glance_sink sink = {0};
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
@@ -596,12 +621,13 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rc = kept_names(s, &key, token, &k);
     int pass = !rc && cache && !doc && !cheap &&
                (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
-                (n->kind == RFS_T_STATS && sc->thread_pass)) &&
+                n->kind == RFS_R_TL_WIN || (n->kind == RFS_T_STATS && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass && n->kind == RFS_T_STATS)
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
         rc = glance_pass(s, sc, n, token, err);
+    st->rendered = pass;
     if (!rc && cache &&
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : kept_get(s, sc, &key, token, &k, &st->size))) {
@@ -624,6 +650,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (!rc)
         rc = render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
+    st->rendered |= !doc;
     /* The views of a run at a glance keep their bytes too: the open after a stat reads
      * them instead of scanning the run again. */
     if (!rc && cache && keep)
@@ -665,8 +692,11 @@ static int memo_log_info(rs_store *s, const rfs_scope *sc, const char *thread_id
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
                      const sizing *how, rs_err *err)
 {
-    if (rfs_search_is_result(n->kind))
-        return rfs_search_stat(s, sc, n, st, doc == NULL, err);
+    if (rfs_search_is_result(n->kind)) {
+        int rc = rfs_search_stat(s, sc, n, st, doc == NULL, err);
+        st->rendered = doc == NULL;
+        return rc;
+    }
     memset(st, 0, sizeof *st);
     if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
@@ -732,13 +762,15 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
-        !(rc = glance_pass(s, sc, n, &info, err)))
+        !(rc = glance_pass(s, sc, n, &info, err))) {
+        st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
+    }
     /* A view the kernel keeps waits for its getattr (not lazy), whose pass hands the
      * kernel its bytes: the read after the stat (cat, grep -r) renders nothing. */
     if (!rc && !known && !doc && !cheap && sc->thread_pass && thread_pass_kind(n->kind) &&
         !(keeps && keeps->lazy) && sc->sizes && !(rc = thread_pass(s, sc, n, &info, keeps, err))) {
-        st->thread_pass = 1;
+        st->thread_pass = st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     }
     if (!rc && !known && doc) {
@@ -753,6 +785,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->unsized = 1; /* these views exist with their thread (types and tasks: listed) */
     } else if (!rc && !known) {
         rc = stream_size(s, sc, n, keeps, &st->size, err);
+        st->rendered = 1;
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller

@@ -59,6 +59,8 @@ typedef struct rfs_stat {
     int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
     int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md and
                          stats.json in one pass (rfs_scope's thread_pass) */
+    int rendered;     /* this stat rendered rows (its view, or a pass over its run's or
+                         thread's) to learn the size: it was not kept */
 } rfs_stat;
 
 /* Does the node exist for this scope, and what is it. -ENOENT when it does not. */

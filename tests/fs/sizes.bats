@@ -100,3 +100,102 @@ sys.exit(0 if after == before and len(tar.stdout) > 0 else 1)
 PY
   assert_success
 }
+
+# import_store DIR: a DeerFlow JSONL folder of 2 threads x 2 runs (tool calls, messages, a
+# guardrail), imported with `runfs import` into $STORE, nothing mounted.
+import_store() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+base = sys.argv[1]
+for t in (1, 2):
+    tid = "imp-%d" % t
+    os.makedirs(os.path.join(base, "threads", tid, "runs"))
+    seq = 0
+    for r in (1, 2):
+        rows = [("run.start", "trace", {"chain": "lead_agent"})]
+        for i in range(6):
+            rows += [("llm.human.input", "message", {"type": "human", "content": "question %d" % i, "id": "h%d" % i}),
+                     ("llm.ai.response", "message", {"type": "ai", "content": "answer " * (i + 1), "id": "a%d" % i,
+                                                     "tool_calls": [{"id": "c%d" % i, "name": "search", "args": {}}]}),
+                     ("llm.tool.result", "message", {"type": "tool", "content": "found %d" % i, "tool_call_id": "c%d" % i}),
+                     ("middleware:guardrail", "middleware", {"action": "allow"})]
+        rows.append(("run.terminal", "trace", {"status": "success"}))
+        with open(os.path.join(base, "threads", tid, "runs", "run-%d.jsonl" % r), "w") as f:
+            for et, cat, c in rows:
+                seq += 1
+                f.write(json.dumps({"thread_id": tid, "run_id": "run-%d" % r, "event_type": et,
+                                    "category": cat, "content": c, "metadata": {"caller": "lead_agent"},
+                                    "seq": seq, "created_at": "2026-03-04T05:06:%02d.%06d+00:00" % (t, seq)}) + "\n")
+PY
+  "$RUNFS" import -q "$STORE" --deerflow-jsonl "$1"
+}
+
+# walk_honest DIR: du -sb of DIR is its files' and directories' st_size summed, and every
+# file's st_size is the bytes a read of it gives (python's os.walk, not du).
+walk_honest() {
+  local du; du=$(du -sb "$1" | cut -f1)
+  python3 - "$1" "$du" <<'PY'
+import os, sys
+top, du = sys.argv[1], int(sys.argv[2])
+total, bad = os.stat(top).st_size, []
+for d, dirs, files in os.walk(top):
+    total += sum(os.stat(os.path.join(d, x)).st_size for x in dirs)
+    for x in files:
+        p = os.path.join(d, x)
+        size = os.stat(p).st_size
+        with open(p, "rb") as f:
+            got = len(f.read())
+        total += size
+        if got != size:
+            bad.append("%s: st_size %d, a read gives %d bytes" % (p, size, got))
+if bad or total != du:
+    print("du -sb says %d, the tree's st_size sum %d" % (du, total), *bad, sep="\n")
+    sys.exit(1)
+PY
+}
+
+@test "a cold du of a store runfs import made is its files' bytes; a run's documents and timeline/ size in one pass" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl"
+  # 0 ms: every stat below a thread is logged, a kept size marked (kept).
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/cold.log"
+  run walk_honest "$MNT/threads"
+  assert_success
+  local t r n
+  for t in imp-1 imp-2; do
+    for r in run-1 run-2; do
+      # stats.json, timeline.svg, report.html, otel.json and timeline/'s files of one run:
+      # one pass over its rows renders them all, the others' stats take kept sizes.
+      n=$(grep -E "sized threads/$t/runs/$r/(stats.json|timeline.svg|report.html|otel.json|timeline/[^ ]*) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
+      [ "$n" -eq 1 ] || fail "$t/$r: $n stats rendered its documents, not one pass: $(grep "runs/$r/" "$WORK/cold.log" | grep "threads/$t/")"
+    done
+  done
+}
+
+@test "st_size of every view is its bytes after runfs import, runfs put, a foreign DELETE and REPLACE, a remount and -o ro" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl"
+  runfs_mount "$STORE" "$MNT"
+  run walk_honest "$MNT/threads"
+  assert_success
+  { ev_human "put after the import" 7; ev_ai "and its answer" 7; } | "$RUNFS" put -q "$STORE" imp-1 run-3
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before runfs put"; }
+  store_sql "DELETE FROM run_events WHERE thread_id = 'imp-2' AND event_type = 'middleware:guardrail' AND run_id = 'run-1'"
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before the DELETE"; }
+  # REPLACE: the row is deleted and inserted again with another content (SQLite's form; on
+  # PostgreSQL a DELETE and an INSERT of the same id in one statement's transaction).
+  if on_pg; then
+    store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"a much longer tool result than before\",\"tool_call_id\":\"c0\"}' WHERE thread_id = 'imp-1' AND event_type = 'llm.tool.result' AND seq = 4"
+  else
+    store_sql "REPLACE INTO run_events SELECT id, thread_id, run_id, user_id, event_type, category, '{\"type\":\"tool\",\"content\":\"a much longer tool result than before\",\"tool_call_id\":\"c0\"}', event_metadata, seq, created_at FROM run_events WHERE thread_id = 'imp-1' AND seq = 4"
+  fi
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before the REPLACE"; }
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  run walk_honest "$MNT/threads"
+  assert_success
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" -o ro
+  run walk_honest "$MNT/threads"
+  assert_success
+}
