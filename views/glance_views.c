@@ -209,7 +209,7 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
     if (tl)
         rfs_timeline_set_window(tl, p->windows && !p->timeline ? -1 : p->window);
     if (ot)
-        rfs_otel_set_part(ot, p->parts ? -1 : p->part);
+        rfs_otel_set_part(ot, p->parts && !p->otel_size ? -1 : p->part);
     rs_buf *ob = p->otel ? p->otel : &scratch;
     if (!rc) {
         rs_query q = RS_QUERY_INIT;
@@ -268,11 +268,12 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       rfs_otel_marks *marks, rs_err *err)
+                       int64_t *parts, rfs_otel_marks *marks, rs_err *err)
 {
     run_pass p = {.stats = stats,
                   .timeline = timeline,
                   .windows = windows,
+                  .parts = parts,
                   .report = report,
                   .otel_size = otel_size,
                   .service = service,

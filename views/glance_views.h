@@ -19,12 +19,12 @@ int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, 
  * part (0: their count); service: otel's service.name (NULL: runfs). */
 int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *service,
                       const rs_target *t, rs_buf *out, rs_err *err);
-/* A run's stats.json, timeline.svg and report.html rendered, timeline/count's windows and
- * otel.json's size counted, in one pass over its rows (what a first ls -la or du of the run
- * needs); otel.json's positions kept in marks (NULL: none). */
+/* A run's stats.json, timeline.svg and report.html rendered, timeline/count's windows,
+ * otel.json's size and otel/count's parts counted, in one pass over its rows (what a first
+ * ls -la or du of the run needs); otel.json's positions kept in marks (NULL: none). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       rfs_otel_marks *marks, rs_err *err);
+                       int64_t *parts, rfs_otel_marks *marks, rs_err *err);
 /* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
  * first run.start. */
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,

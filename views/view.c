@@ -476,29 +476,35 @@ static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, r
     return rc ? rc : kept_names(s, key, info, k);
 }
 
-/* timeline/count's bytes, and timeline/1.svg's when the run has one window (drawn then as
- * timeline.svg is, the same bytes), kept as the glance pass keeps the documents it makes. */
-static int keep_windows(rs_store *s, const rfs_scope *sc, const rfs_node *n,
-                        const rs_log_info *info, int64_t windows, const rs_buf *timeline,
-                        rs_err *err)
+/* timeline/count's or otel/count's bytes (kind: RFS_R_TL_WIN or RFS_R_OTEL_PART; count:
+ * the windows or parts), and, when the run has one, timeline/1.svg's or otel/1.json's
+ * (drawn then as timeline.svg and otel.json are, the same bytes: whole, its doc; or only
+ * its size, whole_size), kept as the glance pass keeps what it makes. */
+static int keep_parts(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                      rfs_kind kind, int64_t count, const rs_buf *whole, int64_t whole_size,
+                      rs_err *err)
 {
-    rs_buf key = RS_BUF_INIT, count = RS_BUF_INIT;
+    rs_buf key = RS_BUF_INIT, doc = RS_BUF_INIT;
     kept k = {0};
-    int rc = rs_buf_addf(&count, "%lld\n", (long long)windows);
-    for (int64_t num = 0; !rc && num <= (windows == 1); num++) {
-        const rs_buf *doc = num ? timeline : &count;
-        if (!(rc = run_view_names(s, sc, n, RFS_R_TL_WIN, num, info, &key, &k, err))) {
-            rfs_sizes_put_doc(sc->sizes, key.buf, info, doc->buf, doc->len);
-            kept_put(s, &k, (int64_t)doc->len);
-        }
+    int rc = rs_buf_addf(&doc, "%lld\n", (long long)count);
+    if (!rc && !(rc = run_view_names(s, sc, n, kind, 0, info, &key, &k, err))) {
+        rfs_sizes_put_doc(sc->sizes, key.buf, info, doc.buf, doc.len);
+        kept_put(s, &k, (int64_t)doc.len);
+    }
+    if (!rc && count == 1 && !(rc = run_view_names(s, sc, n, kind, 1, info, &key, &k, err))) {
+        if (whole)
+            rfs_sizes_put_doc(sc->sizes, key.buf, info, whole->buf, whole->len);
+        else
+            rfs_sizes_put(sc->sizes, key.buf, info, whole_size);
+        kept_put(s, &k, whole ? (int64_t)whole->len : whole_size);
     }
     rs_buf_release(&key);
-    rs_buf_release(&count);
+    rs_buf_release(&doc);
     return rc;
 }
 
-/* A run's first stat of stats.json, timeline.svg, report.html, otel.json or timeline/'s
- * files sizes them all in one pass over its rows and keeps them (the mount keeps the
+/* A run's first stat of stats.json, timeline.svg, report.html, otel.json or the files of
+ * timeline/ and otel/ sizes them all in one pass over its rows and keeps them (the mount keeps the
  * documents' bytes too), so the stats of the others, as ls -la and du make them, render
  * nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
@@ -508,7 +514,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
            keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     kept k[4] = {{0}};
-    int64_t otel = 0, windows = 0;
+    int64_t otel = 0, windows = 0, parts = 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     int rc = 0;
     /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
@@ -519,7 +525,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
-                                &otel, marks, err);
+                                &otel, &parts, marks, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, &k[i], (int64_t)docs[i].len);
@@ -527,7 +533,9 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     if (!rc) {
         rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
         kept_put(s, &k[3], otel);
-        rc = keep_windows(s, sc, n, info, windows, &docs[1], err);
+        rc = keep_parts(s, sc, n, info, RFS_R_TL_WIN, windows, &docs[1], 0, err);
+        if (!rc)
+            rc = keep_parts(s, sc, n, info, RFS_R_OTEL_PART, parts, NULL, otel, err);
     }
     rfs_otel_marks_release(marks);
     for (int i = 0; i < 4; i++)
@@ -621,7 +629,8 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rc = kept_names(s, &key, token, &k);
     int pass = !rc && cache && !doc && !cheap &&
                (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
-                n->kind == RFS_R_TL_WIN || (n->kind == RFS_T_STATS && sc->thread_pass)) &&
+                n->kind == RFS_R_TL_WIN || n->kind == RFS_R_OTEL_PART ||
+                (n->kind == RFS_T_STATS && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass && n->kind == RFS_T_STATS)
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));

@@ -154,7 +154,7 @@ if bad or total != du:
 PY
 }
 
-@test "a cold du of a store runfs import made is its files' bytes; a run's documents and timeline/ size in one pass" {
+@test "a cold du of a store runfs import made is its files' bytes; a run's documents, timeline/ and otel/ size in one pass" {
   runfs_unmount "$MNT"
   import_store "$WORK/jsonl"
   # 0 ms: every stat below a thread is logged, a kept size marked (kept).
@@ -164,9 +164,9 @@ PY
   local t r n
   for t in imp-1 imp-2; do
     for r in run-1 run-2; do
-      # stats.json, timeline.svg, report.html, otel.json and timeline/'s files of one run:
+      # stats.json, timeline.svg, report.html, otel.json and the files of timeline/ and otel/:
       # one pass over its rows renders them all, the others' stats take kept sizes.
-      n=$(grep -E "sized threads/$t/runs/$r/(stats.json|timeline.svg|report.html|otel.json|timeline/[^ ]*) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
+      n=$(grep -E "sized threads/$t/runs/$r/(stats.json|timeline.svg|report.html|otel.json|timeline/[^ ]*|otel/[^ ]*) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
       [ "$n" -eq 1 ] || fail "$t/$r: $n stats rendered its documents, not one pass: $(grep "runs/$r/" "$WORK/cold.log" | grep "threads/$t/")"
     done
   done
