@@ -38,12 +38,12 @@ typedef struct rfs_glance_sink {
     void *ctx;
 } rfs_glance_sink;
 
-/* A thread's stats.json rendered, and its history.jsonl's and transcript.md's sizes
- * counted, in one pass over its rows (what a first ls -la of the thread needs; DESIGN
- * "Performance principles"). status: the transcript's run.terminal lines; sink: NULL or
- * where one view's bytes go. */
+/* A thread's stats.json and report.html (report NULL: not) rendered, and its
+ * history.jsonl's and transcript.md's sizes counted, in one pass over its rows (what a
+ * first ls -la of the thread needs; DESIGN "Performance principles"). status: the
+ * transcript's run.terminal lines; sink: NULL or where one view's bytes go. */
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
-                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats,
+                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err);
 
 #endif

@@ -548,26 +548,29 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
 /* The thread views a first ls -la renders: sized together by thread_pass. */
 static int thread_pass_kind(rfs_kind kind)
 {
-    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS;
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS ||
+           kind == RFS_T_REPORT;
 }
 
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
-/* history.jsonl's and transcript.md's sizes and stats.json's bytes from one pass over the
- * thread's rows, kept as each view's own rendering keeps them (sc->thread_pass); the bytes
- * of n's view handed to how->bytes as they are made (how NULL or without bytes: none). */
+/* history.jsonl's and transcript.md's sizes and stats.json's and report.html's bytes from
+ * one pass over the thread's rows, kept as each view's own rendering keeps them
+ * (sc->thread_pass); the bytes of n's view handed to how->bytes as they are made (how NULL
+ * or without bytes: none). */
 static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                        const sizing *how, rs_err *err)
 {
-    static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS};
-    rs_buf doc = RS_BUF_INIT, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
-    kept k[3] = {{0}};
-    int64_t size[3] = {0};
+    static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS, RFS_T_REPORT};
+    rs_buf docs[2] = {RS_BUF_INIT, RS_BUF_INIT},
+           keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    kept k[4] = {{0}};
+    int64_t size[4] = {0};
     rs_target t = {.thread_id = n->thread_id, .user = sc->user};
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int rc = 0;
     /* The keys first: a change during the pass then leaves the sizes unkept. */
-    for (int i = 0; !rc && i < 3; i++)
+    for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_glance_sink sink = {0};
     if (how && how->bytes) {
@@ -577,18 +580,22 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         sink.ctx = how->ctx;
     }
     if (!rc)
-        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &doc, &size[0], &size[1], err);
-    size[2] = (int64_t)doc.len;
-    for (int i = 0; !rc && i < 3; i++) {
-        if (kinds[i] == RFS_T_STATS)
-            rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc.buf, doc.len);
-        else
+        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &docs[0], &docs[1], &size[0],
+                                   &size[1], err);
+    for (int i = 0; !rc && i < 4; i++) {
+        const rs_buf *doc = i >= 2 ? &docs[i - 2] : NULL;
+        if (doc) {
+            size[i] = (int64_t)doc->len;
+            rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc->buf, doc->len);
+        } else {
             rfs_sizes_put(sc->sizes, keys[i].buf, info, size[i]);
+        }
         kept_put(s, &k[i], size[i]);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
-    rs_buf_release(&doc);
+    for (int i = 0; i < 2; i++)
+        rs_buf_release(&docs[i]);
     return rc;
 }
 
@@ -630,9 +637,9 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     int pass = !rc && cache && !doc && !cheap &&
                (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
                 n->kind == RFS_R_TL_WIN || n->kind == RFS_R_OTEL_PART ||
-                (n->kind == RFS_T_STATS && sc->thread_pass)) &&
+                (thread_pass_kind(n->kind) && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
-    if (pass && n->kind == RFS_T_STATS)
+    if (pass && thread_pass_kind(n->kind))
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
         rc = glance_pass(s, sc, n, token, err);

@@ -34,8 +34,8 @@ typedef struct rfs_scope {
     struct rfs_sizes *sizes; /* view sizes kept until their thread changes (NULL: none) */
     rfs_info_memo *memo;     /* a listing's: stats of one thread or run share its facts */
     /* A listing of the thread asked for its entries' attributes (ls -la): a stat that must
-     * render history.jsonl, transcript.md or the thread's stats.json for its size sizes the
-     * three in one pass over the rows (they are stat'ed next). */
+     * render history.jsonl, transcript.md or the thread's stats.json or report.html for its
+     * size sizes the four in one pass over the rows (they are stat'ed next). */
     int thread_pass;
 } rfs_scope;
 
@@ -57,8 +57,8 @@ typedef struct rfs_stat {
     int64_t version;  /* a fingerprint of what the thread or run was (its log info): a
                          rendering's bytes hold while it stays the same */
     int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
-    int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md and
-                         stats.json in one pass (rfs_scope's thread_pass) */
+    int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md,
+                         stats.json and report.html in one pass (rfs_scope's thread_pass) */
     int rendered;     /* this stat rendered rows (its view, or a pass over its run's or
                          thread's) to learn the size: it was not kept */
 } rfs_stat;

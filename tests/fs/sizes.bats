@@ -8,8 +8,10 @@ load lib
 T=threads/ts
 R=$T/runs/r1
 # The run's views and the thread's stats.json, under $T.
-VIEWS="stats.json runs/r1/events.jsonl runs/r1/messages.jsonl runs/r1/stats.json
+VIEWS="stats.json report.html runs/r1/events.jsonl runs/r1/messages.jsonl runs/r1/stats.json
   runs/r1/timeline.svg runs/r1/otel.json runs/r1/receipt.json runs/r1/workspace-changes.json
+  runs/r1/report.html runs/r1/timeline/1.svg runs/r1/timeline/count runs/r1/otel/1.json
+  runs/r1/otel/count
   runs/r1/last-visible-ai-seq runs/r1/types/llm.ai.response.jsonl
   runs/r1/types/llm.human.input.jsonl"
 
@@ -154,15 +156,26 @@ if bad or total != du:
 PY
 }
 
-@test "a cold du of a store runfs import made is its files' bytes; a run's documents, timeline/ and otel/ size in one pass" {
+@test "a cold du of a store runfs import made is its files' bytes; a thread's views and a run's documents size in one pass each" {
   runfs_unmount "$MNT"
   import_store "$WORK/jsonl"
   # 0 ms: every stat below a thread is logged, a kept size marked (kept).
   RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/cold.log"
   run walk_honest "$MNT/threads"
   assert_success
+  # What the passes made is what each view renders alone (runfs cat, another process).
+  local f
+  for f in history.jsonl transcript.md stats.json report.html runs/run-1/stats.json \
+    runs/run-1/timeline.svg runs/run-1/report.html runs/run-1/otel.json runs/run-1/timeline/1.svg \
+    runs/run-1/timeline/count runs/run-1/otel/1.json runs/run-1/otel/count; do
+    cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
+      fail "$f: the mount's bytes are not runfs cat's"
+  done
   local t r n
   for t in imp-1 imp-2; do
+    # The thread's history.jsonl, transcript.md, stats.json and report.html: one pass.
+    n=$(grep -E "sized threads/$t/(history.jsonl|transcript.md|stats.json|report.html) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
+    [ "$n" -eq 1 ] || fail "$t: $n stats rendered the thread's views, not one pass: $(grep "threads/$t/[a-z.]* in" "$WORK/cold.log")"
     for r in run-1 run-2; do
       # stats.json, timeline.svg, report.html, otel.json and the files of timeline/ and otel/:
       # one pass over its rows renders them all, the others' stats take kept sizes.
