@@ -828,6 +828,54 @@ int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int la
     return view_stat(s, sc, n, st, NULL, &how, err);
 }
 
+/* The entries of one directory of rfs_view_size_tree. */
+typedef struct tree_dir {
+    const rfs_node *dir;
+    rfs_node *kids;
+    size_t n, cap;
+} tree_dir;
+
+static int tree_add(void *ctx, const char *name, int is_dir, const int64_t *times)
+{
+    (void)is_dir;
+    (void)times;
+    tree_dir *d = ctx;
+    if (rs_array_grow(&d->kids, &d->cap, d->n + 1, sizeof *d->kids))
+        return -ENOMEM;
+    /* The listing gives only names that lead back to a node. */
+    if (!rfs_node_child(d->dir, name, &d->kids[d->n]))
+        d->n++;
+    return 0;
+}
+
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    tree_dir d = {.dir = n};
+    int rc = rfs_view_entries(s, sc, n, tree_add, &d, err);
+    /* A thread's listing with attributes is what asks for its one pass (as on a mount). */
+    int pass = sc->thread_pass;
+    sc->thread_pass = n->kind == RFS_THREAD;
+    rfs_info_memo memo = {0};
+    for (size_t i = 0; !rc && i < d.n; i++) {
+        rfs_stat st;
+        if (rfs_node_is_dir(d.kids[i].kind)) {
+            rc = rfs_view_size_tree(s, sc, &d.kids[i], err);
+            sc->thread_pass = n->kind == RFS_THREAD;
+            continue;
+        }
+        /* A listing's stats of one thread's or run's files read its facts once. */
+        sc->memo = &memo;
+        rc = rfs_view_stat(s, sc, &d.kids[i], &st, err);
+        sc->memo = NULL;
+        /* Types and tasks the run no longer has, after a foreign delete: nothing to size. */
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    sc->thread_pass = pass;
+    free(d.kids);
+    return rc;
+}
+
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
                     rs_err *err)
 {

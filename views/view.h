@@ -117,6 +117,11 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
 int rfs_view_entries(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
                      void *ctx, rs_err *err);
 
+/* Stat every file below directory node n as a walk of a mount does (du, tar), so each
+ * view's size is learnt and kept in the store: a later mount's first walk renders
+ * nothing. sc needs sizes; its thread_pass is set for the threads' listings. */
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err);
+
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,
                  int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err);

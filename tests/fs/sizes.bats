@@ -103,8 +103,8 @@ PY
   assert_success
 }
 
-# import_store DIR: a DeerFlow JSONL folder of 2 threads x 2 runs (tool calls, messages, a
-# guardrail), imported with `runfs import` into $STORE, nothing mounted.
+# import_store DIR [OPTION...]: a DeerFlow JSONL folder of 2 threads x 2 runs (tool calls,
+# messages, a guardrail), imported with `runfs import [OPTION...]` into $STORE, nothing mounted.
 import_store() {
   python3 - "$1" <<'PY'
 import json, os, sys
@@ -129,7 +129,7 @@ for t in (1, 2):
                                     "category": cat, "content": c, "metadata": {"caller": "lead_agent"},
                                     "seq": seq, "created_at": "2026-03-04T05:06:%02d.%06d+00:00" % (t, seq)}) + "\n")
 PY
-  "$RUNFS" import -q "$STORE" --deerflow-jsonl "$1"
+  "$RUNFS" import -q "${@:2}" "$STORE" --deerflow-jsonl "$1"
 }
 
 # walk_honest DIR: du -sb of DIR is its files' and directories' st_size summed, and every
@@ -211,4 +211,23 @@ PY
   runfs_mount "$STORE" "$MNT" -o ro
   run walk_honest "$MNT/threads"
   assert_success
+}
+
+@test "runfs import --sizes keeps every view's size: a mount's first du renders no view, and the sizes are the bytes" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl" --sizes
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/sized.log"
+  run walk_honest "$MNT/threads"
+  assert_success
+  # Only the one-row lookups (a seq, a singleton's row, the redaction rows) are read at a
+  # stat; every view the import sized is (kept).
+  run bash -c "grep 'sized threads/imp-' '$WORK/sized.log' | grep -v '(kept)' | grep -vE '/(last-visible-ai-seq|once/[^ ]*|redactions.jsonl|seq|message-count) in'"
+  assert_output ""
+  grep -q 'sized threads/imp-1/runs/run-1/report.html in .*(kept)' "$WORK/sized.log" ||
+    fail "the run's report.html was not stat'ed with a kept size: $(grep imp-1/runs/run-1/ "$WORK/sized.log")"
+  local f
+  for f in history.jsonl transcript.md stats.json report.html runs/run-2/otel.json runs/run-2/report.html; do
+    cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
+      fail "$f: the mount's bytes are not runfs cat's"
+  done
 }
