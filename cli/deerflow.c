@@ -413,7 +413,7 @@ out:
 /* --sizes: every view of the thread sized as a default mount's walk sizes it (no owner
  * apart, otel's service runfs), kept in the store, so that mount's first du or tar renders
  * nothing. A failure costs only that: the mount renders those views at their first stat. */
-static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id)
+static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, rfs_progress *pg)
 {
     rfs_scope sc = {.sizes = sizes, .mount_ns = rs_clock_ns(CLOCK_REALTIME)};
     rfs_node n;
@@ -422,9 +422,11 @@ static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id)
     int rc = rs_buf_addf(&path, "threads/%s", thread_id);
     if (!rc && !(rc = rfs_node_parse(path.buf, &n)))
         rc = rfs_view_size_tree(s, &sc, &n, &err);
-    if (rc)
+    if (rc) {
+        rfs_progress_clear(pg);
         fprintf(stderr, "runfs import: thread %s imported, not sized: %s\n", thread_id,
                 *err.msg ? err.msg : strerror(-rc));
+    }
     rs_buf_release(&path);
     return rc;
 }
@@ -522,7 +524,7 @@ int rfs_cmd_import(int argc, char **argv)
         int64_t a = 0, k = 0;
         if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
             status = 2;
-        else if (sized && size_thread(s, sizes, names[i]))
+        else if (sized && size_thread(s, sizes, names[i], pg))
             status = 2;
         added += a;
         skipped += k;
