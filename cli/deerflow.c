@@ -14,6 +14,8 @@
 
 #include "deerflow.h"
 #include "progress.h"
+#include "sizes.h"
+#include "view.h"
 #include "rs_util.h"
 
 #define WATERMARK ".seq-watermark"
@@ -408,6 +410,27 @@ out:
     return status;
 }
 
+/* --sizes: every view of the thread sized as a default mount's walk sizes it (no owner
+ * apart, otel's service runfs), kept in the store, so that mount's first du or tar renders
+ * nothing. A failure costs only that: the mount renders those views at their first stat. */
+static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, rfs_progress *pg)
+{
+    rfs_scope sc = {.sizes = sizes, .mount_ns = rs_clock_ns(CLOCK_REALTIME)};
+    rfs_node n;
+    rs_buf path = RS_BUF_INIT;
+    rs_err err = {0};
+    int rc = rs_buf_addf(&path, "threads/%s", thread_id);
+    if (!rc && !(rc = rfs_node_parse(path.buf, &n)))
+        rc = rfs_view_size_tree(s, &sc, &n, &err);
+    if (rc) {
+        rfs_progress_clear(pg);
+        fprintf(stderr, "runfs import: thread %s imported, not sized: %s\n", thread_id,
+                *err.msg ? err.msg : strerror(-rc));
+    }
+    rs_buf_release(&path);
+    return rc;
+}
+
 /* --deerflow-jsonl's getopt value; import's and export's own options count from OPT_OWN. */
 enum { OPT_DIR = 256, OPT_OWN };
 
@@ -430,22 +453,25 @@ static int next_option(int argc, char **argv, const struct option *longopts, int
 
 int rfs_cmd_import(int argc, char **argv)
 {
-    enum { OPT_STRICT = OPT_OWN, OPT_SKIP, OPT_USER };
+    enum { OPT_STRICT = OPT_OWN, OPT_SKIP, OPT_USER, OPT_SIZES };
     static const struct option longopts[] = {
         {"deerflow-jsonl", required_argument, NULL, OPT_DIR},
         {"strict", no_argument, NULL, OPT_STRICT},
         {"skip-bad-lines", no_argument, NULL, OPT_SKIP},
+        {"sizes", no_argument, NULL, OPT_SIZES},
         {"user", required_argument, NULL, OPT_USER},
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL;
-    int skip_bad = 0, quiet = 0, c;
+    int skip_bad = 0, quiet = 0, sized = 0, c;
     rs_import_opts o = {0};
     optind = 1;
     while ((c = next_option(argc, argv, longopts, &quiet, &dir)) != -1) {
         if (c == OPT_STRICT)
             o.strict = 1;
+        else if (c == OPT_SIZES)
+            sized = 1;
         else if (c == OPT_SKIP)
             skip_bad = 1;
         else if (c == OPT_USER && rs_id_valid(optarg))
@@ -488,13 +514,22 @@ int rfs_cmd_import(int argc, char **argv)
     if (pg)
         rfs_progress_total(pg, folder_bytes(threads.buf, names));
     int64_t added = 0, skipped = 0;
+    rfs_sizes *sizes = NULL;
+    if (sized && rfs_sizes_new(&sizes)) {
+        fprintf(stderr, "runfs: out of memory\n");
+        status = 2;
+        sized = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         int64_t a = 0, k = 0;
         if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
             status = 2;
+        else if (sized && size_thread(s, sizes, names[i], pg))
+            status = 2;
         added += a;
         skipped += k;
     }
+    rfs_sizes_free(sizes);
     rfs_progress_end(pg);
     if (!quiet)
         fprintf(stderr, "runfs import: %lld rows imported, %lld already present, %zu thread%s%s\n",

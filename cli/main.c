@@ -1061,13 +1061,17 @@ static const command commands[] = {
      "proofs/<seq>. exit 0 when the line leads to the seal's root, 1 when not, 2 when a file\n"
      "is not what it should be. Needs no store.\n",
      rfs_cmd_verify_proof},
-    {"import", "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID] [-q]",
+    {"import",
+     "STORE --deerflow-jsonl DIR [--strict] [--skip-bad-lines] [--user ID] [--sizes] [-q]",
      "load DeerFlow's JSONL folder, seq and created_at kept",
      "DIR is DeerFlow's base folder (.deer-flow, holding threads/T/runs/R.jsonl) or its parent.\n"
      "  --strict          check content against the contract's schemas too, and refuse\n"
      "                    links and FIFOs (else named and skipped)\n"
      "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
      "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
+     "  --sizes           size every view of the imported threads now, kept in the store,\n"
+     "                    so a mount's first du, ls -la or tar renders nothing (the\n"
+     "                    import renders each view once: it takes longer)\n"
      "  -q, --quiet       no summary line on stderr\n"
      "on a terminal, progress: lines, bytes of the files' total, rate and time left.\n"
      "rows already present and equal are skipped; a malformed line or a different row at a\n"

@@ -116,10 +116,11 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     /* A listing's stat that leaves a view unsized sized nothing: no line says 0 bytes. */
     if ((z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
         rfs_node_path(z->node, &path) == 0)
-        rfs_log("sized %s in %.1f s: %lld bytes%s%s", path.buf, (double)took / 1e9,
+        rfs_log("sized %s in %.1f s: %lld bytes%s%s%s", path.buf, (double)took / 1e9,
                 rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
-                !rc && st->thread_pass ? " (with the thread's history.jsonl, transcript.md and "
-                                         "stats.json, in one pass over its rows)"
+                !rc && !st->rendered ? " (kept)" : "",
+                !rc && st->thread_pass ? " (with the thread's history.jsonl, transcript.md, "
+                                         "stats.json and report.html, in one pass over its rows)"
                                        : "");
     rs_buf_release(&path);
 }
@@ -322,7 +323,8 @@ void rfs_thread_pass_hint(rfs_mount *m, const char *thread_id)
 
 static int thread_pass_wanted(rfs_mount *m, const rfs_node *n)
 {
-    if ((n->kind != RFS_T_HISTORY && n->kind != RFS_T_TRANSCRIPT && n->kind != RFS_T_STATS) ||
+    if ((n->kind != RFS_T_HISTORY && n->kind != RFS_T_TRANSCRIPT && n->kind != RFS_T_STATS &&
+         n->kind != RFS_T_REPORT) ||
         atomic_load(&m->pass_thread) != thread_hash(n->thread_id))
         return 0;
     return rs_clock_ns(CLOCK_MONOTONIC) < atomic_load(&m->pass_until_ns);

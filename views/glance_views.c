@@ -118,8 +118,65 @@ static void sink_give(rfs_glance_sink *sink, int give, const char *p, size_t len
         sink->bytes = NULL;
 }
 
+/* Each run's stats.json fed from the thread's rows, for the thread's report.html: the
+ * run's rows are those of a run's own pass (the same query, narrowed to the run). */
+typedef struct run_feeds {
+    rfs_map *runs; /* rfs_stats pointers by run id */
+    rfs_stats *last;
+    char last_id[RS_ID_MAX + 1]; /* the run of last */
+} run_feeds;
+
+static void run_feeds_free(run_feeds *f)
+{
+    for (size_t i = 0; f->runs && i < rfs_map_count(f->runs); i++)
+        rfs_stats_free(*(rfs_stats **)rfs_map_val(f->runs, i));
+    rfs_map_free(f->runs);
+}
+
+/* The stats of run_id (made at its first row), or NULL: out of memory. */
+static rfs_stats *run_feed(run_feeds *f, const char *thread_id, const char *run_id)
+{
+    if (f->last && strcmp(f->last_id, run_id) == 0)
+        return f->last;
+    rfs_stats **v = rfs_map_get(f->runs, run_id, strlen(run_id), 1);
+    if (!v || (!*v && rfs_stats_new(v, thread_id, run_id)))
+        return NULL;
+    /* Run ids are valid ids: they fit. */
+    (void)rs_fmt(f->last_id, sizeof f->last_id, "%s", run_id);
+    f->last = *v;
+    return f->last;
+}
+
+typedef struct fed_runs_ctx {
+    rs_store *s;
+    const rs_target *t;
+    run_feeds *feeds;
+    rs_names *names;
+    char run_id[RS_ID_MAX + 1];
+} fed_runs_ctx;
+
+/* The thread's next run and its stats.json, from what the pass fed it (a run made by
+ * mkdir, with no rows, from none). */
+static int next_fed_run(void *ctx, const char **run_id, rs_buf *stats)
+{
+    fed_runs_ctx *c = ctx;
+    const char *name;
+    int rc = rs_names_next(c->names, &name);
+    if (rc != 1)
+        return rc;
+    /* Run ids are valid ids: they fit. */
+    (void)rs_fmt(c->run_id, sizeof c->run_id, "%s", name);
+    rfs_stats *st = run_feed(c->feeds, c->t->thread_id, c->run_id);
+    if (!st)
+        return -ENOMEM;
+    seal_ctx sc = {.s = c->s, .t = c->t};
+    *run_id = c->run_id;
+    rc = rfs_stats_finish(st, seal_of, &sc, stats);
+    return rc ? rc : 1;
+}
+
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
-                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats,
+                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err)
 {
     rfs_stats *st = NULL;
@@ -127,9 +184,12 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     rs_history *h = NULL;
     rs_buf scratch = RS_BUF_INIT;
     int64_t history = 0, transcript = 0;
+    run_feeds feeds = {0};
     int rc = rfs_stats_new(&st, t->thread_id, NULL);
     if (!rc)
         rc = rfs_transcript_new(&tr, t->thread_id, status, status_ctx);
+    if (!rc && report)
+        rc = rfs_map_new(&feeds.runs, sizeof(rfs_stats *));
     if (rc)
         rc = rs_err_set(err, rc, "out of memory");
     /* The hidden runs first, from the run.start and run.terminal rows. */
@@ -146,7 +206,13 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
         /* Each row is read once, for stats.json and transcript.md both. */
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
             rfs_ev_read_all(rec, &ev);
-            if ((rc = rfs_stats_feed(st, &ev)) || (rc = rs_history_shows(h, c, &shows)) ||
+            rfs_stats *run = report ? run_feed(&feeds, t->thread_id, rec->run_id) : NULL;
+            if (report && !run) {
+                rc = rs_err_set(err, -ENOMEM, "out of memory");
+                break;
+            }
+            if ((rc = rfs_stats_feed(st, &ev)) || (run && (rc = rfs_stats_feed(run, &ev))) ||
+                (rc = rs_history_shows(h, c, &shows)) ||
                 (rc = rfs_transcript_feed(tr, &ev, &scratch)))
                 break;
             history += shows ? (int64_t)rec->line_len : 0;
@@ -162,12 +228,19 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     seal_ctx sc = {.s = s, .t = t};
     if (!rc)
         rc = rfs_stats_finish(st, seal_of, &sc, stats);
+    fed_runs_ctx fc = {.s = s, .t = t, .feeds = &feeds};
+    if (!rc && report &&
+        !(rc = rs_store_names(s, RS_NAMES_RUNS, t->thread_id, NULL, t->user, &fc.names, err))) {
+        rc = rfs_report_thread(t->thread_id, stats, next_fed_run, &fc, report);
+        rs_names_free(fc.names);
+    }
     if (!rc && !(rc = rfs_transcript_finish(tr, &scratch))) {
         sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
         *history_size = history;
         *transcript_size = transcript + (int64_t)scratch.len;
     }
     rs_buf_release(&scratch);
+    run_feeds_free(&feeds);
     rs_history_free(h);
     rfs_transcript_free(tr);
     rfs_stats_free(st);
@@ -207,9 +280,9 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
     if (!rc && want_otel)
         rc = rfs_glance_otel_new(s, t, p->service, &ot, err);
     if (tl)
-        rfs_timeline_set_window(tl, p->windows ? -1 : p->window);
+        rfs_timeline_set_window(tl, p->windows && !p->timeline ? -1 : p->window);
     if (ot)
-        rfs_otel_set_part(ot, p->parts ? -1 : p->part);
+        rfs_otel_set_part(ot, p->parts && !p->otel_size ? -1 : p->part);
     rs_buf *ob = p->otel ? p->otel : &scratch;
     if (!rc) {
         rs_query q = RS_QUERY_INIT;
@@ -267,11 +340,13 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 }
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
-                       rs_buf *timeline, rs_buf *report, int64_t *otel_size, rfs_otel_marks *marks,
-                       rs_err *err)
+                       rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
+                       int64_t *parts, rfs_otel_marks *marks, rs_err *err)
 {
     run_pass p = {.stats = stats,
                   .timeline = timeline,
+                  .windows = windows,
+                  .parts = parts,
                   .report = report,
                   .otel_size = otel_size,
                   .service = service,

@@ -19,12 +19,12 @@ int rfs_glance_key(rs_store *s, rfs_kind kind, const rs_target *t, rs_buf *key, 
  * part (0: their count); service: otel's service.name (NULL: runfs). */
 int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *service,
                       const rs_target *t, rs_buf *out, rs_err *err);
-/* A run's stats.json, timeline.svg and report.html rendered, and otel.json's size counted,
- * in one pass over its rows (what a first ls -la of the run needs); otel.json's positions
- * kept in marks (NULL: none). */
+/* A run's stats.json, timeline.svg and report.html rendered, timeline/count's windows,
+ * otel.json's size and otel/count's parts counted, in one pass over its rows (what a first
+ * ls -la or du of the run needs); otel.json's positions kept in marks (NULL: none). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
-                       rs_buf *timeline, rs_buf *report, int64_t *otel_size, rfs_otel_marks *marks,
-                       rs_err *err);
+                       rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
+                       int64_t *parts, rfs_otel_marks *marks, rs_err *err);
 /* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
  * first run.start. */
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,
@@ -38,12 +38,12 @@ typedef struct rfs_glance_sink {
     void *ctx;
 } rfs_glance_sink;
 
-/* A thread's stats.json rendered, and its history.jsonl's and transcript.md's sizes
- * counted, in one pass over its rows (what a first ls -la of the thread needs; DESIGN
- * "Performance principles"). status: the transcript's run.terminal lines; sink: NULL or
- * where one view's bytes go. */
+/* A thread's stats.json and report.html (report NULL: not) rendered, and its
+ * history.jsonl's and transcript.md's sizes counted, in one pass over its rows (what a
+ * first ls -la of the thread needs; DESIGN "Performance principles"). status: the
+ * transcript's run.terminal lines; sink: NULL or where one view's bytes go. */
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
-                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats,
+                          void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err);
 
 #endif

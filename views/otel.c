@@ -423,28 +423,37 @@ static span_out span_begin(rfs_otel *o, rs_buf *out, uint64_t id, int root, cons
     return s;
 }
 
+/* Count a span of len bytes (without a separator) into its part, as place splits them: 1
+ * when it begins a new part. The whole run's rendering counts too, so otel/count is known
+ * from the pass that sizes otel.json. */
+static int count_span(rfs_otel *o, size_t len)
+{
+    size_t foot = sizeof FOOT - 1;
+    int next = o->cur_spans && (o->cur_spans == RFS_OTEL_PART_SPANS ||
+                                o->head.len + o->cur_bytes + 1 + len + foot > RFS_OTEL_PART_BYTES);
+    if (next) {
+        o->cur_part++;
+        o->cur_spans = o->cur_bytes = 0;
+    }
+    o->cur_bytes += (o->cur_spans ? 1 : 0) + len;
+    o->cur_spans++;
+    return next;
+}
+
 /* Put the last span of out (from at) in its part: a part ends before a span would make it
  * more than RFS_OTEL_PART_SPANS spans or RFS_OTEL_PART_BYTES bytes. The span stays, behind
  * the request's head or a comma, only when its part is the one rendered. */
 static int place(rfs_otel *o, rs_buf *out, size_t at)
 {
-    size_t len = out->len - at, foot = sizeof FOOT - 1;
-    int closed = 0;
-    if (o->cur_spans && (o->cur_spans == RFS_OTEL_PART_SPANS ||
-                         o->head.len + o->cur_bytes + 1 + len + foot > RFS_OTEL_PART_BYTES)) {
-        closed = o->cur_part == o->part;
-        o->cur_part++;
-        o->cur_spans = o->cur_bytes = 0;
-    }
-    o->cur_bytes += (o->cur_spans ? 1 : 0) + len;
+    size_t len = out->len - at;
+    int closed = o->cur_part == o->part;
+    closed &= count_span(o, len);
     if (o->cur_part != o->part) {
-        o->cur_spans++;
         rs_buf_setlen(out, at);
         return closed ? rs_buf_addlit(out, FOOT) : 0;
     }
-    const char *pre = o->cur_spans ? "," : o->head.buf;
-    size_t n = o->cur_spans ? 1 : o->head.len;
-    o->cur_spans++;
+    const char *pre = o->cur_spans > 1 ? "," : o->head.buf;
+    size_t n = o->cur_spans > 1 ? 1 : o->head.len;
     int rc = rs_buf_grow(out, n);
     if (rc)
         return rc;
@@ -485,7 +494,11 @@ static int span_end(rfs_otel *o, span_out *s, const rs_buf *events, int status, 
     if (s->rc)
         return s->rc;
     rs_buf_setlen(s->out, (size_t)(s->p - s->out->buf));
-    return o->part ? place(o, s->out, s->at) : 0;
+    if (o->part)
+        return place(o, s->out, s->at);
+    /* The whole run's spans after the first carry their separator. */
+    (void)count_span(o, s->out->len - s->at - (o->spans > 1));
+    return 0;
 }
 
 static int start(rfs_otel *o, rs_buf *out)

@@ -461,12 +461,14 @@ static void kept_put(rs_store *s, const kept *k, int64_t size)
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
-/* The kept names of run view kind of n's run: key (emptied first) and k. */
+/* The kept names of run view kind of n's run (num: its window, for timeline/): key
+ * (emptied first) and k. */
 static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_kind kind,
-                          const rs_log_info *info, rs_buf *key, kept *k, rs_err *err)
+                          int64_t num, const rs_log_info *info, rs_buf *key, kept *k, rs_err *err)
 {
     rfs_node v = *n;
     v.kind = kind;
+    v.num = num;
     v.name[0] = '\0';
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     rs_buf_reset(key);
@@ -476,9 +478,37 @@ static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, r
     return rc ? rc : kept_names(s, key, info, k);
 }
 
-/* A run's first stat of stats.json, timeline.svg, report.html or otel.json sizes all four in
- * one pass over its rows and keeps them (the mount keeps the three documents' bytes too),
- * so the stats of the others, as ls -la makes them, render nothing. */
+/* timeline/count's or otel/count's bytes (kind: RFS_R_TL_WIN or RFS_R_OTEL_PART; count:
+ * the windows or parts), and, when the run has one, timeline/1.svg's or otel/1.json's
+ * (drawn then as timeline.svg and otel.json are, the same bytes: whole, its doc; or only
+ * its size, whole_size), kept as the glance pass keeps what it makes. */
+static int keep_parts(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                      rfs_kind kind, int64_t count, const rs_buf *whole, int64_t whole_size,
+                      rs_err *err)
+{
+    rs_buf key = RS_BUF_INIT, doc = RS_BUF_INIT;
+    kept k = {0};
+    int rc = rs_buf_addf(&doc, "%lld\n", (long long)count);
+    if (!rc && !(rc = run_view_names(s, sc, n, kind, 0, info, &key, &k, err))) {
+        rfs_sizes_put_doc(sc->sizes, key.buf, info, doc.buf, doc.len);
+        kept_put(s, &k, (int64_t)doc.len);
+    }
+    if (!rc && count == 1 && !(rc = run_view_names(s, sc, n, kind, 1, info, &key, &k, err))) {
+        if (whole)
+            rfs_sizes_put_doc(sc->sizes, key.buf, info, whole->buf, whole->len);
+        else
+            rfs_sizes_put(sc->sizes, key.buf, info, whole_size);
+        kept_put(s, &k, whole ? (int64_t)whole->len : whole_size);
+    }
+    rs_buf_release(&key);
+    rs_buf_release(&doc);
+    return rc;
+}
+
+/* A run's first stat of stats.json, timeline.svg, report.html, otel.json or the files of
+ * timeline/ and otel/ sizes them all in one pass over its rows and keeps them (the mount keeps the
+ * documents' bytes too), so the stats of the others, as ls -la and du make them, render
+ * nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                        rs_err *err)
 {
@@ -486,18 +516,18 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
            keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     kept k[4] = {{0}};
-    int64_t otel = 0;
+    int64_t otel = 0, windows = 0, parts = 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     int rc = 0;
     /* The keys first: a seal made during the pass then leaves stats.json's size unkept. */
     for (int i = 0; !rc && i < 4; i++)
-        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+        rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_otel_marks *marks = NULL;
     if (!rc && rfs_otel_marks_new(&marks))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
-        rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &docs[2], &otel, marks,
-                                err);
+        rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
+                                &otel, &parts, marks, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, &k[i], (int64_t)docs[i].len);
@@ -505,6 +535,9 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     if (!rc) {
         rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
         kept_put(s, &k[3], otel);
+        rc = keep_parts(s, sc, n, info, RFS_R_TL_WIN, windows, &docs[1], 0, err);
+        if (!rc)
+            rc = keep_parts(s, sc, n, info, RFS_R_OTEL_PART, parts, NULL, otel, err);
     }
     rfs_otel_marks_release(marks);
     for (int i = 0; i < 4; i++)
@@ -517,27 +550,30 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
 /* The thread views a first ls -la renders: sized together by thread_pass. */
 static int thread_pass_kind(rfs_kind kind)
 {
-    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS;
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS ||
+           kind == RFS_T_REPORT;
 }
 
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
-/* history.jsonl's and transcript.md's sizes and stats.json's bytes from one pass over the
- * thread's rows, kept as each view's own rendering keeps them (sc->thread_pass); the bytes
- * of n's view handed to how->bytes as they are made (how NULL or without bytes: none). */
+/* history.jsonl's and transcript.md's sizes and stats.json's and report.html's bytes from
+ * one pass over the thread's rows, kept as each view's own rendering keeps them
+ * (sc->thread_pass); the bytes of n's view handed to how->bytes as they are made (how NULL
+ * or without bytes: none). */
 static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                        const sizing *how, rs_err *err)
 {
-    static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS};
-    rs_buf doc = RS_BUF_INIT, keys[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
-    kept k[3] = {{0}};
-    int64_t size[3] = {0};
+    static const rfs_kind kinds[] = {RFS_T_HISTORY, RFS_T_TRANSCRIPT, RFS_T_STATS, RFS_T_REPORT};
+    rs_buf docs[2] = {RS_BUF_INIT, RS_BUF_INIT},
+           keys[4] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    kept k[4] = {{0}};
+    int64_t size[4] = {0};
     rs_target t = {.thread_id = n->thread_id, .user = sc->user};
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int rc = 0;
     /* The keys first: a change during the pass then leaves the sizes unkept. */
-    for (int i = 0; !rc && i < 3; i++)
-        rc = run_view_names(s, sc, n, kinds[i], info, &keys[i], &k[i], err);
+    for (int i = 0; !rc && i < 4; i++)
+        rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_glance_sink sink = {0};
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
@@ -546,18 +582,22 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         sink.ctx = how->ctx;
     }
     if (!rc)
-        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &doc, &size[0], &size[1], err);
-    size[2] = (int64_t)doc.len;
-    for (int i = 0; !rc && i < 3; i++) {
-        if (kinds[i] == RFS_T_STATS)
-            rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc.buf, doc.len);
-        else
+        rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &docs[0], &docs[1], &size[0],
+                                   &size[1], err);
+    for (int i = 0; !rc && i < 4; i++) {
+        const rs_buf *doc = i >= 2 ? &docs[i - 2] : NULL;
+        if (doc) {
+            size[i] = (int64_t)doc->len;
+            rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc->buf, doc->len);
+        } else {
             rfs_sizes_put(sc->sizes, keys[i].buf, info, size[i]);
+        }
         kept_put(s, &k[i], size[i]);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
-    rs_buf_release(&doc);
+    for (int i = 0; i < 2; i++)
+        rs_buf_release(&docs[i]);
     return rc;
 }
 
@@ -598,12 +638,14 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         rc = kept_names(s, &key, token, &k);
     int pass = !rc && cache && !doc && !cheap &&
                (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
-                (n->kind == RFS_T_STATS && sc->thread_pass)) &&
+                n->kind == RFS_R_TL_WIN || n->kind == RFS_R_OTEL_PART ||
+                (thread_pass_kind(n->kind) && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
-    if (pass && n->kind == RFS_T_STATS)
+    if (pass && thread_pass_kind(n->kind))
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
         rc = glance_pass(s, sc, n, token, err);
+    st->rendered = pass;
     if (!rc && cache &&
         (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
              : kept_get(s, sc, &key, token, &k, &st->size))) {
@@ -626,6 +668,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (!rc)
         rc = render_doc(s, sc, n, out, err);
     st->size = (int64_t)out->len;
+    st->rendered |= !doc;
     /* The views of a run at a glance keep their bytes too: the open after a stat reads
      * them instead of scanning the run again. */
     if (!rc && cache && keep)
@@ -667,8 +710,11 @@ static int memo_log_info(rs_store *s, const rfs_scope *sc, const char *thread_id
 static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, rs_buf *doc,
                      const sizing *how, rs_err *err)
 {
-    if (rfs_search_is_result(n->kind))
-        return rfs_search_stat(s, sc, n, st, doc == NULL, err);
+    if (rfs_search_is_result(n->kind)) {
+        int rc = rfs_search_stat(s, sc, n, st, doc == NULL, err);
+        st->rendered = doc == NULL;
+        return rc;
+    }
     memset(st, 0, sizeof *st);
     if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
@@ -734,13 +780,15 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
-        !(rc = glance_pass(s, sc, n, &info, err)))
+        !(rc = glance_pass(s, sc, n, &info, err))) {
+        st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
+    }
     /* A view the kernel keeps waits for its getattr (not lazy), whose pass hands the
      * kernel its bytes: the read after the stat (cat, grep -r) renders nothing. */
     if (!rc && !known && !doc && !cheap && sc->thread_pass && thread_pass_kind(n->kind) &&
         !(keeps && keeps->lazy) && sc->sizes && !(rc = thread_pass(s, sc, n, &info, keeps, err))) {
-        st->thread_pass = 1;
+        st->thread_pass = st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     }
     if (!rc && !known && doc) {
@@ -755,6 +803,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         st->unsized = 1; /* these views exist with their thread (types and tasks: listed) */
     } else if (!rc && !known) {
         rc = stream_size(s, sc, n, keeps, &st->size, err);
+        st->rendered = 1;
         if (!rc && sc->sizes)
             rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
@@ -779,6 +828,54 @@ int rfs_view_stat_ex(rs_store *s, const rfs_scope *sc, const rfs_node *n, int la
 {
     sizing how = {.lazy = lazy, .bytes = bytes, .ctx = ctx};
     return view_stat(s, sc, n, st, NULL, &how, err);
+}
+
+/* The entries of one directory of rfs_view_size_tree. */
+typedef struct tree_dir {
+    const rfs_node *dir;
+    rfs_node *kids;
+    size_t n, cap;
+} tree_dir;
+
+static int tree_add(void *ctx, const char *name, int is_dir, const int64_t *times)
+{
+    (void)is_dir;
+    (void)times;
+    tree_dir *d = ctx;
+    if (rs_array_grow(&d->kids, &d->cap, d->n + 1, sizeof *d->kids))
+        return -ENOMEM;
+    /* The listing gives only names that lead back to a node. */
+    if (!rfs_node_child(d->dir, name, &d->kids[d->n]))
+        d->n++;
+    return 0;
+}
+
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    tree_dir d = {.dir = n};
+    int rc = rfs_view_entries(s, sc, n, tree_add, &d, err);
+    /* A thread's listing with attributes is what asks for its one pass (as on a mount). */
+    int pass = sc->thread_pass;
+    sc->thread_pass = n->kind == RFS_THREAD;
+    rfs_info_memo memo = {0};
+    for (size_t i = 0; !rc && i < d.n; i++) {
+        rfs_stat st;
+        if (rfs_node_is_dir(d.kids[i].kind)) {
+            rc = rfs_view_size_tree(s, sc, &d.kids[i], err);
+            sc->thread_pass = n->kind == RFS_THREAD;
+            continue;
+        }
+        /* A listing's stats of one thread's or run's files read its facts once. */
+        sc->memo = &memo;
+        rc = rfs_view_stat(s, sc, &d.kids[i], &st, err);
+        sc->memo = NULL;
+        /* Types and tasks the run no longer has, after a foreign delete: nothing to size. */
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    sc->thread_pass = pass;
+    free(d.kids);
+    return rc;
 }
 
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,

@@ -34,8 +34,8 @@ typedef struct rfs_scope {
     struct rfs_sizes *sizes; /* view sizes kept until their thread changes (NULL: none) */
     rfs_info_memo *memo;     /* a listing's: stats of one thread or run share its facts */
     /* A listing of the thread asked for its entries' attributes (ls -la): a stat that must
-     * render history.jsonl, transcript.md or the thread's stats.json for its size sizes the
-     * three in one pass over the rows (they are stat'ed next). */
+     * render history.jsonl, transcript.md or the thread's stats.json or report.html for its
+     * size sizes the four in one pass over the rows (they are stat'ed next). */
     int thread_pass;
 } rfs_scope;
 
@@ -57,8 +57,10 @@ typedef struct rfs_stat {
     int64_t version;  /* a fingerprint of what the thread or run was (its log info): a
                          rendering's bytes hold while it stays the same */
     int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
-    int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md and
-                         stats.json in one pass (rfs_scope's thread_pass) */
+    int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md,
+                         stats.json and report.html in one pass (rfs_scope's thread_pass) */
+    int rendered;     /* this stat rendered rows (its view, or a pass over its run's or
+                         thread's) to learn the size: it was not kept */
 } rfs_stat;
 
 /* Does the node exist for this scope, and what is it. -ENOENT when it does not. */
@@ -114,6 +116,11 @@ int rfs_view_list(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry
  * when they do), then rfs_view_list's; a lookup-only directory's none. */
 int rfs_view_entries(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_entry_fn fn,
                      void *ctx, rs_err *err);
+
+/* Stat every file below directory node n as a walk of a mount does (du, tar), so each
+ * view's size is learnt and kept in the store: a later mount's first walk renders
+ * nothing. sc needs sizes; its thread_pass is set for the threads' listings. */
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err);
 
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,

@@ -8,8 +8,10 @@ load lib
 T=threads/ts
 R=$T/runs/r1
 # The run's views and the thread's stats.json, under $T.
-VIEWS="stats.json runs/r1/events.jsonl runs/r1/messages.jsonl runs/r1/stats.json
+VIEWS="stats.json report.html runs/r1/events.jsonl runs/r1/messages.jsonl runs/r1/stats.json
   runs/r1/timeline.svg runs/r1/otel.json runs/r1/receipt.json runs/r1/workspace-changes.json
+  runs/r1/report.html runs/r1/timeline/1.svg runs/r1/timeline/count runs/r1/otel/1.json
+  runs/r1/otel/count
   runs/r1/last-visible-ai-seq runs/r1/types/llm.ai.response.jsonl
   runs/r1/types/llm.human.input.jsonl"
 
@@ -99,4 +101,133 @@ print(len(tar.stdout), before, after)
 sys.exit(0 if after == before and len(tar.stdout) > 0 else 1)
 PY
   assert_success
+}
+
+# import_store DIR [OPTION...]: a DeerFlow JSONL folder of 2 threads x 2 runs (tool calls,
+# messages, a guardrail), imported with `runfs import [OPTION...]` into $STORE, nothing mounted.
+import_store() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+base = sys.argv[1]
+for t in (1, 2):
+    tid = "imp-%d" % t
+    os.makedirs(os.path.join(base, "threads", tid, "runs"))
+    seq = 0
+    for r in (1, 2):
+        rows = [("run.start", "trace", {"chain": "lead_agent"})]
+        for i in range(6):
+            rows += [("llm.human.input", "message", {"type": "human", "content": "question %d" % i, "id": "h%d" % i}),
+                     ("llm.ai.response", "message", {"type": "ai", "content": "answer " * (i + 1), "id": "a%d" % i,
+                                                     "tool_calls": [{"id": "c%d" % i, "name": "search", "args": {}}]}),
+                     ("llm.tool.result", "message", {"type": "tool", "content": "found %d" % i, "tool_call_id": "c%d" % i}),
+                     ("middleware:guardrail", "middleware", {"action": "allow"})]
+        rows.append(("run.terminal", "trace", {"status": "success"}))
+        with open(os.path.join(base, "threads", tid, "runs", "run-%d.jsonl" % r), "w") as f:
+            for et, cat, c in rows:
+                seq += 1
+                f.write(json.dumps({"thread_id": tid, "run_id": "run-%d" % r, "event_type": et,
+                                    "category": cat, "content": c, "metadata": {"caller": "lead_agent"},
+                                    "seq": seq, "created_at": "2026-03-04T05:06:%02d.%06d+00:00" % (t, seq)}) + "\n")
+PY
+  "$RUNFS" import -q "${@:2}" "$STORE" --deerflow-jsonl "$1"
+}
+
+# walk_honest DIR: du -sb of DIR is its files' and directories' st_size summed, and every
+# file's st_size is the bytes a read of it gives (python's os.walk, not du).
+walk_honest() {
+  local du; du=$(du -sb "$1" | cut -f1)
+  python3 - "$1" "$du" <<'PY'
+import os, sys
+top, du = sys.argv[1], int(sys.argv[2])
+total, bad = os.stat(top).st_size, []
+for d, dirs, files in os.walk(top):
+    total += sum(os.stat(os.path.join(d, x)).st_size for x in dirs)
+    for x in files:
+        p = os.path.join(d, x)
+        size = os.stat(p).st_size
+        with open(p, "rb") as f:
+            got = len(f.read())
+        total += size
+        if got != size:
+            bad.append("%s: st_size %d, a read gives %d bytes" % (p, size, got))
+if bad or total != du:
+    print("du -sb says %d, the tree's st_size sum %d" % (du, total), *bad, sep="\n")
+    sys.exit(1)
+PY
+}
+
+@test "a cold du of a store runfs import made is its files' bytes; a thread's views and a run's documents size in one pass each" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl"
+  # 0 ms: every stat below a thread is logged, a kept size marked (kept).
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/cold.log"
+  run walk_honest "$MNT/threads"
+  assert_success
+  # What the passes made is what each view renders alone (runfs cat, another process).
+  local f
+  for f in history.jsonl transcript.md stats.json report.html runs/run-1/stats.json \
+    runs/run-1/timeline.svg runs/run-1/report.html runs/run-1/otel.json runs/run-1/timeline/1.svg \
+    runs/run-1/timeline/count runs/run-1/otel/1.json runs/run-1/otel/count; do
+    cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
+      fail "$f: the mount's bytes are not runfs cat's"
+  done
+  local t r n
+  for t in imp-1 imp-2; do
+    # The thread's history.jsonl, transcript.md, stats.json and report.html: one pass.
+    n=$(grep -E "sized threads/$t/(history.jsonl|transcript.md|stats.json|report.html) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
+    [ "$n" -eq 1 ] || fail "$t: $n stats rendered the thread's views, not one pass: $(grep "threads/$t/[a-z.]* in" "$WORK/cold.log")"
+    for r in run-1 run-2; do
+      # stats.json, timeline.svg, report.html, otel.json and the files of timeline/ and otel/:
+      # one pass over its rows renders them all, the others' stats take kept sizes.
+      n=$(grep -E "sized threads/$t/runs/$r/(stats.json|timeline.svg|report.html|otel.json|timeline/[^ ]*|otel/[^ ]*) in" "$WORK/cold.log" | grep -vc '(kept)' || true)
+      [ "$n" -eq 1 ] || fail "$t/$r: $n stats rendered its documents, not one pass: $(grep "runs/$r/" "$WORK/cold.log" | grep "threads/$t/")"
+    done
+  done
+}
+
+@test "st_size of every view is its bytes after runfs import, runfs put, a foreign DELETE and REPLACE, a remount and -o ro" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl"
+  runfs_mount "$STORE" "$MNT"
+  run walk_honest "$MNT/threads"
+  assert_success
+  { ev_human "put after the import" 7; ev_ai "and its answer" 7; } | "$RUNFS" put -q "$STORE" imp-1 run-3
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before runfs put"; }
+  store_sql "DELETE FROM run_events WHERE thread_id = 'imp-2' AND event_type = 'middleware:guardrail' AND run_id = 'run-1'"
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before the DELETE"; }
+  # REPLACE: the row is deleted and inserted again with another content (SQLite's form; on
+  # PostgreSQL a DELETE and an INSERT of the same id in one statement's transaction).
+  if on_pg; then
+    store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"a much longer tool result than before\",\"tool_call_id\":\"c0\"}' WHERE thread_id = 'imp-1' AND event_type = 'llm.tool.result' AND seq = 4"
+  else
+    store_sql "REPLACE INTO run_events SELECT id, thread_id, run_id, user_id, event_type, category, '{\"type\":\"tool\",\"content\":\"a much longer tool result than before\",\"tool_call_id\":\"c0\"}', event_metadata, seq, created_at FROM run_events WHERE thread_id = 'imp-1' AND seq = 4"
+  fi
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before the REPLACE"; }
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  run walk_honest "$MNT/threads"
+  assert_success
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" -o ro
+  run walk_honest "$MNT/threads"
+  assert_success
+}
+
+@test "runfs import --sizes keeps every view's size: a mount's first du renders no view, and the sizes are the bytes" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl" --sizes
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/sized.log"
+  run walk_honest "$MNT/threads"
+  assert_success
+  # Only the one-row lookups (a seq, a singleton's row, the redaction rows) are read at a
+  # stat; every view the import sized is (kept).
+  run bash -c "grep 'sized threads/imp-' '$WORK/sized.log' | grep -v '(kept)' | grep -vE '/(last-visible-ai-seq|once/[^ ]*|redactions.jsonl|seq|message-count) in'"
+  assert_output ""
+  grep -q 'sized threads/imp-1/runs/run-1/report.html in .*(kept)' "$WORK/sized.log" ||
+    fail "the run's report.html was not stat'ed with a kept size: $(grep imp-1/runs/run-1/ "$WORK/sized.log")"
+  local f
+  for f in history.jsonl transcript.md stats.json report.html runs/run-2/otel.json runs/run-2/report.html; do
+    cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
+      fail "$f: the mount's bytes are not runfs cat's"
+  done
 }

@@ -303,7 +303,7 @@ EOF2
   assert_output "[]"
 }
 
-@test "a thread's first ls -la sizes history.jsonl, transcript.md and stats.json in one pass; a lone stat renders its view alone" {
+@test "a thread's first ls -la sizes history.jsonl, transcript.md, stats.json and report.html in one pass; a lone stat renders its view alone" {
   runfs_unmount "$MNT"
   RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/pass.log"
   # Quiet (the last append over RFS_LIVE_NS, 2 s, old): the pass hands the kernel the bytes
@@ -314,7 +314,7 @@ EOF2
   [ "$(fincore -n -o PAGES "$MNT/$T/history.jsonl" | tr -d ' ')" -gt 0 ] ||
     fail "the pass's stat of history.jsonl gave the kernel none of its bytes"
   local listing=$output f want got
-  for f in history.jsonl transcript.md stats.json; do
+  for f in history.jsonl transcript.md stats.json report.html; do
     want=$("$RUNFS" cat "$STORE" "$T/$f" | wc -c)
     got=$(awk -v f="$f" '$NF == f { print $5 }' <<<"$listing")
     [ "$got" = "$want" ] || fail "$f: ls -la says $got bytes, runfs cat gives $want"
@@ -322,7 +322,7 @@ EOF2
     [ "$got" -eq "$want" ] || fail "$f: a read gives $got bytes, runfs cat $want"
   done
   wait_for 5 grep -q "in one pass over its rows" "$WORK/pass.log" ||
-    fail "the listing's stats did not size the three views in one pass: $(cat "$WORK/pass.log")"
+    fail "the listing's stats did not size the four views in one pass: $(cat "$WORK/pass.log")"
   [ "$(grep -c 'in one pass over its rows' "$WORK/pass.log")" -eq 1 ] ||
     fail "more than one pass for one ls -la: $(cat "$WORK/pass.log")"
   # The listing's stats left the views unsized: the log says no size for them but the pass's.
