@@ -77,6 +77,8 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
     return 0;
 }
 
+const rs_policy rs_policy_shared = {rs_recompute_deleted, rs_idem_lookup, rs_once_gate};
+
 int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
                  rs_existing *ex, int *found, rs_err *err)
 {

@@ -12,6 +12,7 @@
 #include "contract.h"
 #include "event.h"
 #include "json.h"
+#include "policy.h"
 #include "rowview.h"
 #include "runstore.h"
 #include "rs_util.h"
@@ -94,7 +95,7 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     if (rc)
         goto fail;
     s->n_singletons = rs_contract_singletons(s->contract, &s->singletons);
-    if ((rc = s->ops->open(&s->be, uri, &s->opt, err)))
+    if ((rc = s->ops->open(&s->be, uri, &s->opt, &rs_policy_shared, err)))
         goto fail;
     *out = s;
     return 0;

@@ -1079,11 +1079,13 @@ static int64_t conn_timeout_ns(PGconn *conn)
     return (secs > 0 ? secs : 10) * 1000000000LL;
 }
 
-static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
+static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
+                   const rs_policy *policy, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
     if (!b)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    b->policy = policy;
     b->sql = (rs_buf)RS_BUF_INIT;
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);

@@ -505,7 +505,7 @@ const rs_sql pg_policy = {thread_exec, pg_int,           pg_thread_reindex,
 
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {
-    return rs_recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
+    return b->policy->recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
 }
 
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)

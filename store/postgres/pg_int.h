@@ -15,7 +15,6 @@
 #include <libpq-fe.h>
 
 #include "backend.h"
-#include "policy.h"
 
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
@@ -52,6 +51,7 @@ typedef struct pg_stmt_slot {
 } pg_stmt_slot;
 
 struct rs_backend {
+    const rs_policy *policy; /* the policy above backend.h (open's) */
     PGconn *conn;
     int read_only;
     int sync_full;
@@ -160,12 +160,12 @@ int pg_pipe_run(rs_backend *b, rs_err *err);
 /* The thread's row at seq as its canonical line (rs_sql.row_at). */
 int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err);
-/* put_if_absent's primitives for rs_once_gate (policy.h) */
+/* put_if_absent's primitives for the once gate (rs_policy) */
 int pg_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
                      int *found, rs_err *err);
 int pg_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other,
                  rs_err *err);
-extern const rs_sql pg_policy; /* policy.h's primitives (pg_index.c) */
+extern const rs_sql pg_policy; /* the policy's primitives (rs_sql; pg_index.c) */
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);

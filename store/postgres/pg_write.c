@@ -545,7 +545,8 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         return rc;
     }
     if (if_absent) {
-        if ((rc = rs_once_gate(&pg_policy, b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc =
+                 b->policy->once_gate(&pg_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             pg_rollback(b);
@@ -570,7 +571,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = rs_idem_lookup(&pg_policy, b, t, ev, &line, &used, err))) {
+            if ((rc = b->policy->idem_lookup(&pg_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 goto fail;

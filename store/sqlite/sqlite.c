@@ -1518,11 +1518,13 @@ fail:
     return rc;
 }
 
-static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
+static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
+                   const rs_policy *policy, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
     if (!b)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    b->policy = policy;
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;

@@ -257,7 +257,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = rs_idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
+            if ((rc = b->policy->idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 break;
@@ -434,7 +434,8 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
                                 (rc = sq_thread_access(b, t->thread_id, t->user, err)))))
         goto fail;
     if (if_absent) {
-        if ((rc = rs_once_gate(&sq_policy, b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc =
+                 b->policy->once_gate(&sq_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             sq_rollback(b);
