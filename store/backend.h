@@ -46,6 +46,15 @@ typedef struct rs_sql {
      * is dropped on the way). */
     int (*once_held)(rs_backend *b, const rs_target *t, const char *event_type, int *other,
                      rs_err *err);
+    /* A write transaction about t's thread, the thread brought up to date and t->user's
+     * access to it checked (put's -EACCES); then exactly one write_end. */
+    int (*write_begin)(rs_backend *b, const rs_target *t, rs_err *err);
+    /* The transaction committed when rc is 0 (a failed commit's errno), else rolled back
+     * (rc). */
+    int (*write_end)(rs_backend *b, int rc, rs_err *err);
+    /* This writer's reservation of the singleton identity kept (runfs_hold, with what names
+     * its process); -EEXIST when one is held. */
+    int (*hold_insert)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 } rs_sql;
 
 /* The policy a backend runs inside its own transactions, handed down at open (store.c
@@ -161,6 +170,7 @@ typedef struct rs_backend_ops {
      * SQLite, 32 on PostgreSQL): a seq or watermark past it is -EOVERFLOW, never stored. */
     int64_t seq_max;
     const char *seq_type; /* for reasons: "SQLite's INTEGER" */
+    const rs_sql *sql;    /* the primitives policy.c runs on (a singleton's reservation) */
     /* policy: what the backend runs inside its transactions (kept for the store's life). */
     int (*open)(rs_backend **out, const char *uri, const rs_options *opt, const rs_policy *policy,
                 rs_err *err);
@@ -182,7 +192,6 @@ typedef struct rs_backend_ops {
      * in the same transaction. */
     int (*put)(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
                int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-    int (*reserve)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
     int (*create)(rs_backend *b, const rs_target *t, rs_err *err); /* run_id NULL: thread */
     int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);

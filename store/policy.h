@@ -27,7 +27,13 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
 int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
                  rs_existing *ex, int *found, rs_err *err);
 
-/* The three above as backend.h's rs_policy, for a backend's open (store.c). */
+/* rs_store_reserve_singleton's work, in one write transaction: -EEXIST when the identity is
+ * written already or another live writer holds its reservation (a dead holder's is dropped),
+ * else this writer's reservation kept. */
+int rs_once_reserve(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                    rs_err *err);
+
+/* The recomputation, lookup and gate as backend.h's rs_policy, for a backend's open (store.c). */
 extern const rs_policy rs_policy_shared;
 
 #endif

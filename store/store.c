@@ -395,7 +395,7 @@ int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *even
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)) || (rc = check_type_name(event_type, err)))
         return rc;
-    return s->ops->reserve(s->be, t, event_type, err);
+    return rs_once_reserve(s->ops->sql, s->be, t, event_type, err);
 }
 
 int rs_store_release_singleton(rs_store *s, const rs_target *t, const char *event_type)

@@ -500,8 +500,9 @@ static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *
     return pg_run(b, sql, &a, NULL, err);
 }
 
-const rs_sql pg_policy = {thread_exec, pg_int,           pg_thread_reindex,
-                          pg_row_at,   pg_once_existing, pg_once_held};
+const rs_sql pg_policy = {thread_exec,    pg_int,           pg_thread_reindex,
+                          pg_row_at,      pg_once_existing, pg_once_held,
+                          pg_write_begin, pg_write_end,     pg_hold_insert};
 
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {

@@ -241,7 +241,10 @@ void pg_log_forget(rs_backend *b);
 /* ---- pg_write.c ---- */
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+/* The policy's transaction and reservation primitives (rs_sql). */
+int pg_write_begin(rs_backend *b, const rs_target *t, rs_err *err);
+int pg_write_end(rs_backend *b, int rc, rs_err *err);
+int pg_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 int pg_release(rs_backend *b, const rs_target *t, const char *event_type);
 int pg_create(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);

@@ -392,8 +392,9 @@ static int int_query(rs_backend *b, const char *sql, const char *a1, const char 
     return q ? sq_int(b, q, a1, a2, out, found, err) : rs_err_set(err, -ENOMEM, "out of memory");
 }
 
-const rs_sql sq_policy = {thread_exec, int_query,        sq_thread_reindex,
-                          sq_row_at,   sq_once_existing, sq_once_held};
+const rs_sql sq_policy = {thread_exec,    int_query,        sq_thread_reindex,
+                          sq_row_at,      sq_once_existing, sq_once_held,
+                          sq_write_begin, sq_write_end,     sq_hold_insert};
 
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {

@@ -307,7 +307,10 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
 /* ---- sqlite_write.c ---- */
 int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+/* The policy's transaction and reservation primitives (rs_sql). */
+int sq_write_begin(rs_backend *b, const rs_target *t, rs_err *err);
+int sq_write_end(rs_backend *b, int rc, rs_err *err);
+int sq_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
