@@ -1,9 +1,9 @@
 /* backend.h — what a storage backend provides to store.c: storage primitives only. store.c
  * validates and decides, and policy that does not depend on the backend (recomputing after
  * other writers' deletes, idempotency lookups) is written once in policy.c, run on the
- * backend's rs_sql primitives; a backend stores, allocates seq and answers queries: SQLite
- * (sqlite/) or PostgreSQL (postgres/), chosen by the store's URI; no caller above store.c
- * knows which. */
+ * backend's rs_sql primitives and handed down to it (rs_policy); a backend stores,
+ * allocates seq and answers queries: SQLite (sqlite/) or PostgreSQL (postgres/), chosen by
+ * the store's URI; no caller above store.c knows which. */
 #ifndef RS_BACKEND_H
 #define RS_BACKEND_H
 
@@ -21,6 +21,53 @@ typedef struct rs_existing {
     rs_buf metadata_db;
     int64_t seq;
 } rs_existing;
+
+/* A backend's primitives for the policy above it (policy.c). SQL is written with $1 and $2
+ * (the SQLite backend reads them as ?1 and ?2). */
+typedef struct rs_sql {
+    /* Run sql about one thread: $1 its thread_key, $2 its id (a statement may use either). */
+    int (*thread_exec)(rs_backend *b, const char *sql, int64_t key, const char *thread_id,
+                       rs_err *err);
+    /* The integer in the first column of sql's first row, $1 = a1 and $2 = a2 (a2 NULL: sql
+     * has only $1); *found 0 when there is no row or it is NULL (then *out is untouched). */
+    int (*int_query)(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
+                     int *found, rs_err *err);
+    /* The thread's logs, totals and owners indexed again from its rows. */
+    int (*thread_reindex)(rs_backend *b, const char *thread_id, int64_t key, rs_err *err);
+    /* The thread's row at seq as its canonical line (without its owner when anonymous);
+     * *found 0 when there is none. */
+    int (*row_at)(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
+                  int *found, rs_err *err);
+    /* The first row of a singleton identity the writer may see (ex NULL: only whether there
+     * is one); *found 0 when there is none. */
+    int (*once_existing)(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
+                         int *found, rs_err *err);
+    /* *other 1 when another live writer holds the identity's reservation (a dead holder's
+     * is dropped on the way). */
+    int (*once_held)(rs_backend *b, const rs_target *t, const char *event_type, int *other,
+                     rs_err *err);
+    /* A write transaction about t's thread, the thread brought up to date and t->user's
+     * access to it checked (put's -EACCES); then exactly one write_end. */
+    int (*write_begin)(rs_backend *b, const rs_target *t, rs_err *err);
+    /* The transaction committed when rc is 0 (a failed commit's errno), else rolled back
+     * (rc). */
+    int (*write_end)(rs_backend *b, int rc, rs_err *err);
+    /* This writer's reservation of the singleton identity kept (runfs_hold, with what names
+     * its process); -EEXIST when one is held. */
+    int (*hold_insert)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+} rs_sql;
+
+/* The policy a backend runs inside its own transactions, handed down at open (store.c
+ * passes policy.c's rs_policy_shared; policy.h says what each decides): the backend calls
+ * it through these pointers on its own rs_sql and knows nothing above backend.h. */
+typedef struct rs_policy {
+    int (*recompute_deleted)(const rs_sql *sql, rs_backend *b, int read_only, const char *thread_id,
+                             int64_t key, rs_err *err);
+    int (*idem_lookup)(const rs_sql *sql, rs_backend *b, const rs_target *t, const rs_event *ev,
+                       rs_buf *line, int *used, rs_err *err);
+    int (*once_gate)(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                     rs_existing *ex, int *found, rs_err *err);
+} rs_policy;
 
 #define RS_NOTE_MAX 1024 /* a signed note's bytes, its signature line included */
 
@@ -135,7 +182,10 @@ typedef struct rs_backend_ops {
      * SQLite, 32 on PostgreSQL): a seq or watermark past it is -EOVERFLOW, never stored. */
     int64_t seq_max;
     const char *seq_type; /* for reasons: "SQLite's INTEGER" */
-    int (*open)(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err);
+    const rs_sql *sql;    /* the primitives policy.c runs on (a singleton's reservation) */
+    /* policy: what the backend runs inside its transactions (kept for the store's life). */
+    int (*open)(rs_backend **out, const char *uri, const rs_options *opt, const rs_policy *policy,
+                rs_err *err);
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
@@ -154,7 +204,6 @@ typedef struct rs_backend_ops {
      * in the same transaction. */
     int (*put)(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
                int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-    int (*reserve)(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
     int (*release)(rs_backend *b, const rs_target *t, const char *event_type);
     int (*create)(rs_backend *b, const rs_target *t, rs_err *err); /* run_id NULL: thread */
     int (*delete)(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);

@@ -77,6 +77,8 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
     return 0;
 }
 
+const rs_policy rs_policy_shared = {rs_recompute_deleted, rs_idem_lookup, rs_once_gate};
+
 int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
                  rs_existing *ex, int *found, rs_err *err)
 {
@@ -87,4 +89,19 @@ int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const cha
     return other
                ? rs_err_set(err, -EEXIST, "once/%s is being written by another process", event_type)
                : 0;
+}
+
+int rs_once_reserve(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                    rs_err *err)
+{
+    int rc = sql->write_begin(b, t, err);
+    if (rc)
+        return rc;
+    int found, other = 0;
+    if (!(rc = sql->once_existing(b, t, event_type, NULL, &found, err)) && found)
+        rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
+    if (!rc && !(rc = sql->once_held(b, t, event_type, &other, err)) &&
+        (rc = sql->hold_insert(b, t, event_type, err)) == -EEXIST)
+        rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
+    return sql->write_end(b, rc, err);
 }

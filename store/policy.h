@@ -1,36 +1,11 @@
 /* policy.h — what the store decides the same way whatever its backend, written once here
  * (policy.c) above backend.h, and run on a few storage primitives each backend gives
- * (rs_sql). A backend calls these from inside its own transaction. */
+ * (rs_sql). store.c hands them down to a backend at open (rs_policy_shared), which runs
+ * them inside its own transaction through backend.h's rs_policy, never including this. */
 #ifndef RS_POLICY_H
 #define RS_POLICY_H
 
 #include "backend.h"
-
-/* A backend's primitives for the policy. SQL is written with $1 and $2 (the SQLite backend
- * reads them as ?1 and ?2). */
-typedef struct rs_sql {
-    /* Run sql about one thread: $1 its thread_key, $2 its id (a statement may use either). */
-    int (*thread_exec)(rs_backend *b, const char *sql, int64_t key, const char *thread_id,
-                       rs_err *err);
-    /* The integer in the first column of sql's first row, $1 = a1 and $2 = a2 (a2 NULL: sql
-     * has only $1); *found 0 when there is no row or it is NULL (then *out is untouched). */
-    int (*int_query)(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out,
-                     int *found, rs_err *err);
-    /* The thread's logs, totals and owners indexed again from its rows. */
-    int (*thread_reindex)(rs_backend *b, const char *thread_id, int64_t key, rs_err *err);
-    /* The thread's row at seq as its canonical line (without its owner when anonymous);
-     * *found 0 when there is none. */
-    int (*row_at)(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
-                  int *found, rs_err *err);
-    /* The first row of a singleton identity the writer may see (ex NULL: only whether there
-     * is one); *found 0 when there is none. */
-    int (*once_existing)(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
-                         int *found, rs_err *err);
-    /* *other 1 when another live writer holds the identity's reservation (a dead holder's
-     * is dropped on the way). */
-    int (*once_held)(rs_backend *b, const rs_target *t, const char *event_type, int *other,
-                     rs_err *err);
-} rs_sql;
 
 /* Another writer (DeerFlow's delete_by_run / delete_by_thread) deleted rows of the thread:
  * its owners are what its rows say, a run with no rows left disappears, what belonged to the
@@ -51,5 +26,14 @@ int rs_idem_lookup(const rs_sql *sql, rs_backend *b, const rs_target *t, const r
  * writer holds its reservation. */
 int rs_once_gate(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
                  rs_existing *ex, int *found, rs_err *err);
+
+/* rs_store_reserve_singleton's work, in one write transaction: -EEXIST when the identity is
+ * written already or another live writer holds its reservation (a dead holder's is dropped),
+ * else this writer's reservation kept. */
+int rs_once_reserve(const rs_sql *sql, rs_backend *b, const rs_target *t, const char *event_type,
+                    rs_err *err);
+
+/* The recomputation, lookup and gate as backend.h's rs_policy, for a backend's open (store.c). */
+extern const rs_policy rs_policy_shared;
 
 #endif

@@ -12,6 +12,7 @@
 #include "contract.h"
 #include "event.h"
 #include "json.h"
+#include "policy.h"
 #include "rowview.h"
 #include "runstore.h"
 #include "rs_util.h"
@@ -94,7 +95,7 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     if (rc)
         goto fail;
     s->n_singletons = rs_contract_singletons(s->contract, &s->singletons);
-    if ((rc = s->ops->open(&s->be, uri, &s->opt, err)))
+    if ((rc = s->ops->open(&s->be, uri, &s->opt, &rs_policy_shared, err)))
         goto fail;
     *out = s;
     return 0;
@@ -394,7 +395,7 @@ int rs_store_reserve_singleton(rs_store *s, const rs_target *t, const char *even
     int rc = check_writable(s, err);
     if (rc || (rc = check_target(t, 1, err)) || (rc = check_type_name(event_type, err)))
         return rc;
-    return s->ops->reserve(s->be, t, event_type, err);
+    return rs_once_reserve(s->ops->sql, s->be, t, event_type, err);
 }
 
 int rs_store_release_singleton(rs_store *s, const rs_target *t, const char *event_type)

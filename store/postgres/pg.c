@@ -1082,11 +1082,13 @@ static int64_t conn_timeout_ns(PGconn *conn)
     return (secs > 0 ? secs : 10) * 1000000000LL;
 }
 
-static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
+static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
+                   const rs_policy *policy, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
     if (!b)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    b->policy = policy;
     b->sql = (rs_buf)RS_BUF_INIT;
     b->pid = (long)getpid();
     b->started = rs_process_start(b->pid);
@@ -1572,6 +1574,7 @@ const rs_backend_ops rs_pg_backend = {
     .library_version = pg_library_version,
     .seq_max = INT32_MAX,
     .seq_type = "PostgreSQL's INTEGER (DeerFlow's seq column)",
+    .sql = &pg_policy,
     .open = pg_open,
     .close = pg_close,
     .data_version = pg_data_version,
@@ -1581,7 +1584,6 @@ const rs_backend_ops rs_pg_backend = {
     .size_put = pg_size_put,
     .set_wait = pg_set_wait,
     .put = pg_put,
-    .reserve = pg_reserve,
     .release = pg_release,
     .create = pg_create,
     .delete = pg_delete,

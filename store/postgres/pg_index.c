@@ -500,12 +500,13 @@ static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *
     return pg_run(b, sql, &a, NULL, err);
 }
 
-const rs_sql pg_policy = {thread_exec, pg_int,           pg_thread_reindex,
-                          pg_row_at,   pg_once_existing, pg_once_held};
+const rs_sql pg_policy = {thread_exec,    pg_int,           pg_thread_reindex,
+                          pg_row_at,      pg_once_existing, pg_once_held,
+                          pg_write_begin, pg_write_end,     pg_hold_insert};
 
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {
-    return rs_recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
+    return b->policy->recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
 }
 
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)

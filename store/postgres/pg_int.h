@@ -15,7 +15,6 @@
 #include <libpq-fe.h>
 
 #include "backend.h"
-#include "policy.h"
 
 #define PG_STMT_CACHE 64
 #define PG_MAX_ARGS 48
@@ -52,6 +51,7 @@ typedef struct pg_stmt_slot {
 } pg_stmt_slot;
 
 struct rs_backend {
+    const rs_policy *policy; /* the policy above backend.h (open's) */
     PGconn *conn;
     int read_only;
     int sync_full;
@@ -161,12 +161,12 @@ int pg_pipe_run(rs_backend *b, rs_err *err);
 /* The thread's row at seq as its canonical line (rs_sql.row_at). */
 int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err);
-/* put_if_absent's primitives for rs_once_gate (policy.h) */
+/* put_if_absent's primitives for the once gate (rs_policy) */
 int pg_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
                      int *found, rs_err *err);
 int pg_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other,
                  rs_err *err);
-extern const rs_sql pg_policy; /* policy.h's primitives (pg_index.c) */
+extern const rs_sql pg_policy; /* the policy's primitives (rs_sql; pg_index.c) */
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);
@@ -242,7 +242,10 @@ void pg_log_forget(rs_backend *b);
 /* ---- pg_write.c ---- */
 int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+/* The policy's transaction and reservation primitives (rs_sql). */
+int pg_write_begin(rs_backend *b, const rs_target *t, rs_err *err);
+int pg_write_end(rs_backend *b, int rc, rs_err *err);
+int pg_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 int pg_release(rs_backend *b, const rs_target *t, const char *event_type);
 int pg_create(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);

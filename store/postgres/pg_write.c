@@ -545,7 +545,8 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         return rc;
     }
     if (if_absent) {
-        if ((rc = rs_once_gate(&pg_policy, b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc =
+                 b->policy->once_gate(&pg_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             pg_rollback(b);
@@ -570,7 +571,7 @@ int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = rs_idem_lookup(&pg_policy, b, t, ev, &line, &used, err))) {
+            if ((rc = b->policy->idem_lookup(&pg_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 goto fail;
@@ -612,39 +613,37 @@ fail_committed:
     return rc;
 }
 
-int pg_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+int pg_write_begin(rs_backend *b, const rs_target *t, rs_err *err)
 {
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
     pg_log thr;
-    int found, other = 0;
-    if ((rc = thread_enter(b, t, &thr, &found, err)) ||
-        (rc = pg_once_existing(b, t, event_type, NULL, &found, err)))
-        goto fail;
-    if (found) {
-        rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
-        goto fail;
-    }
-    if ((rc = pg_once_held(b, t, event_type, &other, err)))
-        goto fail;
+    int found;
+    if ((rc = thread_enter(b, t, &thr, &found, err)))
+        pg_rollback(b);
+    return rc;
+}
+
+int pg_write_end(rs_backend *b, int rc, rs_err *err)
+{
+    if (!rc)
+        return pg_commit(b, err);
+    pg_rollback(b);
+    return rc;
+}
+
+int pg_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
     pg_args a = {.n = 0};
     identity_args(&a, b, t, event_type);
     pg_arg_int(&a, b->started);
-    rc = pg_run(b,
-                "INSERT INTO runfs_hold (thread_id, run_id, event_type, owner, host, pid, "
-                "started, backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, $7, "
-                "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = "
-                "pg_backend_pid())",
-                &a, NULL, err);
-    if (rc == -EEXIST)
-        rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
-    if (rc)
-        goto fail;
-    return pg_commit(b, err);
-fail:
-    pg_rollback(b);
-    return rc;
+    return pg_run(b,
+                  "INSERT INTO runfs_hold (thread_id, run_id, event_type, owner, host, pid, "
+                  "started, backend_pid, backend_start) SELECT $1, $2, $3, $4, $5, $6, $7, "
+                  "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = "
+                  "pg_backend_pid())",
+                  &a, NULL, err);
 }
 
 int pg_release(rs_backend *b, const rs_target *t, const char *event_type)

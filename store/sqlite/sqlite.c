@@ -1520,11 +1520,13 @@ fail:
     return rc;
 }
 
-static int sq_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
+static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
+                   const rs_policy *policy, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
     if (!b)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    b->policy = policy;
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;
@@ -1833,6 +1835,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .library_version = sq_library_version,
     .seq_max = INT64_MAX,
     .seq_type = "SQLite's INTEGER",
+    .sql = &sq_policy,
     .stats = sq_stats,
     .search = sq_search,
     .seal_insert = sq_seal_insert,
@@ -1856,7 +1859,6 @@ const rs_backend_ops rs_sqlite_backend = {
     .size_get = sq_size_get,
     .size_put = sq_size_put,
     .put = sq_put,
-    .reserve = sq_reserve,
     .release = sq_release,
     .create = sq_create,
     .delete = sq_delete,

@@ -374,7 +374,7 @@ int sq_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     return rc;
 }
 
-/* policy.h's primitives: statements about one thread, $1 its thread_key, $2 its id
+/* The policy's primitives (rs_sql): statements about one thread, $1 its thread_key, $2 its id
  * (binding one a statement does not use is a harmless SQLITE_RANGE), and one integer. */
 static int thread_exec(rs_backend *b, const char *sql, int64_t key, const char *thread_id,
                        rs_err *err)
@@ -392,12 +392,13 @@ static int int_query(rs_backend *b, const char *sql, const char *a1, const char 
     return q ? sq_int(b, q, a1, a2, out, found, err) : rs_err_set(err, -ENOMEM, "out of memory");
 }
 
-const rs_sql sq_policy = {thread_exec, int_query,        sq_thread_reindex,
-                          sq_row_at,   sq_once_existing, sq_once_held};
+const rs_sql sq_policy = {thread_exec,    int_query,        sq_thread_reindex,
+                          sq_row_at,      sq_once_existing, sq_once_held,
+                          sq_write_begin, sq_write_end,     sq_hold_insert};
 
 static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, rs_err *err)
 {
-    return rs_recompute_deleted(&sq_policy, b, b->read_only, thread_id, key, err);
+    return b->policy->recompute_deleted(&sq_policy, b, b->read_only, thread_id, key, err);
 }
 
 /* The thread's highest seq, its logs' last seq, key and dirty flag (*found: it has logs). */

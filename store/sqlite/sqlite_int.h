@@ -12,7 +12,6 @@
 #include <sys/types.h>
 
 #include "backend.h"
-#include "policy.h"
 
 #define SQ_STMT_CACHE 48
 #define SQ_BUSY_TIMEOUT_MS 30000
@@ -84,6 +83,7 @@ typedef struct sq_count_kept {
 } sq_count_kept;
 
 struct rs_backend {
+    const rs_policy *policy; /* the policy above backend.h (open's) */
     sqlite3 *db;
     char *path;
     int read_only;
@@ -214,12 +214,12 @@ const char *sq_numbered(rs_backend *b, const char *sql);
 /* The thread's row at seq as its canonical line (rs_sql.row_at). */
 int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err);
-/* put_if_absent's primitives for rs_once_gate (policy.h) */
+/* put_if_absent's primitives for the once gate (rs_policy) */
 int sq_once_existing(rs_backend *b, const rs_target *t, const char *event_type, rs_existing *ex,
                      int *found, rs_err *err);
 int sq_once_held(rs_backend *b, const rs_target *t, const char *event_type, int *other,
                  rs_err *err);
-extern const rs_sql sq_policy; /* policy.h's primitives (sqlite_index.c) */
+extern const rs_sql sq_policy; /* the policy's primitives (rs_sql; sqlite_index.c) */
 /* PRAGMA data_version, looked at once per rs_store_one_look outside a write transaction. */
 int sq_look(rs_backend *b, int64_t *version, rs_err *err);
 /* Inside a write transaction (not the look's read transaction). */
@@ -307,7 +307,10 @@ int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_
 /* ---- sqlite_write.c ---- */
 int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
            int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err);
-int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
+/* The policy's transaction and reservation primitives (rs_sql). */
+int sq_write_begin(rs_backend *b, const rs_target *t, rs_err *err);
+int sq_write_end(rs_backend *b, int rc, rs_err *err);
+int sq_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err);
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,

@@ -257,7 +257,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         rs_buf_reset(&line);
         if (ev->idem_key[0]) {
             int used = 0;
-            if ((rc = rs_idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
+            if ((rc = b->policy->idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
                 break;
@@ -434,7 +434,8 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
                                 (rc = sq_thread_access(b, t->thread_id, t->user, err)))))
         goto fail;
     if (if_absent) {
-        if ((rc = rs_once_gate(&sq_policy, b, t, evs[0]->event_type, existing, &found, err)))
+        if ((rc =
+                 b->policy->once_gate(&sq_policy, b, t, evs[0]->event_type, existing, &found, err)))
             goto fail;
         if (found) {
             sq_rollback(b);
@@ -458,36 +459,33 @@ fail_committed:
     return rc;
 }
 
-int sq_reserve(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+int sq_write_begin(rs_backend *b, const rs_target *t, rs_err *err)
 {
     int rc = sq_begin(b, err);
     if (rc)
         return rc;
-    int found;
     if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
-        (rc = sq_thread_access(b, t->thread_id, t->user, err)) ||
-        (rc = sq_once_existing(b, t, event_type, NULL, &found, err)))
-        goto fail;
-    if (found) {
-        rc = rs_err_set(err, -EEXIST, "once/%s already exists", event_type);
-        goto fail;
-    }
-    int other = 0;
-    if ((rc = sq_once_held(b, t, event_type, &other, err)))
-        goto fail;
-    rc = sq_step(b, NULL, err, "reserve",
-                 "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started, owner) "
-                 "VALUES (?, ?, ?, ?, ?, ?)",
-                 "tttiit", t->thread_id, t->run_id, event_type, (int64_t)b->pid, b->started,
-                 once_owner(b, t));
-    if (rc == -EEXIST)
-        rc = rs_err_set(err, -EEXIST, "once/%s is being written by another writer", event_type);
-    if (rc < 0)
-        goto fail;
-    return sq_commit(b, err);
-fail:
+        (rc = sq_thread_access(b, t->thread_id, t->user, err)))
+        sq_rollback(b);
+    return rc;
+}
+
+int sq_write_end(rs_backend *b, int rc, rs_err *err)
+{
+    if (!rc)
+        return sq_commit(b, err);
     sq_rollback(b);
     return rc;
+}
+
+int sq_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs_err *err)
+{
+    int rc = sq_step(b, NULL, err, "reserve",
+                     "INSERT INTO runfs_hold (thread_id, run_id, event_type, pid, started, owner) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
+                     "tttiit", t->thread_id, t->run_id, event_type, (int64_t)b->pid, b->started,
+                     once_owner(b, t));
+    return rc < 0 ? rc : 0;
 }
 
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type)

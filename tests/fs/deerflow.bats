@@ -14,7 +14,7 @@ setup() {
   STORE=$WORK/df.db
   if on_pg; then
     chmod 755 "$WORK"
-    pg_fresh_store
+    RUNFS_PG_TEMPLATE= pg_fresh_store  # DeerFlow's table alone, as DeerFlow makes it
     store_sql "$(cat "$BATS_TEST_DIRNAME/../data/deerflow-schema-postgresql.sql")"
     sqlite3 -csv "$WORK/df.db" "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" |
       PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -d "$STORE" -c "\copy run_events (id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) FROM STDIN WITH (FORMAT csv)"

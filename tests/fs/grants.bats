@@ -5,7 +5,8 @@
 load lib
 
 setup() {
-  runfs_workdir
+  # DeerFlow's role owns the database and makes its table first: no runfs tables before.
+  RUNFS_PG_TEMPLATE= runfs_workdir
   ROLES=()
 }
 

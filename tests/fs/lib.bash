@@ -93,10 +93,13 @@ skip_on_pg() { if on_pg; then skip "SQLite only: $1"; fi; }
 owner_column() { if on_pg; then echo owner; else echo user; fi; }
 # pg_uri DB: the cluster's URI with another database.
 pg_uri() { printf '%s\n' "$RUNFS_PG_URI" | sed "s|^postgresql:///[^?]*|postgresql:///$1|"; }
-# pg_fresh_store: STORE becomes the URI of a new database named after $WORK (PG_DB).
+# pg_fresh_store: STORE becomes the URI of a new database named after $WORK (PG_DB): a copy
+# of RUNFS_PG_TEMPLATE when set (scripts/test makes one per run in which runfs made its
+# tables, so no test's daemon makes them again), else empty. A test whose database must
+# start empty (DeerFlow's tables first) unsets it: RUNFS_PG_TEMPLATE= pg_fresh_store.
 pg_fresh_store() {
   PG_DB=t_$(basename "$WORK" | tr -c 'A-Za-z0-9\n' _ | tr 'A-Z' 'a-z')
-  pg_admin "CREATE DATABASE $PG_DB" >/dev/null || return 1
+  pg_admin "CREATE DATABASE $PG_DB${RUNFS_PG_TEMPLATE:+ TEMPLATE $RUNFS_PG_TEMPLATE}" >/dev/null || return 1
   STORE=$(pg_uri "$PG_DB")
 }
 pg_admin() { PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$RUNFS_PG_URI" -c "$1"; }

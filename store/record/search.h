@@ -1,5 +1,6 @@
 /* search.h — a parsed search query as the store's own files see it: the terms a backend's
- * index may narrow by. Matching is search.c's alone (rs_search_match decides). */
+ * index may narrow by. Matching is search.c's alone (rs_search_match decides): pure work
+ * over a row's text, so it is the record's, below backend.h, and the backends use it. */
 #ifndef RS_SEARCH_H
 #define RS_SEARCH_H
 
