@@ -330,6 +330,13 @@ int rs_names_next(rs_names *n, const char **name);
 int rs_names_times(rs_names *n, int64_t *ctime_ns, int64_t *mtime_ns);
 void rs_names_free(rs_names *n);
 
+/* Each (thread_id, run_id) of rows another writer stored with an id outside the id rule
+ * (never shown, listed, searched or in the feed), once, to fn with the ids' bytes (a NUL
+ * included) and lengths; fn's nonzero return stops and is returned. */
+typedef int (*rs_odd_id_fn)(void *ctx, const char *thread_id, size_t thread_len, const char *run_id,
+                            size_t run_len);
+int rs_store_odd_ids(rs_store *s, rs_odd_id_fn fn, void *ctx, rs_err *err);
+
 /* count_messages. */
 int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,
                             rs_err *err);

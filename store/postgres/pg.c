@@ -453,6 +453,8 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
     row->created_at = PQgetvalue(r, i, col + 7);
     row->user_id = PQgetisnull(r, i, col + 8) ? NULL : PQgetvalue(r, i, col + 8);
     row->canonical = 0;
+    row->odd = !rs_id_valid_n(row->thread_id, (size_t)PQgetlength(r, i, col + 0)) ||
+               !rs_id_valid_n(row->run_id, (size_t)PQgetlength(r, i, col + 1));
 }
 
 /* ---- rows runfs stored (runfs_canon) ---- */
@@ -1487,6 +1489,7 @@ PG_READ(pg_names,
          const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
          rs_err *err),
         (b, kind, thread_id, run_id, user, singletons, n_singletons, out, err))
+PG_READ(pg_odd_ids, (rs_backend * b, rs_odd_id_fn fn, void *ctx, rs_err *err), (b, fn, ctx, err))
 PG_READ(pg_last_visible_ai_seq, (rs_backend * b, const rs_target *t, int64_t *seq, rs_err *err),
         (b, t, seq, err))
 PG_READ(pg_message_objects,
@@ -1586,6 +1589,7 @@ const rs_backend_ops rs_pg_backend = {
     .log_info = pg_log_info_wait,
     .log_seek = pg_log_seek_wait,
     .names = pg_names_wait,
+    .odd_ids = pg_odd_ids_wait,
     .last_visible_ai_seq = pg_last_visible_ai_seq_wait,
     .message_objects = pg_message_objects_wait,
     .stats = pg_stats_wait,
