@@ -139,9 +139,10 @@ int rs_store_data_version(rs_store *s, int64_t *version);
  * what one request reads is the store as that look found it, at one probe instead of one
  * per query (a write transaction still looks every time). */
 void rs_store_one_look(rs_store *s, int on);
-/* A read on s whose database connection was lost waits for the server to come back, up to
- * connect_timeout (PostgreSQL; on by default). A caller about to write turns it off for
- * the checks it makes first, so a write made while the server is down fails at once. */
+/* A read on s whose database connection broke under it is tried again while the server
+ * comes back, up to connect_timeout (PostgreSQL; on by default). A caller about to write
+ * turns it off for the checks it makes first, as a write in flight is not tried again. A
+ * request that finds the server down before it sends anything waits for it either way. */
 void rs_store_set_wait(rs_store *s, int wait);
 
 /* A number that moves whenever any writer changed a row in place or deleted one (what was

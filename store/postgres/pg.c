@@ -139,15 +139,35 @@ static int conn_dead(rs_backend *b)
     return 0;
 }
 
+/* Sleep until the next try at the server: 100 ms, or what is left before deadline. 0 once
+ * deadline has passed. */
+static int pause_until(int64_t deadline)
+{
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    if (now >= deadline)
+        return 0;
+    int64_t ns = deadline - now < 100000000LL ? deadline - now : 100000000LL;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
 /* Outside a transaction, a lost connection is made again, and an idle one the server
- * ended is found and replaced before a statement fails on it. */
+ * ended is found and replaced before a statement fails on it. Nothing of the request was
+ * sent yet, so a write as well as a read waits for an unreachable server (a restart) up to
+ * connect_timeout, trying every 100 ms; what was in flight is not tried again. */
 static int ensure_conn(rs_backend *b, rs_err *err)
 {
     if (PQstatus(b->conn) == CONNECTION_OK && (b->in_tx || b->read_tx || b->piped || !conn_dead(b)))
         return 0;
     if (b->in_tx || b->read_tx)
         return fail_conn(b, err, "query");
-    return conn_reset(b, err);
+    int64_t deadline = rs_clock_ns(CLOCK_MONOTONIC) + b->wait_ns;
+    int rc = conn_reset(b, err);
+    while (rc == -EIO && b->lost && pause_until(deadline))
+        rc = conn_reset(b, err);
+    b->waited = rc == -EIO && b->lost;
+    return rc;
 }
 
 static pg_stmt_slot *stmt_cached(rs_backend *b, const char *sql)
@@ -1081,6 +1101,17 @@ static int64_t conn_timeout_ns(PGconn *conn)
     return (secs > 0 ? secs : 10) * 1000000000LL;
 }
 
+/* A connection the server could not take now, as a restart refuses it (no socket, refused,
+ * starting up, shutting down), not one it turned away (no such role or database, a
+ * password) nor a URI libpq cannot parse: libpq says so only in words. */
+static int connect_again(PGconn *conn)
+{
+    const char *msg = PQerrorMessage(conn);
+    if (!strstr(msg, "connection to server") && !strstr(msg, "could not connect to server"))
+        return 0;
+    return !strstr(msg, "FATAL") || strstr(msg, "the database system is");
+}
+
 static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_err *err)
 {
     rs_backend *b = calloc(1, sizeof *b);
@@ -1105,6 +1136,16 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt, rs_
     static const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
     const char *vals[] = {"10", "runfs", uri, NULL};
     b->conn = PQconnectdbParams(keys, vals, 1);
+    if (b->conn && PQstatus(b->conn) != CONNECTION_OK && connect_again(b->conn)) {
+        /* The server down (a restart): a connection opened now, a mount's next one while
+         * another waits for the server, waits for it as ensure_conn does. */
+        int64_t deadline = rs_clock_ns(CLOCK_MONOTONIC) + conn_timeout_ns(b->conn);
+        while (b->conn && PQstatus(b->conn) != CONNECTION_OK && connect_again(b->conn) &&
+               pause_until(deadline)) {
+            PQfinish(b->conn);
+            b->conn = PQconnectdbParams(keys, vals, 1);
+        }
+    }
     if (!b->conn || PQstatus(b->conn) != CONNECTION_OK) {
         rc = connect_fail(b->conn, uri, err);
         goto fail;
@@ -1443,23 +1484,17 @@ static int pg_refresh(rs_backend *b, rs_err *err)
 /* ---- reads ride out a short outage ----
  * A read that failed because the connection did (a restart, a failover) is tried again,
  * outside any transaction, until connect_timeout has passed since the first failure: the
- * first try at once, then every 100 ms. Writes are not: what was in flight, and what is
- * asked while the server is down, fails with EIO at once. */
+ * first try at once, then every 100 ms (ensure_conn waits for the server the same way). A
+ * write is not: what was in flight fails with EIO. */
 static int read_again(rs_backend *b, int rc, int64_t *deadline)
 {
-    if (rc != -EIO || !b->lost || b->no_wait || b->in_tx || b->read_tx || b->piped)
+    if (rc != -EIO || !b->lost || b->waited || b->no_wait || b->in_tx || b->read_tx || b->piped)
         return 0;
-    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
     if (!*deadline) {
-        *deadline = now + b->wait_ns;
+        *deadline = rs_clock_ns(CLOCK_MONOTONIC) + b->wait_ns;
         return 1;
     }
-    if (now >= *deadline)
-        return 0;
-    int64_t ns = *deadline - now < 100000000LL ? *deadline - now : 100000000LL;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-    nanosleep(&ts, NULL);
-    return 1;
+    return pause_until(*deadline);
 }
 
 #define PG_READ(op, params, args) \
@@ -1468,7 +1503,7 @@ static int read_again(rs_backend *b, int rc, int64_t *deadline)
         int64_t deadline = 0; \
         int rc; \
         do { \
-            b->lost = 0; \
+            b->lost = b->waited = 0; \
             rc = op args; \
         } while (read_again(b, rc, &deadline)); \
         return rc; \

@@ -61,8 +61,9 @@ struct rs_backend {
     int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
-    int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
-    int no_wait;      /* rs_store_set_wait(0): reads fail at once too */
+    int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
+    int64_t wait_ns;  /* connect_timeout: how long a request waits for the server */
+    int no_wait;      /* rs_store_set_wait(0): a read the server drops fails at once */
     int standby;      /* a hot standby (read-only: no LISTEN there, the feed is polled) */
     /* Read-only of a database without runfs's tables (DeerFlow's alone): they are TEMP
      * tables of this session, made again with a new one (pg.c, scratch_setup); scratch_hwm:
