@@ -551,7 +551,7 @@ typedef struct export_ctx {
     int force;
     int writing; /* 0: only check which files exist; 1: write them */
     long existing;
-    long skipped;                 /* threads whose id is no path: named once, in the first pass */
+    long skipped;                 /* runs whose ids are no path: named before the first pass */
     int64_t lines, runs, threads; /* what the writing pass wrote */
     rs_buf path, tmp, line;
     rfs_progress *progress;
@@ -687,6 +687,38 @@ static int export_watermark(export_ctx *x, const char *thread_id)
     return rc;
 }
 
+typedef struct odd_namer {
+    FILE *out;
+    const char *prefix;
+    long count;
+    rs_buf line;
+} odd_namer;
+
+static int odd_name(void *ctx, const char *thread_id, size_t thread_len, const char *run_id,
+                    size_t run_len)
+{
+    odd_namer *o = ctx;
+    rs_buf_reset(&o->line);
+    if (rs_buf_addf(&o->line, "%sthread ", o->prefix) ||
+        rs_buf_add_json_string(&o->line, thread_id, thread_len) ||
+        rs_buf_addstr(&o->line, ", run ") || rs_buf_add_json_string(&o->line, run_id, run_len) ||
+        rs_buf_addstr(&o->line, ": not a valid path id, skipped\n"))
+        return -ENOMEM;
+    o->count++;
+    return fwrite(o->line.buf, 1, o->line.len, o->out) == o->line.len ? 0 : -EIO;
+}
+
+int rfs_odd_ids_name(rs_store *s, FILE *out, const char *prefix, long *count, rs_err *err)
+{
+    odd_namer o = {.out = out, .prefix = prefix, .line = RS_BUF_INIT};
+    int rc = rs_store_odd_ids(s, odd_name, &o, err);
+    if (rc && !err->msg[0])
+        rs_err_set(err, rc, "cannot list the ids outside the id rule: %s", strerror(-rc));
+    rs_buf_release(&o.line);
+    *count = o.count;
+    return rc;
+}
+
 /* One pass over every thread and run with rows. */
 static int export_pass(export_ctx *x)
 {
@@ -700,13 +732,9 @@ static int export_pass(export_ctx *x)
     const char *name;
     while (!rc && (rc = rs_names_next(threads, &name)) > 0) {
         char thread_id[RS_ID_MAX + 1];
-        if (!rs_id_valid(name) || rs_fmt(thread_id, sizeof thread_id, "%s", name) < 0) {
-            if (!x->writing) {
-                fprintf(stderr, "runfs export: thread '%s': not a valid path id, skipped\n", name);
-                x->skipped++;
-            }
-            continue;
-        }
+        rc = 0; /* the loop goes on while nothing failed */
+        if (rs_fmt(thread_id, sizeof thread_id, "%s", name) < 0)
+            continue; /* the listing gives valid ids only */
         rs_names *runs;
         if ((rc = rs_store_names(x->s, RS_NAMES_RUNS, thread_id, NULL, NULL, &runs, &err))) {
             fprintf(stderr, "runfs: thread %s: %s\n", thread_id, err.msg);
@@ -715,16 +743,6 @@ static int export_pass(export_ctx *x)
         const char *run;
         int64_t runs_before = x->runs;
         while ((rc = rs_names_next(runs, &run)) > 0) {
-            if (!rs_id_valid(run)) {
-                if (!x->writing) {
-                    fprintf(stderr,
-                            "runfs export: run '%s' of thread %s: not a valid path id, "
-                            "skipped\n",
-                            run, thread_id);
-                    x->skipped++;
-                }
-                continue;
-            }
             rs_log_info info;
             if ((rc = rs_store_log_info(x->s, thread_id, run, NULL, &info, &err)))
                 break;
@@ -783,6 +801,12 @@ int rfs_cmd_export(int argc, char **argv)
         return 2;
     }
     x.base = base.buf;
+    if (rfs_odd_ids_name(x.s, stderr, "runfs export: ", &x.skipped, &err)) {
+        fprintf(stderr, "runfs: %s\n", err.msg);
+        rs_store_close(x.s);
+        rs_buf_release(&base);
+        return 2;
+    }
     /* Nothing is written while any file it would write is already there. */
     if (export_pass(&x) == 0 && x.existing == 0) {
         x.writing = 1;

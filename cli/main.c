@@ -861,7 +861,10 @@ static int cmd_verify(int argc, char **argv)
         return rc;
     }
     struct verify_tally t = {.progress = rfs_progress_new("verify", "seals checked")};
-    rc = rs_store_verify_key(s, key, verify_report, &t, &err);
+    long odd = 0;
+    rc = rfs_odd_ids_name(s, stdout, "", &odd, &err);
+    if (!rc)
+        rc = rs_store_verify_key(s, key, verify_report, &t, &err);
     rs_store_close(s);
     rs_seal_pub_free(key);
     rfs_progress_end(t.progress);

@@ -52,9 +52,10 @@ double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind);
 /* Stat a node for this request's owner, with a pooled connection. */
 int rfs_req_stat(fuse_req_t req, const rfs_node *n, rfs_stat *st, rs_err *err);
 /* rfs_req_stat through rfs_view_stat_ex; flags: RFS_STAT_LAZY (rfs_view_stat_ex's lazy),
- * RFS_STAT_NO_WAIT (a check before a write: a lost database fails it at once). */
+ * RFS_STAT_NO_WAIT (a check before a write: one the server drops while it runs fails at
+ * once, as a write in flight does; one started while it is down waits, as every request). */
 /* A getattr through a handle opened for writing (the kernel's before an O_APPEND write()):
- * 1, and its stat does not wait for a lost database. */
+ * 1, and its stat is not tried again once the server dropped it. */
 int rfs_handle_writes(const struct fuse_file_info *fi);
 #define RFS_STAT_LAZY 1
 #define RFS_STAT_NO_WAIT 2

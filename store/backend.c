@@ -12,6 +12,9 @@
 int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to, const rs_record **out)
 {
     const rs_row *row = &c->row;
+    /* Another writer's row with an id no path can name: in no log, no view, no answer. */
+    if (row->odd)
+        return 0;
     rs_buf_reset(&c->line);
     int rc = rs_event_encode(&c->line, row, NULL);
     if (rc)

@@ -167,6 +167,7 @@ typedef struct rs_change_row {
     const char *created_at;
     rs_row terminal;
     const char *seal; /* NULL: none */
+    int odd;          /* an id no path can name (another writer's): not in the feed */
 } rs_change_row;
 typedef int (*rs_change_row_fn)(void *ctx, const rs_change_row *r);
 
@@ -232,6 +233,8 @@ typedef struct rs_backend_ops {
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
                  const char *user, const char *const *singletons, size_t n_singletons,
                  rs_names **out, rs_err *err);
+    /* rs_store_odd_ids: every pair once (any order). */
+    int (*odd_ids)(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err);
     int (*last_visible_ai_seq)(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err);
     /* Message rows of the thread whose content is an object, in ascending seq (newest
      * first when newest), for identity scans; raw content text through the cursor's row. */

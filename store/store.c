@@ -561,6 +561,11 @@ int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const
                          err);
 }
 
+int rs_store_odd_ids(rs_store *s, rs_odd_id_fn fn, void *ctx, rs_err *err)
+{
+    return s->ops->odd_ids(s->be, fn, ctx, err);
+}
+
 /* The thread's log info counts its messages on either backend. */
 int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,
                             rs_err *err)

@@ -19,6 +19,9 @@ typedef struct feed {
 static int feed_row(void *ctx, const rs_change_row *r)
 {
     feed *f = ctx;
+    /* The same on both backends: a run no path can name is not a consumer's to fetch. */
+    if (r->odd)
+        return 0;
     rs_change c = {.change = r->change,
                    .thread_id = r->thread_id,
                    .run_id = r->run_id,

@@ -139,9 +139,10 @@ int rs_store_data_version(rs_store *s, int64_t *version);
  * what one request reads is the store as that look found it, at one probe instead of one
  * per query (a write transaction still looks every time). */
 void rs_store_one_look(rs_store *s, int on);
-/* A read on s whose database connection was lost waits for the server to come back, up to
- * connect_timeout (PostgreSQL; on by default). A caller about to write turns it off for
- * the checks it makes first, so a write made while the server is down fails at once. */
+/* A read on s whose database connection broke under it is tried again while the server
+ * comes back, up to connect_timeout (PostgreSQL; on by default). A caller about to write
+ * turns it off for the checks it makes first, as a write in flight is not tried again. A
+ * request that finds the server down before it sends anything waits for it either way. */
 void rs_store_set_wait(rs_store *s, int wait);
 
 /* A number that moves whenever any writer changed a row in place or deleted one (what was
@@ -329,6 +330,13 @@ int rs_names_next(rs_names *n, const char **name);
  * owner, indexed, on a writable store), else 0 (stat the name for them). */
 int rs_names_times(rs_names *n, int64_t *ctime_ns, int64_t *mtime_ns);
 void rs_names_free(rs_names *n);
+
+/* Each (thread_id, run_id) of rows another writer stored with an id outside the id rule
+ * (never shown, listed, searched or in the feed), once, to fn with the ids' bytes (a NUL
+ * included) and lengths; fn's nonzero return stops and is returned. */
+typedef int (*rs_odd_id_fn)(void *ctx, const char *thread_id, size_t thread_len, const char *run_id,
+                            size_t run_len);
+int rs_store_odd_ids(rs_store *s, rs_odd_id_fn fn, void *ctx, rs_err *err);
 
 /* count_messages. */
 int rs_store_count_messages(rs_store *s, const char *thread_id, const char *user, int64_t *count,

@@ -139,15 +139,35 @@ static int conn_dead(rs_backend *b)
     return 0;
 }
 
+/* Sleep until the next try at the server: 100 ms, or what is left before deadline. 0 once
+ * deadline has passed. */
+static int pause_until(int64_t deadline)
+{
+    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+    if (now >= deadline)
+        return 0;
+    int64_t ns = deadline - now < 100000000LL ? deadline - now : 100000000LL;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
 /* Outside a transaction, a lost connection is made again, and an idle one the server
- * ended is found and replaced before a statement fails on it. */
+ * ended is found and replaced before a statement fails on it. Nothing of the request was
+ * sent yet, so a write as well as a read waits for an unreachable server (a restart) up to
+ * connect_timeout, trying every 100 ms; what was in flight is not tried again. */
 static int ensure_conn(rs_backend *b, rs_err *err)
 {
     if (PQstatus(b->conn) == CONNECTION_OK && (b->in_tx || b->read_tx || b->piped || !conn_dead(b)))
         return 0;
     if (b->in_tx || b->read_tx)
         return fail_conn(b, err, "query");
-    return conn_reset(b, err);
+    int64_t deadline = rs_clock_ns(CLOCK_MONOTONIC) + b->wait_ns;
+    int rc = conn_reset(b, err);
+    while (rc == -EIO && b->lost && pause_until(deadline))
+        rc = conn_reset(b, err);
+    b->waited = rc == -EIO && b->lost;
+    return rc;
 }
 
 static pg_stmt_slot *stmt_cached(rs_backend *b, const char *sql)
@@ -453,6 +473,8 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
     row->created_at = PQgetvalue(r, i, col + 7);
     row->user_id = PQgetisnull(r, i, col + 8) ? NULL : PQgetvalue(r, i, col + 8);
     row->canonical = 0;
+    row->odd = !rs_id_valid_n(row->thread_id, (size_t)PQgetlength(r, i, col + 0)) ||
+               !rs_id_valid_n(row->run_id, (size_t)PQgetlength(r, i, col + 1));
 }
 
 /* ---- rows runfs stored (runfs_canon) ---- */
@@ -1082,6 +1104,17 @@ static int64_t conn_timeout_ns(PGconn *conn)
     return (secs > 0 ? secs : 10) * 1000000000LL;
 }
 
+/* A connection the server could not take now, as a restart refuses it (no socket, refused,
+ * starting up, shutting down), not one it turned away (no such role or database, a
+ * password) nor a URI libpq cannot parse: libpq says so only in words. */
+static int connect_again(PGconn *conn)
+{
+    const char *msg = PQerrorMessage(conn);
+    if (!strstr(msg, "connection to server") && !strstr(msg, "could not connect to server"))
+        return 0;
+    return !strstr(msg, "FATAL") || strstr(msg, "the database system is");
+}
+
 static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
                    const rs_policy *policy, rs_err *err)
 {
@@ -1108,6 +1141,16 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
     static const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
     const char *vals[] = {"10", "runfs", uri, NULL};
     b->conn = PQconnectdbParams(keys, vals, 1);
+    if (b->conn && PQstatus(b->conn) != CONNECTION_OK && connect_again(b->conn)) {
+        /* The server down (a restart): a connection opened now, a mount's next one while
+         * another waits for the server, waits for it as ensure_conn does. */
+        int64_t deadline = rs_clock_ns(CLOCK_MONOTONIC) + conn_timeout_ns(b->conn);
+        while (b->conn && PQstatus(b->conn) != CONNECTION_OK && connect_again(b->conn) &&
+               pause_until(deadline)) {
+            PQfinish(b->conn);
+            b->conn = PQconnectdbParams(keys, vals, 1);
+        }
+    }
     if (!b->conn || PQstatus(b->conn) != CONNECTION_OK) {
         rc = connect_fail(b->conn, uri, err);
         goto fail;
@@ -1447,23 +1490,17 @@ static int pg_refresh(rs_backend *b, rs_err *err)
 /* ---- reads ride out a short outage ----
  * A read that failed because the connection did (a restart, a failover) is tried again,
  * outside any transaction, until connect_timeout has passed since the first failure: the
- * first try at once, then every 100 ms. Writes are not: what was in flight, and what is
- * asked while the server is down, fails with EIO at once. */
+ * first try at once, then every 100 ms (ensure_conn waits for the server the same way). A
+ * write is not: what was in flight fails with EIO. */
 static int read_again(rs_backend *b, int rc, int64_t *deadline)
 {
-    if (rc != -EIO || !b->lost || b->no_wait || b->in_tx || b->read_tx || b->piped)
+    if (rc != -EIO || !b->lost || b->waited || b->no_wait || b->in_tx || b->read_tx || b->piped)
         return 0;
-    int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
     if (!*deadline) {
-        *deadline = now + b->wait_ns;
+        *deadline = rs_clock_ns(CLOCK_MONOTONIC) + b->wait_ns;
         return 1;
     }
-    if (now >= *deadline)
-        return 0;
-    int64_t ns = *deadline - now < 100000000LL ? *deadline - now : 100000000LL;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-    nanosleep(&ts, NULL);
-    return 1;
+    return pause_until(*deadline);
 }
 
 #define PG_READ(op, params, args) \
@@ -1472,7 +1509,7 @@ static int read_again(rs_backend *b, int rc, int64_t *deadline)
         int64_t deadline = 0; \
         int rc; \
         do { \
-            b->lost = 0; \
+            b->lost = b->waited = 0; \
             rc = op args; \
         } while (read_again(b, rc, &deadline)); \
         return rc; \
@@ -1493,6 +1530,7 @@ PG_READ(pg_names,
          const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
          rs_err *err),
         (b, kind, thread_id, run_id, user, singletons, n_singletons, out, err))
+PG_READ(pg_odd_ids, (rs_backend * b, rs_odd_id_fn fn, void *ctx, rs_err *err), (b, fn, ctx, err))
 PG_READ(pg_last_visible_ai_seq, (rs_backend * b, const rs_target *t, int64_t *seq, rs_err *err),
         (b, t, seq, err))
 PG_READ(pg_message_objects,
@@ -1592,6 +1630,7 @@ const rs_backend_ops rs_pg_backend = {
     .log_info = pg_log_info_wait,
     .log_seek = pg_log_seek_wait,
     .names = pg_names_wait,
+    .odd_ids = pg_odd_ids_wait,
     .last_visible_ai_seq = pg_last_visible_ai_seq_wait,
     .message_objects = pg_message_objects_wait,
     .stats = pg_stats_wait,

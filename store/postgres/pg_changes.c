@@ -239,6 +239,8 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
             .created_at = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6),
             .seal = PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9),
         };
+        row.odd = !rs_id_valid_n(row.thread_id, (size_t)PQgetlength(r, i, 1)) ||
+                  !rs_id_valid_n(row.run_id, (size_t)PQgetlength(r, i, 2));
         if (!PQgetisnull(r, i, 7)) {
             row.terminal.content = PQgetvalue(r, i, 7);
             row.terminal.content_len = (size_t)PQgetlength(r, i, 7);

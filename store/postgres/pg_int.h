@@ -62,8 +62,9 @@ struct rs_backend {
     int has_expired;  /* runfs_expired is there (a writer makes it) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
-    int64_t wait_ns;  /* connect_timeout: how long a read waits for the server */
-    int no_wait;      /* rs_store_set_wait(0): reads fail at once too */
+    int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
+    int64_t wait_ns;  /* connect_timeout: how long a request waits for the server */
+    int no_wait;      /* rs_store_set_wait(0): a read the server drops fails at once */
     int standby;      /* a hot standby (read-only: no LISTEN there, the feed is polled) */
     /* Read-only of a database without runfs's tables (DeerFlow's alone): they are TEMP
      * tables of this session, made again with a new one (pg.c, scratch_setup); scratch_hwm:
@@ -261,6 +262,7 @@ int pg_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);
+int pg_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err);
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,
              rs_err *err);

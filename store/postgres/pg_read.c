@@ -14,6 +14,7 @@ typedef struct pg_names_cursor {
     int row;
     int time_col; /* the column of each name's ctime (mtime after it); 0: none */
     int gate_col; /* a column NULL where the times are not exact (0: none) */
+    int ids;      /* names of threads or runs: those no path can name are passed over */
 } pg_names_cursor;
 
 #define SEAL_COLUMNS "state, upper_seq, event_count, terminal_seq, digest, error, sealed_at"
@@ -76,7 +77,9 @@ static int names_next(rs_names *base, const char **name)
     pg_names_cursor *n = (pg_names_cursor *)base;
     while (n->row < PQntuples(n->res)) {
         int i = n->row++;
-        if (!PQgetisnull(n->res, i, 0)) {
+        if (!PQgetisnull(n->res, i, 0) &&
+            (!n->ids ||
+             rs_id_valid_n(PQgetvalue(n->res, i, 0), (size_t)PQgetlength(n->res, i, 0)))) {
             int c = n->time_col;
             n->base.timed = c && !PQgetisnull(n->res, i, c) &&
                             !(n->gate_col && PQgetisnull(n->res, i, n->gate_col));
@@ -94,6 +97,25 @@ static void names_free(rs_names *base)
     pg_names_cursor *n = (pg_names_cursor *)base;
     PQclear(n->res);
     free(n);
+}
+
+/* A superset of the odd pairs (the C collation: ranges of bytes); rs_id_valid_n decides. */
+int pg_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err)
+{
+    PGresult *r = NULL;
+    int rc =
+        pg_run(b,
+               "SELECT DISTINCT thread_id, run_id FROM run_events WHERE thread_id COLLATE \"C\" "
+               "!~ '^[A-Za-z0-9_-]{1,64}$' OR run_id COLLATE \"C\" !~ '^[A-Za-z0-9_-]{1,64}$'",
+               NULL, &r, err);
+    for (int i = 0; !rc && i < PQntuples(r); i++) {
+        const char *t = PQgetvalue(r, i, 0), *u = PQgetvalue(r, i, 1);
+        size_t tl = (size_t)PQgetlength(r, i, 0), ul = (size_t)PQgetlength(r, i, 1);
+        if (!rs_id_valid_n(t, tl) || !rs_id_valid_n(u, ul))
+            rc = fn(ctx, t, tl, u, ul);
+    }
+    PQclear(r);
+    return rc;
 }
 
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
@@ -181,6 +203,7 @@ int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     }
     n->base.next = names_next;
     n->base.free = names_free;
+    n->ids = kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS;
     /* Times of every owner's rows, as indexed: a thread not caught up (dirty) goes untimed
      * (its times and dirty flag: columns 2, 3 and 1), the runs' thread was caught up above;
      * a read-only mount's index may be a copy of its own: its listings stay untimed. */

@@ -95,6 +95,7 @@ typedef struct rs_row {
     const char *created_at; /* DATETIME text as stored (any of DeerFlow's forms) */
     const char *user_id;    /* NULL: no owner */
     int canonical;          /* the columns are as runfs's put stores them: copied, not scanned */
+    int odd; /* thread_id or run_id outside the id rule (another writer's): never shown */
 } rs_row;
 
 /* Append the canonical line of row, '\n' included, to out: keys thread_id, run_id, seq,

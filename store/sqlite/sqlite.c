@@ -578,6 +578,11 @@ void sq_row(rs_row *row, sqlite3_stmt *st, int col)
     row->created_at = (const char *)sqlite3_column_text(st, col + 7);
     row->user_id = (const char *)sqlite3_column_text(st, col + 8);
     row->canonical = 0;
+    /* In bytes: an id holding a NUL reads as its part before it. */
+    row->odd =
+        !rs_id_valid_n(row->thread_id ? row->thread_id : "",
+                       (size_t)sqlite3_column_bytes(st, col + 0)) ||
+        !rs_id_valid_n(row->run_id ? row->run_id : "", (size_t)sqlite3_column_bytes(st, col + 1));
     if (!row->thread_id)
         row->thread_id = "";
     if (!row->run_id)
@@ -1868,6 +1873,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .log_seek = sq_log_seek,
     .log_facts = sq_log_facts,
     .names = sq_names,
+    .odd_ids = sq_odd_ids,
     .last_visible_ai_seq = sq_last_visible_ai_seq,
     .message_objects = sq_message_objects,
 };

@@ -241,6 +241,10 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
             .created_at = (const char *)sqlite3_column_text(st, 6),
             .seal = (const char *)sqlite3_column_text(st, 9),
         };
+        /* In bytes: an id holding a NUL reads as its part before it. */
+        r.odd = !r.thread_id || !r.run_id ||
+                !rs_id_valid_n(r.thread_id, (size_t)sqlite3_column_bytes(st, 1)) ||
+                !rs_id_valid_n(r.run_id, (size_t)sqlite3_column_bytes(st, 2));
         if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
             r.terminal.content = (const char *)sqlite3_column_text(st, 7);
             r.terminal.content_len = (size_t)sqlite3_column_bytes(st, 7);

@@ -311,7 +311,8 @@ static int index_rows(rs_backend *b, sqlite3_stmt *st, int reset, int *more, rs_
         sq_row(&row, st, 1);
         if (strcmp(row.thread_id, thread_id) != 0)
             break;
-        if (row.seq <= thr.last_seq)
+        /* A run no path can name: in none of the thread's logs, as its reads skip it. */
+        if (row.seq <= thr.last_seq || row.odd)
             continue;
         sq_log *run = run_find(b, &runs, thread_id, thr.key, row.run_id, reset, err);
         rs_buf_reset(&line);

@@ -19,6 +19,7 @@ typedef struct sq_names {
     rs_backend *b;
     sqlite3_stmt *st;
     int time_col; /* the column of each name's ctime (mtime after it); 0: none */
+    int ids;      /* names of threads or runs: those no path can name are passed over */
 } sq_name_cursor;
 
 #define SEAL_COLUMNS "state, upper_seq, event_count, terminal_seq, digest, error, sealed_at"
@@ -96,7 +97,8 @@ static int names_next(rs_names *base, const char **name)
         if (src != SQLITE_ROW)
             return sq_fail(n->b, src, NULL, "list");
         const char *s = (const char *)sqlite3_column_text(n->st, 0);
-        if (s) {
+        /* In bytes: an id holding a NUL would list as its part before it. */
+        if (s && (!n->ids || rs_id_valid_n(s, (size_t)sqlite3_column_bytes(n->st, 0)))) {
             int c = n->time_col;
             n->base.timed = c && sqlite3_column_type(n->st, c) == SQLITE_INTEGER;
             n->base.ctime_ns = n->base.timed ? sqlite3_column_int64(n->st, c) : 0;
@@ -205,6 +207,7 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
     n->base.free = names_free;
     n->b = b;
     n->st = st;
+    n->ids = kind == RS_NAMES_THREADS || kind == RS_NAMES_RUNS;
     /* Times of every owner's rows, as indexed (the runs' thread was caught up above; a
      * thread behind shows its new time once the hub indexes it, at its tick); a read-only
      * mount's index may be a copy in memory: its listings stay untimed. */
@@ -212,6 +215,34 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
         n->time_col = kind == RS_NAMES_THREADS ? 2 : kind == RS_NAMES_RUNS ? 1 : 0;
     *out = &n->base;
     return 0;
+}
+
+/* A superset of the odd pairs, in bytes (an id holding a NUL included); rs_id_valid_n
+ * decides. One pass over the (thread_id, run_id, seq) index. */
+#define SQ_ODD(c) \
+    "(" c " IS NULL OR length(CAST(" c " AS BLOB)) NOT BETWEEN 1 AND 64 OR " c \
+    " GLOB '*[^A-Za-z0-9_-]*' OR instr(CAST(" c " AS BLOB), x'00') > 0)"
+
+int sq_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b,
+                         "SELECT DISTINCT CAST(thread_id AS BLOB), CAST(run_id AS BLOB) FROM "
+                         "run_events WHERE " SQ_ODD("thread_id") " OR " SQ_ODD("run_id"),
+                         &st, err);
+    if (rc)
+        return rc;
+    int src = SQLITE_DONE;
+    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *t = sqlite3_column_blob(st, 0), *r = sqlite3_column_blob(st, 1);
+        size_t tl = (size_t)sqlite3_column_bytes(st, 0), rl = (size_t)sqlite3_column_bytes(st, 1);
+        if (!rs_id_valid_n(t ? t : "", tl) || !rs_id_valid_n(r ? r : "", rl))
+            rc = fn(ctx, t ? t : "", tl, r ? r : "", rl);
+    }
+    if (!rc && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "odd ids");
+    sq_stmt_done(b, st);
+    return rc;
 }
 
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err)

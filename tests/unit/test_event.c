@@ -1129,7 +1129,7 @@ static void test_mutations(void **state)
             if (rc == 0) {
                 rs_row r = { "t1", "r1", 1, ev->event_type, ev->category, ev->content_db.buf,
                              ev->content_db.len, ev->metadata_db.buf, ev->metadata_db.len,
-                             ev->created_db, NULL, 0 };
+                             ev->created_db, NULL, 0, 0 };
                 rs_buf b = RS_BUF_INIT, copied = RS_BUF_INIT;
                 assert_int_equal(rs_event_encode(&b, &r, NULL), 0);
                 /* Stored by put, the row's columns are copied into the same line. */
