@@ -17,12 +17,15 @@
 #define TEXT_MAX (32 * 1024)
 /* Calls waiting for their result; past this many the oldest is shown without one. */
 #define PENDING_MAX 64
+/* A row or call longer than this is rendered at once rather than kept: its rendering is
+ * bounded by TEXT_MAX, its row only by the store's largest event. */
+#define KEEP_MAX (64 * 1024)
 
 typedef struct pending_call {
     char *id;
-    rs_buf call; /* its JSON object, rendered with its entry */
+    rs_buf call; /* its JSON object, rendered with its entry, or its rendering */
     int64_t seq;
-    int orphan; /* a result no call asked for */
+    int rendered;
 } pending_call;
 
 /* A row kept to be rendered at the finish: its line, then its event type and a NUL. */
@@ -33,10 +36,10 @@ typedef struct kept_row {
 } kept_row;
 
 /* An entry of the ring: an event (row), or a tool call (call) and its result (row, when
- * has_row). */
+ * has_row); rendered: row.bytes holds the entry's rendering instead. */
 typedef struct kept_entry {
     int64_t seq;
-    int tool, has_row;
+    int tool, has_row, rendered;
     kept_row row;
     pending_call call;
 } kept_entry;
@@ -286,12 +289,9 @@ static int open_entry(rs_buf *o, const rfs_ev *ev, const char *tag, const char *
     return rc;
 }
 
-/* A tool call's name and arguments. */
-static int add_call(rs_buf *o, const pending_call *c)
+/* A tool call's name and arguments, from its JSON object (seq: the response asking). */
+static int render_call(rs_buf *o, rfs_span call, int64_t seq)
 {
-    if (c->orphan)
-        return rs_buf_addlit(o, "(no call asked for this result)");
-    rfs_span call = {c->call.buf, c->call.len};
     char *name = str_of(call, "name");
     int rc = rs_buf_addlit(o, "<b>");
     if (!rc)
@@ -299,7 +299,14 @@ static int add_call(rs_buf *o, const pending_call *c)
     free(name);
     if (!rc)
         rc = rs_buf_addlit(o, "</b> ");
-    return rc ? rc : add_value(o, rfs_jl_member(call, "args"), c->seq);
+    return rc ? rc : add_value(o, rfs_jl_member(call, "args"), seq);
+}
+
+static int add_call(rs_buf *o, const pending_call *c)
+{
+    if (c->rendered)
+        return rs_buf_add(o, c->call.buf, c->call.len);
+    return render_call(o, (rfs_span){c->call.buf, c->call.len}, c->seq);
 }
 
 /* A tool call and its result (res NULL: none came) as one folded entry. */
@@ -385,6 +392,18 @@ static int render_event(rs_buf *o, const rfs_ev *ev)
     return rc;
 }
 
+/* Keep in ring slot k what renders its entry (its call already there): the row, or the
+ * rendering when the row is too long to keep. */
+static int keep_entry(kept_entry *k, const rfs_ev *ev)
+{
+    k->has_row = ev != NULL;
+    k->rendered = ev && ev->rec->line_len > KEEP_MAX;
+    if (!k->rendered)
+        return ev ? keep_row(&k->row, ev->rec) : 0;
+    rs_buf_reset(&k->row.bytes);
+    return k->tool ? render_tool(&k->row.bytes, &k->call, ev) : render_event(&k->row.bytes, ev);
+}
+
 /* An event's entry: rendered into the head, or kept in the ring. */
 static int event_entry(rfs_report *r, const rfs_ev *ev)
 {
@@ -396,8 +415,7 @@ static int event_entry(rfs_report *r, const rfs_ev *ev)
     if (!k)
         return -ENOMEM;
     k->tool = 0;
-    k->has_row = 1;
-    return keep_row(&k->row, ev->rec);
+    return keep_entry(k, ev);
 }
 
 /* A tool call's entry (res NULL: no result came); the call is the entry's after it (c is left
@@ -412,12 +430,11 @@ static int tool_entry(rfs_report *r, pending_call *c, const rfs_ev *res)
     if (!k)
         return -ENOMEM;
     k->tool = 1;
-    k->has_row = res != NULL;
     /* Swapped, not copied: c keeps the slot's old buffers, freed when it is dropped. */
     pending_call old = k->call;
     k->call = *c;
     *c = old;
-    return res ? keep_row(&k->row, res->rec) : 0;
+    return keep_entry(k, res);
 }
 
 /* A ring entry rendered from what it kept. */
@@ -425,6 +442,8 @@ static int render_kept(rs_buf *o, const kept_entry *k)
 {
     rs_record rec;
     rfs_ev ev;
+    if (k->rendered)
+        return rs_buf_add(o, k->row.bytes.buf, k->row.bytes.len);
     if (k->has_row) {
         rec = kept_record(&k->row);
         rfs_ev_read_all(&rec, &ev);
@@ -458,8 +477,10 @@ static int add_calls(rfs_report *r, const rfs_ev *ev)
         p->call = (rs_buf)RS_BUF_INIT;
         p->seq = ev->rec->seq;
         p->id = str_of(call, "id");
+        p->rendered = call.n > KEEP_MAX;
         r->n_calls++;
-        rc = rs_buf_add(&p->call, call.p, call.n);
+        rc = p->rendered ? render_call(&p->call, call, p->seq)
+                         : rs_buf_add(&p->call, call.p, call.n);
     }
     return rc;
 }
@@ -484,8 +505,10 @@ static int result(rfs_report *r, const rfs_ev *ev)
         rc = tool_entry(r, &r->calls[i], ev);
         drop_call(r, i);
     } else {
-        pending_call orphan = {.id = id, .call = RS_BUF_INIT, .orphan = 1};
-        rc = tool_entry(r, &orphan, ev);
+        pending_call orphan = {.id = id, .call = RS_BUF_INIT, .rendered = 1};
+        rc = rs_buf_addlit(&orphan.call, "(no call asked for this result)");
+        if (!rc)
+            rc = tool_entry(r, &orphan, ev);
         free(orphan.id);
         rs_buf_release(&orphan.call);
     }
