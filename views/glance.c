@@ -352,6 +352,11 @@ void *rfs_map_val(const rfs_map *m, size_t i)
     return m->vals + i * m->val_size;
 }
 
+size_t rfs_map_index(const rfs_map *m, const void *val)
+{
+    return (size_t)((const char *)val - m->vals) / m->val_size;
+}
+
 int rfs_map_clone(const rfs_map *m, rfs_map **out)
 {
     rfs_map *c;
@@ -568,6 +573,11 @@ rfs_call *rfs_calls_take(rfs_calls *c, const rfs_ev *ev)
 rfs_call *rfs_calls_first(rfs_calls *c)
 {
     return c->first;
+}
+
+rfs_call *rfs_calls_last(rfs_calls *c)
+{
+    return c->last;
 }
 
 /* ---- helpers ---- */

@@ -71,6 +71,8 @@ int rfs_map_clone(const rfs_map *m, rfs_map **out);
 int rfs_map_sorted(const rfs_map *m, size_t **sorted);
 const char *rfs_map_key(const rfs_map *m, size_t i, size_t *len);
 void *rfs_map_val(const rfs_map *m, size_t i);
+/* The i of rfs_map_val for a value the map holds (as rfs_map_get returned it). */
+size_t rfs_map_index(const rfs_map *m, const void *val);
 
 /* ---- tool calls waiting for their result ----
  * Calls are kept in call order; a result takes the oldest waiting call of its id. */
@@ -99,6 +101,8 @@ int rfs_calls_clone(const rfs_calls *c, rfs_calls **out);
 size_t rfs_calls_count(const rfs_calls *c);
 /* The waiting calls, oldest first. */
 rfs_call *rfs_calls_first(rfs_calls *c);
+/* The newest waiting call (walk back by prev), NULL when none waits. */
+rfs_call *rfs_calls_last(rfs_calls *c);
 void rfs_call_free(rfs_call *call);
 
 /* ---- small helpers shared by the three views ---- */

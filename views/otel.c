@@ -18,7 +18,15 @@ enum { STATUS_UNSET = 0, STATUS_OK = 1, STATUS_ERROR = 2 };
 typedef struct task {
     int started, ended;
     int64_t seq, t_us;
+    int64_t held; /* events held for its span */
 } task;
+
+/* An error's or middleware event's span event, held until the span it fell in is written. */
+typedef struct held_event {
+    uint64_t span;
+    char *json;
+    size_t len;
+} held_event;
 
 struct rfs_otel {
     char *thread_id, *run_id;
@@ -27,6 +35,10 @@ struct rfs_otel {
     int64_t spans;
     rs_buf head;        /* the request's start, up to its first span */
     rs_buf root_events; /* the root span's events (errors, middleware), comma-separated */
+    held_event *held;   /* other spans' events, until their span is written */
+    size_t n_held, cap_held;
+    size_t *open_tasks; /* the tasks started and not ended (rfs_map_index), oldest first */
+    size_t n_open, cap_open;
     /* Parts (rfs_otel_set_part): the one rendered (0: the whole run), the one the spans go
      * to now, and what it holds. */
     int64_t part, cur_part, cur_spans, cur_bytes;
@@ -101,6 +113,10 @@ void rfs_otel_free(rfs_otel *o)
     rfs_map_free(o->tasks);
     rs_buf_release(&o->head);
     rs_buf_release(&o->root_events);
+    for (size_t i = 0; i < o->n_held; i++)
+        free(o->held[i].json);
+    free(o->held);
+    free(o->open_tasks);
     free(o->status);
     free(o->agent);
     free(o->thread_id);
@@ -125,8 +141,28 @@ int rfs_otel_clone(const rfs_otel *o, rfs_otel **out)
     c->tasks = NULL;
     c->head = (rs_buf)RS_BUF_INIT;
     c->root_events = (rs_buf)RS_BUF_INIT;
+    c->held = NULL;
+    c->n_held = c->cap_held = 0;
+    c->open_tasks = NULL;
+    c->n_open = c->cap_open = 0;
     int failed = rs_buf_add(&c->head, o->head.buf, o->head.len) ||
                  rs_buf_add(&c->root_events, o->root_events.buf, o->root_events.len);
+    if (!failed && o->n_held &&
+        !(failed = rs_array_grow(&c->held, &c->cap_held, o->n_held, sizeof *c->held) != 0))
+        for (; c->n_held < o->n_held && !failed; c->n_held++) {
+            const held_event *h = &o->held[c->n_held];
+            char *json = malloc(h->len);
+            failed = !json;
+            if (json)
+                memcpy(json, h->json, h->len);
+            c->held[c->n_held] = (held_event){h->span, json, h->len};
+        }
+    if (!failed && o->n_open &&
+        !(failed = rs_array_grow(&c->open_tasks, &c->cap_open, o->n_open, sizeof *c->open_tasks) !=
+                   0)) {
+        memcpy(c->open_tasks, o->open_tasks, o->n_open * sizeof *o->open_tasks);
+        c->n_open = o->n_open;
+    }
     c->thread_id = dup_or_null(o->thread_id, &failed);
     c->run_id = dup_or_null(o->run_id, &failed);
     c->status = dup_or_null(o->status, &failed);
@@ -202,7 +238,8 @@ int64_t rfs_otel_mark(rfs_otel_marks *m, const rfs_otel *o, int64_t off, int64_t
     if (off < last + MARK_EVERY)
         return last + MARK_EVERY;
     rfs_otel *copy;
-    if (!o->started || rfs_calls_count(o->calls) + rfs_map_count(o->tasks) > MARK_OPEN_MAX ||
+    if (!o->started ||
+        rfs_calls_count(o->calls) + rfs_map_count(o->tasks) + o->n_held > MARK_OPEN_MAX ||
         rfs_otel_clone(o, &copy))
         return off + 1; /* the next row tries again */
     pthread_mutex_lock(&m->lock);
@@ -527,6 +564,27 @@ static int chat(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
     return span_end(o, &s, NULL, STATUS_UNSET, NULL);
 }
 
+/* The events held for span, comma-separated onto evs, and held no more. */
+static int take_held(rfs_otel *o, uint64_t span, rs_buf *evs)
+{
+    size_t keep = 0;
+    int rc = 0;
+    for (size_t i = 0; i < o->n_held; i++) {
+        held_event *h = &o->held[i];
+        if (h->span != span) {
+            o->held[keep++] = *h;
+            continue;
+        }
+        if (!rc && evs->len)
+            rc = rs_buf_addch(evs, ',');
+        if (!rc)
+            rc = rs_buf_add(evs, h->json, h->len);
+        free(h->json);
+    }
+    o->n_held = keep;
+    return rc;
+}
+
 /* A tool call's span: ended by its result (res) or, unanswered (res NULL), by the run. */
 static int tool(rfs_otel *o, const rfs_call *call, const rfs_ev *res, rs_buf *out)
 {
@@ -550,8 +608,13 @@ static int tool(rfs_otel *o, const rfs_call *call, const rfs_ev *res, rs_buf *ou
     else
         ATTR_TRUE(&s, "runfs.unanswered");
     int err = res && res->error;
-    return span_end(o, &s, NULL, err ? STATUS_ERROR : STATUS_UNSET,
-                    err ? "tool result status error" : NULL);
+    rs_buf evs = RS_BUF_INIT;
+    if (!s.rc && call->user)
+        s.rc = take_held(o, span_id(SPAN_TOOL, call->index, call->seq), &evs);
+    int rc = span_end(o, &s, &evs, err ? STATUS_ERROR : STATUS_UNSET,
+                      err ? "tool result status error" : NULL);
+    rs_buf_release(&evs);
+    return rc;
 }
 
 /* A subagent task's span: ended by its subagent.end (end) or, unfinished, by the run. */
@@ -584,8 +647,12 @@ static int subagent(rfs_otel *o, const char *id, size_t id_len, const task *t, c
                : strcmp(st.buf, "failed") == 0 || strcmp(st.buf, "timed_out") == 0 ? STATUS_ERROR
                                                                                    : STATUS_UNSET;
     char msg[64];
+    rs_buf evs = RS_BUF_INIT;
     int rc = rs_fmt(msg, sizeof msg, "subagent %s", st.len < 40 ? st.buf : "failed");
-    rc = rc < 0 ? rc : span_end(o, &s, NULL, code, code == STATUS_ERROR ? msg : NULL);
+    if (rc >= 0 && !s.rc && t->held)
+        s.rc = take_held(o, span_id(SPAN_TASK, 0, seq), &evs);
+    rc = rc < 0 ? rc : span_end(o, &s, &evs, code, code == STATUS_ERROR ? msg : NULL);
+    rs_buf_release(&evs);
     rs_buf_release(&st);
     return rc;
 }
@@ -601,8 +668,19 @@ static int task_event(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
         t->started = 1;
         t->seq = ev->rec->seq;
         t->t_us = ev->t_us;
+        if (!(rc = rs_array_grow(&o->open_tasks, &o->cap_open, o->n_open + 1,
+                                 sizeof *o->open_tasks)))
+            o->open_tasks[o->n_open++] = rfs_map_index(o->tasks, t);
     } else if (!rc && ev->kind == RFS_EV_TASK_END && !t->ended) {
         t->ended = 1;
+        size_t at = rfs_map_index(o->tasks, t);
+        for (size_t i = o->n_open; t->started && i-- > 0;)
+            if (o->open_tasks[i] == at) {
+                memmove(o->open_tasks + i, o->open_tasks + i + 1,
+                        (o->n_open - i - 1) * sizeof *o->open_tasks);
+                o->n_open--;
+                break;
+            }
         rc = subagent(o, id.buf, id.len, t, ev, out);
     }
     rs_buf_release(&id);
@@ -634,17 +712,14 @@ static int error_message(const rfs_ev *ev, rs_buf *out)
     return c.p ? rs_buf_add(out, c.p, c.n) : 0;
 }
 
-/* An error (an exception event) or a middleware event (named by its tag) on the root span,
- * the span every event of the run falls in. */
-static int root_event(rfs_otel *o, const rfs_ev *ev)
+/* An error's (an exception event) or a middleware event's (named by its tag) span event. */
+static int event_json(rs_buf *b, const rfs_ev *ev)
 {
-    rs_buf *b = &o->root_events, msg = RS_BUF_INIT;
+    rs_buf msg = RS_BUF_INIT;
     int err = ev->kind == RFS_EV_ERROR;
     const char *name = err ? "exception" : ev->tag;
-    int rc = b->len ? rs_buf_addch(b, ',') : 0;
-    if (!rc)
-        rc = rs_buf_addf(
-            b, "{\"timeUnixNano\":\"%lld000\",\"name\":", (long long)(ev->t_us > 0 ? ev->t_us : 0));
+    int rc = rs_buf_addf(
+        b, "{\"timeUnixNano\":\"%lld000\",\"name\":", (long long)(ev->t_us > 0 ? ev->t_us : 0));
     if (!rc)
         rc = rs_buf_add_json_string(b, name, strlen(name));
     if (!rc)
@@ -661,6 +736,43 @@ static int root_event(rfs_otel *o, const rfs_ev *ev)
                          (long long)ev->rec->seq);
     rs_buf_release(&msg);
     return rc;
+}
+
+/* An error or middleware event goes on the span it falls in: the newest of the tool calls
+ * and subagent tasks still open (a call with no id is never answered, so it is open to the
+ * run's end and would take every later event: it is passed over), else the root span. */
+static int span_event(rfs_otel *o, const rfs_ev *ev)
+{
+    rfs_call *call = rfs_calls_last(o->calls);
+    while (call && !call->id)
+        call = call->prev;
+    task *t = o->n_open ? rfs_map_val(o->tasks, o->open_tasks[o->n_open - 1]) : NULL;
+    if (t && call && call->seq > t->seq)
+        t = NULL;
+    else if (t)
+        call = NULL;
+    if (!call && !t) {
+        rs_buf *b = &o->root_events;
+        int rc = b->len ? rs_buf_addch(b, ',') : 0;
+        return rc ? rc : event_json(b, ev);
+    }
+    rs_buf one = RS_BUF_INIT;
+    int rc = event_json(&one, ev);
+    if (!rc)
+        rc = rs_array_grow(&o->held, &o->cap_held, o->n_held + 1, sizeof *o->held);
+    if (rc) {
+        rs_buf_release(&one);
+        return rc;
+    }
+    size_t len;
+    char *json = rs_buf_detach(&one, &len);
+    uint64_t span = t ? span_id(SPAN_TASK, 0, t->seq) : span_id(SPAN_TOOL, call->index, call->seq);
+    o->held[o->n_held++] = (held_event){span, json, len};
+    if (t)
+        t->held++;
+    else
+        call->user++;
+    return 0;
 }
 
 static int keep_call(void *ctx, rfs_call *call)
@@ -705,7 +817,7 @@ int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
         }
         return 0;
     case RFS_EV_ERROR:
-    case RFS_EV_MIDDLEWARE: return root_event(o, ev);
+    case RFS_EV_MIDDLEWARE: return span_event(o, ev);
     default: return 0;
     }
 }

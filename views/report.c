@@ -1,6 +1,8 @@
-/* report.c — see report.h. Entries are rendered as their rows come; the first half of
- * RFS_REPORT_MAX are kept as they are, the rest in a ring of the last half, so memory holds
- * at most RFS_REPORT_MAX entries whatever the run's size. */
+/* report.c — see report.h. The first half of RFS_REPORT_MAX entries are rendered as their
+ * rows come; each later one is kept in a ring of the last half as what it is made of (its row's
+ * line, a tool call's JSON), and only those the ring still holds at the finish are rendered:
+ * memory holds at most RFS_REPORT_MAX entries whatever the run's size, and the entries left out
+ * cost a copy, not a rendering. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,16 +17,31 @@
 #define TEXT_MAX (32 * 1024)
 /* Calls waiting for their result; past this many the oldest is shown without one. */
 #define PENDING_MAX 64
+/* A row or call longer than this is rendered at once rather than kept: its rendering is
+ * bounded by TEXT_MAX, its row only by the store's largest event. */
+#define KEEP_MAX (64 * 1024)
 
 typedef struct pending_call {
     char *id;
-    rs_buf call; /* its rendering: name and arguments */
+    rs_buf call; /* its JSON object, rendered with its entry, or its rendering */
     int64_t seq;
+    int rendered;
 } pending_call;
 
-typedef struct kept_entry {
-    rs_buf html;
+/* A row kept to be rendered at the finish: its line, then its event type and a NUL. */
+typedef struct kept_row {
+    rs_buf bytes;
+    size_t line_len;
     int64_t seq;
+} kept_row;
+
+/* An entry of the ring: an event (row), or a tool call (call) and its result (row, when
+ * has_row); rendered: row.bytes holds the entry's rendering instead. */
+typedef struct kept_entry {
+    int64_t seq;
+    int tool, has_row, rendered;
+    kept_row row;
+    pending_call call;
 } kept_entry;
 
 struct rfs_report {
@@ -35,7 +52,6 @@ struct rfs_report {
     int64_t omitted;   /* entries between head and ring, dropped from the ring */
     int64_t gap_first; /* the seqs of the first and last of them */
     int64_t gap_last;
-    rs_buf cur; /* the entry being made */
     pending_call calls[PENDING_MAX];
     size_t n_calls;
 };
@@ -70,7 +86,6 @@ int rfs_report_new(rfs_report **out, const char *thread_id, const char *run_id)
     if (!r)
         return -ENOMEM;
     r->head = (rs_buf)RS_BUF_INIT;
-    r->cur = (rs_buf)RS_BUF_INIT;
     if (!(r->thread_id = strdup(thread_id)) || !(r->run_id = strdup(run_id))) {
         rfs_report_free(r);
         return -ENOMEM;
@@ -94,11 +109,13 @@ void rfs_report_free(rfs_report *r)
     while (r->n_calls)
         drop_call(r, 0);
     if (r->ring)
-        for (size_t i = 0; i < HALF; i++)
-            rs_buf_release(&r->ring[i].html);
+        for (size_t i = 0; i < HALF; i++) {
+            rs_buf_release(&r->ring[i].row.bytes);
+            rs_buf_release(&r->ring[i].call.call);
+            free(r->ring[i].call.id);
+        }
     free(r->ring);
     rs_buf_release(&r->head);
-    rs_buf_release(&r->cur);
     free(r->thread_id);
     free(r->run_id);
     free(r);
@@ -197,28 +214,48 @@ static int add_str(rs_buf *out, const char *s)
     return add_text(out, s, strlen(s), 0);
 }
 
-/* The entry just made (cur) goes to the head or the ring. */
-static int commit(rfs_report *r, int64_t seq)
+/* The ring's slot for the next entry past the head (NULL on ENOMEM): what it held drops to
+ * the gap. */
+static kept_entry *ring_slot(rfs_report *r, int64_t seq)
 {
-    int rc = 0;
-    if (r->entries < HALF) {
-        rc = rs_buf_add(&r->head, r->cur.buf, r->cur.len);
-    } else {
-        if (!r->ring && !(r->ring = calloc(HALF, sizeof *r->ring)))
-            return -ENOMEM;
-        kept_entry *k = &r->ring[(r->entries - HALF) % HALF];
-        if (r->entries >= 2 * HALF) {
-            if (!r->omitted++)
-                r->gap_first = k->seq;
-            r->gap_last = k->seq;
+    if (!r->ring) {
+        if (!(r->ring = calloc(HALF, sizeof *r->ring)))
+            return NULL;
+        for (size_t i = 0; i < HALF; i++) {
+            r->ring[i].row.bytes = (rs_buf)RS_BUF_INIT;
+            r->ring[i].call.call = (rs_buf)RS_BUF_INIT;
         }
-        rs_buf_reset(&k->html);
-        k->seq = seq;
-        rc = rs_buf_add(&k->html, r->cur.buf, r->cur.len);
     }
+    kept_entry *k = &r->ring[(r->entries - HALF) % HALF];
+    if (r->entries >= 2 * HALF) {
+        if (!r->omitted++)
+            r->gap_first = k->seq;
+        r->gap_last = k->seq;
+    }
+    k->seq = seq;
     r->entries++;
-    rs_buf_reset(&r->cur);
-    return rc;
+    return k;
+}
+
+/* Keep rec's line and type in k, to be read again at the finish. */
+static int keep_row(kept_row *k, const rs_record *rec)
+{
+    rs_buf_reset(&k->bytes);
+    k->line_len = rec->line_len;
+    k->seq = rec->seq;
+    int rc = rs_buf_add(&k->bytes, rec->line, rec->line_len);
+    return rc ? rc : rs_buf_add(&k->bytes, rec->event_type, strlen(rec->event_type) + 1);
+}
+
+/* The record a kept row stood for (what rfs_ev_read_all reads of it). */
+static rs_record kept_record(const kept_row *k)
+{
+    return (rs_record){.seq = k->seq,
+                       .event_type = k->bytes.buf + k->line_len,
+                       .line = k->bytes.buf,
+                       .line_len = k->line_len,
+                       .run_off = -1,
+                       .thread_off = -1};
 }
 
 /* An entry's start: its anchor, classes, the task it is of, who says it and when. */
@@ -252,10 +289,29 @@ static int open_entry(rs_buf *o, const rfs_ev *ev, const char *tag, const char *
     return rc;
 }
 
-/* A tool call and its result (res NULL: none came) as one folded entry. */
-static int tool_entry(rfs_report *r, pending_call *c, const rfs_ev *res)
+/* A tool call's name and arguments, from its JSON object (seq: the response asking). */
+static int render_call(rs_buf *o, rfs_span call, int64_t seq)
 {
-    rs_buf *o = &r->cur;
+    char *name = str_of(call, "name");
+    int rc = rs_buf_addlit(o, "<b>");
+    if (!rc)
+        rc = add_str(o, name ? name : "?");
+    free(name);
+    if (!rc)
+        rc = rs_buf_addlit(o, "</b> ");
+    return rc ? rc : add_value(o, rfs_jl_member(call, "args"), seq);
+}
+
+static int add_call(rs_buf *o, const pending_call *c)
+{
+    if (c->rendered)
+        return rs_buf_add(o, c->call.buf, c->call.len);
+    return render_call(o, (rfs_span){c->call.buf, c->call.len}, c->seq);
+}
+
+/* A tool call and its result (res NULL: none came) as one folded entry. */
+static int render_tool(rs_buf *o, const pending_call *c, const rfs_ev *res)
+{
     rfs_span task = res ? rfs_jl_member(res->metadata, "task_id") : (rfs_span){0};
     if (!rfs_jl_is(task, '"'))
         task = (rfs_span){0};
@@ -266,7 +322,7 @@ static int tool_entry(rfs_report *r, pending_call *c, const rfs_ev *res)
     if (!rc)
         rc = rs_buf_addlit(o, "tool ");
     if (!rc)
-        rc = rs_buf_add(o, c->call.buf, c->call.len);
+        rc = add_call(o, c);
     if (!rc)
         rc = rs_buf_addstr(o, res ? (res->error ? " \xe2\x86\x92 error" : " \xe2\x86\x92 result")
                                   : " \xe2\x86\x92 no result");
@@ -282,85 +338,17 @@ static int tool_entry(rfs_report *r, pending_call *c, const rfs_ev *res)
     if (!rc && res && !(rc = rs_buf_addlit(o, "<div class=\"x\">")) &&
         !(rc = add_value(o, res->text, res->rec->seq)))
         rc = rs_buf_addlit(o, "</div>");
-    if (!rc)
-        rc = rs_buf_addlit(o, "</details>\n");
-    return rc ? rc : commit(r, res ? res->rec->seq : c->seq);
+    return rc ? rc : rs_buf_addlit(o, "</details>\n");
 }
 
-static int flush_calls(rfs_report *r, size_t keep)
-{
-    int rc = 0;
-    while (!rc && r->n_calls > keep) {
-        rc = tool_entry(r, &r->calls[0], NULL);
-        drop_call(r, 0);
-    }
-    return rc;
-}
-
-/* The calls of a model response wait for their results. */
-static int add_calls(rfs_report *r, const rfs_ev *ev)
-{
-    rfs_span key, call;
-    const char *at = ev->tool_calls.p;
-    int rc = 0;
-    while (!rc && rfs_jl_next(ev->tool_calls, &at, &key, &call)) {
-        if ((rc = flush_calls(r, PENDING_MAX - 1)))
-            break;
-        pending_call *p = &r->calls[r->n_calls];
-        memset(p, 0, sizeof *p);
-        p->call = (rs_buf)RS_BUF_INIT;
-        p->seq = ev->rec->seq;
-        p->id = str_of(call, "id");
-        char *name = str_of(call, "name");
-        r->n_calls++;
-        if (!(rc = rs_buf_addlit(&p->call, "<b>")) &&
-            !(rc = add_str(&p->call, name ? name : "?")) &&
-            !(rc = rs_buf_addlit(&p->call, "</b> ")))
-            rc = add_value(&p->call, rfs_jl_member(call, "args"), ev->rec->seq);
-        free(name);
-    }
-    return rc;
-}
-
-static int result(rfs_report *r, const rfs_ev *ev)
-{
-    char *id = NULL;
-    size_t i = 0;
-    if (rfs_jl_is(ev->call_id, '"')) {
-        rs_buf b = RS_BUF_INIT;
-        if (rfs_jl_text(&b, ev->call_id, 0) || rs_buf_grow(&b, 1)) {
-            rs_buf_release(&b);
-            return -ENOMEM;
-        }
-        id = rs_buf_detach(&b, NULL);
-    }
-    while (id && i < r->n_calls && (!r->calls[i].id || strcmp(r->calls[i].id, id) != 0))
-        i++;
-    int rc;
-    if (id && i < r->n_calls) {
-        rc = tool_entry(r, &r->calls[i], ev);
-        drop_call(r, i);
-    } else {
-        pending_call orphan = {.id = id, .call = RS_BUF_INIT};
-        rc = rs_buf_addlit(&orphan.call, "(no call asked for this result)");
-        if (!rc)
-            rc = tool_entry(r, &orphan, ev);
-        rs_buf_release(&orphan.call);
-    }
-    free(id);
-    return rc;
-}
-
-int rfs_report_feed(rfs_report *r, const rfs_ev *ev)
+/* Any entry but a tool call's. */
+static int render_event(rs_buf *o, const rfs_ev *ev)
 {
     const char *type = ev->rec->event_type;
     int64_t seq = ev->rec->seq;
     rfs_span task = rfs_jl_member(ev->metadata, "task_id");
     if (!rfs_jl_is(task, '"'))
         task = (rfs_span){0};
-    if (ev->kind == RFS_EV_RESULT)
-        return result(r, ev);
-    rs_buf *o = &r->cur;
     int rc;
     if (ev->kind == RFS_EV_MODEL || strcmp(type, "llm.human.input") == 0) {
         int ai = ev->kind == RFS_EV_MODEL;
@@ -371,9 +359,7 @@ int rfs_report_feed(rfs_report *r, const rfs_ev *ev)
         if (!rc && !(rc = rs_buf_addlit(o, "<div class=\"x\">")) &&
             !(rc = add_value(o, ev->text, seq)))
             rc = rs_buf_addlit(o, "</div></div>\n");
-        if (!rc)
-            rc = commit(r, seq);
-        return rc || !ev->tool_calls.p ? rc : add_calls(r, ev);
+        return rc;
     }
     const char *cls = ev->kind == RFS_EV_ERROR ? "err" : ev->kind == RFS_EV_MIDDLEWARE ? "mw" : "";
     int bad_end = 0;
@@ -403,7 +389,138 @@ int rfs_report_feed(rfs_report *r, const rfs_ev *ev)
     if (!rc && !(rc = rs_buf_addlit(o, "<div class=\"x\">")) &&
         !(rc = add_value(o, ev->content, seq)))
         rc = rs_buf_addlit(o, "</div></div>\n");
-    return rc ? rc : commit(r, seq);
+    return rc;
+}
+
+/* Keep in ring slot k what renders its entry (its call already there): the row, or the
+ * rendering when the row is too long to keep. */
+static int keep_entry(kept_entry *k, const rfs_ev *ev)
+{
+    k->has_row = ev != NULL;
+    k->rendered = ev && ev->rec->line_len > KEEP_MAX;
+    if (!k->rendered)
+        return ev ? keep_row(&k->row, ev->rec) : 0;
+    rs_buf_reset(&k->row.bytes);
+    return k->tool ? render_tool(&k->row.bytes, &k->call, ev) : render_event(&k->row.bytes, ev);
+}
+
+/* An event's entry: rendered into the head, or kept in the ring. */
+static int event_entry(rfs_report *r, const rfs_ev *ev)
+{
+    if (r->entries < HALF) {
+        r->entries++;
+        return render_event(&r->head, ev);
+    }
+    kept_entry *k = ring_slot(r, ev->rec->seq);
+    if (!k)
+        return -ENOMEM;
+    k->tool = 0;
+    return keep_entry(k, ev);
+}
+
+/* A tool call's entry (res NULL: no result came); the call is the entry's after it (c is left
+ * to be dropped). */
+static int tool_entry(rfs_report *r, pending_call *c, const rfs_ev *res)
+{
+    if (r->entries < HALF) {
+        r->entries++;
+        return render_tool(&r->head, c, res);
+    }
+    kept_entry *k = ring_slot(r, res ? res->rec->seq : c->seq);
+    if (!k)
+        return -ENOMEM;
+    k->tool = 1;
+    /* Swapped, not copied: c keeps the slot's old buffers, freed when it is dropped. */
+    pending_call old = k->call;
+    k->call = *c;
+    *c = old;
+    return keep_entry(k, res);
+}
+
+/* A ring entry rendered from what it kept. */
+static int render_kept(rs_buf *o, const kept_entry *k)
+{
+    rs_record rec;
+    rfs_ev ev;
+    if (k->rendered)
+        return rs_buf_add(o, k->row.bytes.buf, k->row.bytes.len);
+    if (k->has_row) {
+        rec = kept_record(&k->row);
+        rfs_ev_read_all(&rec, &ev);
+    }
+    if (k->tool)
+        return render_tool(o, &k->call, k->has_row ? &ev : NULL);
+    return render_event(o, &ev);
+}
+
+static int flush_calls(rfs_report *r, size_t keep)
+{
+    int rc = 0;
+    while (!rc && r->n_calls > keep) {
+        rc = tool_entry(r, &r->calls[0], NULL);
+        drop_call(r, 0);
+    }
+    return rc;
+}
+
+/* The calls of a model response wait for their results. */
+static int add_calls(rfs_report *r, const rfs_ev *ev)
+{
+    rfs_span key, call;
+    const char *at = ev->tool_calls.p;
+    int rc = 0;
+    while (!rc && rfs_jl_next(ev->tool_calls, &at, &key, &call)) {
+        if ((rc = flush_calls(r, PENDING_MAX - 1)))
+            break;
+        pending_call *p = &r->calls[r->n_calls];
+        memset(p, 0, sizeof *p);
+        p->call = (rs_buf)RS_BUF_INIT;
+        p->seq = ev->rec->seq;
+        p->id = str_of(call, "id");
+        p->rendered = call.n > KEEP_MAX;
+        r->n_calls++;
+        rc = p->rendered ? render_call(&p->call, call, p->seq)
+                         : rs_buf_add(&p->call, call.p, call.n);
+    }
+    return rc;
+}
+
+static int result(rfs_report *r, const rfs_ev *ev)
+{
+    char *id = NULL;
+    size_t i = 0;
+    if (rfs_jl_is(ev->call_id, '"')) {
+        rs_buf b = RS_BUF_INIT;
+        if (rfs_jl_text(&b, ev->call_id, 0) || rs_buf_grow(&b, 1)) {
+            rs_buf_release(&b);
+            return -ENOMEM;
+        }
+        id = rs_buf_detach(&b, NULL);
+    }
+    while (id && i < r->n_calls && (!r->calls[i].id || strcmp(r->calls[i].id, id) != 0))
+        i++;
+    int rc;
+    if (id && i < r->n_calls) {
+        free(id);
+        rc = tool_entry(r, &r->calls[i], ev);
+        drop_call(r, i);
+    } else {
+        pending_call orphan = {.id = id, .call = RS_BUF_INIT, .rendered = 1};
+        rc = rs_buf_addlit(&orphan.call, "(no call asked for this result)");
+        if (!rc)
+            rc = tool_entry(r, &orphan, ev);
+        free(orphan.id);
+        rs_buf_release(&orphan.call);
+    }
+    return rc;
+}
+
+int rfs_report_feed(rfs_report *r, const rfs_ev *ev)
+{
+    if (ev->kind == RFS_EV_RESULT)
+        return result(r, ev);
+    int rc = event_entry(r, ev);
+    return rc || ev->kind != RFS_EV_MODEL || !ev->tool_calls.p ? rc : add_calls(r, ev);
 }
 
 /* A stats.json as rows: each member, an object's members one level down. */
@@ -540,10 +657,8 @@ int rfs_report_finish(rfs_report *r, const rs_buf *stats, const rs_buf *timeline
                         (long long)r->omitted, (long long)r->gap_first, (long long)r->gap_last,
                         (long long)r->gap_first - 1, (long long)r->gap_first - 1);
     int64_t kept = r->entries - HALF;
-    for (int64_t i = kept > HALF ? kept - HALF : 0; !rc && i < kept; i++) {
-        const kept_entry *k = &r->ring[i % HALF];
-        rc = rs_buf_add(out, k->html.buf, k->html.len);
-    }
+    for (int64_t i = kept > HALF ? kept - HALF : 0; !rc && i < kept; i++)
+        rc = render_kept(out, &r->ring[i % HALF]);
     return rc ? rc : rs_buf_addlit(out, "</div>\n</body>\n</html>\n");
 }
 

@@ -1,6 +1,9 @@
 /* timeline.c — see timeline.h. The elements are kept; the picture is drawn at the end,
- * when the run's span is known. */
+ * when the run's span is known. Past one picture's worth, timeline.svg (the overview) needs
+ * of each element only its start, lane and whether it is an error: from then on those facts
+ * are kept instead, with nothing of its labels made. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +24,17 @@ typedef struct elem {
     char *detail; /* what the title says beside the times */
 } elem;
 
+/* What the overview keeps of an element. */
+typedef struct fact {
+    int64_t start_us;
+    int64_t index; /* its place (elements are made in seq order): ties by start keep it */
+    uint8_t lane, error, closed;
+} fact;
+
 struct rfs_timeline {
     char *thread_id, *run_id;
     elem *elems;
+    fact *facts; /* instead of elems past one picture, when no window is drawn */
     size_t n, cap;
     int64_t window; /* what is drawn: 0 timeline.svg, n window n, < 0 none (the count) */
     int64_t windows;
@@ -53,12 +64,13 @@ void rfs_timeline_free(rfs_timeline *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; t->elems && i < t->n; i++) {
         free(t->elems[i].label);
         free(t->elems[i].cls);
         free(t->elems[i].detail);
     }
     free(t->elems);
+    free(t->facts);
     rfs_calls_free(t->calls);
     rfs_map_free(t->tasks);
     free(t->status);
@@ -80,6 +92,67 @@ static char *text_of(rfs_span s)
 static char *str(const char *s)
 {
     return strdup(s ? s : "");
+}
+
+/* The lanes of the overview. */
+enum { LANE_CHAT, LANE_TOOL, LANE_TASK, LANE_MARK, LANES };
+
+static int lane_of_kind(elem_kind kind)
+{
+    return kind == E_CHAT   ? LANE_CHAT
+           : kind == E_TOOL ? LANE_TOOL
+           : kind == E_TASK ? LANE_TASK
+                            : LANE_MARK;
+}
+
+/* What a task's or a marker's class says: an error. */
+static int cls_error(const char *cls)
+{
+    return strcmp(cls, "mark-error") == 0 || strcmp(cls, "task-failed") == 0 ||
+           strcmp(cls, "task-timed_out") == 0;
+}
+
+static int is_error(const elem *e)
+{
+    return e->error || cls_error(e->cls);
+}
+
+/* The elements made so far as facts, their labels let go: timeline.svg is an overview. */
+static int to_facts(rfs_timeline *t)
+{
+    size_t cap = t->n > 16 ? t->n : 16;
+    fact *f = malloc(cap * sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n; i++) {
+        elem *e = &t->elems[i];
+        f[i] = (fact){.start_us = e->start_us,
+                      .index = (int64_t)i,
+                      .lane = (uint8_t)lane_of_kind(e->kind),
+                      .error = (uint8_t)is_error(e),
+                      .closed = (uint8_t)e->closed};
+        free(e->label);
+        free(e->cls);
+        free(e->detail);
+    }
+    free(t->elems);
+    t->elems = NULL;
+    t->facts = f;
+    t->cap = cap;
+    return 0;
+}
+
+/* A new element as a fact (its index), or < 0 on ENOMEM. */
+static int64_t add_fact(rfs_timeline *t, elem_kind kind, int64_t start, int error)
+{
+    int rc;
+    if (t->n == t->cap && (rc = rs_array_grow(&t->facts, &t->cap, t->n + 1, sizeof *t->facts)))
+        return rc;
+    t->facts[t->n] = (fact){.start_us = start,
+                            .index = (int64_t)t->n,
+                            .lane = (uint8_t)lane_of_kind(kind),
+                            .error = (uint8_t)error};
+    return (int64_t)t->n++;
 }
 
 /* A new element (NULL on ENOMEM, *rc set). */
@@ -111,6 +184,10 @@ static int tool_call(void *ctx, rfs_call *call)
     rfs_timeline *t = ctx;
     int rc = 0;
     t->tools++;
+    if (t->facts) {
+        call->user = add_fact(t, E_TOOL, call->t_us, 0);
+        return call->user < 0 ? (int)call->user : 0;
+    }
     elem *e = add(t, E_TOOL, call->seq, call->t_us, call->t_us, &rc);
     call->user = e ? (int64_t)(e - t->elems) : -1;
     if (!e)
@@ -131,6 +208,14 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
     int rc = 0;
     t->model_calls++;
     int64_t start = ev->latency_ms >= 0 ? ev->t_us - ev->latency_ms * 1000 : ev->t_us;
+    if (t->facts) {
+        int64_t i = add_fact(t, E_CHAT, start, 0);
+        if (i < 0)
+            return (int)i;
+        if (start < t->min_us)
+            t->min_us = start;
+        return rfs_calls_add(t->calls, ev, tool_call, t);
+    }
     elem *e = add(t, E_CHAT, ev->rec->seq, start, ev->t_us, &rc);
     if (e) {
         rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
@@ -161,7 +246,10 @@ static int result(rfs_timeline *t, const rfs_ev *ev)
     t->tool_errors += ev->error; /* every error result, whether its call is drawn or not */
     if (!call)
         return 0;
-    if (call->user >= 0) {
+    if (call->user >= 0 && t->facts) {
+        t->facts[call->user].closed = 1;
+        t->facts[call->user].error = (uint8_t)ev->error;
+    } else if (call->user >= 0) {
         elem *e = &t->elems[call->user];
         e->end_us = ev->t_us;
         e->end_seq = ev->rec->seq;
@@ -189,6 +277,30 @@ static const char *task_class(const char *status)
     return status ? "task-other" : "task-open";
 }
 
+/* task() past one picture: the task's fact, its end's class telling an error. */
+static int task_fact(rfs_timeline *t, const rfs_ev *ev, int64_t *slot)
+{
+    fact *f = *slot > 0 ? &t->facts[*slot - 1] : NULL;
+    if (*slot < 0 || (f && f->closed))
+        return 0;
+    if (!f) {
+        int64_t i = add_fact(t, E_TASK, ev->t_us, 0);
+        if (i < 0) {
+            *slot = -1;
+            return (int)i;
+        }
+        *slot = i + 1;
+        f = &t->facts[i];
+    }
+    if (ev->kind != RFS_EV_TASK_END)
+        return 0;
+    char *st = ev->status.p ? text_of(ev->status) : NULL;
+    f->closed = 1;
+    f->error = (uint8_t)cls_error(task_class(st ? st : "(none)"));
+    free(st);
+    return 0;
+}
+
 static int task(rfs_timeline *t, const rfs_ev *ev)
 {
     rfs_span id = ev->task_id.p ? ev->task_id : (rfs_span){"\"\"", 2};
@@ -196,6 +308,8 @@ static int task(rfs_timeline *t, const rfs_ev *ev)
     if (!slot)
         return -ENOMEM;
     int rc = 0;
+    if (t->facts)
+        return task_fact(t, ev, slot);
     elem *e = *slot > 0 ? &t->elems[*slot - 1] : NULL;
     if (*slot < 0 || (e && e->closed))
         return 0; /* not drawn, or ended already: its first end counts */
@@ -250,6 +364,11 @@ static int marker(rfs_timeline *t, const rfs_ev *ev)
             t->status = st ? strdup(st) : NULL;
         }
     }
+    if (t->facts) {
+        int64_t i = add_fact(t, E_MARK, ev->t_us, cls_error(cls));
+        free(st);
+        return i < 0 ? (int)i : 0;
+    }
     elem *e = add(t, E_MARK, ev->rec->seq, ev->t_us, ev->t_us, &rc);
     if (e) {
         rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
@@ -265,6 +384,9 @@ static int marker(rfs_timeline *t, const rfs_ev *ev)
 
 int rfs_timeline_feed(rfs_timeline *t, const rfs_ev *ev)
 {
+    int rc;
+    if (!t->facts && t->window <= 0 && t->n > RFS_TIMELINE_MAX && (rc = to_facts(t)))
+        return rc;
     if (t->events++ == 0)
         t->first_us = t->min_us = t->max_us = ev->t_us;
     t->last_us = ev->t_us;
@@ -578,28 +700,20 @@ static int by_start_key(const void *a, const void *b)
     return x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
-/* The lanes of the overview. */
-enum { LANE_CHAT, LANE_TOOL, LANE_TASK, LANE_MARK, LANES };
-
-static int lane_of(const elem *e)
+/* The same order of facts. */
+static int by_start_fact(const void *a, const void *b)
 {
-    return e->kind == E_CHAT   ? LANE_CHAT
-           : e->kind == E_TOOL ? LANE_TOOL
-           : e->kind == E_TASK ? LANE_TASK
-                               : LANE_MARK;
-}
-
-static int is_error(const elem *e)
-{
-    return e->error || strcmp(e->cls, "mark-error") == 0 || strcmp(e->cls, "task-failed") == 0 ||
-           strcmp(e->cls, "task-timed_out") == 0;
+    const fact *x = a, *y = b;
+    if (x->start_us != y->start_us)
+        return x->start_us < y->start_us ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
 }
 
 #define SLICE_MIN 4.0 /* the narrowest slice, in pixels: past that the picture widens */
 
 /* The whole run as slices, one per window: how busy each lane is in each, errors marked,
  * each slice a link to its window. */
-static int overview(rfs_timeline *t, const size_t *order, rs_buf *out)
+static int overview(rfs_timeline *t, const fact *order, rs_buf *out)
 {
     int64_t w = t->windows;
     double plot = PLOT_X1 - PLOT_X0, sw = plot / (double)w;
@@ -613,11 +727,11 @@ static int overview(rfs_timeline *t, const size_t *order, rs_buf *out)
         return -ENOMEM;
     int64_t most = 1;
     for (size_t i = 0; i < t->n; i++) {
-        const elem *e = &t->elems[order[i]];
+        const fact *f = &order[i];
         int64_t *c = &count[(int64_t)(i / RFS_TIMELINE_MAX) * (LANES + 1)];
-        if (++c[lane_of(e)] > most)
-            most = c[lane_of(e)];
-        c[LANES] += is_error(e);
+        if (++c[f->lane] > most)
+            most = c[f->lane];
+        c[LANES] += f->error;
     }
     static const char *const lane_name[LANES] = {"model calls", "tool calls", "subagent tasks",
                                                  "errors, middleware, run.terminal"};
@@ -642,8 +756,8 @@ static int overview(rfs_timeline *t, const size_t *order, rs_buf *out)
         size_t lo = (size_t)k * RFS_TIMELINE_MAX, hi = lo + RFS_TIMELINE_MAX;
         if (hi > t->n)
             hi = t->n;
-        int64_t from = t->elems[order[lo]].start_us;
-        int64_t to = k + 1 < w ? t->elems[order[hi]].start_us : t->max_us;
+        int64_t from = order[lo].start_us;
+        int64_t to = k + 1 < w ? order[hi].start_us : t->max_us;
         const int64_t *c = &count[k * (LANES + 1)];
         double x = PLOT_X0 + sw * (double)k;
         rc = rs_buf_addf(out,
@@ -711,6 +825,13 @@ int rfs_timeline_finish(rfs_timeline *t, rs_buf *out)
         return 0;
     if (t->window > t->windows)
         return -ENOENT;
+    if (t->windows > 1 && t->window == 0) {
+        int rc = t->facts ? 0 : to_facts(t);
+        if (rc)
+            return rc;
+        qsort(t->facts, t->n, sizeof *t->facts, by_start_fact);
+        return overview(t, t->facts, out);
+    }
     size_t *order = malloc((t->n ? t->n : 1) * sizeof *order);
     if (!order)
         return -ENOMEM;
@@ -732,9 +853,7 @@ int rfs_timeline_finish(rfs_timeline *t, rs_buf *out)
                 order[i] = (size_t)keys[2 * i + 1];
             free(keys);
         }
-        if (!rc && t->window == 0) {
-            rc = overview(t, order, out);
-        } else if (!rc) {
+        if (!rc) {
             size_t lo = (size_t)(t->window - 1) * RFS_TIMELINE_MAX, hi = lo + RFS_TIMELINE_MAX;
             if (hi > t->n)
                 hi = t->n;

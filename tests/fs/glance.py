@@ -433,6 +433,39 @@ def otel_spans(events):
     return spans
 
 
+def otel_span_events(events):
+    """Span key -> [(event name, seq)]: each error and middleware event on the newest tool call
+    (with an id) or subagent task still open when it came, else on the root span."""
+    placed, pending, tasks = {}, [], {}
+    for e in events:
+        t, c = e["event_type"], obj(e["content"])
+        if t == "llm.ai.response":
+            pending += [(cid, name, e["seq"]) for cid, name in calls_of(e)]
+        elif t == "llm.tool.result":
+            cid = c.get("tool_call_id")
+            hit = next((i for i, p in enumerate(pending) if isinstance(cid, str) and p[0] == cid), None)
+            if hit is not None:
+                pending.pop(hit)
+        elif t in ("subagent.start", "subagent.end"):
+            k = tasks.setdefault(task_id(e), {"start": None, "ended": False})
+            if t == "subagent.start" and k["start"] is None and not k["ended"]:
+                k["start"] = e["seq"]
+            elif t == "subagent.end":
+                k["ended"] = True
+        elif t in ("llm.error", "run.error") or t.startswith("middleware:"):
+            name = "exception" if t.endswith(".error") else t[len("middleware:"):]
+            call = next((p for p in reversed(pending) if p[0] is not None), None)
+            task = max((k["start"] for k in tasks.values() if k["start"] is not None and not k["ended"]), default=None)
+            if task is not None and (call is None or task > call[2]):
+                key = ("task", task)
+            elif call is not None:
+                key = ("tool", call[2], call[0], call[1])
+            else:
+                key = ("root",)
+            placed.setdefault(key, []).append((name, e["seq"]))
+    return placed
+
+
 def otel_parts_cmd(args):
     """Each decoded part: a complete request of the run's one trace within the limits; the
     parts together: every span of the run once, an exception per error event, the service."""
@@ -510,6 +543,12 @@ def otel_cmd(args):
     for k in want:
         if got[k] != want[k]:
             sys.exit(f"span {k}: got {got[k]}, want {want[k]}")
+    placed = otel_span_events(events)
+    for k, s in zip(list(got), spans):
+        evs = [(x["name"], int(next(a["value"]["intValue"] for a in x["attributes"] if a["key"] == "runfs.seq")))
+               for x in s.get("events", [])]
+        if evs != placed.get(k, []):
+            sys.exit(f"span {k}: events {evs}, want {placed.get(k, [])}")
     text = open(args[1]).read()
     for e in events:
         body = obj(e["content"]).get("content")

@@ -131,3 +131,21 @@ add_runs() {
   chrome "file://$d/timeline.svg" --window-size=1250,400 --screenshot="$WORK/overview.png" >/dev/null
   python3 "$G" png "$WORK/overview.png"
 }
+
+@test "a 200k-event run's report.html and timeline.svg are made in little more memory than its events.jsonl" {
+  python3 "$G" big "$WORK/big.jsonl" 100000
+  "$RUNFS" put --batch 5000 "$STORE" th big "$WORK/big.jsonl" > /dev/null
+  # peak_kb VIEW: the peak RSS (KiB) of runfs cat of the run's VIEW, from wait4.
+  peak_kb() {
+    python3 -c 'import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, st, ru = os.wait4(p.pid, 0)
+sys.exit(os.waitstatus_to_exitcode(st)) if st else print(ru.ru_maxrss)' "$RUNFS" cat "$STORE" "$T/runs/big/$1"
+  }
+  base=$(peak_kb events.jsonl)
+  for v in report.html timeline.svg; do
+    kb=$(peak_kb "$v")
+    [ "$kb" -le $((base + 32768)) ] ||
+      fail "$v: runfs cat peaked at $kb KiB, events.jsonl at $base KiB: more of the run kept than the page draws"
+  done
+}
