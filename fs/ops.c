@@ -114,7 +114,9 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - z->start_ns;
     rs_buf path = RS_BUF_INIT;
     /* A listing's stat that leaves a view unsized sized nothing: no line says 0 bytes. */
-    if ((z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
+    /* A size kept from an earlier stat was not computed: no line says it was (a search's
+     * stat the watcher told of while it looked may have found it kept). */
+    if (!(!rc && st->kept) && (z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
         rfs_node_path(z->node, &path) == 0)
         rfs_log("sized %s in %.1f s: %lld bytes%s%s", path.buf, (double)took / 1e9,
                 rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
@@ -337,9 +339,9 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
     sc.thread_pass = thread_pass_wanted(m, n);
     rs_store *s;
-    /* Files below a thread: the stats that may render a view. */
+    /* Files below a thread, and the root's searches: the stats that may render a view. */
     rfs_sizing z = {.node = n};
-    int track = n->kind > RFS_THREAD && !rfs_node_is_dir(n->kind);
+    int track = (n->kind > RFS_THREAD && !rfs_node_is_dir(n->kind)) || n->kind == RFS_SEARCH;
     if (track)
         sizing_begin(m, &z);
     int rc = rfs_pool_get(m, &s, err);

@@ -666,7 +666,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                      const sizing *how, rs_err *err)
 {
     if (rfs_search_is_result(n->kind))
-        return rfs_search_stat(s, sc, n, st, doc == NULL, err);
+        return rfs_search_stat(s, sc, n, st, doc ? 0 : how && how->lazy ? 1 : 2, err);
     memset(st, 0, sizeof *st);
     if (sc->denied && (n->kind > RFS_THREADS || (n->kind >= RFS_CHANGES && n->kind < RFS_THREADS)))
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
