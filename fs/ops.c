@@ -113,11 +113,16 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     pthread_mutex_unlock(&m->sizing_lock);
     int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - z->start_ns;
     rs_buf path = RS_BUF_INIT;
-    /* A listing's stat that leaves a view unsized sized nothing: no line says 0 bytes. */
-    /* A size kept from an earlier stat was not computed: no line says it was (a search's
-     * stat the watcher told of while it looked may have found it kept). */
-    if (!(!rc && st->kept) && (z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
-        rfs_node_path(z->node, &path) == 0)
+    /* A lookup's or a listing's stat that leaves a view unsized sized nothing, nor did one
+     * that found its size kept: no line says it was sized (0 bytes, the size the kernel is
+     * told to drop), even when the hub's tick told of the stat while it looked. The tick
+     * cannot know a stat will not render: its line is closed by one saying so. */
+    int computed = rc || (!st->unsized && !st->kept);
+    if (z->told && !computed && rfs_node_path(z->node, &path) == 0)
+        rfs_log("sizing %s: nothing rendered after all (%.1f s: its size was kept, or is left "
+                "to its next stat)",
+                path.buf, (double)took / 1e9);
+    else if (computed && (z->told || took >= m->slow_ns) && rfs_node_path(z->node, &path) == 0)
         rfs_log("sized %s in %.1f s: %lld bytes%s%s", path.buf, (double)took / 1e9,
                 rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
                 !rc && st->thread_pass ? " (with the thread's history.jsonl, transcript.md and "

@@ -356,6 +356,40 @@ kept_once() {
   kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
 }
 
+@test "search: a lookup the hub tells of while it looks sizes nothing and logs no size" {
+  # A thread shared by two owners, written by another program: an owner's stat counts its
+  # share of the rows, long enough that the hub's tick finds a lookup under way.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 100000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-mix', 'run-1', CASE WHEN x % 2 = 0 THEN 'alice' ELSE 'bob' END, 'llm.error', 'trace',
+    'mixed ' || x || CASE WHEN x % 997 = 0 THEN ' connection refused' ELSE '' END,
+    '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  # The planner's statistics of the new rows, as autovacuum makes them a little later.
+  if on_pg; then store_sql "ANALYZE run_events"; fi
+  runfs_unmount "$WORK/a"
+  # 0 ms: the tick tells of every stat it finds under way.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$WORK/a" --user alice --log "$WORK/daemon.log"
+  # The thread and its search directory known (the kernel keeps their entries): each stat
+  # below looks up a search no stat has seen, then sizes it.
+  stat "$WORK/a/threads/T-mix/search" > /dev/null
+  local q p told=0 round
+  for round in 1 2 3 4 5 6 7 8; do
+    q="connection refused $round"
+    [ "$round" -eq 1 ] && q='connection refused'
+    p="threads/T-mix/search/$q"
+    stat "$WORK/a/$p" > /dev/null
+    cat "$WORK/a/$p" > "$WORK/got"
+    ref "$q" T-mix '' alice > "$WORK/want"
+    cmp "$WORK/want" "$WORK/got" || fail "$p's bytes differ from the reference"
+    # Every line that says the search was sized says its size, once: a lookup sizes nothing.
+    run grep -F "sized $p in " "$WORK/daemon.log"
+    [ "${#lines[@]}" -eq 1 ] && [[ $output == *": $(wc -c < "$WORK/want") bytes" ]] ||
+      fail "$p was sized other than once at its size: $(grep -F "$p" "$WORK/daemon.log")"
+    grep -qF "sizing $p: nothing rendered after all" "$WORK/daemon.log" && told=1 && break
+  done
+  [ "$told" -eq 1 ] || fail "the tick found no lookup under way: $(cat "$WORK/daemon.log")"
+}
+
 @test "search: by:run is a line per matching run, grep -c's counts in the answer's order, at the root, in a thread and in a run" {
   # Runs whose matches interleave (run-1's last match after run-9's first), and enough
   # threads that the answer is read in many pieces.
