@@ -2,6 +2,9 @@
  *   bench_tools latency FILE N      one event line per write() on a file held open; prints
  *                                   p50/p99/max latency in microseconds
  *   bench_tools fill STORE THREAD RUN N [BATCH]   put N realistic events straight into a store
+ *   bench_tools agent STORE THREADS N   THREADS threads t1.. of N agent events each: runs of
+ *                                       100 (questions, tool calls and their results, answers,
+ *                                       errors with the phrases agents' logs repeat)
  *   bench_tools jsonl N             print N realistic event lines (input for cat >>, runfs put)
  *   bench_tools tail STORE THREAD RUN   the store's side of `tail -n 20`: seek near the end of
  *                                   the run's log and read its last 20 lines; median of 50
@@ -137,6 +140,138 @@ static int cmd_fill(const char *store, const char *thread, const char *run, long
     return 0;
 }
 
+static uint64_t agent_rand(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 33;
+}
+
+/* A sentence of 12-40 words of an agent's everyday vocabulary into out. */
+static size_t agent_text(char *out, size_t cap, uint64_t *x)
+{
+    static const char *const words[] = {
+        "the",     "agent",    "reads",   "a",       "report",  "and",      "compares", "quarterly",
+        "revenue", "figures",  "before",  "writing", "short",   "summary",  "for",      "user",
+        "file",    "search",   "results", "show",    "three",   "matching", "rows",     "in",
+        "table",   "customer", "orders",  "from",    "last",    "week",     "plan",     "next",
+        "step",    "is",       "to",      "open",    "page",    "check",    "numbers",  "with",
+        "python",  "script",   "output",  "looks",   "correct", "draft",    "email",    "meeting",
+        "notes",   "ledger",   "update",  "status",  "done",    "pending",  "review",   "code"};
+    size_t n = 12 + agent_rand(x) % 29, len = 0;
+    for (size_t k = 0; k < n && len + 16 < cap; k++) {
+        const char *w = words[agent_rand(x) % (sizeof words / sizeof words[0])];
+        size_t wl = strlen(w);
+        if (k)
+            out[len++] = ' ';
+        memcpy(out + len, w, wl);
+        len += wl;
+    }
+    out[len] = '\0';
+    return len;
+}
+
+/* Event j of a run (0: run.start): a step of a question, a tool call, its result (an error
+ * one time in 12: a refused connection or a timeout), an answer; an llm.error now and then. */
+static int agent_line(char *out, size_t cap, long j, uint64_t *x)
+{
+    static const char *const tools[] = {"read_file", "web_search", "run_python", "sql_query",
+                                        "send_email"};
+    char text[512];
+    agent_text(text, sizeof text, x);
+    const char *tool = tools[(j / 4) % 5];
+    if (j == 0)
+        return snprintf(out, cap,
+                        "{\"event_type\":\"run.start\",\"content\":{\"chain\":\"lead_agent\"},"
+                        "\"metadata\":{\"caller\":\"lead_agent\"}}\n");
+    if (agent_rand(x) % 200 == 0)
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.error\",\"content\":\"upstream model call failed: "
+                        "connection refused after %ld retries\",\"metadata\":{\"caller\":"
+                        "\"lead_agent\"}}\n",
+                        1 + j % 3);
+    switch (j % 4) {
+    case 1:
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.human.input\",\"content\":{\"type\":\"human\","
+                        "\"content\":\"%s\",\"id\":\"h-%ld\"},\"metadata\":{\"caller\":"
+                        "\"lead_agent\"}}\n",
+                        text, j);
+    case 2:
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
+                        "\"content\":\"\",\"id\":\"ai-%ld\",\"tool_calls\":[{\"id\":\"call-%ld\","
+                        "\"name\":\"%s\",\"args\":{\"query\":\"%.60s\"}}]},\"metadata\":{"
+                        "\"caller\":\"lead_agent\",\"usage\":{\"input_tokens\":%lu,"
+                        "\"output_tokens\":%lu,\"total_tokens\":%lu},\"latency_ms\":%lu,"
+                        "\"llm_call_index\":%ld}}\n",
+                        j, j, tool, text, (unsigned long)(200 + j % 90),
+                        (unsigned long)(20 + j % 30), (unsigned long)(220 + j % 120),
+                        (unsigned long)(300 + agent_rand(x) % 900), j / 4 + 1);
+    case 3:
+        if (agent_rand(x) % 12 == 0)
+            return snprintf(out, cap,
+                            "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":\"tool\","
+                            "\"content\":\"Error: %s failed: connection refused by db-%lu "
+                            "(errno 111)\",\"tool_call_id\":\"call-%ld\",\"status\":\"error\"},"
+                            "\"metadata\":{\"caller\":\"lead_agent\"}}\n",
+                            tool, (unsigned long)(agent_rand(x) % 16), j - 1);
+        if (agent_rand(x) % 24 == 0)
+            return snprintf(out, cap,
+                            "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":\"tool\","
+                            "\"content\":\"Error: %s timed out after 30 seconds\","
+                            "\"tool_call_id\":\"call-%ld\",\"status\":\"error\"},\"metadata\":{"
+                            "\"caller\":\"lead_agent\"}}\n",
+                            tool, j - 1);
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.tool.result\",\"content\":{\"type\":\"tool\","
+                        "\"content\":\"%s\",\"tool_call_id\":\"call-%ld\",\"status\":"
+                        "\"success\"},\"metadata\":{\"caller\":\"lead_agent\"}}\n",
+                        text, j - 1);
+    default:
+        return snprintf(out, cap,
+                        "{\"event_type\":\"llm.ai.response\",\"content\":{\"type\":\"ai\","
+                        "\"content\":\"%s\",\"id\":\"ai-%ld\",\"tool_calls\":[]},\"metadata\":{"
+                        "\"caller\":\"lead_agent\",\"usage\":{\"total_tokens\":%lu},"
+                        "\"latency_ms\":%lu,\"llm_call_index\":%ld}}\n",
+                        text, j, (unsigned long)(150 + j % 70),
+                        (unsigned long)(200 + agent_rand(x) % 700), j / 4 + 1);
+    }
+}
+
+static int cmd_agent(const char *store, long threads, long n)
+{
+    rs_store *s;
+    rs_err err = {0};
+    if (rs_store_open(&s, store, NULL, &err)) {
+        fprintf(stderr, "agent: %s\n", err.msg);
+        return 1;
+    }
+    rs_buf buf = RS_BUF_INIT;
+    char line[2048], thread[32], run[32];
+    uint64_t x = 42;
+    int rc = 0;
+    for (long t = 1; !rc && t <= threads; t++) {
+        for (long i = 0; !rc && i < n; i += 100) {
+            rs_buf_reset(&buf);
+            for (long j = 0; j < 100 && i + j < n; j++) {
+                int len = agent_line(line, sizeof line, j, &x);
+                if (len < 0 || (size_t)len >= sizeof line || rs_buf_add(&buf, line, (size_t)len))
+                    rc = 1;
+            }
+            snprintf(thread, sizeof thread, "t%ld", t);
+            snprintf(run, sizeof run, "r%ld", i / 100 + 1);
+            rs_target tg = {.thread_id = thread, .run_id = run};
+            if (!rc && rs_store_append(s, &tg, buf.buf, buf.len, NULL, &err)) {
+                fprintf(stderr, "agent: %s\n", err.msg);
+                rc = 1;
+            }
+        }
+    }
+    rs_buf_release(&buf);
+    rs_store_close(s);
+    return rc;
+}
+
 /* The plain-SQLite figure for `cat file >> events.jsonl`: same rows, same transaction sizes,
  * the JSON taken as it comes (no validation, no canonical form, no offsets). */
 static int cmd_plain(const char *dbpath, const char *file)
@@ -241,11 +376,13 @@ int main(int argc, char **argv)
         return cmd_jsonl(atol(argv[2]));
     if (argc >= 6 && strcmp(argv[1], "fill") == 0)
         return cmd_fill(argv[2], argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 2000);
+    if (argc >= 5 && strcmp(argv[1], "agent") == 0)
+        return cmd_agent(argv[2], atol(argv[3]), atol(argv[4]));
     if (argc >= 5 && strcmp(argv[1], "tail") == 0)
         return cmd_tail(argv[2], argv[3], argv[4]);
     if (argc >= 4 && strcmp(argv[1], "plain") == 0)
         return cmd_plain(argv[2], argv[3]);
     fprintf(stderr, "usage: bench_tools latency FILE N | jsonl N | fill STORE T R N [BATCH] | "
-                    "tail STORE T R | plain DB FILE\n");
+                    "agent STORE THREADS N | tail STORE T R | plain DB FILE\n");
     return 2;
 }

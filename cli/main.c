@@ -989,7 +989,8 @@ static const command commands[] = {
      "the lines of search/QUERY at the root, in threads/THREAD or in its run RUN:\n"
      "terms separated by spaces, all of which must match; \"two words\" is one term;\n"
      "type:X (type:X* a prefix), category:X; -term excludes; any other term is found in\n"
-     "the event's content or metadata JSON, ASCII letters ignoring case. Never creates\n"
+     "the event's content or metadata JSON, ASCII letters ignoring case; by:run prints a\n"
+     "line per matching run (its matches, first and last seq) instead. Never creates\n"
      "STORE and writes no index (a mount's searches keep it up to date).\n",
      cmd_search},
     {"diff", "STORE THREAD/RUN THREAD2/RUN2", "compare two runs' steps as a unified diff",

@@ -113,9 +113,16 @@ static void sizing_end(rfs_mount *m, rfs_sizing *z, int rc, const rfs_stat *st)
     pthread_mutex_unlock(&m->sizing_lock);
     int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - z->start_ns;
     rs_buf path = RS_BUF_INIT;
-    /* A listing's stat that leaves a view unsized sized nothing: no line says 0 bytes. */
-    if ((z->told || (took >= m->slow_ns && (rc || !st->unsized))) &&
-        rfs_node_path(z->node, &path) == 0)
+    /* A lookup's or a listing's stat that leaves a view unsized sized nothing: no line says
+     * it was sized (0 bytes, the size the kernel is told to drop), even when the hub's tick
+     * told of the stat while it looked. The tick cannot know a stat will not render: its
+     * line is closed by one saying so. A size found kept is logged (kept). */
+    int sized = rc || !st->unsized;
+    if (z->told && !sized && rfs_node_path(z->node, &path) == 0)
+        rfs_log("sizing %s: nothing rendered after all (%.1f s: its size is left to its next "
+                "stat)",
+                path.buf, (double)took / 1e9);
+    else if (sized && (z->told || took >= m->slow_ns) && rfs_node_path(z->node, &path) == 0)
         rfs_log("sized %s in %.1f s: %lld bytes%s%s%s", path.buf, (double)took / 1e9,
                 rc ? 0LL : (long long)st->size, rc ? " (failed)" : "",
                 !rc && !st->rendered ? " (kept)" : "",
@@ -339,9 +346,9 @@ int rfs_req_stat_ex(fuse_req_t req, const rfs_node *n, int flags, rfs_bytes_fn b
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
     sc.thread_pass = thread_pass_wanted(m, n);
     rs_store *s;
-    /* Files below a thread: the stats that may render a view. */
+    /* Files below a thread, and the root's searches: the stats that may render a view. */
     rfs_sizing z = {.node = n};
-    int track = n->kind > RFS_THREAD && !rfs_node_is_dir(n->kind);
+    int track = (n->kind > RFS_THREAD && !rfs_node_is_dir(n->kind)) || n->kind == RFS_SEARCH;
     if (track)
         sizing_begin(m, &z);
     int rc = rfs_pool_get(m, &s, err);

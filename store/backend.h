@@ -191,6 +191,8 @@ typedef struct rs_backend_ops {
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
+    /* The highest run_events id (0: none): with rewrites, rs_store_rows_version. */
+    int (*top_id)(rs_backend *b, int64_t *id);
     /* rs_store_one_look (NULL: every look probes). */
     void (*one_look)(rs_backend *b, int on);
     /* rs_store_set_wait (NULL: the backend never waits). */

@@ -158,6 +158,17 @@ int rs_store_rewrites(rs_store *s, int64_t *n)
     return s->ops->rewrites(s->be, n);
 }
 
+int rs_store_rows_version(rs_store *s, int64_t *version)
+{
+    int64_t v[2] = {0, 0};
+    int rc = s->ops->top_id(s->be, &v[0]);
+    if (!rc)
+        rc = s->ops->rewrites(s->be, &v[1]);
+    if (!rc)
+        *version = (int64_t)(rs_hash(RS_HASH_INIT, v, sizeof v) >> 1);
+    return rc;
+}
+
 void rs_store_one_look(rs_store *s, int on)
 {
     if (s->ops->one_look)

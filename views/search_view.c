@@ -1,9 +1,12 @@
 /* search_view.c — rendering a search: the scope a node names (the caller's owner and the mount's
- * thread), the store's matching records, their canonical lines in order, a page at a time. */
+ * thread), the store's matching records, their canonical lines in order (or, with by:run, a
+ * line per matching run), a page at a time; its size kept until the rows change. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "search_view.h"
+#include "sizes.h"
 #include "rs_util.h"
 
 int rfs_search_is_result(rfs_kind kind)
@@ -11,27 +14,187 @@ int rfs_search_is_result(rfs_kind kind)
     return kind == RFS_SEARCH || kind == RFS_T_SEARCH || kind == RFS_R_SEARCH;
 }
 
-/* The thread and run the node searches, when they exist for the scope (root: the mount's
- * one thread, or every thread). */
-static int search_scope(rs_store *s, const rfs_scope *sc, const rfs_node *n, const char **thread,
-                        const char **run, rfs_stat *st, rs_err *err)
+/* The thread and run the node searches, and what its answer is computed from (token: the
+ * scope's log info; at the root, where every thread counts, the store's rows version). */
+static int search_scope(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st,
+                        rs_log_info *token, rs_err *err)
 {
-    *thread = n->kind == RFS_SEARCH ? sc->only_thread : n->thread_id;
-    *run = n->kind == RFS_R_SEARCH ? n->run_id : NULL;
-    if (n->kind == RFS_SEARCH)
-        return 0;
+    memset(token, 0, sizeof *token);
+    if (n->kind == RFS_SEARCH) {
+        token->exists = 1;
+        return rs_store_rows_version(s, &token->count)
+                   ? rs_err_set(err, -EIO, "cannot read the store's version")
+                   : 0;
+    }
     if (sc->only_thread && strcmp(sc->only_thread, n->thread_id) != 0)
         return -ENOENT;
-    rs_log_info info;
-    int rc = rs_store_log_info(s, *thread, *run, sc->user, &info, err);
+    int rc = rs_store_log_info(s, n->thread_id, n->kind == RFS_R_SEARCH ? n->run_id : NULL,
+                               sc->user, token, err);
     if (rc)
         return rc;
-    if (!info.exists)
+    if (!token->exists)
         return -ENOENT;
-    st->mtime_ns = info.mtime_ns;
-    st->ctime_ns = info.ctime_ns;
-    st->version = rfs_view_version(&info);
+    st->mtime_ns = token->mtime_ns;
+    st->ctime_ns = token->ctime_ns;
+    st->version = rfs_view_version(token);
     return 0;
+}
+
+/* One run's share of a by:run answer. */
+typedef struct run_hits {
+    char run_id[RS_ID_MAX + 1];
+    int64_t matches, first_seq, last_seq;
+} run_hits;
+
+/* The answer as pieces in order: a matching line each, or with by:run a thread's run lines
+ * each (a thread's runs are ordered by their first match, and only the thread's last row
+ * tells how many matched). */
+typedef struct answer {
+    rs_cursor *c;
+    int by_run;
+    rs_buf lines;               /* by:run: the piece given */
+    char thread[RS_ID_MAX + 1]; /* by:run: the thread whose runs are being counted */
+    char given[RS_ID_MAX + 1];  /* by:run: the thread of the piece given */
+    run_hits *runs;             /* ... its runs, in order of their first match */
+    size_t n_runs, cap_runs;
+    size_t last_run; /* the run the previous row counted for: a run's rows come together */
+    int done;
+} answer;
+
+static int runs_count(answer *a, const rs_record *rec)
+{
+    size_t i = a->last_run;
+    if (i >= a->n_runs || strcmp(a->runs[i].run_id, rec->run_id) != 0)
+        for (i = 0; i < a->n_runs && strcmp(a->runs[i].run_id, rec->run_id) != 0; i++)
+            ;
+    if (i == a->n_runs) {
+        if (rs_array_grow(&a->runs, &a->cap_runs, a->n_runs + 1, sizeof *a->runs))
+            return -ENOMEM;
+        run_hits *r = &a->runs[a->n_runs++];
+        /* A record's run id is a valid id: it fits. */
+        (void)rs_fmt(r->run_id, sizeof r->run_id, "%s", rec->run_id);
+        r->matches = 0;
+        r->first_seq = rec->seq;
+    }
+    a->runs[i].matches++;
+    a->runs[i].last_seq = rec->seq;
+    a->last_run = i;
+    return 0;
+}
+
+/* The counted thread's lines into a->lines; its runs forgotten. */
+static int runs_lines(answer *a)
+{
+    rs_buf_reset(&a->lines);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < a->n_runs; i++) {
+        const run_hits *r = &a->runs[i];
+        rc = rs_buf_addf(&a->lines,
+                         "{\"thread_id\":\"%s\",\"run_id\":\"%s\",\"matches\":%lld,"
+                         "\"first_seq\":%lld,\"last_seq\":%lld}\n",
+                         a->thread, r->run_id, (long long)r->matches, (long long)r->first_seq,
+                         (long long)r->last_seq);
+    }
+    a->n_runs = a->last_run = 0;
+    return rc;
+}
+
+/* The next piece: 1 with its bytes and where the answer resumes after it (thread, seq), 0 at
+ * the end, or a negative errno. */
+static int answer_next(answer *a, const char **p, size_t *len, const char **thread, int64_t *seq)
+{
+    const rs_record *rec;
+    int rc;
+    if (!a->by_run) {
+        if ((rc = rs_cursor_next(a->c, &rec)) != 1)
+            return rc;
+        *p = rec->line;
+        *len = rec->line_len;
+        *thread = rec->thread_id;
+        *seq = rec->seq;
+        return 1;
+    }
+    while (!a->done) {
+        if ((rc = rs_cursor_next(a->c, &rec)) < 0)
+            return rc;
+        a->done = rc == 0;
+        if (!a->done && (!a->n_runs || strcmp(rec->thread_id, a->thread) == 0)) {
+            /* A record's thread id is a valid id: it fits. */
+            (void)rs_fmt(a->thread, sizeof a->thread, "%s", rec->thread_id);
+            if ((rc = runs_count(a, rec)))
+                return rc;
+            continue;
+        }
+        if (!a->n_runs)
+            return 0;
+        /* The thread's runs are all counted: its lines are the piece, and the answer
+         * resumes after the whole thread. The row read ahead starts the next one. */
+        if ((rc = runs_lines(a)))
+            return rc;
+        memcpy(a->given, a->thread, sizeof a->given);
+        if (!a->done) {
+            (void)rs_fmt(a->thread, sizeof a->thread, "%s", rec->thread_id);
+            if ((rc = runs_count(a, rec)))
+                return rc;
+        }
+        *p = a->lines.buf;
+        *len = a->lines.len;
+        *thread = a->given;
+        *seq = INT64_MAX;
+        return 1;
+    }
+    return 0;
+}
+
+/* The answer of n's query q for the scope, after (after_thread, after_seq). */
+static int answer_open(answer *a, rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
+                       const char *after_thread, int64_t after_seq, rs_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->lines = (rs_buf)RS_BUF_INIT;
+    a->by_run = rs_search_by_run(q);
+    const char *thread = n->kind == RFS_SEARCH ? sc->only_thread : n->thread_id;
+    const char *run = n->kind == RFS_R_SEARCH ? n->run_id : NULL;
+    return rs_store_search(s, q, thread, run, sc->user, after_thread, after_seq, &a->c, err);
+}
+
+static void answer_close(answer *a)
+{
+    rs_cursor_free(a->c);
+    rs_buf_release(&a->lines);
+    free(a->runs);
+}
+
+/* The exact size: every piece counted, one pass, nothing kept. */
+static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
+                       int64_t *size, rs_err *err)
+{
+    answer a;
+    int rc = answer_open(&a, s, sc, n, q, NULL, 0, err);
+    const char *p, *thread;
+    size_t len;
+    int64_t seq;
+    *size = 0;
+    while (!rc && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
+        *size += (int64_t)len;
+        rc = 0;
+    }
+    answer_close(&a);
+    if (rc == -ENOMEM)
+        rs_err_set(err, rc, "out of memory");
+    return rc < 0 ? rc : 0;
+}
+
+/* The name of n's size among the scope's kept sizes: the query, its scope and who asks; the
+ * rewrites count too, as another writer's update in place leaves a thread's info alone. */
+static int size_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key)
+{
+    int64_t rewrites = 0;
+    int rc = rs_store_rewrites(s, &rewrites) ? -EIO : rfs_node_path(n, key);
+    if (!rc)
+        rc = rs_buf_addf(key, "\n%s\n%s\n%lld", sc->user ? sc->user : "",
+                         sc->only_thread ? sc->only_thread : "", (long long)rewrites);
+    return rc;
 }
 
 int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, int sized,
@@ -42,27 +205,29 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     st->mtime_ns = st->ctime_ns = sc->mount_ns;
     if (sc->denied)
         return rs_err_set(err, -EACCES, "this uid is not in the mount's --user-map");
-    const char *thread, *run;
-    int rc = search_scope(s, sc, n, &thread, &run, st, err);
+    rs_log_info token;
+    int rc = search_scope(s, sc, n, st, &token, err);
     rs_search *q = NULL;
     if (rc || (rc = rs_search_parse(&q, n->name, err)) || !sized) {
         rs_search_free(q);
         return rc;
     }
-    /* The exact size is every matching line counted: one pass, nothing kept. */
-    rs_cursor *c;
-    if ((rc = rs_store_search(s, q, thread, run, sc->user, NULL, 0, &c, err))) {
-        rs_search_free(q);
-        return rc;
+    /* Kept by the mount only: a query is a parameter, and the store would keep a row for
+     * every one anybody asked. */
+    rs_buf key = RS_BUF_INIT;
+    if (sc->sizes && size_key(s, sc, n, &key) == 0 &&
+        rfs_sizes_get(sc->sizes, key.buf, &token, &st->size)) {
+        st->kept = 1;
+    } else if (sized == 1) {
+        st->unsized = 1;
+    } else {
+        rc = answer_size(s, sc, n, q, &st->size, err);
+        if (!rc && sc->sizes && key.len)
+            rfs_sizes_put(sc->sizes, key.buf, &token, st->size);
     }
-    const rs_record *rec;
-    while ((rc = rs_cursor_next(c, &rec)) == 1)
-        st->size += (int64_t)rec->line_len;
-    rs_cursor_free(c);
+    rs_buf_release(&key);
     rs_search_free(q);
-    if (rc == -ENOMEM)
-        rs_err_set(err, rc, "out of memory");
-    return rc < 0 ? rc : 0;
+    return rc;
 }
 
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
@@ -76,32 +241,31 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int rc = rs_search_parse(&q, n->name, err);
     if (rc)
         return rc;
-    const char *thread = n->kind == RFS_SEARCH ? sc->only_thread : n->thread_id;
-    const char *run = n->kind == RFS_R_SEARCH ? n->run_id : NULL;
-    rs_cursor *c;
-    if ((rc = rs_store_search(s, q, thread, run, sc->user, pos->thread[0] ? pos->thread : NULL,
-                              pos->seq, &c, err))) {
+    answer a;
+    if ((rc = answer_open(&a, s, sc, n, q, pos->thread[0] ? pos->thread : NULL, pos->seq, err))) {
+        answer_close(&a);
         rs_search_free(q);
         return rc;
     }
-    int64_t end = off + (int64_t)size;
-    const rs_record *rec;
-    while (pos->off < end && (rc = rs_cursor_next(c, &rec)) == 1) {
-        int64_t row_end = pos->off + (int64_t)rec->line_len;
-        if (row_end > off) {
-            int64_t from = off > pos->off ? off : pos->off, to = row_end < end ? row_end : end;
-            if ((rc = rs_buf_add(out, rec->line + (from - pos->off), (size_t)(to - from))))
+    int64_t end = off + (int64_t)size, seq;
+    const char *p, *thread;
+    size_t len;
+    while (pos->off < end && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
+        int64_t piece_end = pos->off + (int64_t)len;
+        if (piece_end > off) {
+            int64_t from = off > pos->off ? off : pos->off, to = piece_end < end ? piece_end : end;
+            if ((rc = rs_buf_add(out, p + (from - pos->off), (size_t)(to - from))))
                 break;
         }
-        /* A row given in part is rendered again by the next read: nothing is held. */
-        if (row_end > end)
+        /* A piece given in part is rendered again by the next read: nothing is held. */
+        if (piece_end > end)
             break;
-        pos->off = row_end;
-        pos->seq = rec->seq;
+        pos->off = piece_end;
+        pos->seq = seq;
         /* A record's thread id is a valid id: it fits. */
-        (void)rs_fmt(pos->thread, sizeof pos->thread, "%s", rec->thread_id);
+        (void)rs_fmt(pos->thread, sizeof pos->thread, "%s", thread);
     }
-    rs_cursor_free(c);
+    answer_close(&a);
     rs_search_free(q);
     if (rc == -ENOMEM)
         rs_err_set(err, rc, "out of memory");

@@ -1,5 +1,5 @@
 /* search_view.h — search/<query> at the root, in a thread and in a run: the matching events,
- * the same lines as events.jsonl, streamed in order. */
+ * the same lines as events.jsonl (with by:run, a line per matching run), streamed in order. */
 #ifndef RFS_SEARCH_VIEW_H
 #define RFS_SEARCH_VIEW_H
 
@@ -9,8 +9,10 @@
 int rfs_search_is_result(rfs_kind kind);
 
 /* The result of search node n for the scope: st filled (a stream), its exact size counted
- * when sized (a pass over the matches; an open needs only to know the query and scope are
- * good). -EINVAL or -ENAMETOOLONG for a bad query, -ENOENT for a thread or run the scope does
+ * when sized is 2 (a pass over the matches, kept in scope->sizes until the rows of the scope
+ * change: st->kept when it was), taken only where kept when 1 (a lookup: else st->unsized,
+ * so a reader that wants the first lines only, as head does, waits for no count); 0: an
+ * open, which needs only to know the query and scope are good. -EINVAL or -ENAMETOOLONG for a bad query, -ENOENT for a thread or run the scope does
  * not see, -EACCES for a uid the user map lacks; the reason in err. */
 int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_stat *st, int sized,
                     rs_err *err);

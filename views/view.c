@@ -711,8 +711,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                      const sizing *how, rs_err *err)
 {
     if (rfs_search_is_result(n->kind)) {
-        int rc = rfs_search_stat(s, sc, n, st, doc == NULL, err);
-        st->rendered = doc == NULL;
+        int rc = rfs_search_stat(s, sc, n, st, doc ? 0 : how && how->lazy ? 1 : 2, err);
+        st->rendered = !doc && !st->kept && !st->unsized;
         return rc;
     }
     memset(st, 0, sizeof *st);

@@ -57,6 +57,7 @@ typedef struct rfs_stat {
     int64_t version;  /* a fingerprint of what the thread or run was (its log info): a
                          rendering's bytes hold while it stays the same */
     int unsized;      /* rfs_view_stat_ex with lazy: the size is not known (size 0) */
+    int kept;         /* the size was kept from an earlier stat: nothing was rendered */
     int thread_pass;  /* this stat sized its thread's history.jsonl, transcript.md,
                          stats.json and report.html in one pass (rfs_scope's thread_pass) */
     int rendered;     /* this stat rendered rows (its view, or a pass over its run's or

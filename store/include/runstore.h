@@ -149,6 +149,11 @@ void rs_store_set_wait(rs_store *s, int wait);
  * kept of the middle of a log, such as the kernel's pages of it, may no longer hold; an
  * append only adds at the end). Between two equal answers rows were only added. */
 int rs_store_rewrites(rs_store *s, int64_t *n);
+/* A number that moves whenever any writer added, changed or deleted rows (the highest row
+ * id and the rewrites count): unlike data_version, every connection of every process reads
+ * the same number of the same rows, so what was computed from all the rows (a search at the
+ * root) is kept against it. */
+int rs_store_rows_version(rs_store *s, int64_t *version);
 
 /* Index rows another program (DeerFlow) added to or deleted from the database since this
  * store last looked; a read-only probe when there is nothing to do. */
@@ -562,6 +567,9 @@ typedef struct rs_search rs_search;
  * RS_SEARCH_MAX bytes, each with the reason in err. */
 int rs_search_parse(rs_search **out, const char *query, rs_err *err);
 void rs_search_free(rs_search *q);
+/* 1 when q holds the term by:run: its answer is one line per matching run,
+ * {"thread_id","run_id","matches","first_seq","last_seq"}, not the events. */
+int rs_search_by_run(const rs_search *q);
 /* 1 when the record (its canonical line) matches every term of q, else 0 (or -ENOMEM). */
 int rs_search_match(rs_search *q, const rs_record *rec);
 /* The records of the scope that match q: thread_id NULL every thread user sees (in thread

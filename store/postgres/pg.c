@@ -1481,6 +1481,14 @@ static int pg_rewrites(rs_backend *b, int64_t *n)
     return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
 }
 
+static int pg_top_id(rs_backend *b, int64_t *id)
+{
+    *id = 0;
+    if (ensure_conn(b, NULL))
+        return -EIO;
+    return pg_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, id, NULL, NULL);
+}
+
 static int pg_refresh(rs_backend *b, rs_err *err)
 {
     /* The probe just counted no thread to index: a row marked since moves the next probe. */
@@ -1618,6 +1626,7 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
+    .top_id = pg_top_id,
     .size_get = pg_size_get,
     .size_put = pg_size_put,
     .set_wait = pg_set_wait,

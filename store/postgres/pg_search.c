@@ -16,6 +16,7 @@
 #define BLOCK 64
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */
 #define LAYOUT 2
+#define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
 
 /* A word: a run of ASCII letters and digits (lowered) and bytes from 0x80. A term's words
  * each lie inside a word of any row it occurs in, so a block's distinct words, one space
@@ -384,6 +385,18 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         return rc ? rs_err_set(err, -ENOMEM, "out of memory") : -ENOSYS;
     }
     rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    /* Candidates in more than a quarter of the blocks: the index hardly narrows, and its
+     * candidates come only all at once, sorted, where a scan of the scope's threads gives
+     * its first lines at once (a reader of the first page waits for no more). */
+    int64_t hits = 0;
+    int found;
+    if (upto >= DENSE_MIN * BLOCK &&
+        ((rc = rs_buf_addf(sql, "SELECT count(*) FROM runfs_search WHERE %s", where.buf)) ||
+         (rc = pg_int(b, sql->buf, NULL, NULL, &hits, &found, err)) || hits * 4 > upto / BLOCK)) {
+        rs_buf_release(&where);
+        return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc ? rc : -ENOSYS;
+    }
     rs_buf_reset(sql);
     /* Literals, not parameters: the plan is made for this mark and these patterns. */
     rc = rs_buf_addf(sql,

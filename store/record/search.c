@@ -105,6 +105,8 @@ int rs_search_parse(rs_search **out, const char *query, rs_err *err)
         }
         if (!rc && in_quote)
             rc = rs_err_set(err, -EINVAL, "the query has an unbalanced quote (\")");
+        else if (!rc && !negate && !quoted && raw.len == 6 && memcmp(raw.buf, "by:run", 6) == 0)
+            q->by_run = 1; /* how the answer is told, not a term ("by:run" quoted is text) */
         else if (!rc && (rc = rs_array_grow(&q->terms, &cap, q->n + 1, sizeof *q->terms)))
             rs_err_set(err, rc, "out of memory");
         else if (!rc && !(rc = term_make(&q->terms[q->n], raw.buf, raw.len, negate, quoted, err)))
@@ -123,23 +125,35 @@ int rs_search_parse(rs_search **out, const char *query, rs_err *err)
     return 0;
 }
 
+int rs_search_by_run(const rs_search *q)
+{
+    return q->by_run;
+}
+
 /* The end of the canonical JSON value starting at p (before end): a string, a container
  * (its strings skipped) or a scalar up to the next ',' or '}'. */
 static const char *value_end(const char *p, const char *end)
 {
-    int depth = 0, in_str = 0;
+    int depth = 0;
     for (const char *s = p; s < end; s++) {
         char ch = *s;
-        if (in_str) {
-            if (ch == '\\') {
-                s++;
-            } else if (ch == '"') {
-                in_str = 0;
-                if (depth == 0)
-                    return s + 1;
+        if (ch == '"') {
+            /* A string's text is most of a row: its closing quote found by memchr, one
+             * with an odd run of backslashes before it skipped. */
+            const char *q = s;
+            for (;;) {
+                q = memchr(q + 1, '"', (size_t)(end - q - 1));
+                if (!q)
+                    return NULL;
+                size_t bs = 0;
+                while (q - bs > s && q[-1 - (ptrdiff_t)bs] == '\\')
+                    bs++;
+                if (bs % 2 == 0)
+                    break;
             }
-        } else if (ch == '"') {
-            in_str = 1;
+            s = q;
+            if (depth == 0)
+                return s + 1;
         } else if (ch == '{' || ch == '[') {
             depth++;
         } else if (ch == '}' || ch == ']') {

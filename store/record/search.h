@@ -23,6 +23,7 @@ typedef struct rs_term {
 struct rs_search {
     rs_term *terms;
     size_t n;
+    int by_run;   /* the term by:run: the answer is one line per run (rs_search_by_run) */
     rs_buf lower; /* rs_search_match's scratch: the record's content and metadata, lowered */
 };
 

@@ -1708,6 +1708,12 @@ static int sq_rewrites(rs_backend *b, int64_t *n)
     return 0;
 }
 
+static int sq_top_id(rs_backend *b, int64_t *id)
+{
+    *id = 0;
+    return sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, id, NULL, NULL);
+}
+
 static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found)
 {
     return sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = ?", key, NULL, size, found,
@@ -1861,6 +1867,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .one_look = sq_one_look,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,
+    .top_id = sq_top_id,
     .size_get = sq_size_get,
     .size_put = sq_size_put,
     .put = sq_put,

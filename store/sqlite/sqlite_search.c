@@ -20,6 +20,7 @@
 #define BLK_SQL "1099511627775" /* BLK_MAX - 1 */
 #define GENS ((int64_t)1 << 22)
 #define STALE_MIN 1024 /* documents of dropped blocks kept before the index is made again */
+#define DENSE_MIN 64   /* indexed blocks below which the index always narrows */
 
 /* Made at the first search of a read-write store, and again when too many documents are
  * stale (layout 3; an index of layout 1 or 2 is dropped and made again: its table kept a
@@ -348,6 +349,15 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     if (!rc && has)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
                     &found, err);
+    int64_t hits = 0;
+    if (!rc && has && upto >= DENSE_MIN * BLOCK)
+        rc = sq_int(b, "SELECT count(*) FROM runfs_search WHERE runfs_search MATCH ?1", expr.buf,
+                    NULL, &hits, &found, err);
+    /* Candidates in more than a quarter of the blocks: the index hardly narrows, and its
+     * candidates come only all at once, sorted, where a scan of the scope's threads gives
+     * its first lines at once (a reader of the first page waits for no more). */
+    if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > upto / BLOCK)
+        has = 0;
     if (rc || !has) {
         rs_buf_release(&expr);
         return rc ? rc : -ENOSYS;

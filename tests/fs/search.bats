@@ -94,7 +94,8 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   'ab' '-' '☕' 'naïve café' '\"quoted\"' '\t' 'tab\tend\nline' 'needle-42' '"er":{' '{"z":"ab"}'
   'type:llm.error' 'type:llm.*' 'type:run.start' 'category:message' 'category:message -bob'
   '-type:run.start' 'type:llm.error refused' '"status":"error"' 'content_is_json' ']{' '[1,"q"]'
-  't-one' 'created_at' 'run.start' 'customer C-1001' '"a":{"b":1}' 'unicode' 'ünïcode' 'zzz-none')
+  't-one' 'created_at' 'run.start' 'customer C-1001' '"a":{"b":1}' 'unicode' 'ünïcode' 'zzz-none'
+  '-refused' '-x -type:llm.error' 'ab -é')
 
 @test "search: every query form at the root, in a thread and in a run is the reference (mount and runfs search)" {
   run ls "$MNT"
@@ -313,4 +314,153 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$(pgrep -f "runfs mount.* $1\$" | head 
   assert_output 1
   run grep 'refused pg_trgm' "$WORK/nt.log"
   assert_output --partial 'every search reads every row of its scope'
+}
+
+# sized_lines PATH: how many times the daemon's log says it computed PATH's size.
+sized_lines() { grep -F "sized $1 in " "$WORK/daemon.log" | grep -vcF "(kept)" || true; }
+
+# kept_once PATH N: ls -l, stat, cat and cat again of PATH compute its size once more (N
+# times in all), and its bytes and size are the reference's.
+kept_once() {
+  local path=$1 n=$2 q=$3 t=${4:-}
+  ls -l "$MNT/$path" > /dev/null
+  stat "$MNT/$path" > /dev/null
+  cat "$MNT/$path" > "$WORK/got"
+  cat "$MNT/$path" > "$WORK/got2"
+  wait_for 5 test "$(sized_lines "$path")" -ge "$n" || fail "$path was not sized: $(cat "$WORK/daemon.log")"
+  [ "$(sized_lines "$path")" -eq "$n" ] || fail "$path was sized more than once: $(cat "$WORK/daemon.log")"
+  ref "$q" "$t" > "$WORK/want"
+  cmp "$WORK/want" "$WORK/got" || fail "$path's bytes differ from the reference"
+  cmp "$WORK/want" "$WORK/got2" || fail "$path's second read differs from the reference"
+  assert_equal "$(stat -c %s "$MNT/$path")" "$(wc -c < "$WORK/want")"
+  assert_equal "$(sized_lines "$path")" "$n"
+}
+
+@test "search: a search's size is computed once between changes, again after an append, a foreign update and a delete" {
+  runfs_unmount "$MNT"
+  # 0 ms: every stat that computes a size says so in the log, however fast.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  local q='connection refused'
+  for p in "search/$q" "threads/T-bulk/search/$q"; do
+    local t=; [[ $p == threads/* ]] && t=T-bulk
+    kept_once "$p" 1 "$q" $t
+  done
+  printf '{"event_type":"llm.error","content":"Connection refused once more"}\n' >> "$MNT/threads/T-bulk/runs/run-4/events.jsonl"
+  kept_once "search/$q" 2 "$q"
+  kept_once "threads/T-bulk/search/$q" 2 "$q" T-bulk
+  foreign "UPDATE run_events SET content = 'filler gone' WHERE thread_id = 'T-bulk' AND seq = 194"
+  kept_once "search/$q" 3 "$q"
+  kept_once "threads/T-bulk/search/$q" 3 "$q" T-bulk
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq = 291"
+  kept_once "search/$q" 4 "$q"
+  kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
+}
+
+@test "search: a lookup the hub tells of while it looks sizes nothing and logs no size" {
+  # A thread shared by two owners, written by another program: an owner's stat counts its
+  # share of the rows, long enough that the hub's tick finds a lookup under way.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 100000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-mix', 'run-1', CASE WHEN x % 2 = 0 THEN 'alice' ELSE 'bob' END, 'llm.error', 'trace',
+    'mixed ' || x || CASE WHEN x % 997 = 0 THEN ' connection refused' ELSE '' END,
+    '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  # The planner's statistics of the new rows, as autovacuum makes them a little later.
+  if on_pg; then store_sql "ANALYZE run_events"; fi
+  runfs_unmount "$WORK/a"
+  # 0 ms: the tick tells of every stat it finds under way.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$WORK/a" --user alice --log "$WORK/daemon.log"
+  # The thread and its search directory known (the kernel keeps their entries): each stat
+  # below looks up a search no stat has seen, then sizes it.
+  stat "$WORK/a/threads/T-mix/search" > /dev/null
+  local q p told=0 round
+  for round in 1 2 3 4 5 6 7 8; do
+    q="connection refused $round"
+    [ "$round" -eq 1 ] && q='connection refused'
+    p="threads/T-mix/search/$q"
+    stat "$WORK/a/$p" > /dev/null
+    cat "$WORK/a/$p" > "$WORK/got"
+    ref "$q" T-mix '' alice > "$WORK/want"
+    cmp "$WORK/want" "$WORK/got" || fail "$p's bytes differ from the reference"
+    # Every line that says the search was sized says its size, once: a lookup sizes nothing
+    # (a later stat that finds the size kept says so: (kept)).
+    run sh -c 'grep -F "sized $1 in " "$2" | grep -vF "(kept)"' _ "$p" "$WORK/daemon.log"
+    [ "${#lines[@]}" -eq 1 ] && [[ $output == *": $(wc -c < "$WORK/want") bytes" ]] ||
+      fail "$p was sized other than once at its size: $(grep -F "$p" "$WORK/daemon.log")"
+    grep -qF "sizing $p: nothing rendered after all" "$WORK/daemon.log" && told=1 && break
+  done
+  [ "$told" -eq 1 ] || fail "the tick found no lookup under way: $(cat "$WORK/daemon.log")"
+}
+
+@test "search: by:run is a line per matching run, grep -c's counts in the answer's order, at the root, in a thread and in a run" {
+  # Runs whose matches interleave (run-1's last match after run-9's first), and enough
+  # threads that the answer is read in many pieces.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES
+    ('T-bulk','run-9',NULL,'llm.error','trace','Connection refused late','{}',1000,'2026-03-04 07:00:00.000000'),
+    ('T-bulk','run-1',NULL,'llm.error','trace','connection refused later','{}',1001,'2026-03-04 07:00:01.000000')"
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 600)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-many-' || (x % 300), 'run-' || (x % 7), NULL, 'llm.error', 'trace', 'many connection refused ' || x,
+    '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  local q
+  for q in 'connection refused by:run' 'by:run refused -again' 'by:run type:llm.error' 'by:run filler' \
+    'by:run x' 'by:run zzz-none' 'by:run category:message' 'by:run -type:run.start' '"by:run" refused'; do
+    check "$MNT" "$q" || fail "by:run [$q] at the root"
+    check "$MNT" "$q" T-bulk || fail "by:run [$q] in T-bulk"
+    check "$MNT" "$q" t-one || fail "by:run [$q] in t-one"
+    check "$MNT" "$q" T-bulk run-1 || fail "by:run [$q] in T-bulk's run-1"
+    check "$WORK/a" "$q" '' '' alice || fail "by:run [$q] as alice"
+  done
+  # The counts are grep -c's: each run's matching events.
+  run cat "$MNT/threads/T-bulk/search/by:run connection refused"
+  assert_line --index 0 '{"thread_id":"T-bulk","run_id":"run-0","matches":1,"first_seq":97,"last_seq":97}'
+  assert_equal "$(grep -c '"run_id":"run-1"' <<< "$output")" 1
+  # Read a byte range at a time from odd offsets: every piece resumes where the last ended.
+  python3 - "$MNT/search/by:run refused" "$WORK/pieces" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+out, off = b'', 0
+while True:
+    b = os.pread(fd, 77, off)
+    if not b:
+        break
+    out += b
+    off += len(b)
+open(sys.argv[2], 'wb').write(out)
+PY
+  ref 'by:run refused' > "$WORK/want"
+  cmp "$WORK/want" "$WORK/pieces" || fail "by:run read in pieces differs: $(diff "$WORK/want" "$WORK/pieces")"
+  [ "$(wc -l < "$WORK/want")" -gt 300 ] || fail "too few runs to read in pieces"
+  # by:run alone is no term: EINVAL with the reason.
+  run stat "$MNT/search/by:run"
+  assert_failure
+  grep -q 'the query has no terms' "$MNT/.runfs/rejects.jsonl" || fail "no reason for a query of by:run alone"
+}
+
+@test "search: a reader of the first 64 KiB of a common phrase's answer over 50k events is not kept waiting for the rest" {
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 50000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-c' || (x % 50), 'run-' || (x % 7), NULL, 'llm.tool.result', 'trace',
+    'tool said: Connection refused by db-' || x || ' after a retry of the request to the upstream service',
+    '{\"caller\": \"lead_agent\"}', x, '2026-03-04 06:00:03.000000' FROM g"
+  # The index is made at the first search (once per store, not the reader's wait).
+  run cat "$MNT/search/Needle-42"
+  assert_success
+  local q='connection refused by' t0 t1
+  ref "$q" | head -c 65536 > "$WORK/want"
+  "$RUNFS" cat "$STORE" "search/$q" | wc -c > "$WORK/total"
+  [ "$(cat "$WORK/total")" -gt $((4 * 1024 * 1024)) ] || fail "the answer is too small to tell"
+  t0=$(date +%s%N)
+  timeout 10 head -c 65536 "$MNT/search/$q" > "$WORK/got"
+  t1=$(date +%s%N)
+  echo "# the first 64 KiB of $(cat "$WORK/total") bytes in $(( (t1 - t0) / 1000000 )) ms (the mount counts the size first)" >&3
+  cmp "$WORK/want" "$WORK/got" || fail "the first 64 KiB differ from the reference's"
+  # Generous for a loaded machine: the whole answer's rows held and sorted first take
+  # several times as long.
+  [ $(( (t1 - t0) / 1000000 )) -lt 2000 ] || fail "the first 64 KiB took $(( (t1 - t0) / 1000000 )) ms"
+  t0=$(date +%s%N)
+  "$RUNFS" search "$STORE" "$q" | head -c 65536 > "$WORK/cli"
+  t1=$(date +%s%N)
+  echo "# runfs search | head -c 65536: $(( (t1 - t0) / 1000000 )) ms" >&3
+  cmp "$WORK/want" "$WORK/cli" || fail "runfs search's first 64 KiB differ from the reference's"
+  [ $(( (t1 - t0) / 1000000 )) -lt 2000 ] || fail "runfs search's first 64 KiB took $(( (t1 - t0) / 1000000 )) ms"
 }

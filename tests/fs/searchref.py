@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """searchref.py QUERY FILE... — the lines of the events.jsonl FILEs (in the order given) that
-match QUERY by DESIGN's rule, computed without runfs: the test's independent reference.
+match QUERY by DESIGN's rule, computed without runfs: the test's independent reference. With
+the term by:run, a line per matching run instead, as grep -c would count each run's lines.
 Exit 3 when the query is malformed (an unbalanced quote, no term)."""
 import json
 import sys
@@ -26,6 +27,9 @@ def parse(query):
             sys.exit(3)
         raw = bytes(raw)
         kind = 'text'
+        if not quoted and not neg and raw == b'by:run':
+            terms.append(('by:run', False, raw))
+            continue
         if not quoted and raw.startswith(b'type:'):
             kind, raw = 'type', raw[5:]
             if raw.endswith(b'*'):
@@ -33,7 +37,7 @@ def parse(query):
         elif not quoted and raw.startswith(b'category:'):
             kind, raw = 'category', raw[9:]
         terms.append((kind, neg, raw))
-    if not terms:
+    if not [t for t in terms if t[0] != 'by:run']:
         sys.exit(3)
     return terms
 
@@ -57,6 +61,8 @@ def matches(terms, line):
     rec = json.loads(line)
     content, meta = (lower(s) for s in spans(line))
     for kind, neg, raw in terms:
+        if kind == 'by:run':
+            continue
         if kind == 'type':
             hit = rec['event_type'].encode() == raw
         elif kind == 'prefix':
@@ -72,12 +78,26 @@ def matches(terms, line):
 
 def main():
     terms = parse(sys.argv[1].encode('utf-8', 'surrogateescape'))
+    by_run = any(t[0] == 'by:run' for t in terms)
     out = sys.stdout.buffer
     for path in sys.argv[2:]:
+        runs = {}  # (thread, run) -> [matches, first_seq, last_seq], in first-match order
         with open(path, 'rb') as f:
             for line in f:
-                if matches(terms, line.rstrip(b'\n')):
+                if not matches(terms, line.rstrip(b'\n')):
+                    continue
+                if not by_run:
                     out.write(line)
+                    continue
+                rec = json.loads(line)
+                r = runs.setdefault((rec['thread_id'], rec['run_id']), [0, rec['seq'], 0])
+                r[0] += 1
+                r[2] = rec['seq']
+        # Each FILE is one thread's events in seq order: its runs by their first match.
+        for (thread, run), (n, first, last) in sorted(runs.items(), key=lambda kv: kv[1][1]):
+            out.write(json.dumps({'thread_id': thread, 'run_id': run, 'matches': n,
+                                  'first_seq': first, 'last_seq': last},
+                                 separators=(',', ':')).encode() + b'\n')
 
 
 main()

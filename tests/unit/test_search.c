@@ -43,6 +43,24 @@ static void test_terms(void **state)
     rs_search_free(q);
 }
 
+static void test_by_run(void **state)
+{
+    (void)state;
+    rs_search *q = parse_ok("by:run refused");
+    assert_true(rs_search_by_run(q));
+    assert_int_equal(q->n, 1); /* how the answer is told, not a term */
+    assert_string_equal(q->terms[0].text, "refused");
+    rs_search_free(q);
+    q = parse_ok("\"by:run\" -by:run By:Run");
+    assert_false(rs_search_by_run(q)); /* quoted, excluded or spelt otherwise: text */
+    assert_int_equal(q->n, 3);
+    assert_true(q->terms[1].negate);
+    rs_search_free(q);
+    rs_err err = {0};
+    assert_int_equal(rs_search_parse(&q, "by:run", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no terms"));
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -122,6 +140,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_terms),
+        cmocka_unit_test(test_by_run),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_spans),
         cmocka_unit_test(test_match),
