@@ -335,3 +335,58 @@ assert d[1]["content"] == "quagga", d[1]' "$f" || return 1
   cmp <("$RUNFS" cat "$WORK/fresh.db" threads/t1/events.jsonl) "$MNT/threads/t1/events.jsonl"
   grep -q '"thread_id":"t1","run_id":"r1"' "$MNT/changes/since/$top"
 }
+
+# restored_ok N WORD: the mount shows N rows of t/r, in seq order 1..N, sized as read, the
+# row of seq 5 holding WORD in the thread's log, the run's, messages.jsonl and a search.
+restored_ok() {
+  local f n=$1
+  for f in "$MNT/threads/t/events.jsonl" "$MNT/threads/t/runs/r/events.jsonl" "$MNT/threads/t/messages.jsonl"; do
+    [ "$(stat -c %s "$f")" = "$(wc -c <"$f")" ] || return 1
+    [ "$(grep -o '"seq":[0-9]*,' "$f" | cut -d: -f2 | tr -d ',' | tr '\n' ' ')" = "$(seq -s ' ' "$n") " ] || return 1
+    grep '"seq":5,' "$f" | grep -q "$2" || return 1
+  done
+  [ "$(cat "$MNT/threads/t/message-count")" = "$n" ] || return 1
+  grep -q "\"event_count\":$n," "$MNT/threads/t/runs/r/receipt.json" || return 1
+  [ "$(grep -c '"seq":5,' "$MNT/search/$2")" = 1 ]
+}
+
+@test "a row put back with its old id, or a lower seq, or deleted and written again in one transaction: views, search and the change feed show it, across a remount" {
+  local i top
+  mkdir -p "$MNT/threads/t/runs/r"
+  for i in $(seq 70); do ev_human "word${i}z" "$i"; done >>"$MNT/threads/t/runs/r/events.jsonl"
+  # What a mount keeps: sizes, counts, the search index (a whole block of rows), the feed's
+  # numbers.
+  cat "$MNT/threads/t/message-count" "$MNT/threads/t/runs/r/receipt.json" >/dev/null
+  stat -c %s "$MNT/threads/t/events.jsonl" "$MNT/threads/t/runs/r/events.jsonl" "$MNT/threads/t/messages.jsonl" >/dev/null
+  [ "$(wc -l <"$MNT/search/word5z")" = 1 ]
+  # A backup of row 5, then DeerFlow's delete of it; the mount catches up.
+  store_sql "CREATE TABLE bak AS SELECT * FROM run_events WHERE thread_id = 't' AND seq = 5"
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND seq = 5"
+  wait_for 10 eval '[ "$(wc -l <"$MNT/threads/t/runs/r/events.jsonl")" = 69 ]'
+  [ "$(wc -l <"$MNT/threads/t/events.jsonl")" = 69 ]
+  [ "$(wc -l <"$MNT/search/word5z")" = 0 ]
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  # Restored from the backup with its original (lower) id.
+  store_sql "INSERT INTO run_events SELECT * FROM bak"
+  wait_for 10 restored_ok 70 word5z || fail "the restored row is not shown: $(wc -l <"$MNT/threads/t/events.jsonl") lines in the thread, $(wc -l <"$MNT/threads/t/runs/r/events.jsonl") in the run, $(cat "$MNT/threads/t/message-count") messages counted"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the restored row: $(cat "$MNT/changes.jsonl")"
+  # Deleted again, then put back with a new id at its old seq.
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND seq = 5"
+  wait_for 10 eval '[ "$(wc -l <"$MNT/threads/t/runs/r/events.jsonl")" = 69 ]'
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT thread_id, run_id, user_id, event_type, category, replace(content, 'word5z', 'newid5z'), event_metadata, seq, created_at FROM bak"
+  wait_for 10 restored_ok 70 newid5z || fail "the row put back with a new id is not shown: $(wc -l <"$MNT/threads/t/events.jsonl") lines"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the row put back"
+  # Deleted and written again in one transaction, with other bytes and its old id.
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  store_sql "BEGIN; DELETE FROM run_events WHERE thread_id = 't' AND seq = 5; INSERT INTO run_events SELECT id, thread_id, run_id, user_id, event_type, category, replace(content, 'word5z', 'again5z'), event_metadata, seq, created_at FROM bak; COMMIT;"
+  wait_for 10 restored_ok 70 again5z || fail "the row written again in one transaction is not shown"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the row written again"
+  [ "$(wc -l <"$MNT/search/word5z")" = 0 ]
+  # A later mount shows the same.
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  runfs_mount "$STORE" "$MNT"
+  restored_ok 70 again5z
+  cmp <("$RUNFS" cat "$STORE" threads/t/events.jsonl) "$MNT/threads/t/events.jsonl"
+}
