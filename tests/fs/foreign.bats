@@ -390,3 +390,42 @@ restored_ok() {
   restored_ok 70 again5z
   cmp <("$RUNFS" cat "$STORE" threads/t/events.jsonl) "$MNT/threads/t/events.jsonl"
 }
+
+# row_at THREAD RUN SEQ CONTENT: another writer's row at a given seq.
+row_at() {
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$1', '$2', 'llm.error', 'trace', '$4', '{}', $3, '2026-03-05 00:00:00.000000')"
+}
+
+# replaced_under NAME SQL: a thread follower that was given run r2's rows (seqs 4-6) of thread
+# NAME; SQL (another writer) replaces them by as many rows of r3 at the same seqs, of the same
+# length. The follower ends with a history_changed line after what it was given (its reason
+# says rows were replaced, or deleted where the hub saw the delete alone), and a new reader
+# gets the new rows.
+replaced_under() {
+  local t=$1 f
+  mkdir -p "$MNT/threads/$t/runs/r1"
+  { ev_start; ev_human one; ev_human two; } >>"$MNT/threads/$t/runs/r1/events.jsonl"
+  for f in 4 5 6; do row_at "$t" r2 "$f" "OLD-$f"; done
+  timeout 60 cat "$MNT/threads/$t/follow.jsonl" >"$WORK/$t.follow" 2>"$WORK/$t.err" &
+  local follower=$!
+  PIDS+=("$follower")
+  wait_for 10 grep -q '"seq":6,.*OLD-6' "$WORK/$t.follow" || fail "the follower was not given seq 6: $(cat "$WORK/$t.follow")"
+  store_sql "$2"
+  assert_equal "$(store_sql "SELECT group_concat(content) FROM (SELECT content FROM run_events WHERE thread_id = '$t' AND seq > 3 ORDER BY seq) x")" "NEW-4,NEW-5,NEW-6"
+  wait "$follower" || fail "the follower did not end: $(cat "$WORK/$t.follow" "$WORK/$t.err")"
+  run tail -n 1 "$WORK/$t.follow"
+  assert_output --partial "\"event_type\":\"runfs.history_changed\",\"thread_id\":\"$t\",\"run_id\":null,\"after_seq\":6,\"deleted\":false,\"reason\":\"another writer "
+  assert_equal "$(grep -o '"seq":[0-9]*' "$WORK/$t.follow" | cut -d: -f2 | tr '\n' ' ')" "1 2 3 4 5 6 "
+  run bash -c "timeout 10 head -n 6 '$MNT/threads/$t/follow.jsonl' | tail -n 3"
+  assert_output --partial '"run_id":"r3","seq":4,'
+  assert_output --partial 'NEW-6'
+}
+
+@test "a follower given rows another writer replaced at the same seqs, in one transaction or two back to back, ends with history_changed" {
+  local del="DELETE FROM run_events WHERE thread_id = '@' AND run_id = 'r2'"
+  local ins="INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('@', 'r3', 'llm.error', 'trace', 'NEW-4', '{}', 4, '2026-03-05 00:00:00.000000'), ('@', 'r3', 'llm.error', 'trace', 'NEW-5', '{}', 5, '2026-03-05 00:00:00.000000'), ('@', 'r3', 'llm.error', 'trace', 'NEW-6', '{}', 6, '2026-03-05 00:00:00.000000')"
+  # One transaction.
+  replaced_under one "BEGIN; ${del//@/one}; ${ins//@/one}; COMMIT;"
+  # DeerFlow's delete_by_run, then its put: two transactions back to back.
+  replaced_under two "${del//@/two}; ${ins//@/two};"
+}
