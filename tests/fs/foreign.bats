@@ -10,12 +10,14 @@ load lib
 setup() {
   runfs_setup
   PIDS=()
+  DBS=()
 }
 
 teardown() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   runfs_teardown
+  for p in "${DBS[@]}"; do pg_admin "DROP DATABASE IF EXISTS $p WITH (FORCE)" >/dev/null || true; done
 }
 
 
@@ -263,6 +265,12 @@ INSERT INTO run_events ($cols) VALUES (NULL, $row, 72, '2026-03-04 05:06:07.0000
 REPLACE INTO run_events ($cols) SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', 'replaced', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't3'
 DELETE FROM run_events WHERE thread_id = 't2'
 SQL
+  # Rows put back below what a mount indexed: the deleted row with its old id, under each
+  # clause (the first puts it back, the others meet it), and one deleted and written again.
+  for c in ROLLBACK ABORT FAIL IGNORE REPLACE; do
+    echo "INSERT OR $c INTO run_events ($cols) SELECT 4, 't2', 'r2', NULL, 'llm.error', 'error', 'back $c', '{}', 1, '2026-03-04 05:06:07.000000'"
+  done >>"$WORK/matrix.sql"
+  echo "DELETE FROM run_events WHERE id = 4; INSERT INTO run_events ($cols) VALUES (4, 't2', 'r2', NULL, 'llm.error', 'error', 'again', '{}', 1, '2026-03-04 05:06:07.000000')" >>"$WORK/matrix.sql"
   apply_matrix "$WORK/ref.db" "$WORK/ref.out"
   apply_matrix "$STORE" "$WORK/opened.out"
   diff "$WORK/ref.out" "$WORK/opened.out" || fail "runfs's triggers changed another writer's statement (nothing mounted)"
@@ -273,6 +281,7 @@ SQL
   # The statements did fail where SQLite says they must, and the mount still reads.
   grep -q 'UNIQUE constraint failed: run_events' "$WORK/ref.out"
   cat "$MNT/threads/t1/events.jsonl" >/dev/null
+  wait_for 10 grep -q '"content":"again"' "$MNT/threads/t2/runs/r2/events.jsonl"
   # A file an older build set up, with triggers whose INSERT OR IGNORE an outer clause turns
   # into a failure: a read-write open makes them again.
   cp "$STORE" "$WORK/old.db"
@@ -286,6 +295,80 @@ SQL
   assert_equal "$(sqlite3 "$WORK/old.db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE name IN ('runfs_change_update', 'runfs_search_update', 'runfs_replace_note') ORDER BY name)")" "runfs_change_update,runfs_replace_note,runfs_search_update"
   run sqlite3 "$WORK/old.db" "UPDATE OR ABORT run_events SET content = 'c' WHERE thread_id = 't1'"
   assert_success
+}
+
+# apply_pg_matrix URI OUT: each statement of $WORK/matrix.sql in a transaction of its own on
+# database URI; to OUT its exit status, psql's messages and the rows after it.
+apply_pg_matrix() {
+  local stmt n=0 st
+  : >"$2"
+  while IFS= read -r stmt; do
+    n=$((n + 1))
+    st=0
+    printf 'BEGIN;\n%s;\nCOMMIT;\n' "$stmt" | PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" -f - >"$WORK/m.out" 2>&1 || st=$?
+    { echo "== $n: $stmt -> $st"; cat "$WORK/m.out"
+      store_sql "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" "$1"; } >>"$2"
+  done <"$WORK/matrix.sql"
+}
+
+@test "another writer's statement under every PostgreSQL ON CONFLICT form has the outcome it has without runfs's triggers, mounted or not" {
+  on_pg || skip "PostgreSQL's ON CONFLICT (SQLite's clauses: the test above)"
+  local cols="id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at" d
+  mkdir -p "$MNT/threads/t1/runs/r1" "$MNT/threads/t2/runs/r2"
+  ev_start >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human a 1 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human b 2 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_start >>"$MNT/threads/t2/runs/r2/events.jsonl"
+  # A DeerFlow row, a numbered feed and a search index: every side table and trigger there is.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t3', 'r3', NULL, 'llm.error', 'error', 'x', '{}', 1, '2026-03-04 05:06:07.000000')"
+  wait_for 10 test -d "$MNT/threads/t3"
+  cat "$MNT/changes.jsonl" "$MNT/search/hello" >/dev/null
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  [ "$(store_sql "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND tgname LIKE 'runfs%'")" -ge 5 ]
+  # Copies: the reference without runfs's triggers (its tables left, now inert), and one to
+  # mount.
+  for d in ref mounted; do
+    DBS+=("${PG_DB}_$d")
+    pg_admin "CREATE DATABASE ${PG_DB}_$d TEMPLATE $PG_DB" >/dev/null
+  done
+  store_sql "SELECT 'DROP TRIGGER ' || tgname || ' ON run_events;' FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND tgname LIKE 'runfs%'" "$(pg_uri "${PG_DB}_ref")" >"$WORK/drop.sql"
+  store_sql "$(cat "$WORK/drop.sql")" "$(pg_uri "${PG_DB}_ref")"
+  assert_equal "$(store_sql "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND NOT tgisinternal" "$(pg_uri "${PG_DB}_ref")")" 0
+  # Inserts that meet the primary key, (thread_id, seq) or nothing, plain and under each ON
+  # CONFLICT form; one that meets a row twice; updates that meet (thread_id, seq) or nothing.
+  local row="'t1', 'r1', NULL, 'llm.error', 'error', 'new', '{}'" at="'2026-03-04 05:06:07.000000'"
+  cat >"$WORK/matrix.sql" <<SQL
+INSERT INTO run_events ($cols) VALUES (2, $row, 9, $at)
+INSERT INTO run_events ($cols) VALUES (900, $row, 1, $at)
+INSERT INTO run_events ($cols) VALUES (901, $row, 50, $at)
+INSERT INTO run_events ($cols) VALUES (2, $row, 70, $at) ON CONFLICT DO NOTHING
+INSERT INTO run_events ($cols) VALUES (902, $row, 1, $at) ON CONFLICT DO NOTHING
+INSERT INTO run_events ($cols) VALUES (903, $row, 2, $at) ON CONFLICT ON CONSTRAINT uq_events_thread_seq DO NOTHING
+INSERT INTO run_events ($cols) VALUES (2, $row, 71, $at) ON CONFLICT (id) DO UPDATE SET content = 'upserted'
+INSERT INTO run_events ($cols) VALUES (904, $row, 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = excluded.content || ' by seq'
+INSERT INTO run_events ($cols) VALUES (905, $row, 3, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = 'moved', seq = 60
+INSERT INTO run_events ($cols) VALUES (906, $row, 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET seq = 2
+INSERT INTO run_events ($cols) VALUES (907, $row, 2, $at), (908, $row, 2, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = 'twice'
+INSERT INTO run_events ($cols) VALUES (909, $row, 2, $at), (910, $row, 80, $at) ON CONFLICT (thread_id, seq) DO NOTHING
+INSERT INTO run_events ($cols) VALUES (911, 't3', 'r3', NULL, 'llm.error', 'error', 'y', '{}', 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET run_id = 'r4', content = 'moved run' WHERE run_events.content = 'x'
+UPDATE run_events SET content = content || ' plain' WHERE thread_id = 't1'
+UPDATE run_events SET seq = seq + 1 WHERE thread_id = 't1'
+UPDATE run_events SET content = 'x2' WHERE thread_id = 't3'
+DELETE FROM run_events WHERE thread_id = 't2'
+SQL
+  apply_pg_matrix "$(pg_uri "${PG_DB}_ref")" "$WORK/ref.out"
+  apply_pg_matrix "$STORE" "$WORK/opened.out"
+  diff "$WORK/ref.out" "$WORK/opened.out" || fail "runfs's triggers changed another writer's statement (nothing mounted)"
+  # Mounted, the mount catching up between the statements.
+  runfs_mount "$(pg_uri "${PG_DB}_mounted")" "$MNT"
+  apply_pg_matrix "$(pg_uri "${PG_DB}_mounted")" "$WORK/mounted.out"
+  diff "$WORK/ref.out" "$WORK/mounted.out" || fail "runfs's triggers changed another writer's statement (mounted)"
+  # The statements did fail where PostgreSQL says they must, and the mount shows the rows.
+  grep -q 'duplicate key value violates unique constraint' "$WORK/ref.out"
+  grep -q 'ON CONFLICT DO UPDATE command cannot affect row a second time' "$WORK/ref.out"
+  wait_for 10 eval '[ "$(grep -c . "$MNT/threads/t1/events.jsonl")" = "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '"'t1'"'" "$(pg_uri "${PG_DB}_mounted")")" ]'
+  wait_for 10 grep -q '"content":"x2"' "$MNT/threads/t3/runs/r4/events.jsonl"
 }
 
 # replaced_ok DIR: DIR's t1 logs are whole after the REPLACEs below: st_size is the bytes a
