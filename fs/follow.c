@@ -39,7 +39,11 @@
  * run being followed. A follower counts the rows it fetched; when the hub sees a foreign
  * change that leaves the log short of them (fewer rows up to its seq, a lower last seq, the
  * log gone), the feed hands out what it holds, then one line saying the history changed
- * under it (HISTORY_LINE), then EOF: the reader reads events.jsonl again.
+ * under it (HISTORY_LINE), then EOF: the reader reads events.jsonl again. Rows replaced by as
+ * many others (a run deleted and another written at its seqs, in one transaction or faster
+ * than a tick) leave the counts as they were: a follower also keeps a digest of the lines it
+ * fetched, and once rows were changed in place or deleted anywhere (rs_store_rewrites moved
+ * since it last looked) reads its rows again and compares.
  *
  * --follow-timeout is a budget of waiting, not a clock from open: it runs only while a reader
  * is parked with nothing to hand it (everything fetched was delivered and the store had
@@ -71,11 +75,14 @@ struct rfs_follow {
     int caught_up;     /* the last fetch reached the end of the rows */
     int ended;         /* run.terminal (or HISTORY_LINE) fetched: nothing after it */
     int64_t rows;      /* rows fetched */
+    uint64_t digest;   /* of the lines fetched (row_digest) */
     /* Under the hub lock: */
     int64_t seen_seq;    /* scan_seq as the hub may trust it */
     int64_t seen_rows;   /* rows as the hub may trust it */
     int check;           /* a foreign change came: history_check at the next caught-up fetch */
     int64_t want_seq;    /* the log's last seq when the hub marked it dirty */
+    int64_t rewrites;    /* rs_store_rewrites when its rows were last known whole; -1: none
+                            fetched yet */
     int dirty;           /* a commit may have passed it: fetch before parking */
     int64_t deadline_ns; /* when the present wait spends the budget; INT64_MAX: no wait */
     int users;           /* threads inside it (a read, a poll, the hub): it lives
@@ -111,9 +118,39 @@ static int fetch_changes(rs_store *s, rfs_follow **grp, size_t n)
     return rc < 0 ? rc : 1;
 }
 
+/* The digest d continued over a fetched line: over the line's own hash, so that followers
+ * sharing a fetch hash each line once. */
+static uint64_t row_digest(uint64_t d, uint64_t line_hash)
+{
+    return rs_hash(d, &line_hash, sizeof line_hash);
+}
+
+/* Do f's rows up to its scan_seq still hold the lines it was given? 1 yes, 0 no, <0 error. */
+static int rows_same(rs_store *s, rfs_follow *f)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = f->node->thread_id;
+    q.run_id = f->node->kind == RFS_R_FOLLOW ? f->node->run_id : NULL;
+    q.user = f->user;
+    rs_cursor *c;
+    int rc = rs_store_query(s, &q, &c, NULL);
+    if (rc)
+        return rc;
+    uint64_t d = RS_HASH_INIT;
+    int64_t rows = 0;
+    const rs_record *rec;
+    while ((rc = rs_cursor_next(c, &rec)) == 1 && rec->seq <= f->scan_seq) {
+        d = row_digest(d, rs_hash(RS_HASH_INIT, rec->line, rec->line_len));
+        rows++;
+    }
+    rs_cursor_free(c);
+    return rc < 0 ? rc : d == f->digest && rows == f->rows;
+}
+
 /* f reached the end of its rows after the hub saw a foreign change: does the log still add up
- * to what f fetched? If not, HISTORY_LINE ends the feed. A log still growing is checked again
- * at the next caught-up fetch. Who fetched holds f->lock. */
+ * to what f fetched, and, where rows were changed in place or deleted since f last looked, do
+ * they still hold what it fetched? If not, HISTORY_LINE ends the feed. A log still growing is
+ * checked again at the next caught-up fetch. Who fetched holds f->lock. */
 static void history_check(rs_store *s, rfs_follow *f)
 {
     rfs_hub *hub = f->m->hub;
@@ -139,6 +176,21 @@ static void history_check(rs_store *s, rfs_follow *f)
     } else if (info.last_seq < f->scan_seq || (counted && info.count != f->rows)) {
         why = "another writer deleted or added rows at or below after_seq: read events.jsonl "
               "again";
+    } else {
+        /* The count is read before the rows: a change between the two is looked at again. */
+        pthread_mutex_lock(&hub->lock);
+        int64_t known = f->rewrites;
+        pthread_mutex_unlock(&hub->lock);
+        int64_t now = known;
+        int same = rs_store_rewrites(s, &now) != 0 ? -EIO : now == known ? 1 : rows_same(s, f);
+        pthread_mutex_lock(&hub->lock);
+        if (same < 0)
+            f->check = 1;
+        else if (same)
+            f->rewrites = now;
+        pthread_mutex_unlock(&hub->lock);
+        if (same == 0)
+            why = "another writer replaced rows at or below after_seq: read events.jsonl again";
     }
     if (why && rs_buf_addf(&f->ahead, HISTORY_LINE, f->node->thread_id, run ? "\"" : "",
                            run ? run : "null", run ? "\"" : "", (long long)f->scan_seq,
@@ -160,10 +212,25 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
     q.run_id = run_feed ? f0->node->run_id : NULL;
     q.user = f0->user;
     q.after_seq = f0->scan_seq;
+    /* What the rows it fetches are checked against (history_check), read before them. */
+    rfs_hub *hub = f0->m->hub;
+    pthread_mutex_lock(&hub->lock);
+    int first = 0;
+    for (size_t i = 0; i < n; i++)
+        first = first || grp[i]->rewrites < 0;
+    pthread_mutex_unlock(&hub->lock);
+    int64_t rewrites = 0;
+    int rc = first ? rs_store_rewrites(s, &rewrites) : 0;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&hub->lock);
+    for (size_t i = 0; first && i < n; i++)
+        if (grp[i]->rewrites < 0)
+            grp[i]->rewrites = rewrites;
+    pthread_mutex_unlock(&hub->lock);
     rs_cursor *c;
     rs_err err = {0};
-    int rc = rs_store_query(s, &q, &c, &err);
-    if (rc)
+    if ((rc = rs_store_query(s, &q, &c, &err)))
         return rc;
     size_t got = 0;
     const rs_record *rec;
@@ -175,10 +242,12 @@ static int fetch_rows(rs_store *s, rfs_follow **grp, size_t n, size_t want)
             break;
         got += rec->line_len;
         int terminal = run_feed && rec->event_type && strcmp(rec->event_type, TERMINAL) == 0;
+        uint64_t h = rs_hash(RS_HASH_INIT, rec->line, rec->line_len);
         for (size_t i = 0; i < n; i++) {
             grp[i]->scan_seq = rec->seq;
             grp[i]->ended = terminal;
             grp[i]->rows++;
+            grp[i]->digest = row_digest(grp[i]->digest, h);
         }
         /* The run's feed ends with its terminal event; what a buggy writer adds after it
          * belongs to the log, not to the feed. */
@@ -417,6 +486,8 @@ int rfs_follow_open(rfs_follow **out, rfs_mount *m, const rfs_node *n, const cha
     pthread_mutex_init(&f->lock, NULL);
     f->ahead = (rs_buf)RS_BUF_INIT;
     f->deadline_ns = INT64_MAX;
+    f->digest = RS_HASH_INIT;
+    f->rewrites = -1;
     if (n->kind == RFS_CHANGES_FOLLOW)
         f->scan_seq = f->seen_seq = n->num; /* its last change */
     pthread_mutex_lock(&hub->lock);
@@ -705,7 +776,8 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
             if (everything) {
                 f->check = 1;
                 if (!t || !t->exists || seq < f->seen_seq ||
-                    (!f->user && seq == f->seen_seq && t->count != f->seen_rows))
+                    (!f->user && seq == f->seen_seq && t->count != f->seen_rows) ||
+                    (f->rewrites >= 0 && f->rewrites != hub->rewrites))
                     f->dirty = 1;
             }
         }

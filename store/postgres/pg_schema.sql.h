@@ -45,20 +45,41 @@ static const char pg_schema_idem_sql[] =
 
 /* What a row another writer inserts does to runfs's tables: its thread is left to be
  * indexed, and no range of runfs_canon keeps covering its id (an id given again, by hand or
- * after the sequence was set back, is that writer's row, not runfs's). Made before the side
- * tables (their trigger calls it) and made again by the conversion to layout 3. */
+ * after the sequence was set back, is that writer's row, not runfs's). A row put back at a
+ * seq below its thread's logs (a deleted row restored, or deleted and written again in one
+ * transaction) is met by no indexing from the logs' last seq on: its thread is recomputed
+ * (1), 'rewrites' moves as for a delete (the middle of the logs changed), and the search
+ * blocks it lands in below the indexed ones are marked (the table made here, so the
+ * statement always plans). Two statements as before, each folding in its new part: what a
+ * foreign insert costs is mostly their number. Made before the side tables (their trigger
+ * calls it), made again by the conversion to layout 3 and where an older build's
+ * lacks the recompute (PG_NOTE_CURRENT). */
 static const char pg_schema_note_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY);\n"
     "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
     "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
-    "  INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2 FROM new_rows\n"
-    "    ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN runfs_thread.dirty = 1\n"
-    "    THEN 1 ELSE 2 END;\n"
-    "  DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n"
-    "    AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi);\n"
+    "  WITH u AS (INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2\n"
+    "    FROM new_rows ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN\n"
+    "    runfs_thread.dirty = 1 OR EXISTS (SELECT 1 FROM new_rows n WHERE n.thread_id =\n"
+    "    runfs_thread.thread_id AND n.seq <= runfs_thread.last_seq) THEN 1 ELSE 2 END\n"
+    "    RETURNING thread_id, last_seq)\n"
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' AND EXISTS (SELECT 1\n"
+    "    FROM u JOIN new_rows n ON n.thread_id = u.thread_id AND n.seq <= u.last_seq);\n"
+    "  WITH c AS (DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n"
+    "    AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi))\n"
+    "  INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM new_rows\n"
+    "    WHERE id <= (SELECT value FROM runfs_meta WHERE key = 'search_upto')\n"
+    "    ON CONFLICT DO NOTHING;\n"
     "  RETURN NULL;\n"
     "END $$;\n";
+
+/* Whether the database's runfs_note_insert is pg_schema_note_sql's (its recompute of a row
+ * put back below the logs is what an older build's lacks). */
+#define PG_NOTE_CURRENT \
+    "coalesce((SELECT prosrc LIKE '%search_upto%' FROM pg_proc WHERE oid = " \
+    "to_regprocedure('runfs_note_insert()')), false)"
 
 static const char pg_schema_side_sql[] =
     "CREATE TABLE runfs_thread (\n"

@@ -353,11 +353,20 @@ static const char rs_schema_changes_sql[] =
      * it (the row that takes its place is another writer's), its run numbered again. The
      * insert may still fail or be ignored: that costs a recompute, never a wrong byte. The
      * search index's blocks of those rows are marked here too (its table made here, so one
-     * trigger serves: every insert pays for one; an insert that gives no id skips a probe). */
+     * trigger serves: every insert pays for one; an insert that gives no id skips a probe).
+     * A row put back below what was indexed (a deleted row restored with its old id, or at a
+     * seq below its thread's logs: deleted and written again in one transaction) is met by
+     * no catch-up, which indexes ids above indexed_id and seqs above a log's last, so the
+     * same trigger takes the new row as the delete triggers take a deleted one: its thread
+     * recomputed, its id no longer canonical, its search block marked, its run numbered
+     * again. An append (no id given: new.id is -1 here; a seq above the thread's logs) meets
+     * none of it: one probe of runfs_thread is what it adds to an insert. */
                                      "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
                                      "CREATE TRIGGER IF NOT EXISTS runfs_replace_note BEFORE INSERT ON run_events\n"
                                      "  WHEN EXISTS (SELECT 1 FROM run_events WHERE thread_id = new.thread_id AND seq = new.seq)\n"
-                                     "  OR (new.id >= 0 AND EXISTS (SELECT 1 FROM run_events WHERE id = new.id)) BEGIN\n"
+                                     "  OR (new.id >= 0 AND EXISTS (SELECT 1 FROM run_events WHERE id = new.id))\n"
+                                     "  OR (new.id >= 0 AND new.id <= (SELECT value FROM runfs_meta WHERE key = 'indexed_id'))\n"
+                                     "  OR new.seq <= (SELECT last_seq FROM runfs_thread WHERE thread_id = new.thread_id) BEGIN\n"
                                      "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT e.thread_id FROM\n"
                                      "    run_events e WHERE " REPLACED ");\n"
                                      "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
@@ -389,21 +398,37 @@ static const char rs_schema_changes_sql[] =
                                                          "    WHERE " REPLACED
                                                          " AND NOT EXISTS (SELECT 1 FROM runfs_search_dirty d\n"
                                                          "    WHERE d.blk = (e.id - 1) / 64);\n"
-                                                         "END;\n";
+                                                         "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id = new.thread_id;\n"
+                                                         "  DELETE FROM runfs_canon WHERE new.id >= 0 AND hi = (SELECT min(hi) FROM runfs_canon\n"
+                                                         "    WHERE hi >= new.id) AND lo <= new.id;\n"
+                                                         "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo' AND value > 0 AND new.id >= value\n"
+                                                         "    AND new.id <= (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi');\n"
+                                                         "  INSERT INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
+                                                         "    SELECT new.thread_id, new.run_id, " RUN_CHANGE(
+                                                             "new") ", coalesce(new.user_id, ''), 1\n"
+                                                                    "    WHERE NOT EXISTS (SELECT 1 FROM runfs_change WHERE thread_id = new.thread_id\n"
+                                                                    "    AND run_id = new.run_id);\n"
+                                                                    "  UPDATE runfs_change SET pending = 1, change = max(change, " RUN_CHANGE(
+                                                                        "new") ")\n"
+                                                                               "    WHERE thread_id = new.thread_id AND run_id = new.run_id;\n"
+                                                                               "  INSERT INTO runfs_search_dirty (blk) SELECT (new.id - 1) / 64 WHERE new.id >= 0\n"
+                                                                               "    AND NOT EXISTS (SELECT 1 FROM runfs_search_dirty WHERE blk = (new.id - 1) / 64);\n"
+                                                                               "END;\n";
 
 /* Triggers on run_events an older build left: the change feed's that let a run's number go
  * with its runfs_run row (RUN_CHANGE), and those whose statements an outer statement's
  * conflict clause could make fail. SQLite runs a trigger's INSERT under the conflict clause
  * of the statement that fired it (CREATE TRIGGER), so an older build's INSERT OR IGNORE
  * became INSERT OR ABORT under DeerFlow's UPDATE OR ABORT or UPSERT and failed it on the
- * side table's key. A writer's open drops them (rs_schema_stale_drop_sql) and makes them
- * again; no statement of runfs's triggers meets a constraint now, whatever the outer
+ * side table's key. And a runfs_replace_note that missed rows put back below the logs. A
+ * writer's open drops them (rs_schema_stale_drop_sql) and makes them again; no statement of runfs's triggers meets a constraint now, whatever the outer
  * clause. */
 static const char rs_schema_stale_triggers_sql[] =
     "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' "
     "AND name LIKE 'runfs%' AND (sql LIKE '%OR IGNORE%' OR (name LIKE 'runfs_change_%' AND "
-    "sql NOT LIKE '%max(change%'))";
+    "sql NOT LIKE '%max(change%') OR (name = 'runfs_replace_note' AND sql NOT LIKE '%last_seq%'))";
 static const char rs_schema_stale_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_change_delete;\n"
                                                "DROP TRIGGER IF EXISTS runfs_change_update;\n"
                                                "DROP TRIGGER IF EXISTS runfs_search_update;\n"
-                                               "DROP TRIGGER IF EXISTS runfs_search_delete;\n";
+                                               "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_replace_note;\n";

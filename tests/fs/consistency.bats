@@ -285,10 +285,13 @@ PY
   [ "$peak" -gt 0 ] || fail "no WAL was seen"
 }
 
-# One random change by another writer to thread $1 (INSERT, UPDATE of any column, DELETE),
-# said on stdout.
+# One random change by another writer to thread $1 (INSERT, UPDATE of any column, DELETE; a
+# deleted row is kept in the table gone), said on stdout. With a second argument, also the
+# ways a row changes without an UPDATE: REPLACE INTO (SQLite), an UPSERT, a deleted row put
+# back with its old id, a row deleted and written again in one transaction. A third argument
+# chooses the change.
 random_change() {
-  local t=$1 op=$((RANDOM % 5)) seq max
+  local t=$1 op=${3:-$((RANDOM % ${2:-5}))} seq max
   max=$(store_sql "SELECT coalesce(max(seq), 0) FROM run_events WHERE thread_id = '$t'")
   seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = '$t' ORDER BY seq LIMIT 1 OFFSET $((RANDOM % 8))")
   [ -n "$seq" ] || seq=$(store_sql "SELECT min(seq) FROM run_events WHERE thread_id = '$t'")
@@ -314,8 +317,139 @@ random_change() {
        echo "update seq $seq: $set" | cut -c1-80
        store_sql "UPDATE run_events SET $set WHERE thread_id = '$t' AND seq = $seq" ;;
     4) echo "delete seq $seq"
-       store_sql "DELETE FROM run_events WHERE thread_id = '$t' AND seq = $seq" ;;
+       store_sql "CREATE TABLE IF NOT EXISTS gone AS SELECT * FROM run_events LIMIT 0; INSERT INTO gone SELECT * FROM run_events WHERE thread_id = '$t' AND seq = $seq; DELETE FROM run_events WHERE thread_id = '$t' AND seq = $seq" ;;
+    5) if on_pg; then
+         echo "upsert on id, seq $seq"
+         store_sql "INSERT INTO run_events SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', '$text', event_metadata, seq, created_at FROM run_events WHERE thread_id = '$t' AND seq = $seq ON CONFLICT (id) DO UPDATE SET content = excluded.content, event_type = excluded.event_type, category = excluded.category"
+       else
+         echo "replace seq $seq"
+         store_sql "REPLACE INTO run_events SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', '$text', event_metadata, seq, created_at FROM run_events WHERE thread_id = '$t' AND seq = $seq"
+       fi ;;
+    6) echo "upsert on (thread_id, seq) $seq"
+       store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$t', '$run', NULL, 'llm.error', 'trace', '$text', '{}', $seq, '$TS') ON CONFLICT (thread_id, seq) DO UPDATE SET content = excluded.content, run_id = excluded.run_id, event_type = excluded.event_type, category = excluded.category" ;;
+    7) local back
+       back=$(store_sql "SELECT g.id FROM gone g WHERE g.thread_id = '$t' AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.id = g.id OR (e.thread_id = g.thread_id AND e.seq = g.seq)) ORDER BY g.id LIMIT 1")
+       if [ -n "$back" ]; then
+         echo "restore id $back"
+         store_sql "INSERT INTO run_events SELECT * FROM gone WHERE id = $back; DELETE FROM gone WHERE id = $back"
+       else
+         echo "delete seq $seq (nothing to restore)"
+         store_sql "CREATE TABLE IF NOT EXISTS gone AS SELECT * FROM run_events LIMIT 0; INSERT INTO gone SELECT * FROM run_events WHERE thread_id = '$t' AND seq = $seq; DELETE FROM run_events WHERE thread_id = '$t' AND seq = $seq"
+       fi ;;
+    8) echo "delete and insert seq $seq in one transaction"
+       store_sql "BEGIN; DELETE FROM run_events WHERE thread_id = '$t' AND seq = $seq; INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$t', '$run', NULL, 'llm.error', 'trace', '$text', '{}', $seq, '$TS'); COMMIT;" ;;
   esac
+}
+
+# feed_state FILE: a consumer's view of the runs from the change-feed lines in FILE (each
+# run's line of the highest change): "thread|run|events|upper_seq" of runs not deleted.
+feed_state() {
+  python3 -c '
+import json, sys
+last = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    k = (e["thread_id"], e["run_id"])
+    if k not in last or e["change"] > last[k]["change"]:
+        last[k] = e
+for (t, r), e in sorted(last.items()):
+    if not e["deleted"]:
+        print("%s|%s|%s|%s" % (t, r, e["events"], e["upper_seq"]))
+' "$1"
+}
+rows_state() {
+  store_sql "SELECT thread_id || '|' || run_id || '|' || count(*) || '|' || max(seq) FROM run_events GROUP BY thread_id, run_id ORDER BY thread_id, run_id"
+}
+
+# feed_read MNT: the consumer reads changes/since/N on MNT and takes its highest change as N.
+feed_read() {
+  cat "$1/changes/since/$FEED_N" >"$WORK/feed.part" || return 1
+  cat "$WORK/feed.part" >>"$WORK/feed.jsonl"
+  local top
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$WORK/feed.part" | sort -n | tail -1)
+  [ -z "$top" ] || FEED_N=$top
+}
+
+# both_exact MNT1 MNT2 THREAD: the two mounts list the same files of THREAD and give the same
+# bytes in each, every file's stat size is its bytes on both, and the logs are what `runfs
+# cat` reads from the store.
+both_exact() {
+  local rel
+  [ "$(cd "$1" && find "threads/$3" -type f | sort)" = "$(cd "$2" && find "threads/$3" -type f | sort)" ] || { echo "# the mounts list other files" >&2; return 1; }
+  while IFS= read -r rel; do
+    cat "$1/$rel" >"$WORK/one" && cat "$2/$rel" >"$WORK/two" || return 1
+    if [ "$(stat -c %s "$1/$rel")" != "$(wc -c <"$WORK/one")" ] || [ "$(stat -c %s "$2/$rel")" != "$(wc -c <"$WORK/two")" ] || ! cmp -s "$WORK/one" "$WORK/two"; then
+      echo "# $rel: stat $(stat -c %s "$1/$rel") and $(stat -c %s "$2/$rel"), read $(wc -c <"$WORK/one") and $(wc -c <"$WORK/two")" >&2
+      return 1
+    fi
+    case $rel in
+      */events.jsonl|*/messages.jsonl|*/receipt.json) check_file "$1" "$rel" || return 1 ;;
+    esac
+  done < <(cd "$1" && find "threads/$3" -type f | sort)
+}
+
+# counted MNT THREAD: the thread's message-count and each run's receipt.json count the rows
+# as they are (read from the store by SQL, not by runfs).
+counted() {
+  local r
+  [ "$(cat "$1/threads/$2/message-count")" = "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '$2' AND category = 'message'")" ] || { echo "# $1: message-count $(cat "$1/threads/$2/message-count")" >&2; return 1; }
+  for r in $(store_sql "SELECT DISTINCT run_id FROM run_events WHERE thread_id = '$2'"); do
+    grep -q "\"event_count\":$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '$2' AND run_id = '$r'")," "$1/threads/$2/runs/$r/receipt.json" || { echo "# $1: $r's receipt $(cat "$1/threads/$2/runs/$r/receipt.json")" >&2; return 1; }
+  done
+}
+
+# feed_caught_up MNT: after one more read, the consumer's state is the rows'.
+feed_caught_up() {
+  feed_read "$1" && [ "$(feed_state "$WORK/feed.jsonl")" = "$(rows_state)" ]
+}
+
+@test "randomized, two mounts and a change-feed consumer: REPLACE, UPSERT, rows put back with their old ids, delete and insert in one transaction; every file exact on both mounts at every step" {
+  local seed=${RUNFS_CONSISTENCY_SEED:-$(( $(date +%s) % 100000 ))} steps=${RUNFS_CONSISTENCY_STEPS:-10}
+  RANDOM=$seed
+  local log="seed $seed" i m
+  local mnt2=$WORK/mnt2
+  runfs_mount "$STORE" "$mnt2"
+  mkdir -p "$MNT/threads/ix/runs/r1" "$MNT/threads/ix/runs/r2"
+  { ev_start; ev_human "q" 1; ev_ai "a" 1; ev_error one; } >> "$MNT/threads/ix/runs/r1/events.jsonl"
+  { ev_start; ev_error two; } >> "$mnt2/threads/ix/runs/r2/events.jsonl"
+  for i in 1 2 3 4 5; do sql_row un r$((i % 2 + 1)) "$i" llm.error trace "unindexed $i"; done
+  store_sql "CREATE TABLE IF NOT EXISTS gone AS SELECT * FROM run_events LIMIT 0"
+  FEED_N=0
+  : >"$WORK/feed.jsonl"
+  # Every kind of change to ix once, in a random order (a delete before the restore), then
+  # random ones.
+  local -a ops=(0 1 2 3 4 5 6 7 8)
+  for i in 8 7 6 5 4 3 2 1; do
+    m=$((RANDOM % (i + 1)))
+    ops[i]=$((ops[m] + ops[i])) ops[m]=$((ops[i] - ops[m])) ops[i]=$((ops[i] - ops[m]))
+  done
+  local d r
+  for i in "${!ops[@]}"; do
+    [ "${ops[i]}" = 4 ] && d=$i
+    [ "${ops[i]}" = 7 ] && r=$i
+  done
+  [ "$d" -lt "$r" ] || { ops[d]=7; ops[r]=4; }
+  for i in $(seq "$steps"); do
+    log+=$'\n'"ix: $(random_change ix 9 "${ops[i - 1]:-}")"
+    log+=$'\n'"un: $(random_change un 9)"
+    for m in "$MNT" "$mnt2"; do
+      wait_for 15 eval '[ "$(shown_of "$m/threads/ix/events.jsonl")" = "$(rows_of ix)" ]' ||
+        fail "step $i: $m's events.jsonl is not the rows; $log"
+      wait_for 15 counted "$m" ix || fail "step $i: $m's counts are not the rows'; $log"
+    done
+    wait_for 15 both_exact "$MNT" "$mnt2" ix || fail "step $i: $log"
+    if [ $((i % 2)) -eq 0 ]; then feed_read "$MNT"; else feed_read "$mnt2"; fi || fail "step $i: the feed: $log"
+  done
+  for m in "$MNT" "$mnt2"; do
+    [ "$(shown_of "$m/threads/un/events.jsonl")" = "$(rows_of un)" ] || fail "un on $m: $log"
+  done
+  both_exact "$MNT" "$mnt2" un || fail "end: $log"
+  wait_for 15 feed_caught_up "$MNT" ||
+    fail "the feed's consumer ended with $(feed_state "$WORK/feed.jsonl" | tr '\n' ' ') for rows $(rows_state | tr '\n' ' '); $log"
+  runfs_unmount "$mnt2"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  consistent "$MNT" ix un || fail "after a remount: $log"
 }
 
 @test "randomized: another writer's inserts, updates and deletes on indexed and unindexed threads; every file's size is its bytes and runfs cat's" {

@@ -10,12 +10,14 @@ load lib
 setup() {
   runfs_setup
   PIDS=()
+  DBS=()
 }
 
 teardown() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   runfs_teardown
+  for p in "${DBS[@]}"; do pg_admin "DROP DATABASE IF EXISTS $p WITH (FORCE)" >/dev/null || true; done
 }
 
 
@@ -263,6 +265,12 @@ INSERT INTO run_events ($cols) VALUES (NULL, $row, 72, '2026-03-04 05:06:07.0000
 REPLACE INTO run_events ($cols) SELECT id, thread_id, run_id, user_id, 'llm.error', 'trace', 'replaced', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't3'
 DELETE FROM run_events WHERE thread_id = 't2'
 SQL
+  # Rows put back below what a mount indexed: the deleted row with its old id, under each
+  # clause (the first puts it back, the others meet it), and one deleted and written again.
+  for c in ROLLBACK ABORT FAIL IGNORE REPLACE; do
+    echo "INSERT OR $c INTO run_events ($cols) SELECT 4, 't2', 'r2', NULL, 'llm.error', 'error', 'back $c', '{}', 1, '2026-03-04 05:06:07.000000'"
+  done >>"$WORK/matrix.sql"
+  echo "DELETE FROM run_events WHERE id = 4; INSERT INTO run_events ($cols) VALUES (4, 't2', 'r2', NULL, 'llm.error', 'error', 'again', '{}', 1, '2026-03-04 05:06:07.000000')" >>"$WORK/matrix.sql"
   apply_matrix "$WORK/ref.db" "$WORK/ref.out"
   apply_matrix "$STORE" "$WORK/opened.out"
   diff "$WORK/ref.out" "$WORK/opened.out" || fail "runfs's triggers changed another writer's statement (nothing mounted)"
@@ -273,6 +281,7 @@ SQL
   # The statements did fail where SQLite says they must, and the mount still reads.
   grep -q 'UNIQUE constraint failed: run_events' "$WORK/ref.out"
   cat "$MNT/threads/t1/events.jsonl" >/dev/null
+  wait_for 10 grep -q '"content":"again"' "$MNT/threads/t2/runs/r2/events.jsonl"
   # A file an older build set up, with triggers whose INSERT OR IGNORE an outer clause turns
   # into a failure: a read-write open makes them again.
   cp "$STORE" "$WORK/old.db"
@@ -286,6 +295,80 @@ SQL
   assert_equal "$(sqlite3 "$WORK/old.db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE name IN ('runfs_change_update', 'runfs_search_update', 'runfs_replace_note') ORDER BY name)")" "runfs_change_update,runfs_replace_note,runfs_search_update"
   run sqlite3 "$WORK/old.db" "UPDATE OR ABORT run_events SET content = 'c' WHERE thread_id = 't1'"
   assert_success
+}
+
+# apply_pg_matrix URI OUT: each statement of $WORK/matrix.sql in a transaction of its own on
+# database URI; to OUT its exit status, psql's messages and the rows after it.
+apply_pg_matrix() {
+  local stmt n=0 st
+  : >"$2"
+  while IFS= read -r stmt; do
+    n=$((n + 1))
+    st=0
+    printf 'BEGIN;\n%s;\nCOMMIT;\n' "$stmt" | PGTZ=UTC psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" -f - >"$WORK/m.out" 2>&1 || st=$?
+    { echo "== $n: $stmt -> $st"; cat "$WORK/m.out"
+      store_sql "SELECT id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at FROM run_events ORDER BY id" "$1"; } >>"$2"
+  done <"$WORK/matrix.sql"
+}
+
+@test "another writer's statement under every PostgreSQL ON CONFLICT form has the outcome it has without runfs's triggers, mounted or not" {
+  on_pg || skip "PostgreSQL's ON CONFLICT (SQLite's clauses: the test above)"
+  local cols="id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at" d
+  mkdir -p "$MNT/threads/t1/runs/r1" "$MNT/threads/t2/runs/r2"
+  ev_start >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human a 1 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_human b 2 >>"$MNT/threads/t1/runs/r1/events.jsonl"
+  ev_start >>"$MNT/threads/t2/runs/r2/events.jsonl"
+  # A DeerFlow row, a numbered feed and a search index: every side table and trigger there is.
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('t3', 'r3', NULL, 'llm.error', 'error', 'x', '{}', 1, '2026-03-04 05:06:07.000000')"
+  wait_for 10 test -d "$MNT/threads/t3"
+  cat "$MNT/changes.jsonl" "$MNT/search/hello" >/dev/null
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  [ "$(store_sql "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND tgname LIKE 'runfs%'")" -ge 5 ]
+  # Copies: the reference without runfs's triggers (its tables left, now inert), and one to
+  # mount.
+  for d in ref mounted; do
+    DBS+=("${PG_DB}_$d")
+    pg_admin "CREATE DATABASE ${PG_DB}_$d TEMPLATE $PG_DB" >/dev/null
+  done
+  store_sql "SELECT 'DROP TRIGGER ' || tgname || ' ON run_events;' FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND tgname LIKE 'runfs%'" "$(pg_uri "${PG_DB}_ref")" >"$WORK/drop.sql"
+  store_sql "$(cat "$WORK/drop.sql")" "$(pg_uri "${PG_DB}_ref")"
+  assert_equal "$(store_sql "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'run_events'::regclass AND NOT tgisinternal" "$(pg_uri "${PG_DB}_ref")")" 0
+  # Inserts that meet the primary key, (thread_id, seq) or nothing, plain and under each ON
+  # CONFLICT form; one that meets a row twice; updates that meet (thread_id, seq) or nothing.
+  local row="'t1', 'r1', NULL, 'llm.error', 'error', 'new', '{}'" at="'2026-03-04 05:06:07.000000'"
+  cat >"$WORK/matrix.sql" <<SQL
+INSERT INTO run_events ($cols) VALUES (2, $row, 9, $at)
+INSERT INTO run_events ($cols) VALUES (900, $row, 1, $at)
+INSERT INTO run_events ($cols) VALUES (901, $row, 50, $at)
+INSERT INTO run_events ($cols) VALUES (2, $row, 70, $at) ON CONFLICT DO NOTHING
+INSERT INTO run_events ($cols) VALUES (902, $row, 1, $at) ON CONFLICT DO NOTHING
+INSERT INTO run_events ($cols) VALUES (903, $row, 2, $at) ON CONFLICT ON CONSTRAINT uq_events_thread_seq DO NOTHING
+INSERT INTO run_events ($cols) VALUES (2, $row, 71, $at) ON CONFLICT (id) DO UPDATE SET content = 'upserted'
+INSERT INTO run_events ($cols) VALUES (904, $row, 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = excluded.content || ' by seq'
+INSERT INTO run_events ($cols) VALUES (905, $row, 3, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = 'moved', seq = 60
+INSERT INTO run_events ($cols) VALUES (906, $row, 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET seq = 2
+INSERT INTO run_events ($cols) VALUES (907, $row, 2, $at), (908, $row, 2, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET content = 'twice'
+INSERT INTO run_events ($cols) VALUES (909, $row, 2, $at), (910, $row, 80, $at) ON CONFLICT (thread_id, seq) DO NOTHING
+INSERT INTO run_events ($cols) VALUES (911, 't3', 'r3', NULL, 'llm.error', 'error', 'y', '{}', 1, $at) ON CONFLICT (thread_id, seq) DO UPDATE SET run_id = 'r4', content = 'moved run' WHERE run_events.content = 'x'
+UPDATE run_events SET content = content || ' plain' WHERE thread_id = 't1'
+UPDATE run_events SET seq = seq + 1 WHERE thread_id = 't1'
+UPDATE run_events SET content = 'x2' WHERE thread_id = 't3'
+DELETE FROM run_events WHERE thread_id = 't2'
+SQL
+  apply_pg_matrix "$(pg_uri "${PG_DB}_ref")" "$WORK/ref.out"
+  apply_pg_matrix "$STORE" "$WORK/opened.out"
+  diff "$WORK/ref.out" "$WORK/opened.out" || fail "runfs's triggers changed another writer's statement (nothing mounted)"
+  # Mounted, the mount catching up between the statements.
+  runfs_mount "$(pg_uri "${PG_DB}_mounted")" "$MNT"
+  apply_pg_matrix "$(pg_uri "${PG_DB}_mounted")" "$WORK/mounted.out"
+  diff "$WORK/ref.out" "$WORK/mounted.out" || fail "runfs's triggers changed another writer's statement (mounted)"
+  # The statements did fail where PostgreSQL says they must, and the mount shows the rows.
+  grep -q 'duplicate key value violates unique constraint' "$WORK/ref.out"
+  grep -q 'ON CONFLICT DO UPDATE command cannot affect row a second time' "$WORK/ref.out"
+  wait_for 10 eval '[ "$(grep -c . "$MNT/threads/t1/events.jsonl")" = "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = '"'t1'"'" "$(pg_uri "${PG_DB}_mounted")")" ]'
+  wait_for 10 grep -q '"content":"x2"' "$MNT/threads/t3/runs/r4/events.jsonl"
 }
 
 # replaced_ok DIR: DIR's t1 logs are whole after the REPLACEs below: st_size is the bytes a
@@ -334,4 +417,98 @@ assert d[1]["content"] == "quagga", d[1]' "$f" || return 1
   replaced_ok "$MNT"
   cmp <("$RUNFS" cat "$WORK/fresh.db" threads/t1/events.jsonl) "$MNT/threads/t1/events.jsonl"
   grep -q '"thread_id":"t1","run_id":"r1"' "$MNT/changes/since/$top"
+}
+
+# restored_ok N WORD: the mount shows N rows of t/r, in seq order 1..N, sized as read, the
+# row of seq 5 holding WORD in the thread's log, the run's, messages.jsonl and a search.
+restored_ok() {
+  local f n=$1
+  for f in "$MNT/threads/t/events.jsonl" "$MNT/threads/t/runs/r/events.jsonl" "$MNT/threads/t/messages.jsonl"; do
+    [ "$(stat -c %s "$f")" = "$(wc -c <"$f")" ] || return 1
+    [ "$(grep -o '"seq":[0-9]*,' "$f" | cut -d: -f2 | tr -d ',' | tr '\n' ' ')" = "$(seq -s ' ' "$n") " ] || return 1
+    grep '"seq":5,' "$f" | grep -q "$2" || return 1
+  done
+  [ "$(cat "$MNT/threads/t/message-count")" = "$n" ] || return 1
+  grep -q "\"event_count\":$n," "$MNT/threads/t/runs/r/receipt.json" || return 1
+  [ "$(grep -c '"seq":5,' "$MNT/search/$2")" = 1 ]
+}
+
+@test "a row put back with its old id, or a lower seq, or deleted and written again in one transaction: views, search and the change feed show it, across a remount" {
+  local i top
+  mkdir -p "$MNT/threads/t/runs/r"
+  for i in $(seq 70); do ev_human "word${i}z" "$i"; done >>"$MNT/threads/t/runs/r/events.jsonl"
+  # What a mount keeps: sizes, counts, the search index (a whole block of rows), the feed's
+  # numbers.
+  cat "$MNT/threads/t/message-count" "$MNT/threads/t/runs/r/receipt.json" >/dev/null
+  stat -c %s "$MNT/threads/t/events.jsonl" "$MNT/threads/t/runs/r/events.jsonl" "$MNT/threads/t/messages.jsonl" >/dev/null
+  [ "$(wc -l <"$MNT/search/word5z")" = 1 ]
+  # A backup of row 5, then DeerFlow's delete of it; the mount catches up.
+  store_sql "CREATE TABLE bak AS SELECT * FROM run_events WHERE thread_id = 't' AND seq = 5"
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND seq = 5"
+  wait_for 10 eval '[ "$(wc -l <"$MNT/threads/t/runs/r/events.jsonl")" = 69 ]'
+  [ "$(wc -l <"$MNT/threads/t/events.jsonl")" = 69 ]
+  [ "$(wc -l <"$MNT/search/word5z")" = 0 ]
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  # Restored from the backup with its original (lower) id.
+  store_sql "INSERT INTO run_events SELECT * FROM bak"
+  wait_for 10 restored_ok 70 word5z || fail "the restored row is not shown: $(wc -l <"$MNT/threads/t/events.jsonl") lines in the thread, $(wc -l <"$MNT/threads/t/runs/r/events.jsonl") in the run, $(cat "$MNT/threads/t/message-count") messages counted"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the restored row: $(cat "$MNT/changes.jsonl")"
+  # Deleted again, then put back with a new id at its old seq.
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND seq = 5"
+  wait_for 10 eval '[ "$(wc -l <"$MNT/threads/t/runs/r/events.jsonl")" = 69 ]'
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT thread_id, run_id, user_id, event_type, category, replace(content, 'word5z', 'newid5z'), event_metadata, seq, created_at FROM bak"
+  wait_for 10 restored_ok 70 newid5z || fail "the row put back with a new id is not shown: $(wc -l <"$MNT/threads/t/events.jsonl") lines"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the row put back"
+  # Deleted and written again in one transaction, with other bytes and its old id.
+  top=$(sed -n 's/^{"change":\([0-9]*\),.*/\1/p' "$MNT/changes.jsonl" | sort -n | tail -1)
+  store_sql "BEGIN; DELETE FROM run_events WHERE thread_id = 't' AND seq = 5; INSERT INTO run_events SELECT id, thread_id, run_id, user_id, event_type, category, replace(content, 'word5z', 'again5z'), event_metadata, seq, created_at FROM bak; COMMIT;"
+  wait_for 10 restored_ok 70 again5z || fail "the row written again in one transaction is not shown"
+  grep -q '"thread_id":"t","run_id":"r","upper_seq":70,"events":70' "$MNT/changes/since/$top" || fail "no change after $top for the row written again"
+  [ "$(wc -l <"$MNT/search/word5z")" = 0 ]
+  # A later mount shows the same.
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  runfs_mount "$STORE" "$MNT"
+  restored_ok 70 again5z
+  cmp <("$RUNFS" cat "$STORE" threads/t/events.jsonl) "$MNT/threads/t/events.jsonl"
+}
+
+# row_at THREAD RUN SEQ CONTENT: another writer's row at a given seq.
+row_at() {
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('$1', '$2', 'llm.error', 'trace', '$4', '{}', $3, '2026-03-05 00:00:00.000000')"
+}
+
+# replaced_under NAME SQL: a thread follower that was given run r2's rows (seqs 4-6) of thread
+# NAME; SQL (another writer) replaces them by as many rows of r3 at the same seqs, of the same
+# length. The follower ends with a history_changed line after what it was given (its reason
+# says rows were replaced, or deleted where the hub saw the delete alone), and a new reader
+# gets the new rows.
+replaced_under() {
+  local t=$1 f
+  mkdir -p "$MNT/threads/$t/runs/r1"
+  { ev_start; ev_human one; ev_human two; } >>"$MNT/threads/$t/runs/r1/events.jsonl"
+  for f in 4 5 6; do row_at "$t" r2 "$f" "OLD-$f"; done
+  timeout 60 cat "$MNT/threads/$t/follow.jsonl" >"$WORK/$t.follow" 2>"$WORK/$t.err" &
+  local follower=$!
+  PIDS+=("$follower")
+  wait_for 10 grep -q '"seq":6,.*OLD-6' "$WORK/$t.follow" || fail "the follower was not given seq 6: $(cat "$WORK/$t.follow")"
+  store_sql "$2"
+  assert_equal "$(store_sql "SELECT group_concat(content) FROM (SELECT content FROM run_events WHERE thread_id = '$t' AND seq > 3 ORDER BY seq) x")" "NEW-4,NEW-5,NEW-6"
+  wait "$follower" || fail "the follower did not end: $(cat "$WORK/$t.follow" "$WORK/$t.err")"
+  run tail -n 1 "$WORK/$t.follow"
+  assert_output --partial "\"event_type\":\"runfs.history_changed\",\"thread_id\":\"$t\",\"run_id\":null,\"after_seq\":6,\"deleted\":false,\"reason\":\"another writer "
+  assert_equal "$(grep -o '"seq":[0-9]*' "$WORK/$t.follow" | cut -d: -f2 | tr '\n' ' ')" "1 2 3 4 5 6 "
+  run bash -c "timeout 10 head -n 6 '$MNT/threads/$t/follow.jsonl' | tail -n 3"
+  assert_output --partial '"run_id":"r3","seq":4,'
+  assert_output --partial 'NEW-6'
+}
+
+@test "a follower given rows another writer replaced at the same seqs, in one transaction or two back to back, ends with history_changed" {
+  local del="DELETE FROM run_events WHERE thread_id = '@' AND run_id = 'r2'"
+  local ins="INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('@', 'r3', 'llm.error', 'trace', 'NEW-4', '{}', 4, '2026-03-05 00:00:00.000000'), ('@', 'r3', 'llm.error', 'trace', 'NEW-5', '{}', 5, '2026-03-05 00:00:00.000000'), ('@', 'r3', 'llm.error', 'trace', 'NEW-6', '{}', 6, '2026-03-05 00:00:00.000000')"
+  # One transaction.
+  replaced_under one "BEGIN; ${del//@/one}; ${ins//@/one}; COMMIT;"
+  # DeerFlow's delete_by_run, then its put: two transactions back to back.
+  replaced_under two "${del//@/two}; ${ins//@/two};"
 }
