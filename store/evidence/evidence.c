@@ -153,7 +153,7 @@ static int capture_run(rs_store *s, const rs_target *t, const char *user, int64_
     rs_merkle *tree = NULL;
     rs_seal_tree scratch = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
     int checking = sealed && sealed->root[0];
-    if (checking)
+    if (checking && !kept)
         kept = &scratch;
     if (kept ? rs_merkle_new(&tree) != 0
              : !(md = EVP_MD_CTX_new()) || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
@@ -650,6 +650,46 @@ static int note_holds(const rs_seal_pub *key, const rs_target *t, const rs_seal_
     return same;
 }
 
+/* The seqs a changed root's chunks span, "A-B" each, comma-separated (three at most named). */
+typedef struct changed_seqs {
+    rs_buf text;
+    int64_t upper, chunks;
+} changed_seqs;
+
+static int add_changed(void *ctx, int64_t from, int64_t to)
+{
+    changed_seqs *c = ctx;
+    if (c->chunks++ == 3)
+        return rs_buf_addlit(&c->text, ", ...");
+    if (c->chunks > 3)
+        return 0;
+    return rs_buf_addf(&c->text, "%s%lld-%lld", c->chunks > 1 ? ", " : "", (long long)from,
+                       (long long)(to == INT64_MAX ? c->upper : to - 1));
+}
+
+/* Why what (the digest or the root) changed from sealed to now, naming the smallest ranges of
+ * seqs the kept tree can show: the chunks (RS_MERKLE_CHUNK events) whose hash is not the one
+ * sealed. */
+static void changed_at(verify_ctx *v, const rs_target *t, const rs_seal_row *row,
+                       const rs_seal_tree *fresh, const char *what, const char *now,
+                       const char *sealed, char *why, size_t why_len)
+{
+    rs_seal_tree kept = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    changed_seqs c = {RS_BUF_INIT, row->upper_seq, 0};
+    rs_err ignored = {0};
+    int named = row->root[0] && v->s->ops->seal_tree(v->s->be, t, row, &kept, &ignored) == 0 &&
+                rs_merkle_diff(row->event_count, &kept.seqs, &kept.nodes, &fresh->nodes,
+                               add_changed, &c) == 0 &&
+                c.chunks > 0;
+    if (!named ||
+        rs_fmt(why, why_len, "%s changed in seqs %s: %s != %s", what, c.text.buf, now, sealed) < 0)
+        (void)rs_fmt(why, why_len, "%s changed: %s != %s", what, now, sealed);
+    rs_buf_release(&c.text);
+    rs_buf_release(&kept.seqs);
+    rs_buf_release(&kept.nodes);
+    rs_buf_release(&kept.salts);
+}
+
 static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
 {
     verify_ctx *v = ctx;
@@ -658,10 +698,14 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
     /* Over the rows the sealing owner saw (every row for an unscoped seal); a tombstone's
      * run has none left (the backends' drop_gone). */
     int deleted = strcmp(row->state, "deleted") == 0, rc;
-    if (!deleted &&
-        (rc = capture_run(v->s, t, t->user, row->upper_seq, 0, row, NULL, &cap, v->err)))
+    rs_seal_tree fresh = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT};
+    if (!deleted && (rc = capture_run(v->s, t, t->user, row->upper_seq, 0, row,
+                                      row->root[0] ? &fresh : NULL, &cap, v->err))) {
+        rs_buf_release(&fresh.seqs);
+        rs_buf_release(&fresh.nodes);
         return rc;
-    char why[256];
+    }
+    char why[512];
     int ok = 0;
     /* Every row gone (another writer's retention delete) is no change to the evidence: told
      * apart, not counted. */
@@ -675,12 +719,15 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
         (void)rs_fmt(why, sizeof why, "seq %lld changed after its redaction",
                      (long long)cap.redo_seq);
     else if (!cap.redacted && strcmp(cap.digest, row->digest) != 0)
-        (void)rs_fmt(why, sizeof why, "digest changed: %s != %s", cap.digest, row->digest);
+        changed_at(v, t, row, &fresh, "digest", cap.digest, row->digest, why, sizeof why);
     else if (row->root[0] && strcmp(cap.root, row->root) != 0)
-        (void)rs_fmt(why, sizeof why, "root changed: %s != %s", cap.root, row->root);
+        changed_at(v, t, row, &fresh, "root", cap.root, row->root, why, sizeof why);
     else if (v->key && (ok = note_holds(v->key, t, row, why, sizeof why)) <= 0) {
-        if (ok < 0)
+        if (ok < 0) {
+            rs_buf_release(&fresh.seqs);
+            rs_buf_release(&fresh.nodes);
             return rs_err_set(v->err, ok, "out of memory");
+        }
     } else if (cap.redacted) {
         /* A redacted run is checked by its root (its flat digest cannot be recomputed). */
         (void)rs_fmt(why, sizeof why, "%lld redacted%s", (long long)cap.redacted,
@@ -692,6 +739,8 @@ static int verify_one(void *ctx, const rs_target *t, const rs_seal_row *row)
         (void)rs_fmt(why, sizeof why, "ok");
         ok = 1;
     }
+    rs_buf_release(&fresh.seqs);
+    rs_buf_release(&fresh.nodes);
     v->changed += ok == 0;
     return v->fn ? v->fn(v->ctx, t->thread_id, t->run_id, ok, why) : 0;
 }

@@ -452,6 +452,25 @@ static int up_path(hasher *h, int64_t n, const unsigned char *nodes, int64_t lo,
     return rc ? rc : rs_buf_add(path, sib, RS_SHA256_LEN);
 }
 
+int rs_merkle_diff(int64_t n, const rs_buf *seqs, const rs_buf *nodes_a, const rs_buf *nodes_b,
+                   int (*fn)(void *ctx, int64_t from, int64_t to), void *ctx)
+{
+    int64_t chunks = (n + C - 1) / C, count = nodes_count(n);
+    if ((int64_t)seqs->len != 8 * chunks || (int64_t)nodes_a->len != RS_SHA256_LEN * count ||
+        (int64_t)nodes_b->len != RS_SHA256_LEN * count)
+        return -EINVAL;
+    /* Level 0 first: a hash per complete chunk, the incomplete last chunk's at the very end. */
+    for (int64_t j = 0; j < chunks; j++) {
+        int64_t at = RS_SHA256_LEN * (j < n / C ? j : count - 1);
+        if (memcmp(nodes_a->buf + at, nodes_b->buf + at, RS_SHA256_LEN) == 0)
+            continue;
+        int rc = fn(ctx, get_seq(seqs, j), j + 1 < chunks ? get_seq(seqs, j + 1) : INT64_MAX);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int rs_merkle_path(int64_t n, const rs_buf *nodes, int64_t j, const rs_buf *lines,
                    const size_t *ends, const rs_leaf *how, int64_t count, int64_t i, rs_buf *path)
 {

@@ -48,6 +48,12 @@ void rs_merkle_free(rs_merkle *m);
  * its index, its first seq and the seq its next chunk starts at (INT64_MAX for the last). */
 int rs_merkle_chunk_of(const rs_buf *seqs, int64_t n, int64_t seq, int64_t *chunk, int64_t *from,
                        int64_t *to);
+/* The chunks of two trees of n leaves (what two rs_merkle_finish kept: seqs and nodes_a of
+ * one, nodes_b of the other) whose hashes differ: fn(ctx, from, to) for each in order, from
+ * its first seq (by seqs) to the seq its next chunk starts at (INT64_MAX for the last); fn's
+ * nonzero return stops. -EINVAL when either does not fit n. */
+int rs_merkle_diff(int64_t n, const rs_buf *seqs, const rs_buf *nodes_a, const rs_buf *nodes_b,
+                   int (*fn)(void *ctx, int64_t from, int64_t to), void *ctx);
 /* The number of leaves of chunk j of n. */
 int64_t rs_merkle_chunk_size(int64_t n, int64_t j);
 

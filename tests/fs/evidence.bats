@@ -271,6 +271,17 @@ for i in range(len(note)):
   # A proof in another chunk of the run still holds.
   run "$RUNFS" cat "$STORE" "threads/t/runs/tampered/proofs/$((seq + 280))"
   assert_success
+  # verify names the smallest ranges the kept tree can show: the chunk of 256 events that
+  # holds each changed row (the run's first 256 seqs, then the rest up to the seal).
+  local lo hi top
+  lo=$(store_sql "SELECT min(seq) FROM run_events WHERE run_id = 'tampered'")
+  hi=$(store_sql "SELECT seq FROM run_events WHERE run_id = 'tampered' ORDER BY seq LIMIT 1 OFFSET 255")
+  top=$(store_sql "SELECT max(seq) FROM run_events WHERE run_id = 'tampered'")
+  run "$RUNFS" verify "$STORE"
+  assert_line --partial "threads/t/runs/tampered: digest changed in seqs $lo-$hi: sha256:"
+  store_sql "UPDATE run_events SET content = replace(content, 'hello', 'HELLO') WHERE run_id = 'tampered' AND seq = $((seq + 280))"
+  run "$RUNFS" verify "$STORE"
+  assert_line --partial "threads/t/runs/tampered: digest changed in seqs $lo-$hi, $((hi + 1))-$top: sha256:"
   run "$RUNFS" verify "$STORE" --key "$WORK/nope.pub"
   assert_failure 2
 }
