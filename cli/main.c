@@ -1074,7 +1074,7 @@ static const command commands[] = {
      "  --skip-bad-lines  skip malformed lines (each named on stderr) instead of stopping\n"
      "  --user ID         owner of the imported rows (DeerFlow's user id)\n"
      "  --sizes           size every view of the imported threads now, kept in the store,\n"
-     "                    so a mount's first du, ls -la or tar renders nothing (the\n"
+     "                    so a mount's first du, ls or tar renders nothing (the\n"
      "                    import renders each view once: it takes longer)\n"
      "  -q, --quiet       no summary line on stderr\n"
      "on a terminal, progress: lines, bytes of the files' total, rate and time left.\n"

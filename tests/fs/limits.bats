@@ -205,7 +205,7 @@ print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 10
   store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('a/b', 'r1', 'llm.error', 'error', 'x', '{}', 1, '2026-01-02 03:04:05.000000')"
   run --separate-stderr "$RUNFS" export "$STORE" --deerflow-jsonl "$WORK/out"
   assert_failure 1
-  [[ $stderr == *"runfs export: thread 'a/b': not a valid path id, skipped"* ]] || fail "$stderr"
+  [[ $stderr == *'runfs export: thread "a/b", run "r1": not a valid path id, skipped'* ]] || fail "$stderr"
   [[ $stderr == *"runfs export: 1 line in 1 run of 1 thread written to $WORK/out (some skipped, above)"* ]] || fail "$stderr"
   cmp "$WORK/df/threads/good/runs/r1.jsonl" "$WORK/out/threads/good/runs/r1.jsonl"
   [ ! -e "$WORK/out/threads/a" ]
