@@ -46,7 +46,9 @@ static const char pg_schema_idem_sql[] =
 /* What a row another writer inserts does to runfs's tables: its thread is left to be
  * indexed, and no range of runfs_canon keeps covering its id (an id given again, by hand or
  * after the sequence was set back, is that writer's row, not runfs's). Made before the side
- * tables (their trigger calls it) and made again by the conversion to layout 3. */
+ * tables (their trigger calls it) and made again by the conversion to layout 3; the change
+ * feed's set-up then points the trigger at runfs_foreign_insert (pg_changes.c), which does
+ * the same and numbers the runs, in one call. */
 static const char pg_schema_note_sql[] =
     "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
