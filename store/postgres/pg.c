@@ -897,12 +897,6 @@ typedef struct pg_schema_state {
     int64_t layout;
 } pg_schema_state;
 
-/* Whether this role may index run_events: its owner's rights, or a run_events it would make
- * itself. */
-#define PG_OWNS_EVENTS \
-    "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
-    "to_regclass('run_events')), 'USAGE'), true)"
-
 static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 {
     PGresult *r;

@@ -53,7 +53,9 @@ static const char pg_schema_idem_sql[] =
  * statement always plans). Two statements as before, each folding in its new part: what a
  * foreign insert costs is mostly their number. Made before the side tables (their trigger
  * calls it), made again by the conversion to layout 3 and where an older build's
- * lacks the recompute (PG_NOTE_CURRENT). */
+ * lacks the recompute (PG_NOTE_CURRENT); the change feed's set-up then points the trigger
+ * at runfs_foreign_insert (pg_changes.c), which does the same and numbers the runs, in one
+ * call. */
 static const char pg_schema_note_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY);\n"
     "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
