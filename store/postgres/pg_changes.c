@@ -75,32 +75,46 @@ static const char changes_schema_sql[] =
  * be indexed, runs one read and one UPDATE. A thread already marked stays marked: the mark
  * is cleared only under the thread's advisory lock, which DeerFlow's writer holds until it
  * commits, and read committed reads it after the lock was granted (a writer whose snapshot
- * is older marks it as before, and meets a concurrent clearing as before). The separate
+ * is older marks it as before, and meets a concurrent clearing as before). A row put back
+ * at or below its thread's last indexed seq (restored, or deleted and written again in one
+ * transaction), which that read finds as well (marked -1), or at an id below the search
+ * index's (low), is pg_schema_note_sql's case: the thread recomputed (1), 'rewrites' moved,
+ * the search blocks marked; an append pays no statement for it. The separate
  * runfs_change_insert of earlier builds is dropped where this role owns run_events and
  * otherwise never fires. The set-up runs again wherever the function's body is not this
- * one. */
+ * one: that comparison alone says whether the insert trigger is this build's (the
+ * runfs_note_insert function an earlier build's trigger called is then called no more). */
 #define FOREIGN_INSERT_BODY \
     "\nDECLARE\n" \
     "  t0 text; t1 text; r0 text; r1 text; o0 text; o1 text; marked int; canon boolean;\n" \
-    "  x bigint;\n" \
+    "  low boolean; x bigint;\n" \
     "BEGIN\n" \
     "  IF current_setting('runfs.writer', true) = '1' THEN RETURN NULL; END IF;\n" \
     "  x := pg_current_xact_id()::text::bigint;\n" \
     "  SELECT min(thread_id), max(thread_id), min(run_id), max(run_id),\n" \
     "    min(coalesce(user_id, '')), max(coalesce(user_id, '')),\n" \
-    "    (SELECT t.dirty FROM runfs_thread t WHERE t.thread_id = min(n.thread_id)),\n" \
-    "    EXISTS (SELECT 1 FROM runfs_canon c WHERE c.hi >= min(n.id))\n" \
-    "    INTO t0, t1, r0, r1, o0, o1, marked, canon FROM new_rows n;\n" \
+    "    (SELECT CASE WHEN t.last_seq >= min(n.seq) THEN -1 ELSE t.dirty END FROM runfs_thread t\n" \
+    "      WHERE t.thread_id = min(n.thread_id)),\n" \
+    "    EXISTS (SELECT 1 FROM runfs_canon c WHERE c.hi >= min(n.id)),\n" \
+    "    coalesce(min(n.id) <= (SELECT value FROM runfs_meta WHERE key = 'search_upto'), false)\n" \
+    "    INTO t0, t1, r0, r1, o0, o1, marked, canon, low FROM new_rows n;\n" \
     "  IF t0 IS NULL THEN RETURN NULL; END IF;\n" \
-    "  IF t0 <> t1 OR marked IS NULL OR marked = 0\n" \
+    "  IF t0 <> t1 OR marked IS NULL OR marked <= 0\n" \
     "      OR current_setting('transaction_isolation') <> 'read committed' THEN\n" \
-    "    INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2 FROM new_rows\n" \
-    "      ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN runfs_thread.dirty = 1\n" \
-    "      THEN 1 ELSE 2 END;\n" \
+    "    WITH u AS (INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2\n" \
+    "      FROM new_rows ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN\n" \
+    "      runfs_thread.dirty = 1 OR EXISTS (SELECT 1 FROM new_rows n WHERE n.thread_id =\n" \
+    "      runfs_thread.thread_id AND n.seq <= runfs_thread.last_seq) THEN 1 ELSE 2 END\n" \
+    "      RETURNING thread_id, last_seq)\n" \
+    "    UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' AND EXISTS (SELECT 1\n" \
+    "      FROM u JOIN new_rows n ON n.thread_id = u.thread_id AND n.seq <= u.last_seq);\n" \
     "  END IF;\n" \
-    "  IF canon THEN\n" \
-    "    DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n" \
-    "      AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi);\n" \
+    "  IF canon OR low THEN\n" \
+    "    WITH c AS (DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n" \
+    "      AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi))\n" \
+    "    INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM new_rows\n" \
+    "      WHERE id <= (SELECT value FROM runfs_meta WHERE key = 'search_upto')\n" \
+    "      ON CONFLICT DO NOTHING;\n" \
     "  END IF;\n" \
     "  IF t0 = t1 AND r0 = r1 THEN\n" \
     "    IF o0 <> o1 THEN o0 := NULL; END IF;\n" \
@@ -120,6 +134,7 @@ static const char changes_schema_sql[] =
     "END "
 
 static const char changes_insert_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY);\n"
     "CREATE OR REPLACE FUNCTION runfs_foreign_insert() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$" FOREIGN_INSERT_BODY "$$;\n"
     "CREATE OR REPLACE TRIGGER runfs_note_insert AFTER INSERT ON run_events\n"
