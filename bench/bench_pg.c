@@ -12,12 +12,21 @@
  *                              lock, MAX(seq) and the high-water mark, INSERT, the high-water
  *                              mark raised, COMMIT: a round trip each); then N of the bare
  *                              minimum (one INSERT committing on its own: a round trip and
- *                              the WAL flush); prints "p50 p99 p50 p99" in microseconds */
+ *                              the WAL flush); prints "p50 p99 p50 p99" in microseconds
+ *   bench_pg deerflow URI N BATCHES THREAD   DeerFlow's own writes into an existing
+ *                              run_events (its shape, runtime/events/store/db.py): N puts,
+ *                              each a one-row transaction (BEGIN, the advisory lock on the
+ *                              thread, MAX(seq), INSERT, COMMIT), then BATCHES put_batch
+ *                              transactions of 100 rows (the same, with one 100-row INSERT);
+ *                              the server's settings as they are; prints "puts/s rows/s"
+ *                              and the server process's CPU microseconds per put and per
+ *                              put_batch row (-1: not on this host) */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void)
 {
@@ -216,13 +225,96 @@ static int cmd_single(PGconn *c, long n)
     return 0;
 }
 
+/* DeerFlow's put (rows 1) and put_batch (rows 100) into THREAD, run r, n transactions. */
+static int deerflow_writes(PGconn *c, const char *thread, int rows, long n)
+{
+    static const char content[] = "{\"type\":\"human\",\"content\":\"the agent reads a "
+                                  "ledger and compares quarterly revenue figures before writing "
+                                  "a short summary for the user\",\"id\":\"h-1\"}";
+    char name[8], sql[32768];
+    int len = snprintf(sql, sizeof sql,
+                       "INSERT INTO run_events (thread_id, run_id, user_id, event_type, "
+                       "category, content, event_metadata, seq, created_at) VALUES ");
+    for (int i = 0; i < rows; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len,
+                        "%s($1, 'r', 'alice', 'llm.human.input', 'message', $2, "
+                        "'{\"caller\":\"lead_agent\",\"content_is_json\":true,"
+                        "\"content_is_dict\":true}', $3::integer + %d, now())",
+                        i ? ", " : "", i);
+    snprintf(name, sizeof name, "ins%d", rows);
+    static const Oid text3[3] = {25, 25, 25};
+    if (!ok(c, PQprepare(c, name, sql, 3, text3), "prepare") ||
+        !ok(c,
+            PQprepare(c, "lock", "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)",
+                      1, text3),
+            "prepare") ||
+        !ok(c,
+            PQprepare(c, "top", "SELECT coalesce(max(seq), 0) FROM run_events WHERE thread_id = $1",
+                      1, text3),
+            "prepare"))
+        return 0;
+    char seqbuf[24];
+    const char *vals[3] = {thread, content, seqbuf};
+    for (long i = 0; i < n; i++) {
+        if (!ok(c, PQexec(c, "BEGIN"), "begin") ||
+            !ok(c, PQexecPrepared(c, "lock", 1, vals, NULL, NULL, 0), "lock"))
+            return 0;
+        PGresult *r = PQexecPrepared(c, "top", 1, vals, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK)
+            snprintf(seqbuf, sizeof seqbuf, "%lld", atoll(PQgetvalue(r, 0, 0)) + 1);
+        if (!ok(c, r, "max") || !ok(c, PQexecPrepared(c, name, 3, vals, NULL, NULL, 0), "insert") ||
+            !ok(c, PQexec(c, "COMMIT"), "commit"))
+            return 0;
+    }
+    PQexec(c, "DEALLOCATE ALL");
+    return 1;
+}
+
+/* The CPU microseconds (user and system) the server process pid has spent; -1 where its
+ * /proc entry cannot be read (a server on another host). */
+static double backend_cpu_us(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int cmd_deerflow(PGconn *c, long n, long batches, const char *thread)
+{
+    long pid = PQbackendPID(c);
+    double c0 = backend_cpu_us(pid), t0 = now_ms();
+    if (!deerflow_writes(c, thread, 1, n))
+        return 1;
+    double c1 = backend_cpu_us(pid), t1 = now_ms();
+    char batch_thread[128];
+    snprintf(batch_thread, sizeof batch_thread, "%s-batch", thread);
+    if (!deerflow_writes(c, batch_thread, 100, batches))
+        return 1;
+    double c2 = backend_cpu_us(pid), t2 = now_ms();
+    printf("%.0f %.0f %.1f %.1f\n", n / (t1 - t0) * 1000, batches * 100 / (t2 - t1) * 1000,
+           c0 < 0 ? -1 : (c1 - c0) / n, c0 < 0 ? -1 : (c2 - c1) / (batches * 100.0));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4 ||
         (strcmp(argv[1], "insert") != 0 && strcmp(argv[1], "read") != 0 &&
-         strcmp(argv[1], "single") != 0) ||
-        (strcmp(argv[1], "read") == 0 && argc < 5)) {
-        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN|- | single URI N\n");
+         strcmp(argv[1], "single") != 0 && strcmp(argv[1], "deerflow") != 0) ||
+        (strcmp(argv[1], "read") == 0 && argc < 5) ||
+        (strcmp(argv[1], "deerflow") == 0 && argc < 6)) {
+        fprintf(stderr, "usage: bench_pg insert URI FILE | read URI THREAD RUN|- | single URI N | "
+                        "deerflow URI N BATCHES THREAD\n");
         return 2;
     }
     PGconn *c = PQconnectdb(argv[2]);
@@ -233,7 +325,9 @@ int main(int argc, char **argv)
     }
     int rc = strcmp(argv[1], "insert") == 0   ? cmd_insert(c, argv[3])
              : strcmp(argv[1], "single") == 0 ? cmd_single(c, atol(argv[3]))
-                                              : cmd_read(c, argv[3], argv[4]);
+             : strcmp(argv[1], "deerflow") == 0
+                 ? cmd_deerflow(c, atol(argv[3]), atol(argv[4]), argv[5])
+                 : cmd_read(c, argv[3], argv[4]);
     PQfinish(c);
     return rc;
 }

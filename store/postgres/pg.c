@@ -891,17 +891,10 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 typedef struct pg_schema_state {
     int events, hwm, idem, canon, tree, salt, expired;
     int rewrites; /* runfs_note_update is there */
-    int note;     /* runfs_note_insert is this build's (PG_NOTE_CURRENT) */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
     int64_t layout;
 } pg_schema_state;
-
-/* Whether this role may index run_events: its owner's rights, or a run_events it would make
- * itself. */
-#define PG_OWNS_EVENTS \
-    "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
-    "to_regclass('run_events')), 'USAGE'), true)"
 
 static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 {
@@ -919,8 +912,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
-                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS
-                    ", " PG_NOTE_CURRENT,
+                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS,
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -935,7 +927,6 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->rewrites = PQgetvalue(r, 0, 8)[0] == 't';
     st->ix_make = PQgetvalue(r, 0, 9)[0] == 't';
     st->uq_drop = PQgetvalue(r, 0, 10)[0] == 't';
-    st->note = PQgetvalue(r, 0, 11)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -946,7 +937,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
 static int schema_complete(const pg_schema_state *st)
 {
     return st->events && st->hwm && st->idem && st->tree && st->salt && st->expired &&
-           st->layout == PG_LAYOUT && st->rewrites && st->note && !st->ix_make && !st->uq_drop;
+           st->layout == PG_LAYOUT && st->rewrites && !st->ix_make && !st->uq_drop;
 }
 
 /* Create what is missing and convert an older layout, once, under the set-up lock (other
@@ -964,7 +955,7 @@ static int schema_setup(rs_backend *b, rs_err *err)
     int older = st.layout < PG_LAYOUT_CANON;
     if ((!st.events && (rc = pg_exec_plain(b, pg_schema_deerflow_sql, err))) ||
         (!st.hwm && (rc = pg_exec_plain(b, pg_schema_hwm_sql, err))) ||
-        (!st.note && (rc = pg_exec_plain(b, pg_schema_note_sql, err))) ||
+        (older && (rc = pg_exec_plain(b, pg_schema_note_sql, err))) ||
         (!st.layout && ((rc = pg_exec_plain(b, pg_schema_side_sql, err)) ||
                         (rc = pg_exec_plain(b, pg_schema_owned_sql, err)))) ||
         (st.layout == 1 && ((rc = pg_exec_plain(b, pg_schema_migrate_sql, err)) ||

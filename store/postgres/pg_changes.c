@@ -40,44 +40,119 @@
 
 /* Made at a read-write open where it is missing, under a lock of its own. The functions
  * run as their owner (runfs's role), as runfs_note_insert does. */
+/* clang-format off */
 static const char changes_schema_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_change (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, change BIGINT NOT NULL, owner TEXT,\n"
     "  deleted BOOLEAN NOT NULL DEFAULT false, PRIMARY KEY (thread_id, run_id));\n"
     "CREATE INDEX IF NOT EXISTS runfs_change_order ON runfs_change (change);\n"
     "INSERT INTO runfs_meta (key, value) VALUES ('changes_init', 0) ON CONFLICT DO NOTHING;\n"
-    "CREATE OR REPLACE FUNCTION runfs_change_insert() RETURNS trigger LANGUAGE plpgsql\n"
+    "CREATE OR REPLACE FUNCTION runfs_change_delete() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
-    "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
-    "  INSERT INTO runfs_change (thread_id, run_id, change, owner)\n"
-    "  SELECT thread_id, run_id, pg_current_xact_id()::text::bigint, " ROWS_OWNER(
-        "n") "\n"
-             "    FROM new_rows n GROUP BY thread_id, run_id\n"
-             "  ON CONFLICT (thread_id, run_id) DO UPDATE SET\n"
-             "    change = greatest(runfs_change.change, excluded.change), deleted = false,\n"
-             "    owner = CASE WHEN runfs_change.deleted OR runfs_change.owner = excluded.owner\n"
-             "    THEN excluded.owner END;\n"
-             "  RETURN NULL;\n"
-             "END $$;\n"
-             "CREATE OR REPLACE FUNCTION runfs_change_delete() RETURNS trigger LANGUAGE plpgsql\n"
-             "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
-             "BEGIN\n" TOUCH_RUNS(
-                 "SELECT thread_id, run_id, user_id FROM old_rows") "  RETURN NULL;\n"
-                                                                    "END $$;\n"
-                                                                    "CREATE OR REPLACE FUNCTION runfs_change_update() RETURNS trigger LANGUAGE plpgsql\n"
-                                                                    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
-                                                                    "BEGIN\n" TOUCH_RUNS(
-                                                                        "SELECT thread_id, run_id, user_id FROM old_rows UNION ALL SELECT "
-                                                                        "thread_id, run_id, user_id FROM new_rows") "  RETURN NULL;\n"
-                                                                                                                    "END $$;\n"
-                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_insert AFTER INSERT ON run_events\n"
-                                                                                                                    "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_insert();\n"
-                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_delete AFTER DELETE ON run_events\n"
-                                                                                                                    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_delete();\n"
-                                                                                                                    "CREATE OR REPLACE TRIGGER runfs_change_update AFTER UPDATE ON run_events\n"
-                                                                                                                    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
-                                                                                                                    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_update();\n";
+    TOUCH_RUNS("SELECT thread_id, run_id, user_id FROM old_rows")
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE FUNCTION runfs_change_update() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
+    "BEGIN\n"
+    TOUCH_RUNS("SELECT thread_id, run_id, user_id FROM old_rows UNION ALL SELECT "
+               "thread_id, run_id, user_id FROM new_rows")
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_change_delete AFTER DELETE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_delete();\n"
+    "CREATE OR REPLACE TRIGGER runfs_change_update AFTER UPDATE ON run_events\n"
+    "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_update();\n";
+
+/* Another writer's INSERT (DeerFlow's put and put_batch): its threads left to be indexed,
+ * the runfs_canon ranges around its ids dropped (pg_schema_note_sql's note), and its runs
+ * numbered with the transaction's id. One trigger for all of it, on runfs_note_insert's
+ * name (a role with the README's grants may replace a trigger, not drop one), since what
+ * runfs adds costs DeerFlow's own writes (DESIGN "Storage"): the statements a trigger runs
+ * are most of that cost, so the common case, one run's rows into a thread already left to
+ * be indexed, runs one read and one UPDATE. A thread already marked stays marked: the mark
+ * is cleared only under the thread's advisory lock, which DeerFlow's writer holds until it
+ * commits, and read committed reads it after the lock was granted (a writer whose snapshot
+ * is older marks it as before, and meets a concurrent clearing as before). A row put back
+ * at or below its thread's last indexed seq (restored, or deleted and written again in one
+ * transaction), which that read finds as well (marked -1), or at an id below the search
+ * index's (low), is pg_schema_note_sql's case: the thread recomputed (1), 'rewrites' moved,
+ * the search blocks marked; an append pays no statement for it. The separate
+ * runfs_change_insert of earlier builds is dropped where this role owns run_events and
+ * otherwise never fires. The set-up runs again wherever the function's body is not this
+ * one: that comparison alone says whether the insert trigger is this build's (the
+ * runfs_note_insert function an earlier build's trigger called is then called no more). */
+#define FOREIGN_INSERT_BODY \
+    "\nDECLARE\n" \
+    "  t0 text; t1 text; r0 text; r1 text; o0 text; o1 text; marked int; canon boolean;\n" \
+    "  low boolean; x bigint;\n" \
+    "BEGIN\n" \
+    "  IF current_setting('runfs.writer', true) = '1' THEN RETURN NULL; END IF;\n" \
+    "  x := pg_current_xact_id()::text::bigint;\n" \
+    "  SELECT min(thread_id), max(thread_id), min(run_id), max(run_id),\n" \
+    "    min(coalesce(user_id, '')), max(coalesce(user_id, '')),\n" \
+    "    (SELECT CASE WHEN t.last_seq >= min(n.seq) THEN -1 ELSE t.dirty END FROM runfs_thread t\n" \
+    "      WHERE t.thread_id = min(n.thread_id)),\n" \
+    "    EXISTS (SELECT 1 FROM runfs_canon c WHERE c.hi >= min(n.id)),\n" \
+    "    coalesce(min(n.id) <= (SELECT value FROM runfs_meta WHERE key = 'search_upto'), false)\n" \
+    "    INTO t0, t1, r0, r1, o0, o1, marked, canon, low FROM new_rows n;\n" \
+    "  IF t0 IS NULL THEN RETURN NULL; END IF;\n" \
+    "  IF t0 <> t1 OR marked IS NULL OR marked <= 0\n" \
+    "      OR current_setting('transaction_isolation') <> 'read committed' THEN\n" \
+    "    WITH u AS (INSERT INTO runfs_thread (thread_id, dirty) SELECT DISTINCT thread_id, 2\n" \
+    "      FROM new_rows ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN\n" \
+    "      runfs_thread.dirty = 1 OR EXISTS (SELECT 1 FROM new_rows n WHERE n.thread_id =\n" \
+    "      runfs_thread.thread_id AND n.seq <= runfs_thread.last_seq) THEN 1 ELSE 2 END\n" \
+    "      RETURNING thread_id, last_seq)\n" \
+    "    UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' AND EXISTS (SELECT 1\n" \
+    "      FROM u JOIN new_rows n ON n.thread_id = u.thread_id AND n.seq <= u.last_seq);\n" \
+    "  END IF;\n" \
+    "  IF canon OR low THEN\n" \
+    "    WITH c AS (DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n" \
+    "      AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi))\n" \
+    "    INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM new_rows\n" \
+    "      WHERE id <= (SELECT value FROM runfs_meta WHERE key = 'search_upto')\n" \
+    "      ON CONFLICT DO NOTHING;\n" \
+    "  END IF;\n" \
+    "  IF t0 = t1 AND r0 = r1 THEN\n" \
+    "    IF o0 <> o1 THEN o0 := NULL; END IF;\n" \
+    "    UPDATE runfs_change SET change = greatest(change, x), deleted = false,\n" \
+    "      owner = CASE WHEN deleted OR owner = o0 THEN o0 END\n" \
+    "      WHERE thread_id = t0 AND run_id = r0;\n" \
+    "    IF FOUND THEN RETURN NULL; END IF;\n" \
+    "  END IF;\n" \
+    "  INSERT INTO runfs_change (thread_id, run_id, change, owner)\n" \
+    "  SELECT thread_id, run_id, x, " ROWS_OWNER("n") "\n" \
+    "    FROM new_rows n GROUP BY thread_id, run_id\n" \
+    "  ON CONFLICT (thread_id, run_id) DO UPDATE SET\n" \
+    "    change = greatest(runfs_change.change, excluded.change), deleted = false,\n" \
+    "    owner = CASE WHEN runfs_change.deleted OR runfs_change.owner = excluded.owner\n" \
+    "    THEN excluded.owner END;\n" \
+    "  RETURN NULL;\n" \
+    "END "
+
+static const char changes_insert_sql[] =
+    "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY);\n"
+    "CREATE OR REPLACE FUNCTION runfs_foreign_insert() RETURNS trigger LANGUAGE plpgsql\n"
+    "  SECURITY DEFINER SET search_path FROM CURRENT AS $$" FOREIGN_INSERT_BODY "$$;\n"
+    "CREATE OR REPLACE TRIGGER runfs_note_insert AFTER INSERT ON run_events\n"
+    "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION\n"
+    "  runfs_foreign_insert();\n"
+    "DO $$ BEGIN\n"
+    "  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_change_insert'\n"
+    "      AND tgrelid = 'run_events'::regclass) THEN\n"
+    "    IF " PG_OWNS_EVENTS " THEN\n"
+    "      DROP TRIGGER runfs_change_insert ON run_events;\n"
+    "    ELSE\n"
+    "      CREATE OR REPLACE TRIGGER runfs_change_insert AFTER INSERT ON run_events\n"
+    "        FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION runfs_foreign_insert();\n"
+    "    END IF;\n"
+    "  END IF;\n"
+    "END $$;\n"
+    "DROP FUNCTION IF EXISTS runfs_change_insert();\n";
+/* clang-format on */
 
 /* Statements without parameters (the schema), in a transaction of their own. */
 static int exec_script(rs_backend *b, const char *sql, rs_err *err)
@@ -90,14 +165,18 @@ static int exec_script(rs_backend *b, const char *sql, rs_err *err)
     return ok ? 0 : -EIO;
 }
 
+/* The feed's delete and update triggers, and the one insert trigger with this build's body
+ * (changes_insert_sql). */
 static int changes_present(rs_backend *b, int *present, rs_err *err)
 {
     int64_t v = 0;
     int rc = pg_int(b,
-                    "SELECT count(*) FROM pg_trigger WHERE tgname = 'runfs_change_update' AND "
-                    "tgrelid = to_regclass('run_events')",
-                    NULL, NULL, &v, NULL, err);
-    *present = v > 0;
+                    "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('run_events') "
+                    "AND (tgname = 'runfs_change_update' OR (tgname = 'runfs_note_insert' AND "
+                    "tgfoid = coalesce(to_regproc('runfs_foreign_insert'), 0) AND (SELECT prosrc "
+                    "FROM pg_proc WHERE oid = tgfoid) = $1))",
+                    FOREIGN_INSERT_BODY, NULL, &v, NULL, err);
+    *present = v == 2;
     return rc;
 }
 
@@ -110,8 +189,9 @@ int pg_changes_setup(rs_backend *b, rs_err *err)
     if ((rc =
              exec_script(b, "BEGIN; SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK_CHANGES ")", err)))
         return rc;
-    if (!(rc = changes_present(b, &present, err)) && !present)
-        rc = exec_script(b, changes_schema_sql, err);
+    if (!(rc = changes_present(b, &present, err)) && !present &&
+        !(rc = exec_script(b, changes_schema_sql, err)))
+        rc = exec_script(b, changes_insert_sql, err);
     if (!rc)
         return exec_script(b, "COMMIT", err);
     exec_script(b, "ROLLBACK", NULL);

@@ -118,6 +118,12 @@ typedef struct pg_args {
     int n;
 } pg_args;
 
+/* Whether this role owns run_events (may index it, drop what is on it): its owner's rights,
+ * or a run_events it would make itself. */
+#define PG_OWNS_EVENTS \
+    "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
+    "to_regclass('run_events')), 'USAGE'), true)"
+
 /* The columns every row query selects, in rs_row order (see pg_row), then the row's id (a
  * read asks runfs_canon about it: PG_ROW_ID); created_at as DeerFlow's SQLite DATETIME
  * text, so both backends hand the encoder the same bytes. */

@@ -50,10 +50,10 @@ static const char pg_schema_idem_sql[] =
  * transaction) is met by no indexing from the logs' last seq on: its thread is recomputed
  * (1), 'rewrites' moves as for a delete (the middle of the logs changed), and the search
  * blocks it lands in below the indexed ones are marked (the table made here, so the
- * statement always plans). Two statements as before, each folding in its new part: what a
- * foreign insert costs is mostly their number. Made before the side tables (their trigger
- * calls it), made again by the conversion to layout 3 and where an older build's
- * lacks the recompute (PG_NOTE_CURRENT). */
+ * statement always plans). Made before the side tables (their trigger calls it) and made
+ * again by the conversion to layout 3; the change feed's set-up then points the trigger at
+ * runfs_foreign_insert (pg_changes.c), which does the same and numbers the runs, in one
+ * call, and makes it again wherever its body is not this build's. */
 static const char pg_schema_note_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY);\n"
     "CREATE OR REPLACE FUNCTION runfs_note_insert() RETURNS trigger LANGUAGE plpgsql\n"
@@ -74,12 +74,6 @@ static const char pg_schema_note_sql[] =
     "    ON CONFLICT DO NOTHING;\n"
     "  RETURN NULL;\n"
     "END $$;\n";
-
-/* Whether the database's runfs_note_insert is pg_schema_note_sql's (its recompute of a row
- * put back below the logs is what an older build's lacks). */
-#define PG_NOTE_CURRENT \
-    "coalesce((SELECT prosrc LIKE '%search_upto%' FROM pg_proc WHERE oid = " \
-    "to_regprocedure('runfs_note_insert()')), false)"
 
 static const char pg_schema_side_sql[] =
     "CREATE TABLE runfs_thread (\n"

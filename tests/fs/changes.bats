@@ -136,6 +136,38 @@ PY
   cmp "$MNT/changes.jsonl" "$WORK/m2/changes.jsonl"
 }
 
+@test "a store whose insert triggers an earlier build made gets the one trigger at a read-write open; other writers' rows are still numbered and noticed" {
+  on_pg || skip "PostgreSQL only: its triggers on DeerFlow's table"
+  local T=$MNT/threads
+  mkdir -p "$T/ta/runs/r1"
+  ev_start >>"$T/ta/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  pg_earlier_insert_triggers
+  run pg_insert_triggers
+  assert_output "$(printf 'runfs_change_insert runfs_change_insert\nrunfs_note_insert runfs_note_insert')"
+  runfs_mount "$STORE" "$MNT" --allow-delete --follow-timeout 2
+  # One trigger runs for another writer's INSERT (the role owns run_events: the other is gone).
+  run pg_insert_triggers
+  assert_output 'runfs_note_insert runfs_foreign_insert'
+  run store_sql "SELECT count(*) FROM pg_trigger WHERE tgname = 'runfs_change_insert'"
+  assert_output 0
+  local n; n=$(top "$MNT/changes.jsonl")
+  deerflow_row td rd 1
+  deerflow_row ta r1 2
+  foreign_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('te', 'r1', 'bob', 'llm.error', 'error', 'x', '{}', 1, now()), ('te', 'r2', 'carol', 'llm.error', 'error', 'x', '{}', 2, now()), ('tf', 'r1', NULL, 'llm.error', 'error', 'x', '{}', 1, now())"
+  cat "$MNT/changes/since/$n" >"$WORK/since"
+  assert_equal "$(runs "$WORK/since" | sort | tr '\n' ' ')" "ta/r1 td/rd te/r1 te/r2 tf/r1 "
+  assert_equal "$(live "$MNT/changes.jsonl")" "$(expected)"
+  run store_sql "SELECT thread_id || ' ' || run_id || ' ' || coalesce(owner, '(several)') FROM runfs_change WHERE thread_id IN ('te', 'tf') ORDER BY 1"
+  assert_output "$(printf 'te r1 bob\nte r2 carol\ntf r1 ')"
+  # The rows are noticed: listed, and in their thread's events.
+  run ls "$T"
+  assert_output "$(printf 'ta\ntd\nte\ntf')"
+  run grep -c . "$T/ta/events.jsonl"
+  assert_output 2
+  grep -q '"content":"from deerflow"' "$T/ta/runs/r1/events.jsonl" || fail "DeerFlow's row is not in ta/r1"
+}
+
 @test "owners see only their own runs' changes, a --thread mount only its thread's" {
   runfs_mount "$STORE" "$WORK/alice" --user alice --allow-delete
   runfs_mount "$STORE" "$WORK/bob" --user bob

@@ -125,6 +125,33 @@ events_objects() {
   # A role that owns run_events drops it (owners.bats, consistency.bats).
 }
 
+@test "grants: an earlier build's second insert trigger never fires where the role may not drop it" {
+  on_pg || skip "PostgreSQL only: roles and grants"
+  deerflow_db
+  runfs_mount "$RF_URI" "$MNT"
+  mkdir -p "$MNT/threads/t/runs/r1"
+  ev_start >> "$MNT/threads/t/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  # What an earlier build made, as the same role.
+  pg_earlier_insert_triggers "$RF_URI"
+  run pg_insert_triggers "$RF_URI"
+  assert_output "$(printf 'runfs_change_insert runfs_change_insert\nrunfs_note_insert runfs_note_insert')"
+  runfs_mount "$RF_URI" "$MNT"
+  run pg_insert_triggers "$RF_URI"
+  assert_output 'runfs_note_insert runfs_foreign_insert'
+  # Still there (only run_events's owner may drop it), made one that never fires.
+  run store_sql "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'runfs_change_insert'" "$RF_URI"
+  assert_output --partial 'WHEN (false)'
+  # DeerFlow's row gets its change once, and is listed.
+  store_sql "BEGIN; SELECT pg_advisory_xact_lock(hashtext(CAST('t-df' AS text))::bigint);
+    INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at)
+    VALUES ('t-df', 'r1', 'run.start', 'trace', '{}', '{}', 1, now()); COMMIT;" "$DF_URI" >/dev/null
+  wait_for 10 bash -c "ls '$MNT/threads' | grep -qx t-df"
+  wait_for 10 bash -c "grep -q '\"thread_id\":\"t-df\"' '$MNT/changes.jsonl'"
+  run store_sql "SELECT count(*) FROM runfs_change WHERE thread_id = 't-df'" "$RF_URI"
+  assert_output 1
+}
+
 # Malformed PostgreSQL URIs, each with a secret (S3cretPW and a number): a bad IPv6
 # bracket, a bad port, an unknown parameter beside password= and beside sslpassword=, a bad
 # percent-encoding in the password, a stray character after the host. None reaches a server.

@@ -84,6 +84,36 @@ runfs_teardown() {
   return "$clean"
 }
 
+# pg_earlier_insert_triggers [URI]: run_events's insert triggers as builds before
+# runfs_foreign_insert left them (PostgreSQL): runfs_note_insert calling its own function and
+# runfs_change_insert numbering the runs, each a statement of its own.
+pg_earlier_insert_triggers() {
+  store_sql "CREATE OR REPLACE FUNCTION runfs_change_insert() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path FROM CURRENT AS \$\$
+BEGIN
+  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;
+  INSERT INTO runfs_change (thread_id, run_id, change, owner)
+  SELECT thread_id, run_id, pg_current_xact_id()::text::bigint, CASE WHEN min(coalesce(n.user_id, ''))
+    = max(coalesce(n.user_id, '')) THEN min(coalesce(n.user_id, '')) END
+    FROM new_rows n GROUP BY thread_id, run_id
+  ON CONFLICT (thread_id, run_id) DO UPDATE SET
+    change = greatest(runfs_change.change, excluded.change), deleted = false,
+    owner = CASE WHEN runfs_change.deleted OR runfs_change.owner = excluded.owner
+    THEN excluded.owner END;
+  RETURN NULL;
+END \$\$;
+CREATE OR REPLACE TRIGGER runfs_note_insert AFTER INSERT ON run_events
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_note_insert();
+CREATE OR REPLACE TRIGGER runfs_change_insert AFTER INSERT ON run_events
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_insert();" "${1:-$STORE}"
+}
+# pg_insert_triggers [URI]: the insert triggers on run_events that can fire (no WHEN (false)),
+# one "name function" a line, sorted.
+pg_insert_triggers() {
+  store_sql "SELECT tgname || ' ' || tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'run_events'::regclass
+    AND tgtype & 4 <> 0 AND coalesce(pg_get_triggerdef(oid) !~ 'WHEN \\(false\\)', true) ORDER BY 1" "${1:-$STORE}"
+}
+
 # ---- the backend switch ----
 on_pg() { [ "${RUNFS_BACKEND:-sqlite}" = pg ]; }
 # skip_on_pg REASON: a test of something only a SQLite file has.
