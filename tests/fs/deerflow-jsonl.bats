@@ -7,7 +7,7 @@ bats_require_minimum_version 1.5.0
 
 SAMPLE=$BATS_TEST_DIRNAME/../data/deerflow-jsonl
 
-setup() { runfs_workdir; }
+setup() { RUNFS_PG_TEMPLATE= runfs_workdir; }  # on PostgreSQL an empty database: no tables yet
 teardown() { [ -z "${WORK:-}" ] || runfs_teardown; }
 
 # store_absent: runfs set nothing up in $STORE (no file; on PostgreSQL, no tables).
