@@ -136,17 +136,16 @@ int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const cha
              rs_err *err)
 {
     rs_buf *sql = &b->sql;
-    rs_buf_reset(sql);
     int rc = 0;
+    /* The catch-ups build their own statements in b->sql: the listing's starts after them. */
+    if (kind == RS_NAMES_THREADS && (rc = sq_mem_refresh(b, err)))
+        return rc;
+    if (kind == RS_NAMES_RUNS && (rc = sq_thread_ready(b, thread_id, err)))
+        return rc;
+    rs_buf_reset(sql);
     switch (kind) {
-    case RS_NAMES_THREADS:
-        if ((rc = sq_mem_refresh(b, err)))
-            return rc;
-        rc = rs_buf_addstr(sql, user ? threads_of_user_sql : threads_sql);
-        break;
+    case RS_NAMES_THREADS: rc = rs_buf_addstr(sql, user ? threads_of_user_sql : threads_sql); break;
     case RS_NAMES_RUNS:
-        if ((rc = sq_thread_ready(b, thread_id, err)))
-            return rc;
         rc = rs_buf_addstr(
             sql,
             "SELECT r.run_id, " RS_LOG_TIME_SQL(
