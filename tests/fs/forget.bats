@@ -250,3 +250,41 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_success
   assert_line "1 seal checked, 0 changed, 1 redacted, 0 expired, 0 deleted after sealing"
 }
+
+@test "forget: DeerFlow's database store reads a thread with redacted events and an expired run" {
+  skip_on_pg "DeerFlow's reader here is its SQLite store's (Python's sqlite3)"
+  # An old run (a year ago) and a current one, as DeerFlow's writer would leave them.
+  python3 - "$WORK/old.jsonl" "$WORK/new.jsonl" <<'PY'
+import json, sys
+from datetime import datetime, timedelta, timezone
+now = datetime.now(timezone.utc)
+for path, when, word in ((sys.argv[1], now - timedelta(days=365), "old"), (sys.argv[2], now, "new")):
+    with open(path, "w") as f:
+        for i in range(3):
+            f.write(json.dumps({"event_type": "llm.human.input", "metadata": {"caller": "lead_agent", "tags": ["a", word]},
+                                "content": {"type": "human", "content": "%s secret-%d" % (word, i), "id": "h-%s-%d" % (word, i)},
+                                "created_at": (when + timedelta(seconds=i)).isoformat()}) + "\n")
+PY
+  "$RUNFS" put -q "$STORE" t old "$WORK/old.jsonl"
+  "$RUNFS" put -q "$STORE" t new "$WORK/new.jsonl"
+  run "$RUNFS" redact "$STORE" t 4 --path content.content --path metadata.tags.1 --reason "user request"
+  assert_success
+  run "$RUNFS" redact "$STORE" t 5 --reason "secret pasted"
+  assert_success
+  run "$RUNFS" expire "$STORE" --older-than 30d
+  assert_success
+  run python3 "$BATS_TEST_DIRNAME/deerflow_read.py" "$STORE" t
+  assert_success
+  python3 - "$output" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in sys.argv[1].splitlines()]
+events, tail = lines[:-1], lines[-1]
+assert [(e["run_id"], e["seq"]) for e in events] == [("new", 4), ("new", 5), ("new", 6)], events
+a, b, c = events
+assert a["content"] == {"type": "human", "content": "[redacted]", "id": "h-new-0"}, a
+assert a["metadata"]["tags"] == ["a", "[redacted]"] and a["metadata"]["redaction"]["reason"] == "user request", a
+assert b["content"] == "[redacted]" and b["metadata"]["redaction"]["reason"] == "secret pasted", b
+assert c["content"]["content"] == "new secret-2", c
+assert tail == {"messages": [4, 5, 6]}, tail
+PY
+}
