@@ -18,13 +18,13 @@ typedef struct rs_term {
     int negate; /* -term: the event must not match it */
     char *text; /* NUL-terminated; a text term's ASCII letters lowered */
     size_t len;
+    size_t anchor; /* a text term's byte that text holds least often: where a search looks first */
 } rs_term;
 
 struct rs_search {
     rs_term *terms;
     size_t n;
-    int by_run;   /* the term by:run: the answer is one line per run (rs_search_by_run) */
-    rs_buf lower; /* rs_search_match's scratch: the record's content and metadata, lowered */
+    int by_run; /* the term by:run: the answer is one line per run (rs_search_by_run) */
 };
 
 /* ASCII letters of s[0..len) lowered into out (appended); every other byte kept. */
