@@ -262,17 +262,28 @@ static int term_hit(const rs_term *t, const rs_record *rec, const char *c, size_
     return 0;
 }
 
-int rs_search_match(rs_search *q, const rs_record *rec)
+int rs_search_match_at(rs_search *q, const rs_record *rec, const rs_event_spans *sp)
 {
     size_t c = 0, clen = 0, m = 0, mlen = 0;
     int have_text = 0;
     for (size_t i = 0; i < q->n && !have_text; i++)
         have_text = q->terms[i].kind == RS_TERM_TEXT;
-    if (have_text && rs_search_spans(rec->line, rec->line_len, &c, &clen, &m, &mlen))
+    if (have_text && sp) {
+        c = sp->c;
+        clen = sp->clen;
+        m = sp->m;
+        mlen = sp->mlen;
+    } else if (have_text && rs_search_spans(rec->line, rec->line_len, &c, &clen, &m, &mlen)) {
         return 0;
+    }
     for (size_t i = 0; i < q->n; i++)
         if (term_hit(&q->terms[i], rec, rec->line + c, clen, rec->line + m, mlen) ==
             q->terms[i].negate)
             return 0;
     return 1;
+}
+
+int rs_search_match(rs_search *q, const rs_record *rec)
+{
+    return rs_search_match_at(q, rec, NULL);
 }
