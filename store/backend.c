@@ -16,7 +16,7 @@ int rs_cursor_emit(rs_cursor *c, int log, int64_t *next_off, int64_t skip_to, co
     if (row->odd)
         return 0;
     rs_buf_reset(&c->line);
-    int rc = rs_event_encode(&c->line, row, NULL);
+    int rc = rs_event_encode_spans(&c->line, row, &c->spans, NULL);
     if (rc)
         return rc;
     rs_record *r = &c->rec;

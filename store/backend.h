@@ -316,6 +316,7 @@ struct rs_cursor {
     rs_record rec;
     rs_row row;
     rs_buf line;
+    rs_event_spans spans; /* where rec.line's content and metadata are (rs_cursor_emit) */
 };
 
 struct rs_names {

@@ -906,7 +906,7 @@ int rs_event_stored_meta(const rs_row *row, size_t *keep, unsigned *markers)
     return *keep > 0;
 }
 
-static int encode_stored(rs_buf *out, const rs_row *row)
+static int encode_stored(rs_buf *out, const rs_row *row, rs_event_spans *sp)
 {
     const char *meta = row->metadata, *at = row->created_at;
     size_t mlen = row->metadata_len, keep;
@@ -936,6 +936,7 @@ static int encode_stored(rs_buf *out, const rs_row *row)
     o = put_quoted(PUT_LIT(o, ",\"event_type\":"), row->event_type, ids[2]);
     o = put_quoted(PUT_LIT(o, ",\"category\":"), row->category, ids[3]);
     o = PUT_LIT(o, ",\"content\":");
+    sp->c = (size_t)(o - out->buf) - start;
     if (cut)
         o = put_mem(o, row->content, row->content_len);
     else {
@@ -947,9 +948,13 @@ static int encode_stored(rs_buf *out, const rs_row *row)
         }
         o = out->buf + out->len;
     }
-    o = put_mem(PUT_LIT(o, ",\"metadata\":"), meta, keep);
+    sp->clen = (size_t)(o - out->buf) - start - sp->c;
+    o = PUT_LIT(o, ",\"metadata\":");
+    sp->m = (size_t)(o - out->buf) - start;
+    o = put_mem(o, meta, keep);
     if (cut)
         *o++ = '}';
+    sp->mlen = (size_t)(o - out->buf) - start - sp->m;
     o = put_mem(PUT_LIT(o, ",\"created_at\":\""), at, 10);
     *o++ = 'T';
     o = PUT_LIT(put_mem(o, at + 11, 15), "+00:00\"");
@@ -972,9 +977,15 @@ int rs_event_meta_other(rs_buf *out, const char *meta, size_t len)
 
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
 {
+    rs_event_spans sp;
+    return rs_event_encode_spans(out, row, &sp, err);
+}
+
+int rs_event_encode_spans(rs_buf *out, const rs_row *row, rs_event_spans *sp, rs_err *err)
+{
     size_t start = out->len;
     int rc;
-    if (row->canonical && (rc = encode_stored(out, row)) <= 0)
+    if (row->canonical && (rc = encode_stored(out, row, sp)) <= 0)
         return rc ? rs_err_set(err, rc, "out of memory rendering an event") : 0;
     char small[2048];
     size_t mlen = 0;
@@ -1017,6 +1028,7 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
         (rc = rs_buf_addlit(out, ",\"content\":")))
         goto oom;
 
+    sp->c = out->len - start;
     if (!row->content) {
         rc = rs_buf_addlit(out, "null");
     } else if (markers) {
@@ -1028,9 +1040,13 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
         }
     } else
         rc = rs_buf_add_json_string(out, row->content, row->content_len);
-    if (rc || (rc = rs_buf_addlit(out, ",\"metadata\":")))
+    if (rc)
+        goto oom;
+    sp->clen = out->len - start - sp->c;
+    if ((rc = rs_buf_addlit(out, ",\"metadata\":")))
         goto oom;
 
+    sp->m = out->len - start;
     if (meta_ok)
         rc = rs_buf_add(out, small, mlen);
     else if (meta_big) {
@@ -1044,7 +1060,10 @@ int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err)
     } else
         rc = row->metadata ? rs_event_meta_other(out, row->metadata, row->metadata_len)
                            : rs_buf_addlit(out, "{}");
-    if (rc || (rc = rs_buf_addlit(out, ",\"created_at\":")))
+    if (rc)
+        goto oom;
+    sp->mlen = out->len - start - sp->m;
+    if ((rc = rs_buf_addlit(out, ",\"created_at\":")))
         goto oom;
 
     char canon[RS_TIME_LEN + 1];

@@ -104,6 +104,16 @@ typedef struct rs_row {
  * is not an object as rs_event_meta_other shows it. */
 int rs_event_encode(rs_buf *out, const rs_row *row, rs_err *err);
 
+/* Where a line's content and metadata values lie: [c, c + clen) and [m, m + mlen), offsets
+ * from the line's first byte. */
+typedef struct rs_event_spans {
+    size_t c, clen, m, mlen;
+} rs_event_spans;
+
+/* rs_event_encode, telling *sp where the line's content and metadata are (what a search
+ * looks in) so that nothing parses the line again to find them. */
+int rs_event_encode_spans(rs_buf *out, const rs_row *row, rs_event_spans *sp, rs_err *err);
+
 /* A row runfs stored (rs_row.canonical): its metadata's own members, canonical, are
  * row->metadata[0..*keep), followed in the line by a closing brace when *markers (DeerFlow's
  * markers, 1 for content_is_json, 3 with content_is_dict, cut off its end) is non-zero. 1

@@ -19,7 +19,6 @@ void rs_search_free(rs_search *q)
     if (!q)
         return;
     terms_free(q->terms, q->n);
-    rs_buf_release(&q->lower);
     free(q);
 }
 
@@ -35,6 +34,25 @@ int rs_search_lower(rs_buf *out, const char *s, size_t len)
     }
     rs_buf_setlen(out, out->len + len);
     return 0;
+}
+
+/* How common a byte is in events' text (JSON punctuation and English letters, most common
+ * first); a byte not listed is rarer than any listed. */
+static size_t byte_rank(unsigned char ch)
+{
+    static const char common[] = " eta\"oinsrhl:,dcumfpgwybvkxjqz";
+    const char *at = ch ? strchr(common, ch) : NULL;
+    return at ? (size_t)(at - common) : sizeof common;
+}
+
+/* The term's byte a search looks for first: the rarest, so memchr stops least often. */
+static size_t anchor_pick(const char *text, size_t len)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < len; i++)
+        if (byte_rank((unsigned char)text[i]) > byte_rank((unsigned char)text[best]))
+            best = i;
+    return best;
 }
 
 /* One term from its raw bytes (quotes removed); quoted: its first byte was inside quotes,
@@ -70,6 +88,7 @@ static int term_make(rs_term *t, const char *raw, size_t len, int negate, int qu
     t->text = rs_buf_detach(&b, NULL);
     if (!t->text)
         return rs_err_set(err, -ENOMEM, "out of memory");
+    t->anchor = anchor_pick(t->text, t->len);
     return 0;
 }
 
@@ -82,7 +101,6 @@ int rs_search_parse(rs_search **out, const char *query, rs_err *err)
     rs_search *q = calloc(1, sizeof *q);
     if (!q)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    q->lower = (rs_buf)RS_BUF_INIT;
     rs_buf raw = RS_BUF_INIT;
     size_t cap = 0;
     int rc = 0;
@@ -191,8 +209,46 @@ int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_
     return 0;
 }
 
-static int term_hit(const rs_term *t, const rs_record *rec, const char *text, size_t clen,
-                    size_t mlen)
+static unsigned char lower(unsigned char ch)
+{
+    return (unsigned char)(ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch);
+}
+
+/* Whether hay[0..len) holds t's text with its ASCII letters in either case, with no lowered
+ * copy of the row: each case of the anchor byte found by memchr (the upper one, rare in
+ * text, looked for only up to the next lower one), the rest compared where one is. */
+static int text_find(const rs_term *t, const char *hay, size_t len)
+{
+    const unsigned char *n = (const unsigned char *)t->text;
+    if (len < t->len)
+        return 0;
+    size_t k = t->anchor;
+    unsigned char lo = n[k], up = lo >= 'a' && lo <= 'z' ? (unsigned char)(lo - ('a' - 'A')) : lo;
+    /* The anchor's places are [p, end); lo_at and up_at its next place in each case (end:
+     * none), or before p when not yet looked for. */
+    const char *p = hay + k, *end = hay + len - (t->len - k) + 1;
+    const char *lo_at = p - 1, *up_at = up == lo ? end : p - 1;
+    while (p < end) {
+        if (lo_at < p && !(lo_at = memchr(p, lo, (size_t)(end - p))))
+            lo_at = end;
+        if (up_at < p && !(up_at = memchr(p, up, (size_t)(lo_at - p))))
+            up_at = lo_at; /* none before lo_at: looked for again past it */
+        const char *at = up_at < lo_at ? up_at : lo_at;
+        if (at == end)
+            return 0;
+        const unsigned char *h = (const unsigned char *)at - k;
+        size_t i = 0;
+        while (i < t->len && lower(h[i]) == n[i])
+            i++;
+        if (i == t->len)
+            return 1;
+        p = at + 1;
+    }
+    return 0;
+}
+
+static int term_hit(const rs_term *t, const rs_record *rec, const char *c, size_t clen,
+                    const char *m, size_t mlen)
 {
     switch (t->kind) {
     case RS_TERM_TYPE: return strcmp(rec->event_type, t->text) == 0;
@@ -201,29 +257,33 @@ static int term_hit(const rs_term *t, const rs_record *rec, const char *text, si
     case RS_TERM_TEXT:
         if (t->len == 0)
             return 1;
-        return memmem(text, clen, t->text, t->len) || memmem(text + clen, mlen, t->text, t->len);
+        return text_find(t, c, clen) || text_find(t, m, mlen);
     }
     return 0;
 }
 
-int rs_search_match(rs_search *q, const rs_record *rec)
+int rs_search_match_at(rs_search *q, const rs_record *rec, const rs_event_spans *sp)
 {
-    size_t c, clen, m, mlen;
+    size_t c = 0, clen = 0, m = 0, mlen = 0;
     int have_text = 0;
     for (size_t i = 0; i < q->n && !have_text; i++)
         have_text = q->terms[i].kind == RS_TERM_TEXT;
-    rs_buf_reset(&q->lower);
-    if (have_text) {
-        if (rs_search_spans(rec->line, rec->line_len, &c, &clen, &m, &mlen))
-            return 0;
-        int rc = rs_search_lower(&q->lower, rec->line + c, clen);
-        if (rc || (rc = rs_search_lower(&q->lower, rec->line + m, mlen)))
-            return rc;
-    } else {
-        clen = mlen = 0;
+    if (have_text && sp) {
+        c = sp->c;
+        clen = sp->clen;
+        m = sp->m;
+        mlen = sp->mlen;
+    } else if (have_text && rs_search_spans(rec->line, rec->line_len, &c, &clen, &m, &mlen)) {
+        return 0;
     }
     for (size_t i = 0; i < q->n; i++)
-        if (term_hit(&q->terms[i], rec, q->lower.buf, clen, mlen) == q->terms[i].negate)
+        if (term_hit(&q->terms[i], rec, rec->line + c, clen, rec->line + m, mlen) ==
+            q->terms[i].negate)
             return 0;
     return 1;
+}
+
+int rs_search_match(rs_search *q, const rs_record *rec)
+{
+    return rs_search_match_at(q, rec, NULL);
 }

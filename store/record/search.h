@@ -4,6 +4,7 @@
 #ifndef RS_SEARCH_H
 #define RS_SEARCH_H
 
+#include "event.h"
 #include "runstore.h"
 
 typedef enum rs_term_kind {
@@ -18,13 +19,13 @@ typedef struct rs_term {
     int negate; /* -term: the event must not match it */
     char *text; /* NUL-terminated; a text term's ASCII letters lowered */
     size_t len;
+    size_t anchor; /* a text term's byte that text holds least often: where a search looks first */
 } rs_term;
 
 struct rs_search {
     rs_term *terms;
     size_t n;
-    int by_run;   /* the term by:run: the answer is one line per run (rs_search_by_run) */
-    rs_buf lower; /* rs_search_match's scratch: the record's content and metadata, lowered */
+    int by_run; /* the term by:run: the answer is one line per run (rs_search_by_run) */
 };
 
 /* ASCII letters of s[0..len) lowered into out (appended); every other byte kept. */
@@ -33,5 +34,9 @@ int rs_search_lower(rs_buf *out, const char *s, size_t len);
 /* Where a canonical line's content and metadata values lie: [*c, *c + *clen) and [*m, *m +
  * *mlen). -EINVAL when the line is not a canonical record. */
 int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_t *m, size_t *mlen);
+
+/* rs_search_match of a record whose content and metadata lie where sp says (NULL: found by
+ * rs_search_spans). */
+int rs_search_match_at(rs_search *q, const rs_record *rec, const rs_event_spans *sp);
 
 #endif

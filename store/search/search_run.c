@@ -114,7 +114,9 @@ static int search_next(rs_cursor *base, const rs_record **out)
         const rs_record *rec;
         int rc = rs_cursor_next(c->inner, &rec);
         if (rc == 1) {
-            if ((rc = rs_search_match(c->q, rec)) == 1)
+            /* A row the backend rendered: where its content and metadata are is known. */
+            const rs_event_spans *sp = rec == &c->inner->rec ? &c->inner->spans : NULL;
+            if ((rc = rs_search_match_at(c->q, rec, sp)) == 1)
                 *out = rec;
             if (rc)
                 return rc;

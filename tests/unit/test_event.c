@@ -16,6 +16,7 @@
 #include "contract.h"
 #include "event.h"
 #include "json.h"
+#include "search.h"
 #include "unit.h"
 #include "rs_util.h"
 
@@ -454,6 +455,18 @@ static const struct good_case {
     { "{\"event\\u005ftype\":\"llm.error\"}", "trace" },
 };
 
+/* Where the encoder says a line's content and metadata are is where a search of the line
+ * alone finds them (rs_search_spans, independent of the encoder). */
+static void spans_agree(const rs_buf *line, const rs_event_spans *sp)
+{
+    size_t c, cl, m, ml;
+    assert_int_equal(rs_search_spans(line->buf, line->len, &c, &cl, &m, &ml), 0);
+    assert_int_equal(sp->c, c);
+    assert_int_equal(sp->clen, cl);
+    assert_int_equal(sp->m, m);
+    assert_int_equal(sp->mlen, ml);
+}
+
 static void test_good_lines(void **state)
 {
     (void)state;
@@ -476,12 +489,15 @@ static void test_good_lines(void **state)
                           .created_at = ev->created_db, .user_id = user};
             rs_buf built = RS_BUF_INIT, rendered = RS_BUF_INIT, copied = RS_BUF_INIT;
             assert_int_equal(rs_event_line(&built, ev, 42 + (int64_t)i, user), 0);
-            assert_int_equal(rs_event_encode(&rendered, &row, NULL), 0);
+            rs_event_spans sp;
+            assert_int_equal(rs_event_encode_spans(&rendered, &row, &sp, NULL), 0);
             assert_string_equal(built.buf, rendered.buf);
+            spans_agree(&rendered, &sp);
             /* The same row known to be put's: its columns copied, not scanned. */
             row.canonical = 1;
-            assert_int_equal(rs_event_encode(&copied, &row, NULL), 0);
+            assert_int_equal(rs_event_encode_spans(&copied, &row, &sp, NULL), 0);
             assert_string_equal(built.buf, copied.buf);
+            spans_agree(&copied, &sp);
             rs_buf_release(&built);
             rs_buf_release(&rendered);
             rs_buf_release(&copied);
@@ -824,6 +840,32 @@ static rs_row row_of(const char *content, const char *metadata, const char *crea
     return r;
 }
 
+/* Rows of other writers, each shape the general encoder handles: spans as found. */
+static void test_encode_spans(void **state)
+{
+    (void)state;
+    const char *ts = "2026-03-04 05:06:07.123456";
+    const struct {
+        const char *content, *metadata;
+    } rows[] = {
+        {"{\"type\": \"ai\", \"content\": \"h\\u00e9\"}", "{\"content_is_json\": true}"},
+        {"plain \"quoted\" \\ text\n", "{\"caller\": \"x\"}"},
+        {NULL, NULL},
+        {"[1, 2]", "[1, {\"a\": \"}\"}]"},
+        {"x", "not json at all"},
+        {"not json", "{\"content_is_json\": true, \"n\": {\"deep\": [1]}}"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rs_row r = row_of(rows[i].content, rows[i].metadata, ts);
+        rs_buf line = RS_BUF_INIT;
+        rs_event_spans sp;
+        assert_int_equal(rs_event_encode_spans(&line, &r, &sp, NULL), 0);
+        spans_agree(&line, &sp);
+        rs_buf_release(&line);
+    }
+}
+
 #define AI_EXPECTED \
     "{\"thread_id\":\"t1\",\"run_id\":\"r1\",\"seq\":7,\"event_type\":\"llm.ai.response\"," \
     "\"category\":\"message\",\"content\":{\"type\":\"ai\",\"content\":\"h\xc3\xa9\"," \
@@ -1164,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_contract_loading),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_encode_spans),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

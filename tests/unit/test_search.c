@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "search.h"
+#include "rs_util.h"
 
 static rs_search *parse_ok(const char *query)
 {
@@ -136,6 +137,47 @@ static void test_match(void **state)
     assert_int_equal(match("\"\""), 1); /* the empty string is in everything */
 }
 
+/* query against a line whose content is text, matched the way a lowered copy would be. */
+static int match_text(const char *query, const char *text)
+{
+    rs_buf line = RS_BUF_INIT;
+    assert_int_equal(rs_buf_addf(&line,
+                     "{\"thread_id\":\"t\",\"run_id\":\"r\",\"seq\":1,\"event_type\":\"x\","
+                     "\"category\":\"trace\",\"content\":\"%s\",\"metadata\":{},"
+                     "\"created_at\":\"2026-01-01T00:00:00.000000+00:00\"}\n",
+                     text), 0);
+    rs_search *q = parse_ok(query);
+    rs_record rec = {.seq = 1,
+                     .thread_id = "t",
+                     .run_id = "r",
+                     .event_type = "x",
+                     .category = "trace",
+                     .line = line.buf,
+                     .line_len = line.len};
+    int rc = rs_search_match(q, &rec);
+    rs_search_free(q);
+    rs_buf_release(&line);
+    return rc;
+}
+
+/* The search looks for the rarest byte of a term in both cases: every place of each case
+ * counts, wherever it lies in the term. */
+static void test_match_case(void **state)
+{
+    (void)state;
+    assert_int_equal(match_text("ledger", "a LedGxr then LEDGER"), 1);
+    assert_int_equal(match_text("ledger", "a ledgxr then LEDGEr"), 1);
+    assert_int_equal(match_text("ledger", "a LEDG then ledGE"), 0);
+    assert_int_equal(match_text("gerz", "LEDGER"), 0); /* past the span's end */
+    assert_int_equal(match_text("ger", "LEDGER"), 1); /* at the span's end */
+    assert_int_equal(match_text("g", "G"), 1);
+    assert_int_equal(match_text("zq", "aZQ"), 1);
+    assert_int_equal(match_text("zq", "Zq zQ"), 1);
+    assert_int_equal(match_text("zq", "Z Q z"), 0);
+    assert_int_equal(match_text("x1", "ax1"), 1); /* anchor with no case */
+    assert_int_equal(match_text("1x", "1a 1X"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_spans),
         cmocka_unit_test(test_match),
+        cmocka_unit_test(test_match_case),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
