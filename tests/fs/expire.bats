@@ -27,31 +27,6 @@ terminal() {
 # runs_of THREAD: the thread's runs, one a line, as the store lists them.
 runs_of() { "$RUNFS" ls "$STORE" "threads/$1/runs"; }
 
-# store_files: the files that hold the store's data (SQLite: the file, its WAL and shared
-# memory; PostgreSQL: the test database's directory under the cluster's data directory).
-store_files() {
-  if on_pg; then
-    local oid
-    oid=$(store_sql "SELECT oid FROM pg_database WHERE datname = current_database()")
-    find "$RUNFS_PG_DIR/data/base/$oid" -type f
-  else
-    ls "$STORE" "$STORE-wal" "$STORE-shm" 2>/dev/null
-  fi
-}
-
-# scan SECRET: how many of the store's files hold SECRET's bytes (a checkpoint first on
-# PostgreSQL, so what the server holds in memory is in the files).
-scan() {
-  if on_pg; then pg_admin "CHECKPOINT" >/dev/null; fi
-  store_files | python3 -c '
-import sys
-secret = sys.argv[1].encode()
-hits = [p for p in sys.stdin.read().split() if secret in open(p, "rb").read()]
-print(len(hits))
-for p in hits:
-    print(p, file=sys.stderr)' "$1"
-}
-
 @test "expire: --older-than removes whole old runs only, never one with a newer event, a live or an empty one; the high-water mark stays" {
   { human "old one" "$OLD"; terminal "$OLD"; } | "$RUNFS" put -q "$STORE" t old
   # Its first event is old, its newest is not: it stays.
@@ -222,10 +197,10 @@ EOF
   run cat "$MNT/search/$secret"
   assert_output --partial "$secret"
   grep -q "$secret" "$MNT/threads/t/events.jsonl"
-  [ "$(scan "$secret")" -ge 1 ]
+  [ "$(store_scan "$secret")" -ge 1 ]
   run "$RUNFS" expire "$STORE" --older-than 30d
   assert_success
-  run scan "$secret"
+  run store_scan "$secret"
   assert_output "0"
   wait_for 10 bash -c "! grep -q '$secret' '$MNT/threads/t/events.jsonl'"
   run cat "$MNT/search/$secret"

@@ -21,31 +21,6 @@ human() {
   printf '{"event_type":"llm.human.input","metadata":{"caller":"lead_agent","note":{"tags":["a","%s"]}},"content":{"type":"human","content":"%s","id":"h-%s"}}\n' "$1" "$1" "$2"
 }
 
-# store_files: the files that hold the store's data (SQLite: the file and its WAL;
-# PostgreSQL: the test database's directory under the cluster's data directory).
-store_files() {
-  if on_pg; then
-    local oid
-    oid=$(store_sql "SELECT oid FROM pg_database WHERE datname = current_database()")
-    find "$RUNFS_PG_DIR/data/base/$oid" -type f
-  else
-    ls "$STORE" "$STORE-wal" 2>/dev/null
-  fi
-}
-
-# scan SECRET: how many of the store's files hold SECRET's bytes (a checkpoint first on
-# PostgreSQL, so what the server holds in memory is in the files).
-scan() {
-  if on_pg; then pg_admin "CHECKPOINT" >/dev/null; fi
-  store_files | python3 -c '
-import sys
-secret = sys.argv[1].encode()
-hits = [p for p in sys.stdin.read().split() if secret in open(p, "rb").read()]
-print(len(hits))
-for p in hits:
-    print(p, file=sys.stderr)' "$1"
-}
-
 @test "forget: runfs redact erases a secret from the rows, the search index, free pages and WAL at once, with a mount open" {
   local secret=SECRETqz7Xw91
   runfs_mount "$STORE" "$MNT"
@@ -58,12 +33,12 @@ for p in hits:
   grep -q "$secret" "$MNT/threads/t/runs/r/events.jsonl"
   local before_size
   before_size=$(stat -c %s "$MNT/threads/t/runs/r/events.jsonl")
-  [ "$(scan "$secret")" -ge 1 ]
+  [ "$(store_scan "$secret")" -ge 1 ]
   run "$RUNFS" redact "$STORE" t 2 --path content.content --path metadata.note.tags.1 --reason "user asked"
   assert_success
   assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"user asked","at":"[^"]+","leaf":null,"note":null\}$'
   # Nothing of it is left in the store's files when the command has returned.
-  run scan "$secret"
+  run store_scan "$secret"
   assert_output "0"
   # The mount shows the redacted row at once (sizes and pages dropped), the envelope kept.
   run grep -c "$secret" "$MNT/threads/t/runs/r/events.jsonl"
@@ -143,7 +118,7 @@ EOF
   run "$RUNFS" redact "$STORE" t 6 --path content.content --path metadata.note.tags.1 --reason "secret" --seal-key "$WORK/a.pem" --seal-key-name runfs.test/a
   assert_success
   echo "$output" > "$WORK/red.json"
-  [ "$(scan "$secret")" = 0 ]
+  [ "$(store_scan "$secret")" = 0 ]
   # The kept leaf is RFC 6962's leaf of the line as sealed, with its salt (Python, hashlib).
   python3 - "$WORK/before.jsonl" "$WORK/proof6" "$WORK/red.json" "$WORK/a.pub" <<'EOF'
 import base64, hashlib, json, sys
@@ -199,7 +174,7 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   grep -q 'redacting needs a mount with --allow-redact' "$MNT/.runfs/rejects.jsonl"
   runfs_unmount "$MNT"
   runfs_mount "$STORE" "$MNT" --allow-redact
-  [ "$(scan "$secret")" -ge 1 ]
+  [ "$(store_scan "$secret")" -ge 1 ]
   grep -q "$secret" "$d/events.jsonl"
   # Refused lines: the reason is told, nothing changes.
   run bash -c "echo '{\"seq\": 2, \"paths\": [\"content.content\"]}' >> '$d/redactions.jsonl'"
@@ -214,7 +189,7 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   grep -q "$secret" "$d/events.jsonl"
   # The write returns once the bytes are gone from the store's files.
   echo '{"seq": 2, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked to forget"}' >> "$d/redactions.jsonl"
-  run scan "$secret"
+  run store_scan "$secret"
   assert_output "0"
   run grep -c "$secret" "$d/events.jsonl"
   assert_output "0"

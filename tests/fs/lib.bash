@@ -206,3 +206,28 @@ as() {
   local uid=$1; shift
   setpriv --reuid="$uid" --regid="$uid" --clear-groups -- bash -c "$*"
 }
+
+# store_files: the files that hold the store's data (SQLite: the file, its WAL and shared
+# memory; PostgreSQL: the test database's directory under the cluster's data directory).
+store_files() {
+  if on_pg; then
+    local oid
+    oid=$(store_sql "SELECT oid FROM pg_database WHERE datname = current_database()")
+    find "$RUNFS_PG_DIR/data/base/$oid" -type f
+  else
+    ls "$STORE" "$STORE-wal" "$STORE-shm" 2>/dev/null
+  fi
+}
+
+# store_scan SECRET: how many of the store's files hold SECRET's bytes (a checkpoint first on
+# PostgreSQL, so what the server holds in memory is in the files).
+store_scan() {
+  if on_pg; then pg_admin "CHECKPOINT" >/dev/null; fi
+  store_files | python3 -c '
+import sys
+secret = sys.argv[1].encode()
+hits = [p for p in sys.stdin.read().split() if secret in open(p, "rb").read()]
+print(len(hits))
+for p in hits:
+    print(p, file=sys.stderr)' "$1"
+}
