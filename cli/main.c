@@ -797,13 +797,19 @@ static int cmd_diff(int argc, char **argv)
     rs_target a = {0}, b = {0};
     if (run_arg(argv[2], &a) || run_arg(argv[3], &b))
         return usage_error("diff", "a run is THREAD/RUN, each an id: 1-64 of [A-Za-z0-9_-]");
-    rs_store *s;
+    rs_store *s, *s2;
     int rc = open_store(&s, argv[1], 1, NULL);
     if (rc)
         return rc;
+    /* A second connection, so that two big runs are read at once. */
+    if ((rc = open_store(&s2, argv[1], 1, NULL))) {
+        rs_store_close(s);
+        return rc;
+    }
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
-    rc = rfs_stepdiff_render(s, &a, &b, &out, &err);
+    rc = rfs_stepdiff_render(s, s2, &a, &b, &out, &err);
+    rs_store_close(s2);
     rs_store_close(s);
     if (!rc)
         rc = flush_stdout(NULL, &out);

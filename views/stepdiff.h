@@ -13,8 +13,10 @@
 
 /* Append the diff of run a against run b (each as its user sees it; either may be of any
  * thread). -ENOENT, with the reason in err, when either run does not exist for its user.
- * Memory grows with the two runs' step lines, never with their product. */
-int rfs_stepdiff_render(rs_store *s, const rs_target *a, const rs_target *b, rs_buf *out,
-                        rs_err *err);
+ * Memory grows with the two runs' step lines, never with their product. s2, when not NULL,
+ * is a second connection to the same store: b is read on it, on a thread of its own while a
+ * is read on s when both runs are big (the time is then about the longer read's). */
+int rfs_stepdiff_render(rs_store *s, rs_store *s2, const rs_target *a, const rs_target *b,
+                        rs_buf *out, rs_err *err);
 
 #endif

@@ -188,6 +188,24 @@ exact() {
   assert_output --partial "THREAD/RUN"
 }
 
+@test "diff: runfs diff reads two big runs at once, with the bytes the view reads one by one" {
+  # Runs of 3000 events each: runfs diff reads them on two connections, two threads.
+  mkdir -p "$T/runs/a" "$T/runs/b"
+  python3 "$REF" gen 3000 same >> "$T/runs/a/events.jsonl"
+  python3 "$REF" gen 3000 spread 5 >> "$T/runs/b/events.jsonl"
+  steps_of t a "$WORK/A"
+  steps_of t b "$WORK/B"
+  run "$RUNFS" diff "$STORE" t/a t/b
+  assert_success
+  printf '%s\n' "$output" > "$WORK/d"
+  check_diff "$WORK/d" "$WORK/A" "$WORK/B"
+  diff "$WORK/d" "$T/runs/a/diff/b" || fail "runfs diff differs from the view"
+  # A big run against one that is not there: the missing one is named.
+  run "$RUNFS" diff "$STORE" t/a t/nope
+  assert_failure
+  assert_output --partial "no run nope in thread t"
+}
+
 @test "diff: another owner's run is ENOENT on --user and --user-from-uid mounts" {
   # One thread, runs of two owners, as DeerFlow's gateway writes them.
   local line
