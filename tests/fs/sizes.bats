@@ -43,7 +43,7 @@ rewrite() {
 
 kept_rows() { store_sql "SELECT count(*) FROM runfs_meta WHERE key LIKE 'size:%'"; }
 any_kept() { [ "$(kept_rows)" -gt 0 ]; }
-kept_keys() { store_sql "SELECT group_concat(key) FROM (SELECT key FROM runfs_meta WHERE key LIKE 'size:%' ORDER BY key)"; }
+kept_keys() { store_sql "SELECT group_concat(key) FROM (SELECT key FROM runfs_meta WHERE key LIKE 'size:%' ORDER BY key) AS k"; }
 keys_moved() { [ "$(kept_keys)" != "$1" ]; }
 
 @test "st_size of every view is its bytes after appends, another writer's UPDATE and a remount" {
