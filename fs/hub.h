@@ -25,6 +25,11 @@ void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
  * drop the kernel's stale copy; wait: before returning (a reply that says the new size
  * follows; never from a handler the kernel holds the inode's pages for, such as a read). */
 void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait);
+/* A view's size for the store to keep (rs_store_size_put), written on the hub's connection
+ * at its next round: a commit on any other connection moves the data version the hub
+ * watches for other processes' changes. ctx: the mount. 0 when taken; -EAGAIN when the
+ * hub is gone or holds too many already (the caller writes it itself). */
+int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size);
 
 /* ---- shared by notify.c and follow.c ---- */
 
@@ -32,6 +37,14 @@ void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait);
 #define RFS_HUB_QUEUE_MAX 64 /* changes queued for a round; past it, a round checks all */
 
 typedef struct rfs_follow rfs_follow;
+
+/* A size rfs_hub_keep_size took. */
+typedef struct rfs_kept_size {
+    uint64_t view, token;
+    int64_t size;
+} rfs_kept_size;
+
+#define RFS_HUB_KEPT_MAX 65536 /* sizes held for the hub's next round */
 
 /* A commit reported to the hub: which logs it touched. */
 typedef struct rfs_change {
@@ -69,7 +82,9 @@ struct rfs_hub {
     } inval[RFS_HUB_QUEUE_MAX]; /* logs getattr found changed */
     size_t ninval;
     rfs_follow *followers;
-    int serve_asked; /* a dirty follower parked: serve it in a round */
+    int serve_asked;     /* a dirty follower parked: serve it in a round */
+    rfs_kept_size *kept; /* sizes to write at the next round */
+    size_t nkept, kept_cap;
 };
 
 /* A CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */

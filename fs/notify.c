@@ -283,6 +283,40 @@ static void store_appended(rfs_mount *m, const rfs_change *c)
     }
 }
 
+/* ---- sizes kept for later mounts ---- */
+
+int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
+{
+    rfs_hub *hub = ((rfs_mount *)ctx)->hub;
+    if (!hub)
+        return -EAGAIN;
+    pthread_mutex_lock(&hub->lock);
+    int rc = hub->stop || hub->nkept >= RFS_HUB_KEPT_MAX ? -EAGAIN
+             : rs_array_grow(&hub->kept, &hub->kept_cap, hub->nkept + 1, sizeof *hub->kept)
+                 ? -ENOMEM
+                 : 0;
+    if (!rc) {
+        hub->kept[hub->nkept++] = (rfs_kept_size){view, token, size};
+        pthread_cond_signal(&hub->wake); /* written at once: a later mount may look soon */
+    }
+    pthread_mutex_unlock(&hub->lock);
+    return rc;
+}
+
+/* Write the sizes taken so far, on the hub's connection (called without the lock). */
+static void kept_write(rfs_hub *hub)
+{
+    pthread_mutex_lock(&hub->lock);
+    rfs_kept_size *v = hub->kept;
+    size_t n = hub->nkept;
+    hub->kept = NULL;
+    hub->nkept = hub->kept_cap = 0;
+    pthread_mutex_unlock(&hub->lock);
+    for (size_t i = 0; i < n; i++)
+        (void)rs_store_size_put(hub->store, v[i].view, v[i].token, v[i].size);
+    free(v);
+}
+
 static void *hub_main(void *arg)
 {
     rfs_mount *m = arg;
@@ -294,7 +328,8 @@ static void *hub_main(void *arg)
     pthread_mutex_lock(&hub->lock);
     while (!hub->stop) {
         int ticked = 0;
-        if (hub->queued == 0 && !hub->overflow && hub->ninval == 0 && !hub->serve_asked) {
+        if (hub->queued == 0 && !hub->overflow && hub->ninval == 0 && !hub->serve_asked &&
+            hub->nkept == 0) {
             struct timespec ts;
             rfs_hub_deadline_in(&ts, RFS_HUB_TICK_MS);
             ticked = pthread_cond_timedwait(&hub->wake, &hub->lock, &ts) == ETIMEDOUT;
@@ -341,6 +376,7 @@ static void *hub_main(void *arg)
                 sync_logs(m, queue[i].thread_id);
             }
         }
+        kept_write(hub);
         /* The kernel knows this mount's changes: writers waiting in request_round may
          * return; other processes' changes and followers come after, so neither a slow
          * reader nor another mount's appends hold up a write(). */
@@ -443,6 +479,7 @@ void rfs_hub_stop(rfs_mount *m)
     pthread_mutex_unlock(&hub->lock);
     if (hub->running)
         pthread_join(hub->thread, NULL);
+    kept_write(hub);
     rs_store_close(hub->store);
     pthread_cond_destroy(&hub->left);
     pthread_cond_destroy(&hub->done);

@@ -183,6 +183,7 @@ void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, s
     sc->status_extra = status_extra;
     sc->rejects_size = rejects_size;
     sc->rejects_read = rejects_read;
+    sc->keep_size = rfs_hub_keep_size;
     sc->ctx = m;
 }
 

@@ -622,12 +622,29 @@ static int xml_char_ok(long cp)
     return (cp & 0xFFFE) != 0xFFFE;
 }
 
+/* How many bytes from p on (at most avail) are printable ASCII other than the four
+ * escaped: each a character shown as itself. */
+static size_t xml_plain(const unsigned char *p, size_t avail)
+{
+    size_t n = 0;
+    while (n < avail && p[n] >= 0x20 && p[n] < 0x7F && p[n] != '&' && p[n] != '<' && p[n] != '>' &&
+           p[n] != '"')
+        n++;
+    return n;
+}
+
 int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t chars = 0;
     int rc = 0;
     for (size_t i = 0, n; i < len && !rc; i += n) {
+        /* A stretch of plain ASCII (most of any text) is one copy, not a call per byte. */
+        if ((n = xml_plain(p + i, len - i < max - chars ? len - i : max - chars))) {
+            chars += n;
+            rc = rs_buf_add(out, s + i, n);
+            continue;
+        }
         if (chars++ == max)
             return rs_buf_addstr(out, "\xe2\x80\xa6");
         long cp = utf8_at(p + i, len - i, &n);

@@ -455,9 +455,9 @@ static int kept_get(rs_store *s, const rfs_scope *sc, const rs_buf *key, const r
 }
 
 /* Kept in the store best effort: a read-only store or a busy one renders again next time. */
-static void kept_put(rs_store *s, const kept *k, int64_t size)
+static void kept_put(rs_store *s, const rfs_scope *sc, const kept *k, int64_t size)
 {
-    if (k->stored)
+    if (k->stored && (!sc->keep_size || sc->keep_size(sc->ctx, k->view, k->token, size)))
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
@@ -491,14 +491,14 @@ static int keep_parts(rs_store *s, const rfs_scope *sc, const rfs_node *n, const
     int rc = rs_buf_addf(&doc, "%lld\n", (long long)count);
     if (!rc && !(rc = run_view_names(s, sc, n, kind, 0, info, &key, &k, err))) {
         rfs_sizes_put_doc(sc->sizes, key.buf, info, doc.buf, doc.len);
-        kept_put(s, &k, (int64_t)doc.len);
+        kept_put(s, sc, &k, (int64_t)doc.len);
     }
     if (!rc && count == 1 && !(rc = run_view_names(s, sc, n, kind, 1, info, &key, &k, err))) {
         if (whole)
             rfs_sizes_put_doc(sc->sizes, key.buf, info, whole->buf, whole->len);
         else
             rfs_sizes_put(sc->sizes, key.buf, info, whole_size);
-        kept_put(s, &k, whole ? (int64_t)whole->len : whole_size);
+        kept_put(s, sc, &k, whole ? (int64_t)whole->len : whole_size);
     }
     rs_buf_release(&key);
     rs_buf_release(&doc);
@@ -530,11 +530,11 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
                                 &otel, &parts, marks, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
-        kept_put(s, &k[i], (int64_t)docs[i].len);
+        kept_put(s, sc, &k[i], (int64_t)docs[i].len);
     }
     if (!rc) {
         rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
-        kept_put(s, &k[3], otel);
+        kept_put(s, sc, &k[3], otel);
         rc = keep_parts(s, sc, n, info, RFS_R_TL_WIN, windows, &docs[1], 0, err);
         if (!rc)
             rc = keep_parts(s, sc, n, info, RFS_R_OTEL_PART, parts, NULL, otel, err);
@@ -592,7 +592,7 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         } else {
             rfs_sizes_put(sc->sizes, keys[i].buf, info, size[i]);
         }
-        kept_put(s, &k[i], size[i]);
+        kept_put(s, sc, &k[i], size[i]);
     }
     for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
@@ -676,7 +676,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     else if (!rc && cache)
         rfs_sizes_put(sc->sizes, key.buf, token, st->size);
     if (!rc && cache && had != st->size)
-        kept_put(s, &k, st->size);
+        kept_put(s, sc, &k, st->size);
     rs_buf_release(&key);
     rs_buf_release(&scratch);
     return rc;
@@ -809,7 +809,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
         if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
-            kept_put(s, &k, st->size);
+            kept_put(s, sc, &k, st->size);
     }
     rs_buf_release(&key);
     /* Only types and tasks the run has exist. */

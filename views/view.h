@@ -32,7 +32,12 @@ typedef struct rfs_scope {
     int (*rejects_read)(void *ctx, const char *user, int64_t off, size_t size, rs_buf *out);
     void *ctx;
     struct rfs_sizes *sizes; /* view sizes kept until their thread changes (NULL: none) */
-    rfs_info_memo *memo;     /* a listing's: stats of one thread or run share its facts */
+    /* Where a size the store keeps for later mounts goes (NULL: written on the request's
+     * own connection); 0 when taken, else the caller writes it itself. A mount hands them
+     * to its hub: a commit on another connection is what the hub takes for another
+     * process's change, and a walk's sizes would have it check everything every tick. */
+    int (*keep_size)(void *ctx, uint64_t view, uint64_t token, int64_t size);
+    rfs_info_memo *memo; /* a listing's: stats of one thread or run share its facts */
     /* A listing of the thread asked for its entries' attributes (ls -la): a stat that must
      * render history.jsonl, transcript.md or the thread's stats.json or report.html for its
      * size sizes the four in one pass over the rows (they are stat'ed next). */

@@ -246,11 +246,13 @@ int sq_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err)
 
 int sq_last_visible_ai_seq(rs_backend *b, const rs_target *t, int64_t *seq, rs_err *err)
 {
-    /* Newest first along the run's message rows: the first visible AI row answers, so
-     * this reads a few index entries, not the run. */
+    /* Newest first along the run's rows (ix_events_run): the first visible AI row answers,
+     * so this reads a few index entries, not the run. The thread's category index would
+     * walk every later run's messages first: a listing of an early run of a long thread
+     * paid for the thread. */
     static const char sql[] =
         "SELECT seq FROM run_events WHERE thread_id = ?1 AND run_id = ?2 "
-        "AND category = 'message' AND event_type IN ('llm.ai.response', 'ai_message') "
+        "AND +category = 'message' AND event_type IN ('llm.ai.response', 'ai_message') "
         "AND NOT (coalesce(CASE WHEN json_valid(event_metadata) THEN "
         "json_extract(event_metadata, '$.\"caller\"') END, '') LIKE 'middleware:%') "
         "AND (?3 IS NULL OR user_id = ?3) ORDER BY seq DESC LIMIT 1";

@@ -45,6 +45,11 @@ static void test_xml_text_cut(void **state)
     check("a\xef\xbf\xbf" "bc", 5, 2, "a" R "\xe2\x80\xa6");
     check("ab", 2, 2, "ab");
     check("", 0, 0, "");
+    /* Cut inside a stretch of plain ASCII, right after one, and after an escape. */
+    check("abcdef", 6, 3, "abc\xe2\x80\xa6");
+    check("abc\xc3\xa9", 5, 3, "abc\xe2\x80\xa6");
+    check("a&bcd", 5, 3, "a&amp;b\xe2\x80\xa6");
+    check("\xc3\xa9xyz", 5, 2, "\xc3\xa9x\xe2\x80\xa6");
 }
 
 int main(void)
