@@ -1475,12 +1475,29 @@ static int pg_rewrites(rs_backend *b, int64_t *n)
     return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
 }
 
-static int pg_top_id(rs_backend *b, int64_t *id)
+/* Ids are handed out before their rows commit, in any order: a row below the highest id
+ * commits later only from a transaction in flight at this snapshot (one begun since takes
+ * a higher id), and that one's end changes the list of those in flight (cluster-wide: on
+ * a busy cluster kept sizes of the root's searches are kept less often, never stale). A
+ * writer that took its id and is given its transaction id only after this snapshot is
+ * not in the list: its INSERT does both, microseconds apart. */
+static int pg_rows_added(rs_backend *b, int64_t *version)
 {
-    *id = 0;
-    if (ensure_conn(b, NULL))
+    *version = 0;
+    PGresult *r;
+    if (ensure_conn(b, NULL) ||
+        pg_run(b,
+               "SELECT coalesce((SELECT max(id) FROM run_events), 0), coalesce((SELECT "
+               "string_agg(x::text, ',' ORDER BY x) FROM pg_snapshot_xip(pg_current_snapshot()) "
+               "x), '')",
+               NULL, &r, NULL))
         return -EIO;
-    return pg_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, id, NULL, NULL);
+    int64_t top = pg_val_int(r, 0, 0);
+    const char *xip = PQgetvalue(r, 0, 1);
+    uint64_t h = rs_hash(RS_HASH_INIT, &top, sizeof top);
+    *version = *xip ? (int64_t)(rs_hash(h, xip, strlen(xip)) >> 1) : top;
+    PQclear(r);
+    return 0;
 }
 
 static int pg_refresh(rs_backend *b, rs_err *err)
@@ -1620,7 +1637,7 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
-    .top_id = pg_top_id,
+    .rows_added = pg_rows_added,
     .size_get = pg_size_get,
     .size_put = pg_size_put,
     .set_wait = pg_set_wait,
