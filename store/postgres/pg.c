@@ -378,6 +378,38 @@ int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err)
     return rc;
 }
 
+#define ANALYZE_ROWS 10000 /* rows added below which the statistics are not asked about */
+
+void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks)
+{
+    if ((rows < ANALYZE_ROWS && blocks < ANALYZE_ROWS / 64) || b->read_only || b->standby ||
+        b->scratch || b->in_tx || b->read_tx || b->piped)
+        return;
+    /* PostgreSQL's count, or this connection's own where that lags (a session reports its
+     * counts at most once a second). */
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, rows);
+    pg_arg_int(&a, blocks);
+    PGresult *r;
+    if (pg_run(b,
+               "SELECT c.relname FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+               "WHERE c.oid IN (to_regclass('run_events'), to_regclass('runfs_search')) AND "
+               "greatest(s.n_mod_since_analyze, CASE WHEN c.relname = 'run_events' THEN $1::bigint "
+               "ELSE $2::bigint END) > greatest(c.reltuples, 0) / 5 + 50 AND "
+               "(pg_has_role(c.relowner, 'USAGE') OR pg_has_role((SELECT datdba FROM pg_database "
+               "WHERE datname = current_database()), 'USAGE'))",
+               &a, &r, NULL))
+        return;
+    /* SKIP_LOCKED: another mount's or autovacuum's ANALYZE of the table is as good. */
+    for (int i = 0; i < PQntuples(r); i++) {
+        rs_buf q = RS_BUF_INIT;
+        if (rs_buf_addf(&q, "ANALYZE (SKIP_LOCKED) %s", PQgetvalue(r, i, 0)) == 0)
+            (void)pg_exec_plain(b, q.buf, NULL);
+        rs_buf_release(&q);
+    }
+    PQclear(r);
+}
+
 int64_t pg_val_int(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col))
