@@ -191,8 +191,9 @@ typedef struct rs_backend_ops {
     int (*data_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
-    /* The highest run_events id (0: none): with rewrites, rs_store_rows_version. */
-    int (*top_id)(rs_backend *b, int64_t *id);
+    /* A number that moves with every commit that adds run_events rows (the highest id where
+     * rows commit in the order of their ids): with rewrites, rs_store_rows_version. */
+    int (*rows_added)(rs_backend *b, int64_t *version);
     /* rs_store_one_look (NULL: every look probes). */
     void (*one_look)(rs_backend *b, int on);
     /* rs_store_set_wait (NULL: the backend never waits). */

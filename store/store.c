@@ -161,7 +161,7 @@ int rs_store_rewrites(rs_store *s, int64_t *n)
 int rs_store_rows_version(rs_store *s, int64_t *version)
 {
     int64_t v[2] = {0, 0};
-    int rc = s->ops->top_id(s->be, &v[0]);
+    int rc = s->ops->rows_added(s->be, &v[0]);
     if (!rc)
         rc = s->ops->rewrites(s->be, &v[1]);
     if (!rc)

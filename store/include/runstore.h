@@ -150,9 +150,10 @@ void rs_store_set_wait(rs_store *s, int wait);
  * append only adds at the end). Between two equal answers rows were only added. */
 int rs_store_rewrites(rs_store *s, int64_t *n);
 /* A number that moves whenever any writer added, changed or deleted rows (the highest row
- * id and the rewrites count): unlike data_version, every connection of every process reads
- * the same number of the same rows, so what was computed from all the rows (a search at the
- * root) is kept against it. */
+ * id, on PostgreSQL with the transactions in flight, as ids commit out of order there; the
+ * rewrites count): unlike data_version, every connection of every process reads the same
+ * number of the same rows, so what was computed from all the rows (a search at the root)
+ * is kept against it. */
 int rs_store_rows_version(rs_store *s, int64_t *version);
 
 /* Index rows another program (DeerFlow) added to or deleted from the database since this

@@ -378,6 +378,38 @@ int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err)
     return rc;
 }
 
+#define ANALYZE_ROWS 10000 /* rows added below which the statistics are not asked about */
+
+void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks)
+{
+    if ((rows < ANALYZE_ROWS && blocks < ANALYZE_ROWS / 64) || b->read_only || b->standby ||
+        b->scratch || b->in_tx || b->read_tx || b->piped)
+        return;
+    /* PostgreSQL's count, or this connection's own where that lags (a session reports its
+     * counts at most once a second). */
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, rows);
+    pg_arg_int(&a, blocks);
+    PGresult *r;
+    if (pg_run(b,
+               "SELECT c.relname FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+               "WHERE c.oid IN (to_regclass('run_events'), to_regclass('runfs_search')) AND "
+               "greatest(s.n_mod_since_analyze, CASE WHEN c.relname = 'run_events' THEN $1::bigint "
+               "ELSE $2::bigint END) > greatest(c.reltuples, 0) / 5 + 50 AND "
+               "(pg_has_role(c.relowner, 'USAGE') OR pg_has_role((SELECT datdba FROM pg_database "
+               "WHERE datname = current_database()), 'USAGE'))",
+               &a, &r, NULL))
+        return;
+    /* SKIP_LOCKED: another mount's or autovacuum's ANALYZE of the table is as good. */
+    for (int i = 0; i < PQntuples(r); i++) {
+        rs_buf q = RS_BUF_INIT;
+        if (rs_buf_addf(&q, "ANALYZE (SKIP_LOCKED) %s", PQgetvalue(r, i, 0)) == 0)
+            (void)pg_exec_plain(b, q.buf, NULL);
+        rs_buf_release(&q);
+    }
+    PQclear(r);
+}
+
 int64_t pg_val_int(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col))
@@ -1475,12 +1507,29 @@ static int pg_rewrites(rs_backend *b, int64_t *n)
     return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
 }
 
-static int pg_top_id(rs_backend *b, int64_t *id)
+/* Ids are handed out before their rows commit, in any order: a row below the highest id
+ * commits later only from a transaction in flight at this snapshot (one begun since takes
+ * a higher id), and that one's end changes the list of those in flight (cluster-wide: on
+ * a busy cluster kept sizes of the root's searches are kept less often, never stale). A
+ * writer that took its id and is given its transaction id only after this snapshot is
+ * not in the list: its INSERT does both, microseconds apart. */
+static int pg_rows_added(rs_backend *b, int64_t *version)
 {
-    *id = 0;
-    if (ensure_conn(b, NULL))
+    *version = 0;
+    PGresult *r;
+    if (ensure_conn(b, NULL) ||
+        pg_run(b,
+               "SELECT coalesce((SELECT max(id) FROM run_events), 0), coalesce((SELECT "
+               "string_agg(x::text, ',' ORDER BY x) FROM pg_snapshot_xip(pg_current_snapshot()) "
+               "x), '')",
+               NULL, &r, NULL))
         return -EIO;
-    return pg_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, id, NULL, NULL);
+    int64_t top = pg_val_int(r, 0, 0);
+    const char *xip = PQgetvalue(r, 0, 1);
+    uint64_t h = rs_hash(RS_HASH_INIT, &top, sizeof top);
+    *version = *xip ? (int64_t)(rs_hash(h, xip, strlen(xip)) >> 1) : top;
+    PQclear(r);
+    return 0;
 }
 
 static int pg_refresh(rs_backend *b, rs_err *err)
@@ -1620,7 +1669,7 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
-    .top_id = pg_top_id,
+    .rows_added = pg_rows_added,
     .size_get = pg_size_get,
     .size_put = pg_size_put,
     .set_wait = pg_set_wait,

@@ -431,7 +431,7 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
                               err)) ||
             (marks.count >= INDEX_BATCH && (rc = marks_flush(b, &marks, err))))
             break;
-        if (b->progress && (++b->index_done & 4095) == 0)
+        if ((++b->index_done & 4095) == 0 && b->progress)
             b->progress(b->progress_ctx, b->index_done, 0);
     }
     if (rc < 0 && err && !err->code)
@@ -530,6 +530,7 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
 {
     /* One transaction per thread, under its lock: a large backlog never holds up writers
      * of other threads. */
+    int64_t from = b->index_done;
     for (int round = 0; round < 100000; round++) {
         PGresult *r;
         int rc = pg_run(b,
@@ -541,6 +542,7 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
             return rc;
         if (PQntuples(r) == 0) {
             PQclear(r);
+            pg_analyze_grown(b, b->index_done - from, 0);
             return 0;
         }
         char thread_id[RS_ID_MAX + 1];

@@ -86,7 +86,7 @@ struct rs_backend {
     /* rs_options.progress, set while pg_open runs; the rows catch-up indexed. */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
-    int64_t index_done;
+    int64_t index_done; /* counted with or without progress (pg_catch_up_all's share) */
     pg_tail tail;
     /* Read-only: the facts of each thread in use, copied into TEMP tables that shadow
      * runfs's (mem), and indexed there when another writer left them behind; side is the
@@ -177,6 +177,14 @@ extern const rs_sql pg_policy; /* the policy's primitives (rs_sql; pg_index.c) *
 int pg_int(rs_backend *b, const char *sql, const char *a1, const char *a2, int64_t *out, int *found,
            rs_err *err);
 int64_t pg_val_int(const PGresult *r, int row, int col);
+/* After this connection caught up rows another writer added to run_events, or added
+ * blocks to the search index: ANALYZE run_events and runfs_search where the rows changed
+ * since their last ANALYZE are past a fifth of them, and this role may (their owner's
+ * rights, or the database's). Until then the planner plans for the tables as they were
+ * (autovacuum's ANALYZE comes up to a minute later): a search over 200k new rows took
+ * seconds a query instead of a tenth of one. Nothing is reported: a role that may not, or
+ * an ANALYZE that fails, leaves the statistics as they were, never an error. */
+void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks);
 /* A write transaction serialised with every writer of thread_id (DeerFlow's advisory lock
  * when thread_id is not NULL), then exactly one of pg_commit or pg_rollback (either may be
  * queued in a pipeline; pg_rollback ends one). */

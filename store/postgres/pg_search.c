@@ -375,8 +375,10 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     /* A connection that was refused pg_trgm has no index tables to bring up to date. */
     if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err)))
         layout = LAYOUT;
-    if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)))
-        rc = sync_needed(b, &layout, &upto, &needed, err);
+    int64_t before = upto;
+    if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
+        !(rc = sync_needed(b, &layout, &upto, &needed, err)))
+        pg_analyze_grown(b, 0, (upto - before) / BLOCK);
     if (rc || layout != LAYOUT)
         return rc ? rc : -ENOSYS;
     rs_buf where = RS_BUF_INIT;

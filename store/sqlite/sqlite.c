@@ -1708,10 +1708,12 @@ static int sq_rewrites(rs_backend *b, int64_t *n)
     return 0;
 }
 
-static int sq_top_id(rs_backend *b, int64_t *id)
+/* One writer at a time takes ids and commits: the highest id moves with every insert. */
+static int sq_rows_added(rs_backend *b, int64_t *version)
 {
-    *id = 0;
-    return sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, id, NULL, NULL);
+    *version = 0;
+    return sq_int(b, "SELECT coalesce(max(id), 0) FROM run_events", NULL, NULL, version, NULL,
+                  NULL);
 }
 
 static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found)
@@ -1867,7 +1869,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .one_look = sq_one_look,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,
-    .top_id = sq_top_id,
+    .rows_added = sq_rows_added,
     .size_get = sq_size_get,
     .size_put = sq_size_put,
     .put = sq_put,

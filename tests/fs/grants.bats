@@ -193,3 +193,24 @@ BAD_URIS=(
     fi
   done
 }
+
+@test "grants: a search after DeerFlow's large insert analyzes runfs's own index only, where the role may not analyze run_events" {
+  on_pg || skip "PostgreSQL only: roles and grants"
+  deerflow_db
+  # pg_trgm made by the database's owner: runfs's role makes (and owns) the search index.
+  store_sql "CREATE EXTENSION pg_trgm" "$DF_URI"
+  runfs_mount "$RF_URI" "$MNT" --log "$WORK/daemon.log"
+  mkdir -p "$MNT/threads/t-g/runs/r1"
+  { ev_start; ev_human 'granted quokka'; } >> "$MNT/threads/t-g/runs/r1/events.jsonl"
+  [ "$(grep -c . "$MNT/search/quokka")" -eq 1 ]
+  store_sql "BEGIN; INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 't-df-' || (x % 20), 'r1', 'llm.error', 'trace', 'many ' || x || CASE WHEN x % 499 = 0 THEN ' quokka' ELSE '' END,
+    '{}', x / 20 + 1, now() FROM generate_series(0, 19999) x; COMMIT;" "$DF_URI" >/dev/null
+  # Every matching row, sized and read, without an error for the ANALYZE it could not run.
+  [ "$(stat -c %s "$MNT/search/quokka")" -eq "$(wc -c < "$MNT/search/quokka")" ]
+  [ "$(grep -c . "$MNT/search/quokka")" -eq 42 ]
+  run store_sql "SELECT relname FROM pg_stat_user_tables WHERE relname IN ('run_events', 'runfs_search') AND last_analyze IS NOT NULL ORDER BY 1"
+  assert_output runfs_search
+  run grep -i 'analyze\|owner' "$WORK/daemon.log"
+  assert_output ''
+}

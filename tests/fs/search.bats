@@ -464,3 +464,58 @@ PY
   cmp "$WORK/want" "$WORK/cli" || fail "runfs search's first 64 KiB differ from the reference's"
   [ $(( (t1 - t0) / 1000000 )) -lt 2000 ] || fail "runfs search's first 64 KiB took $(( (t1 - t0) / 1000000 )) ms"
 }
+
+# deerflow_row THREAD RUN SEQ TEXT: DeerFlow's insert of one row, under its thread's lock.
+deerflow_row() {
+  printf "SELECT pg_advisory_xact_lock(hashtext(CAST('%s' AS text))::bigint);
+INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+  VALUES ('%s','%s',NULL,'llm.error','trace','%s','{}',%s,'2026-03-04 08:00:00.000000');\n" "$1" "$1" "$2" "$4" "$3"
+}
+
+@test "search: a row whose id was taken before another's but committed after is in the sizes and bytes" {
+  on_pg || skip "PostgreSQL only: SQLite's writers commit in the order of their ids"
+  local q='okapi-31' tops
+  check "$MNT" "$q"
+  check "$MNT" "$q" T-deer
+  check "$MNT" "$q" T-deer run-1
+  # Session 1 takes an id and holds its transaction open; session 2 takes the next id and
+  # commits first: the highest id is then the same before and after session 1 commits.
+  mkfifo "$WORK/s1"
+  PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -d "$STORE" < "$WORK/s1" > "$WORK/s1.out" 2>&1 &
+  local s1=$!
+  exec 7> "$WORK/s1"
+  { echo 'BEGIN;'; deerflow_row T-deer run-1 20 "late $q row"; echo "\\echo held"; } >&7
+  wait_for 10 grep -q held "$WORK/s1.out"
+  store_sql "BEGIN; $(deerflow_row T-bulk run-4 500 "early $q row") COMMIT;"
+  tops=$(store_sql "SELECT max(id) FROM run_events")
+  check "$MNT" "$q"
+  check "$MNT" "$q" T-deer
+  check "$MNT" "$q" T-deer run-1
+  [ "$(grep -c . "$WORK/got")" -eq 0 ]
+  echo 'COMMIT;' >&7
+  exec 7>&-
+  wait "$s1"
+  [ "$(store_sql "SELECT max(id) FROM run_events")" = "$tops" ]
+  # Both rows, at the root, in the late row's thread and in its run.
+  check "$MNT" "$q" || { echo "the root search of [$q] is stale after the earlier id committed"; false; }
+  [ "$(grep -c . "$WORK/got")" -eq "$(store_sql "SELECT count(*) FROM run_events WHERE content LIKE '%$q%'")" ]
+  [ "$(grep -c . "$WORK/got")" -eq 2 ]
+  check "$MNT" "$q" T-deer
+  check "$MNT" "$q" T-deer run-1
+  [ "$(grep -c . "$WORK/got")" -eq 1 ]
+}
+
+@test "search: on PostgreSQL the first search after a large foreign insert brings the planner's statistics up to date" {
+  on_pg || skip "PostgreSQL only: its planner's statistics"
+  check "$MNT" 'quokka'
+  store_sql "SELECT pg_stat_reset_single_table_counters('run_events'::regclass)" > /dev/null
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-many-' || (x % 20), 'run-1', NULL, 'llm.error', 'trace', 'many ' || x || CASE WHEN x % 499 = 0 THEN ' quokka' ELSE '' END,
+    '{}', x / 20 + 1, '2026-03-04 09:00:00.000000' FROM generate_series(0, 19999) x"
+  [ -z "$(store_sql "SELECT last_analyze FROM pg_stat_user_tables WHERE relid = 'run_events'::regclass")" ]
+  check "$MNT" 'quokka'
+  [ "$(grep -c . "$WORK/got")" -eq 41 ]
+  run store_sql "SELECT relname FROM pg_stat_user_tables WHERE relname IN ('run_events', 'runfs_search') AND last_analyze IS NOT NULL ORDER BY 1"
+  assert_output "run_events
+runfs_search"
+}
