@@ -28,7 +28,7 @@ void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait);
 /* A view's size for the store to keep (rs_store_size_put), written on the hub's connection
  * at its next round: a commit on any other connection moves the data version the hub
  * watches for other processes' changes. ctx: the mount. 0 when taken; -EAGAIN when the
- * hub is gone or holds too many already (the caller writes it itself). */
+ * hub is gone or holds too many already, -ENOMEM (the caller writes it itself). */
 int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size);
 
 /* ---- shared by notify.c and follow.c ---- */

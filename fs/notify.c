@@ -303,7 +303,9 @@ int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
     return rc;
 }
 
-/* Write the sizes taken so far, on the hub's connection (called without the lock). */
+/* Write the sizes taken so far, on the hub's connection (called without the lock). They
+ * are kept best effort: the first that fails drops the rest, so a store that is down costs
+ * one wait for it, not one per size. */
 static void kept_write(rfs_hub *hub)
 {
     pthread_mutex_lock(&hub->lock);
@@ -313,7 +315,8 @@ static void kept_write(rfs_hub *hub)
     hub->nkept = hub->kept_cap = 0;
     pthread_mutex_unlock(&hub->lock);
     for (size_t i = 0; i < n; i++)
-        (void)rs_store_size_put(hub->store, v[i].view, v[i].token, v[i].size);
+        if (rs_store_size_put(hub->store, v[i].view, v[i].token, v[i].size))
+            break;
     free(v);
 }
 
@@ -376,14 +379,15 @@ static void *hub_main(void *arg)
                 sync_logs(m, queue[i].thread_id);
             }
         }
-        kept_write(hub);
         /* The kernel knows this mount's changes: writers waiting in request_round may
-         * return; other processes' changes and followers come after, so neither a slow
-         * reader nor another mount's appends hold up a write(). */
+         * return; kept sizes, other processes' changes and followers come after, so
+         * neither a walk's sizes, a slow reader nor another mount's appends hold up a
+         * write(). */
         pthread_mutex_lock(&hub->lock);
         hub->finished = round;
         pthread_cond_broadcast(&hub->done);
         pthread_mutex_unlock(&hub->lock);
+        kept_write(hub);
 
         /* Other processes: one probe of data_version per tick for the whole mount, however
          * many rounds this mount's writes ask for. A probe that finds a change costs a

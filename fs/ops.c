@@ -183,7 +183,8 @@ void rfs_scope_init(rfs_mount *m, fuse_req_t req, rfs_scope *sc, char *uidbuf, s
     sc->status_extra = status_extra;
     sc->rejects_size = rejects_size;
     sc->rejects_read = rejects_read;
-    sc->keep_size = rfs_hub_keep_size;
+    /* A read-only mount keeps no size in the store: nothing to hand the hub. */
+    sc->keep_size = m->opt.read_only ? NULL : rfs_hub_keep_size;
     sc->ctx = m;
 }
 
