@@ -378,7 +378,10 @@ int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err)
     return rc;
 }
 
-#define ANALYZE_ROWS 10000 /* rows added below which the statistics are not asked about */
+/* Rows a catch-up added below which the statistics are not asked about. The table's own
+ * count since its last ANALYZE decides, so rows split among a mount's connections (the
+ * hub's and a request's catch-ups) still count whole once one of them asks. */
+#define ANALYZE_ROWS 1000
 
 void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks)
 {
