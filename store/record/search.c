@@ -1,6 +1,7 @@
 /* search.c — the search query language: parsing a query (a file name) into terms, and the
  * match that decides whether a record is a hit, whatever index narrowed the rows. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,19 +225,21 @@ static int text_find(const rs_term *t, const char *hay, size_t len)
         return 0;
     size_t k = t->anchor;
     unsigned char lo = n[k], up = lo >= 'a' && lo <= 'z' ? (unsigned char)(lo - ('a' - 'A')) : lo;
-    /* The anchor's places are [p, end); lo_at and up_at its next place in each case (end:
-     * none), or before p when not yet looked for. */
-    const char *p = hay + k, *end = hay + len - (t->len - k) + 1;
-    const char *lo_at = p - 1, *up_at = up == lo ? end : p - 1;
+    /* The anchor's places are offsets [p, end) of hay; lo_at and up_at its next place in
+     * each case (end: none), or below p when not yet looked for. Offsets, not pointers: the
+     * mark below p would otherwise point before hay when the anchor is the term's first byte. */
+    ptrdiff_t p = (ptrdiff_t)k, end = (ptrdiff_t)(len - (t->len - k) + 1);
+    ptrdiff_t lo_at = p - 1, up_at = up == lo ? end : p - 1;
     while (p < end) {
-        if (lo_at < p && !(lo_at = memchr(p, lo, (size_t)(end - p))))
-            lo_at = end;
-        if (up_at < p && !(up_at = memchr(p, up, (size_t)(lo_at - p))))
-            up_at = lo_at; /* none before lo_at: looked for again past it */
-        const char *at = up_at < lo_at ? up_at : lo_at;
+        const char *f;
+        if (lo_at < p)
+            lo_at = (f = memchr(hay + p, lo, (size_t)(end - p))) ? f - hay : end;
+        if (up_at < p) /* none before lo_at: looked for again past it */
+            up_at = (f = memchr(hay + p, up, (size_t)(lo_at - p))) ? f - hay : lo_at;
+        ptrdiff_t at = up_at < lo_at ? up_at : lo_at;
         if (at == end)
             return 0;
-        const unsigned char *h = (const unsigned char *)at - k;
+        const unsigned char *h = (const unsigned char *)hay + at - k;
         size_t i = 0;
         while (i < t->len && lower(h[i]) == n[i])
             i++;

@@ -87,19 +87,25 @@ static const char line[] =
     "\"metadata\":{\"Caller\":\"Lead\",\"n\":{\"deep\":\"Ünï\"}},\"created_at\":\"2026-01-01T00:00:"
     "00.000000+00:00\"}\n";
 
-static int match(const char *query)
+/* query against one record of thread t, run r, category trace. */
+static int match_line(const char *query, const char *type, const char *text, size_t len)
 {
     rs_search *q = parse_ok(query);
     rs_record rec = {.seq = 1,
                      .thread_id = "t",
                      .run_id = "r",
-                     .event_type = "llm.error",
+                     .event_type = type,
                      .category = "trace",
-                     .line = line,
-                     .line_len = sizeof line - 1};
+                     .line = text,
+                     .line_len = len};
     int rc = rs_search_match(q, &rec);
     rs_search_free(q);
     return rc;
+}
+
+static int match(const char *query)
+{
+    return match_line(query, "llm.error", line, sizeof line - 1);
 }
 
 static void test_spans(void **state)
@@ -146,16 +152,7 @@ static int match_text(const char *query, const char *text)
                      "\"category\":\"trace\",\"content\":\"%s\",\"metadata\":{},"
                      "\"created_at\":\"2026-01-01T00:00:00.000000+00:00\"}\n",
                      text), 0);
-    rs_search *q = parse_ok(query);
-    rs_record rec = {.seq = 1,
-                     .thread_id = "t",
-                     .run_id = "r",
-                     .event_type = "x",
-                     .category = "trace",
-                     .line = line.buf,
-                     .line_len = line.len};
-    int rc = rs_search_match(q, &rec);
-    rs_search_free(q);
+    int rc = match_line(query, "x", line.buf, line.len);
     rs_buf_release(&line);
     return rc;
 }
