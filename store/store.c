@@ -500,6 +500,33 @@ int rs_store_query(rs_store *s, const rs_query *q, rs_cursor **out, rs_err *err)
     return s->ops->query(s->be, q, out, err);
 }
 
+int rs_store_run_info(rs_store *s, const rs_target *t, rs_log_info *info, rs_err *err)
+{
+    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, info, err);
+    if (rc)
+        return rc;
+    if (!info->exists)
+        return rs_err_set(err, -ENOENT, "no run %s in thread %s", t->run_id, t->thread_id);
+    return 0;
+}
+
+int rs_store_query_first(rs_store *s, const rs_query *q, rs_cursor **cur, const rs_record **rec,
+                         rs_err *err)
+{
+    int rc = rs_store_query(s, q, cur, err);
+    if (rc) {
+        *cur = NULL;
+        return rc;
+    }
+    if ((rc = rs_cursor_next(*cur, rec)) > 0)
+        return 1;
+    rs_cursor_free(*cur);
+    *cur = NULL;
+    return rc < 0 ? rs_err_set(err, rc, "reading thread %s: %s", q->thread_id ? q->thread_id : "*",
+                               rs_errno_name(rc))
+                  : 0;
+}
+
 int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, const char *user,
                       rs_log_info *out, rs_err *err)
 {

@@ -34,6 +34,14 @@ static inline rs_query rs_query_of_type(const rs_target *t, const char *const *t
     return q;
 }
 
+/* The run as t->user sees it; -ENOENT when it has nothing there. */
+int rs_store_run_info(rs_store *s, const rs_target *t, rs_log_info *info, rs_err *err);
+
+/* The first row of q: 1 with *cur open on it (rs_cursor_free it) and *rec set, 0 when there
+ * is none, or a negative errno with err set; *cur is NULL unless 1. */
+int rs_store_query_first(rs_store *s, const rs_query *q, rs_cursor **cur, const rs_record **rec,
+                         rs_err *err);
+
 /* A redacted event as a seal's checks see it (redact.c): the leaf hash of its line as sealed
  * (has_leaf 0: the run was not sealed over it) and the SHA-256 of its line as redacted. */
 typedef struct rs_redacted {

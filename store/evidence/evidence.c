@@ -32,17 +32,6 @@ static int check_run(const rs_target *t, rs_err *err)
     return 0;
 }
 
-/* The run as t->user sees it; -ENOENT when it has nothing there. */
-static int run_info(rs_store *s, const rs_target *t, rs_log_info *info, rs_err *err)
-{
-    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, info, err);
-    if (rc)
-        return rc;
-    if (!info->exists)
-        return rs_err_set(err, -ENOENT, "no run %s in thread %s", t->run_id, t->thread_id);
-    return 0;
-}
-
 /* ---- capture: digest, count and terminal up to a boundary ----------------------------------- */
 
 typedef struct capture {
@@ -335,7 +324,8 @@ int rs_store_receipt(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
     rs_log_info info;
     rs_log_facts facts;
     int rc = check_run(t, err);
-    if (rc || (rc = run_info(s, t, &info, err)) || (rc = rs_store_facts(s, t, &facts, err)))
+    if (rc || (rc = rs_store_run_info(s, t, &info, err)) ||
+        (rc = rs_store_facts(s, t, &facts, err)))
         return rc;
     static const char *const types[] = {"run.terminal"};
     rs_query q = rs_query_of_type(t, types, 1);
@@ -438,7 +428,7 @@ int rs_store_seal_read(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err
     rs_log_info info;
     rs_seal_row row;
     int rc = check_run(t, err);
-    if (rc || (rc = run_info(s, t, &info, err)))
+    if (rc || (rc = rs_store_run_info(s, t, &info, err)))
         return rc;
     rc = s->ops->seal_get(s->be, t, &row, err);
     if (rc == -ENOENT)
@@ -567,7 +557,7 @@ int rs_store_seal(rs_store *s, const rs_target *t, const char *body, size_t len,
     for (int attempt = 0; attempt <= SEAL_RETRIES; attempt++) {
         rs_log_info info;
         capture cap;
-        if ((rc = run_info(s, t, &info, err)))
+        if ((rc = rs_store_run_info(s, t, &info, err)))
             goto out;
         if (!b.partial &&
             (rc = terminal_probe(s, t, info.last_seq, cap.why, sizeof cap.why, err)) <= 0) {

@@ -177,11 +177,8 @@ static int first_owner(rs_store *s, const rs_target *t, expiry *e, rs_err *err)
     q.user = t->user;
     q.limit = 1;
     rs_cursor *cur;
-    int rc = rs_store_query(s, &q, &cur, err);
-    if (rc)
-        return rc;
     const rs_record *rec;
-    rc = rs_cursor_next(cur, &rec);
+    int rc = rs_store_query_first(s, &q, &cur, &rec, err);
     if (rc > 0 && rec->user_id && rs_fmt(e->owner, sizeof e->owner, "%s", rec->user_id) >= 0)
         e->has_owner = 1;
     rs_cursor_free(cur);

@@ -17,11 +17,9 @@ static int sealed(rs_store *s, const rs_target *t, rs_seal_row *row, rs_err *err
     if (!t->thread_id || !rs_id_valid(t->thread_id) || !t->run_id || !rs_id_valid(t->run_id))
         return rs_err_set(err, -EINVAL, "invalid thread or run id");
     rs_log_info info;
-    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, &info, err);
+    int rc = rs_store_run_info(s, t, &info, err);
     if (rc)
         return rc;
-    if (!info.exists)
-        return rs_err_set(err, -ENOENT, "no run %s in thread %s", t->run_id, t->thread_id);
     rc = s->ops->seal_get(s->be, t, row, err);
     return rc == -ENOENT ? rs_err_set(err, -ENOENT, "run %s is not sealed", t->run_id) : rc;
 }

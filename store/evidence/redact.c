@@ -235,11 +235,9 @@ static int on_render(void *ctx, const rs_redact_row *r)
 int rs_store_redactions(rs_store *s, const rs_target *t, rs_buf *out, rs_err *err)
 {
     rs_log_info info;
-    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, &info, err);
+    int rc = rs_store_run_info(s, t, &info, err);
     if (rc)
         return rc;
-    if (!info.exists)
-        return rs_err_set(err, -ENOENT, "no run %s in thread %s", t->run_id, t->thread_id);
     rc = s->ops->redaction_each(s->be, t, 1, INT64_MAX, on_render, out, err);
     return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc;
 }
@@ -400,18 +398,12 @@ static int read_row(rs_store *s, const rs_target *t, int64_t seq, redaction *d, 
     q.after_seq = seq - 1;
     q.before_seq = seq + 1;
     rs_cursor *cur;
-    int rc = rs_store_query(s, &q, &cur, err);
-    if (rc)
-        return rc;
     const rs_record *rec;
-    rc = rs_cursor_next(cur, &rec);
-    if (rc <= 0) {
-        rs_cursor_free(cur);
-        return rc < 0
-                   ? rs_err_set(err, rc, "reading seq %lld: %s", (long long)seq, rs_errno_name(rc))
-                   : rs_err_set(err, -ENOENT, "no event seq %lld in run %s", (long long)seq,
-                                t->run_id);
-    }
+    int rc = rs_store_query_first(s, &q, &cur, &rec, err);
+    if (rc <= 0)
+        return rc < 0 ? rc
+                      : rs_err_set(err, -ENOENT, "no event seq %lld in run %s", (long long)seq,
+                                   t->run_id);
     const rs_row *row = &cur->row;
     if (t->user && (!row->user_id || strcmp(row->user_id, t->user) != 0)) {
         rs_cursor_free(cur);
@@ -554,11 +546,8 @@ static int run_of(rs_store *s, const rs_target *t, int64_t seq, char *run, rs_er
     q.after_seq = seq - 1;
     q.before_seq = seq + 1;
     rs_cursor *cur;
-    int rc = rs_store_query(s, &q, &cur, err);
-    if (rc)
-        return rc;
     const rs_record *rec;
-    rc = rs_cursor_next(cur, &rec);
+    int rc = rs_store_query_first(s, &q, &cur, &rec, err);
     if (rc > 0)
         rc = rs_fmt(run, RS_ID_MAX + 1, "%s", rec->run_id) < 0 ? -EOVERFLOW : 0;
     else if (rc == 0)
