@@ -403,13 +403,14 @@ void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks)
                "WHERE datname = current_database()), 'USAGE'))",
                &a, &r, NULL))
         return;
-    /* SKIP_LOCKED: another mount's or autovacuum's ANALYZE of the table is as good. */
-    for (int i = 0; i < PQntuples(r); i++) {
-        rs_buf q = RS_BUF_INIT;
-        if (rs_buf_addf(&q, "ANALYZE (SKIP_LOCKED) %s", PQgetvalue(r, i, 0)) == 0)
-            (void)pg_exec_plain(b, q.buf, NULL);
-        rs_buf_release(&q);
-    }
+    /* SKIP_LOCKED: another mount's or autovacuum's ANALYZE of the table is as good. The
+     * statements are literals: nothing the server returns is spliced into SQL. */
+    for (int i = 0; i < PQntuples(r); i++)
+        (void)pg_exec_plain(b,
+                            strcmp(PQgetvalue(r, i, 0), "run_events") == 0
+                                ? "ANALYZE (SKIP_LOCKED) run_events"
+                                : "ANALYZE (SKIP_LOCKED) runfs_search",
+                            NULL);
     PQclear(r);
 }
 
