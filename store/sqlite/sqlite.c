@@ -470,6 +470,7 @@ int sq_commit(rs_backend *b, rs_err *err)
         sq_exec(b, "ROLLBACK", NULL);
         b->seen_version = -1;
         b->last_put.version = -1;
+        b->canon_kept.version = -1;
     }
     pthread_mutex_unlock(&b->lock->mutex);
     wal_wait(b->lock);
@@ -482,6 +483,7 @@ void sq_rollback(rs_backend *b)
         sq_exec(b, "ROLLBACK", NULL);
     b->seen_version = -1; /* what this transaction indexed is gone with it */
     b->last_put.version = -1;
+    b->canon_kept.version = -1;
     pthread_mutex_unlock(&b->lock->mutex);
 }
 
@@ -1535,6 +1537,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;
+    b->canon_kept.version = -1;
     b->ready_version = -1;
     b->rewrites_kept.version = -1;
     b->unindexed_version = -1;

@@ -291,8 +291,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     if (!rc && last_id)
         rc = sq_change_next(b, &run.change, err);
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
-        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
-        rc = sq_caught_up(b, last_id, err);
+        last_id)
+        rc = raise_floor(b, t->thread_id, seq - 1, err);
     run.change = 0;
     if (rc)
         b->last_put.version = -1;
@@ -307,13 +307,30 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
  * before going down to runfs_canon. Inside a transaction ids are handed out in turn (max +
  * 1), so no other writer's row lies between lo and hi. A range reaching lo is stale (its
  * top rows were deleted where runfs_canon_top did not see it): it goes, so it never claims
- * new rows. An append that continues the top range writes one row of runfs_meta, on the page
- * its indexed_id (sq_caught_up) is written to anyway. */
-static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
+ * new rows. indexed (0: none) is the transaction's last row, the new indexed_id
+ * (sq_caught_up): one row of runfs_meta's page, as canon_hi is. When this connection's
+ * previous put left the top range (canon_kept) and this one follows it, nothing else can
+ * have moved either, so one statement writes both. */
+static int canon_add(rs_backend *b, int64_t lo, int64_t hi, int64_t indexed, rs_err *err)
 {
+    sq_canon_kept *k = &b->canon_kept;
+    int rc;
+    if (indexed && k->version >= 0 && k->version == b->seen_version &&
+        (k->commits == b->commits || k->commits == b->commits + 1) && k->lo > 0 &&
+        k->hi == lo - 1) {
+        rc = sq_step(b, NULL, err, "canonical rows",
+                     "INSERT INTO runfs_meta (key, value) VALUES ('canon_hi', ?1), "
+                     "('indexed_id', ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     "ii", hi, indexed);
+        k->hi = hi;
+        k->commits = b->commits + 1;
+        if (rc < 0)
+            k->version = -1;
+        return rc < 0 ? rc : 0;
+    }
+    k->version = -1;
     int64_t top_lo = 0, top_hi = 0;
-    int rc =
-        sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
+    rc = sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
     if (rc >= 0)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'canon_lo'", NULL, NULL, &top_lo,
                     NULL, err);
@@ -325,18 +342,28 @@ static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     if (top_lo > 0 && top_hi == lo - 1) {
         rc = sq_step(b, NULL, err, "canonical rows",
                      "UPDATE runfs_meta SET value = ?1 WHERE key = 'canon_hi'", "i", hi);
-        return rc < 0 ? rc : 0;
+    } else {
+        if (top_lo > 0 && top_hi < lo)
+            rc = sq_step(b, NULL, err, "canonical rows",
+                         "INSERT OR REPLACE INTO runfs_canon (hi, lo) VALUES (?1, ?2)", "ii",
+                         top_hi, top_lo);
+        if (rc >= 0)
+            rc = sq_step(b, NULL, err, "canonical rows",
+                         "UPDATE runfs_meta SET value = CASE key WHEN 'canon_lo' THEN ?1 ELSE ?2 "
+                         "END WHERE key IN ('canon_lo', 'canon_hi')",
+                         "ii", lo, hi);
+        top_lo = lo;
     }
-    if (top_lo > 0 && top_hi < lo)
-        rc = sq_step(b, NULL, err, "canonical rows",
-                     "INSERT OR REPLACE INTO runfs_canon (hi, lo) VALUES (?1, ?2)", "ii", top_hi,
-                     top_lo);
-    if (rc >= 0)
-        rc = sq_step(b, NULL, err, "canonical rows",
-                     "UPDATE runfs_meta SET value = CASE key WHEN 'canon_lo' THEN ?1 ELSE ?2 END "
-                     "WHERE key IN ('canon_lo', 'canon_hi')",
-                     "ii", lo, hi);
-    return rc < 0 ? rc : 0;
+    if (rc >= 0 && indexed)
+        rc = sq_caught_up(b, indexed, err);
+    if (rc < 0)
+        return rc;
+    /* Known from here on, after an append (this transaction's commit makes commits one
+     * more); an import's rows were not all appended. */
+    if (indexed)
+        *k = (sq_canon_kept){
+            .version = b->seen_version, .commits = b->commits + 1, .lo = top_lo, .hi = hi};
+    return 0;
 }
 
 /* The group's rows, once for the transaction: the appends that stayed follow one another. */
@@ -352,11 +379,11 @@ static int canon_group(rs_backend *b, sq_group_req *group, rs_err *err)
             continue;
         }
         if (hi)
-            rc = canon_add(b, lo, hi, err);
+            rc = canon_add(b, lo, hi, 0, err);
         lo = r->ids[0];
         hi = r->ids[1];
     }
-    return rc || !hi ? rc : canon_add(b, lo, hi, err);
+    return rc || !hi ? rc : canon_add(b, lo, hi, hi, err);
 }
 
 static void stored_trim(rs_buf *stored, size_t len)
@@ -444,7 +471,7 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
     }
     int64_t ids[2];
     if ((rc = put_rows(b, t, evs, n, stored, at, ids, err)) ||
-        (ids[0] && (rc = canon_add(b, ids[0], ids[1], err))) ||
+        (ids[0] && (rc = canon_add(b, ids[0], ids[1], ids[1], err))) ||
         (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err))))
         goto fail;
     if ((rc = sq_commit(b, err)))
@@ -657,7 +684,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         int found;
         /* The rows were parsed as put's are: noted, they are copied from now on (by the
          * reindex too). */
-        if ((rc = canon_add(b, first_id, last_id, err)) ||
+        if ((rc = canon_add(b, first_id, last_id, 0, err)) ||
             (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
             (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
             (rc = sq_change_rows(b, first_id - 1, last_id, 0, err)) ||
