@@ -627,7 +627,8 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     /* A writer also wants the triggers (a store an older build set up lacks some); a
      * reader alters nothing and reads the store as it is. */
     static const char *const triggers[] = {"runfs_canon_update", "runfs_count_deleted",
-                                           "runfs_forget_updated", "runfs_replace_note"};
+                                           "runfs_forget_updated", "runfs_replace_note",
+                                           "runfs_replace_work"};
     for (size_t i = 0; !rc && has_schema && !b->read_only && i < sizeof triggers / sizeof *triggers;
          i++)
         rc = object_exists(b, "trigger", triggers[i], &has_schema, err);
