@@ -144,6 +144,98 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return 0;
 }
 
+/* Rows of an append a statement inserts together: 32 or 8 (a statement opens a cursor on
+ * run_events and on each of its four indexes, and gives runfs_replace_note's program a
+ * frame, once for all its rows; stepped for each row, that was a quarter of an insert). */
+#define ROW_VALUES "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define ROWS_8 \
+    ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES \
+               ", " ROW_VALUES ", " ROW_VALUES
+#define INSERT_ROWS \
+    "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, " \
+    "event_metadata, seq, created_at) VALUES "
+#define PUT_CHUNK 32
+
+static void bind_static(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC); /* stepped before the caller returns */
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* k (32 or 8) rows in one statement; *id: the last one's id. */
+static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const *evs,
+                       const int64_t *seqs, size_t k, int64_t *id, rs_err *err)
+{
+    static const char insert8[] = INSERT_ROWS ROWS_8;
+    static const char insert32[] = INSERT_ROWS ROWS_8 ", " ROWS_8 ", " ROWS_8 ", " ROWS_8;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, k == PUT_CHUNK ? insert32 : insert8, &st, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < k; i++) {
+        const rs_event *ev = evs[i];
+        int p = (int)i * 9;
+        bind_static(st, p + 1, t->thread_id);
+        bind_static(st, p + 2, t->run_id);
+        bind_static(st, p + 3, t->user);
+        bind_static(st, p + 4, ev->event_type);
+        bind_static(st, p + 5, ev->category);
+        sqlite3_bind_text(st, p + 6, ev->content_db.buf, (int)ev->content_db.len, SQLITE_STATIC);
+        sqlite3_bind_text(st, p + 7, ev->metadata_db.buf, (int)ev->metadata_db.len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, p + 8, seqs[i]);
+        bind_static(st, p + 9, ev->created_db);
+    }
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src == SQLITE_DONE) {
+        *id = sqlite3_last_insert_rowid(b->db);
+        return 0;
+    }
+    rc = sq_fail(b, src, err, "insert");
+    if (rc != -EEXIST || sqlite3_get_autocommit(b->db))
+        return rc;
+    /* A constraint refused a row and the statement took its rows back: again a row at a
+     * time, so that the error names the event. */
+    for (size_t i = 0; i < k; i++)
+        if ((rc = insert_event(b, t, evs[i], seqs[i], id, err)))
+            return rc;
+    return 0;
+}
+
+/* Rows of an append waiting for their insert, in seq order, with their lines' lengths. */
+typedef struct put_chunk {
+    const rs_event *ev[PUT_CHUNK];
+    int64_t seq[PUT_CHUNK];
+    size_t len[PUT_CHUNK];
+    size_t n;
+} put_chunk;
+
+/* The rows waiting in c inserted and accounted in the logs; ids and *last_id as put_rows
+ * keeps them. Ids are handed out in turn inside a transaction (max + 1): a statement's rows
+ * end at the last one's. */
+static int chunk_flush(rs_backend *b, const rs_target *t, put_chunk *c, sq_log *run, sq_log *thr,
+                       int64_t ids[2], int64_t *last_id, rs_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->n && !rc;) {
+        size_t left = c->n - i, k = left >= PUT_CHUNK ? PUT_CHUNK : left >= 8 ? 8 : 1;
+        rc = k == 1 ? insert_event(b, t, c->ev[i], c->seq[i], last_id, err)
+                    : insert_rows(b, t, c->ev + i, c->seq + i, k, last_id, err);
+        for (size_t j = i; j < i + k && !rc; j++)
+            rc = sq_log_line(b, run, thr, c->seq[j], c->len[j], c->ev[j]->event_type,
+                             c->ev[j]->category, c->ev[j]->created_at, err);
+        if (!rc && !ids[0])
+            ids[0] = *last_id - (int64_t)k + 1;
+        if (!rc)
+            ids[1] = *last_id;
+        i += k;
+    }
+    c->n = 0;
+    return rc;
+}
+
 int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err)
 {
@@ -252,11 +344,16 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         at->run_off = run.size;
         at->thread_off = thr.size;
     }
+    put_chunk chunk = {.n = 0};
     for (size_t i = 0; i < n && !rc; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
+        /* A row with an idempotency key goes alone, after the rows before it: the next
+         * row with the same key must find it. */
         if (ev->idem_key[0]) {
             int used = 0;
+            if ((rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err)))
+                break;
             if ((rc = b->policy->idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
@@ -275,6 +372,14 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
                 break;
             len = stored->len - len;
         }
+        if (!ev->idem_key[0]) {
+            chunk.ev[chunk.n] = ev;
+            chunk.seq[chunk.n] = seq++;
+            chunk.len[chunk.n++] = len;
+            if (chunk.n == PUT_CHUNK)
+                rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
+            continue;
+        }
         if ((rc = insert_event(b, t, ev, seq, &last_id, err)) ||
             (rc = sq_log_line(b, &run, &thr, seq, len, ev->event_type, ev->category, ev->created_at,
                               err)) ||
@@ -285,6 +390,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         ids[1] = last_id;
         seq++;
     }
+    if (!rc)
+        rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
     if (at)
         at->len = run.size - run_start;
     /* The run's change number goes with its totals (the change feed). */
