@@ -360,13 +360,15 @@ static const char rs_schema_changes_sql[] =
      * same trigger takes the new row as the delete triggers take a deleted one: its thread
      * recomputed, its id no longer canonical, its search block marked, its run numbered
      * again. An append (no id given: new.id is -1 here; a seq above the thread's logs) meets
-     * none of it: one probe of runfs_thread is what it adds to an insert. */
+     * none of it: one probe of runfs_thread is what it adds to an insert. That work is a
+     * trigger of its own, on runfs_replace_q, which runfs_replace_note starts (a row in, gone
+     * at the work's end) only when its condition holds: SQLite tests a trigger's WHEN inside
+     * the trigger's program, whose frame (every register and cursor of its body) it allocates
+     * and clears for each insert, so the long body stays out of an append's path. */
                                      "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
-                                     "CREATE TRIGGER IF NOT EXISTS runfs_replace_note BEFORE INSERT ON run_events\n"
-                                     "  WHEN EXISTS (SELECT 1 FROM run_events WHERE thread_id = new.thread_id AND seq = new.seq)\n"
-                                     "  OR (new.id >= 0 AND EXISTS (SELECT 1 FROM run_events WHERE id = new.id))\n"
-                                     "  OR (new.id >= 0 AND new.id <= (SELECT value FROM runfs_meta WHERE key = 'indexed_id'))\n"
-                                     "  OR new.seq <= (SELECT last_seq FROM runfs_thread WHERE thread_id = new.thread_id) BEGIN\n"
+                                     "CREATE TABLE IF NOT EXISTS runfs_replace_q (q INTEGER PRIMARY KEY, id INTEGER,\n"
+                                     "  thread_id TEXT, run_id TEXT, user_id TEXT, seq INTEGER);\n"
+                                     "CREATE TRIGGER IF NOT EXISTS runfs_replace_work AFTER INSERT ON runfs_replace_q BEGIN\n"
                                      "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT e.thread_id FROM\n"
                                      "    run_events e WHERE " REPLACED ");\n"
                                      "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
@@ -413,6 +415,15 @@ static const char rs_schema_changes_sql[] =
                                                                                "    WHERE thread_id = new.thread_id AND run_id = new.run_id;\n"
                                                                                "  INSERT INTO runfs_search_dirty (blk) SELECT (new.id - 1) / 64 WHERE new.id >= 0\n"
                                                                                "    AND NOT EXISTS (SELECT 1 FROM runfs_search_dirty WHERE blk = (new.id - 1) / 64);\n"
+                                                                               "  DELETE FROM runfs_replace_q WHERE q = new.q;\n"
+                                                                               "END;\n"
+                                                                               "CREATE TRIGGER IF NOT EXISTS runfs_replace_note BEFORE INSERT ON run_events\n"
+                                                                               "  WHEN EXISTS (SELECT 1 FROM run_events WHERE thread_id = new.thread_id AND seq = new.seq)\n"
+                                                                               "  OR (new.id >= 0 AND EXISTS (SELECT 1 FROM run_events WHERE id = new.id))\n"
+                                                                               "  OR (new.id >= 0 AND new.id <= (SELECT value FROM runfs_meta WHERE key = 'indexed_id'))\n"
+                                                                               "  OR new.seq <= (SELECT last_seq FROM runfs_thread WHERE thread_id = new.thread_id) BEGIN\n"
+                                                                               "  INSERT INTO runfs_replace_q (id, thread_id, run_id, user_id, seq)\n"
+                                                                               "    VALUES (new.id, new.thread_id, new.run_id, new.user_id, new.seq);\n"
                                                                                "END;\n";
 
 /* Triggers on run_events an older build left: the change feed's that let a run's number go
@@ -420,15 +431,18 @@ static const char rs_schema_changes_sql[] =
  * conflict clause could make fail. SQLite runs a trigger's INSERT under the conflict clause
  * of the statement that fired it (CREATE TRIGGER), so an older build's INSERT OR IGNORE
  * became INSERT OR ABORT under DeerFlow's UPDATE OR ABORT or UPSERT and failed it on the
- * side table's key. And a runfs_replace_note that missed rows put back below the logs. A
- * writer's open drops them (rs_schema_stale_drop_sql) and makes them again; no statement of runfs's triggers meets a constraint now, whatever the outer
- * clause. */
+ * side table's key. And a runfs_replace_note that missed rows put back below the logs, or
+ * that did its work itself (every append paid for its frame: runfs_replace_q). A writer's
+ * open drops them (rs_schema_stale_drop_sql) and makes them again; no statement of runfs's
+ * triggers meets a constraint now, whatever the outer clause. */
 static const char rs_schema_stale_triggers_sql[] =
     "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' "
     "AND name LIKE 'runfs%' AND (sql LIKE '%OR IGNORE%' OR (name LIKE 'runfs_change_%' AND "
-    "sql NOT LIKE '%max(change%') OR (name = 'runfs_replace_note' AND sql NOT LIKE '%last_seq%'))";
+    "sql NOT LIKE '%max(change%') OR (name = 'runfs_replace_note' AND (sql NOT LIKE '%last_seq%' "
+    "OR sql NOT LIKE '%runfs_replace_q%')))";
 static const char rs_schema_stale_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_change_delete;\n"
                                                "DROP TRIGGER IF EXISTS runfs_change_update;\n"
                                                "DROP TRIGGER IF EXISTS runfs_search_update;\n"
                                                "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
-                                               "DROP TRIGGER IF EXISTS runfs_replace_note;\n";
+                                               "DROP TRIGGER IF EXISTS runfs_replace_note;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_replace_work;\n";

@@ -470,6 +470,7 @@ int sq_commit(rs_backend *b, rs_err *err)
         sq_exec(b, "ROLLBACK", NULL);
         b->seen_version = -1;
         b->last_put.version = -1;
+        b->canon_kept.version = -1;
     }
     pthread_mutex_unlock(&b->lock->mutex);
     wal_wait(b->lock);
@@ -482,6 +483,7 @@ void sq_rollback(rs_backend *b)
         sq_exec(b, "ROLLBACK", NULL);
     b->seen_version = -1; /* what this transaction indexed is gone with it */
     b->last_put.version = -1;
+    b->canon_kept.version = -1;
     pthread_mutex_unlock(&b->lock->mutex);
 }
 
@@ -625,7 +627,8 @@ static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layo
     /* A writer also wants the triggers (a store an older build set up lacks some); a
      * reader alters nothing and reads the store as it is. */
     static const char *const triggers[] = {"runfs_canon_update", "runfs_count_deleted",
-                                           "runfs_forget_updated", "runfs_replace_note"};
+                                           "runfs_forget_updated", "runfs_replace_note",
+                                           "runfs_replace_work"};
     for (size_t i = 0; !rc && has_schema && !b->read_only && i < sizeof triggers / sizeof *triggers;
          i++)
         rc = object_exists(b, "trigger", triggers[i], &has_schema, err);
@@ -1535,6 +1538,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;
+    b->canon_kept.version = -1;
     b->ready_version = -1;
     b->rewrites_kept.version = -1;
     b->unindexed_version = -1;

@@ -466,6 +466,7 @@ int sq_catch_up(rs_backend *b, rs_err *err)
     if (rc || (version == b->seen_version && version >= 0))
         return rc;
     b->last_put.version = -1; /* another writer changed the store: look again */
+    b->canon_kept.version = -1;
     b->change_known = 0;
     int needed = 0;
     if ((rc = sq_needs_catch_up(b, &needed, err)) || !needed) {

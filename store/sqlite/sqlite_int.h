@@ -68,6 +68,17 @@ typedef struct sq_last_put {
     int64_t next_seq;
 } sq_last_put;
 
+/* The top canonical range (runfs_meta's canon_lo..canon_hi) as this connection's put
+ * wrote it, while nothing else can have changed it: no other connection committed since
+ * (version: seen_version then) and this connection committed nothing but that put (commits:
+ * b->commits once it committed). Then the next append that follows it moves canon_hi and
+ * indexed_id in one statement instead of reading and writing them in five. */
+typedef struct sq_canon_kept {
+    int64_t version; /* -1: not known */
+    int64_t commits;
+    int64_t lo, hi;
+} sq_canon_kept;
+
 /* One log's sq_log_info as read while nothing had changed the file since (see
  * sq_info_kept): a walk stats and opens each file of a run several times. */
 typedef struct sq_info_kept {
@@ -109,6 +120,7 @@ struct rs_backend {
     void *progress_ctx;
     int64_t index_done, index_total;
     sq_last_put last_put;
+    sq_canon_kept canon_kept;
     /* The change number this connection gave last, while known to be the store's highest
      * (no other connection committed since: sq_catch_up forgets it, as it does last_put). */
     int64_t change_last;

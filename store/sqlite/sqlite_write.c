@@ -144,6 +144,98 @@ static int insert_event(rs_backend *b, const rs_target *t, const rs_event *ev, i
     return 0;
 }
 
+/* Rows of an append a statement inserts together: 32 or 8 (a statement opens a cursor on
+ * run_events and on each of its four indexes, and gives runfs_replace_note's program a
+ * frame, once for all its rows; stepped for each row, that was a quarter of an insert). */
+#define ROW_VALUES "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define ROWS_8 \
+    ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES ", " ROW_VALUES \
+               ", " ROW_VALUES ", " ROW_VALUES
+#define INSERT_ROWS \
+    "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, " \
+    "event_metadata, seq, created_at) VALUES "
+#define PUT_CHUNK 32
+
+static void bind_static(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC); /* stepped before the caller returns */
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* k (32 or 8) rows in one statement; *id: the last one's id. */
+static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const *evs,
+                       const int64_t *seqs, size_t k, int64_t *id, rs_err *err)
+{
+    static const char insert8[] = INSERT_ROWS ROWS_8;
+    static const char insert32[] = INSERT_ROWS ROWS_8 ", " ROWS_8 ", " ROWS_8 ", " ROWS_8;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, k == PUT_CHUNK ? insert32 : insert8, &st, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < k; i++) {
+        const rs_event *ev = evs[i];
+        int p = (int)i * 9;
+        bind_static(st, p + 1, t->thread_id);
+        bind_static(st, p + 2, t->run_id);
+        bind_static(st, p + 3, t->user);
+        bind_static(st, p + 4, ev->event_type);
+        bind_static(st, p + 5, ev->category);
+        sqlite3_bind_text(st, p + 6, ev->content_db.buf, (int)ev->content_db.len, SQLITE_STATIC);
+        sqlite3_bind_text(st, p + 7, ev->metadata_db.buf, (int)ev->metadata_db.len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, p + 8, seqs[i]);
+        bind_static(st, p + 9, ev->created_db);
+    }
+    int src = sqlite3_step(st);
+    sq_stmt_done(b, st);
+    if (src == SQLITE_DONE) {
+        *id = sqlite3_last_insert_rowid(b->db);
+        return 0;
+    }
+    rc = sq_fail(b, src, err, "insert");
+    if (rc != -EEXIST || sqlite3_get_autocommit(b->db))
+        return rc;
+    /* A constraint refused a row and the statement took its rows back: again a row at a
+     * time, so that the error names the event. */
+    for (size_t i = 0; i < k; i++)
+        if ((rc = insert_event(b, t, evs[i], seqs[i], id, err)))
+            return rc;
+    return 0;
+}
+
+/* Rows of an append waiting for their insert, in seq order, with their lines' lengths. */
+typedef struct put_chunk {
+    const rs_event *ev[PUT_CHUNK];
+    int64_t seq[PUT_CHUNK];
+    size_t len[PUT_CHUNK];
+    size_t n;
+} put_chunk;
+
+/* The rows waiting in c inserted and accounted in the logs; ids and *last_id as put_rows
+ * keeps them. Ids are handed out in turn inside a transaction (max + 1): a statement's rows
+ * end at the last one's. */
+static int chunk_flush(rs_backend *b, const rs_target *t, put_chunk *c, sq_log *run, sq_log *thr,
+                       int64_t ids[2], int64_t *last_id, rs_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->n && !rc;) {
+        size_t left = c->n - i, k = left >= PUT_CHUNK ? PUT_CHUNK : left >= 8 ? 8 : 1;
+        rc = k == 1 ? insert_event(b, t, c->ev[i], c->seq[i], last_id, err)
+                    : insert_rows(b, t, c->ev + i, c->seq + i, k, last_id, err);
+        for (size_t j = i; j < i + k && !rc; j++)
+            rc = sq_log_line(b, run, thr, c->seq[j], c->len[j], c->ev[j]->event_type,
+                             c->ev[j]->category, c->ev[j]->created_at, err);
+        if (!rc && !ids[0])
+            ids[0] = *last_id - (int64_t)k + 1;
+        if (!rc)
+            ids[1] = *last_id;
+        i += k;
+    }
+    c->n = 0;
+    return rc;
+}
+
 int sq_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, rs_buf *line,
               int *found, rs_err *err)
 {
@@ -252,11 +344,16 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         at->run_off = run.size;
         at->thread_off = thr.size;
     }
+    put_chunk chunk = {.n = 0};
     for (size_t i = 0; i < n && !rc; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
+        /* A row with an idempotency key goes alone, after the rows before it: the next
+         * row with the same key must find it. */
         if (ev->idem_key[0]) {
             int used = 0;
+            if ((rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err)))
+                break;
             if ((rc = b->policy->idem_lookup(&sq_policy, b, t, ev, &line, &used, err))) {
                 if (err)
                     err->line = (long)i + 1;
@@ -275,6 +372,14 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
                 break;
             len = stored->len - len;
         }
+        if (!ev->idem_key[0]) {
+            chunk.ev[chunk.n] = ev;
+            chunk.seq[chunk.n] = seq++;
+            chunk.len[chunk.n++] = len;
+            if (chunk.n == PUT_CHUNK)
+                rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
+            continue;
+        }
         if ((rc = insert_event(b, t, ev, seq, &last_id, err)) ||
             (rc = sq_log_line(b, &run, &thr, seq, len, ev->event_type, ev->category, ev->created_at,
                               err)) ||
@@ -285,14 +390,16 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         ids[1] = last_id;
         seq++;
     }
+    if (!rc)
+        rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
     if (at)
         at->len = run.size - run_start;
     /* The run's change number goes with its totals (the change feed). */
     if (!rc && last_id)
         rc = sq_change_next(b, &run.change, err);
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
-        last_id && !(rc = raise_floor(b, t->thread_id, seq - 1, err)))
-        rc = sq_caught_up(b, last_id, err);
+        last_id)
+        rc = raise_floor(b, t->thread_id, seq - 1, err);
     run.change = 0;
     if (rc)
         b->last_put.version = -1;
@@ -307,13 +414,30 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
  * before going down to runfs_canon. Inside a transaction ids are handed out in turn (max +
  * 1), so no other writer's row lies between lo and hi. A range reaching lo is stale (its
  * top rows were deleted where runfs_canon_top did not see it): it goes, so it never claims
- * new rows. An append that continues the top range writes one row of runfs_meta, on the page
- * its indexed_id (sq_caught_up) is written to anyway. */
-static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
+ * new rows. indexed (0: none) is the transaction's last row, the new indexed_id
+ * (sq_caught_up): one row of runfs_meta's page, as canon_hi is. When this connection's
+ * previous put left the top range (canon_kept) and this one follows it, nothing else can
+ * have moved either, so one statement writes both. */
+static int canon_add(rs_backend *b, int64_t lo, int64_t hi, int64_t indexed, rs_err *err)
 {
+    sq_canon_kept *k = &b->canon_kept;
+    int rc;
+    if (indexed && k->version >= 0 && k->version == b->seen_version &&
+        (k->commits == b->commits || k->commits == b->commits + 1) && k->lo > 0 &&
+        k->hi == lo - 1) {
+        rc = sq_step(b, NULL, err, "canonical rows",
+                     "INSERT INTO runfs_meta (key, value) VALUES ('canon_hi', ?1), "
+                     "('indexed_id', ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     "ii", hi, indexed);
+        k->hi = hi;
+        k->commits = b->commits + 1;
+        if (rc < 0)
+            k->version = -1;
+        return rc < 0 ? rc : 0;
+    }
+    k->version = -1;
     int64_t top_lo = 0, top_hi = 0;
-    int rc =
-        sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
+    rc = sq_step(b, NULL, err, "canonical rows", "DELETE FROM runfs_canon WHERE hi >= ?1", "i", lo);
     if (rc >= 0)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'canon_lo'", NULL, NULL, &top_lo,
                     NULL, err);
@@ -325,18 +449,28 @@ static int canon_add(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     if (top_lo > 0 && top_hi == lo - 1) {
         rc = sq_step(b, NULL, err, "canonical rows",
                      "UPDATE runfs_meta SET value = ?1 WHERE key = 'canon_hi'", "i", hi);
-        return rc < 0 ? rc : 0;
+    } else {
+        if (top_lo > 0 && top_hi < lo)
+            rc = sq_step(b, NULL, err, "canonical rows",
+                         "INSERT OR REPLACE INTO runfs_canon (hi, lo) VALUES (?1, ?2)", "ii",
+                         top_hi, top_lo);
+        if (rc >= 0)
+            rc = sq_step(b, NULL, err, "canonical rows",
+                         "UPDATE runfs_meta SET value = CASE key WHEN 'canon_lo' THEN ?1 ELSE ?2 "
+                         "END WHERE key IN ('canon_lo', 'canon_hi')",
+                         "ii", lo, hi);
+        top_lo = lo;
     }
-    if (top_lo > 0 && top_hi < lo)
-        rc = sq_step(b, NULL, err, "canonical rows",
-                     "INSERT OR REPLACE INTO runfs_canon (hi, lo) VALUES (?1, ?2)", "ii", top_hi,
-                     top_lo);
-    if (rc >= 0)
-        rc = sq_step(b, NULL, err, "canonical rows",
-                     "UPDATE runfs_meta SET value = CASE key WHEN 'canon_lo' THEN ?1 ELSE ?2 END "
-                     "WHERE key IN ('canon_lo', 'canon_hi')",
-                     "ii", lo, hi);
-    return rc < 0 ? rc : 0;
+    if (rc >= 0 && indexed)
+        rc = sq_caught_up(b, indexed, err);
+    if (rc < 0)
+        return rc;
+    /* Known from here on, after an append (this transaction's commit makes commits one
+     * more); an import's rows were not all appended. */
+    if (indexed)
+        *k = (sq_canon_kept){
+            .version = b->seen_version, .commits = b->commits + 1, .lo = top_lo, .hi = hi};
+    return 0;
 }
 
 /* The group's rows, once for the transaction: the appends that stayed follow one another. */
@@ -352,11 +486,11 @@ static int canon_group(rs_backend *b, sq_group_req *group, rs_err *err)
             continue;
         }
         if (hi)
-            rc = canon_add(b, lo, hi, err);
+            rc = canon_add(b, lo, hi, 0, err);
         lo = r->ids[0];
         hi = r->ids[1];
     }
-    return rc || !hi ? rc : canon_add(b, lo, hi, err);
+    return rc || !hi ? rc : canon_add(b, lo, hi, hi, err);
 }
 
 static void stored_trim(rs_buf *stored, size_t len)
@@ -444,7 +578,7 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
     }
     int64_t ids[2];
     if ((rc = put_rows(b, t, evs, n, stored, at, ids, err)) ||
-        (ids[0] && (rc = canon_add(b, ids[0], ids[1], err))) ||
+        (ids[0] && (rc = canon_add(b, ids[0], ids[1], ids[1], err))) ||
         (if_absent && (rc = once_mark(b, t, evs[0]->event_type, err))))
         goto fail;
     if ((rc = sq_commit(b, err)))
@@ -657,7 +791,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
         int found;
         /* The rows were parsed as put's are: noted, they are copied from now on (by the
          * reindex too). */
-        if ((rc = canon_add(b, first_id, last_id, err)) ||
+        if ((rc = canon_add(b, first_id, last_id, 0, err)) ||
             (rc = sq_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
             (rc = sq_thread_reindex(b, t->thread_id, thr.key, err)) ||
             (rc = sq_change_rows(b, first_id - 1, last_id, 0, err)) ||

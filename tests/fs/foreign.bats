@@ -419,6 +419,27 @@ assert d[1]["content"] == "quagga", d[1]' "$f" || return 1
   grep -q '"thread_id":"t1","run_id":"r1"' "$MNT/changes/since/$top"
 }
 
+@test "an older build's runfs_replace_note, its work run for every insert, is made again as a note and a worker; a REPLACE is still noted" {
+  skip_on_pg "SQLite's row triggers: PostgreSQL's REPLACE is no statement"
+  local f=$MNT/threads/t1/runs/r1/events.jsonl
+  mkdir -p "$MNT/threads/t1/runs/r1"
+  ev_human one 1 >>"$f"
+  ev_human two 2 >>"$f"
+  runfs_unmount "$MNT"
+  MOUNTS=()
+  # The older trigger's shape: the condition and the work in one body (here its work's
+  # first statement), so every insert allocated the frame of the whole body.
+  store_sql "DROP TRIGGER runfs_replace_note; DROP TRIGGER IF EXISTS runfs_replace_work; DROP TABLE IF EXISTS runfs_replace_q; CREATE TRIGGER runfs_replace_note BEFORE INSERT ON run_events WHEN EXISTS (SELECT 1 FROM run_events WHERE thread_id = new.thread_id AND seq = new.seq) OR new.seq <= (SELECT last_seq FROM runfs_thread WHERE thread_id = new.thread_id) BEGIN UPDATE runfs_thread SET dirty = 1 WHERE thread_id = new.thread_id; END"
+  runfs_mount "$STORE" "$MNT"
+  run store_sql "SELECT name FROM sqlite_master WHERE (name = 'runfs_replace_note' AND sql LIKE '%INSERT INTO runfs_replace_q%') OR name = 'runfs_replace_work' ORDER BY name"
+  [ "$(echo $output)" = "runfs_replace_note runfs_replace_work" ] || fail "the older runfs_replace_note was kept: $(store_sql "SELECT sql FROM sqlite_master WHERE name = 'runfs_replace_note'")"
+  # Another writer's REPLACE on (thread_id, seq): the mount shows the new row, sized as read.
+  store_sql "REPLACE INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT thread_id, run_id, user_id, 'llm.error', 'trace', 'a longer text of three', event_metadata, seq, created_at FROM run_events WHERE thread_id = 't1' AND seq = 2"
+  wait_for 10 bash -c "grep -q 'a longer text of three' '$f' && [ \$(stat -c %s '$f') -eq \$(cat '$f' | wc -c) ]" || fail "the replaced row is not shown: $(cat "$f")"
+  [ "$(wc -l <"$f")" = 2 ]
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_replace_q")" 0
+}
+
 # restored_ok N WORD: the mount shows N rows of t/r, in seq order 1..N, sized as read, the
 # row of seq 5 holding WORD in the thread's log, the run's, messages.jsonl and a search.
 restored_ok() {

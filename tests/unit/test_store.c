@@ -3101,6 +3101,59 @@ static void test_layout_migration(void **state)
 #define KEYED(text, key) "{\"event_type\":\"llm.error\",\"content\":\"" text "\"," TS \
                          ",\"idempotency_key\":\"" key "\"}\n"
 
+/* A batch's rows go in by statements of 32 and 8 rows, the rest one by one, a keyed row
+ * alone after the rows before it: seqs, ids, lines, sizes and the canonical range are those
+ * of rows inserted one at a time; a row a unique index refuses is named and the batch left
+ * whole out of the store. */
+static void test_batch_statements(void **state)
+{
+    (void)state;
+    rs_target t = tgt("t1", "r1", "alice");
+    rs_buf lines = RS_BUF_INIT, out = RS_BUF_INIT, want = RS_BUF_INIT;
+    rs_err err = {0};
+    for (int i = 1; i <= 45; i++) {
+        if (i == 20)
+            assert_int_equal(rs_buf_addf(&lines, KEYED("e%d", "k%d"), i, i), 0);
+        else
+            assert_int_equal(rs_buf_addf(&lines, ERR("e%d"), i), 0);
+        assert_int_equal(rs_buf_addf(&want, ERR_LINE(%d, "e%d"), i, i), 0);
+    }
+    assert_int_equal(rs_store_append(fx.s, &t, lines.buf, lines.len, &out, &err), 0);
+    assert_string_equal(out.buf, want.buf);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events WHERE id = seq AND "
+                                    "content = 'e' || seq"),
+                     45);
+    char *got = raw_text(fx.db, CANON_RANGES);
+    assert_string_equal(got, "1-45");
+    free(got);
+    rs_log_info li = info_of("t1", "r1", NULL);
+    assert_int_equal(li.size, (int64_t)want.len);
+    assert_int_equal(li.count, 45);
+    assert_int_equal(info_of("t1", NULL, NULL).size, (int64_t)want.len);
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = "t1";
+    rs_buf_reset(&out);
+    query_lines(&q, &out);
+    assert_string_equal(out.buf, want.buf);
+    /* A fork's unique index refuses the 37th row of the next batch (in a statement of 8). */
+    assert_int_equal(raw_exec(fx.db, "CREATE UNIQUE INDEX fork_uq ON run_events (content)"), 0);
+    rs_buf_reset(&lines);
+    for (int i = 46; i <= 85; i++)
+        assert_int_equal(rs_buf_addf(&lines, ERR("e%d"), i == 82 ? 3 : i), 0);
+    char *before = snapshot(fx.db);
+    assert_int_equal(rs_store_append(fx.s, &t, lines.buf, lines.len, NULL, &err), -EEXIST);
+    assert_string_equal(err.msg, "llm.error already exists for run r1");
+    char *after = snapshot(fx.db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    put("t1", "r1", "alice", ERR("next"));
+    assert_int_equal(raw_int(fx.db, "SELECT seq FROM run_events WHERE content = 'next'"), 46);
+    rs_buf_release(&lines);
+    rs_buf_release(&out);
+    rs_buf_release(&want);
+}
+
 static void test_idempotency_keys(void **state)
 {
     (void)state;
@@ -3270,6 +3323,7 @@ int main(void)
         T(test_message_seq),
         T(test_latest_ai_run),
         T(test_idempotency_keys),
+        T(test_batch_statements),
         T(test_deerflow_line),
         T(test_one_look_snapshot),
         T(test_owners_apart_threads),
