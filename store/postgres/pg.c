@@ -1683,6 +1683,24 @@ static int pg_steps_get(rs_backend *b, const char *thread_id, const char *run_id
     return rc;
 }
 
+int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    rs_buf sql = RS_BUF_INIT;
+    int64_t has = 0;
+    int rc = side_copy(b, "SELECT (to_regclass('@runfs_steps') IS NOT NULL)::int", &sql);
+    if (!rc)
+        rc = pg_int(b, sql.buf, NULL, NULL, &has, NULL, err);
+    rs_buf_reset(&sql);
+    if (!rc && has &&
+        !(rc = side_copy(b, "DELETE FROM @runfs_steps WHERE thread_id = $1 AND run_id = $2", &sql)))
+        rc = pg_run(b, sql.buf, &a, NULL, err);
+    rs_buf_release(&sql);
+    return rc;
+}
+
 /* The table is made here, so a store made before kept step data gets it at its first
  * keeping. The bytes go as bytea's hex text: the statements' parameters are text. */
 static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,

@@ -1761,6 +1761,18 @@ static int sq_steps_get(rs_backend *b, const char *thread_id, const char *run_id
     return rc;
 }
 
+int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    int64_t has = 0;
+    int rc = sq_int(b, "SELECT count(*) FROM main.sqlite_master WHERE name = ?", "runfs_steps",
+                    NULL, &has, NULL, err);
+    if (!rc && has)
+        rc = sq_step(b, NULL, err, "steps",
+                     "DELETE FROM main.runfs_steps WHERE thread_id = ? AND run_id = ?", "tt",
+                     t->thread_id, t->run_id);
+    return rc < 0 ? rc : 0;
+}
+
 /* Under the write lock, as every write is. The table is made here, so a store made before
  * kept step data gets it at its first keeping, and a store never diffed never has it. */
 static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,

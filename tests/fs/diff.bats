@@ -297,3 +297,19 @@ steps_now() {
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/fresh"
   cmp "$WORK/deleted" "$WORK/fresh" || fail "after a delete, kept data gives other bytes than the rows"
 }
+
+@test "diff: a redaction forgets the run's kept step data, and the diff shows the redacted step" {
+  put_run t a same
+  put_run t b spread 2
+  "$RUNFS" diff "$STORE" t/a t/b > /dev/null
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 1 ] || fail "the diff kept no step data of a"
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 3")
+  run "$RUNFS" redact "$STORE" t "$seq" --reason "asked to forget"
+  assert_success
+  # What was computed from the forgotten text (its step line's hash) is gone with it.
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 0 ] || fail "the redacted run's kept step data survived the redaction"
+  run "$RUNFS" diff "$STORE" t/a t/b
+  assert_success
+  assert_line '-llm.human.input [redacted]'
+}
