@@ -1,14 +1,15 @@
-/* stepdiff.c — see stepdiff.h. A run is read once: each row gives its step line (kept, cut
- * to RFS_STEP_LINE_MAX bytes) and feeds the run's stats (stats.h). Equal lines get equal
- * numbers, the numbers are aligned (myers.h), and the changes come out as diff -u prints
- * them. */
+/* stepdiff.c — see stepdiff.h. A run's steps are its step lines' hashes and seqs and the
+ * stats its `# ` lines compare: kept in the store, or read from its rows once (each row's
+ * step line, cut to RFS_STEP_LINE_MAX bytes, hashed and dropped). Equal hashes get equal
+ * numbers, the numbers are aligned (myers.h), and the lines the hunks show are rendered
+ * from their rows again and come out as diff -u prints them. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
+#include <openssl/evp.h>
 
 #include "myers.h"
 #include "stats.h"
@@ -193,7 +194,7 @@ typedef struct step {
     unsigned char hash[HASH_LEN];
     int64_t seq;
     size_t start; /* its line in steps.text */
-    uint32_t len; /* NO_LINE: not rendered (kept steps render their hunks' lines only) */
+    uint32_t len; /* NO_LINE: not rendered (only the lines the hunks show are) */
 } step;
 #define NO_LINE UINT32_MAX
 
@@ -214,7 +215,7 @@ typedef struct steps {
     const rs_target *t;
     rs_log_info info;
     int64_t rewrites; /* -1: not known (nothing is kept) */
-    rs_buf text;      /* the rendered step lines, one after another */
+    rs_buf text;      /* the lines the hunks show, one after another */
     step *at;
     size_t n, cap;
     answer *ans;
@@ -223,6 +224,8 @@ typedef struct steps {
     rfs_calls *calls; /* calls waiting for their result after the last step */
     int from_rows;    /* steps were read (or added) from rows: keep them */
     rs_store *s;      /* the connection rows are read on */
+    const EVP_MD *md; /* SHA-256, the diff's */
+    EVP_MD_CTX *md_ctx;
 } steps;
 
 static void steps_release(steps *st)
@@ -231,6 +234,7 @@ static void steps_release(steps *st)
     rs_buf_release(&st->f.status);
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
+    EVP_MD_CTX_free(st->md_ctx);
     free(st->at);
     free(st->ans);
 }
@@ -251,11 +255,17 @@ static int steps_reset(steps *st)
     return 0;
 }
 
-static void line_hash(const char *p, size_t n, unsigned char *out)
+/* SHA-256 through a digest fetched once per diff and a context per run: OpenSSL 3's
+ * one-shot SHA256() looks the algorithm up at every call, under a lock (a fifth of a
+ * diff's CPU, perf). */
+static int line_hash(EVP_MD_CTX *ctx, const EVP_MD *md, const char *p, size_t n, unsigned char *out)
 {
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)p, n, md);
-    memcpy(out, md, HASH_LEN);
+    unsigned char h[EVP_MAX_MD_SIZE];
+    if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, p, n) ||
+        !EVP_DigestFinal_ex(ctx, h, NULL))
+        return -EIO;
+    memcpy(out, h, HASH_LEN);
+    return 0;
 }
 
 static int count_call(void *ctx, rfs_call *call)
@@ -291,11 +301,13 @@ static int feed_facts(facts *f, const rfs_ev *ev, const rfs_call *answered)
     }
 }
 
-/* One row: its step line rendered into st->text (and hashed), its facts counted. */
-static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw)
+/* One row: its step line's hash (the line itself is rendered again, from its row, only if
+ * a hunk shows it: show_lines), its facts counted. raw and line are scratch. */
+static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
 {
     rfs_call *call = ev->kind == RFS_EV_RESULT ? rfs_calls_take(st->calls, ev) : NULL;
     rs_buf_reset(raw);
+    rs_buf_reset(line);
     int rc = raw_step(raw, ev, call ? call->name : NULL);
     if (!rc)
         rc = feed_facts(&st->f, ev, call);
@@ -304,15 +316,14 @@ static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw)
     rfs_call_free(call);
     if (!rc && ev->kind == RFS_EV_MODEL)
         rc = rfs_calls_add(st->calls, ev, count_call, st->f.tools);
-    size_t start = st->text.len;
     if (!rc)
-        rc = add_escaped(&st->text, raw->buf, raw->len, RFS_STEP_LINE_MAX);
+        rc = add_escaped(line, raw->buf, raw->len, RFS_STEP_LINE_MAX);
     if (!rc)
         rc = rs_array_grow(&st->at, &st->cap, st->n + 1, sizeof *st->at);
     if (!rc) {
         step *p = &st->at[st->n++];
-        *p = (step){.seq = ev->rec->seq, .start = start, .len = (uint32_t)(st->text.len - start)};
-        line_hash(st->text.buf + start, p->len, p->hash);
+        *p = (step){.seq = ev->rec->seq, .len = NO_LINE};
+        rc = line_hash(st->md_ctx, st->md, line->buf, line->len, p->hash);
     }
     return rc;
 }
@@ -330,28 +341,25 @@ static int steps_open(rs_store *s, steps *st, rs_err *err)
     if (rs_store_rewrites(s, &st->rewrites))
         st->rewrites = -1;
     st->s = s;
-    return steps_reset(st) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    if (!st->md || !(st->md_ctx = EVP_MD_CTX_new()) || steps_reset(st))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    return 0;
 }
 
 /* Rows after seq after (0: all) read into st. */
 static int read_rows(steps *st, int64_t after, rs_err *err)
 {
     const rs_target *t = st->t;
-    rs_buf raw = RS_BUF_INIT;
+    rs_buf raw = RS_BUF_INIT, line = RS_BUF_INIT;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
     q.run_id = t->run_id;
     q.user = t->user;
     q.after_seq = after;
-    if (!after) {
-        /* The events.jsonl size bounds the text of most runs: the array grows once. */
-        size_t count = st->info.count > 0 ? (size_t)st->info.count : 0;
-        size_t most = count * RFS_STEP_LINE_MAX;
-        size_t size = st->info.size > 0 ? (size_t)st->info.size : 0;
-        if ((count && rs_array_grow(&st->at, &st->cap, count, sizeof *st->at)) ||
-            rs_buf_grow(&st->text, size < most ? size : most))
-            return rs_err_set(err, -ENOMEM, "out of memory");
-    }
+    /* The array grows once, to the count the run's info gave. */
+    if (!after && st->info.count > 0 &&
+        rs_array_grow(&st->at, &st->cap, (size_t)st->info.count, sizeof *st->at))
+        return rs_err_set(err, -ENOMEM, "out of memory");
     rs_cursor *c;
     int rc = rs_store_query(st->s, &q, &c, err);
     if (!rc) {
@@ -359,12 +367,13 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
         rfs_ev ev;
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
             rfs_ev_read_all(rec, &ev);
-            if ((rc = read_step(st, &ev, &raw)))
+            if ((rc = read_step(st, &ev, &raw, &line)))
                 break;
         }
         rs_cursor_free(c);
     }
     rs_buf_release(&raw);
+    rs_buf_release(&line);
     st->from_rows = 1;
     return rc;
 }
@@ -653,9 +662,9 @@ static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
     return rc ? rc : w.found ? 0 : -ESTALE;
 }
 
-/* The lines of steps from..to of a run whose steps were kept, rendered from their rows
- * (the name of the call a result answers from its model event); each line's hash must be
- * the kept one, else -ESTALE. */
+/* The lines of steps from..to, rendered from their rows (the name of the call a result
+ * answers from its model event): only a hunk's lines are ever held. Each line's hash must
+ * be the one its steps were aligned by, else -ESTALE. */
 static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
 {
     while (from < to && st->at[from].len != NO_LINE)
@@ -695,17 +704,17 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
                 else
                     hi = mid;
             }
-            if (lo < st->nans && st->ans[lo].step == (int64_t)i)
-                rc = call_name(st, &st->ans[lo], &name, err);
-            call = rc ? NULL : name.buf;
+            if (lo < st->nans && st->ans[lo].step == (int64_t)i &&
+                !(rc = call_name(st, &st->ans[lo], &name, err)))
+                call = name.buf;
         }
         rs_buf_reset(&raw);
         size_t start = st->text.len;
         unsigned char h[HASH_LEN];
         if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
             !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            line_hash(st->text.buf + start, st->text.len - start, h);
-            if (memcmp(h, st->at[i].hash, HASH_LEN))
+            rc = line_hash(st->md_ctx, st->md, st->text.buf + start, st->text.len - start, h);
+            if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
                 rc = -ESTALE;
             st->at[i].start = start;
             st->at[i++].len = (uint32_t)(st->text.len - start);
@@ -1099,8 +1108,9 @@ static void keep(const rfs_stepdiff_io *io, steps *st)
 int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
                         const rs_target *b, rs_buf *out, rs_err *err)
 {
-    steps sa = {.t = a, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
-    steps sb = {.t = b, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
+    EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    steps sa = {.t = a, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
+    steps sb = {.t = b, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
     reader rb = {.st = &sb};
     pthread_t thread;
     int rc = steps_open(s, &sa, err), apart = 0, kept_a = 0, kept_b = 0;
@@ -1132,9 +1142,10 @@ int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target 
     sb.s = s;
     steps *stale = NULL;
     size_t len = out->len;
-    /* Kept steps that did not hold (a line of theirs is not the row's): that run from its
-     * rows, and the diff again; a run read from its rows renders every line. */
-    while (!rc && (rc = render(&sa, &sb, out, &stale, err)) == -ESTALE && !stale->from_rows) {
+    /* A line a hunk shows that is not the one hashed (kept steps that did not hold, or a
+     * row rewritten since it was read): that run from its rows, and the diff again. */
+    for (int tries = 0; !rc && (rc = render(&sa, &sb, out, &stale, err)) == -ESTALE && tries < 2;
+         tries++) {
         rs_buf_setlen(out, len);
         rc = read_all(stale, err);
     }
@@ -1146,5 +1157,6 @@ int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target 
     }
     steps_release(&sa);
     steps_release(&sb);
+    EVP_MD_free(md);
     return rc;
 }
