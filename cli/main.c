@@ -789,6 +789,39 @@ static int run_arg(char *arg, rs_target *t)
     return rs_id_valid(t->thread_id) && rs_id_valid(t->run_id) ? 0 : -EINVAL;
 }
 
+/* The connections `runfs diff` opens as it needs them: the second to read two big runs at
+ * once, and one that may write, to keep the runs' step data (the reading ones are
+ * read-only: a store the user may not write is diffed all the same). */
+typedef struct diff_conns {
+    const char *uri;
+    rs_store *second, *writer;
+    int second_tried, writer_tried;
+} diff_conns;
+
+static rs_store *diff_second(void *ctx)
+{
+    diff_conns *d = ctx;
+    if (!d->second_tried && open_store(&d->second, d->uri, 1, NULL))
+        d->second = NULL;
+    d->second_tried = 1;
+    return d->second;
+}
+
+static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, const void *data, size_t len)
+{
+    diff_conns *d = ctx;
+    if (!d->writer_tried) {
+        /* Quietly: a store this user may not write is diffed without keeping. It exists
+         * (it was just read), so this open makes none. */
+        rs_options opt = RS_OPTIONS_INIT;
+        rs_err err = {0};
+        if (rs_store_open(&d->writer, d->uri, &opt, &err))
+            d->writer = NULL;
+    }
+    d->writer_tried = 1;
+    return d->writer ? rs_store_steps_put(d->writer, t, kind, data, len) : -EROFS;
+}
+
 /* Run B's steps against run A's, of any two threads: the bytes of A's diff/B. */
 static int cmd_diff(int argc, char **argv)
 {
@@ -797,19 +830,19 @@ static int cmd_diff(int argc, char **argv)
     rs_target a = {0}, b = {0};
     if (run_arg(argv[2], &a) || run_arg(argv[3], &b))
         return usage_error("diff", "a run is THREAD/RUN, each an id: 1-64 of [A-Za-z0-9_-]");
-    rs_store *s, *s2;
+    rs_store *s;
     int rc = open_store(&s, argv[1], 1, NULL);
     if (rc)
         return rc;
-    /* A second connection, so that two big runs are read at once. */
-    if ((rc = open_store(&s2, argv[1], 1, NULL))) {
-        rs_store_close(s);
-        return rc;
-    }
+    diff_conns d = {.uri = argv[1]};
+    rfs_stepdiff_io io = {.second = diff_second, .keep = diff_keep, .ctx = &d};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
-    rc = rfs_stepdiff_render(s, s2, &a, &b, &out, &err);
-    rs_store_close(s2);
+    rc = rfs_stepdiff_render(s, &io, &a, &b, &out, &err);
+    if (d.second)
+        rs_store_close(d.second);
+    if (d.writer)
+        rs_store_close(d.writer);
     rs_store_close(s);
     if (!rc)
         rc = flush_stdout(NULL, &out);

@@ -592,6 +592,35 @@ int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size)
     return rc ? rc : s->ops->size_put(s->be, lo, hi, key, size);
 }
 
+/* kind as text: both backends key it alike, and PostgreSQL has no unsigned 64 bits. */
+static int steps_kind(uint64_t kind, char *out, size_t cap)
+{
+    return rs_fmt(out, cap, "%016llx", (unsigned long long)kind) < 0 ? -EOVERFLOW : 0;
+}
+
+int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *out)
+{
+    char k[24];
+    int found = 0;
+    size_t len = out->len;
+    if (!s->ops->steps_get || steps_kind(kind, k, sizeof k) ||
+        s->ops->steps_get(s->be, t->thread_id, t->run_id, k, out, &found) || !found) {
+        if (out->len > len)
+            rs_buf_setlen(out, len);
+        return 0;
+    }
+    return 1;
+}
+
+int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, const void *data, size_t len)
+{
+    char k[24];
+    if (s->opt.read_only || !s->ops->steps_put)
+        return 0;
+    int rc = steps_kind(kind, k, sizeof k);
+    return rc ? rc : s->ops->steps_put(s->be, t->thread_id, t->run_id, k, data, len);
+}
+
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
                    const char *user, rs_names **out, rs_err *err)
 {

@@ -1,12 +1,15 @@
-/* stepdiff.c — see stepdiff.h. A run is read once: each row gives its step line (kept, cut
- * to RFS_STEP_LINE_MAX bytes) and feeds the run's stats (stats.h). Equal lines get equal
- * numbers, the numbers are aligned (myers.h), and the changes come out as diff -u prints
- * them. */
+/* stepdiff.c — see stepdiff.h. A run's steps are its step lines' hashes and seqs and the
+ * stats its `# ` lines compare: kept in the store, or read from its rows once (each row's
+ * step line, cut to RFS_STEP_LINE_MAX bytes, hashed and dropped). Equal hashes get equal
+ * numbers, the numbers are aligned (myers.h), and the lines the hunks show are rendered
+ * from their rows again and come out as diff -u prints them. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "myers.h"
 #include "stats.h"
@@ -179,129 +182,210 @@ static int raw_step(rs_buf *raw, const rfs_ev *ev, const char *call_name)
 
 /* ---- a run's steps ---- */
 
+/* A step line's hash: SHA-256's first 128 bits. Steps are aligned by their hashes alone, so
+ * that a diff of kept steps (which has no lines but its hunks') aligns exactly as one read
+ * from the rows: equal hashes must mean equal lines. A 64-bit hash of the kind hash maps use
+ * could be made to collide on purpose (a run's text is whatever its agent wrote), turning a
+ * changed step into an unchanged one; finding two lines with one SHA-256 prefix of 128 bits
+ * is beyond reach. */
+#define HASH_LEN 16
+
 typedef struct step {
-    size_t end; /* where its line ends in steps.text */
+    unsigned char hash[HASH_LEN];
     int64_t seq;
-    uint64_t hash; /* of its line, taken while the line is at hand */
+    size_t start; /* its line in steps.text */
+    uint32_t len; /* NO_LINE: not rendered (only the lines the hunks show are) */
 } step;
+#define NO_LINE UINT32_MAX
+
+/* A tool result's step: the call it answers (the result's line names the call's tool). */
+typedef struct answer {
+    int64_t step, seq, index;
+} answer;
+
+/* What the `# ` lines compare, as stats.json counts it (stats.c), kept with the steps. */
+typedef struct facts {
+    int64_t events, model, tokens_in, tokens_out, errors, first_us, last_us, terminal;
+    int has_status;
+    rs_buf status;  /* the first run.terminal's content.status text */
+    rfs_map *tools; /* name -> int64_t calls */
+} facts;
 
 typedef struct steps {
     const rs_target *t;
-    rs_buf text; /* the step lines, one after another */
+    rs_log_info info;
+    int64_t rewrites; /* -1: not known (nothing is kept) */
+    rs_buf text;      /* the lines the hunks show, one after another */
     step *at;
     size_t n, cap;
-    size_t count; /* events, as the run's info gave them before its rows were read */
-    rs_buf stats; /* the run's stats.json */
+    answer *ans;
+    size_t nans, ans_cap;
+    facts f;
+    rfs_calls *calls; /* calls waiting for their result after the last step */
+    int from_rows;    /* steps were read (or added) from rows: keep them */
+    rs_store *s;      /* the connection rows are read on */
+    const EVP_MD *md; /* SHA-256, the diff's */
+    EVP_MD_CTX *md_ctx;
 } steps;
 
 static void steps_release(steps *st)
 {
     rs_buf_release(&st->text);
-    rs_buf_release(&st->stats);
+    rs_buf_release(&st->f.status);
+    rfs_map_free(st->f.tools);
+    rfs_calls_free(st->calls);
+    EVP_MD_CTX_free(st->md_ctx);
     free(st->at);
+    free(st->ans);
 }
 
-static int keep_call(void *ctx, rfs_call *call)
+/* Back to no step, for a read of every row. */
+static int steps_reset(steps *st)
 {
-    (void)ctx;
-    (void)call;
+    rs_buf_reset(&st->text);
+    rs_buf_reset(&st->f.status);
+    rfs_map_free(st->f.tools);
+    rfs_calls_free(st->calls);
+    st->calls = NULL;
+    st->n = st->nans = 0;
+    rs_buf status = st->f.status;
+    st->f = (facts){.status = status};
+    if (rfs_map_new(&st->f.tools, sizeof(int64_t)) || rfs_calls_new(&st->calls))
+        return -ENOMEM;
     return 0;
 }
 
-/* The hash of a step line, eight bytes at a time: rs_hash's byte-at-a-time FNV-1a took a
- * twelfth of a diff's time (perf, 100k-event runs). Lines that collide are told apart by
- * their bytes (class_of). */
-static uint64_t line_hash(const char *p, size_t n)
+/* SHA-256 through a digest fetched once per diff and a context per run: OpenSSL 3's
+ * one-shot SHA256() looks the algorithm up at every call, under a lock (a fifth of a
+ * diff's CPU, perf). */
+static int line_hash(EVP_MD_CTX *ctx, const EVP_MD *md, const char *p, size_t n, unsigned char *out)
 {
-    uint64_t h = RS_HASH_INIT ^ n, w;
-    for (; n >= 8; p += 8, n -= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
-    }
-    w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-    return h ^ h >> 32;
+    unsigned char h[EVP_MAX_MD_SIZE];
+    if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, p, n) ||
+        !EVP_DigestFinal_ex(ctx, h, NULL))
+        return -EIO;
+    memcpy(out, h, HASH_LEN);
+    return 0;
 }
 
-/* One step: its line (the name of the call a result answers taken from calls). */
-static int read_step(steps *st, rfs_calls *calls, const rfs_ev *ev, rs_buf *raw)
+static int count_call(void *ctx, rfs_call *call)
 {
-    rfs_call *call = ev->kind == RFS_EV_RESULT ? rfs_calls_take(calls, ev) : NULL;
+    int64_t *n = rfs_map_get(ctx, call->name, strlen(call->name), 1);
+    if (!n)
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
+/* The facts of one row, as stats.c counts them for a run. */
+static int feed_facts(facts *f, const rfs_ev *ev, const rfs_call *answered)
+{
+    if (f->events++ == 0)
+        f->first_us = ev->t_us;
+    f->last_us = ev->t_us;
+    switch (ev->kind) {
+    case RFS_EV_MODEL:
+        f->model++;
+        f->tokens_in += ev->usage[0] >= 0 ? ev->usage[0] : 0;
+        f->tokens_out += ev->usage[1] >= 0 ? ev->usage[1] : 0;
+        return 0;
+    case RFS_EV_RESULT: f->errors += answered && ev->error; return 0;
+    case RFS_EV_ERROR: f->errors++; return 0;
+    case RFS_EV_TERMINAL:
+        if (f->terminal)
+            return 0;
+        f->terminal = 1;
+        f->has_status = ev->status.p != NULL;
+        return f->has_status ? rfs_jl_text(&f->status, ev->status, 0) : 0;
+    default: return 0;
+    }
+}
+
+/* One row: its step line's hash (the line itself is rendered again, from its row, only if
+ * a hunk shows it: show_lines), its facts counted. raw and line are scratch. */
+static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
+{
+    rfs_call *call = ev->kind == RFS_EV_RESULT ? rfs_calls_take(st->calls, ev) : NULL;
     rs_buf_reset(raw);
+    rs_buf_reset(line);
     int rc = raw_step(raw, ev, call ? call->name : NULL);
+    if (!rc)
+        rc = feed_facts(&st->f, ev, call);
+    if (!rc && call && !(rc = rs_array_grow(&st->ans, &st->ans_cap, st->nans + 1, sizeof *st->ans)))
+        st->ans[st->nans++] = (answer){(int64_t)st->n, call->seq, call->index};
     rfs_call_free(call);
     if (!rc && ev->kind == RFS_EV_MODEL)
-        rc = rfs_calls_add(calls, ev, keep_call, NULL);
-    size_t start = st->text.len;
+        rc = rfs_calls_add(st->calls, ev, count_call, st->f.tools);
     if (!rc)
-        rc = add_escaped(&st->text, raw->buf, raw->len, RFS_STEP_LINE_MAX);
+        rc = add_escaped(line, raw->buf, raw->len, RFS_STEP_LINE_MAX);
     if (!rc)
         rc = rs_array_grow(&st->at, &st->cap, st->n + 1, sizeof *st->at);
-    if (!rc)
-        st->at[st->n++] = (step){st->text.len, ev->rec->seq,
-                                 line_hash(st->text.buf + start, st->text.len - start)};
+    if (!rc) {
+        step *p = &st->at[st->n++];
+        *p = (step){.seq = ev->rec->seq, .len = NO_LINE};
+        rc = line_hash(st->md_ctx, st->md, line->buf, line->len, p->hash);
+    }
     return rc;
 }
 
-/* Whether the run exists for its user, and room for its steps (the events.jsonl size bounds
- * the text of most runs: the array grows once, never while it is copied). */
+/* Whether the run exists for its user, and what is known of its rows (before they are
+ * read: what is kept then names rows at least as old as these). */
 static int steps_open(rs_store *s, steps *st, rs_err *err)
 {
     const rs_target *t = st->t;
-    rs_log_info info;
-    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, &info, err);
+    int rc = rs_store_log_info(s, t->thread_id, t->run_id, t->user, &st->info, err);
     if (rc)
         return rc;
-    if (!info.exists)
+    if (!st->info.exists)
         return rs_err_set(err, -ENOENT, "no run %s in thread %s", t->run_id, t->thread_id);
-    size_t count = info.count > 0 ? (size_t)info.count : 0;
-    size_t most = count * RFS_STEP_LINE_MAX, size = info.size > 0 ? (size_t)info.size : 0;
-    if ((count && (rc = rs_array_grow(&st->at, &st->cap, count, sizeof *st->at))) ||
-        (rc = rs_buf_grow(&st->text, size < most ? size : most)))
-        return rs_err_set(err, rc, "out of memory");
-    st->count = count;
+    if (rs_store_rewrites(s, &st->rewrites))
+        st->rewrites = -1;
+    st->s = s;
+    if (!st->md || !(st->md_ctx = EVP_MD_CTX_new()) || steps_reset(st))
+        return rs_err_set(err, -ENOMEM, "out of memory");
     return 0;
 }
 
-static int read_steps(rs_store *s, steps *st, rs_err *err)
+/* Rows after seq after (0: all) read into st. */
+static int read_rows(steps *st, int64_t after, rs_err *err)
 {
     const rs_target *t = st->t;
-    rfs_stats *stats = NULL;
-    rfs_calls *calls = NULL;
-    rs_buf raw = RS_BUF_INIT;
-    int rc;
-    if ((rc = rfs_stats_new(&stats, t->thread_id, t->run_id)) || (rc = rfs_calls_new(&calls))) {
-        rfs_stats_free(stats);
-        return rs_err_set(err, rc, "out of memory");
-    }
+    rs_buf raw = RS_BUF_INIT, line = RS_BUF_INIT;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
     q.run_id = t->run_id;
     q.user = t->user;
+    q.after_seq = after;
+    /* The array grows once, to the count the run's info gave. */
+    if (!after && st->info.count > 0 &&
+        rs_array_grow(&st->at, &st->cap, (size_t)st->info.count, sizeof *st->at))
+        return rs_err_set(err, -ENOMEM, "out of memory");
     rs_cursor *c;
-    if (!(rc = rs_store_query(s, &q, &c, err))) {
+    int rc = rs_store_query(st->s, &q, &c, err);
+    if (!rc) {
         const rs_record *rec;
         rfs_ev ev;
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
             rfs_ev_read_all(rec, &ev);
-            if ((rc = rfs_stats_feed(stats, &ev)) || (rc = read_step(st, calls, &ev, &raw)))
+            if ((rc = read_step(st, &ev, &raw, &line)))
                 break;
         }
         rs_cursor_free(c);
     }
-    if (!rc)
-        rc = rfs_stats_finish(stats, NULL, NULL, &st->stats);
     rs_buf_release(&raw);
-    rfs_calls_free(calls);
-    rfs_stats_free(stats);
+    rs_buf_release(&line);
+    st->from_rows = 1;
     return rc;
+}
+
+static int read_all(steps *st, rs_err *err)
+{
+    int rc = steps_reset(st);
+    return rc ? rs_err_set(err, rc, "out of memory") : read_rows(st, 0, err);
 }
 
 /* A run's steps read on a thread of its own, on a connection of its own. */
 typedef struct reader {
-    rs_store *s;
     steps *st;
     rs_err err;
     int rc;
@@ -310,14 +394,336 @@ typedef struct reader {
 static void *reader_main(void *arg)
 {
     reader *r = arg;
-    r->rc = read_steps(r->s, r->st, &r->err);
+    r->rc = read_all(r->st, &r->err);
     return NULL;
 }
 
 static rfs_span line_of(const steps *st, size_t i)
 {
-    size_t start = i ? st->at[i - 1].end : 0;
-    return (rfs_span){st->text.buf + start, st->at[i].end - start};
+    return (rfs_span){st->text.buf + st->at[i].start, st->at[i].len};
+}
+
+/* ---- kept steps (rs_store_steps_get/_put) ---- */
+
+/* The bytes' first word: their format, and the byte order that wrote them. */
+#define KEPT_MAGIC 0x3170657473736672ULL
+
+static uint64_t kept_kind(const rs_target *t)
+{
+    uint64_t h = rs_hash(RS_HASH_INIT, "steps 1\n", 8);
+    return rs_hash(h, t->user ? t->user : "", t->user ? strlen(t->user) + 1 : 0);
+}
+
+static int put64(rs_buf *b, int64_t v)
+{
+    return rs_buf_add(b, &v, sizeof v);
+}
+
+static int put_tool(rs_buf *b, const rfs_map *m, size_t i)
+{
+    size_t len;
+    const char *name = rfs_map_key(m, i, &len);
+    int rc = put64(b, (int64_t)len);
+    if (!rc)
+        rc = rs_buf_add(b, name, len);
+    return rc ? rc : put64(b, *(const int64_t *)rfs_map_val(m, i));
+}
+
+/* Everything a later diff needs of the run without its rows, and what it was made from. */
+static int kept_write(const steps *st, rs_buf *b)
+{
+    const facts *f = &st->f;
+    int64_t last = st->n ? st->at[st->n - 1].seq : 0;
+    int64_t head[] = {(int64_t)KEPT_MAGIC,
+                      st->rewrites,
+                      (int64_t)st->n,
+                      last,
+                      f->events,
+                      f->model,
+                      f->tokens_in,
+                      f->tokens_out,
+                      f->errors,
+                      f->first_us,
+                      f->last_us,
+                      f->terminal,
+                      f->has_status ? (int64_t)f->status.len : -1};
+    int rc = rs_buf_add(b, head, sizeof head);
+    if (!rc && f->has_status)
+        rc = rs_buf_add(b, f->status.buf, f->status.len);
+    if (!rc)
+        rc = put64(b, (int64_t)rfs_map_count(f->tools));
+    for (size_t i = 0; !rc && i < rfs_map_count(f->tools); i++)
+        rc = put_tool(b, f->tools, i);
+    /* The calls still waiting (an id-less call never gets its result). */
+    int64_t waiting = 0;
+    for (rfs_call *c = rfs_calls_first(st->calls); c; c = c->next)
+        waiting += c->id != NULL;
+    if (!rc)
+        rc = put64(b, waiting);
+    for (rfs_call *c = rfs_calls_first(st->calls); !rc && c; c = c->next)
+        if (c->id && !(rc = put64(b, c->seq)))
+            rc = put64(b, c->index);
+    if (!rc && !(rc = put64(b, (int64_t)st->nans)))
+        rc = rs_buf_add(b, st->ans, st->nans * sizeof *st->ans);
+    for (size_t i = 0; !rc && i < st->n; i++)
+        if (!(rc = rs_buf_add(b, st->at[i].hash, HASH_LEN)))
+            rc = put64(b, st->at[i].seq);
+    return rc;
+}
+
+typedef struct kept_in {
+    const char *p, *end;
+} kept_in;
+
+static int get64(kept_in *in, int64_t *v)
+{
+    if ((size_t)(in->end - in->p) < sizeof *v)
+        return -EINVAL;
+    memcpy(v, in->p, sizeof *v);
+    in->p += sizeof *v;
+    return 0;
+}
+
+static int get_bytes(kept_in *in, int64_t n, const char **p)
+{
+    if (n < 0 || (uint64_t)n > (uint64_t)(in->end - in->p))
+        return -EINVAL;
+    *p = in->p;
+    in->p += n;
+    return 0;
+}
+
+/* A waiting call the kept bytes name: kept again when its model event is read again. */
+typedef struct waiting {
+    const int64_t *pairs; /* seq, index */
+    size_t n;
+} waiting;
+
+static int keep_waiting(void *ctx, rfs_call *call)
+{
+    const waiting *w = ctx;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->pairs[2 * i] == call->seq && w->pairs[2 * i + 1] == call->index)
+            return 0;
+    return 1;
+}
+
+/* The model event at seq into ev (its record in *c, to free), 0 or -ESTALE when gone. */
+static int read_seq(steps *st, int64_t seq, rs_cursor **c, rfs_ev *ev, rs_err *err)
+{
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = st->t->thread_id;
+    q.run_id = st->t->run_id;
+    q.user = st->t->user;
+    q.after_seq = seq - 1;
+    q.before_seq = seq + 1;
+    const rs_record *rec;
+    int rc = rs_store_query(st->s, &q, c, err);
+    if (!rc && (rc = rs_cursor_next(*c, &rec)) == 1)
+        rfs_ev_read_all(rec, ev);
+    if (rc != 1 && !rc)
+        rs_cursor_free(*c);
+    return rc == 1 ? 0 : rc ? rc : -ESTALE;
+}
+
+/* The calls waiting after the kept steps, made again from their model events. */
+static int kept_calls(steps *st, const int64_t *pairs, size_t n, rs_err *err)
+{
+    waiting w = {pairs, n};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (i && pairs[2 * i] == pairs[2 * i - 2])
+            continue;
+        rs_cursor *c;
+        rfs_ev ev;
+        if (!(rc = read_seq(st, pairs[2 * i], &c, &ev, err))) {
+            rc = rfs_calls_add(st->calls, &ev, keep_waiting, &w);
+            rs_cursor_free(c);
+        }
+    }
+    return rc;
+}
+
+/* The kept steps in b into st: 0, -ESTALE when they are not of this run as it is now (or
+ * not grown from it only: then the rows after them are read). */
+static int kept_read(steps *st, const rs_buf *b, rs_err *err)
+{
+    kept_in in = {b->buf, b->buf + b->len};
+    int64_t head[13], len, v;
+    const char *p;
+    for (size_t i = 0; i < 13; i++)
+        if (get64(&in, &head[i]))
+            return -ESTALE;
+    /* Made from these rows: no row changed in place or deleted since (by any writer:
+     * rewrites), and those kept are still the run's first ones, or all of them. */
+    int64_t n = head[2], last = head[3], count = st->info.count;
+    if ((uint64_t)head[0] != KEPT_MAGIC || st->rewrites < 0 || head[1] != st->rewrites ||
+        n > count || (n == count && last != st->info.last_seq) ||
+        (n < count && last >= st->info.last_seq))
+        return -ESTALE;
+    facts *f = &st->f;
+    f->events = head[4];
+    f->model = head[5];
+    f->tokens_in = head[6];
+    f->tokens_out = head[7];
+    f->errors = head[8];
+    f->first_us = head[9];
+    f->last_us = head[10];
+    f->terminal = head[11];
+    f->has_status = head[12] >= 0;
+    if (f->has_status && (get_bytes(&in, head[12], &p) || rs_buf_add(&f->status, p, head[12])))
+        return -ESTALE;
+    if (get64(&in, &v))
+        return -ESTALE;
+    for (int64_t i = 0; i < v; i++) {
+        int64_t *calls;
+        if (get64(&in, &len) || get_bytes(&in, len, &p) ||
+            !(calls = rfs_map_get(f->tools, p, (size_t)len, 1)) || get64(&in, calls))
+            return -ESTALE;
+    }
+    const char *pairs;
+    if (get64(&in, &v) || v > INT32_MAX || get_bytes(&in, v * 16, &pairs))
+        return -ESTALE;
+    int64_t *copy = malloc((size_t)v * 16 + 1);
+    int rc = copy ? 0 : -ENOMEM;
+    if (copy) {
+        memcpy(copy, pairs, (size_t)v * 16);
+        rc = kept_calls(st, copy, (size_t)v, err);
+        free(copy);
+    }
+    if (rc)
+        return rc == -ENOMEM ? rc : -ESTALE;
+    if (get64(&in, &v) || v > INT32_MAX || get_bytes(&in, v * (int64_t)sizeof(answer), &p) ||
+        rs_array_grow(&st->ans, &st->ans_cap, (size_t)v, sizeof *st->ans))
+        return -ESTALE;
+    memcpy(st->ans, p, (size_t)v * sizeof(answer));
+    st->nans = (size_t)v;
+    if ((uint64_t)(in.end - in.p) != (uint64_t)n * (HASH_LEN + 8) ||
+        rs_array_grow(&st->at, &st->cap, (size_t)count, sizeof *st->at))
+        return -ESTALE;
+    for (int64_t i = 0; i < n; i++) {
+        step *s = &st->at[i];
+        memcpy(s->hash, in.p, HASH_LEN);
+        memcpy(&s->seq, in.p + HASH_LEN, 8);
+        s->len = NO_LINE;
+        in.p += HASH_LEN + 8;
+    }
+    st->n = (size_t)n;
+    /* Grown since: the new rows only, which must make up the run's count. */
+    if (n < count && !(rc = read_rows(st, last, err)) && (int64_t)st->n != count)
+        rc = -ESTALE;
+    return rc;
+}
+
+/* The run's steps from what is kept: 1, or 0 when its rows must be read (read_all). */
+static int steps_kept(steps *st, rs_err *err)
+{
+    rs_buf b = RS_BUF_INIT;
+    int rc = -ESTALE;
+    if (st->rewrites >= 0 && rs_store_steps_get(st->s, st->t, kept_kind(st->t), &b) == 1)
+        rc = kept_read(st, &b, err);
+    rs_buf_release(&b);
+    if (rc != -ESTALE)
+        return rc ? rc : 1;
+    rc = steps_reset(st);
+    return rc ? rs_err_set(err, rc, "out of memory") : 0;
+}
+
+typedef struct call_want {
+    int64_t index;
+    rs_buf *name;
+    int found;
+} call_want;
+
+static int take_name(void *ctx, rfs_call *call)
+{
+    call_want *w = ctx;
+    if (call->index == w->index && !w->found) {
+        w->found = 1;
+        rs_buf_reset(w->name);
+        int rc = rs_buf_addstr(w->name, call->name);
+        if (rc)
+            return rc;
+    }
+    return 1;
+}
+
+/* The name of the call a kept result answered, from its model event. */
+static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
+{
+    call_want w = {a->index, name, 0};
+    rs_cursor *c;
+    rfs_ev ev;
+    int rc = read_seq(st, a->seq, &c, &ev, err);
+    if (!rc) {
+        rc = rfs_calls_add(st->calls, &ev, take_name, &w);
+        rs_cursor_free(c);
+    }
+    return rc ? rc : w.found ? 0 : -ESTALE;
+}
+
+/* The lines of steps from..to, rendered from their rows (the name of the call a result
+ * answers from its model event): only a hunk's lines are ever held. Each line's hash must
+ * be the one its steps were aligned by, else -ESTALE. */
+static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
+{
+    while (from < to && st->at[from].len != NO_LINE)
+        from++;
+    while (to > from && st->at[to - 1].len != NO_LINE)
+        to--;
+    if (from == to)
+        return 0;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = st->t->thread_id;
+    q.run_id = st->t->run_id;
+    q.user = st->t->user;
+    q.after_seq = st->at[from].seq - 1;
+    q.before_seq = st->at[to - 1].seq + 1;
+    rs_buf raw = RS_BUF_INIT, name = RS_BUF_INIT;
+    rs_cursor *c;
+    size_t i = from;
+    int rc = rs_store_query(st->s, &q, &c, err);
+    if (rc)
+        return rc;
+    const rs_record *rec;
+    rfs_ev ev;
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
+        rc = 0;
+        rfs_ev_read_all(rec, &ev);
+        if (i >= to || st->at[i].seq != rec->seq) {
+            rc = -ESTALE;
+            break;
+        }
+        const char *call = NULL;
+        if (ev.kind == RFS_EV_RESULT) {
+            size_t lo = 0, hi = st->nans;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (st->ans[mid].step < (int64_t)i)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < st->nans && st->ans[lo].step == (int64_t)i &&
+                !(rc = call_name(st, &st->ans[lo], &name, err)))
+                call = name.buf;
+        }
+        rs_buf_reset(&raw);
+        size_t start = st->text.len;
+        unsigned char h[HASH_LEN];
+        if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
+            !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
+            rc = line_hash(st->md_ctx, st->md, st->text.buf + start, st->text.len - start, h);
+            if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
+                rc = -ESTALE;
+            st->at[i].start = start;
+            st->at[i++].len = (uint32_t)(st->text.len - start);
+        }
+    }
+    rs_cursor_free(c);
+    rs_buf_release(&raw);
+    rs_buf_release(&name);
+    return rc ? rc : i == to ? 0 : -ESTALE;
 }
 
 /* ---- equal lines, equal numbers ---- */
@@ -325,24 +731,23 @@ static rfs_span line_of(const steps *st, size_t i)
 typedef struct classes {
     uint32_t *slot; /* class + 1, 0 for an empty slot */
     size_t mask;
-    rfs_span *line; /* each class's first line */
-    uint64_t *hash;
+    const unsigned char **hash; /* each class's */
     int count;
 } classes;
 
-static int class_of(classes *k, rfs_span line, uint64_t h, int *out)
+static int class_of(classes *k, const unsigned char *h, int *out)
 {
-    for (size_t i = (size_t)h & k->mask;; i = (i + 1) & k->mask) {
+    uint64_t start;
+    memcpy(&start, h, sizeof start);
+    for (size_t i = (size_t)start & k->mask;; i = (i + 1) & k->mask) {
         uint32_t c = k->slot[i];
         if (!c) {
             k->slot[i] = (uint32_t)++k->count;
-            k->line[k->count - 1] = line;
             k->hash[k->count - 1] = h;
             *out = k->count - 1;
             return 0;
         }
-        rfs_span l = k->line[c - 1];
-        if (k->hash[c - 1] == h && l.n == line.n && memcmp(l.p, line.p, l.n) == 0) {
+        if (memcmp(k->hash[c - 1], h, HASH_LEN) == 0) {
             *out = (int)c - 1;
             return 0;
         }
@@ -359,121 +764,110 @@ static int number_lines(const steps *a, const steps *b, int *ids)
         return -ENOMEM;
     classes k = {.slot = calloc(size, sizeof *k.slot),
                  .mask = size - 1,
-                 .line = malloc((total ? total : 1) * sizeof *k.line),
                  .hash = malloc((total ? total : 1) * sizeof *k.hash)};
-    int rc = k.slot && k.line && k.hash ? 0 : -ENOMEM;
+    int rc = k.slot && k.hash ? 0 : -ENOMEM;
     for (size_t i = 0; !rc && i < a->n; i++)
-        rc = class_of(&k, line_of(a, i), a->at[i].hash, &ids[i]);
+        rc = class_of(&k, a->at[i].hash, &ids[i]);
     for (size_t i = 0; !rc && i < b->n; i++)
-        rc = class_of(&k, line_of(b, i), b->at[i].hash, &ids[a->n + i]);
+        rc = class_of(&k, b->at[i].hash, &ids[a->n + i]);
     free(k.slot);
-    free(k.line);
     free(k.hash);
     return rc;
 }
 
 /* ---- the `# ` lines ---- */
 
-/* The text of a string literal for a `# ` line, or "none" for null. */
-static int add_value(rs_buf *out, rfs_span v)
+/* Text as stats.json holds it and a `# ` line shows it: a JSON string's text, escaped. */
+static int add_text_value(rs_buf *out, const char *p, size_t n)
 {
-    if (!rfs_jl_is(v, '"'))
-        return v.p && !rfs_jl_is(v, 'n') ? rs_buf_add(out, v.p, v.n) : rs_buf_addlit(out, "none");
-    rs_buf t = RS_BUF_INIT;
-    int rc = rfs_jl_text(&t, v, 0);
+    rs_buf lit = RS_BUF_INIT, t = RS_BUF_INIT;
+    int rc = rs_buf_add_json_string(&lit, p, n);
+    if (!rc)
+        rc = rfs_jl_text(&t, (rfs_span){lit.buf, lit.len}, 0);
     if (!rc)
         rc = add_escaped(out, t.buf, t.len, SIZE_MAX);
+    rs_buf_release(&lit);
     rs_buf_release(&t);
     return rc;
 }
 
-static int same_span(rfs_span a, rfs_span b)
+/* A value of a `# ` line: a number, a text, or none. */
+typedef struct value {
+    int kind; /* 'n' number, 't' text, 0 none */
+    int64_t num;
+    const char *p;
+    size_t n;
+} value;
+
+static value num(int64_t v)
 {
-    return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+    return (value){.kind = 'n', .num = v};
+}
+
+static int same_value(value a, value b)
+{
+    if (a.kind != b.kind)
+        return 0;
+    return a.kind == 'n'   ? a.num == b.num
+           : a.kind == 't' ? a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0)
+                           : 1;
+}
+
+static int add_val(rs_buf *out, value v)
+{
+    return v.kind == 'n'   ? rs_buf_addf(out, "%lld", (long long)v.num)
+           : v.kind == 't' ? add_text_value(out, v.p, v.n)
+                           : rs_buf_addlit(out, "none");
 }
 
 /* "# label: A -> B" when the two values differ (name: a tool's, after the label). */
-static int stat_line(rs_buf *out, const char *label, rfs_span name, rfs_span a, rfs_span b)
+static int stat_line(rs_buf *out, const char *label, const value *name, value a, value b)
 {
-    if (same_span(a, b))
+    if (same_value(a, b))
         return 0;
     int rc = rs_buf_addf(out, "# %s", label);
-    if (!rc && name.p && !(rc = rs_buf_addch(out, ' ')))
-        rc = add_value(out, name);
+    if (!rc && name && !(rc = rs_buf_addch(out, ' ')))
+        rc = add_val(out, *name);
     if (!rc)
         rc = rs_buf_addlit(out, ": ");
     if (!rc)
-        rc = add_value(out, a);
+        rc = add_val(out, a);
     if (!rc)
         rc = rs_buf_addlit(out, " -> ");
     if (!rc)
-        rc = add_value(out, b);
+        rc = add_val(out, b);
     return rc ? rc : rs_buf_addch(out, '\n');
 }
 
-enum { S_EVENTS, S_DURATION, S_STATUS, S_MODEL, S_TOOLS, S_ERRORS, S_N };
-
-typedef struct run_facts {
-    rfs_span top[S_N];
-    rfs_span calls, tokens_in, tokens_out, by_name;
-    int64_t errors;
-    char errors_text[24];
-} run_facts;
-
-static void read_facts(const rs_buf *doc, run_facts *f)
+/* Tool calls by name, in name order (stats.json's, bytewise). */
+static int tool_lines(rs_buf *out, const rfs_map *a, const rfs_map *b)
 {
-    static const char *const top[S_N] = {"events",      "duration_ms", "status",
-                                         "model_calls", "tool_calls",  "errors"};
-    static const char *const usage[] = {"input_tokens", "output_tokens"};
-    rfs_span d = {doc->buf, doc->len}, v[2];
-    while (d.n && d.p[d.n - 1] == '\n')
-        d.n--;
-    rfs_jl_members(d, top, f->top, S_N);
-    f->calls = rfs_jl_member(f->top[S_MODEL], "count");
-    rfs_jl_members(rfs_jl_member(f->top[S_MODEL], "usage"), usage, v, 2);
-    f->tokens_in = v[0];
-    f->tokens_out = v[1];
-    f->by_name = rfs_jl_member(f->top[S_TOOLS], "by_name");
-    /* Errors: the run's and the model's error events, and the tool results that failed. */
-    int64_t n;
-    f->errors = 0;
-    f->errors += rfs_jl_count(rfs_jl_member(f->top[S_ERRORS], "run.error"), &n) ? n : 0;
-    f->errors += rfs_jl_count(rfs_jl_member(f->top[S_ERRORS], "llm.error"), &n) ? n : 0;
-    f->errors += rfs_jl_count(rfs_jl_member(f->top[S_TOOLS], "errors"), &n) ? n : 0;
-    (void)rs_fmt(f->errors_text, sizeof f->errors_text, "%lld", (long long)f->errors);
-}
-
-/* The next tool of a by_name object (its name and its calls), 0 at the end. */
-static int next_tool(rfs_span by_name, const char **at, rfs_span *name, rfs_span *calls)
-{
-    rfs_span v;
-    if (!by_name.p || !rfs_jl_next(by_name, at, name, &v))
-        return 0;
-    *calls = rfs_jl_member(v, "calls");
-    return 1;
-}
-
-/* Tool calls by name, in name order: both lists are sorted and their names written alike. */
-static int tool_lines(rs_buf *out, rfs_span a, rfs_span b)
-{
-    static const rfs_span zero = {"0", 1};
-    const char *at_a = a.p, *at_b = b.p;
-    rfs_span na, ca, nb, cb;
-    int more_a = next_tool(a, &at_a, &na, &ca), more_b = next_tool(b, &at_b, &nb, &cb), rc = 0;
-    while (!rc && (more_a || more_b)) {
-        int cmp = !more_a ? 1 : !more_b ? -1 : 0;
-        if (!cmp) {
-            size_t n = na.n < nb.n ? na.n : nb.n;
-            cmp = memcmp(na.p, nb.p, n);
-            cmp = cmp ? cmp : na.n < nb.n ? -1 : na.n > nb.n;
-        }
-        rc = stat_line(out, "tool calls", cmp <= 0 ? na : nb, cmp <= 0 ? ca : zero,
-                       cmp >= 0 ? cb : zero);
-        if (cmp <= 0)
-            more_a = next_tool(a, &at_a, &na, &ca);
-        if (cmp >= 0)
-            more_b = next_tool(b, &at_b, &nb, &cb);
+    size_t *ia, *ib, i = 0, j = 0, na = rfs_map_count(a), nb = rfs_map_count(b);
+    int rc = rfs_map_sorted(a, &ia);
+    if (rc)
+        return rc;
+    if ((rc = rfs_map_sorted(b, &ib))) {
+        free(ia);
+        return rc;
     }
+    while (!rc && (i < na || j < nb)) {
+        size_t la = 0, lb = 0;
+        const char *ka = i < na ? rfs_map_key(a, ia[i], &la) : NULL;
+        const char *kb = j < nb ? rfs_map_key(b, ib[j], &lb) : NULL;
+        int cmp = !ka ? 1 : !kb ? -1 : 0;
+        if (!cmp) {
+            cmp = memcmp(ka, kb, la < lb ? la : lb);
+            cmp = cmp ? cmp : la < lb ? -1 : la > lb;
+        }
+        value name = cmp <= 0 ? (value){'t', 0, ka, la} : (value){'t', 0, kb, lb};
+        value ca = num(cmp <= 0 ? *(const int64_t *)rfs_map_val(a, ia[i]) : 0);
+        value cb = num(cmp >= 0 ? *(const int64_t *)rfs_map_val(b, ib[j]) : 0);
+        rc = stat_line(out, "tool calls", &name, ca, cb);
+        i += cmp <= 0;
+        j += cmp >= 0;
+    }
+    free(ia);
+    free(ib);
     return rc;
 }
 
@@ -481,6 +875,16 @@ static int seq_of(rs_buf *out, const steps *st, size_t i)
 {
     return i < st->n ? rs_buf_addf(out, "seq %lld", (long long)st->at[i].seq)
                      : rs_buf_addlit(out, "end");
+}
+
+static value duration(const facts *f)
+{
+    return f->events ? num((f->last_us - f->first_us) / 1000) : (value){0};
+}
+
+static value status(const facts *f)
+{
+    return f->has_status ? (value){'t', 0, f->status.buf, f->status.len} : (value){0};
 }
 
 static int comment_lines(rs_buf *out, const steps *a, const steps *b, size_t prefix)
@@ -499,22 +903,16 @@ static int comment_lines(rs_buf *out, const steps *a, const steps *b, size_t pre
         if (!rc)
             rc = rs_buf_addch(out, '\n');
     }
-    run_facts fa, fb;
-    read_facts(&a->stats, &fa);
-    read_facts(&b->stats, &fb);
-    const rfs_span none = {0};
-    if (rc || (rc = stat_line(out, "events", none, fa.top[S_EVENTS], fb.top[S_EVENTS])) ||
-        (rc = stat_line(out, "model calls", none, fa.calls, fb.calls)) ||
-        (rc = stat_line(out, "tokens in", none, fa.tokens_in, fb.tokens_in)) ||
-        (rc = stat_line(out, "tokens out", none, fa.tokens_out, fb.tokens_out)) ||
-        (rc = tool_lines(out, fa.by_name, fb.by_name)))
+    const facts *fa = &a->f, *fb = &b->f;
+    if (rc || (rc = stat_line(out, "events", NULL, num(fa->events), num(fb->events))) ||
+        (rc = stat_line(out, "model calls", NULL, num(fa->model), num(fb->model))) ||
+        (rc = stat_line(out, "tokens in", NULL, num(fa->tokens_in), num(fb->tokens_in))) ||
+        (rc = stat_line(out, "tokens out", NULL, num(fa->tokens_out), num(fb->tokens_out))) ||
+        (rc = tool_lines(out, fa->tools, fb->tools)) ||
+        (rc = stat_line(out, "errors", NULL, num(fa->errors), num(fb->errors))) ||
+        (rc = stat_line(out, "duration ms", NULL, duration(fa), duration(fb))))
         return rc;
-    rfs_span ea = {fa.errors_text, strlen(fa.errors_text)};
-    rfs_span eb = {fb.errors_text, strlen(fb.errors_text)};
-    if ((rc = stat_line(out, "errors", none, ea, eb)) ||
-        (rc = stat_line(out, "duration ms", none, fa.top[S_DURATION], fb.top[S_DURATION])))
-        return rc;
-    return stat_line(out, "status", none, fa.top[S_STATUS], fb.top[S_STATUS]);
+    return stat_line(out, "status", NULL, status(fa), status(fb));
 }
 
 /* ---- the hunks ---- */
@@ -583,17 +981,27 @@ static int add_lines(rs_buf *out, char mark, const steps *st, size_t from, size_
     return rc;
 }
 
+/* The lines a hunk of changes ch[0..n) shows: a's xs..xe and b's ys..ye. */
+static void hunk_span(const steps *a, const steps *b, const change *ch, size_t n, size_t *xs,
+                      size_t *xe, size_t *ys, size_t *ye)
+{
+    size_t before = ch[0].x < CONTEXT ? ch[0].x : CONTEXT;
+    *xs = ch[0].x - before;
+    *ys = ch[0].y - before;
+    *xe = ch[n - 1].x + ch[n - 1].nx;
+    *ye = ch[n - 1].y + ch[n - 1].ny;
+    size_t after = a->n - *xe < CONTEXT ? a->n - *xe : CONTEXT;
+    if (b->n - *ye < after)
+        after = b->n - *ye;
+    *xe += after;
+    *ye += after;
+}
+
 /* The hunk of changes ch[0..n): context, each change's deletions then insertions. */
 static int hunk(rs_buf *out, const steps *a, const steps *b, const change *ch, size_t n)
 {
-    size_t before = ch[0].x < CONTEXT ? ch[0].x : CONTEXT;
-    size_t xs = ch[0].x - before, ys = ch[0].y - before;
-    size_t xe = ch[n - 1].x + ch[n - 1].nx, ye = ch[n - 1].y + ch[n - 1].ny;
-    size_t after = a->n - xe < CONTEXT ? a->n - xe : CONTEXT;
-    if (b->n - ye < after)
-        after = b->n - ye;
-    xe += after;
-    ye += after;
+    size_t xs, xe, ys, ye;
+    hunk_span(a, b, ch, n, &xs, &xe, &ys, &ye);
     int rc = rs_buf_addlit(out, "@@ -");
     if (!rc && !(rc = add_range(out, xs, xe - xs)) && !(rc = rs_buf_addlit(out, " +")) &&
         !(rc = add_range(out, ys, ye - ys)) && !(rc = rs_buf_addlit(out, " @@ ")) &&
@@ -610,16 +1018,39 @@ static int hunk(rs_buf *out, const steps *a, const steps *b, const change *ch, s
     return rc ? rc : add_lines(out, ' ', a, x, xe);
 }
 
+/* The end of the hunk that starts at change i: changes at most twice the context apart
+ * share a hunk, as in diff -u. */
+static size_t hunk_end(const change *ch, size_t n, size_t i)
+{
+    size_t j = i + 1;
+    while (j < n && ch[j].x - (ch[j - 1].x + ch[j - 1].nx) <= 2 * CONTEXT)
+        j++;
+    return j;
+}
+
+/* Every line the hunks show rendered (those of kept steps are not yet): -ESTALE with *stale
+ * the run whose kept steps did not hold. */
+static int show_hunks(steps *a, steps *b, const change *ch, size_t n, steps **stale, rs_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0, j; !rc && i < n; i = j) {
+        size_t xs, xe, ys, ye;
+        j = hunk_end(ch, n, i);
+        hunk_span(a, b, ch + i, j - i, &xs, &xe, &ys, &ye);
+        if ((rc = show_lines(a, xs, xe, err)) == -ESTALE)
+            *stale = a;
+        else if (!rc && (rc = show_lines(b, ys, ye, err)) == -ESTALE)
+            *stale = b;
+    }
+    return rc;
+}
+
 static int hunks(rs_buf *out, const steps *a, const steps *b, const change *ch, size_t n)
 {
     int rc = 0;
-    for (size_t i = 0; !rc && i < n;) {
-        size_t j = i + 1;
-        /* Changes at most twice the context apart share a hunk, as in diff -u. */
-        while (j < n && ch[j].x - (ch[j - 1].x + ch[j - 1].nx) <= 2 * CONTEXT)
-            j++;
+    for (size_t i = 0, j; !rc && i < n; i = j) {
+        j = hunk_end(ch, n, i);
         rc = hunk(out, a, b, ch + i, j - i);
-        i = j;
     }
     return rc;
 }
@@ -629,7 +1060,8 @@ static int add_header(rs_buf *out, const char *mark, const rs_target *t)
     return rs_buf_addf(out, "%s threads/%s/runs/%s\n", mark, t->thread_id, t->run_id);
 }
 
-static int render(const steps *a, const steps *b, rs_buf *out)
+/* The diff into out; -ESTALE with *stale set when a run's kept steps did not hold. */
+static int render(steps *a, steps *b, rs_buf *out, steps **stale, rs_err *err)
 {
     int *ids = malloc((a->n + b->n + 1) * sizeof *ids);
     unsigned char *chg = calloc(a->n + b->n + 1, 1);
@@ -644,9 +1076,13 @@ static int render(const steps *a, const steps *b, rs_buf *out)
     if (!rc)
         rc = collect_changes(chg, a->n, chg + a->n, b->n, &ch, &n);
     free(chg);
-    if (!rc && !(rc = comment_lines(out, a, b, prefix)) && !(rc = add_header(out, "---", a->t)) &&
-        !(rc = add_header(out, "+++", b->t)))
-        rc = hunks(out, a, b, ch, n);
+    if (rc)
+        rc = rs_err_set(err, rc, "out of memory");
+    if (!rc)
+        rc = show_hunks(a, b, ch, n, stale, err);
+    if (!rc && ((rc = comment_lines(out, a, b, prefix)) || (rc = add_header(out, "---", a->t)) ||
+                (rc = add_header(out, "+++", b->t)) || (rc = hunks(out, a, b, ch, n))))
+        rc = rs_err_set(err, rc, "out of memory");
     free(ch);
     return rc;
 }
@@ -655,32 +1091,72 @@ static int render(const steps *a, const steps *b, rs_buf *out)
  * thread's start and the second connection's first reads cost more than they save. */
 #define READ_APART 2048
 
-int rfs_stepdiff_render(rs_store *s, rs_store *s2, const rs_target *a, const rs_target *b,
-                        rs_buf *out, rs_err *err)
+/* Keep what was read from rows, best effort: a store that keeps nothing diffs from rows. */
+static void keep(const rfs_stepdiff_io *io, steps *st)
 {
-    steps sa = {.t = a, .text = RS_BUF_INIT, .stats = RS_BUF_INIT};
-    steps sb = {.t = b, .text = RS_BUF_INIT, .stats = RS_BUF_INIT};
-    reader rb = {.s = s2 ? s2 : s, .st = &sb};
-    pthread_t thread;
-    int rc = steps_open(s, &sa, err), apart = 0;
-    if (!rc)
-        rc = steps_open(rb.s, &sb, err);
-    if (!rc && s2 && sa.count >= READ_APART && sb.count >= READ_APART)
-        apart = pthread_create(&thread, NULL, reader_main, &rb) == 0;
-    if (!rc)
-        rc = read_steps(s, &sa, err);
-    if (apart) {
-        pthread_join(thread, NULL);
-    } else if (!rc) {
-        reader_main(&rb);
+    rs_buf b = RS_BUF_INIT;
+    if (st->from_rows && st->rewrites >= 0 && !kept_write(st, &b)) {
+        uint64_t kind = kept_kind(st->t);
+        if (io && io->keep)
+            (void)io->keep(io->ctx, st->t, kind, b.buf, b.len);
+        else
+            (void)rs_store_steps_put(st->s, st->t, kind, b.buf, b.len);
     }
+    rs_buf_release(&b);
+}
+
+int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
+                        const rs_target *b, rs_buf *out, rs_err *err)
+{
+    EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    steps sa = {.t = a, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
+    steps sb = {.t = b, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
+    reader rb = {.st = &sb};
+    pthread_t thread;
+    int rc = steps_open(s, &sa, err), apart = 0, kept_a = 0, kept_b = 0;
+    if (!rc)
+        rc = steps_open(s, &sb, err);
+    if (!rc && (kept_a = steps_kept(&sa, err)) < 0)
+        rc = kept_a;
+    if (!rc && (kept_b = steps_kept(&sb, err)) < 0)
+        rc = kept_b;
+    /* Two big runs read from their rows: b on a second connection, on a thread of its own. */
+    rs_store *s2 = !rc && !kept_a && !kept_b && io && io->second && sa.info.count >= READ_APART &&
+                           sb.info.count >= READ_APART
+                       ? io->second(io->ctx)
+                       : NULL;
+    if (s2) {
+        sb.s = s2;
+        apart = pthread_create(&thread, NULL, reader_main, &rb) == 0;
+    }
+    if (!rc && !kept_a)
+        rc = read_all(&sa, err);
+    if (apart)
+        pthread_join(thread, NULL);
+    else if (!rc && !kept_b)
+        reader_main(&rb);
     if (!rc && rb.rc) {
         *err = rb.err;
         rc = rb.rc;
     }
-    if (!rc && (rc = render(&sa, &sb, out)))
-        rc = rs_err_set(err, rc, "out of memory");
+    sb.s = s;
+    steps *stale = NULL;
+    size_t len = out->len;
+    /* A line a hunk shows that is not the one hashed (kept steps that did not hold, or a
+     * row rewritten since it was read): that run from its rows, and the diff again. */
+    for (int tries = 0; !rc && (rc = render(&sa, &sb, out, &stale, err)) == -ESTALE && tries < 2;
+         tries++) {
+        rs_buf_setlen(out, len);
+        rc = read_all(stale, err);
+    }
+    if (rc == -ESTALE)
+        rc = rs_err_set(err, -EIO, "the rows of a run changed while it was compared");
+    if (!rc) {
+        keep(io, &sa);
+        keep(io, &sb);
+    }
     steps_release(&sa);
     steps_release(&sb);
+    EVP_MD_free(md);
     return rc;
 }

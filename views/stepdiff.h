@@ -11,12 +11,26 @@
 /* The longest step line, in bytes (a line is cut there, never inside a character). */
 #define RFS_STEP_LINE_MAX 200
 
+/* What a diff may use beside its connection: ctx is the functions'. */
+typedef struct rfs_stepdiff_io {
+    /* A second connection to the same store, asked for when both runs are big and read from
+     * their rows (b is then read on it, on a thread of its own, while a is read: the time is
+     * about the longer read's); NULL when there is none. */
+    rs_store *(*second)(void *ctx);
+    /* Keep a run's step data (rs_store_steps_put) where it can be written; NULL: on the
+     * connection the diff reads. */
+    int (*keep)(void *ctx, const rs_target *t, uint64_t kind, const void *data, size_t len);
+    void *ctx;
+} rfs_stepdiff_io;
+
 /* Append the diff of run a against run b (each as its user sees it; either may be of any
  * thread). -ENOENT, with the reason in err, when either run does not exist for its user.
- * Memory grows with the two runs' step lines, never with their product. s2, when not NULL,
- * is a second connection to the same store: b is read on it, on a thread of its own while a
- * is read on s when both runs are big (the time is then about the longer read's). */
-int rfs_stepdiff_render(rs_store *s, rs_store *s2, const rs_target *a, const rs_target *b,
-                        rs_buf *out, rs_err *err);
+ * A run's step lines' hashes, seqs and compared stats are kept in the store
+ * (rs_store_steps_put) against the rows they were made from: a later diff of a run that did
+ * not change reads those and the rows its hunks show, of a run that only grew the new rows
+ * too, and of any other run all its rows. Memory grows with the two runs' steps, never with
+ * their product. io may be NULL. */
+int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
+                        const rs_target *b, rs_buf *out, rs_err *err);
 
 #endif

@@ -295,6 +295,8 @@ static int render_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_bu
     case RFS_R_PROOF: return rfs_evidence_render(s, &t, n, out, err);
     case RFS_R_DIFF: {
         rs_target b = {.thread_id = n->thread_id, .run_id = n->name, .user = sc->user};
+        /* The runs' step data is kept on this connection: its commit moves the data version
+         * the hub watches, as this mount's appends do. */
         return rfs_stepdiff_render(s, NULL, &t, &b, out, err);
     }
     default: return -EISDIR;

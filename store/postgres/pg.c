@@ -1646,6 +1646,100 @@ static int pg_size_put(rs_backend *b, const char *lo, const char *hi, const char
     return rc;
 }
 
+static int pg_steps_get(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
+                        rs_buf *out, int *found)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, run_id);
+    pg_arg_text(&a, kind);
+    rs_buf sql = RS_BUF_INIT;
+    PGresult *r = NULL;
+    int64_t there = 0;
+    *found = 0;
+    /* A store no put has reached has no table: nothing kept, not a failure (to_regclass
+     * asks without an error, which would end a transaction the caller is in). */
+    int rc = ensure_conn(b, NULL) ? -EIO
+                                  : side_copy(b,
+                                              "SELECT count(*) FROM pg_class WHERE oid = "
+                                              "to_regclass('@runfs_steps')",
+                                              &sql);
+    if (!rc)
+        rc = pg_int(b, sql.buf, NULL, NULL, &there, NULL, NULL);
+    rs_buf_reset(&sql);
+    if (!rc && there &&
+        !(rc = side_copy(b,
+                         "SELECT data FROM @runfs_steps WHERE thread_id = $1 AND run_id = $2 "
+                         "AND kind = $3",
+                         &sql)) &&
+        !(rc = pg_run(b, sql.buf, &a, &r, NULL)) && PQntuples(r) == 1) {
+        size_t n = 0;
+        unsigned char *p = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 0), &n);
+        rc = !p ? -ENOMEM : rs_buf_add(out, p, n);
+        *found = !rc;
+        PQfreemem(p);
+    }
+    PQclear(r);
+    rs_buf_release(&sql);
+    return rc;
+}
+
+int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, t->thread_id);
+    pg_arg_text(&a, t->run_id);
+    rs_buf sql = RS_BUF_INIT;
+    int64_t has = 0;
+    int rc = side_copy(b, "SELECT (to_regclass('@runfs_steps') IS NOT NULL)::int", &sql);
+    if (!rc)
+        rc = pg_int(b, sql.buf, NULL, NULL, &has, NULL, err);
+    rs_buf_reset(&sql);
+    if (!rc && has &&
+        !(rc = side_copy(b, "DELETE FROM @runfs_steps WHERE thread_id = $1 AND run_id = $2", &sql)))
+        rc = pg_run(b, sql.buf, &a, NULL, err);
+    rs_buf_release(&sql);
+    return rc;
+}
+
+/* The table is made here, so a store made before kept step data gets it at its first
+ * keeping. The bytes go as bytea's hex text: the statements' parameters are text. */
+static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
+                        const void *data, size_t len)
+{
+    rs_buf hex = RS_BUF_INIT, make = RS_BUF_INIT, ins = RS_BUF_INIT;
+    int rc = rs_buf_addlit(&hex, "\\x") || rs_buf_add_hex(&hex, data, len) ? -ENOMEM : 0;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    pg_arg_text(&a, run_id);
+    pg_arg_text(&a, kind);
+    pg_arg_text(&a, hex.buf);
+    if (!rc)
+        rc = side_copy(b,
+                       "CREATE TABLE IF NOT EXISTS @runfs_steps (thread_id TEXT NOT NULL, run_id "
+                       "TEXT NOT NULL, kind TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY "
+                       "(thread_id, run_id, kind))",
+                       &make);
+    if (!rc)
+        rc = side_copy(b,
+                       "INSERT INTO @runfs_steps (thread_id, run_id, kind, data) VALUES ($1, $2, "
+                       "$3, $4::text::bytea) ON CONFLICT (thread_id, run_id, kind) DO UPDATE SET "
+                       "data = EXCLUDED.data",
+                       &ins);
+    if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
+        if (!(rc = pg_exec_plain(b, make.buf, NULL)))
+            rc = pg_run(b, ins.buf, &a, NULL, NULL);
+        if (rc)
+            pg_rollback(b);
+        else
+            rc = pg_commit(b, NULL);
+    }
+    rs_buf_release(&hex);
+    rs_buf_release(&make);
+    rs_buf_release(&ins);
+    return rc;
+}
+
 static void pg_set_wait(rs_backend *b, int wait)
 {
     b->no_wait = !wait;
@@ -1676,6 +1770,8 @@ const rs_backend_ops rs_pg_backend = {
     .rows_added = pg_rows_added,
     .size_get = pg_size_get,
     .size_put = pg_size_put,
+    .steps_get = pg_steps_get,
+    .steps_put = pg_steps_put,
     .set_wait = pg_set_wait,
     .put = pg_put,
     .release = pg_release,

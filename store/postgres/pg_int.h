@@ -149,6 +149,9 @@ int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i);
 /* Statements without parameters, outside the statement cache (transaction control, the
  * schema, VACUUM). */
 int pg_exec_plain(rs_backend *b, const char *sql, rs_err *err);
+/* The run's kept step data (runfs_steps, where the store has it) deleted, in the caller's
+ * transaction: a redaction or an expiry forgets what was computed from the rows too. */
+int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err);
 void pg_arg_text(pg_args *a, const char *s); /* NULL: SQL NULL */
 void pg_arg_int(pg_args *a, int64_t v);
 /* Run sql (cached as a prepared statement) with a's parameters; *out (may be NULL: cleared)

@@ -70,7 +70,8 @@ static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, 
     int64_t has = 0;
     if ((rc = pg_int(b, "SELECT (to_regclass('runfs_search') IS NOT NULL)::int", NULL, NULL, &has,
                      NULL, err)) ||
-        (has && (rc = pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &s, NULL, err))))
+        (has && (rc = pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &s, NULL, err))) ||
+        (rc = pg_steps_forget(b, t, err)))
         goto fail;
     return pg_commit(b, err);
 fail:
@@ -110,7 +111,7 @@ static int scrub(rs_backend *b, rs_buf *warn, rs_err *err)
 {
     int rc = 0;
     static const char *const tables[] = {"run_events", "runfs_search", "runfs_seal_salt",
-                                         "runfs_redaction"};
+                                         "runfs_redaction", "runfs_steps"};
     for (size_t i = 0; !rc && i < sizeof tables / sizeof *tables; i++)
         rc = vacuum(b, tables[i], warn, err);
     /* The vacuumed pages reach the files at a checkpoint: now, where the role may ask. */
@@ -192,6 +193,7 @@ static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, 
                                     "DELETE FROM runfs_search WHERE blk IN (SELECT blk FROM "
                                     "runfs_search_dirty)",
                                     err))) ||
+        (rc = pg_steps_forget(b, t, err)) ||
         (rc = pg_run(b,
                      "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "
                      "digest, root, sealed_at, expired_at, policy, note, change) VALUES ($1, $2, "

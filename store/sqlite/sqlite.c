@@ -6,6 +6,7 @@
  * allocation across threads, processes and mounts. Statements are prepared once and cached
  * per connection. Reads stream rows through cursors; nothing materialises a run. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1744,6 +1745,76 @@ static int sq_size_put(rs_backend *b, const char *lo, const char *hi, const char
     return sq_commit(b, NULL);
 }
 
+static int sq_steps_get(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
+                        rs_buf *out, int *found)
+{
+    sqlite3_stmt *st;
+    *found = 0;
+    /* A store no put has reached has no table: nothing kept, not a failure. */
+    int rc = sq_step(b, &st, NULL, "steps",
+                     "SELECT data FROM main.runfs_steps WHERE thread_id = ? AND run_id = ? AND "
+                     "kind = ?",
+                     "ttt", thread_id, run_id, kind);
+    if (rc != 1)
+        return 0;
+    const void *p = sqlite3_column_blob(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    rc = p ? rs_buf_add(out, p, n) : 0;
+    *found = p && !rc;
+    sq_stmt_done(b, st);
+    return rc;
+}
+
+int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
+{
+    int64_t has = 0;
+    int rc = sq_int(b, "SELECT count(*) FROM main.sqlite_master WHERE name = ?", "runfs_steps",
+                    NULL, &has, NULL, err);
+    if (!rc && has)
+        rc = sq_step(b, NULL, err, "steps",
+                     "DELETE FROM main.runfs_steps WHERE thread_id = ? AND run_id = ?", "tt",
+                     t->thread_id, t->run_id);
+    return rc < 0 ? rc : 0;
+}
+
+/* Under the write lock, as every write is. The table is made here, so a store made before
+ * kept step data gets it at its first keeping, and a store never diffed never has it. */
+static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
+                        const void *data, size_t len)
+{
+    if (len > INT_MAX)
+        return -EFBIG;
+    int rc = sq_begin(b, NULL);
+    if (rc)
+        return rc;
+    rc = sq_exec(b,
+                 "CREATE TABLE IF NOT EXISTS main.runfs_steps (thread_id TEXT NOT NULL, run_id "
+                 "TEXT NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (thread_id, "
+                 "run_id, kind))",
+                 NULL);
+    sqlite3_stmt *st = NULL;
+    if (!rc)
+        rc = sq_stmt_get(b,
+                         "INSERT OR REPLACE INTO main.runfs_steps (thread_id, run_id, kind, data) "
+                         "VALUES (?, ?, ?, ?)",
+                         &st, NULL);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, run_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, data, (int)len, SQLITE_STATIC);
+        int src = sqlite3_step(st);
+        sq_stmt_done(b, st);
+        if (src != SQLITE_DONE)
+            rc = sq_fail(b, src, NULL, "steps");
+    }
+    if (rc) {
+        sq_rollback(b);
+        return rc;
+    }
+    return sq_commit(b, NULL);
+}
+
 static int sq_refresh(rs_backend *b, rs_err *err)
 {
     int needed = 0;
@@ -1876,6 +1947,8 @@ const rs_backend_ops rs_sqlite_backend = {
     .rows_added = sq_rows_added,
     .size_get = sq_size_get,
     .size_put = sq_size_put,
+    .steps_get = sq_steps_get,
+    .steps_put = sq_steps_put,
     .put = sq_put,
     .release = sq_release,
     .create = sq_create,

@@ -197,6 +197,9 @@ int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, 
     "h.key = 'canon_hi' WHERE l.key = 'canon_lo' AND l.value > 0 AND e.id BETWEEN l.value AND " \
     "h.value))"
 
+/* The run's kept step data (runfs_steps, where the store has it) deleted, in the caller's
+ * transaction: a redaction or an expiry forgets what was computed from the rows too. */
+int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err);
 /* Map a SQLite result to a negative errno with a reason. */
 int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what);
 /* A cached statement, reset and unbound, busy until sq_stmt_done. */

@@ -52,7 +52,7 @@ static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, 
         (rc = sq_step(b, NULL, err, "redaction",
                       "DELETE FROM runfs_seal_salt WHERE thread_id = ? AND run_id = ? AND seq = ?",
                       "tti", t->thread_id, t->run_id, w->seq)) < 0 ||
-        (rc = sq_search_forget(b, err)))
+        (rc = sq_search_forget(b, err)) || (rc = sq_steps_forget(b, t, err)))
         goto fail;
     return sq_commit(b, err);
 fail:
@@ -127,7 +127,7 @@ static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, 
                       "DELETE FROM runfs_seal_salt WHERE thread_id = ?1 AND run_id = ?2 AND "
                       "(?3 IS NULL OR owner = ?3)",
                       "ttt", t->thread_id, t->run_id, t->user)) < 0 ||
-        (rc = sq_search_forget(b, err)) ||
+        (rc = sq_search_forget(b, err)) || (rc = sq_steps_forget(b, t, err)) ||
         (rc = sq_step(b, NULL, err, "expiry",
                       "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "
                       "digest, root, sealed_at, expired_at, policy, note, change) VALUES (?1, ?2, "

@@ -237,3 +237,79 @@ exact() {
   run as 61001 "stat -c %s '$sh/threads/shared/runs/a2/diff/a1'"
   assert_equal "$output" "$(as 61001 "wc -c < '$sh/threads/shared/runs/a2/diff/a1'")"
 }
+
+# kept_steps SQL: run SQL on the store's runfs_steps (the runs' kept step data), wherever
+# the backend made it.
+kept_steps() {
+  local table=runfs_steps sch
+  if on_pg; then
+    sch=$(store_sql "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'runfs_steps'")
+    table="\"$sch\".runfs_steps"
+  fi
+  store_sql "${1//runfs_steps/$table}"
+}
+
+# steps_now THREAD RUN OUT: the run's step lines, derived from its rows as the store holds
+# them now (runfs cat opens the store afresh: no mount's cache between).
+steps_now() {
+  "$RUNFS" cat "$STORE" "threads/$1/runs/$2/events.jsonl" > "$WORK/ev.jsonl"
+  python3 "$REF" steps "$WORK/ev.jsonl" > "$3"
+}
+
+@test "diff: kept step data gives the bytes the rows give; appends extend it, rewrites drop it" {
+  # Runs of 300 events: hunks start on tool results whose calls lie before them.
+  mkdir -p "$T/runs/a" "$T/runs/b"
+  python3 "$REF" gen 300 same >> "$T/runs/a/events.jsonl"
+  python3 "$REF" gen 300 spread 4 >> "$T/runs/b/events.jsonl"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps")" = 2 ] || fail "the first diff kept no step data"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/first" "$WORK/A" "$WORK/B"
+  # From the kept data: the same bytes, by the command and by the view.
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/second"
+  cmp "$WORK/first" "$WORK/second" || fail "a diff of kept runs differs from the first"
+  cmp "$WORK/first" "$T/runs/a/diff/b" || fail "the view differs from runfs diff"
+  # b grows: the kept data is extended, and gives what a diff from the rows gives.
+  python3 "$REF" gen 20 spread 1 >> "$T/runs/b/events.jsonl"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/grown"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/grown" "$WORK/A" "$WORK/B"
+  kept_steps "DELETE FROM runfs_steps"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/fresh"
+  cmp "$WORK/grown" "$WORK/fresh" || fail "the grown run's kept data gives other bytes than its rows"
+  # Another writer changes a row of a in place: its new content shows (no kept hash of
+  # the old one survives).
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 20")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"human\",\"content\":\"changed by hand\"}' WHERE thread_id = 't' AND run_id = 'a' AND seq = $seq"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/updated"
+  grep -qx -- '-llm.human.input changed by hand' "$WORK/updated" || fail "the updated row's new content is not in the diff"
+  steps_now t a "$WORK/A"
+  check_diff "$WORK/updated" "$WORK/A" "$WORK/B"
+  # Another writer deletes a row of b: the diff is of the rows left.
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.ai.response' ORDER BY seq LIMIT 1 OFFSET 30")
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND seq = $seq"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/deleted"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/deleted" "$WORK/A" "$WORK/B"
+  kept_steps "DELETE FROM runfs_steps"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/fresh"
+  cmp "$WORK/deleted" "$WORK/fresh" || fail "after a delete, kept data gives other bytes than the rows"
+}
+
+@test "diff: a redaction forgets the run's kept step data, and the diff shows the redacted step" {
+  put_run t a same
+  put_run t b spread 2
+  "$RUNFS" diff "$STORE" t/a t/b > /dev/null
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 1 ] || fail "the diff kept no step data of a"
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 3")
+  run "$RUNFS" redact "$STORE" t "$seq" --reason "asked to forget"
+  assert_success
+  # What was computed from the forgotten text (its step line's hash) is gone with it.
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 0 ] || fail "the redacted run's kept step data survived the redaction"
+  run "$RUNFS" diff "$STORE" t/a t/b
+  assert_success
+  assert_line '-llm.human.input [redacted]'
+}
