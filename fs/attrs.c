@@ -14,11 +14,20 @@
 #define ATTRS_MAX (1u << 20)
 
 #define KEEP_MARGIN_NS 1000000000LL
+#define KEEP_NS ((int64_t)(RFS_FILE_TIMEOUT * 1e9) + KEEP_MARGIN_NS)
+
+/* The kernel makes a new inode from a lookup's reply only when the process that asked runs
+ * again, so a drop sent after the reply can come before the inode exists and be lost (the
+ * kernel drops nothing of an inode it does not have, and then keeps what the reply said).
+ * A record taken within SETTLE_NS of being handed out stays, unsettled: every take and
+ * every rfs_attrs_settle tells the kernel again until then. */
+#define SETTLE_NS 250000000LL
 
 typedef struct record {
     uint64_t ino;    /* 0: taken */
     uint64_t thread; /* rs_hash of the thread id: a collision only drops more */
     int64_t deadline_ns;
+    int unsettled; /* taken within SETTLE_NS of being handed out */
 } record;
 
 struct rfs_attrs {
@@ -27,6 +36,7 @@ struct rfs_attrs {
     size_t cap;  /* a power of two, or 0 */
     size_t head; /* the oldest record */
     size_t count;
+    size_t unsettled; /* records in the ring with unsettled set and ino not 0 */
 };
 
 int rfs_attrs_new(rfs_attrs **out)
@@ -58,12 +68,33 @@ static record *at(rfs_attrs *a, size_t i)
     return &a->ring[(a->head + i) & (a->cap - 1)];
 }
 
+/* r leaves: taken for good. Lock held. */
+static void drop(rfs_attrs *a, record *r)
+{
+    if (r->ino && r->unsettled)
+        a->unsettled--;
+    r->ino = 0;
+}
+
 /* Drop the expired and taken records at the front. Lock held. */
 static void expire(rfs_attrs *a, int64_t now_ns)
 {
     while (a->count && (at(a, 0)->ino == 0 || at(a, 0)->deadline_ns <= now_ns)) {
+        drop(a, at(a, 0));
         a->head = (a->head + 1) & (a->cap - 1);
         a->count--;
+    }
+}
+
+/* The kernel was told to drop r's inode at now_ns: r leaves, or stays unsettled. Lock
+ * held. */
+static void told(rfs_attrs *a, record *r, int64_t now_ns)
+{
+    if (now_ns - (r->deadline_ns - KEEP_NS) >= SETTLE_NS) {
+        drop(a, r);
+    } else if (!r->unsettled) {
+        r->unsettled = 1;
+        a->unsettled++;
     }
 }
 
@@ -92,12 +123,13 @@ int rfs_attrs_add(rfs_attrs *a, uint64_t ino, const char *thread_id, int64_t now
     uint64_t h = thread_hash(thread_id);
     /* The kernel starts its timeout when the reply reaches it, after this: a record
      * outlives the kernel's copy by a margin wider than any reply takes. */
-    int64_t deadline_ns = now_ns + (int64_t)(RFS_FILE_TIMEOUT * 1e9) + KEEP_MARGIN_NS;
+    int64_t deadline_ns = now_ns + KEEP_NS;
     pthread_mutex_lock(&a->lock);
     expire(a, now_ns);
     int rc = make_room(a);
     if (!rc) {
-        *at(a, a->count) = (record){.ino = ino, .thread = h, .deadline_ns = deadline_ns};
+        *at(a, a->count) =
+            (record){.ino = ino, .thread = h, .deadline_ns = deadline_ns, .unsettled = 0};
         a->count++;
     }
     pthread_mutex_unlock(&a->lock);
@@ -115,7 +147,22 @@ void rfs_attrs_take(rfs_attrs *a, const char *thread_id, int64_t now_ns,
         if (r->ino == 0 || (thread_id && r->thread != h))
             continue;
         fn(ctx, r->ino);
-        r->ino = 0;
+        told(a, r, now_ns);
+    }
+    expire(a, now_ns);
+    pthread_mutex_unlock(&a->lock);
+}
+
+void rfs_attrs_settle(rfs_attrs *a, int64_t now_ns, void (*fn)(void *ctx, uint64_t ino), void *ctx)
+{
+    pthread_mutex_lock(&a->lock);
+    expire(a, now_ns);
+    for (size_t i = 0; a->unsettled && i < a->count; i++) {
+        record *r = at(a, i);
+        if (r->ino == 0 || !r->unsettled)
+            continue;
+        fn(ctx, r->ino);
+        told(a, r, now_ns);
     }
     expire(a, now_ns);
     pthread_mutex_unlock(&a->lock);

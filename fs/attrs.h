@@ -22,8 +22,13 @@ void rfs_attrs_free(rfs_attrs *a);
 int rfs_attrs_add(rfs_attrs *a, uint64_t ino, const char *thread_id, int64_t now_ns);
 /* Take out the records still in force at now_ns of thread_id (NULL: of every thread),
  * calling fn with each one's inode (an inode may come more than once). fn runs under the
- * records' lock: it tells the kernel and takes no lock of the mount's. */
+ * records' lock: it tells the kernel and takes no lock of the mount's. A record handed out
+ * moments before stays, unsettled, and is told again (the kernel may not have made its
+ * inode yet, and then loses the drop). */
 void rfs_attrs_take(rfs_attrs *a, const char *thread_id, int64_t now_ns,
                     void (*fn)(void *ctx, uint64_t ino), void *ctx);
+/* fn again for each unsettled record (taken moments after it was handed out), until it
+ * settles; cheap when there is none. The hub calls it every round. */
+void rfs_attrs_settle(rfs_attrs *a, int64_t now_ns, void (*fn)(void *ctx, uint64_t ino), void *ctx);
 
 #endif

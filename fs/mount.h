@@ -84,7 +84,8 @@ typedef struct rfs_mount {
      * attr_lock written, before it drops what the change made stale. A reply that lets the
      * kernel cache attributes or a name checks attr_gen under attr_lock read (rfs_cache_*
      * in ops.c): one whose stat may predate the change caches nothing, and any other
-     * reaches the kernel before the hub's drop does, which then finds the inode to drop. */
+     * reaches the kernel before the hub's drop does. A lookup's new inode exists only once
+     * its caller runs again, so a drop just after its reply is told again (attrs.h). */
     pthread_rwlock_t attr_lock; /* orders attr_gen's bumps after replies in flight */
     atomic_uint_fast64_t attr_gen;
     /* The thread whose listing last went without some of its views' sizes (a hash of its

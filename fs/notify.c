@@ -222,11 +222,25 @@ static void file_attrs_dropped(void *ctx, uint64_t ino)
     fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 }
 
+/* The files' attributes the kernel keeps of thread_id (NULL: of every thread) dropped in
+ * the same hold of attr_lock as a bump of attr_gen: a reply that let the kernel keep some
+ * (recorded in m->attrs) went out before, as it holds the lock for reading across its
+ * fuse_reply_*, and one after caches nothing unless its stat came after the bump. Only
+ * attributes: telling the kernel waits on no page, so no request holding the lock for
+ * reading can be waiting on this. */
+static void attrs_dropped(rfs_mount *m, const char *thread_id)
+{
+    pthread_rwlock_wrlock(&m->attr_lock);
+    atomic_fetch_add(&m->attr_gen, 1);
+    rfs_attrs_take(m->attrs, thread_id, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
+    pthread_rwlock_unlock(&m->attr_lock);
+}
+
 /* The directories above a change of thread_id (run_id: "" for the thread only), the run's
  * listings of its types, tasks and singletons, and the thread's files. */
 static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id)
 {
-    rfs_attrs_take(m->attrs, thread_id, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
+    attrs_dropped(m, thread_id);
     rfs_node n = {.kind = RFS_THREADS};
     dir_dropped(m, &n);
     memcpy(n.thread_id, thread_id, sizeof n.thread_id);
@@ -248,7 +262,7 @@ static void dirs_changed(rfs_mount *m, const char *thread_id, const char *run_id
  * every file whose attributes it keeps. */
 static void sync_dirs(rfs_mount *m)
 {
-    rfs_attrs_take(m->attrs, NULL, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
+    attrs_dropped(m, NULL);
     scan_ctx sc = {0};
     rfs_itable_each(m->inodes,
                     RFS_KIND(RFS_THREADS) | RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUNS) |
@@ -387,6 +401,8 @@ static void *hub_main(void *arg)
         hub->finished = round;
         pthread_cond_broadcast(&hub->done);
         pthread_mutex_unlock(&hub->lock);
+        /* Drops the kernel may have lost (attrs.h), told again until they settle. */
+        rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
         kept_write(hub);
 
         /* Other processes: one probe of data_version per tick for the whole mount, however

@@ -282,3 +282,26 @@ listed() {
   run walk_honest "$D/threads"
   assert_success
 }
+
+@test "a stat right after an append says the new size, even of a file first looked up as the hub dropped attributes" {
+  # The kernel makes a looked-up file's inode only when the process that asked runs again:
+  # the hub's drop of attributes that comes in between (here: its rounds for the appends'
+  # commits) finds no inode, and the kernel kept the old size for a second after the next
+  # append unless the drop is told again. Each round's thread is new, so every name is a
+  # first lookup; the rounds make the race likely, never needed.
+  local i t want got
+  for i in $(seq 1 25); do
+    t=threads/race$i
+    mkdir -p "$MNT/$t/runs/r1"
+    { ev_start; ev_human "first question" 1; ev_ai "first answer" 1; } >> "$MNT/$t/runs/r1/events.jsonl"
+    ls -la "$MNT/$t/runs/r1" > /dev/null
+    stat -c %s "$MNT/$t/stats.json" "$MNT/$t/runs/r1/stats.json" > /dev/null
+    cat "$MNT/$t/stats.json" "$MNT/$t/runs/r1/stats.json" > /dev/null
+    { ev_human "second, longer question than the first" 2; ev_ai "second answer" 2; } >> "$MNT/$t/runs/r1/events.jsonl"
+    for v in stats.json runs/r1/stats.json; do
+      want=$("$RUNFS" cat "$STORE" "$t/$v" | wc -c)
+      got=$(stat -c %s "$MNT/$t/$v")
+      [ "$got" -eq "$want" ] || fail "round $i: $t/$v: st_size $got after the append, its bytes are $want (the kernel's copy of before)"
+    done
+  done
+}
