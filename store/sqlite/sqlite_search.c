@@ -39,6 +39,9 @@
  * by anyone marks its block (the triggers live in the file: DeerFlow's writes fire them
  * too); a delete at the top lowers the indexed mark, since SQLite may hand that id out
  * again. */
+/* automerge 16 (FTS5's default is 4): the index is written in transactions of SYNC_BLOCKS
+ * blocks, each a segment; merging them 16 at a time instead of 4 cut the first build's CPU
+ * by a fifth, and a search reads no slower. */
 static const char search_schema[] =
     "DROP TABLE IF EXISTS runfs_search;\n"
     "DROP TABLE IF EXISTS runfs_search_gen;\n"
@@ -46,6 +49,7 @@ static const char search_schema[] =
     "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
     "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, a, "
     "tokenize = 'runfs_trigram', content = '', columnsize = 0, detail = column);\n"
+    "INSERT INTO runfs_search (runfs_search, rank) VALUES ('automerge', 16);\n"
     "CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
     "DELETE FROM runfs_search_dirty;\n"
