@@ -349,6 +349,12 @@ typedef struct sq_windows {
     uint32_t *slot; /* window << 8 | columns (0: empty), open addressing, cap a power of 2 */
     size_t cap, n;
     uint32_t cols; /* columns given rows */
+    /* The windows met in column col since it began (a bit each of 2^24: 2 MiB), and which,
+     * to clear after. */
+    uint8_t *seen;
+    uint32_t *met;
+    size_t n_met, cap_met;
+    int col;
 } sq_windows;
 /* Add the windows of one row's text, in column col (< SQ_COLUMNS - 1). */
 int sq_windows_add(sq_windows *t, int col, const char *text, size_t len);

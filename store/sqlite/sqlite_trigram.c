@@ -13,7 +13,8 @@
 #include "sqlite_int.h"
 #include "rs_util.h"
 
-#define SLOTS_MIN 4096
+#define SLOTS_MIN 1024
+#define WINDOWS (1u << 24) /* every three-byte window */
 
 /* Fibonacci hashing: the product's high bits, which every bit of w stirs. */
 static uint32_t *slot_find(uint32_t *slot, size_t cap, uint32_t w)
@@ -39,18 +40,37 @@ static int windows_grow(sq_windows *t)
     return 0;
 }
 
+static void seen_clear(sq_windows *t)
+{
+    for (size_t k = 0; k < t->n_met; k++)
+        t->seen[t->met[k] >> 3] = 0;
+    t->n_met = 0;
+}
+
 int sq_windows_add(sq_windows *t, int col, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text;
     uint32_t w = 0, bit = (uint32_t)1 << col;
+    /* Made at the first row: a connection that only searches needs none. */
+    if (!t->seen && !(t->seen = calloc(WINDOWS / 8, 1)))
+        return -ENOMEM;
+    if (col != t->col) {
+        seen_clear(t);
+        t->col = col;
+    }
     t->cols |= bit;
     for (size_t i = 0; i < len; i++) {
         unsigned ch = p[i] >= 'A' && p[i] <= 'Z' ? p[i] + ('a' - 'A') : p[i];
-        w = (w << 8 | ch) & 0xffffff;
-        if (i < 2)
+        w = (w << 8 | ch) & (WINDOWS - 1);
+        /* A window met again in the column (most are, in rows alike): a bit's test. */
+        if (i < 2 || (t->seen[w >> 3] & (1u << (w & 7))))
             continue;
-        if (t->n * 2 >= t->cap && windows_grow(t))
+        if ((t->n_met == t->cap_met &&
+             rs_array_grow(&t->met, &t->cap_met, t->n_met + 1, sizeof *t->met)) ||
+            (t->n * 2 >= t->cap && windows_grow(t)))
             return -ENOMEM;
+        t->seen[w >> 3] |= (uint8_t)(1u << (w & 7));
+        t->met[t->n_met++] = w;
         uint32_t *s = slot_find(t->slot, t->cap, w);
         t->n += !*s;
         *s |= w << 8 | bit;
@@ -68,38 +88,50 @@ static int pop(uint32_t m)
 
 int sq_windows_take(sq_windows *t, rs_buf cols[SQ_COLUMNS])
 {
-    for (int k = 0; k < SQ_COLUMNS; k++)
+    int rc = 0, rows = pop(t->cols);
+    char *end[SQ_COLUMNS];
+    for (int k = 0; k < SQ_COLUMNS; k++) {
         rs_buf_reset(&cols[k]);
-    int rc = 0;
+        if (!rc)
+            rc = rs_buf_grow(&cols[k], 6 * t->n);
+        end[k] = cols[k].buf;
+    }
     for (size_t i = 0; i < t->cap; i++) {
         uint32_t v = t->slot[i], m = v & 0xff;
         if (!v)
             continue;
         t->slot[i] = 0;
+        if (rc)
+            continue;
         /* In more than half the columns that have rows: said once, in the last column, as if
          * in all (a term's rarer windows narrow it; the index is smaller and quicker to build). */
-        if (pop(m) * 2 > pop(t->cols))
+        if (pop(m) * 2 > rows)
             m = (uint32_t)1 << (SQ_COLUMNS - 1);
-        for (int k = 0; !rc && k < SQ_COLUMNS; k++) {
-            if (!(m >> k & 1) || (rc = rs_buf_grow(&cols[k], 6)))
-                continue;
-            char *d = cols[k].buf + cols[k].len;
-            for (int j = 0; j < 3; j++) {
-                unsigned b = v >> (24 - 8 * j) & 255;
-                d[2 * j] = rs_hex_digits[b >> 4];
-                d[2 * j + 1] = rs_hex_digits[b & 15];
-            }
-            rs_buf_setlen(&cols[k], cols[k].len + 6);
+        char h[6];
+        for (int j = 0; j < 3; j++) {
+            unsigned b = v >> (24 - 8 * j) & 255;
+            h[2 * j] = rs_hex_digits[b >> 4];
+            h[2 * j + 1] = rs_hex_digits[b & 15];
         }
+        for (int k = 0; k < SQ_COLUMNS; k++)
+            if (m >> k & 1) {
+                memcpy(end[k], h, 6);
+                end[k] += 6;
+            }
     }
+    for (int k = 0; !rc && k < SQ_COLUMNS; k++)
+        rs_buf_setlen(&cols[k], (size_t)(end[k] - cols[k].buf));
     t->n = 0;
     t->cols = 0;
+    seen_clear(t);
     return rc;
 }
 
 void sq_windows_release(sq_windows *t)
 {
     free(t->slot);
+    free(t->seen);
+    free(t->met);
     *t = (sq_windows){0};
 }
 
