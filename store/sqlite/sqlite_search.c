@@ -30,9 +30,10 @@
 #define DENSE_MIN 64   /* indexed blocks below which the index always narrows */
 
 /* Made at the first search of a read-write store, and again when too many documents are
- * stale (layout 4; an index of an older layout is dropped and made again: 1 and 2 kept a
- * copy of the text, nearly as large as the rows; 3 had one column a block, detail=none,
- * which named whole blocks). The table is contentless: FTS5 of
+ * stale (layout 4: columns c0-c7 the windows of each eighth of a block's rows, a those in
+ * most eighths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped and
+ * made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
+ * column a block, detail=none, which named whole blocks). The table is contentless: FTS5 of
  * Debian 12 (3.40) cannot delete from one without the text it was given, so a block is
  * dropped by raising its generation (runfs_search_gen) and its old document stays behind,
  * naming it for more trigrams than it has, which only adds candidates. An update or delete
