@@ -354,7 +354,30 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 /* ---- sqlite_search.c: backend.h's search (FTS5 over sqlite_trigram.c's tokens) ---- */
-/* Make runfs_trigram known to the connection's FTS5 (once per connection). */
+/* The search index's columns: one for each eighth of a block's rows, and a last one for a
+ * window in every eighth that has rows. */
+#define SQ_COLUMNS 9
+#define SQ_SUB_ROWS 8 /* rows a column */
+/* A block's distinct three-byte windows (ASCII letters lowered), each with the columns
+ * whose rows hold it. */
+typedef struct sq_windows {
+    uint32_t *slot; /* window << 8 | columns (0: empty), open addressing, cap a power of 2 */
+    size_t cap, n;
+    uint32_t cols; /* columns given rows */
+    /* The windows met in column col since it began (a bit each of 2^24: 2 MiB), and which,
+     * to clear after. */
+    uint8_t *seen;
+    uint32_t *met;
+    size_t n_met, cap_met;
+    int col;
+} sq_windows;
+/* Add the windows of one row's text, in column col (< SQ_COLUMNS - 1). */
+int sq_windows_add(sq_windows *t, int col, const char *text, size_t len);
+/* Each column's windows as runfs_trigram reads them (six hex digits each) into cols, and t
+ * empty for the next block. */
+int sq_windows_take(sq_windows *t, rs_buf cols[SQ_COLUMNS]);
+void sq_windows_release(sq_windows *t);
+/* Make runfs_trigram, runfs_subs and runfs_cand known to the connection (once). */
 int sq_trigram_register(rs_backend *b, rs_err *err);
 /* The search index's triggers on run_events, where the store has the index (missing ones
  * made; inside the caller's write transaction). */

@@ -1,8 +1,10 @@
 /* sqlite_search.c — the search index: FTS5 trigram over blocks of BLOCK consecutive
  * run_events ids (one document per block: its rows' canonical lines from content to
- * created_at), brought up to date when a search runs, never by an append. Rows above the
- * indexed blocks and rows of blocks another writer changed (triggers mark them) are
- * candidates too, so the index only narrows and is never stale: rs_search_match decides. */
+ * created_at, SUB rows a column), brought up to date when a search runs, never by an append.
+ * A block's candidates are the rows of its columns where every trigram of the query occurs.
+ * Rows above the indexed blocks and rows of blocks another writer changed (triggers mark
+ * them) are candidates too, so the index only narrows and is never stale: rs_search_match
+ * decides. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,11 @@
 #include "rs_util.h"
 
 #define BLOCK 64
+/* Rows a column: the columns say where in the block a trigram is, so a term in 1-3% of the
+ * rows (in most blocks) has its candidates in a tenth to a quarter of the rows, not most of
+ * them. A document per SUB rows would say as much with eight times the documents. */
+#define SUB SQ_SUB_ROWS
+#define LAYOUT 4
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */
 /* A document's rowid is the block's generation << 40 | blk: consecutive blocks of one
  * generation differ by 1, a one-byte delta in FTS5's lists. Blocks from BLK_MAX up are
@@ -23,27 +30,33 @@
 #define DENSE_MIN 64   /* indexed blocks below which the index always narrows */
 
 /* Made at the first search of a read-write store, and again when too many documents are
- * stale (layout 3; an index of layout 1 or 2 is dropped and made again: its table kept a
- * copy of the text, nearly as large as the rows). The table is contentless: FTS5 of
+ * stale (layout 4: columns c0-c7 the windows of each eighth of a block's rows, a those in
+ * most eighths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped and
+ * made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
+ * column a block, detail=none, which named whole blocks). The table is contentless: FTS5 of
  * Debian 12 (3.40) cannot delete from one without the text it was given, so a block is
  * dropped by raising its generation (runfs_search_gen) and its old document stays behind,
  * naming it for more trigrams than it has, which only adds candidates. An update or delete
  * by anyone marks its block (the triggers live in the file: DeerFlow's writes fire them
  * too); a delete at the top lowers the indexed mark, since SQLite may hand that id out
  * again. */
+/* automerge 16 (FTS5's default is 4): the index is written in transactions of SYNC_BLOCKS
+ * blocks, each a segment; merging them 16 at a time instead of 4 cut the first build's CPU
+ * by a fifth, and a search reads no slower. */
 static const char search_schema[] =
     "DROP TABLE IF EXISTS runfs_search;\n"
     "DROP TABLE IF EXISTS runfs_search_gen;\n"
     "DROP TRIGGER IF EXISTS runfs_search_update;\n"
     "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
-    "CREATE VIRTUAL TABLE runfs_search USING fts5(t, tokenize = 'runfs_trigram', "
-    "content = '', columnsize = 0, detail = none);\n"
+    "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, a, "
+    "tokenize = 'runfs_trigram', content = '', columnsize = 0, detail = column);\n"
+    "INSERT INTO runfs_search (runfs_search, rank) VALUES ('automerge', 16);\n"
     "CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk INTEGER PRIMARY KEY);\n"
     "DELETE FROM runfs_search_dirty;\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0);\n"
-    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 3);\n";
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 4);\n";
 
 /* The triggers that mark blocks, made with the index and again where an older build's
  * could fail another writer's statement (schema.sql.h, rs_schema_stale_triggers_sql): no
@@ -70,7 +83,7 @@ static int has_index(rs_backend *b, int *has, rs_err *err)
     if (!rc)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
                     &found, err);
-    *has = v == 3;
+    *has = v == LAYOUT;
     return rc;
 }
 
@@ -88,7 +101,9 @@ static int add_block(rs_backend *b, sqlite3_stmt *ins, int64_t blk, const rs_buf
     }
     sqlite3_reset(ins);
     sqlite3_bind_int64(ins, 1, gen << 40 | blk);
-    sqlite3_bind_text(ins, 2, text->buf, (int)text->len, SQLITE_STATIC);
+    for (int k = 0; k < SQ_COLUMNS; k++)
+        if (text[k].len)
+            sqlite3_bind_text(ins, 2 + k, text[k].buf, (int)text[k].len, SQLITE_STATIC);
     rc = sqlite3_step(ins) == SQLITE_DONE
              ? 0
              : sq_fail(b, sqlite3_errcode(b->db), err, "indexing for search");
@@ -107,9 +122,9 @@ static size_t text_end(const char *line, size_t len)
     return len;
 }
 
-/* Index blocks [lo, hi) from their rows as they are now (a block with no rows: none). A
- * row's text is its line from content to created_at: what a term can match and a little
- * more (the metadata key), which only adds candidates. */
+/* Index blocks [lo, hi) from their rows as they are now (a block with no rows: none), each
+ * row in the column of its SUB rows. A row's text is its line from content to created_at:
+ * what a term can match and a little more (the metadata key), which only adds candidates. */
 static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
 {
     static const char ck[] = ",\"content\":";
@@ -120,13 +135,19 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
                          &st, err);
     if (rc)
         return rc;
-    if ((rc = sq_stmt_get(b, "INSERT INTO runfs_search (rowid, t) VALUES (?1, ?2)", &ins, err))) {
+    if ((rc = sq_stmt_get(b,
+                          "INSERT INTO runfs_search (rowid, c0, c1, c2, c3, c4, c5, c6, c7, a) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                          &ins, err))) {
         sq_stmt_done(b, st);
         return rc;
     }
     sqlite3_bind_int64(st, 1, lo * BLOCK);
     sqlite3_bind_int64(st, 2, hi * BLOCK);
-    rs_buf line = RS_BUF_INIT, text = RS_BUF_INIT;
+    rs_buf line = RS_BUF_INIT, text[SQ_COLUMNS];
+    for (int k = 0; k < SQ_COLUMNS; k++)
+        text[k] = (rs_buf)RS_BUF_INIT;
+    sq_windows win = {0};
     sq_canon canon = SQ_CANON_INIT;
     int64_t cur = -1;
     for (;;) {
@@ -134,9 +155,12 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
         int64_t id = step == SQLITE_ROW ? sqlite3_column_int64(st, 9) : 0;
         int64_t blk = step == SQLITE_ROW ? (id - 1) / BLOCK : -2;
         if (blk != cur && cur >= 0) {
-            if ((rc = add_block(b, ins, cur, &text, err)))
+            if (sq_windows_take(&win, text)) {
+                rc = rs_err_set(err, -ENOMEM, "out of memory");
                 break;
-            rs_buf_reset(&text);
+            }
+            if ((rc = add_block(b, ins, cur, text, err)))
+                break;
         }
         if (step != SQLITE_ROW) {
             if (step != SQLITE_DONE)
@@ -152,10 +176,8 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
         if (rs_event_encode(&line, &row, NULL))
             continue;
         const char *c = memmem(line.buf, line.len, ck, sizeof ck - 1);
-        /* '\n' never occurs in canonical JSON: no term is found across two rows. */
-        if (c &&
-            ((rc = rs_buf_add(&text, c, text_end(line.buf, line.len) - (size_t)(c - line.buf))) ||
-             (rc = rs_buf_addch(&text, '\n')))) {
+        if (c && sq_windows_add(&win, (int)((id - 1) % BLOCK / SUB), c,
+                                text_end(line.buf, line.len) - (size_t)(c - line.buf))) {
             rc = rs_err_set(err, -ENOMEM, "out of memory");
             break;
         }
@@ -163,7 +185,9 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     sq_stmt_done(b, ins);
     sq_stmt_done(b, st);
     rs_buf_release(&line);
-    rs_buf_release(&text);
+    for (int k = 0; k < SQ_COLUMNS; k++)
+        rs_buf_release(&text[k]);
+    sq_windows_release(&win);
     return rc;
 }
 
@@ -202,8 +226,8 @@ int sq_search_triggers(rs_backend *b, rs_err *err)
     int rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL,
                     &layout, NULL, err);
     char *msg = NULL;
-    int src = rc || layout != 3 ? SQLITE_OK
-                                : sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
+    int src = rc || layout != LAYOUT ? SQLITE_OK
+                                     : sqlite3_exec(b->db, search_triggers, NULL, NULL, &msg);
     if (src != SQLITE_OK)
         rc = rs_err_set(err, -EIO, "cannot set up the search index's triggers in %s: %s", b->path,
                         msg ? msg : sqlite3_errstr(src));
@@ -328,11 +352,53 @@ static int match_expr(const rs_search *q, rs_buf *out)
     return rc;
 }
 
+/* The candidate columns of the indexed blocks as bits (bit c of byte c / 8: rows c * SUB + 1
+ * to c * SUB + SUB), those of documents where every trigram of expr is in one column and
+ * every column of a dirty block; *n how many. */
+static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits, int64_t *n,
+                     rs_err *err)
+{
+    size_t len = (size_t)((upto / SUB + 7) / 8);
+    if (rs_buf_grow(bits, len))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    memset(bits->buf, 0, len);
+    rs_buf_setlen(bits, len);
+    unsigned char *bit = (unsigned char *)bits->buf;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b,
+                         "SELECT rowid & " BLK_SQL ", runfs_subs(runfs_search) FROM runfs_search "
+                         "WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 FROM "
+                         "runfs_search_dirty",
+                         &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, expr, -1, SQLITE_STATIC);
+    int step;
+    *n = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t blk = sqlite3_column_int64(st, 0);
+        uint64_t m = (uint64_t)sqlite3_column_int64(st, 1);
+        /* Rows above the mark are candidates whatever a document says. */
+        if (blk >= upto / BLOCK)
+            continue;
+        for (int64_t k = 0; k < BLOCK / SUB; k++) {
+            int64_t c = blk * (BLOCK / SUB) + k;
+            if (m >> k & 1 && !(bit[c / 8] >> (c % 8) & 1)) {
+                bit[c / 8] |= (unsigned char)(1u << (c % 8));
+                (*n)++;
+            }
+        }
+    }
+    rc = step == SQLITE_DONE ? 0 : sq_fail(b, step, err, "finding search candidates");
+    sq_stmt_done(b, st);
+    return rc;
+}
+
 int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err)
 {
-    rs_buf expr = RS_BUF_INIT;
+    rs_buf expr = RS_BUF_INIT, bits = RS_BUF_INIT;
     int rc = match_expr(q, &expr), has = 0, found;
     if (rc)
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -349,46 +415,68 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     if (!rc && has)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
                     &found, err);
-    int64_t hits = 0;
-    if (!rc && has && upto >= DENSE_MIN * BLOCK)
-        rc = sq_int(b, "SELECT count(*) FROM runfs_search WHERE runfs_search MATCH ?1", expr.buf,
-                    NULL, &hits, &found, err);
-    /* Candidates in more than a quarter of the blocks: the index hardly narrows, and its
-     * candidates come only all at once, sorted, where a scan of the scope's threads gives
-     * its first lines at once (a reader of the first page waits for no more). */
-    if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > upto / BLOCK)
+    int64_t hits = 0, cols = upto / SUB;
+    if (!rc && has)
+        rc = cand_bits(b, expr.buf, upto, &bits, &hits, err);
+    /* Candidates in most columns: the index hardly narrows, a scan of the scope's threads
+     * reads as much. */
+    if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > cols * 3)
         has = 0;
     if (rc || !has) {
         rs_buf_release(&expr);
+        rs_buf_release(&bits);
         return rc ? rc : -ENOSYS;
     }
-    /* The candidates' ids drive (unary + keeps the planner off the thread indexes, which
-     * would walk every row of the scope in order). */
+    /* Candidates in more than a sixty-fourth of the columns: the scope's rows in order of the
+     * thread index, each row read only where runfs_cand says its id is a candidate (from the
+     * index entry's id, before the row). The answer streams: a reader of its first page,
+     * or one that reopens it further on (each read of a mount's file does), reads no more
+     * than it takes. Fewer: the candidates' ids drive (unary + keeps the planner off the
+     * thread indexes, which would walk every row of the scope), the rows of each document's
+     * columns that runfs_subs names (a dirty block's every column), ids that may not exist;
+     * the union comes first in the join, once (not flattened: it is compound), so
+     * runfs_subs runs once a document. */
+    int walk = hits * 64 > cols;
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    if ((rc = rs_buf_addstr(
-             sql, "SELECT " SQ_ROW_COLUMNS
-                  " FROM run_events e WHERE e.id IN (SELECT e2.id FROM (SELECT rowid & " BLK_SQL
-                  " AS blk FROM runfs_search WHERE runfs_search MATCH ?1 UNION SELECT blk FROM "
-                  "runfs_search_dirty) k JOIN run_events e2 ON e2.id > k.blk * 64 AND e2.id <= "
-                  "k.blk * 64 + 64 AND e2.id <= ?2 UNION ALL SELECT id FROM run_events WHERE id > "
-                  "?2)")) ||
-        (thread_id && (rc = rs_buf_addstr(sql, " AND +e.thread_id = ?3"))) ||
-        (run_id && (rc = rs_buf_addstr(sql, " AND +e.run_id = ?4"))) ||
+    if ((walk
+             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                                        " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
+             : (rc = rs_buf_addstr(
+                    sql, "WITH k (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7)) "
+                         "SELECT " SQ_ROW_COLUMNS
+                         " FROM run_events e WHERE e.id IN (SELECT f.blk * 64 + s.k * 8 + r.k + 1 "
+                         "FROM (SELECT rowid & " BLK_SQL " AS blk, runfs_subs(runfs_search) AS m "
+                         "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 "
+                         "FROM runfs_search_dirty) f CROSS JOIN k s CROSS JOIN k r WHERE "
+                         "f.m >> s.k & 1 AND f.blk * 64 + s.k * 8 + r.k + 1 <= ?2 UNION ALL SELECT "
+                         "id FROM run_events WHERE id > ?2)"))) ||
+        (thread_id &&
+         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
+        (run_id &&
+         (rc = rs_buf_addstr(sql, walk ? " AND e.run_id = ?4" : " AND +e.run_id = ?4"))) ||
         (user && (rc = rs_buf_addstr(sql, " AND +e.user_id = ?5"))) ||
         (after_thread &&
-         (rc = rs_buf_addstr(sql,
-                             " AND (+e.thread_id > ?6 OR (+e.thread_id = ?6 AND +e.seq > ?7))"))) ||
-        (rc = rs_buf_addstr(sql, " ORDER BY +e.thread_id, +e.seq"))) {
+         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id >= ?6 AND (e.thread_id > ?6 OR "
+                                         "e.seq > ?7)"
+                                       : " AND (+e.thread_id > ?6 OR (+e.thread_id = ?6 AND "
+                                         "+e.seq > ?7))"))) ||
+        (rc = rs_buf_addstr(sql, walk ? " ORDER BY e.thread_id, e.seq"
+                                      : " ORDER BY +e.thread_id, +e.seq"))) {
         rs_buf_release(&expr);
+        rs_buf_release(&bits);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql->buf, &st, err))) {
         rs_buf_release(&expr);
+        rs_buf_release(&bits);
         return rc;
     }
-    sqlite3_bind_text(st, 1, expr.buf, (int)expr.len, SQLITE_TRANSIENT);
+    if (walk)
+        sqlite3_bind_blob(st, 1, bits.buf, (int)bits.len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_text(st, 1, expr.buf, (int)expr.len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, upto);
     if (thread_id)
         sq_bind_text(st, 3, thread_id);
@@ -401,6 +489,7 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         sqlite3_bind_int64(st, 7, after_seq);
     }
     rs_buf_release(&expr);
+    rs_buf_release(&bits);
     return sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
 
