@@ -51,19 +51,54 @@ static void test_attrs_by_thread(void **state)
     assert_int_equal(rfs_attrs_add(a, 12, "a", now), 0);
     assert_int_equal(rfs_attrs_add(a, 11, "a", now), 0);
     assert_int_equal(rfs_attrs_add(a, 22, "b", now), 0);
+    /* Half a second on: long enough for the kernel to hold what it was given. */
+    int64_t later = now + SEC / 2;
     taken t = {0};
-    rfs_attrs_take(a, "a", now, take_one, &t);
+    rfs_attrs_take(a, "a", later, take_one, &t);
     assert_true(has(&t, 11) && has(&t, 12));
     assert_false(has(&t, 21) || has(&t, 22) || has(&t, 1000));
     /* Taken once: a second change of "a" finds nothing of it in force. */
     taken again = {0};
-    rfs_attrs_take(a, "a", now, take_one, &again);
+    rfs_attrs_take(a, "a", later, take_one, &again);
     assert_int_equal(again.n, 0);
     /* Another process's change takes every one still in force, "b" included. */
     taken all = {0};
-    rfs_attrs_take(a, NULL, now, take_one, &all);
+    rfs_attrs_take(a, NULL, later, take_one, &all);
     assert_true(has(&all, 21) && has(&all, 22) && has(&all, 1099));
     assert_false(has(&all, 11));
+    rfs_attrs_free(a);
+}
+
+/* A record taken moments after it was handed out may have been told to a kernel that had
+ * no inode for it yet: it is told again, at every take and settle, until it settles. */
+static void test_attrs_unsettled(void **state)
+{
+    (void)state;
+    rfs_attrs *a;
+    assert_int_equal(rfs_attrs_new(&a), 0);
+    int64_t now = 100 * SEC;
+    assert_int_equal(rfs_attrs_add(a, 31, "u", now), 0);
+    assert_int_equal(rfs_attrs_add(a, 32, "u", now - SEC / 2), 0);
+    taken first = {0};
+    rfs_attrs_take(a, "u", now, take_one, &first);
+    assert_true(has(&first, 31) && has(&first, 32));
+    /* 32 was handed out half a second before: settled, gone. 31 stays. */
+    taken again = {0};
+    rfs_attrs_take(a, "u", now + SEC / 100, take_one, &again);
+    assert_true(has(&again, 31));
+    assert_false(has(&again, 32));
+    taken settle = {0};
+    rfs_attrs_settle(a, now + SEC / 50, take_one, &settle);
+    assert_int_equal(settle.n, 1);
+    assert_true(has(&settle, 31));
+    /* Past the settling time, told once more and gone. */
+    taken last = {0};
+    rfs_attrs_settle(a, now + SEC, take_one, &last);
+    assert_true(has(&last, 31));
+    taken none = {0};
+    rfs_attrs_settle(a, now + SEC, take_one, &none);
+    rfs_attrs_take(a, NULL, now + SEC, take_one, &none);
+    assert_int_equal(none.n, 0);
     rfs_attrs_free(a);
 }
 
@@ -151,6 +186,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attrs_by_thread),
+        cmocka_unit_test(test_attrs_unsettled),
         cmocka_unit_test(test_attrs_expire),
         cmocka_unit_test(test_listings),
     };
