@@ -466,11 +466,16 @@ static void rows_free(rs_cursor *base)
 
 int sq_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err)
 {
+    /* Inside a request's look, one read transaction for every row: a statement of its own
+     * would lock and unlock the file at each (fcntl, most of a row's cost). */
+    int64_t version;
+    int rc = sq_look(b, &version, err);
+    if (rc)
+        return rc;
     rows_cursor *c = calloc(1, sizeof *c);
     if (!c)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    int rc =
-        sq_stmt_get(b, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id = ?1", &c->st, err);
+    rc = sq_stmt_get(b, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id = ?1", &c->st, err);
     if (rc) {
         free(c);
         return rc;
