@@ -14,6 +14,7 @@
 #include "ops_int.h"
 #include "pending.h"
 #include "receipt.h"
+#include "search_view.h"
 #include "rs_util.h"
 
 #define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
@@ -887,6 +888,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rs_store *s;
+    int64_t start = rs_clock_ns(CLOCK_MONOTONIC);
     int rc = rfs_pool_get(m, &s, &err);
     if (!rc) {
         /* An append handle's reads are its receipt, continuing where the last read ended
@@ -896,6 +898,16 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
                                  : rfs_reader_read(h->reader, s, off, size, &out, &err);
         rfs_pool_put(m, s);
     }
+    /* A search's read, when slow (as a stat's sizing is): whether it passed over the
+     * candidates again or read only the rows its stat kept. */
+    int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - start;
+    int from = !rc && h->kind == H_READ ? rfs_reader_search_from(h->reader) : 0;
+    rs_buf path = RS_BUF_INIT;
+    if (from != RFS_SEARCH_FROM_NONE && took >= m->slow_ns && rfs_node_path(h->node, &path) == 0)
+        rfs_log("read %s at %lld in %.1f s: %s", path.buf, (long long)off, (double)took / 1e9,
+                from == RFS_SEARCH_FROM_KEPT ? "the rows its stat kept"
+                                             : "searched (no rows kept from its stat)");
+    rs_buf_release(&path);
     pthread_mutex_unlock(&h->lock);
     /* Read before the reply: once it is sent, the handle may be released and freed. */
     int64_t paged = h->paged_version, held = -1;

@@ -259,6 +259,9 @@ typedef struct rs_backend_ops {
     int (*search)(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
                   const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
                   rs_err *err);
+    /* The rows of ids[0..n) in that order (rs_store_search_rows), ids outliving the cursor;
+     * each with its row_id. */
+    int (*search_rows)(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err);
 
     /* Seals (runfs_seal), each owner's own: t->user's (NULL: the unscoped mount's, over
      * every row); seal_each names the owner in t->user. Deleting a run or thread deletes
@@ -324,6 +327,7 @@ struct rs_cursor {
     rs_row row;
     rs_buf line;
     rs_event_spans spans; /* where rec.line's content and metadata are (rs_cursor_emit) */
+    int64_t row_id;       /* the store's id of rec's row, where the backend tells (else 0) */
 };
 
 struct rs_names {

@@ -46,6 +46,28 @@ typedef struct run_hits {
     int64_t matches, first_seq, last_seq;
 } run_hits;
 
+/* The ids of an answer's rows as its count meets them, while they stay within what the
+ * mount keeps (then none). */
+typedef struct row_ids {
+    int64_t *v;
+    size_t n, cap;
+    int over;
+} row_ids;
+
+static void row_ids_add(row_ids *r, int64_t id)
+{
+    if (r->over)
+        return;
+    /* An id the store cannot tell, or past the bound: the read scans as it would. */
+    if (id <= 0 || r->n >= RFS_KEPT_ROWS_MAX ||
+        rs_array_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v)) {
+        free(r->v);
+        *r = (row_ids){.over = 1};
+        return;
+    }
+    r->v[r->n++] = id;
+}
+
 /* The answer as pieces in order: a matching line each, or with by:run a thread's run lines
  * each (a thread's runs are ordered by their first match, and only the thread's last row
  * tells how many matched). */
@@ -59,6 +81,8 @@ typedef struct answer {
     size_t n_runs, cap_runs;
     size_t last_run; /* the run the previous row counted for: a run's rows come together */
     int done;
+    size_t taken; /* rows the cursor gave */
+    row_ids *ids; /* NULL, or where the rows' ids go as the cursor gives them */
 } answer;
 
 static int runs_count(answer *a, const rs_record *rec)
@@ -108,6 +132,9 @@ static int answer_next(answer *a, const char **p, size_t *len, const char **thre
     if (!a->by_run) {
         if ((rc = rs_cursor_next(a->c, &rec)) != 1)
             return rc;
+        a->taken++;
+        if (a->ids)
+            row_ids_add(a->ids, rs_search_row_id(a->c));
         *p = rec->line;
         *len = rec->line_len;
         *thread = rec->thread_id;
@@ -118,6 +145,9 @@ static int answer_next(answer *a, const char **p, size_t *len, const char **thre
         if ((rc = rs_cursor_next(a->c, &rec)) < 0)
             return rc;
         a->done = rc == 0;
+        a->taken += (size_t)rc;
+        if (rc && a->ids)
+            row_ids_add(a->ids, rs_search_row_id(a->c));
         if (!a->done && (!a->n_runs || strcmp(rec->thread_id, a->thread) == 0)) {
             /* A record's thread id is a valid id: it fits. */
             (void)rs_fmt(a->thread, sizeof a->thread, "%s", rec->thread_id);
@@ -158,6 +188,23 @@ static int answer_open(answer *a, rs_store *s, const rfs_scope *sc, const rfs_no
     return rs_store_search(s, q, thread, run, sc->user, after_thread, after_seq, &a->c, err);
 }
 
+/* Rows of the answer in the pieces given so far (with by:run, the row read ahead starts the
+ * next piece). */
+static size_t answer_rows(const answer *a)
+{
+    return a->taken - (a->by_run && !a->done && a->taken ? 1 : 0);
+}
+
+/* The answer read again from the kept rows from the start-th on. */
+static int answer_rows_open(answer *a, rs_store *s, rs_search *q, const rfs_kept_rows *rows,
+                            size_t start, rs_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->lines = (rs_buf)RS_BUF_INIT;
+    a->by_run = rs_search_by_run(q);
+    return rs_store_search_rows(s, rows->ids + start, rows->n - start, &a->c, err);
+}
+
 static void answer_close(answer *a)
 {
     rs_cursor_free(a->c);
@@ -165,9 +212,9 @@ static void answer_close(answer *a)
     free(a->runs);
 }
 
-/* The exact size: every piece counted, one pass, nothing kept. */
+/* The exact size: every piece counted, one pass; the ids of its rows in ids when not NULL. */
 static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
-                       int64_t *size, rs_err *err)
+                       int64_t *size, row_ids *ids, rs_err *err)
 {
     answer a;
     int rc = answer_open(&a, s, sc, n, q, NULL, 0, err);
@@ -175,6 +222,7 @@ static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_s
     size_t len;
     int64_t seq;
     *size = 0;
+    a.ids = ids;
     while (!rc && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
         *size += (int64_t)len;
         rc = 0;
@@ -221,13 +269,37 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     } else if (sized == 1) {
         st->unsized = 1;
     } else {
-        rc = answer_size(s, sc, n, q, &st->size, err);
-        if (!rc && sc->sizes && key.len)
-            rfs_sizes_put(sc->sizes, key.buf, &token, st->size);
+        /* The rows counted are kept with the size: the read after this stat (cat) reads
+         * them alone, with no second pass over the candidates. */
+        row_ids ids = {0};
+        int keep = sc->sizes && key.len;
+        rc = answer_size(s, sc, n, q, &st->size, keep ? &ids : NULL, err);
+        rfs_kept_rows *rows = !rc && keep && !ids.over ? rfs_kept_rows_new(ids.n) : NULL;
+        if (rows && ids.n)
+            memcpy(rows->ids, ids.v, ids.n * sizeof *ids.v);
+        free(ids.v);
+        if (!rc && keep)
+            rfs_sizes_put_rows(sc->sizes, key.buf, &token, st->size, rows);
     }
     rs_buf_release(&key);
     rs_search_free(q);
     return rc;
+}
+
+/* The rows kept for n's answer at the store's version now, retained, or NULL. */
+static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node *n)
+{
+    if (!sc->sizes || sc->denied)
+        return NULL;
+    rfs_stat st;
+    rs_log_info token;
+    rs_err ignored = {0};
+    rs_buf key = RS_BUF_INIT;
+    rfs_kept_rows *rows = NULL;
+    if (search_scope(s, sc, n, &st, &token, &ignored) == 0 && size_key(s, sc, n, &key) == 0)
+        rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
+    rs_buf_release(&key);
+    return rows;
 }
 
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
@@ -241,9 +313,24 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int rc = rs_search_parse(&q, n->name, err);
     if (rc)
         return rc;
+    /* The rows a stat counted at this version, where the mount keeps them: read from
+     * where this reader is in them (its last read was of them), with no match. */
+    rfs_kept_rows *rows = kept_rows(s, sc, n);
+    size_t start = 0;
+    if (rows && pos->off > 0 && (pos->rows_gen != rows->gen || pos->rows_at > rows->n)) {
+        rfs_sizes_rows_done(sc->sizes, rows);
+        rows = NULL;
+    } else if (rows && pos->off > 0) {
+        start = pos->rows_at;
+    }
+    pos->from = rows ? RFS_SEARCH_FROM_KEPT : RFS_SEARCH_FROM_SEARCH;
     answer a;
-    if ((rc = answer_open(&a, s, sc, n, q, pos->thread[0] ? pos->thread : NULL, pos->seq, err))) {
+    rc = rows ? answer_rows_open(&a, s, q, rows, start, err)
+              : answer_open(&a, s, sc, n, q, pos->thread[0] ? pos->thread : NULL, pos->seq, err);
+    if (rc) {
         answer_close(&a);
+        if (rows)
+            rfs_sizes_rows_done(sc->sizes, rows);
         rs_search_free(q);
         return rc;
     }
@@ -264,8 +351,12 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
         pos->seq = seq;
         /* A record's thread id is a valid id: it fits. */
         (void)rs_fmt(pos->thread, sizeof pos->thread, "%s", thread);
+        pos->rows_gen = rows ? rows->gen : 0;
+        pos->rows_at = start + answer_rows(&a);
     }
     answer_close(&a);
+    if (rows)
+        rfs_sizes_rows_done(sc->sizes, rows);
     rs_search_free(q);
     if (rc == -ENOMEM)
         rs_err_set(err, rc, "out of memory");

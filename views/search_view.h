@@ -23,7 +23,14 @@ typedef struct rfs_search_pos {
     int64_t off;
     int64_t seq;
     char thread[RS_ID_MAX + 1];
+    uint64_t rows_gen; /* the kept rows (sizes.h) the last read was of (0: none) ... */
+    size_t rows_at;    /* ... and how many of them the bytes before off hold */
+    int from;          /* what the last read read: RFS_SEARCH_FROM_... */
 } rfs_search_pos;
+
+/* A read of a search result read nothing from the store (its bytes were at hand), searched
+ * it (no rows were kept from the stat that counted the answer), or read the kept rows. */
+enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT };
 
 /* Append up to size bytes of node n's result from offset off to out (fewer only at its end),
  * rendered from the store after pos (from the start when off lies before it); pos moves to

@@ -1,6 +1,7 @@
 /* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,12 +12,14 @@
 #define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
 #define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
+#define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
 
 typedef struct entry {
     rs_log_info token;
     int64_t size;
     char *doc;             /* the rendering itself (NULL: only its size is kept) */
     rfs_otel_marks *marks; /* otel.json: its kept positions (NULL: none yet) */
+    rfs_kept_rows *rows;   /* a search's rows (NULL: none kept) */
     char key[];
 } entry;
 
@@ -24,6 +27,7 @@ struct rfs_sizes {
     pthread_mutex_t lock; /* guards map, doc_bytes and every entry */
     rs_map map;           /* entry pointers by key */
     size_t doc_bytes;
+    size_t rows_bytes; /* of the rows entries hold */
 };
 
 static uint64_t key_hash(const void *ctx, const void *key)
@@ -56,16 +60,32 @@ int rfs_sizes_new(rfs_sizes **out)
     return 0;
 }
 
+static void rows_release(rfs_kept_rows *r)
+{
+    if (r && --r->refs == 0)
+        free(r);
+}
+
+/* Under c->lock. */
+static void rows_drop(rfs_sizes *c, entry *e)
+{
+    if (e->rows)
+        c->rows_bytes -= e->rows->n * sizeof *e->rows->ids;
+    rows_release(e->rows);
+    e->rows = NULL;
+}
+
 static void clear(rfs_sizes *c)
 {
     size_t pos = 0;
     for (uintptr_t e; (e = rs_map_next(&c->map, &pos));) {
+        rows_release(((entry *)e)->rows);
         free(((entry *)e)->doc);
         rfs_otel_marks_release(((entry *)e)->marks);
         free((entry *)e);
     }
     rs_map_clear(&c->map);
-    c->doc_bytes = 0;
+    c->doc_bytes = c->rows_bytes = 0;
 }
 
 void rfs_sizes_free(rfs_sizes *c)
@@ -141,6 +161,7 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
             memcpy(e->key, key, n + 1);
             e->doc = NULL;
             e->marks = NULL;
+            e->rows = NULL;
             e->token = *token;
             if (rs_map_add(&c->map, (uintptr_t)e)) {
                 free(e);
@@ -160,6 +181,7 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
     if (!same_token(&e->token, token)) {
         rfs_otel_marks_release(e->marks);
         e->marks = NULL;
+        rows_drop(c, e);
     }
     if (doc)
         c->doc_bytes += (size_t)size;
@@ -186,5 +208,64 @@ void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token
     entry *e = (entry *)rs_map_find(&c->map, key);
     if (e && !e->marks && marks)
         e->marks = rfs_otel_marks_retain(marks);
+    pthread_mutex_unlock(&c->lock);
+}
+
+rfs_kept_rows *rfs_kept_rows_new(size_t n)
+{
+    static atomic_uint_fast64_t gens;
+    if (n > ROWS_MAX / sizeof(int64_t))
+        return NULL;
+    rfs_kept_rows *r = malloc(sizeof *r + n * sizeof *r->ids);
+    if (!r)
+        return NULL;
+    r->refs = 1;
+    r->gen = atomic_fetch_add(&gens, 1) + 1;
+    r->n = n;
+    return r;
+}
+
+rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *token)
+{
+    rfs_kept_rows *r = NULL;
+    pthread_mutex_lock(&c->lock);
+    entry *e = (entry *)rs_map_find(&c->map, key);
+    if (e && e->rows && same_token(&e->token, token)) {
+        r = e->rows;
+        r->refs++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
+void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows)
+{
+    pthread_mutex_lock(&c->lock);
+    rows_release(rows);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
+                        rfs_kept_rows *rows)
+{
+    size_t bytes = rows ? rows->n * sizeof *rows->ids : 0;
+    pthread_mutex_lock(&c->lock);
+    put(c, key, token, size, NULL);
+    entry *e = (entry *)rs_map_find(&c->map, key);
+    if (e && rows)
+        rows_drop(c, e);
+    /* The newest answer's rows stay; older answers' go when together they would pass the
+     * bound (a reader holding them keeps them until it is done). */
+    if (e && rows && c->rows_bytes + bytes > ROWS_MAX) {
+        size_t pos = 0;
+        for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
+            rows_drop(c, (entry *)o);
+    }
+    if (e && rows) {
+        e->rows = rows;
+        c->rows_bytes += bytes;
+        rows = NULL;
+    }
+    rows_release(rows);
     pthread_mutex_unlock(&c->lock);
 }

@@ -29,4 +29,26 @@ rfs_otel_marks *rfs_sizes_marks(rfs_sizes *c, const char *key, const rs_log_info
 void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
                          rfs_otel_marks *marks);
 
+/* The store's ids of a search answer's rows in its order (search_view.c), kept beside its
+ * size so that the read after the stat that counted them reads those rows only. gen tells
+ * one kept list from any other (never 0). */
+#define RFS_KEPT_ROWS_MAX ((size_t)1 << 20) /* ids kept at most, all lists together */
+typedef struct rfs_kept_rows {
+    int refs; /* guarded by the table's lock */
+    uint64_t gen;
+    size_t n;
+    int64_t ids[];
+} rfs_kept_rows;
+/* A list of room for n ids (refs 1, n set, a fresh gen), NULL when out of memory or over
+ * what the table would keep. */
+rfs_kept_rows *rfs_kept_rows_new(size_t n);
+/* The rows kept beside key's size at token, retained (give back with rfs_sizes_rows_done),
+ * or NULL. */
+rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *token);
+void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows);
+/* Keep size as rfs_sizes_put does and rows beside it (the table takes the caller's
+ * reference; NULL: none), within a bound on all kept rows (past it, the others' go). */
+void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
+                        rfs_kept_rows *rows);
+
 #endif

@@ -153,6 +153,7 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
                        rs_err *err)
 {
     size_t taken = 0;
+    r->search.from = RFS_SEARCH_FROM_NONE;
     if (off >= r->next_off && off - r->next_off < (int64_t)r->pending.len) {
         size_t at = (size_t)(off - r->next_off), have = r->pending.len - at;
         taken = have < size ? have : size;
@@ -938,6 +939,11 @@ int64_t rfs_reader_mtime(const rfs_reader *r)
 int64_t rfs_reader_version(const rfs_reader *r)
 {
     return r->version;
+}
+
+int rfs_reader_search_from(const rfs_reader *r)
+{
+    return r->search.from;
 }
 
 int64_t rfs_reader_size(const rfs_reader *r)

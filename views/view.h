@@ -102,6 +102,9 @@ int64_t rfs_reader_mtime(const rfs_reader *r);
 rfs_shape rfs_reader_shape(const rfs_reader *r);
 /* The node's version (rfs_stat) when the reader was opened. */
 int64_t rfs_reader_version(const rfs_reader *r);
+/* What a search result's reader's last read read (RFS_SEARCH_FROM_..., search_view.h); 0
+ * for any other file's. */
+int rfs_reader_search_from(const rfs_reader *r);
 /* A log's or document's size when the reader was opened; -1 for a stream (its size costs a
  * rendering). */
 int64_t rfs_reader_size(const rfs_reader *r);

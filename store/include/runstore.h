@@ -591,5 +591,12 @@ int rs_search_match(rs_search *q, const rs_record *rec);
 int rs_store_search(rs_store *s, rs_search *q, const char *thread_id, const char *run_id,
                     const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
                     rs_err *err);
+/* The store's id of the row the search cursor c gave last (0 when it cannot say): what
+ * rs_store_search_rows reads again. */
+int64_t rs_search_row_id(const rs_cursor *c);
+/* The rows of ids[0..n), in that order, rendered as rs_store_search gave them (a search's
+ * answer read again with no match and no scan); an id without a row is passed over. ids
+ * must outlive the cursor. */
+int rs_store_search_rows(rs_store *s, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err);
 
 #endif

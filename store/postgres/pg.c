@@ -612,6 +612,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
                 return 0;
         }
         pg_row(&base->row, c->res, c->row, 0);
+        base->row_id = PQnfields(c->res) > PG_ROW_ID ? pg_val_int(c->res, c->row, PG_ROW_ID) : 0;
         base->row.canonical = pg_canon_has(c->b, &c->canon, c->res, c->row++);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
@@ -1602,6 +1603,9 @@ PG_READ(pg_search,
          const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
          rs_err *err),
         (b, q, thread_id, run_id, user, after_thread, after_seq, out, err))
+PG_READ(pg_search_rows,
+        (rs_backend * b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err),
+        (b, ids, n, out, err))
 
 /* sql with its '@' naming the side tables' schema, in a buffer of the caller's (b->sql is
  * rewritten by the next statement). */
@@ -1787,6 +1791,7 @@ const rs_backend_ops rs_pg_backend = {
     .message_objects = pg_message_objects_wait,
     .stats = pg_stats_wait,
     .search = pg_search_wait,
+    .search_rows = pg_search_rows_wait,
     .seal_insert = pg_seal_insert,
     .seal_get = pg_seal_get_wait,
     .seal_tree = pg_seal_tree,

@@ -279,6 +279,7 @@ int pg_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);
+int pg_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err);
 int pg_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err);
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,

@@ -431,3 +431,25 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     pg_arg_int(&a, after_seq);
     return pg_cursor_new(b, sql->buf, &a, 0, 0, 0, out, err);
 }
+
+int pg_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err)
+{
+    rs_buf list = RS_BUF_INIT;
+    int rc = rs_buf_addch(&list, '{');
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = rs_buf_addf(&list, i ? ",%lld" : "%lld", (long long)ids[i]);
+    if (!rc)
+        rc = rs_buf_addch(&list, '}');
+    if (rc) {
+        rs_buf_release(&list);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, list.buf);
+    rc = pg_cursor_new(b,
+                       "SELECT " PG_ROW_COLUMNS " FROM unnest($1::text::bigint[]) WITH ORDINALITY "
+                       "k (id, n) JOIN run_events e ON e.id = k.id ORDER BY k.n",
+                       &a, 0, 0, 0, out, err);
+    rs_buf_release(&list);
+    return rc;
+}

@@ -116,8 +116,10 @@ static int search_next(rs_cursor *base, const rs_record **out)
         if (rc == 1) {
             /* A row the backend rendered: where its content and metadata are is known. */
             const rs_event_spans *sp = rec == &c->inner->rec ? &c->inner->spans : NULL;
-            if ((rc = rs_search_match_at(c->q, rec, sp)) == 1)
+            if ((rc = rs_search_match_at(c->q, rec, sp)) == 1) {
                 *out = rec;
+                base->row_id = c->inner->row_id;
+            }
             if (rc)
                 return rc;
             continue;
@@ -178,6 +180,69 @@ int rs_store_search(rs_store *s, rs_search *q, const char *thread_id, const char
         search_free(&c->base);
         return rc;
     }
+    *out = &c->base;
+    return 0;
+}
+
+int64_t rs_search_row_id(const rs_cursor *c)
+{
+    return c->row_id;
+}
+
+/* Ids asked of the backend at once: a bounded statement (PostgreSQL's is their list). */
+#define ROWS_CHUNK 4096
+
+typedef struct rows_cursor {
+    rs_cursor base;
+    rs_store *s;
+    const int64_t *ids;
+    size_t n, at;
+    rs_cursor *inner; /* the backend's rows of the current chunk */
+    rs_err err;
+} rows_cursor;
+
+static int rows_next(rs_cursor *base, const rs_record **out)
+{
+    rows_cursor *c = (rows_cursor *)base;
+    for (;;) {
+        if (!c->inner) {
+            if (c->at >= c->n)
+                return 0;
+            size_t k = c->n - c->at < ROWS_CHUNK ? c->n - c->at : ROWS_CHUNK;
+            int rc = c->s->ops->search_rows(c->s->be, c->ids + c->at, k, &c->inner, &c->err);
+            if (rc)
+                return rc;
+            c->at += k;
+        }
+        int rc = rs_cursor_next(c->inner, out);
+        if (rc == 1)
+            base->row_id = c->inner->row_id;
+        if (rc)
+            return rc;
+        rs_cursor_free(c->inner);
+        c->inner = NULL;
+    }
+}
+
+static void rows_free(rs_cursor *base)
+{
+    rows_cursor *c = (rows_cursor *)base;
+    rs_cursor_free(c->inner);
+    free(c);
+}
+
+int rs_store_search_rows(rs_store *s, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err)
+{
+    if (!s->ops->search_rows)
+        return rs_err_set(err, -ENOSYS, "this store cannot read rows by their ids");
+    rows_cursor *c = calloc(1, sizeof *c);
+    if (!c)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    c->base.next = rows_next;
+    c->base.free = rows_free;
+    c->s = s;
+    c->ids = ids;
+    c->n = n;
     *out = &c->base;
     return 0;
 }

@@ -537,6 +537,10 @@ static void sq_one_look(rs_backend *b, int on)
     sq_read_end(b);
     b->one_look = on;
     b->looked_version = -1;
+    /* The rewrites count kept at the last probe holds no longer: another writer may have
+     * changed rows since, and a request that reads it without a probe (a search at the
+     * root) must see that. */
+    b->probed_version = -1;
 }
 
 /* One integer (or none: *out untouched, returns 0 with *found 0) from a statement. */
@@ -1864,7 +1868,8 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         if (src != SQLITE_ROW)
             return sq_fail(c->b, src, NULL, "read");
         sq_row(&base->row, c->st, 0);
-        base->row.canonical = sq_canon_has(c->b, &c->canon, sqlite3_column_int64(c->st, 9));
+        base->row_id = sqlite3_column_int64(c->st, 9);
+        base->row.canonical = sq_canon_has(c->b, &c->canon, base->row_id);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
             return rc; /* 0: the line ends before the offset asked for */
@@ -1926,6 +1931,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .sql = &sq_policy,
     .stats = sq_stats,
     .search = sq_search,
+    .search_rows = sq_search_rows,
     .seal_insert = sq_seal_insert,
     .seal_get = sq_seal_get,
     .seal_tree = sq_seal_tree,

@@ -385,6 +385,7 @@ int sq_search_triggers(rs_backend *b, rs_err *err);
 int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);
+int sq_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err);
 int sq_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err);
 int sq_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,

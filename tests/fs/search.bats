@@ -184,7 +184,9 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'refused'
   # An index said to be of layout 2 (which kept a copy of the text) is dropped whole.
   foreign "INSERT INTO runfs_search_gen (blk, gen) VALUES (999999, 5); UPDATE runfs_meta SET value = 2 WHERE key = 'search_layout'"
-  check "$MNT" 'refused'
+  # A query not asked yet: no row changed, so 'refused' is read again from the rows its
+  # stat kept, with no search to make the index again.
+  check "$MNT" 'Refused'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(*) FROM runfs_search_gen)"
   assert_output 4,0
   run store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_search_content'"
@@ -414,6 +416,54 @@ kept_once() {
   foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq = 291"
   kept_once "search/$q" 4 "$q"
   kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
+}
+
+@test "search: a stat then a cat of a common word pass over its candidates once, the cat reading the rows the stat kept" {
+  runfs_unmount "$MNT"
+  # 0 ms: every stat that sizes and every read of the store says so in the log.
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  # A word in a seventh of 3,000 rows of 30 threads: in most of the index's blocks, so the
+  # search reads every row of the scope.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 3000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.error', 'trace',
+    'status ' || x || CASE WHEN x % 7 = 0 THEN ' Quokka seen' ELSE '' END, '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  local q=quokka p args
+  for p in "search/$q" "threads/T-w7/search/$q" "threads/T-w7/runs/run-3/search/$q" "search/by:run $q"; do
+    stat "$MNT/$p" > /dev/null
+    cat "$MNT/$p" > "$WORK/got"
+    wait_for 5 test "$(sized_lines "$p")" -ge 1 || fail "$p was not sized: $(cat "$WORK/daemon.log")"
+    assert_equal "$(sized_lines "$p")" 1
+    grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': the rows its stat kept' ||
+      fail "the cat of $p read no kept rows: $(grep -F "$p" "$WORK/daemon.log")"
+    ! grep -F "read $p at " "$WORK/daemon.log" | grep -F 'searched' ||
+      fail "the cat of $p searched again after its stat"
+    case $p in
+      search/by:run*) args=("by:run $q") ;;
+      search/*) args=("$q") ;;
+      threads/T-w7/search/*) args=("$q" T-w7) ;;
+      *) args=("$q" T-w7 run-3) ;;
+    esac
+    "$RUNFS" search "$STORE" "${args[@]}" > "$WORK/want"
+    [ -s "$WORK/want" ] || fail "no match for $p: nothing to tell"
+    cmp "$WORK/want" "$WORK/got" || fail "the cat of $p differs from runfs search's"
+  done
+}
+
+@test "search: a row appended between a search's stat and its cat is in the cat's bytes" {
+  local q='connection refused' p
+  for p in "search/$q" "threads/t-one/search/$q" "search/by:run $q"; do
+    stat "$MNT/$p" > /dev/null
+    printf '{"event_type":"llm.error","content":"connection refused, late %s"}\n' "${p%%/*}" >> "$MNT/threads/t-one/runs/r1/events.jsonl"
+    cat "$MNT/$p" > "$WORK/got"
+    if [[ $p == threads/* ]]; then
+      "$RUNFS" search "$STORE" "$q" t-one > "$WORK/want"
+    else
+      "$RUNFS" search "$STORE" "${p#search/}" > "$WORK/want"
+    fi
+    [[ $p == *by:run* ]] || grep -qF "late ${p%%/*}" "$WORK/got" || fail "the row appended after the stat of $p is not in its cat"
+    cmp "$WORK/want" "$WORK/got" || fail "the cat of $p after an append differs from runfs search's: $(diff "$WORK/want" "$WORK/got")"
+  done
 }
 
 @test "search: a lookup the hub tells of while it looks sizes nothing and logs no size" {
