@@ -807,7 +807,8 @@ static rs_store *diff_second(void *ctx)
     return d->second;
 }
 
-static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, const void *data, size_t len)
+static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, int64_t rewrites,
+                     const void *data, size_t len)
 {
     diff_conns *d = ctx;
     if (!d->writer_tried) {
@@ -819,7 +820,7 @@ static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, const void *d
             d->writer = NULL;
     }
     d->writer_tried = 1;
-    return d->writer ? rs_store_steps_put(d->writer, t, kind, data, len) : -EROFS;
+    return d->writer ? rs_store_steps_put(d->writer, t, kind, rewrites, data, len) : -EROFS;
 }
 
 /* Run B's steps against run A's, of any two threads: the bytes of A's diff/B. */

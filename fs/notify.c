@@ -558,10 +558,8 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
      * attributes, and a write() that does not wait for the hub drops them itself (attributes
      * only, of other inodes than the one written: nothing the kernel holds for this write). */
     int dirs_dropped = !wait && !deleted;
-    if (dirs_dropped) {
-        gen_bump(m);
-        dirs_changed(m, n.thread_id, run_id ? run.run_id : "");
-    }
+    if (dirs_dropped)
+        dirs_changed(m, n.thread_id, run_id ? run.run_id : ""); /* it bumps attr_gen first */
     pthread_mutex_lock(&hub->lock);
     if (hub->queued < RFS_HUB_QUEUE_MAX) {
         rfs_change *c = &hub->queue[hub->queued++];

@@ -232,11 +232,12 @@ typedef struct rs_backend_ops {
     int (*size_get)(rs_backend *b, const char *key, int64_t *size, int *found);
     int (*size_put)(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size);
     /* rs_store_steps_get and _put: the row (thread_id, run_id, kind) of runfs_steps, made at
-     * the first put on a store that has none. found 0: no row (or no table). */
+     * the first put on a store that has none. found 0: no row, -1: no table. put writes only
+     * while runfs_meta's rewrites is the count the data was made at. */
     int (*steps_get)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
                      rs_buf *out, int *found);
     int (*steps_put)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                     const void *data, size_t len);
+                     int64_t rewrites, const void *data, size_t len);
     int (*log_facts)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                      rs_log_facts *out, rs_err *err);
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,

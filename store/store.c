@@ -604,21 +604,22 @@ int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *o
     int found = 0;
     size_t len = out->len;
     if (!s->ops->steps_get || steps_kind(kind, k, sizeof k) ||
-        s->ops->steps_get(s->be, t->thread_id, t->run_id, k, out, &found) || !found) {
+        s->ops->steps_get(s->be, t->thread_id, t->run_id, k, out, &found) || found != 1) {
         if (out->len > len)
             rs_buf_setlen(out, len);
-        return 0;
+        return found < 0 ? -ENOENT : 0;
     }
     return 1;
 }
 
-int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, const void *data, size_t len)
+int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, int64_t rewrites,
+                       const void *data, size_t len)
 {
     char k[24];
     if (s->opt.read_only || !s->ops->steps_put)
         return 0;
     int rc = steps_kind(kind, k, sizeof k);
-    return rc ? rc : s->ops->steps_put(s->be, t->thread_id, t->run_id, k, data, len);
+    return rc ? rc : s->ops->steps_put(s->be, t->thread_id, t->run_id, k, rewrites, data, len);
 }
 
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,

@@ -223,6 +223,7 @@ typedef struct steps {
     facts f;
     rfs_calls *calls; /* calls waiting for their result after the last step */
     int from_rows;    /* steps were read (or added) from rows: keep them */
+    int no_place;     /* the store has no runfs_steps: a command (io->keep) keeps nothing */
     rs_store *s;      /* the connection rows are read on */
     const EVP_MD *md; /* SHA-256, the diff's */
     EVP_MD_CTX *md_ctx;
@@ -518,11 +519,14 @@ static int read_seq(steps *st, int64_t seq, rs_cursor **c, rfs_ev *ev, rs_err *e
     q.after_seq = seq - 1;
     q.before_seq = seq + 1;
     const rs_record *rec;
+    *c = NULL;
     int rc = rs_store_query(st->s, &q, c, err);
     if (!rc && (rc = rs_cursor_next(*c, &rec)) == 1)
         rfs_ev_read_all(rec, ev);
-    if (rc != 1 && !rc)
+    if (rc != 1 && *c) {
         rs_cursor_free(*c);
+        *c = NULL;
+    }
     return rc == 1 ? 0 : rc ? rc : -ESTALE;
 }
 
@@ -596,7 +600,8 @@ static int kept_read(steps *st, const rs_buf *b, rs_err *err)
     if (get64(&in, &v) || v > INT32_MAX || get_bytes(&in, v * (int64_t)sizeof(answer), &p) ||
         rs_array_grow(&st->ans, &st->ans_cap, (size_t)v, sizeof *st->ans))
         return -ESTALE;
-    memcpy(st->ans, p, (size_t)v * sizeof(answer));
+    if (v)
+        memcpy(st->ans, p, (size_t)v * sizeof(answer));
     st->nans = (size_t)v;
     if ((uint64_t)(in.end - in.p) != (uint64_t)n * (HASH_LEN + 8) ||
         rs_array_grow(&st->at, &st->cap, (size_t)count, sizeof *st->at))
@@ -620,8 +625,10 @@ static int steps_kept(steps *st, rs_err *err)
 {
     rs_buf b = RS_BUF_INIT;
     int rc = -ESTALE;
-    if (st->rewrites >= 0 && rs_store_steps_get(st->s, st->t, kept_kind(st->t), &b) == 1)
+    int got = st->rewrites >= 0 ? rs_store_steps_get(st->s, st->t, kept_kind(st->t), &b) : 0;
+    if (got == 1)
         rc = kept_read(st, &b, err);
+    st->no_place = got == -ENOENT;
     rs_buf_release(&b);
     if (rc != -ESTALE)
         return rc ? rc : 1;
@@ -1095,12 +1102,15 @@ static int render(steps *a, steps *b, rs_buf *out, steps **stale, rs_err *err)
 static void keep(const rfs_stepdiff_io *io, steps *st)
 {
     rs_buf b = RS_BUF_INIT;
-    if (st->from_rows && st->rewrites >= 0 && !kept_write(st, &b)) {
+    /* A command's keeping opens the store for writing, which would set up runfs's tables
+     * in a database no runfs writer has (DeerFlow's): there it keeps nothing. */
+    int command = io && io->keep;
+    if (st->from_rows && st->rewrites >= 0 && !(command && st->no_place) && !kept_write(st, &b)) {
         uint64_t kind = kept_kind(st->t);
-        if (io && io->keep)
-            (void)io->keep(io->ctx, st->t, kind, b.buf, b.len);
+        if (command)
+            (void)io->keep(io->ctx, st->t, kind, st->rewrites, b.buf, b.len);
         else
-            (void)rs_store_steps_put(st->s, st->t, kind, b.buf, b.len);
+            (void)rs_store_steps_put(st->s, st->t, kind, st->rewrites, b.buf, b.len);
     }
     rs_buf_release(&b);
 }

@@ -19,7 +19,8 @@ typedef struct rfs_stepdiff_io {
     rs_store *(*second)(void *ctx);
     /* Keep a run's step data (rs_store_steps_put) where it can be written; NULL: on the
      * connection the diff reads. */
-    int (*keep)(void *ctx, const rs_target *t, uint64_t kind, const void *data, size_t len);
+    int (*keep)(void *ctx, const rs_target *t, uint64_t kind, int64_t rewrites, const void *data,
+                size_t len);
     void *ctx;
 } rfs_stepdiff_io;
 

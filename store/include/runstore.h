@@ -321,12 +321,15 @@ int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size);
  * compares) kept in the store (runfs_steps) for any later diff, on any mount or command.
  * kind names the data's format and who looks; the bytes name the rows they were made from,
  * which the caller checks against the run as it is. 1 with the bytes appended to out when
- * kept, 0 when not (or on any failure: the caller reads the rows). */
+ * kept, 0 when not (or on any failure: the caller reads the rows), -ENOENT when the store
+ * has no place for them (no runfs writer set it up: a command keeps nothing there). */
 int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *out);
-/* Keep the run's step data for kind, replacing what was kept; best effort (a read-only
- * store keeps nothing): 0 or a negative errno. */
-int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, const void *data,
-                       size_t len);
+/* Keep the run's step data for kind, replacing what was kept, if the store's count of
+ * in-place changes (rs_store_rewrites) is still rewrites, the one the data was made at:
+ * data of rows a redaction or an update changed meanwhile is never written. Best effort
+ * (a read-only store keeps nothing): 0 or a negative errno. */
+int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, int64_t rewrites,
+                       const void *data, size_t len);
 
 /* Names: threads, a thread's runs, a run's event types, task ids, singleton types. */
 typedef enum rs_names_kind {

@@ -1671,6 +1671,8 @@ static int pg_steps_get(rs_backend *b, const char *thread_id, const char *run_id
     if (!rc)
         rc = pg_int(b, sql.buf, NULL, NULL, &there, NULL, NULL);
     rs_buf_reset(&sql);
+    if (!rc && !there)
+        *found = -1;
     if (!rc && there &&
         !(rc = side_copy(b,
                          "SELECT data FROM @runfs_steps WHERE thread_id = $1 AND run_id = $2 "
@@ -1709,7 +1711,7 @@ int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
 /* The table is made here, so a store made before kept step data gets it at its first
  * keeping. The bytes go as bytea's hex text: the statements' parameters are text. */
 static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                        const void *data, size_t len)
+                        int64_t rewrites, const void *data, size_t len)
 {
     rs_buf hex = RS_BUF_INIT, make = RS_BUF_INIT, ins = RS_BUF_INIT;
     int rc = rs_buf_addlit(&hex, "\\x") || rs_buf_add_hex(&hex, data, len) ? -ENOMEM : 0;
@@ -1718,6 +1720,7 @@ static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id
     pg_arg_text(&a, run_id);
     pg_arg_text(&a, kind);
     pg_arg_text(&a, hex.buf);
+    pg_arg_int(&a, rewrites);
     if (!rc)
         rc = side_copy(b,
                        "CREATE TABLE IF NOT EXISTS @runfs_steps (thread_id TEXT NOT NULL, run_id "
@@ -1726,9 +1729,10 @@ static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id
                        &make);
     if (!rc)
         rc = side_copy(b,
-                       "INSERT INTO @runfs_steps (thread_id, run_id, kind, data) VALUES ($1, $2, "
-                       "$3, $4::text::bytea) ON CONFLICT (thread_id, run_id, kind) DO UPDATE SET "
-                       "data = EXCLUDED.data",
+                       "INSERT INTO @runfs_steps (thread_id, run_id, kind, data) SELECT $1, $2, "
+                       "$3, $4::text::bytea WHERE (SELECT value FROM @runfs_meta WHERE key = "
+                       "'rewrites') = $5::bigint ON CONFLICT (thread_id, run_id, kind) DO UPDATE "
+                       "SET data = EXCLUDED.data",
                        &ins);
     if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
         if (!(rc = pg_exec_plain(b, make.buf, NULL)))

@@ -220,6 +220,10 @@ static const char pg_schema_salt_sql[] =
     "  digest TEXT, root TEXT, sealed_at TEXT, expired_at TEXT NOT NULL, policy TEXT NOT NULL,\n"
     "  note TEXT, change BIGINT NOT NULL DEFAULT 0\n"
     ");\n"
+    /* A run's step data for diffs, sqlite/schema.sql.h's (a store of an earlier build gets it
+     * at a mount's first diff). */
+    "CREATE TABLE IF NOT EXISTS runfs_steps (thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (thread_id, run_id, kind));\n"
     "UPDATE runfs_meta SET value = 4 WHERE key = 'layout';\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused, an older

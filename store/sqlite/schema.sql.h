@@ -192,6 +192,10 @@ static const char rs_schema_sql[] =
     "    (old.id >= value AND old.id <= (SELECT value FROM runfs_meta WHERE key = 'canon_hi'))\n"
     "    OR (new.id >= value AND new.id <= (SELECT value FROM runfs_meta WHERE key = 'canon_hi')));\n"
     "END;\n"
+    /* A run's step data for diffs (rs_store_steps_put): made with the other side tables, so
+     * that `runfs diff`, which writes nothing a runfs writer has not set up, keeps it too. */
+    "CREATE TABLE IF NOT EXISTS runfs_steps (thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (thread_id, run_id, kind));\n"
     /* Rows changed in place or deleted, by anyone (DeerFlow, sqlite3, another mount): the
      * threads the row was and is in are recomputed from their rows at their next use, and
      * 'rewrites' moves, so whatever a mount or a reader kept of the middle of a log (the

@@ -1759,6 +1759,12 @@ static int sq_steps_get(rs_backend *b, const char *thread_id, const char *run_id
                      "SELECT data FROM main.runfs_steps WHERE thread_id = ? AND run_id = ? AND "
                      "kind = ?",
                      "ttt", thread_id, run_id, kind);
+    int64_t has = 1;
+    if (rc < 0 &&
+        sq_int(b, "SELECT count(*) FROM main.sqlite_master WHERE name = ?", "runfs_steps", NULL,
+               &has, NULL, NULL) == 0 &&
+        !has)
+        *found = -1;
     if (rc != 1)
         return 0;
     const void *p = sqlite3_column_blob(st, 0);
@@ -1784,7 +1790,7 @@ int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
 /* Under the write lock, as every write is. The table is made here, so a store made before
  * kept step data gets it at its first keeping, and a store never diffed never has it. */
 static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                        const void *data, size_t len)
+                        int64_t rewrites, const void *data, size_t len)
 {
     if (len > INT_MAX)
         return -EFBIG;
@@ -1800,13 +1806,15 @@ static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id
     if (!rc)
         rc = sq_stmt_get(b,
                          "INSERT OR REPLACE INTO main.runfs_steps (thread_id, run_id, kind, data) "
-                         "VALUES (?, ?, ?, ?)",
+                         "SELECT ?, ?, ?, ? WHERE (SELECT value FROM main.runfs_meta WHERE key = "
+                         "'rewrites') = ?",
                          &st, NULL);
     if (!rc) {
         sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, run_id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
         sqlite3_bind_blob(st, 4, data, (int)len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, rewrites);
         int src = sqlite3_step(st);
         sq_stmt_done(b, st);
         if (src != SQLITE_DONE)

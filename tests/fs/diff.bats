@@ -313,3 +313,18 @@ steps_now() {
   assert_success
   assert_line '-llm.human.input [redacted]'
 }
+
+@test "diff: runfs diff of a DeerFlow database no runfs writer set up writes nothing to it" {
+  skip_on_pg "mkdeerflow.py writes a SQLite file"
+  local db=$WORK/deerflow.db
+  python3 "$BATS_TEST_DIRNAME/mkdeerflow.py" "$db" t 40 20
+  local before; before=$(sqlite3 "$db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master ORDER BY name)")
+  local runs; runs=$(sqlite3 "$db" "SELECT DISTINCT run_id FROM run_events ORDER BY run_id LIMIT 2" | tr '\n' ' ')
+  set -- $runs
+  run "$RUNFS" diff "$db" "t/$1" "t/$2"
+  [ "$status" -eq 0 ] || fail "runfs diff failed: $output"
+  [[ "$output" == *"--- threads/t/runs/$1"* ]] || fail "no diff header: $output"
+  # Keeping the runs' step data would set up runfs's tables and triggers in DeerFlow's file.
+  [ "$(sqlite3 "$db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master ORDER BY name)")" = "$before" ] ||
+    fail "runfs diff changed the database's objects: $(sqlite3 "$db" "SELECT name FROM sqlite_master WHERE name LIKE 'runfs%'" | tr '\n' ' ')"
+}
