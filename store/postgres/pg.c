@@ -1702,7 +1702,10 @@ int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
         rc = pg_int(b, sql.buf, NULL, NULL, &has, NULL, err);
     rs_buf_reset(&sql);
     if (!rc && has &&
-        !(rc = side_copy(b, "DELETE FROM @runfs_steps WHERE thread_id = $1 AND run_id = $2", &sql)))
+        !(rc = side_copy(b,
+                         "DELETE FROM @runfs_steps WHERE thread_id = $1 AND ($2::text IS NULL "
+                         "OR run_id = $2)",
+                         &sql)))
         rc = pg_run(b, sql.buf, &a, NULL, err);
     rs_buf_release(&sql);
     return rc;

@@ -747,8 +747,10 @@ int pg_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *er
     static const char drop_seals[] =
         "DELETE FROM runfs_seal WHERE thread_id = $1 AND ($2::text IS NULL OR run_id = $2) "
         "AND ($3::text IS NULL OR owner = $3)";
+    /* The runs' kept step data goes too (every owner's: it is made again from the rows),
+     * so no text of deleted rows stays behind in it. */
     if ((rc = run_exec(b, drop_once, t, 0, NULL, err)) ||
-        (rc = run_exec(b, drop_seals, t, 0, NULL, err)))
+        (rc = run_exec(b, drop_seals, t, 0, NULL, err)) || (rc = pg_steps_forget(b, t, err)))
         goto fail;
     if (!t->run_id) {
         static const char drop_dir[] =

@@ -1782,8 +1782,9 @@ int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
                     NULL, &has, NULL, err);
     if (!rc && has)
         rc = sq_step(b, NULL, err, "steps",
-                     "DELETE FROM main.runfs_steps WHERE thread_id = ? AND run_id = ?", "tt",
-                     t->thread_id, t->run_id);
+                     "DELETE FROM main.runfs_steps WHERE thread_id = ?1 AND (?2 IS NULL OR "
+                     "run_id = ?2)",
+                     "tt", t->thread_id, t->run_id);
     return rc < 0 ? rc : 0;
 }
 

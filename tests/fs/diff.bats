@@ -263,12 +263,20 @@ steps_now() {
   python3 "$REF" gen 300 spread 4 >> "$T/runs/b/events.jsonl"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps")" = 2 ] || fail "the first diff kept no step data"
+  # Each kept row's version (SQLite's rowid, PostgreSQL's xmin): a diff that read the rows
+  # again keeps its data again, which makes a new one.
+  local row_version=rowid; on_pg && row_version=xmin::text
+  local kept; kept=$(kept_steps "SELECT group_concat($row_version) FROM runfs_steps")
+  on_pg && kept=$(kept_steps "SELECT string_agg($row_version, ',' ORDER BY run_id) FROM runfs_steps")
   steps_now t a "$WORK/A"
   steps_now t b "$WORK/B"
   check_diff "$WORK/first" "$WORK/A" "$WORK/B"
   # From the kept data: the same bytes, by the command and by the view.
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/second"
   cmp "$WORK/first" "$WORK/second" || fail "a diff of kept runs differs from the first"
+  local again; again=$(kept_steps "SELECT group_concat($row_version) FROM runfs_steps")
+  on_pg && again=$(kept_steps "SELECT string_agg($row_version, ',' ORDER BY run_id) FROM runfs_steps")
+  [ "$again" = "$kept" ] || fail "the second diff read the rows again (kept rows $kept became $again)"
   cmp "$WORK/first" "$T/runs/a/diff/b" || fail "the view differs from runfs diff"
   # b grows: the kept data is extended, and gives what a diff from the rows gives.
   python3 "$REF" gen 20 spread 1 >> "$T/runs/b/events.jsonl"
@@ -327,4 +335,21 @@ steps_now() {
   # Keeping the runs' step data would set up runfs's tables and triggers in DeerFlow's file.
   [ "$(sqlite3 "$db" "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master ORDER BY name)")" = "$before" ] ||
     fail "runfs diff changed the database's objects: $(sqlite3 "$db" "SELECT name FROM sqlite_master WHERE name LIKE 'runfs%'" | tr '\n' ' ')"
+}
+
+@test "diff: deleting a run or its thread deletes the kept step data of its runs" {
+  put_run t a same
+  put_run t b change 5
+  put_run t c same
+  "$RUNFS" diff "$STORE" t/a t/b > /dev/null
+  "$RUNFS" diff "$STORE" t/a t/c > /dev/null
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'b'")" -ge 1 ] || fail "the diff kept no step data of b"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" --allow-delete
+  rm -r "$T/runs/b"
+  # The deleted run's step data held its steps' text: it goes with the rows.
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'b'")" = 0 ] || fail "b's kept step data outlived its rows"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" -ge 1 ] || fail "deleting b dropped a's kept step data"
+  rm -r "$T"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 0 ] || fail "the thread's kept step data outlived it"
 }
