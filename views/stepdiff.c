@@ -407,7 +407,7 @@ static rfs_span line_of(const steps *st, size_t i)
 /* ---- kept steps (rs_store_steps_get/_put) ---- */
 
 /* The bytes' first word: their format, and the byte order that wrote them. */
-#define KEPT_MAGIC 0x3170657473736672ULL
+#define KEPT_MAGIC 0x3270657473736672ULL
 
 static uint64_t kept_kind(const rs_target *t)
 {
@@ -448,7 +448,12 @@ static int kept_write(const steps *st, rs_buf *b)
                       f->last_us,
                       f->terminal,
                       f->has_status ? (int64_t)f->status.len : -1};
+    /* Who looked, whole: kept_kind's hash of it only places the bytes, and two owners whose
+     * names share a hash must not read each other's counts. */
+    const char *user = st->t->user ? st->t->user : "";
     int rc = rs_buf_add(b, head, sizeof head);
+    if (!rc && !(rc = put64(b, (int64_t)strlen(user))))
+        rc = rs_buf_add(b, user, strlen(user));
     if (!rc && f->has_status)
         rc = rs_buf_add(b, f->status.buf, f->status.len);
     if (!rc)
@@ -564,6 +569,10 @@ static int kept_read(steps *st, const rs_buf *b, rs_err *err)
     if ((uint64_t)head[0] != KEPT_MAGIC || st->rewrites < 0 || head[1] != st->rewrites ||
         n > count || (n == count && last != st->info.last_seq) ||
         (n < count && last >= st->info.last_seq))
+        return -ESTALE;
+    const char *user = st->t->user ? st->t->user : "";
+    if (get64(&in, &len) || len != (int64_t)strlen(user) || get_bytes(&in, len, &p) ||
+        memcmp(p, user, (size_t)len) != 0)
         return -ESTALE;
     facts *f = &st->f;
     f->events = head[4];
