@@ -249,6 +249,16 @@ kept_steps() {
   store_sql "${1//runfs_steps/$table}"
 }
 
+# kept_versions: the kept rows' versions in run order (SQLite's rowid and PostgreSQL's xmin
+# move when a row is written again).
+kept_versions() {
+  if on_pg; then
+    kept_steps "SELECT string_agg(xmin::text, ',' ORDER BY run_id) FROM runfs_steps"
+  else
+    kept_steps "SELECT group_concat(rowid) FROM (SELECT rowid FROM runfs_steps ORDER BY run_id)"
+  fi
+}
+
 # steps_now THREAD RUN OUT: the run's step lines, derived from its rows as the store holds
 # them now (runfs cat opens the store afresh: no mount's cache between).
 steps_now() {
@@ -263,19 +273,16 @@ steps_now() {
   python3 "$REF" gen 300 spread 4 >> "$T/runs/b/events.jsonl"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps")" = 2 ] || fail "the first diff kept no step data"
-  # Each kept row's version (SQLite's rowid, PostgreSQL's xmin): a diff that read the rows
-  # again keeps its data again, which makes a new one.
-  local row_version=rowid; on_pg && row_version=xmin::text
-  local kept; kept=$(kept_steps "SELECT group_concat($row_version) FROM runfs_steps")
-  on_pg && kept=$(kept_steps "SELECT string_agg($row_version, ',' ORDER BY run_id) FROM runfs_steps")
+  # Each kept row's version: a diff that read the rows again keeps its data again, which
+  # makes a new one.
+  local kept; kept=$(kept_versions)
   steps_now t a "$WORK/A"
   steps_now t b "$WORK/B"
   check_diff "$WORK/first" "$WORK/A" "$WORK/B"
   # From the kept data: the same bytes, by the command and by the view.
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/second"
   cmp "$WORK/first" "$WORK/second" || fail "a diff of kept runs differs from the first"
-  local again; again=$(kept_steps "SELECT group_concat($row_version) FROM runfs_steps")
-  on_pg && again=$(kept_steps "SELECT string_agg($row_version, ',' ORDER BY run_id) FROM runfs_steps")
+  local again; again=$(kept_versions)
   [ "$again" = "$kept" ] || fail "the second diff read the rows again (kept rows $kept became $again)"
   cmp "$WORK/first" "$T/runs/a/diff/b" || fail "the view differs from runfs diff"
   # b grows: the kept data is extended, and gives what a diff from the rows gives.
