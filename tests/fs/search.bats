@@ -57,6 +57,21 @@ foreign() {
   if on_pg; then store_sql "$1"; else sqlite3 -cmd '.timeout 10000' "$STORE" "$1"; fi
 }
 
+# pg_quiet: the mount's hub has recomputed T-bulk, which a foreign write marked, and no
+# transaction with an id is in flight (pg_busy says what is). A root search's version on
+# PostgreSQL names the transactions in flight (a row below the highest id may still
+# commit), so a stat taken during the hub's recomputation keeps its size under a version
+# the next stat no longer sees: counting sizings waits for this first.
+pg_quiet() {
+  ! on_pg || [ "$(store_sql "SELECT (SELECT count(*) FROM runfs_thread WHERE thread_id = 'T-bulk' AND dirty <> 0) +
+    (SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid())")" = 0 ]
+}
+pg_busy() {
+  store_sql "SELECT 'T-bulk dirty ' || dirty FROM runfs_thread WHERE thread_id = 'T-bulk'
+    UNION ALL SELECT 'in flight: ' || left(query, 80) FROM pg_stat_activity
+    WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
+}
+
 # ref QUERY [THREAD [RUN]] [--user U]: the reference lines (thread ids bytewise, seq order).
 ref() {
   local q=$1 t=${2:-} r=${3:-} user=${4:-} f ids
@@ -411,9 +426,11 @@ kept_once() {
   kept_once "search/$q" 2 "$q"
   kept_once "threads/T-bulk/search/$q" 2 "$q" T-bulk
   foreign "UPDATE run_events SET content = 'filler gone' WHERE thread_id = 'T-bulk' AND seq = 194"
+  wait_for 10 pg_quiet || fail "the hub did not recompute T-bulk after the update: $(pg_busy)"
   kept_once "search/$q" 3 "$q"
   kept_once "threads/T-bulk/search/$q" 3 "$q" T-bulk
   foreign "DELETE FROM run_events WHERE thread_id = 'T-bulk' AND seq = 291"
+  wait_for 10 pg_quiet || fail "the hub did not recompute T-bulk after the delete: $(pg_busy)"
   kept_once "search/$q" 4 "$q"
   kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
 }
