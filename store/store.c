@@ -42,22 +42,34 @@ static int is_pg_uri(const char *uri)
     return strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0;
 }
 
-static const rs_backend_ops *backend_of(const char *uri)
+static int backend_of(const char *uri, const rs_backend_ops **ops, rs_err *err)
 {
-    return is_pg_uri(uri) ? &rs_pg_backend : &rs_sqlite_backend;
+    if (!is_pg_uri(uri)) {
+        *ops = &rs_sqlite_backend;
+        return 0;
+    }
+    return rs_pg_load(ops, err);
 }
 
 char *rs_uri_display(const char *uri)
 {
-    return backend_of(uri)->uri_display(uri);
+    const rs_backend_ops *ops;
+    if (backend_of(uri, &ops, NULL))
+        /* Without libpq's parse no secret can be told apart: the scheme alone is shown (the
+         * open that follows says why the backend is missing). */
+        return strndup(uri, (size_t)(strchr(uri, ':') - uri) + 3);
+    return ops->uri_display(uri);
 }
 
 int rs_library_versions(rs_buf *out)
 {
+    const rs_backend_ops *pg;
     int rc = rs_sqlite_backend.library_version(out);
     if (!rc)
         rc = rs_buf_addstr(out, ", ");
-    return rc ? rc : rs_pg_backend.library_version(out);
+    if (!rc && rs_pg_load(&pg, NULL))
+        return rs_buf_addstr(out, "no PostgreSQL backend (" RS_PG_MODULE " not loaded)");
+    return rc ? rc : pg->library_version(out);
 }
 
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err)
@@ -78,8 +90,10 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     s->opt.version = RS_OPTIONS_VERSION;
     if (!s->opt.max_event_bytes)
         s->opt.max_event_bytes = RS_DEFAULT_MAX_EVENT;
-    s->ops = backend_of(uri);
-    int rc = -ENOMEM;
+    int rc = backend_of(uri, &s->ops, err);
+    if (rc)
+        goto fail;
+    rc = -ENOMEM;
     /* A URI is shown (status.json, messages) without its password. */
     if (!(s->path = s->ops->uri_display(uri)) || !(s->name = s->ops->uri_name(uri)))
         goto fail;

@@ -17,6 +17,12 @@ struct rs_store {
     size_t n_singletons;
 };
 
+/* The PostgreSQL backend's module, beside librunstore.so (store/meson.build builds it). */
+#define RS_PG_MODULE "librunstore-pg.so"
+/* The PostgreSQL backend's operations, its module loaded at the first call (pg_load.c); when
+ * it cannot be, -ELIBACC with the module's file and dlerror() in err, at every call. */
+int rs_pg_load(const rs_backend_ops **out, rs_err *err);
+
 /* What t's log keeps beside its totals (see rs_log_facts); known 0 from a backend that keeps
  * nothing. -ENOENT when the thread or run does not exist for t->user. */
 int rs_store_facts(rs_store *s, const rs_target *t, rs_log_facts *out, rs_err *err);

@@ -225,7 +225,7 @@ typedef struct steps {
     int from_rows;    /* steps were read (or added) from rows: keep them */
     int no_place;     /* the store has no runfs_steps: a command (io->keep) keeps nothing */
     rs_store *s;      /* the connection rows are read on */
-    const EVP_MD *md; /* SHA-256, the diff's */
+    EVP_MD *md;       /* SHA-256 and its context, at the first line hashed (step_hash) */
     EVP_MD_CTX *md_ctx;
 } steps;
 
@@ -236,6 +236,7 @@ static void steps_release(steps *st)
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
     EVP_MD_CTX_free(st->md_ctx);
+    EVP_MD_free(st->md);
     free(st->at);
     free(st->ans);
 }
@@ -256,14 +257,19 @@ static int steps_reset(steps *st)
     return 0;
 }
 
-/* SHA-256 through a digest fetched once per diff and a context per run: OpenSSL 3's
+/* SHA-256 through a digest fetched once per run and a context per run: OpenSSL 3's
  * one-shot SHA256() looks the algorithm up at every call, under a lock (a fifth of a
- * diff's CPU, perf). */
-static int line_hash(EVP_MD_CTX *ctx, const EVP_MD *md, const char *p, size_t n, unsigned char *out)
+ * diff's CPU, perf). Fetched at the first line hashed, not before: OpenSSL's first fetch
+ * starts its provider (most of a millisecond), which a diff of kept runs that shows no
+ * line never needs. Each run its own, as b may be read on a thread of its own. */
+static int step_hash(steps *st, const char *p, size_t n, unsigned char *out)
 {
     unsigned char h[EVP_MAX_MD_SIZE];
-    if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, p, n) ||
-        !EVP_DigestFinal_ex(ctx, h, NULL))
+    if (!st->md_ctx &&
+        (!(st->md = EVP_MD_fetch(NULL, "SHA256", NULL)) || !(st->md_ctx = EVP_MD_CTX_new())))
+        return -ENOMEM;
+    if (!EVP_DigestInit_ex(st->md_ctx, st->md, NULL) || !EVP_DigestUpdate(st->md_ctx, p, n) ||
+        !EVP_DigestFinal_ex(st->md_ctx, h, NULL))
         return -EIO;
     memcpy(out, h, HASH_LEN);
     return 0;
@@ -324,7 +330,7 @@ static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
     if (!rc) {
         step *p = &st->at[st->n++];
         *p = (step){.seq = ev->rec->seq, .len = NO_LINE};
-        rc = line_hash(st->md_ctx, st->md, line->buf, line->len, p->hash);
+        rc = step_hash(st, line->buf, line->len, p->hash);
     }
     return rc;
 }
@@ -342,7 +348,7 @@ static int steps_open(rs_store *s, steps *st, rs_err *err)
     if (rs_store_rewrites(s, &st->rewrites))
         st->rewrites = -1;
     st->s = s;
-    if (!st->md || !(st->md_ctx = EVP_MD_CTX_new()) || steps_reset(st))
+    if (steps_reset(st))
         return rs_err_set(err, -ENOMEM, "out of memory");
     return 0;
 }
@@ -729,7 +735,7 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
         unsigned char h[HASH_LEN];
         if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
             !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            rc = line_hash(st->md_ctx, st->md, st->text.buf + start, st->text.len - start, h);
+            rc = step_hash(st, st->text.buf + start, st->text.len - start, h);
             if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
                 rc = -ESTALE;
             st->at[i].start = start;
@@ -1127,9 +1133,8 @@ static void keep(const rfs_stepdiff_io *io, steps *st)
 int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
                         const rs_target *b, rs_buf *out, rs_err *err)
 {
-    EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
-    steps sa = {.t = a, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
-    steps sb = {.t = b, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT, .md = md};
+    steps sa = {.t = a, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
+    steps sb = {.t = b, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
     reader rb = {.st = &sb};
     pthread_t thread;
     int rc = steps_open(s, &sa, err), apart = 0, kept_a = 0, kept_b = 0;
@@ -1176,6 +1181,5 @@ int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target 
     }
     steps_release(&sa);
     steps_release(&sb);
-    EVP_MD_free(md);
     return rc;
 }

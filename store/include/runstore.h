@@ -39,6 +39,11 @@ extern char rs_buf_empty[];
 
 void rs_buf_release(rs_buf *b);              /* free, back to RS_BUF_INIT */
 char *rs_buf_detach(rs_buf *b, size_t *len); /* hand the bytes to the caller */
+/* Append the JSON value text[0..len) as cJSON prints it unformatted (its number spelling),
+ * parsed under the one lock every cJSON parse of the process takes (cJSON keeps its last
+ * error in a global): a program that parses with cJSON too does it through this call.
+ * -EINVAL when it is no JSON value, -ENOMEM. */
+int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len);
 
 /* ---- errors ----------------------------------------------------------------------------
  * code is the negative errno also returned; line is the 1-based input line a batch
@@ -116,16 +121,20 @@ typedef struct rs_options {
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file
  * path or a postgresql:// URI (opt NULL: defaults). A store whose schema runfs cannot use (a newer side-table
- * layout, a run_events without DeerFlow's columns) is -EINVAL with the reason. */
+ * layout, a run_events without DeerFlow's columns) is -EINVAL with the reason. The shared
+ * library loads the PostgreSQL backend (librunstore-pg.so, beside it) at the first
+ * postgresql:// URI: -ELIBACC, naming the file and the loader's reason, when it cannot. */
 int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err *err);
 void rs_store_close(rs_store *s);                /* checkpoints the WAL */
 const char *rs_store_backend(const rs_store *s); /* "sqlite" or "postgresql" */
 const char *rs_store_path(const rs_store *s);
 /* What rs_store_path shows for uri, without opening it: a PostgreSQL URI rebuilt from
  * libpq's parse with no secret in it (password, sslpassword, any option libpq marks
- * secret), a path as given. Malloc'd; NULL when out of memory. */
+ * secret; only its scheme when the PostgreSQL backend cannot be loaded), a path as given.
+ * Malloc'd; NULL when out of memory. */
 char *rs_uri_display(const char *uri);
-/* Append the libraries' versions as their projects spell them: "SQLite 3.40.1, libpq 15.3". */
+/* Append the libraries' versions as their projects spell them: "SQLite 3.40.1, libpq 15.3"
+ * (loading the PostgreSQL backend; without it, a word that it is missing in libpq's place). */
 int rs_library_versions(rs_buf *out);
 /* The store named without host paths, for people and sandboxes: a SQLite file's name, a
  * PostgreSQL URI without its password and without a socket directory for host. */

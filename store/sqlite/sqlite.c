@@ -606,55 +606,81 @@ void sq_row(rs_row *row, sqlite3_stmt *st, int col)
         row->created_at = "";
 }
 
-static int object_exists(rs_backend *b, const char *type, const char *name, int *exists,
-                         rs_err *err)
+static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
 {
     int64_t n = 0;
-    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type = ? AND name = ?", type, name,
-                    &n, NULL, err);
+    int rc = sq_int(b, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name,
+                    NULL, &n, NULL, err);
     *exists = n > 0;
     return rc;
 }
 
-static int table_exists(rs_backend *b, const char *name, int *exists, rs_err *err)
+/* What an open checks the schema against: every object sqlite_master names and run_events'
+ * columns, read in one statement (a statement for each was a fair share of an open's time),
+ * as "TYPE\0NAME\0" entries ("column" the type of a column). */
+static int schema_names(rs_backend *b, rs_buf *out, int64_t *objects, rs_err *err)
 {
-    return object_exists(b, "table", name, exists, err);
+    sqlite3_stmt *st = NULL;
+    *objects = 0;
+    int rc = sq_step(b, &st, err, "schema",
+                     "SELECT type, name FROM main.sqlite_master UNION ALL "
+                     "SELECT 'column', name FROM pragma_table_info('run_events')",
+                     "");
+    int src = SQLITE_ROW;
+    for (; rc == 1 && src == SQLITE_ROW; src = sqlite3_step(st)) {
+        const char *type = (const char *)sqlite3_column_text(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (!type || !name)
+            continue;
+        *objects += strcmp(type, "column") != 0;
+        if (rs_buf_add(out, type, strlen(type) + 1) || rs_buf_add(out, name, strlen(name) + 1))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    if (rc == 1 && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "schema");
+    sq_stmt_done(b, st);
+    return rc < 0 ? rc : 0;
+}
+
+/* Whether names (schema_names) holds the object name of type. */
+static int schema_has(const rs_buf *names, const char *type, const char *name)
+{
+    for (const char *p = names->buf, *end = p + names->len; p < end;) {
+        const char *n = p + strlen(p) + 1;
+        if (strcmp(p, type) == 0 && strcmp(n, name) == 0)
+            return 1;
+        p = n + strlen(n) + 1;
+    }
+    return 0;
 }
 
 /* Is the schema in place (at this build's layout), and are there reservations to check?
- * *layout: the side tables' layout, 0 for a store without them. */
-static int setup_needed(rs_backend *b, int *ready, int *has_holds, int64_t *layout, rs_err *err)
+ * *layout: the side tables' layout, 0 for a store without them. names: schema_names'. */
+static int setup_needed(rs_backend *b, const rs_buf *names, int *ready, int *has_holds,
+                        int64_t *layout, rs_err *err)
 {
-    int has_meta, has_schema = 0;
-    int rc = table_exists(b, "runfs_meta", &has_meta, err);
-    if (!rc)
-        rc = table_exists(b, "runfs_canon", &has_schema, err);
-    /* A writer also wants the triggers (a store an older build set up lacks some); a
-     * reader alters nothing and reads the store as it is. */
-    static const char *const triggers[] = {"runfs_canon_update", "runfs_count_deleted",
-                                           "runfs_forget_updated", "runfs_replace_note",
-                                           "runfs_replace_work"};
-    for (size_t i = 0; !rc && has_schema && !b->read_only && i < sizeof triggers / sizeof *triggers;
-         i++)
-        rc = object_exists(b, "trigger", triggers[i], &has_schema, err);
-    /* And no unique index of an older build on DeerFlow's table. */
-    int unique = 0;
-    if (!rc && has_schema && !b->read_only &&
-        !(rc = object_exists(b, "index", "runfs_uq_terminal", &unique, err)) && unique)
+    int has_meta = schema_has(names, "table", "runfs_meta");
+    int has_schema = schema_has(names, "table", "runfs_canon");
+    /* A writer also wants the triggers and tables (a store an older build set up lacks
+     * some), and no unique index of an older build on DeerFlow's table; a reader alters
+     * nothing and reads the store as it is. */
+    static const char *const wanted[][2] = {
+        {"trigger", "runfs_canon_update"},   {"trigger", "runfs_count_deleted"},
+        {"trigger", "runfs_forget_updated"}, {"trigger", "runfs_replace_note"},
+        {"trigger", "runfs_replace_work"},   {"table", "runfs_seal_tree"},
+        {"table", "runfs_seal_salt"},        {"table", "runfs_redaction"},
+        {"table", "runfs_expired"},
+    };
+    for (size_t i = 0; has_schema && !b->read_only && i < sizeof wanted / sizeof *wanted; i++)
+        has_schema = schema_has(names, wanted[i][0], wanted[i][1]);
+    if (has_schema && !b->read_only && schema_has(names, "index", "runfs_uq_terminal"))
         has_schema = 0;
-    if (!rc && has_schema && !b->read_only)
-        rc = table_exists(b, "runfs_seal_tree", &has_schema, err);
     /* Nor an older build's triggers that could fail another writer's statement. */
     int64_t stale = 0;
-    if (!rc && has_schema && !b->read_only &&
+    int rc = 0;
+    if (has_schema && !b->read_only &&
         !(rc = sq_int(b, rs_schema_stale_triggers_sql, NULL, NULL, &stale, NULL, err)) && stale)
         has_schema = 0;
-    if (!rc && has_schema && !b->read_only)
-        rc = table_exists(b, "runfs_seal_salt", &has_schema, err);
-    if (!rc && has_schema && !b->read_only)
-        rc = table_exists(b, "runfs_redaction", &has_schema, err);
-    if (!rc && has_schema && !b->read_only)
-        rc = table_exists(b, "runfs_expired", &has_schema, err);
     *ready = 0;
     *has_holds = 0;
     *layout = 0;
@@ -936,35 +962,26 @@ static int pin_record(rs_backend *b, rs_err *err)
 /* ---- checking what is in the file ---- */
 
 /* A store runfs can use: run_events with DeerFlow's columns, side tables of a layout this
- * build knows. */
-static int schema_check(rs_backend *b, rs_err *err)
+ * build knows. names: schema_names'. */
+static int schema_check(rs_backend *b, const rs_buf *names, rs_err *err)
 {
-    int exists;
-    int rc = table_exists(b, "run_events", &exists, err);
-    if (rc)
-        return rc;
-    if (!exists)
+    if (!schema_has(names, "table", "run_events"))
         return rs_err_set(err, -EINVAL,
                           "%s has no run_events table: it is not a run event "
                           "store",
                           b->path);
-    for (size_t i = 0; i < sizeof rs_schema_columns / sizeof *rs_schema_columns; i++) {
-        int64_t n = 0;
-        if ((rc = sq_int(b, "SELECT count(*) FROM pragma_table_info('run_events') WHERE name = ?",
-                         rs_schema_columns[i], NULL, &n, NULL, err)))
-            return rc;
-        if (!n)
+    for (size_t i = 0; i < sizeof rs_schema_columns / sizeof *rs_schema_columns; i++)
+        if (!schema_has(names, "column", rs_schema_columns[i]))
             return rs_err_set(err, -EINVAL,
                               "%s: run_events has no column %s (renamed or "
                               "dropped?): runfs cannot use this schema",
                               b->path, rs_schema_columns[i]);
-    }
-    int has_meta;
-    if ((rc = table_exists(b, "runfs_meta", &has_meta, err)) || !has_meta)
-        return rc;
+    if (!schema_has(names, "table", "runfs_meta"))
+        return 0;
     int64_t layout = 1; /* layout 1 did not say so */
-    if ((rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'layout'", NULL, NULL,
-                     &layout, NULL, err)))
+    int rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'layout'", NULL, NULL,
+                    &layout, NULL, err);
+    if (rc)
         return rc;
     if (layout > RS_SCHEMA_LAYOUT)
         return rs_err_set(err, -EINVAL,
@@ -1554,7 +1571,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->progress = opt->progress;
     b->progress_ctx = opt->progress_ctx;
     b->path = strdup(uri);
-    rs_buf ro = RS_BUF_INIT;
+    rs_buf ro = RS_BUF_INIT, names = RS_BUF_INIT;
     int rc = -ENOMEM;
     if (!b->path)
         goto fail;
@@ -1616,9 +1633,9 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
         rc = rs_err_set(err, -EINVAL, "%s is not a SQLite database", uri);
         goto fail;
     }
-    if ((rc = sq_int(b, "SELECT count(*) FROM sqlite_master", NULL, NULL, &objects, NULL, err)))
+    if ((rc = schema_names(b, &names, &objects, err)))
         goto fail;
-    if ((objects || opt->read_only) && (rc = schema_check(b, err)))
+    if ((objects || opt->read_only) && (rc = schema_check(b, &names, err)))
         goto fail;
     if ((rc = pragmas_set(b, uri, opt, err)))
         goto fail;
@@ -1631,8 +1648,9 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
      * they take no write lock. */
     int ready = 0, has_holds = 0;
     int64_t layout = 0;
-    if ((rc = setup_needed(b, &ready, &has_holds, &layout, err)))
+    if ((rc = setup_needed(b, &names, &ready, &has_holds, &layout, err)))
         goto fail;
+    rs_buf_release(&names);
     if (layout > RS_SCHEMA_LAYOUT) {
         rc = rs_err_set(err, -EINVAL,
                         "store %s has runfs side tables of layout %lld, newer "
@@ -1662,6 +1680,7 @@ fail:
         sqlite3_close_v2(b->db);
     rs_buf_release(&b->sql);
     rs_buf_release(&ro);
+    rs_buf_release(&names);
     free(b->path);
     free(b);
     return rc;

@@ -1,7 +1,5 @@
-/* jtext.c — JSON string text: the project's one quoter and one string scanner, and cJSON's
- * parse under its lock. */
+/* jtext.c — JSON string text: the project's one quoter and one string scanner. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,30 +68,4 @@ const char *rs_quote_end(const char *p, const char *end)
         p = q + 1;
     }
     return NULL;
-}
-
-/* End of the JSON value at p (tolerant of white space inside containers), or NULL. */
-cJSON *rs_cjson_parse(const char *text, size_t len)
-{
-    /* cJSON's parser keeps its last error in a global: parses run one at a time, under
-     * lock, which guards nothing else. */
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
-    cJSON *v = cJSON_ParseWithLength(text, len);
-    pthread_mutex_unlock(&lock);
-    return v;
-}
-
-int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len)
-{
-    cJSON *tree = rs_cjson_parse(text, len);
-    if (!tree)
-        return -EINVAL;
-    char *json = cJSON_PrintUnformatted(tree);
-    cJSON_Delete(tree);
-    if (!json)
-        return -ENOMEM;
-    int rc = rs_buf_addstr(b, json);
-    cJSON_free(json);
-    return rc;
 }

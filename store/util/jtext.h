@@ -161,7 +161,7 @@ static inline size_t put_ctrl(char *o, unsigned c)
 }
 
 /* cJSON_ParseWithLength under the one lock every cJSON parse of the process takes (cJSON
- * keeps its last error in a global). */
+ * keeps its last error in a global); cjson.c's, in librunstore only. */
 cJSON *rs_cjson_parse(const char *text, size_t len);
 
 #endif

@@ -27,10 +27,6 @@ void rs_buf_remove_front(rs_buf *b, size_t n); /* drop the first n bytes */
  * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
  * bytes render. The project's one JSON string quoter. */
 int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
-/* Append the JSON value text[0..len) as cJSON prints it unformatted (its number spelling),
- * parsed under the one lock every cJSON parse of the process takes (cJSON keeps its last
- * error in a global). -EINVAL when it is no JSON value, -ENOMEM. */
-int rs_buf_add_cjson(rs_buf *b, const char *text, size_t len);
 /* Just past the closing quote of the JSON string whose body (after the opening quote) starts
  * at p, or NULL when it does not close before end: a quote after an odd run of backslashes is
  * escaped. The project's one string scanner, for the views' light JSON walkers too. */

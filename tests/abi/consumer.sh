@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's library example, as a user builds it: `meson install --skip-subprojects` (the
 # README's line: nothing of subprojects/libfuse, which runfs links statically) into a scratch
-# root, checked to hold no libfuse file; the example taken from README.md, compiled with plain
-# -std=c11 -pedantic against the installed header and .so through pkg-config, run on a new
-# store; its output is checked with python3.
+# root, checked to hold no libfuse file, and the PostgreSQL backend's module beside the
+# library where the installed runfs finds it; the example taken from README.md, compiled with
+# plain -std=c11 -pedantic against the installed header and .so through pkg-config, run on a
+# new store; its output is checked with python3.
 # usage: consumer.sh BUILDDIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -25,6 +26,11 @@ open(sys.argv[2], "w").write("".join(l[4:] + "\n" for l in m.group(0).splitlines
 PY
 pc=$(dirname "$(find "$tmp/root" -name runstore.pc | head -1)")
 lib=$(dirname "$(find "$tmp/root" -name 'librunstore.so' | head -1)")
+# The PostgreSQL backend's module where the library looks for it: beside it (store/pg_load.c).
+[ -f "$lib/librunstore-pg.so" ] || { echo "meson install put no librunstore-pg.so beside librunstore.so in $lib" >&2; exit 1; }
+runfs=$(find "$tmp/root" -path '*/bin/runfs' | head -1)
+LD_LIBRARY_PATH=$lib "$runfs" --version | grep -q 'libpq [0-9]' ||
+  { echo "the installed runfs does not load the installed librunstore-pg.so: $(LD_LIBRARY_PATH=$lib "$runfs" --version)" >&2; exit 1; }
 export PKG_CONFIG_SYSROOT_DIR=$tmp/root PKG_CONFIG_PATH=$pc
 # runstore.h needs no other library's header: --cflags is the one include folder it lives in.
 cflags=$(pkg-config --cflags runstore | xargs)

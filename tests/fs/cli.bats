@@ -52,6 +52,45 @@ ere() { printf '%s' "$1" | sed 's/[][\.*^$?+(){}|]/\\&/g'; }
   assert_output --regexp '^runfs [0-9]+\.[0-9]+\.[0-9]+'
 }
 
+# loaded CMD...: the shared objects the dynamic loader opened for CMD, one a line (its own
+# trace, LD_DEBUG=files, not runfs's word).
+loaded() {
+  LD_DEBUG=files LD_DEBUG_OUTPUT=$WORK/ld "$@" >/dev/null 2>&1 || true
+  sed -n 's/.*file=\([^ ]*\) .*\[0\];.*generating link map.*/\1/p' "$WORK"/ld.* | sort -u
+  rm -f "$WORK"/ld.*
+}
+
+@test "libpq is loaded only for a postgresql:// store, never for --help or a SQLite store" {
+  ev_start | "$RUNFS" put -q "$WORK/lite.db" t r
+  run loaded "$RUNFS" --help
+  assert_output --partial libsqlite3
+  refute_output --partial libpq
+  run loaded "$RUNFS" ls "$WORK/lite.db" threads/t/runs
+  assert_output --partial libsqlite3
+  refute_output --partial libpq
+  refute_output --partial libkrb5
+  if on_pg; then
+    run loaded "$RUNFS" ls "$STORE"
+    assert_output --partial librunstore-pg.so
+    assert_output --partial libpq
+  fi
+}
+
+@test "a postgresql:// store without librunstore-pg.so beside the library: its file and why" {
+  # The library alone in a folder of its own, which LD_LIBRARY_PATH puts first.
+  local lib
+  lib=$(ldd "$RUNFS_ABS" | awk '$1 ~ /^librunstore\.so/ { print $3 }')
+  mkdir "$WORK/lib"
+  [ -z "$lib" ] || cp "$lib" "$WORK/lib/"
+  run -2 env LD_LIBRARY_PATH="$WORK/lib" "$RUNFS_ABS" ls "postgresql://nobody:s3cret@/db?host=$WORK/none"
+  assert_output --partial "cannot load the PostgreSQL backend $WORK/lib/librunstore-pg.so"
+  assert_output --partial "cannot open shared object file"
+  refute_output --partial s3cret
+  # --version says the backend is missing rather than failing.
+  run -0 env LD_LIBRARY_PATH="$WORK/lib" "$RUNFS_ABS" --version
+  assert_output --partial "no PostgreSQL backend (librunstore-pg.so not loaded)"
+}
+
 @test "usage errors: one line with a hint, exit 2" {
   cd "$WORK"
   local args

@@ -196,8 +196,17 @@ UID_B=61002
 # checkout may sit where other uids cannot enter (a clone in /root, which is 0700), so what a
 # test runs `as` another uid is run from $WORK, which the suites make 0755.
 reachable() {
-  local d=$WORK/reachable
+  local d=$WORK/reachable lib rp to
   mkdir -p "$d" && chmod 755 "$d" && cp "$1" "$d/" && chmod a+rx "$d/${1##*/}" || return 1
+  # A program on librunstore.so (the build tree's runfs finds it through $ORIGIN/store): the
+  # library, and the PostgreSQL module it loads from beside itself, where the copy looks.
+  lib=$(ldd "$1" 2>/dev/null | awk '$1 ~ /^librunstore\.so/ { print $3 }')
+  rp=$(readelf -d "$1" | sed -n 's/.*R[UN]*PATH.*\[\(.*\)\]$/\1/p' | tr ':' '\n' | grep '^\$ORIGIN' | head -n 1)
+  if [ -n "$lib" ] && [ -n "$rp" ]; then
+    to=$d${rp#\$ORIGIN}
+    mkdir -p "$to" && cp "$lib" "$(dirname "$lib")/librunstore-pg.so" "$to/" &&
+      chmod 755 "$to" && chmod a+r "$to"/* || return 1
+  fi
   echo "$d/${1##*/}"
 }
 

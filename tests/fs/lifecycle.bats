@@ -205,13 +205,13 @@ print(int((time.monotonic() - t0) * 1000))
 
 @test "a user who may not open /dev/fuse is told it is a permission problem, and what to do" {
   # A copy of the binary that uid 65534 can reach (the checkout may be under a 0700 home).
-  mkdir -p "$WORK/bin" "$WORK/nobody"
-  cp "$RUNFS" "$WORK/bin/runfs"
-  chmod 755 "$WORK/bin" "$WORK/bin/runfs"
+  local runfs
+  runfs=$(reachable "$RUNFS")
+  mkdir -p "$WORK/nobody"
   chmod 777 "$WORK/nobody"
   on_pg || ev_start | "$RUNFS" put -q "$STORE" t0 r0
   MOUNTS+=("$WORK/nobody")
-  local cmd="'$WORK/bin/runfs' mount '$STORE' '$WORK/nobody'"
+  local cmd="'$runfs' mount '$STORE' '$WORK/nobody'"
   if setpriv --reuid=65534 --regid=65534 --clear-groups -- test -r /dev/fuse -a -w /dev/fuse; then
     # /dev/fuse is open to everyone here: in a mount namespace of its own, the test puts a
     # device nobody else may open in its place.
