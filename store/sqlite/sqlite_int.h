@@ -66,6 +66,7 @@ typedef struct sq_last_put {
     char user[RS_ID_MAX + 2]; /* sq_owner_key of the writer */
     sq_log thr, run;
     int64_t next_seq;
+    int floor_kept; /* that put raised the thread's run_event_thread_seq row: it is there */
 } sq_last_put;
 
 /* The top canonical range (runfs_meta's canon_lo..canon_hi) as this connection's put

@@ -25,12 +25,19 @@ static int next_seq(rs_backend *b, const char *thread_id, int64_t *next, rs_err 
     return 0;
 }
 
-static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, rs_err *err)
+/* kept: the thread's row is there (the connection's previous put raised it and nothing
+ * changed the store since), so an UPDATE does, which costs less than the upsert's insert
+ * attempt and statement journal. */
+static int raise_floor(rs_backend *b, const char *thread_id, int64_t seq, int kept, rs_err *err)
 {
-    int rc = sq_step(b, NULL, err, "high-water mark",
-                     "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES (?, ?) "
-                     "ON CONFLICT (thread_id) DO UPDATE SET seq = max(seq, excluded.seq)",
-                     "ti", thread_id, seq);
+    int rc = kept ? sq_step(b, NULL, err, "high-water mark",
+                            "UPDATE run_event_thread_seq SET seq = ?2 WHERE thread_id = ?1 "
+                            "AND seq < ?2",
+                            "ti", thread_id, seq)
+                  : sq_step(b, NULL, err, "high-water mark",
+                            "INSERT INTO run_event_thread_seq (thread_id, seq) VALUES (?, ?) "
+                            "ON CONFLICT (thread_id) DO UPDATE SET seq = max(seq, excluded.seq)",
+                            "ti", thread_id, seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -282,7 +289,7 @@ static const sq_last_put *last_put_of(const rs_backend *b, const rs_target *t)
 }
 
 static void last_put_keep(rs_backend *b, const rs_target *t, const sq_log *thr, const sq_log *run,
-                          int64_t next_seq)
+                          int64_t next_seq, int floor_kept)
 {
     sq_last_put *lp = &b->last_put;
     const char *user = sq_owner_key(t->user);
@@ -296,15 +303,17 @@ static void last_put_keep(rs_backend *b, const rs_target *t, const sq_log *thr, 
     lp->thr = *thr;
     lp->run = *run;
     lp->next_seq = next_seq;
+    lp->floor_kept = floor_kept;
     lp->version = b->seen_version;
 }
 
 /* The logs an append starts from, its owner recorded in them, and its first seq: what the
  * last append left when this one continues it, else looked up. */
 static int put_start(rs_backend *b, const rs_target *t, sq_log *thr, sq_log *run, int64_t *seq,
-                     rs_err *err)
+                     int *floor_kept, rs_err *err)
 {
     const sq_last_put *lp = last_put_of(b, t);
+    *floor_kept = lp && lp->floor_kept;
     if (lp) {
         *thr = lp->thr;
         *run = lp->run;
@@ -332,7 +341,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     int64_t seq, last_id = 0;
     rs_buf line = RS_BUF_INIT;
     ids[0] = ids[1] = 0;
-    int rc = put_start(b, t, &thr, &run, &seq, err);
+    int floor_kept;
+    int rc = put_start(b, t, &thr, &run, &seq, &floor_kept, err);
     if (!rc)
         rc = rs_seq_room(&rs_sqlite_backend, seq - 1, n, err);
     if (rc) {
@@ -398,13 +408,15 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     if (!rc && last_id)
         rc = sq_change_next(b, &run.change, err);
     if (!rc && !(rc = sq_log_store(b, 1, &run, err)) && !(rc = sq_log_store(b, 0, &thr, err)) &&
-        last_id)
-        rc = raise_floor(b, t->thread_id, seq - 1, err);
+        last_id) {
+        rc = raise_floor(b, t->thread_id, seq - 1, floor_kept, err);
+        floor_kept = 1;
+    }
     run.change = 0;
     if (rc)
         b->last_put.version = -1;
     else
-        last_put_keep(b, t, &thr, &run, seq);
+        last_put_keep(b, t, &thr, &run, seq, floor_kept);
     rs_buf_release(&line);
     return rc;
 }
@@ -425,9 +437,11 @@ static int canon_add(rs_backend *b, int64_t lo, int64_t hi, int64_t indexed, rs_
     if (indexed && k->version >= 0 && k->version == b->seen_version &&
         (k->commits == b->commits || k->commits == b->commits + 1) && k->lo > 0 &&
         k->hi == lo - 1) {
+        /* REPLACE writes the same two rows as an upsert would (no trigger is on
+         * runfs_meta) without trying each insert first. */
         rc = sq_step(b, NULL, err, "canonical rows",
-                     "INSERT INTO runfs_meta (key, value) VALUES ('canon_hi', ?1), "
-                     "('indexed_id', ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('canon_hi', ?1), "
+                     "('indexed_id', ?2)",
                      "ii", hi, indexed);
         k->hi = hi;
         k->commits = b->commits + 1;
@@ -682,7 +696,7 @@ int sq_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *er
     if ((rc = run_exec(b, del_rows, t, 0, err)))
         goto fail;
     *count = sqlite3_changes(b->db);
-    if (*count > 0 && (rc = raise_floor(b, t->thread_id, max, err)))
+    if (*count > 0 && (rc = raise_floor(b, t->thread_id, max, 0, err)))
         goto fail;
     /* The owner leaves the run/thread it deleted; the directory goes when no owner is left. */
     static const char del_owner[] =
@@ -800,7 +814,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
             (rc = sq_caught_up(b, last_id, err)))
             goto fail;
     }
-    if (top > 0 && (rc = raise_floor(b, t->thread_id, top, err)))
+    if (top > 0 && (rc = raise_floor(b, t->thread_id, top, 0, err)))
         goto fail;
     rs_buf_release(&line);
     rs_buf_release(&have);

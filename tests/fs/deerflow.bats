@@ -64,6 +64,10 @@ lines() { wc -l < "$1"; }
   assert_output --partial '"seq":25,"event_type":"llm.error"'
   run store_sql "SELECT seq FROM run_event_thread_seq WHERE thread_id = 'thread-a'"
   assert_output 25
+  # the next append continues the mount's last one: the mark it raises is known to be there
+  ev_error "again" >> "$MNT/threads/thread-a/runs/run-2/events.jsonl"
+  run store_sql "SELECT seq FROM run_event_thread_seq WHERE thread_id = 'thread-a'"
+  assert_output 26
 }
 
 # DeerFlow's delete_by_thread / delete_by_run as its store runs them: plain row deletes.
