@@ -673,6 +673,19 @@ static int two_units(rs_buf *out, const char *sign, int64_t n, const char *unit,
     return rc || m == 0 ? rc : rs_buf_addf(out, " %lld %s", (long long)m, sub);
 }
 
+int rfs_add_int(rs_buf *out, int64_t v)
+{
+    char d[24];
+    size_t i = sizeof d;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        d[--i] = (char)('0' + u % 10);
+    while ((u /= 10));
+    if (v < 0)
+        d[--i] = '-';
+    return rs_buf_add(out, d + i, sizeof d - i);
+}
+
 int rfs_add_duration(rs_buf *out, int64_t us)
 {
     const char *sign = us < 0 ? "-" : "";
