@@ -346,7 +346,7 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
             /* Each row is read once for every view the pass makes; otel.json's bytes are
              * counted as they are made, a row's worth at a time. */
             while ((rc = rs_cursor_next(c, &rec)) == 1) {
-                if (rep)
+                if (rep && rfs_report_reads_all(rep, rec))
                     rfs_ev_read_all(rec, &ev);
                 else
                     rfs_ev_read(rec, &ev);

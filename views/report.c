@@ -527,6 +527,13 @@ static int result(rfs_report *r, const rfs_ev *ev)
     return rc;
 }
 
+int rfs_report_reads_all(const rfs_report *r, const rs_record *rec)
+{
+    /* The row's own entry is the first its feed makes (a response's calls wait for their
+     * results, and one flushed unanswered shows only its call's JSON). */
+    return r->entries < HALF || rec->line_len > KEEP_MAX;
+}
+
 int rfs_report_feed(rfs_report *r, const rfs_ev *ev)
 {
     if (ev->kind == RFS_EV_RESULT)
