@@ -265,12 +265,22 @@ void rfs_map_free(rfs_map *m)
     free(m);
 }
 
+/* Up to this many keys a map is scanned rather than hashed: a run's categories, types and
+ * models, counted at every row of a pass, are a few short names. */
+#define MAP_SCAN_MAX 8
+
 void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create)
 {
-    map_key k = {key, len};
-    uintptr_t e = rs_map_find(&m->index, &k);
-    if (e)
-        return m->vals + (e - 1) * m->val_size;
+    if (m->count <= MAP_SCAN_MAX) {
+        for (size_t i = 0; i < m->count; i++)
+            if (m->entries[i].len == len && memcmp(m->entries[i].key, key, len) == 0)
+                return m->vals + i * m->val_size;
+    } else {
+        map_key k = {key, len};
+        uintptr_t e = rs_map_find(&m->index, &k);
+        if (e)
+            return m->vals + (e - 1) * m->val_size;
+    }
     if (!create)
         return NULL;
     if (m->count == m->cap) {
