@@ -265,12 +265,22 @@ void rfs_map_free(rfs_map *m)
     free(m);
 }
 
+/* Up to this many keys a map is scanned rather than hashed: a run's categories, types and
+ * models, counted at every row of a pass, are a few short names. */
+#define MAP_SCAN_MAX 8
+
 void *rfs_map_get(rfs_map *m, const char *key, size_t len, int create)
 {
-    map_key k = {key, len};
-    uintptr_t e = rs_map_find(&m->index, &k);
-    if (e)
-        return m->vals + (e - 1) * m->val_size;
+    if (m->count <= MAP_SCAN_MAX) {
+        for (size_t i = 0; i < m->count; i++)
+            if (m->entries[i].len == len && memcmp(m->entries[i].key, key, len) == 0)
+                return m->vals + i * m->val_size;
+    } else {
+        map_key k = {key, len};
+        uintptr_t e = rs_map_find(&m->index, &k);
+        if (e)
+            return m->vals + (e - 1) * m->val_size;
+    }
     if (!create)
         return NULL;
     if (m->count == m->cap) {
@@ -633,36 +643,56 @@ static size_t xml_plain(const unsigned char *p, size_t avail)
     return n;
 }
 
+/* Append lit (a string literal's bytes) at o. */
+#define XML_PUT(o, lit) (memcpy((o), (lit), sizeof(lit) - 1), (o) + sizeof(lit) - 1)
+
 int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
 {
+    /* A character becomes at most six bytes (&quot;), and an ellipsis ends the text: room
+     * for the whole of it first, then the text written in place, not a call per stretch of
+     * plain ASCII and per escape (most of report.html's bytes come through here). */
+    if (!len)
+        return 0;
+    if (len > (SIZE_MAX - 3) / 6)
+        return -ENOMEM;
+    int rc = rs_buf_grow(out, len * 6 + 3);
+    if (rc)
+        return rc;
     const unsigned char *p = (const unsigned char *)s;
+    char *o = out->buf + out->len;
     size_t chars = 0;
-    int rc = 0;
-    for (size_t i = 0, n; i < len && !rc; i += n) {
-        /* A stretch of plain ASCII (most of any text) is one copy, not a call per byte. */
+    for (size_t i = 0, n; i < len; i += n) {
         if ((n = xml_plain(p + i, len - i < max - chars ? len - i : max - chars))) {
             chars += n;
-            rc = rs_buf_add(out, s + i, n);
+            memcpy(o, s + i, n);
+            o += n;
             continue;
         }
-        if (chars++ == max)
-            return rs_buf_addstr(out, "\xe2\x80\xa6");
+        if (chars++ == max) {
+            o = XML_PUT(o, "\xe2\x80\xa6");
+            break;
+        }
         long cp = utf8_at(p + i, len - i, &n);
         switch (cp) {
-        case '&': rc = rs_buf_addlit(out, "&amp;"); break;
-        case '<': rc = rs_buf_addlit(out, "&lt;"); break;
-        case '>': rc = rs_buf_addlit(out, "&gt;"); break;
-        case '"': rc = rs_buf_addlit(out, "&quot;"); break;
+        case '&': o = XML_PUT(o, "&amp;"); break;
+        case '<': o = XML_PUT(o, "&lt;"); break;
+        case '>': o = XML_PUT(o, "&gt;"); break;
+        case '"': o = XML_PUT(o, "&quot;"); break;
         case '\t':
         case '\n':
-        case '\r': rc = rs_buf_addch(out, ' '); break;
+        case '\r': *o++ = ' '; break;
         default:
             /* What a parser would refuse, or a browser show as nothing, shows as U+FFFD. */
-            rc = cp >= 0 && xml_char_ok(cp) ? rs_buf_add(out, s + i, n)
-                                            : rs_buf_addlit(out, "\xef\xbf\xbd");
+            if (cp >= 0 && xml_char_ok(cp)) {
+                memcpy(o, s + i, n);
+                o += n;
+            } else {
+                o = XML_PUT(o, "\xef\xbf\xbd");
+            }
         }
     }
-    return rc;
+    rs_buf_setlen(out, (size_t)(o - out->buf));
+    return 0;
 }
 
 /* "N unit" then " M subunit" unless M is 0. */
@@ -671,6 +701,19 @@ static int two_units(rs_buf *out, const char *sign, int64_t n, const char *unit,
 {
     int rc = rs_buf_addf(out, "%s%lld %s", sign, (long long)n, unit);
     return rc || m == 0 ? rc : rs_buf_addf(out, " %lld %s", (long long)m, sub);
+}
+
+int rfs_add_int(rs_buf *out, int64_t v)
+{
+    char d[24];
+    size_t i = sizeof d;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        d[--i] = (char)('0' + u % 10);
+    while ((u /= 10));
+    if (v < 0)
+        d[--i] = '-';
+    return rs_buf_add(out, d + i, sizeof d - i);
 }
 
 int rfs_add_duration(rs_buf *out, int64_t us)

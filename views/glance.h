@@ -113,5 +113,7 @@ void rfs_call_free(rfs_call *call);
 int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max);
 /* A duration for people: "812 ms", "1.5 s", "3 min 20 s", "2 h 5 min", "3 d 4 h". */
 int rfs_add_duration(rs_buf *out, int64_t us);
+/* v in decimal, as "%lld" prints it (a row's entries number their seqs: no vsnprintf). */
+int rfs_add_int(rs_buf *out, int64_t v);
 
 #endif

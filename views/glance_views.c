@@ -80,6 +80,17 @@ static int add_runs(rs_store *s, const rs_target *t, rfs_stats *st, rs_err *err)
     return rc;
 }
 
+/* The caller run.start row rec names into agent (nothing when it names none). */
+static int agent_of(const rs_record *rec, rs_buf *agent)
+{
+    rfs_ev ev;
+    rfs_ev_read_all(rec, &ev);
+    int rc = rfs_jl_is(ev.said_by, '"') ? rfs_jl_text(agent, ev.said_by, 0) : 0;
+    if (!rc && agent->len == 0 && rfs_jl_is(ev.said_by, '"'))
+        rc = rs_buf_grow(agent, 1);
+    return rc;
+}
+
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,
                         rs_err *err)
 {
@@ -97,13 +108,8 @@ int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rf
     if (rc)
         return rc;
     const rs_record *rec;
-    if ((rc = rs_cursor_next(c, &rec)) == 1) {
-        rfs_ev ev;
-        rfs_ev_read_all(rec, &ev);
-        rc = rfs_jl_is(ev.said_by, '"') ? rfs_jl_text(&agent, ev.said_by, 0) : 0;
-        if (!rc && agent.len == 0 && rfs_jl_is(ev.said_by, '"'))
-            rc = rs_buf_grow(&agent, 1);
-    }
+    if ((rc = rs_cursor_next(c, &rec)) == 1)
+        rc = agent_of(rec, &agent);
     rs_cursor_free(c);
     if (!rc && (rc = rfs_otel_new(out, t->thread_id, t->run_id, service, agent.buf)))
         rc = rs_err_set(err, rc, "out of memory");
@@ -257,8 +263,46 @@ typedef struct run_pass {
     int64_t part;       /* otel's (rfs_otel_set_part) */
     int64_t *parts;
     const char *service;
-    rfs_otel_marks *marks;
+    rfs_otel_marks **marks; /* the pass may hand back its own (pass_run) */
+    int ask_agent;          /* look otel.json's agent up before the pass (otel_first) */
 } run_pass;
+
+/* otel.json's head names the caller of the run's first run.start ("" when it names none, or
+ * the run has none), which a query looked for through the run's rows before the pass read
+ * them again (for a run with no run.start, all of them). A pass counting otel.json's bytes
+ * makes its renderer at the first row instead: with that row's caller when it is a run.start
+ * (as a run begins), else with "", the guess (*guess set) that a later run.start naming one
+ * proves wrong: the pass then renders otel.json again, asking first (rare: a run.start past
+ * a run's first row). */
+static int otel_first(const rs_record *rec, const run_pass *p, const rs_target *t, rfs_otel **ot,
+                      int *guess, rs_err *err)
+{
+    rs_buf agent = RS_BUF_INIT;
+    int rc = 0;
+    *guess = !rec || strcmp(rec->event_type, "run.start") != 0;
+    if (!*guess)
+        rc = agent_of(rec, &agent);
+    if (!rc)
+        rc = rfs_otel_new(ot, t->thread_id, t->run_id, p->service, agent.buf);
+    if (!rc)
+        rfs_otel_set_part(*ot, p->parts && !p->otel_size ? -1 : p->part);
+    rs_buf_release(&agent);
+    return rc ? rs_err_set(err, rc, "out of memory") : 0;
+}
+
+/* 1 when rec, a row after a guess (otel_first), shows it wrong: the run's first run.start,
+ * naming a caller (-ENOMEM). *guess is cleared at the first run.start. */
+static int otel_guess_wrong(const rs_record *rec, int *guess)
+{
+    if (!*guess || strcmp(rec->event_type, "run.start") != 0)
+        return 0;
+    *guess = 0;
+    rs_buf agent = RS_BUF_INIT;
+    int rc = agent_of(rec, &agent);
+    rc = rc ? rc : agent.buf[0] != '\0';
+    rs_buf_release(&agent);
+    return rc;
+}
 
 static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *err)
 {
@@ -269,6 +313,10 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
     rs_buf scratch = RS_BUF_INIT, stats = RS_BUF_INIT, timeline = RS_BUF_INIT;
     int64_t otel = 0, mark_at = 0;
     int want_otel = p->otel_size || p->otel || p->parts;
+    /* otel_first's way, for a pass that only counts otel.json's bytes; its marks go to a
+     * set of its own until the guess holds (again: it did not, otel.json is made anew). */
+    int first = want_otel && !p->otel && !p->ask_agent, guess = 0, again = 0;
+    rfs_otel_marks *marks = p->marks ? *p->marks : NULL;
     int rc = 0;
     if ((p->stats || p->report) && (rc = rfs_stats_new(&st, t->thread_id, t->run_id)))
         rc = rs_err_set(err, rc, "out of memory");
@@ -277,7 +325,9 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
         rc = rs_err_set(err, rc, "out of memory");
     if (!rc && p->report && (rc = rfs_report_new(&rep, t->thread_id, t->run_id)))
         rc = rs_err_set(err, rc, "out of memory");
-    if (!rc && want_otel)
+    if (!rc && first && marks && rfs_otel_marks_new(&marks))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    if (!rc && want_otel && !first)
         rc = rfs_glance_otel_new(s, t, p->service, &ot, err);
     if (tl)
         rfs_timeline_set_window(tl, p->windows && !p->timeline ? -1 : p->window);
@@ -296,10 +346,20 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
             /* Each row is read once for every view the pass makes; otel.json's bytes are
              * counted as they are made, a row's worth at a time. */
             while ((rc = rs_cursor_next(c, &rec)) == 1) {
-                if (rep)
+                if (rep && rfs_report_reads_all(rep, rec))
                     rfs_ev_read_all(rec, &ev);
                 else
                     rfs_ev_read(rec, &ev);
+                if (first && !ot && !again && (rc = otel_first(rec, p, t, &ot, &guess, err)))
+                    break;
+                if (guess && (again = otel_guess_wrong(rec, &guess))) {
+                    if (again < 0) {
+                        rc = rs_err_set(err, again, "out of memory");
+                        break;
+                    }
+                    rfs_otel_free(ot);
+                    ot = NULL;
+                }
                 if ((st && (rc = rfs_stats_feed(st, &ev))) ||
                     (tl && (rc = rfs_timeline_feed(tl, &ev))) ||
                     (rep && (rc = rfs_report_feed(rep, &ev))) ||
@@ -308,13 +368,16 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
                 if (ot && !p->otel) {
                     otel += (int64_t)scratch.len;
                     rs_buf_reset(&scratch);
-                    if (p->marks && otel >= mark_at)
-                        mark_at = rfs_otel_mark(p->marks, ot, otel, rec->seq);
+                    if (marks && otel >= mark_at)
+                        mark_at = rfs_otel_mark(marks, ot, otel, rec->seq);
                 }
             }
             rs_cursor_free(c);
         }
     }
+    /* A run with no rows has no run.start: the guess holds. */
+    if (!rc && first && !ot && !again)
+        rc = otel_first(NULL, p, t, &ot, &guess, err);
     seal_ctx sc = {.s = s, .t = t};
     if (!rc && st)
         rc = rfs_stats_finish(st, seal_of, &sc, p->stats ? p->stats : &stats);
@@ -327,8 +390,26 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
                                p->timeline ? p->timeline : &timeline, p->report);
     if (!rc && ot && !(rc = rfs_otel_finish(ot, ob)) && p->otel_size)
         *p->otel_size = otel + (int64_t)scratch.len;
-    if (!rc && p->parts)
+    if (!rc && ot && p->parts)
         *p->parts = rfs_otel_parts(ot);
+    if (!rc && again) {
+        run_pass o = {.otel_size = p->otel_size,
+                      .parts = p->parts,
+                      .part = p->part,
+                      .service = p->service,
+                      .marks = p->marks,
+                      .ask_agent = 1};
+        rc = pass_run(s, t, &o, err);
+    }
+    if (first && marks && p->marks && marks != *p->marks) {
+        /* The guess held: the marks made with it are otel.json's. */
+        if (!rc && !again) {
+            rfs_otel_marks_release(*p->marks);
+            *p->marks = marks;
+        } else {
+            rfs_otel_marks_release(marks);
+        }
+    }
     rs_buf_release(&scratch);
     rs_buf_release(&stats);
     rs_buf_release(&timeline);
@@ -341,7 +422,7 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       int64_t *parts, rfs_otel_marks *marks, rs_err *err)
+                       int64_t *parts, rfs_otel_marks **marks, rs_err *err)
 {
     run_pass p = {.stats = stats,
                   .timeline = timeline,

@@ -21,10 +21,11 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *servi
                       const rs_target *t, rs_buf *out, rs_err *err);
 /* A run's stats.json, timeline.svg and report.html rendered, timeline/count's windows,
  * otel.json's size and otel/count's parts counted, in one pass over its rows (what a first
- * ls -la or du of the run needs); otel.json's positions kept in marks (NULL: none). */
+ * ls -la or du of the run needs); otel.json's positions kept in *marks (NULL: none), which
+ * the pass may replace with a set of its own (releasing the one given). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       int64_t *parts, rfs_otel_marks *marks, rs_err *err);
+                       int64_t *parts, rfs_otel_marks **marks, rs_err *err);
 /* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
  * first run.start. */
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,

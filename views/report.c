@@ -151,6 +151,11 @@ static int add_text(rs_buf *out, const char *s, size_t len, int64_t seq)
     int rc = 0;
     const unsigned char *u = (const unsigned char *)s;
     while (!rc && i < shown) {
+        /* Plain ASCII (most of any text) is valid UTF-8 a byte at a time: no call per byte. */
+        while (i < shown && u[i] < 0x80 && u[i] != '\n')
+            i++;
+        if (i == shown)
+            break;
         size_t l = u[i] == '\n' ? 0 : utf8_len(u + i, shown - i);
         if (l) {
             i += l;
@@ -262,14 +267,21 @@ static rs_record kept_record(const kept_row *k)
 static int open_entry(rs_buf *o, const rfs_ev *ev, const char *tag, const char *cls, rfs_span task,
                       const char *who, int64_t seq)
 {
-    int rc = rs_buf_addf(o, "<%s class=\"e %s%s\"", tag, cls, task.p ? " task" : "");
-    if (!rc && seq)
-        rc = rs_buf_addf(o, " id=\"s%lld\"", (long long)seq);
+    /* Pieces, not rs_buf_addf: every entry of the page starts here. */
+    int rc = rs_buf_addch(o, '<');
+    if (!rc && !(rc = rs_buf_addstr(o, tag)) && !(rc = rs_buf_addlit(o, " class=\"e ")) &&
+        !(rc = rs_buf_addstr(o, cls)) && task.p)
+        rc = rs_buf_addlit(o, " task");
     if (!rc)
-        rc = rs_buf_addf(o, ">%s", strcmp(tag, "details") == 0 ? "<summary>" : "");
-    if (!rc && seq)
-        rc = rs_buf_addf(o, "<a class=\"seq\" href=\"#s%lld\">#%lld</a>", (long long)seq,
-                         (long long)seq);
+        rc = rs_buf_addch(o, '"');
+    if (!rc && seq && !(rc = rs_buf_addlit(o, " id=\"s")) && !(rc = rfs_add_int(o, seq)))
+        rc = rs_buf_addch(o, '"');
+    if (!rc)
+        rc = strcmp(tag, "details") == 0 ? rs_buf_addlit(o, "><summary>") : rs_buf_addch(o, '>');
+    if (!rc && seq && !(rc = rs_buf_addlit(o, "<a class=\"seq\" href=\"#s")) &&
+        !(rc = rfs_add_int(o, seq)) && !(rc = rs_buf_addlit(o, "\">#")) &&
+        !(rc = rfs_add_int(o, seq)))
+        rc = rs_buf_addlit(o, "</a>");
     if (!rc && task.p) {
         rs_buf id = RS_BUF_INIT;
         if (!(rc = rfs_jl_text(&id, task, 0)) &&
@@ -513,6 +525,13 @@ static int result(rfs_report *r, const rfs_ev *ev)
         rs_buf_release(&orphan.call);
     }
     return rc;
+}
+
+int rfs_report_reads_all(const rfs_report *r, const rs_record *rec)
+{
+    /* The row's own entry is the first its feed makes (a response's calls wait for their
+     * results, and one flushed unanswered shows only its call's JSON). */
+    return r->entries < HALF || rec->line_len > KEEP_MAX;
 }
 
 int rfs_report_feed(rfs_report *r, const rfs_ev *ev)

@@ -16,8 +16,14 @@ typedef struct rfs_report rfs_report;
 
 int rfs_report_new(rfs_report **out, const char *thread_id, const char *run_id);
 void rfs_report_free(rfs_report *r);
-/* The next row of the run (seq order), read by rfs_ev_read_all. */
+/* The next row of the run (seq order), read by rfs_ev_read_all, or by rfs_ev_read where
+ * rfs_report_reads_all says the feed renders nothing of it yet. */
 int rfs_report_feed(rfs_report *r, const rfs_ev *ev);
+/* 1 when the feed of rec, the next row, renders it (an entry of the first half, or a row too
+ * long to keep), and so reads what rfs_ev_read_all reads of it; 0 when it only keeps rec's
+ * line, its type's facts (a call's id, a response's tool calls) or nothing: a pass that
+ * feeds other views too reads most rows of a long run the cheaper way. */
+int rfs_report_reads_all(const rfs_report *r, const rs_record *rec);
 /* The page, from the run's stats.json and timeline.svg rendered in the same pass. */
 int rfs_report_finish(rfs_report *r, const rs_buf *stats, const rs_buf *timeline, rs_buf *out);
 

@@ -193,9 +193,13 @@ static int tool_call(void *ctx, rfs_call *call)
     if (!e)
         return rc;
     rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
-    rc = rs_buf_addf(&label, "tool %s", call->name[0] ? call->name : "(unnamed)");
-    if (!rc && call->id)
-        rc = rs_buf_addf(&d, "call %.*s", (int)call->id_len, call->id);
+    /* Pieces, not rs_buf_addf: a label per element drawn. */
+    rc = rs_buf_addlit(&label, "tool ");
+    if (!rc)
+        rc = rs_buf_addstr(&label, call->name[0] ? call->name : "(unnamed)");
+    /* As "%.*s" printed it: up to a NUL the id's text may hold. */
+    if (!rc && call->id && !(rc = rs_buf_addlit(&d, "call ")))
+        rc = rs_buf_add(&d, call->id, strnlen(call->id, call->id_len));
     char *l = rc ? NULL : rs_buf_detach(&label, NULL);
     rs_buf_release(&label);
     name(e, l, "tool", &d, &rc);
@@ -220,16 +224,19 @@ static int model(rfs_timeline *t, const rfs_ev *ev)
     if (e) {
         rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
         char *m = ev->model.p ? text_of(ev->model) : NULL;
-        rc = rs_buf_addf(&label, "chat%s%s", m ? " " : "", m ? m : "");
+        rc = rs_buf_addlit(&label, "chat");
+        if (!rc && m && !(rc = rs_buf_addch(&label, ' ')))
+            rc = rs_buf_addstr(&label, m);
         free(m);
-        if (!rc && ev->usage[2] >= 0)
-            rc = rs_buf_addf(&label, " \xc2\xb7 %lld tokens", (long long)ev->usage[2]);
+        if (!rc && ev->usage[2] >= 0 && !(rc = rs_buf_addlit(&label, " \xc2\xb7 ")) &&
+            !(rc = rfs_add_int(&label, ev->usage[2])))
+            rc = rs_buf_addlit(&label, " tokens");
         if (!rc && ev->latency_ms < 0)
             rc = rs_buf_addlit(&d, "no latency_ms: drawn at its time");
         for (int i = 0; !rc && i < RFS_USAGE_N; i++)
-            if (ev->usage[i] >= 0)
-                rc = rs_buf_addf(&d, "%s%s %lld", d.len ? ", " : "", rfs_usage_names[i],
-                                 (long long)ev->usage[i]);
+            if (ev->usage[i] >= 0 && !(rc = d.len ? rs_buf_addlit(&d, ", ") : 0) &&
+                !(rc = rs_buf_addstr(&d, rfs_usage_names[i])) && !(rc = rs_buf_addch(&d, ' ')))
+                rc = rfs_add_int(&d, ev->usage[i]);
         char *l = rc ? NULL : rs_buf_detach(&label, NULL);
         rs_buf_release(&label);
         name(e, l, "chat", &d, &rc);
@@ -372,7 +379,9 @@ static int marker(rfs_timeline *t, const rfs_ev *ev)
     elem *e = add(t, E_MARK, ev->rec->seq, ev->t_us, ev->t_us, &rc);
     if (e) {
         rs_buf label = RS_BUF_INIT, d = RS_BUF_INIT;
-        rc = rs_buf_addf(&label, "%s%s%s", ev->rec->event_type, st ? " " : "", st ? st : "");
+        rc = rs_buf_addstr(&label, ev->rec->event_type);
+        if (!rc && st && !(rc = rs_buf_addch(&label, ' ')))
+            rc = rs_buf_addstr(&label, st);
         char *l = rc ? NULL : rs_buf_detach(&label, NULL);
         rs_buf_release(&label);
         name(e, l, cls, &d, &rc);

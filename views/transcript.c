@@ -154,11 +154,21 @@ static char *str_of(rfs_span obj, const char *key)
     return text_of(rfs_jl_member(obj, key));
 }
 
+/* a, b and c, as "%s%s%s" prints them: a tool's lines are made per call and result, and
+ * vsnprintf of a call's text cost more than the rest of its line. */
+static int add3(rs_buf *out, const char *a, const char *b, const char *c)
+{
+    int rc = rs_buf_addstr(out, a);
+    if (!rc)
+        rc = rs_buf_addstr(out, b);
+    return rc ? rc : rs_buf_addstr(out, c);
+}
+
 static int flush_calls(rfs_transcript *t, rs_buf *out, size_t keep)
 {
     int rc = 0;
     while (!rc && t->n_calls > keep) {
-        rc = rs_buf_addf(out, "- tool %s -> (no result)\n", t->calls[0].text);
+        rc = add3(out, "- tool ", t->calls[0].text, " -> (no result)\n");
         drop_call(t, 0);
     }
     return rc;
@@ -251,11 +261,11 @@ static int tool_calls(rfs_transcript *t, rfs_span calls, rs_buf *out)
     while (!rc && rfs_jl_next(calls, &at, &key, &call)) {
         rs_buf text = RS_BUF_INIT;
         char *name = str_of(call, "name"), *id = str_of(call, "id");
-        rc = rs_buf_addf(&text, "`%s` ", name ? name : "?");
+        rc = add3(&text, "`", name ? name : "?", "` ");
         if (!rc)
             rc = add_value(&text, rfs_jl_member(call, "args"), 1);
         if (!rc && !id) {
-            rc = rs_buf_addf(out, "- tool %s\n", text.buf);
+            rc = add3(out, "- tool ", text.buf, "\n");
         } else if (!rc) {
             rc = flush_calls(t, out, PENDING_MAX - 1);
             if (!rc && !t->calls && !(t->calls = calloc(PENDING_MAX, sizeof *t->calls)))
@@ -285,10 +295,10 @@ static int tool_result(rfs_transcript *t, rfs_span call_id, rfs_span text, rs_bu
     while (id && i < t->n_calls && strcmp(t->calls[i].id, id) != 0)
         i++;
     if (id && i < t->n_calls) {
-        rc = rs_buf_addf(out, "- tool %s -> ", t->calls[i].text);
+        rc = add3(out, "- tool ", t->calls[i].text, " -> ");
         drop_call(t, i);
     } else {
-        rc = rs_buf_addf(out, "- tool result for %s -> ", id ? id : "?");
+        rc = add3(out, "- tool result for ", id ? id : "?", " -> ");
     }
     free(id);
     if (rc || (rc = add_value(out, text, 1)))

@@ -530,7 +530,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
-                                &otel, &parts, marks, err);
+                                &otel, &parts, &marks, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, sc, &k[i], (int64_t)docs[i].len);

@@ -305,3 +305,36 @@ listed() {
     done
   done
 }
+
+# otel_agent DIR RUN: gen_ai.agent.name of otel.json's resource under DIR ("-" when absent).
+otel_agent() {
+  python3 -c '
+import json, sys
+res = json.load(open(sys.argv[1]))["resourceSpans"][0]["resource"]["attributes"]
+print(next((a["value"]["stringValue"] for a in res if a["key"] == "gen_ai.agent.name"), "-"))' \
+    "$1/$T/runs/$2/otel.json"
+}
+
+@test "a first ls -la sizes otel.json as read whichever row names its agent: the first, a later one, none" {
+  local r start='{"event_type":"run.start","content":{"chain":"c"},"metadata":{%s}}\n'
+  # late: run.start after the run's first row (the first of two); none: no run.start.
+  mkdir -p "$MNT/$T/runs/late" "$MNT/$T/runs/none"
+  { ev_human "q" 1; printf "$start" '"caller":"late_agent"'; ev_ai "a" 1; printf "$start" '"caller":"other"'; } \
+    >> "$MNT/$T/runs/late/events.jsonl"
+  { ev_human "q" 3; ev_ai "a" 3; } >> "$MNT/$T/runs/none/events.jsonl"
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  local want got
+  for r in r1 late none; do
+    ls -la "$MNT/$T/runs/$r" > /dev/null
+    want=$("$RUNFS" cat "$STORE" "$T/runs/$r/otel.json" | wc -c)
+    got=$(stat -c %s "$MNT/$T/runs/$r/otel.json")
+    [ "$got" -eq "$want" ] || fail "$r: otel.json's st_size $got, runfs cat gives $want bytes"
+    cmp <(cat "$MNT/$T/runs/$r/otel.json") <("$RUNFS" cat "$STORE" "$T/runs/$r/otel.json") ||
+      fail "$r: otel.json read through the mount is not runfs cat's"
+  done
+  [ "$(otel_agent "$MNT" r1)" = lead_agent ] || fail "r1's agent: $(otel_agent "$MNT" r1)"
+  [ "$(otel_agent "$MNT" late)" = late_agent ] || fail "the first run.start's caller, past the first row, is not the agent: $(otel_agent "$MNT" late)"
+  # The head names an empty agent when no run.start names one.
+  [ "$(otel_agent "$MNT" none)" = "" ] || fail "a run with no run.start names an agent: $(otel_agent "$MNT" none)"
+}
