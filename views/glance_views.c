@@ -80,7 +80,8 @@ static int add_runs(rs_store *s, const rs_target *t, rfs_stats *st, rs_err *err)
     return rc;
 }
 
-/* The caller run.start row rec names into agent (nothing when it names none). */
+/* The caller run.start row rec names into agent (left unallocated when it names none, so
+ * that otel.json's resource carries no gen_ai.agent.name; "" allocated when it names ""). */
 static int agent_of(const rs_record *rec, rs_buf *agent)
 {
     rfs_ev ev;
@@ -111,7 +112,8 @@ int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rf
     if ((rc = rs_cursor_next(c, &rec)) == 1)
         rc = agent_of(rec, &agent);
     rs_cursor_free(c);
-    if (!rc && (rc = rfs_otel_new(out, t->thread_id, t->run_id, service, agent.buf)))
+    if (!rc &&
+        (rc = rfs_otel_new(out, t->thread_id, t->run_id, service, agent.alloc ? agent.buf : NULL)))
         rc = rs_err_set(err, rc, "out of memory");
     rs_buf_release(&agent);
     return rc;
@@ -267,11 +269,11 @@ typedef struct run_pass {
     int ask_agent;          /* look otel.json's agent up before the pass (otel_first) */
 } run_pass;
 
-/* otel.json's head names the caller of the run's first run.start ("" when it names none, or
- * the run has none), which a query looked for through the run's rows before the pass read
+/* otel.json's head names the caller of the run's first run.start (no agent when it names
+ * none, or the run has none), which a query looked for through the run's rows before the pass read
  * them again (for a run with no run.start, all of them). A pass counting otel.json's bytes
  * makes its renderer at the first row instead: with that row's caller when it is a run.start
- * (as a run begins), else with "", the guess (*guess set) that a later run.start naming one
+ * (as a run begins), else with none, the guess (*guess set) that a later run.start naming one
  * proves wrong: the pass then renders otel.json again, asking first (rare: a run.start past
  * a run's first row). */
 static int otel_first(const rs_record *rec, const run_pass *p, const rs_target *t, rfs_otel **ot,
@@ -283,7 +285,7 @@ static int otel_first(const rs_record *rec, const run_pass *p, const rs_target *
     if (!*guess)
         rc = agent_of(rec, &agent);
     if (!rc)
-        rc = rfs_otel_new(ot, t->thread_id, t->run_id, p->service, agent.buf);
+        rc = rfs_otel_new(ot, t->thread_id, t->run_id, p->service, agent.alloc ? agent.buf : NULL);
     if (!rc)
         rfs_otel_set_part(*ot, p->parts && !p->otel_size ? -1 : p->part);
     rs_buf_release(&agent);
@@ -299,7 +301,7 @@ static int otel_guess_wrong(const rs_record *rec, int *guess)
     *guess = 0;
     rs_buf agent = RS_BUF_INIT;
     int rc = agent_of(rec, &agent);
-    rc = rc ? rc : agent.buf[0] != '\0';
+    rc = rc ? rc : agent.alloc != 0;
     rs_buf_release(&agent);
     return rc;
 }

@@ -793,8 +793,6 @@ int rfs_otel_feed(rfs_otel *o, const rfs_ev *ev, rs_buf *out)
         o->first_us = ev->t_us;
     }
     o->last_us = ev->t_us;
-    if (!o->agent && strcmp(rec->event_type, "run.start") == 0)
-        o->agent = text_of(rfs_jl_member(ev->metadata, "caller"));
     switch (ev->kind) {
     case RFS_EV_MODEL:
         for (int i = 0; i < RFS_USAGE_N; i++)
