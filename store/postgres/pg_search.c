@@ -402,8 +402,12 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t layout = 0, upto = 0;
     int needed = 1, n = 0, rc = sync_needed(b, &layout, &upto, &needed, err);
     /* A connection that was refused pg_trgm has no index tables to bring up to date. */
-    if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err)))
+    if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err))) {
+        /* A new index starts empty, whatever mark an older layout's had: its whole making
+         * counts as growth for the statistics. */
         layout = LAYOUT;
+        upto = 0;
+    }
     int64_t before = upto;
     if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
         !(rc = sync_needed(b, &layout, &upto, &needed, err)))
