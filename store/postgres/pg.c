@@ -90,11 +90,15 @@ static int fail_result(rs_backend *b, const PGresult *r, rs_err *err, const char
                       first_line(PQresultErrorMessage(r), line, sizeof line));
 }
 
+/* jit off: runfs's statements read rows by index, and the planner's estimate of a range
+ * join (the search's candidate blocks) passes jit_above_cost, so the server compiled the
+ * search's query each time (a quarter of a second) to run it in a millisecond. */
 static int session_setup(rs_backend *b, rs_err *err)
 {
     char sql[256];
     (void)rs_fmt(sql, sizeof sql, /* constant words only: 256 bytes hold them */
-                 "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s;%s",
+                 "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s; "
+                 "SET jit = off;%s",
                  b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
     PGresult *r = PQexec(b->conn, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail_result(b, r, err, "session");

@@ -1,9 +1,9 @@
 /* pg_search.c — the search index on PostgreSQL: a pg_trgm GIN index over blocks of BLOCK
- * consecutive run_events ids (one row per block: the distinct words of its rows' canonical
- * content and metadata, ASCII letters lowered), brought up to date when a search runs,
- * never by an append. Rows above the indexed blocks and blocks a statement changed
- * (triggers mark them) are candidates too: the index only narrows. Without pg_trgm (CREATE
- * EXTENSION refused) every search scans. */
+ * consecutive run_events ids, a row per eighth of a block (EIGHTH ids: the distinct words of
+ * its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
+ * a search runs, never by an append. Rows above the indexed blocks and blocks a statement
+ * changed (triggers mark them) are candidates too: the index only narrows. Without pg_trgm
+ * (CREATE EXTENSION refused) every search scans. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,9 @@
 #include "rs_util.h"
 
 #define BLOCK 64
+#define EIGHTH 8
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */
-#define LAYOUT 2
+#define LAYOUT 3
 #define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
 
 /* A word: a run of ASCII letters and digits (lowered) and bytes from 0x80. A term's words
@@ -27,12 +28,16 @@ static int word_byte(unsigned char ch)
     return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch >= 0x80;
 }
 
-/* Made at the first search of a read-write store, after pg_trgm (an index of layout 1 is
- * dropped and made again). Statement triggers with transition tables: a DeerFlow UPDATE or
- * DELETE marks its blocks too. */
+/* Made at the first search of a read-write store, after pg_trgm (an index of an older layout
+ * is dropped and made again: layout 2 had a row per block, so a word in 2% of the rows was in
+ * most blocks and its search read every row; by eighths it is in a sixth of them). The
+ * table's key keeps the block (the triggers, a redaction and the catch-up name blocks) and
+ * adds the eighth. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
+ * marks its blocks too. */
 static const char *const search_schema[] = {
     "DROP TABLE IF EXISTS runfs_search",
-    "CREATE TABLE runfs_search (blk BIGINT PRIMARY KEY, w TEXT NOT NULL)",
+    "CREATE TABLE runfs_search (blk BIGINT NOT NULL, r SMALLINT NOT NULL, w TEXT NOT NULL, "
+    "PRIMARY KEY (blk, r))",
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY)",
     "DELETE FROM runfs_search_dirty",
     "CREATE INDEX runfs_search_w ON runfs_search USING gin (w gin_trgm_ops)",
@@ -59,8 +64,8 @@ static const char *const search_schema[] = {
     "INSERT INTO runfs_meta (key, value) VALUES ('search_upto', 0), ('search_cand', 0), "
     "('search_cand_xmax', 0) ON CONFLICT (key) DO UPDATE SET value = 0",
     /* Last: its presence says the rest is there. */
-    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', 2) ON CONFLICT (key) DO "
-    "UPDATE SET value = 2",
+    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', 3) ON CONFLICT (key) DO "
+    "UPDATE SET value = 3",
 };
 
 static int meta_get(rs_backend *b, const char *key, int64_t *v, rs_err *err)
@@ -113,15 +118,32 @@ static int make_index(rs_backend *b, rs_err *err)
     return pg_commit(b, err);
 }
 
-static int add_block(rs_backend *b, int64_t blk, const rs_buf *w, rs_err *err)
+/* The words w of eighth e (of all ids, from 0) added to the arrays' literals es and ws. A
+ * word has no quote or backslash to escape. */
+static int add_eighth(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
 {
-    pg_args a = {.n = 0};
-    pg_arg_int(&a, blk);
-    pg_arg_text(&a, w->buf ? w->buf : "");
-    return pg_run(b, "INSERT INTO runfs_search (blk, w) VALUES ($1, $2)", &a, NULL, err);
+    return rs_buf_addf(es, "%s%lld", es->len ? "," : "{", (long long)e) ||
+           rs_buf_addf(ws, "%s\"%s\"", ws->len ? "," : "{", w->buf ? w->buf : "");
 }
 
-/* A block's distinct words: entries are offsets + 1 into the block's text (ctx), where each
+/* The eighths of es and ws in one statement: an insert a row, eight to a block, cost a round
+ * trip each. */
+static int put_eighths(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
+{
+    if (!es->len)
+        return 0;
+    if (rs_buf_addch(es, '}') || rs_buf_addch(ws, '}'))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, es->buf);
+    pg_arg_text(&a, ws->buf);
+    return pg_run(b,
+                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / 8, k.e % 8, k.w FROM "
+                  "unnest($1::text::bigint[], $2::text::text[]) k (e, w)",
+                  &a, NULL, err);
+}
+
+/* An eighth's distinct words: entries are offsets + 1 into the eighth's text (ctx), where each
  * word is followed by a space. */
 typedef struct word_key {
     const char *p;
@@ -158,7 +180,7 @@ static int word_matches(const void *ctx, uintptr_t e, const void *key)
 
 static const rs_map_type word_type = {word_hash, word_entry_hash, word_matches};
 
-/* The words of s[0..len) (lowered already) not in the block yet, added to it. */
+/* The words of s[0..len) (lowered already) not in the eighth yet, added to it. */
 static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
@@ -198,22 +220,25 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
                            "e.id <= $2 ORDER BY e.id",
                            &a, &r, err)))
         return rc;
-    rs_buf line = RS_BUF_INIT, low = RS_BUF_INIT, text = RS_BUF_INIT;
+    rs_buf line = RS_BUF_INIT, low = RS_BUF_INIT, text = RS_BUF_INIT, es = RS_BUF_INIT,
+           ws = RS_BUF_INIT;
     rs_map seen = RS_MAP_INIT(&word_type, &text);
     pg_canon canon = {.valid = 0};
     int64_t cur = -1;
     int n = PQntuples(r);
     for (int i = 0; !rc && i <= n; i++) {
-        int64_t blk = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / BLOCK : -2;
-        if (blk != cur && cur >= 0) {
-            if ((rc = add_block(b, cur, &text, err)))
+        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / EIGHTH : -2;
+        if (e != cur && cur >= 0) {
+            if (add_eighth(&es, &ws, cur, &text)) {
+                rc = rs_err_set(err, -ENOMEM, "out of memory");
                 break;
+            }
             rs_buf_reset(&text);
             rs_map_clear(&seen);
         }
         if (i == n)
             break;
-        cur = blk;
+        cur = e;
         rs_row row;
         pg_row(&row, r, i, 0);
         row.canonical = pg_canon_has(b, &canon, r, i);
@@ -229,10 +254,14 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
             rc = rs_err_set(err, -ENOMEM, "out of memory");
     }
     PQclear(r);
+    if (!rc)
+        rc = put_eighths(b, &es, &ws, err);
     rs_map_release(&seen);
     rs_buf_release(&line);
     rs_buf_release(&low);
     rs_buf_release(&text);
+    rs_buf_release(&es);
+    rs_buf_release(&ws);
     return rc;
 }
 
@@ -373,12 +402,16 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t layout = 0, upto = 0;
     int needed = 1, n = 0, rc = sync_needed(b, &layout, &upto, &needed, err);
     /* A connection that was refused pg_trgm has no index tables to bring up to date. */
-    if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err)))
+    if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err))) {
+        /* A new index starts empty, whatever mark an older layout's had: its whole making
+         * counts as growth for the statistics. */
         layout = LAYOUT;
+        upto = 0;
+    }
     int64_t before = upto;
     if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
         !(rc = sync_needed(b, &layout, &upto, &needed, err)))
-        pg_analyze_grown(b, 0, (upto - before) / BLOCK);
+        pg_analyze_grown(b, 0, (upto - before) / EIGHTH);
     if (rc || layout != LAYOUT)
         return rc ? rc : -ENOSYS;
     rs_buf where = RS_BUF_INIT;
@@ -388,26 +421,32 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     }
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    /* Candidates in more than a quarter of the blocks: the index hardly narrows, and its
+    /* Candidates in more than a quarter of the eighths: the index hardly narrows, and its
      * candidates come only all at once, sorted, where a scan of the scope's threads gives
      * its first lines at once (a reader of the first page waits for no more). */
     int64_t hits = 0;
     int found;
     if (upto >= DENSE_MIN * BLOCK &&
         ((rc = rs_buf_addf(sql, "SELECT count(*) FROM runfs_search WHERE %s", where.buf)) ||
-         (rc = pg_int(b, sql->buf, NULL, NULL, &hits, &found, err)) || hits * 4 > upto / BLOCK)) {
+         (rc = pg_int(b, sql->buf, NULL, NULL, &hits, &found, err)) || hits * 4 > upto / EIGHTH)) {
         rs_buf_release(&where);
         return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc ? rc : -ENOSYS;
     }
     rs_buf_reset(sql);
-    /* Literals, not parameters: the plan is made for this mark and these patterns. */
+    /* Literals, not parameters: the plan is made for this mark and these patterns. The
+     * candidates are ranges of ids (the matching eighths outside changed blocks, the changed
+     * blocks, the rows above the mark: none overlaps another), each read by a range of the
+     * primary key (LATERAL, OFFSET 0: the planner cannot estimate a join on ranges, and
+     * flattened it sorted the whole table to join it). */
     rc = rs_buf_addf(sql,
-                     "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE e.id IN (SELECT e2.id "
-                     "FROM (SELECT blk FROM runfs_search WHERE %s UNION SELECT blk FROM "
-                     "runfs_search_dirty) k JOIN run_events e2 ON e2.id > k.blk * 64 AND e2.id "
-                     "<= k.blk * 64 + 64 AND e2.id <= %lld UNION ALL SELECT id FROM run_events "
-                     "WHERE id > %lld)",
-                     where.buf, (long long)upto, (long long)upto);
+                     "SELECT " PG_ROW_COLUMNS " FROM (SELECT blk * 64 + r * 8 AS lo, "
+                     "least(blk * 64 + r * 8 + 8, %lld) AS hi FROM runfs_search WHERE %s AND blk "
+                     "NOT IN (SELECT blk FROM runfs_search_dirty) UNION ALL SELECT blk * 64, "
+                     "least(blk * 64 + 64, %lld) FROM runfs_search_dirty UNION ALL SELECT %lld, "
+                     "%lld) k CROSS JOIN LATERAL (SELECT * FROM run_events e WHERE e.id > k.lo "
+                     "AND e.id <= k.hi OFFSET 0) e WHERE true",
+                     (long long)upto, where.buf, (long long)upto, (long long)upto,
+                     (long long)INT64_MAX);
     if (!rc && thread_id)
         rc = rs_buf_addstr(sql, " AND e.thread_id = $2");
     if (!rc && run_id)

@@ -189,9 +189,25 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
     UPDATE runfs_meta SET value = 1 WHERE key = 'search_layout'"
   check "$MNT" 'connection refused'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
-  assert_output 2,blk,w
+  assert_output 3,blk,r,w
   run store_sql "SELECT count(*) > 0, bool_and(w NOT LIKE '%refused%refused%') FROM runfs_search WHERE w LIKE '%refused%'"
   assert_output 't|t' # a block's words, each once
+}
+
+@test "search: PostgreSQL's index of layout 2 (a row a block) is made again, a row an eighth" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  check "$MNT" 'refused'
+  store_sql "DROP TABLE runfs_search; CREATE TABLE runfs_search (blk BIGINT PRIMARY KEY, w TEXT NOT NULL);
+    INSERT INTO runfs_search (blk, w) SELECT DISTINCT (id - 1) / 64, 'refused' FROM run_events;
+    UPDATE runfs_meta SET value = 2 WHERE key = 'search_layout'"
+  check "$MNT" 'connection refused'
+  check "$MNT" 'filler'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
+  assert_output 3,blk,r,w
+  # T-bulk's 400 rows fill whole blocks: each eighth of them has its own words, and the
+  # eighth that holds 'filler 97 Connection Refused' is one of few that say refused.
+  run store_sql "SELECT count(*) FILTER (WHERE w LIKE '%refused%') < count(*) / 4, count(DISTINCT r) FROM runfs_search"
+  assert_output 't|8'
 }
 
 @test "search: SQLite's index of an older layout, or with many stale blocks, is made again" {
