@@ -211,6 +211,70 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
     return 0;
 }
 
+/* Triggers off for the inserts of an append of at least this many rows. When run_events has
+ * a row trigger, SQLite stages every row of a multi-row INSERT in a temporary b-tree, and
+ * runfs_replace_note's WHEN probes two indexes a row: a third of an append's instructions.
+ * Switching triggers off and on again expires every prepared statement of the connection,
+ * each prepared again at its next use: below 64 to 80 rows (476- to 50-byte lines) that
+ * costs more than the rows save (callgrind, bench/RESULTS.md's store section). */
+#define PUT_QUIET_MIN 128
+
+/* Every trigger runfs makes (schema.sql.h, sqlite_search.c): those that fire on the
+ * statements of an append's window (an INSERT into run_events, and INSERT OR REPLACE into
+ * runfs_mark and runfs_idem, which have none) are runfs_replace_note and, through it,
+ * runfs_replace_work. Any trigger not listed (a fork's, a user's, a later build's) keeps
+ * triggers on, since nothing shows it idle for runfs's rows. ?1 the thread, ?2 the append's
+ * first seq: 1 when triggers must stay on. runfs_replace_note's WHEN holds for a row of the
+ * append only where its thread's logs end at or above the row's seq (rows deleted at the top
+ * without the delete triggers, the high-water mark gone with them): its other terms name an
+ * id (none is given: new.id is -1) or a row at the same seq, which fails the insert and
+ * takes the note back with it. */
+static const char quiet_refused[] =
+    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name NOT IN ("
+    "'runfs_forget_deleted', 'runfs_seal_tree_drop', 'runfs_seal_salt_drop', "
+    "'runfs_canon_top', 'runfs_canon_update', 'runfs_count_deleted', 'runfs_forget_updated', "
+    "'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
+    "'runfs_replace_note', 'runfs_search_update', 'runfs_search_delete')) "
+    "OR ?2 <= coalesce((SELECT last_seq FROM runfs_thread WHERE thread_id = ?1), 0)";
+
+/* Triggers off (*quiet set) for an append of n rows from first_seq on, where that changes
+ * nothing but the cost (quiet_refused). */
+static int quiet_begin(rs_backend *b, const rs_target *t, int64_t first_seq, size_t n, int *quiet,
+                       rs_err *err)
+{
+    *quiet = 0;
+    int on = 0;
+    if (n < PUT_QUIET_MIN ||
+        sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, -1, &on) != SQLITE_OK || !on)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = sq_step(b, &st, err, "trigger check", quiet_refused, "ti", t->thread_id, first_seq);
+    if (rc < 0)
+        return rc;
+    int refused = rc == 0 || sqlite3_column_int(st, 0);
+    sq_stmt_done(b, st);
+    /* The switch expires every statement of the connection: one in the middle of its rows
+     * (a caller's cursor) would fail at its next cursor open (SQLITE_ABORT_ROLLBACK). */
+    for (sqlite3_stmt *s = sqlite3_next_stmt(b->db, NULL); s && !refused;
+         s = sqlite3_next_stmt(b->db, s))
+        refused = sqlite3_stmt_busy(s);
+    if (refused || sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &on) != SQLITE_OK)
+        return 0;
+    *quiet = 1;
+    return 0;
+}
+
+/* Triggers on again: before anything but the append's rows is written, and on every path
+ * out of it. */
+static int quiet_end(rs_backend *b, int quiet, int rc, rs_err *err)
+{
+    int on = 0;
+    if (quiet &&
+        (sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, &on) != SQLITE_OK || !on))
+        return rc ? rc : rs_err_set(err, -EIO, "triggers could not be switched on again");
+    return rc;
+}
+
 /* Rows of an append waiting for their insert, in seq order, with their lines' lengths. */
 typedef struct put_chunk {
     const rs_event *ev[PUT_CHUNK];
@@ -355,6 +419,8 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         at->thread_off = thr.size;
     }
     put_chunk chunk = {.n = 0};
+    int quiet;
+    rc = quiet_begin(b, t, seq, n, &quiet, err);
     for (size_t i = 0; i < n && !rc; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
@@ -402,6 +468,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     }
     if (!rc)
         rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
+    rc = quiet_end(b, quiet, rc, err);
     if (at)
         at->len = run.size - run_start;
     /* The run's change number goes with its totals (the change feed). */

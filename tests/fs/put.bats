@@ -105,3 +105,41 @@ PY
   assert_success
   assert_output ""
 }
+
+# chat FROM TO: a human question and an AI answer per number from FROM to TO.
+chat() {
+  local i
+  for ((i = $1; i <= $2; i++)); do ev_human "question $i" "$i"; ev_ai "answer $i" "$i"; done
+}
+
+@test "a large put at seqs its thread's logs already cover leaves every view's size its bytes" {
+  skip_on_pg "SQLite's switch for triggers (.dbconfig enable_trigger) makes the state"
+  MNT=$WORK/mnt
+  chat 1 150 > "$WORK/a.jsonl"
+  "$RUNFS" put -q "$STORE" tq r1 "$WORK/a.jsonl"
+  # Another writer deletes the top half of the thread and its high-water row with triggers
+  # off: runfs's logs still end at seq 300, and DeerFlow's rule (MAX(seq) + 1 without a
+  # high-water row) hands out seqs from 151 again. Only runfs_replace_note, firing on the
+  # next put's rows, tells the logs they are stale.
+  sqlite3 "$STORE" ".dbconfig enable_trigger off" \
+    "DELETE FROM run_events WHERE thread_id = 'tq' AND seq > 150; DELETE FROM run_event_thread_seq WHERE thread_id = 'tq'" >/dev/null
+  [ "$(store_sql "SELECT last_seq FROM runfs_thread WHERE thread_id = 'tq'")" -eq 300 ] ||
+    fail "the logs do not end above the rows left: the case is not made"
+  # One transaction of 200 rows: enough for the put to insert them with triggers off.
+  chat 151 250 > "$WORK/b.jsonl"
+  "$RUNFS" put -q "$STORE" tq r1 "$WORK/b.jsonl"
+  [ "$(store_sql "SELECT count(*) || ' ' || min(seq) || ' ' || max(seq) FROM run_events WHERE thread_id = 'tq'")" = "350 1 350" ] ||
+    fail "seqs do not follow DeerFlow's rule (MAX(seq) + 1): $(store_sql "SELECT count(*), min(seq), max(seq) FROM run_events WHERE thread_id = 'tq'")"
+  runfs_mount "$STORE" "$MNT"
+  local v size bytes
+  for v in events.jsonl messages.jsonl stats.json transcript.md runs/r1/events.jsonl \
+    runs/r1/messages.jsonl runs/r1/stats.json runs/r1/last-visible-ai-seq; do
+    size=$(stat -c %s "$MNT/threads/tq/$v")
+    bytes=$(cat "$MNT/threads/tq/$v" | wc -c)
+    [ "$size" -eq "$bytes" ] || fail "$v: st_size $size, a read gives $bytes bytes (stale logs)"
+  done
+  [ "$(wc -l < "$MNT/threads/tq/runs/r1/events.jsonl")" -eq 350 ] ||
+    fail "events.jsonl has $(wc -l < "$MNT/threads/tq/runs/r1/events.jsonl") lines, the store 350 rows"
+  [ "$(wc -l < "$MNT/threads/tq/runs/r1/messages.jsonl")" -eq 350 ] ||
+    fail "messages.jsonl has $(wc -l < "$MNT/threads/tq/runs/r1/messages.jsonl") lines, the store 350 message rows"
+}

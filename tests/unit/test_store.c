@@ -1112,6 +1112,34 @@ static void test_high_water_run_delete(void **state)
     assert_int_equal(info_of("h", NULL, NULL).hwm, 4);
 }
 
+/* An append of many rows inserts them with the connection's triggers off (sqlite_write.c).
+ * One refused between its inserts (a used idempotency key, looked up after the rows before
+ * it went in) must leave them on: a delete through the same store still moves 'rewrites',
+ * which only runfs_count_deleted does. */
+static void test_refused_append_keeps_triggers(void **state)
+{
+    (void)state;
+    put("q", "r1", NULL,
+        "{\"event_type\":\"llm.error\",\"content\":\"first\",\"idempotency_key\":\"k1\"," TS
+        "}\n");
+    rs_buf in = RS_BUF_INIT;
+    for (int i = 0; i < 300; i++)
+        assert_int_equal(rs_buf_addstr(&in, i == 150 ? "{\"event_type\":\"llm.error\",\"content\":"
+                                                      "\"other\",\"idempotency_key\":\"k1\"," TS "}\n"
+                                                    : ERR("row")),
+                         0);
+    rs_target t = tgt("q", "r1", NULL);
+    rs_err err = {0};
+    assert_int_equal(rs_store_append(fx.s, &t, in.buf, in.len, NULL, &err), -EEXIST);
+    assert_non_null(strstr(err.msg, "was used for a different event"));
+    rs_buf_release(&in);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events"), 1);
+    int64_t before = raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'rewrites'");
+    delete_run("q", "r1", NULL, 1);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'rewrites'"),
+                     before + 1);
+}
+
 static void test_high_water_thread_delete(void **state)
 {
     (void)state;
@@ -3296,6 +3324,7 @@ int main(void)
         T(test_list_messages_windows),
         T(test_list_events),
         T(test_high_water_run_delete),
+        T(test_refused_append_keeps_triggers),
         T(test_high_water_thread_delete),
         T(test_owner_scoping),
         T(test_put_if_absent_earliest),
