@@ -114,7 +114,7 @@ static const char changes_schema_sql[] =
     "      AND EXISTS (SELECT 1 FROM new_rows n WHERE n.id BETWEEN c.lo AND c.hi))\n" \
     "    INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM new_rows\n" \
     "      WHERE id <= (SELECT value FROM runfs_meta WHERE key = 'search_upto')\n" \
-    "      ON CONFLICT DO NOTHING;\n" \
+    "      ON CONFLICT (blk) DO UPDATE SET blk = excluded.blk;\n" \
     "  END IF;\n" \
     "  IF t0 = t1 AND r0 = r1 THEN\n" \
     "    IF o0 <> o1 THEN o0 := NULL; END IF;\n" \

@@ -33,7 +33,9 @@ static int word_byte(unsigned char ch)
  * most blocks and its search read every row; by eighths it is in a sixth of them). The
  * table's key keeps the block (the triggers, a redaction and the catch-up name blocks) and
  * adds the eighth. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
- * marks its blocks too. */
+ * marks its blocks too. A block marked already is marked again (a new version of its row,
+ * so a new xmin): the catch-up that read the block's rows before this change then leaves
+ * the mark it would have taken (sync_step). */
 static const char *const search_schema[] = {
     "DROP TABLE IF EXISTS runfs_search",
     "CREATE TABLE runfs_search (blk BIGINT NOT NULL, r SMALLINT NOT NULL, w TEXT NOT NULL, "
@@ -45,14 +47,14 @@ static const char *const search_schema[] = {
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
     "  INSERT INTO runfs_search_dirty (blk) SELECT DISTINCT (id - 1) / 64 FROM old_rows\n"
-    "    ON CONFLICT DO NOTHING;\n"
+    "    ON CONFLICT (blk) DO UPDATE SET blk = excluded.blk;\n"
     "  RETURN NULL;\n"
     "END $$",
     "CREATE OR REPLACE FUNCTION runfs_search_updated() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
     "  INSERT INTO runfs_search_dirty (blk) SELECT (id - 1) / 64 FROM old_rows UNION\n"
-    "    SELECT (id - 1) / 64 FROM new_rows ON CONFLICT DO NOTHING;\n"
+    "    SELECT (id - 1) / 64 FROM new_rows ON CONFLICT (blk) DO UPDATE SET blk = excluded.blk;\n"
     "  RETURN NULL;\n"
     "END $$",
     "CREATE OR REPLACE TRIGGER runfs_search_delete AFTER DELETE ON run_events\n"
@@ -293,22 +295,36 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
         return rc;
     int64_t safe = quiet ? top : cand > upto && xmin >= cand_xmax ? cand : upto;
     size_t done = 0;
-    int found;
-    while (done < SYNC_BLOCKS &&
-           !(rc = pg_int(b, "SELECT blk FROM runfs_search_dirty ORDER BY blk LIMIT 1", NULL, NULL,
-                         &blk, &found, err)) &&
-           found) {
+    /* A mark leaves only as this step read it (its row's xmin): a writer that changed the
+     * block after the step read its rows marked it again, a new version of the row, which
+     * the delete, waiting for that writer where it must, then leaves for a later step. */
+    while (done < SYNC_BLOCKS) {
+        PGresult *r;
+        if ((rc = pg_run(b,
+                         "SELECT blk, xmin::text::bigint FROM runfs_search_dirty ORDER BY blk "
+                         "LIMIT 1",
+                         NULL, &r, err)))
+            return rc;
+        int found = PQntuples(r) > 0;
+        blk = found ? pg_val_int(r, 0, 0) : 0;
+        int64_t mark = found ? pg_val_int(r, 0, 1) : 0;
+        PQclear(r);
+        if (!found)
+            break;
         pg_args a = {.n = 0};
         pg_arg_int(&a, blk);
         if ((rc = blk < upto / BLOCK
                       ? index_blocks(b, blk, blk + 1, err)
-                      : pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &a, NULL, err)) ||
-            (rc = pg_run(b, "DELETE FROM runfs_search_dirty WHERE blk = $1", &a, NULL, err)))
+                      : pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &a, NULL, err)))
+            return rc;
+        pg_arg_int(&a, mark);
+        if ((rc = pg_run(b,
+                         "DELETE FROM runfs_search_dirty WHERE blk = $1 AND xmin::text::bigint = "
+                         "$2",
+                         &a, NULL, err)))
             return rc;
         done++;
     }
-    if (rc)
-        return rc;
     int64_t from = upto / BLOCK, to = safe / BLOCK;
     if (to > from + (int64_t)(SYNC_BLOCKS - done))
         to = from + (int64_t)(SYNC_BLOCKS - done);

@@ -672,3 +672,47 @@ INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, conten
   }
   wait_for 20 analyzed || fail "not both tables analyzed: $(store_sql "SELECT relname, last_analyze FROM pg_stat_user_tables WHERE relname IN ('run_events', 'runfs_search')")"
 }
+
+# lock_waiting SQL_PREFIX: a session of the store's database waits for a lock, in a statement
+# that starts so.
+lock_waiting() {
+  [ "$(store_sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+    AND query LIKE '$1%'")" -ge 1 ]
+}
+
+@test "search: a block a foreign writer changes while a search's catch-up indexes it is indexed again" {
+  on_pg || skip "PostgreSQL only: SQLite's writers and its catch-up take turns"
+  local id1 id2 blk
+  check "$MNT" wapiti # the index made and caught up
+  id1=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk'")
+  id2=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk' AND id > $id1")
+  blk=$(((id1 - 1) / 64))
+  [ $(((id2 - 1) / 64)) -eq "$blk" ] || fail "rows $id1 and $id2 should share a block"
+  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $id1"
+  # Session L holds the block's mark: the next search's catch-up reads the block's rows,
+  # then waits to take the mark.
+  mkfifo "$WORK/l"
+  PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -d "$STORE" < "$WORK/l" > "$WORK/l.out" 2>&1 &
+  local l=$!
+  exec 7> "$WORK/l"
+  echo "BEGIN; SELECT blk FROM runfs_search_dirty WHERE blk = $blk FOR UPDATE; \\echo held" >&7
+  wait_for 10 grep -q held "$WORK/l.out" || fail "session L did not lock the mark: $(cat "$WORK/l.out")"
+  cat "$MNT/search/tweak" > /dev/null &
+  local searcher=$!
+  wait_for 10 lock_waiting "DELETE FROM runfs_search_dirty" || fail "the catch-up did not wait for the mark"
+  # A foreign writer changes the other row of the block after the catch-up read it (marking
+  # the block again waits for L too, where the mark is taken again rather than found there).
+  store_sql "UPDATE run_events SET content = 'filler wapiti' WHERE id = $id2" &
+  local writer=$!
+  wait_for 10 bash -c "! kill -0 $writer 2>/dev/null || [ \"\$(PGOPTIONS='-c client_min_messages=warning' psql -X -At -d '$STORE' -c \"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE run_events%'\")\" -ge 1 ]" ||
+    fail "the writer neither finished nor waited"
+  echo 'COMMIT;' >&7
+  exec 7>&-
+  wait "$l"
+  wait "$searcher"
+  wait "$writer"
+  # The writer's word is found: the block was indexed again from its rows.
+  check "$MNT" wapiti || fail "a row changed during a catch-up is missing from the search's answer"
+  [ "$(grep -c . "$WORK/got")" -eq 1 ] || fail "wapiti should be in one row: $(cat "$WORK/got")"
+  check "$MNT" tweak
+}
