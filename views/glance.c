@@ -650,12 +650,14 @@ int rfs_xml_text(rs_buf *out, const char *s, size_t len, size_t max)
 {
     /* A character becomes at most six bytes (&quot;), and an ellipsis ends the text: room
      * for the whole of it first, then the text written in place, not a call per stretch of
-     * plain ASCII and per escape (most of report.html's bytes come through here). */
+     * plain ASCII and per escape (most of report.html's bytes come through here). Room for
+     * max characters at most: a label cut from a name of megabytes reserves a few bytes. */
     if (!len)
         return 0;
-    if (len > (SIZE_MAX - 3) / 6)
+    size_t most = len < max ? len : max;
+    if (most > (SIZE_MAX - 3) / 6)
         return -ENOMEM;
-    int rc = rs_buf_grow(out, len * 6 + 3);
+    int rc = rs_buf_grow(out, most * 6 + 3);
     if (rc)
         return rc;
     const unsigned char *p = (const unsigned char *)s;
