@@ -109,7 +109,7 @@ static int make_index(rs_backend *b, rs_err *err)
     /* One maker at a time, on every host (the indexer's lock); one that waited finds it made. */
     int64_t layout = 0;
     if (!(rc = pg_run(b, "SELECT pg_advisory_xact_lock(1920233331, 1)", NULL, NULL, err)) &&
-        !(rc = meta_get(b, "search_layout", &layout, err)) && layout == LAYOUT)
+        !(rc = meta_get(b, "search_layout", &layout, err)) && layout >= LAYOUT)
         return pg_commit(b, err);
     for (size_t i = 0; !rc && i < sizeof search_schema / sizeof search_schema[0]; i++)
         rc = pg_run(b, search_schema[i], NULL, NULL, err);
@@ -417,8 +417,11 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
 {
     int64_t layout = 0, upto = 0;
     int needed = 1, n = 0, rc = sync_needed(b, &layout, &upto, &needed, err);
-    /* A connection that was refused pg_trgm has no index tables to bring up to date. */
-    if (!rc && layout != LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err))) {
+    /* A connection that was refused pg_trgm has no index tables to bring up to date. An
+     * index of a later layout is a newer build's, on a database hosts share while they are
+     * upgraded one by one: this build scans rather than drop it, which the newer build
+     * would then make again, each taking the other's table away. */
+    if (!rc && layout < LAYOUT && !b->read_only && !b->search_off && !(rc = make_index(b, err))) {
         /* A new index starts empty, whatever mark an older layout's had: its whole making
          * counts as growth for the statistics. */
         layout = LAYOUT;

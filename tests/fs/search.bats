@@ -210,6 +210,19 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   assert_output 't|8'
 }
 
+@test "search: PostgreSQL's index of a later layout (a newer build's) is left whole, and searches scan" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  check "$MNT" 'refused'
+  store_sql "UPDATE runfs_meta SET value = 99 WHERE key = 'search_layout'"
+  local rows
+  rows=$(store_sql "SELECT count(*) FROM runfs_search")
+  check "$MNT" 'connection refused'
+  check "$MNT" 'filler'
+  # The index a newer build made is neither dropped nor made again as this build's.
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(*) FROM runfs_search)"
+  assert_output "99,$rows"
+}
+
 @test "search: SQLite's index of an older layout, or with many stale blocks, is made again" {
   skip_on_pg "the FTS5 table's layout"
   check "$MNT" 'refused'
