@@ -286,6 +286,30 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     return rc;
 }
 
+int rfs_search_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out, size_t chunk,
+                   int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err)
+{
+    rs_search *q;
+    int rc = rs_search_parse(&q, n->name, err);
+    if (rc)
+        return rc;
+    answer a;
+    rc = answer_open(&a, s, sc, n, q, NULL, 0, err);
+    const char *p, *thread;
+    size_t len;
+    int64_t seq;
+    while (!rc && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
+        rc = rs_buf_add(out, p, len);
+        if (!rc && flush && out->len >= chunk)
+            rc = flush(ctx, out);
+    }
+    answer_close(&a);
+    rs_search_free(q);
+    if (rc == -ENOMEM)
+        rs_err_set(err, rc, "out of memory");
+    return rc < 0 ? rc : 0;
+}
+
 /* The rows kept for n's answer at the store's version now, retained, or NULL. */
 static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node *n)
 {

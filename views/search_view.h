@@ -38,4 +38,10 @@ enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT };
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
                     int64_t off, size_t size, rs_buf *out, rs_err *err);
 
+/* Append node n's whole result to out in one pass over the store (a reader's reads each
+ * search again from where the last stopped), handing out to flush (when not NULL) each time
+ * it holds chunk bytes or more. */
+int rfs_search_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out, size_t chunk,
+                   int (*flush)(void *ctx, rs_buf *out), void *ctx, rs_err *err);
+
 #endif

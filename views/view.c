@@ -1439,6 +1439,15 @@ int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *ou
         return rc;
     int64_t off = 0;
     const size_t chunk = 256 * 1024;
+    /* A search's reads would each run its query again from where the last stopped (and
+     * PostgreSQL's candidates are all sorted at each run): one pass gives every line. */
+    if (rfs_search_is_result(n->kind)) {
+        rc = rfs_search_cat(s, sc, n, out, chunk, flush, ctx, err);
+        if (!rc && flush)
+            rc = flush(ctx, out);
+        rfs_reader_free(r);
+        return rc;
+    }
     for (;;) {
         size_t before = out->len;
         if ((rc = rfs_reader_read(r, s, off, chunk, out, err)))

@@ -496,6 +496,26 @@ kept_once() {
   done
 }
 
+@test "search: runfs search on PostgreSQL runs its candidate query once, its answer the reference" {
+  on_pg || skip "PostgreSQL only: its server log tells the statements runfs ran"
+  # New sessions of this test's database log every statement (the mount's stay quiet).
+  pg_admin "ALTER DATABASE $PG_DB SET log_min_duration_statement = 0" > /dev/null
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-wb' || (x % 5), 'run-1', NULL, 'llm.error', 'trace', 'wombat burrow ' || x, '{}', x,
+    '2026-03-04 06:00:03.000000' FROM generate_series(1, 400) x" > /dev/null
+  local q=wombat log=$RUNFS_PG_DIR/log before
+  # The index is made at a mount's first search (runfs search writes none).
+  check "$MNT" "$q"
+  candidates() { grep -c "execute [^:]*: DECLARE .*FROM runfs_search WHERE w LIKE '%$q%'" "$log"; }
+  before=$(candidates)
+  "$RUNFS" search "$STORE" "$q" > "$WORK/cli"
+  ref "$q" > "$WORK/want"
+  cmp "$WORK/want" "$WORK/cli" || fail "runfs search's answer differs from the reference's"
+  wait_for 5 test "$(candidates)" -gt "$before" || fail "no candidate query in the server log: the search did not use the index"
+  # Each read of a reader ran it again from where the last stopped: twice for one read's bytes.
+  assert_equal "$(( $(candidates) - before ))" 1
+}
+
 @test "search: a row appended between a search's stat and its cat is in the cat's bytes" {
   local q='connection refused' p
   for p in "search/$q" "threads/t-one/search/$q" "search/by:run $q"; do
