@@ -10,11 +10,24 @@
 #include "pg_int.h"
 #include "rs_util.h"
 
+/* The search index's lock (pg_search.c's sync_step), taken before the rows change: a
+ * catch-up that read them before the change commits first, so the words it indexed are
+ * there for this transaction to delete, and one after reads them changed. Taken first, as
+ * this transaction's row changes mark blocks a waiting catch-up would wait for in turn. */
+static int lock_search_index(rs_backend *b, rs_err *err)
+{
+    return pg_run(b, "SELECT pg_advisory_xact_lock(1920233331, 1)", NULL, NULL, err);
+}
+
 static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_err *err)
 {
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
+    if ((rc = lock_search_index(b, err))) {
+        pg_rollback(b);
+        return rc;
+    }
     char seq[24];
     (void)rs_fmt(seq, sizeof seq, "%lld", (long long)w->seq);
     pg_args a = {.n = 0};
@@ -144,6 +157,10 @@ static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, 
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
+    if ((rc = lock_search_index(b, err))) {
+        pg_rollback(b);
+        return rc;
+    }
     pg_args a = {.n = 0};
     pg_arg_text(&a, t->thread_id);
     pg_arg_text(&a, t->run_id);

@@ -749,3 +749,45 @@ lock_waiting() {
   [ "$(grep -c . "$WORK/got")" -eq 1 ] || fail "wapiti should be in one row: $(cat "$WORK/got")"
   check "$MNT" tweak
 }
+
+@test "search: a redaction racing a search's catch-up leaves none of the old words in the index" {
+  on_pg || skip "PostgreSQL only: SQLite's writers and its catch-up take turns"
+  local id1 id2 seq2 blk
+  id1=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk'")
+  id2=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk' AND id > $id1")
+  seq2=$(store_sql "SELECT seq FROM run_events WHERE id = $id2")
+  blk=$(((id1 - 1) / 64))
+  [ $(((id2 - 1) / 64)) -eq "$blk" ] || fail "rows $id1 and $id2 should share a block"
+  foreign "UPDATE run_events SET content = 'filler okapisecret' WHERE id = $id2"
+  check "$MNT" okapisecret # indexed
+  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $id1"
+  # Session L holds the key of the block's first eighth, in a row it has not committed: the
+  # next search's catch-up, having read the block's rows (the secret among them), waits to
+  # write their words.
+  mkfifo "$WORK/l"
+  PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -d "$STORE" < "$WORK/l" > "$WORK/l.out" 2>&1 &
+  local l=$!
+  exec 7> "$WORK/l"
+  echo "DELETE FROM runfs_search WHERE blk = $blk AND r = 0; BEGIN; INSERT INTO runfs_search (blk, r, w) VALUES ($blk, 0, 'held'); \\echo held" >&7
+  wait_for 10 grep -q held "$WORK/l.out" || fail "session L did not hold the eighth: $(cat "$WORK/l.out")"
+  cat "$MNT/search/tweak" > /dev/null &
+  local searcher=$!
+  wait_for 10 lock_waiting "INSERT INTO runfs_search" || fail "the catch-up did not wait to write the block's words"
+  "$RUNFS" redact "$STORE" T-bulk "$seq2" --reason "asked to forget" > "$WORK/redact.out" 2>&1 &
+  local redactor=$!
+  # The redaction waits for the catch-up (the index's lock), or, on a build that does not,
+  # is done before it.
+  wait_for 10 bash -c "! kill -0 $redactor 2>/dev/null || [ \"\$(PGOPTIONS='-c client_min_messages=warning' psql -X -At -d '$STORE' -c \"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'\")\" -ge 2 ]" ||
+    fail "the redaction neither finished nor waited"
+  echo 'ROLLBACK;' >&7
+  exec 7>&-
+  wait "$l"
+  wait "$searcher"
+  wait "$redactor" || fail "runfs redact failed: $(cat "$WORK/redact.out")"
+  # When the redaction has returned, and no search has run since, the index holds none of
+  # the redacted words.
+  run store_sql "SELECT count(*) FROM runfs_search WHERE w LIKE '%okapisecret%'"
+  assert_output 0
+  check "$MNT" okapisecret
+  [ "$(grep -c . "$WORK/got")" -eq 0 ] || fail "the redacted row is still found: $(cat "$WORK/got")"
+}
