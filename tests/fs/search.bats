@@ -713,35 +713,53 @@ lock_waiting() {
     AND query LIKE '$1%'")" -ge 1 ]
 }
 
-@test "search: a block a foreign writer changes while a search's catch-up indexes it is indexed again" {
-  on_pg || skip "PostgreSQL only: SQLite's writers and its catch-up take turns"
-  local id1 id2 blk
-  check "$MNT" wapiti # the index made and caught up
-  id1=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk'")
-  id2=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk' AND id > $id1")
-  blk=$(((id1 - 1) / 64))
-  [ $(((id2 - 1) / 64)) -eq "$blk" ] || fail "rows $id1 and $id2 should share a block"
-  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $id1"
-  # Session L holds the block's mark: the next search's catch-up reads the block's rows,
-  # then waits to take the mark.
+# done_or_waiting PID N: process PID has ended, or N sessions wait for a lock.
+done_or_waiting() {
+  ! kill -0 "$1" 2>/dev/null ||
+    [ "$(store_sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" -ge "$2" ]
+}
+
+# bulk_block: ID1 and ID2, T-bulk's first two rows, and BLK, the index block they share.
+bulk_block() {
+  ID1=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk'")
+  ID2=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk' AND id > $ID1")
+  BLK=$(((ID1 - 1) / 64))
+  [ $(((ID2 - 1) / 64)) -eq "$BLK" ] || fail "rows $ID1 and $ID2 should share a block"
+}
+
+# hold SQL: session L (a psql on fd 7, its pid L) runs SQL, which leaves a transaction open;
+# release SQL ends it.
+hold() {
   mkfifo "$WORK/l"
   PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -d "$STORE" < "$WORK/l" > "$WORK/l.out" 2>&1 &
-  local l=$!
+  L=$!
   exec 7> "$WORK/l"
-  echo "BEGIN; SELECT blk FROM runfs_search_dirty WHERE blk = $blk FOR UPDATE; \\echo held" >&7
-  wait_for 10 grep -q held "$WORK/l.out" || fail "session L did not lock the mark: $(cat "$WORK/l.out")"
+  echo "$1 \\echo held" >&7
+  wait_for 10 grep -q held "$WORK/l.out" || fail "session L did not hold: $(cat "$WORK/l.out")"
+}
+release() {
+  echo "$1" >&7
+  exec 7>&-
+  wait "$L"
+}
+
+@test "search: a block a foreign writer changes while a search's catch-up indexes it is indexed again" {
+  on_pg || skip "PostgreSQL only: SQLite's writers and its catch-up take turns"
+  check "$MNT" wapiti # the index made and caught up
+  bulk_block
+  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $ID1"
+  # Session L holds the block's mark: the next search's catch-up reads the block's rows,
+  # then waits to take the mark.
+  hold "BEGIN; SELECT blk FROM runfs_search_dirty WHERE blk = $BLK FOR UPDATE;"
   cat "$MNT/search/tweak" > /dev/null &
   local searcher=$!
   wait_for 10 lock_waiting "DELETE FROM runfs_search_dirty" || fail "the catch-up did not wait for the mark"
   # A foreign writer changes the other row of the block after the catch-up read it (marking
   # the block again waits for L too, where the mark is taken again rather than found there).
-  store_sql "UPDATE run_events SET content = 'filler wapiti' WHERE id = $id2" &
+  store_sql "UPDATE run_events SET content = 'filler wapiti' WHERE id = $ID2" &
   local writer=$!
-  wait_for 10 bash -c "! kill -0 $writer 2>/dev/null || [ \"\$(PGOPTIONS='-c client_min_messages=warning' psql -X -At -d '$STORE' -c \"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE run_events%'\")\" -ge 1 ]" ||
-    fail "the writer neither finished nor waited"
-  echo 'COMMIT;' >&7
-  exec 7>&-
-  wait "$l"
+  wait_for 10 done_or_waiting "$writer" 2 || fail "the writer neither finished nor waited"
+  release 'COMMIT;'
   wait "$searcher"
   wait "$writer"
   # The writer's word is found: the block was indexed again from its rows.
@@ -752,24 +770,16 @@ lock_waiting() {
 
 @test "search: a redaction racing a search's catch-up leaves none of the old words in the index" {
   on_pg || skip "PostgreSQL only: SQLite's writers and its catch-up take turns"
-  local id1 id2 seq2 blk
-  id1=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk'")
-  id2=$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'T-bulk' AND id > $id1")
-  seq2=$(store_sql "SELECT seq FROM run_events WHERE id = $id2")
-  blk=$(((id1 - 1) / 64))
-  [ $(((id2 - 1) / 64)) -eq "$blk" ] || fail "rows $id1 and $id2 should share a block"
-  foreign "UPDATE run_events SET content = 'filler okapisecret' WHERE id = $id2"
+  bulk_block
+  local seq2
+  seq2=$(store_sql "SELECT seq FROM run_events WHERE id = $ID2")
+  foreign "UPDATE run_events SET content = 'filler okapisecret' WHERE id = $ID2"
   check "$MNT" okapisecret # indexed
-  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $id1"
+  foreign "UPDATE run_events SET content = 'filler tweak' WHERE id = $ID1"
   # Session L holds the key of the block's first eighth, in a row it has not committed: the
   # next search's catch-up, having read the block's rows (the secret among them), waits to
   # write their words.
-  mkfifo "$WORK/l"
-  PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -d "$STORE" < "$WORK/l" > "$WORK/l.out" 2>&1 &
-  local l=$!
-  exec 7> "$WORK/l"
-  echo "DELETE FROM runfs_search WHERE blk = $blk AND r = 0; BEGIN; INSERT INTO runfs_search (blk, r, w) VALUES ($blk, 0, 'held'); \\echo held" >&7
-  wait_for 10 grep -q held "$WORK/l.out" || fail "session L did not hold the eighth: $(cat "$WORK/l.out")"
+  hold "DELETE FROM runfs_search WHERE blk = $BLK AND r = 0; BEGIN; INSERT INTO runfs_search (blk, r, w) VALUES ($BLK, 0, 'held');"
   cat "$MNT/search/tweak" > /dev/null &
   local searcher=$!
   wait_for 10 lock_waiting "INSERT INTO runfs_search" || fail "the catch-up did not wait to write the block's words"
@@ -777,11 +787,8 @@ lock_waiting() {
   local redactor=$!
   # The redaction waits for the catch-up (the index's lock), or, on a build that does not,
   # is done before it.
-  wait_for 10 bash -c "! kill -0 $redactor 2>/dev/null || [ \"\$(PGOPTIONS='-c client_min_messages=warning' psql -X -At -d '$STORE' -c \"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'\")\" -ge 2 ]" ||
-    fail "the redaction neither finished nor waited"
-  echo 'ROLLBACK;' >&7
-  exec 7>&-
-  wait "$l"
+  wait_for 10 done_or_waiting "$redactor" 2 || fail "the redaction neither finished nor waited"
+  release 'ROLLBACK;'
   wait "$searcher"
   wait "$redactor" || fail "runfs redact failed: $(cat "$WORK/redact.out")"
   # When the redaction has returned, and no search has run since, the index holds none of
