@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
+/* SHA-256's own functions, deprecated in OpenSSL 3 for EVP's: EVP's first fetch starts its
+ * provider and reads openssl.cnf, about 2 MiB more resident and a millisecond more at every
+ * diff that hashes a line (its hunks' lines are checked), for the same block functions. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include "myers.h"
 #include "stats.h"
@@ -190,13 +194,20 @@ static int raw_step(rs_buf *raw, const rfs_ev *ev, const char *call_name)
  * is beyond reach. */
 #define HASH_LEN 16
 
+/* A step as the kept bytes hold it. One per step of both runs, so nothing more: where a
+ * line is rendered is in steps.shown, for the few the hunks show. */
 typedef struct step {
     unsigned char hash[HASH_LEN];
     int64_t seq;
-    size_t start; /* its line in steps.text */
-    uint32_t len; /* NO_LINE: not rendered (only the lines the hunks show are) */
 } step;
-#define NO_LINE UINT32_MAX
+
+/* A line a hunk shows, rendered from its row (only those are): in steps.shown, by step. */
+typedef struct shown {
+    size_t step, start; /* start: in steps.text */
+    size_t len;
+} shown;
+
+_Static_assert(sizeof(step) == HASH_LEN + 8, "a kept step is its hash and its seq");
 
 /* A tool result's step: the call it answers (the result's line names the call's tool). */
 typedef struct answer {
@@ -216,6 +227,8 @@ typedef struct steps {
     rs_log_info info;
     int64_t rewrites; /* -1: not known (nothing is kept) */
     rs_buf text;      /* the lines the hunks show, one after another */
+    shown *shown;     /* ... in step order */
+    size_t nshown, shown_cap;
     step *at;
     size_t n, cap;
     answer *ans;
@@ -225,8 +238,6 @@ typedef struct steps {
     int from_rows;    /* steps were read (or added) from rows: keep them */
     int no_place;     /* the store has no runfs_steps: a command (io->keep) keeps nothing */
     rs_store *s;      /* the connection rows are read on */
-    EVP_MD *md;       /* SHA-256 and its context, at the first line hashed (step_hash) */
-    EVP_MD_CTX *md_ctx;
 } steps;
 
 static void steps_release(steps *st)
@@ -235,8 +246,7 @@ static void steps_release(steps *st)
     rs_buf_release(&st->f.status);
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
-    EVP_MD_CTX_free(st->md_ctx);
-    EVP_MD_free(st->md);
+    free(st->shown);
     free(st->at);
     free(st->ans);
 }
@@ -245,6 +255,7 @@ static void steps_release(steps *st)
 static int steps_reset(steps *st)
 {
     rs_buf_reset(&st->text);
+    st->nshown = 0;
     rs_buf_reset(&st->f.status);
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
@@ -257,19 +268,14 @@ static int steps_reset(steps *st)
     return 0;
 }
 
-/* SHA-256 through a digest fetched once per run and a context per run: OpenSSL 3's
- * one-shot SHA256() looks the algorithm up at every call, under a lock (a fifth of a
- * diff's CPU, perf). Fetched at the first line hashed, not before: OpenSSL's first fetch
- * starts its provider (most of a millisecond), which a diff of kept runs that shows no
- * line never needs. Each run its own, as b may be read on a thread of its own. */
-static int step_hash(steps *st, const char *p, size_t n, unsigned char *out)
+/* SHA-256 by its own functions (see the includes), not OpenSSL 3's one-shot SHA256(), which
+ * looks the algorithm up at every call, under a lock (a fifth of a diff's CPU, perf). The
+ * context is the caller's stack's: b may be read on a thread of its own. */
+static int step_hash(const char *p, size_t n, unsigned char *out)
 {
-    unsigned char h[EVP_MAX_MD_SIZE];
-    if (!st->md_ctx &&
-        (!(st->md = EVP_MD_fetch(NULL, "SHA256", NULL)) || !(st->md_ctx = EVP_MD_CTX_new())))
-        return -ENOMEM;
-    if (!EVP_DigestInit_ex(st->md_ctx, st->md, NULL) || !EVP_DigestUpdate(st->md_ctx, p, n) ||
-        !EVP_DigestFinal_ex(st->md_ctx, h, NULL))
+    unsigned char h[SHA256_DIGEST_LENGTH];
+    SHA256_CTX ctx;
+    if (!SHA256_Init(&ctx) || !SHA256_Update(&ctx, p, n) || !SHA256_Final(h, &ctx))
         return -EIO;
     memcpy(out, h, HASH_LEN);
     return 0;
@@ -329,8 +335,8 @@ static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
         rc = rs_array_grow(&st->at, &st->cap, st->n + 1, sizeof *st->at);
     if (!rc) {
         step *p = &st->at[st->n++];
-        *p = (step){.seq = ev->rec->seq, .len = NO_LINE};
-        rc = step_hash(st, line->buf, line->len, p->hash);
+        p->seq = ev->rec->seq;
+        rc = step_hash(line->buf, line->len, p->hash);
     }
     return rc;
 }
@@ -353,6 +359,19 @@ static int steps_open(rs_store *s, steps *st, rs_err *err)
     return 0;
 }
 
+/* Room for n steps, no more (rs_array_grow's doubling would waste up to half of it). */
+static int steps_size(steps *st, size_t n)
+{
+    if (n <= st->cap)
+        return 0;
+    step *p = n <= SIZE_MAX / sizeof *p ? realloc(st->at, n * sizeof *p) : NULL;
+    if (!p)
+        return -ENOMEM;
+    st->at = p;
+    st->cap = n;
+    return 0;
+}
+
 /* Rows after seq after (0: all) read into st. */
 static int read_rows(steps *st, int64_t after, rs_err *err)
 {
@@ -363,9 +382,8 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
     q.run_id = t->run_id;
     q.user = t->user;
     q.after_seq = after;
-    /* The array grows once, to the count the run's info gave. */
-    if (!after && st->info.count > 0 &&
-        rs_array_grow(&st->at, &st->cap, (size_t)st->info.count, sizeof *st->at))
+    /* The array is made once, of the count the run's info gave. */
+    if (!after && st->info.count > 0 && steps_size(st, (size_t)st->info.count))
         return rs_err_set(err, -ENOMEM, "out of memory");
     rs_cursor *c;
     int rc = rs_store_query(st->s, &q, &c, err);
@@ -405,9 +423,19 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* The line of step i, rendered (show_lines) before. */
 static rfs_span line_of(const steps *st, size_t i)
 {
-    return (rfs_span){st->text.buf + st->at[i].start, st->at[i].len};
+    size_t lo = 0, hi = st->nshown;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->shown[mid].step < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const shown *l = &st->shown[lo];
+    return (rfs_span){st->text.buf + l->start, l->len};
 }
 
 /* ---- kept steps (rs_store_steps_get/_put) ---- */
@@ -477,10 +505,8 @@ static int kept_write(const steps *st, rs_buf *b)
             rc = put64(b, c->index);
     if (!rc && !(rc = put64(b, (int64_t)st->nans)))
         rc = rs_buf_add(b, st->ans, st->nans * sizeof *st->ans);
-    for (size_t i = 0; !rc && i < st->n; i++)
-        if (!(rc = rs_buf_add(b, st->at[i].hash, HASH_LEN)))
-            rc = put64(b, st->at[i].seq);
-    return rc;
+    /* Each step's hash then its seq: the bytes of a step. */
+    return rc ? rc : rs_buf_add(b, st->at, st->n * sizeof *st->at);
 }
 
 typedef struct kept_in {
@@ -618,16 +644,10 @@ static int kept_read(steps *st, const rs_buf *b, rs_err *err)
     if (v)
         memcpy(st->ans, p, (size_t)v * sizeof(answer));
     st->nans = (size_t)v;
-    if ((uint64_t)(in.end - in.p) != (uint64_t)n * (HASH_LEN + 8) ||
-        rs_array_grow(&st->at, &st->cap, (size_t)count, sizeof *st->at))
+    if ((uint64_t)(in.end - in.p) != (uint64_t)n * sizeof(step) || steps_size(st, (size_t)count))
         return -ESTALE;
-    for (int64_t i = 0; i < n; i++) {
-        step *s = &st->at[i];
-        memcpy(s->hash, in.p, HASH_LEN);
-        memcpy(&s->seq, in.p + HASH_LEN, 8);
-        s->len = NO_LINE;
-        in.p += HASH_LEN + 8;
-    }
+    if (n)
+        memcpy(st->at, in.p, (size_t)n * sizeof(step));
     st->n = (size_t)n;
     /* Grown since: the new rows only, which must make up the run's count. */
     if (n < count && !(rc = read_rows(st, last, err)) && (int64_t)st->n != count)
@@ -686,15 +706,16 @@ static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
 
 /* The lines of steps from..to, rendered from their rows (the name of the call a result
  * answers from its model event): only a hunk's lines are ever held. Each line's hash must
- * be the one its steps were aligned by, else -ESTALE. */
+ * be the one its steps were aligned by, else -ESTALE. Called in step order (the hunks'
+ * lines never overlap); a line shown before is not shown again. */
 static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
 {
-    while (from < to && st->at[from].len != NO_LINE)
-        from++;
-    while (to > from && st->at[to - 1].len != NO_LINE)
-        to--;
-    if (from == to)
+    if (st->nshown && from <= st->shown[st->nshown - 1].step)
+        from = st->shown[st->nshown - 1].step + 1;
+    if (from >= to)
         return 0;
+    if (rs_array_grow(&st->shown, &st->shown_cap, st->nshown + (to - from), sizeof *st->shown))
+        return rs_err_set(err, -ENOMEM, "out of memory");
     rs_query q = RS_QUERY_INIT;
     q.thread_id = st->t->thread_id;
     q.run_id = st->t->run_id;
@@ -735,11 +756,10 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
         unsigned char h[HASH_LEN];
         if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
             !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            rc = step_hash(st, st->text.buf + start, st->text.len - start, h);
+            rc = step_hash(st->text.buf + start, st->text.len - start, h);
             if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
                 rc = -ESTALE;
-            st->at[i].start = start;
-            st->at[i++].len = (uint32_t)(st->text.len - start);
+            st->shown[st->nshown++] = (shown){i++, start, st->text.len - start};
         }
     }
     rs_cursor_free(c);
@@ -1085,6 +1105,10 @@ static int add_header(rs_buf *out, const char *mark, const rs_target *t)
 /* The diff into out; -ESTALE with *stale set when a run's kept steps did not hold. */
 static int render(steps *a, steps *b, rs_buf *out, steps **stale, rs_err *err)
 {
+    /* Again after a run was read anew: its lines and the other's are shown again. */
+    rs_buf_reset(&a->text);
+    rs_buf_reset(&b->text);
+    a->nshown = b->nshown = 0;
     int *ids = malloc((a->n + b->n + 1) * sizeof *ids);
     unsigned char *chg = calloc(a->n + b->n + 1, 1);
     change *ch = NULL;
