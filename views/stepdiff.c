@@ -704,10 +704,63 @@ static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
     return rc ? rc : w.found ? 0 : -ESTALE;
 }
 
+/* A result's call is read with the hunk's rows when its model event is at most this many
+ * steps before them (it mostly is the step before), else on its own (call_name): a query
+ * of its own cost more than the few rows between. */
+#define NEAR_CALL 8
+
+/* The tools of the calls of the model events a hunk's rows hold. */
+typedef struct hunk_calls {
+    struct hunk_call {
+        int64_t seq, index;
+        size_t at, len; /* its name in names */
+    } * call;
+    size_t n, cap;
+    rs_buf names;
+} hunk_calls;
+
+static int hunk_call_add(void *ctx, rfs_call *call)
+{
+    hunk_calls *h = ctx;
+    size_t len = strlen(call->name);
+    int rc = rs_array_grow(&h->call, &h->cap, h->n + 1, sizeof *h->call);
+    if (!rc) {
+        h->call[h->n++] = (struct hunk_call){call->seq, call->index, h->names.len, len};
+        rc = rs_buf_add(&h->names, call->name, len);
+    }
+    return rc ? rc : 1; /* 1: not kept waiting (st->calls is the run's last) */
+}
+
+/* The name of the call a answered into name: from the hunk's rows, else its model event. */
+static int answer_name(steps *st, const hunk_calls *h, const answer *a, rs_buf *name, rs_err *err)
+{
+    for (size_t k = 0; k < h->n; k++)
+        if (h->call[k].seq == a->seq && h->call[k].index == a->index) {
+            rs_buf_reset(name);
+            return rs_buf_add(name, h->names.buf + h->call[k].at, h->call[k].len);
+        }
+    return call_name(st, a, name, err);
+}
+
+/* The first answer of a step at or after step i. */
+static size_t answer_from(const steps *st, size_t i)
+{
+    size_t lo = 0, hi = st->nans;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->ans[mid].step < (int64_t)i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The lines of steps from..to, rendered from their rows (the name of the call a result
  * answers from its model event): only a hunk's lines are ever held. Each line's hash must
  * be the one its steps were aligned by, else -ESTALE. Called in step order (the hunks'
- * lines never overlap); a line shown before is not shown again. */
+ * lines never overlap); a line shown before is not shown again. One query reads the rows
+ * and the model events just before them that their results answer. */
 static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
 {
     if (st->nshown && from <= st->shown[st->nshown - 1].step)
@@ -716,13 +769,19 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
         return 0;
     if (rs_array_grow(&st->shown, &st->shown_cap, st->nshown + (to - from), sizeof *st->shown))
         return rs_err_set(err, -ENOMEM, "out of memory");
+    size_t k = answer_from(st, from);
+    int64_t first = st->at[from].seq, near = st->at[from > NEAR_CALL ? from - NEAR_CALL : 0].seq;
+    for (size_t j = k; j < st->nans && st->ans[j].step < (int64_t)to; j++)
+        if (st->ans[j].seq < first && st->ans[j].seq >= near)
+            first = st->ans[j].seq;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = st->t->thread_id;
     q.run_id = st->t->run_id;
     q.user = st->t->user;
-    q.after_seq = st->at[from].seq - 1;
+    q.after_seq = first - 1;
     q.before_seq = st->at[to - 1].seq + 1;
     rs_buf raw = RS_BUF_INIT, name = RS_BUF_INIT;
+    hunk_calls h = {.names = RS_BUF_INIT};
     rs_cursor *c;
     size_t i = from;
     int rc = rs_store_query(st->s, &q, &c, err);
@@ -733,31 +792,27 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
     while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
         rc = 0;
         rfs_ev_read_all(rec, &ev);
+        if (ev.kind == RFS_EV_MODEL && (rc = rfs_calls_add(st->calls, &ev, hunk_call_add, &h)))
+            break;
+        if (rec->seq < st->at[from].seq)
+            continue;
         if (i >= to || st->at[i].seq != rec->seq) {
             rc = -ESTALE;
             break;
         }
         const char *call = NULL;
-        if (ev.kind == RFS_EV_RESULT) {
-            size_t lo = 0, hi = st->nans;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (st->ans[mid].step < (int64_t)i)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < st->nans && st->ans[lo].step == (int64_t)i &&
-                !(rc = call_name(st, &st->ans[lo], &name, err)))
-                call = name.buf;
-        }
+        while (k < st->nans && st->ans[k].step < (int64_t)i)
+            k++;
+        if (ev.kind == RFS_EV_RESULT && k < st->nans && st->ans[k].step == (int64_t)i &&
+            !(rc = answer_name(st, &h, &st->ans[k], &name, err)))
+            call = name.buf;
         rs_buf_reset(&raw);
         size_t start = st->text.len;
-        unsigned char h[HASH_LEN];
+        unsigned char hash[HASH_LEN];
         if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
             !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            rc = step_hash(st->text.buf + start, st->text.len - start, h);
-            if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
+            rc = step_hash(st->text.buf + start, st->text.len - start, hash);
+            if (!rc && memcmp(hash, st->at[i].hash, HASH_LEN))
                 rc = -ESTALE;
             st->shown[st->nshown++] = (shown){i++, start, st->text.len - start};
         }
@@ -765,6 +820,8 @@ static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
     rs_cursor_free(c);
     rs_buf_release(&raw);
     rs_buf_release(&name);
+    rs_buf_release(&h.names);
+    free(h.call);
     return rc ? rc : i == to ? 0 : -ESTALE;
 }
 
