@@ -671,75 +671,45 @@ static int steps_kept(steps *st, rs_err *err)
     return rc ? rs_err_set(err, rc, "out of memory") : 0;
 }
 
-typedef struct call_want {
-    int64_t index;
-    rs_buf *name;
-    int found;
-} call_want;
-
-static int take_name(void *ctx, rfs_call *call)
-{
-    call_want *w = ctx;
-    if (call->index == w->index && !w->found) {
-        w->found = 1;
-        rs_buf_reset(w->name);
-        int rc = rs_buf_addstr(w->name, call->name);
-        if (rc)
-            return rc;
-    }
-    return 1;
-}
-
-/* The name of the call a kept result answered, from its model event. */
-static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
-{
-    call_want w = {a->index, name, 0};
-    rs_cursor *c;
-    rfs_ev ev;
-    int rc = read_seq(st, a->seq, &c, &ev, err);
-    if (!rc) {
-        rc = rfs_calls_add(st->calls, &ev, take_name, &w);
-        rs_cursor_free(c);
-    }
-    return rc ? rc : w.found ? 0 : -ESTALE;
-}
-
-/* A result's call is read with the hunk's rows when its model event is at most this many
- * steps before them (it mostly is the step before), else on its own (call_name): a query
- * of its own cost more than the few rows between. */
-#define NEAR_CALL 8
-
-/* The tools of the calls of the model events a hunk's rows hold. */
-typedef struct hunk_calls {
-    struct hunk_call {
+/* The tools of the calls of the model events read with a run's shown rows, in (seq, index)
+ * order (rows come in seq order, calls in index order). */
+typedef struct shown_calls {
+    struct shown_call {
         int64_t seq, index;
         size_t at, len; /* its name in names */
     } * call;
     size_t n, cap;
     rs_buf names;
-} hunk_calls;
+} shown_calls;
 
-static int hunk_call_add(void *ctx, rfs_call *call)
+static int shown_call_add(void *ctx, rfs_call *call)
 {
-    hunk_calls *h = ctx;
+    shown_calls *h = ctx;
     size_t len = strlen(call->name);
     int rc = rs_array_grow(&h->call, &h->cap, h->n + 1, sizeof *h->call);
     if (!rc) {
-        h->call[h->n++] = (struct hunk_call){call->seq, call->index, h->names.len, len};
+        h->call[h->n++] = (struct shown_call){call->seq, call->index, h->names.len, len};
         rc = rs_buf_add(&h->names, call->name, len);
     }
     return rc ? rc : 1; /* 1: not kept waiting (st->calls is the run's last) */
 }
 
-/* The name of the call a answered into name: from the hunk's rows, else its model event. */
-static int answer_name(steps *st, const hunk_calls *h, const answer *a, rs_buf *name, rs_err *err)
+/* The name of the call a answered into name; -ESTALE when its model event did not have it. */
+static int answer_name(const shown_calls *h, const answer *a, rs_buf *name)
 {
-    for (size_t k = 0; k < h->n; k++)
-        if (h->call[k].seq == a->seq && h->call[k].index == a->index) {
-            rs_buf_reset(name);
-            return rs_buf_add(name, h->names.buf + h->call[k].at, h->call[k].len);
-        }
-    return call_name(st, a, name, err);
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct shown_call *c = &h->call[mid];
+        if (c->seq < a->seq || (c->seq == a->seq && c->index < a->index))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == h->n || h->call[lo].seq != a->seq || h->call[lo].index != a->index)
+        return -ESTALE;
+    rs_buf_reset(name);
+    return rs_buf_add(name, h->names.buf + h->call[lo].at, h->call[lo].len);
 }
 
 /* The first answer of a step at or after step i. */
@@ -756,73 +726,140 @@ static size_t answer_from(const steps *st, size_t i)
     return lo;
 }
 
-/* The lines of steps from..to, rendered from their rows (the name of the call a result
- * answers from its model event): only a hunk's lines are ever held. Each line's hash must
- * be the one its steps were aligned by, else -ESTALE. Called in step order (the hunks'
- * lines never overlap); a line shown before is not shown again. One query reads the rows
- * and the model events just before them that their results answer. */
-static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
+/* Steps from..to of a run, that a hunk shows. */
+typedef struct span {
+    size_t from, to;
+} span;
+
+static int cmp_seq(const void *x, const void *y)
 {
-    if (st->nshown && from <= st->shown[st->nshown - 1].step)
-        from = st->shown[st->nshown - 1].step + 1;
-    if (from >= to)
-        return 0;
-    if (rs_array_grow(&st->shown, &st->shown_cap, st->nshown + (to - from), sizeof *st->shown))
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    size_t k = answer_from(st, from);
-    int64_t first = st->at[from].seq, near = st->at[from > NEAR_CALL ? from - NEAR_CALL : 0].seq;
-    for (size_t j = k; j < st->nans && st->ans[j].step < (int64_t)to; j++)
-        if (st->ans[j].seq < first && st->ans[j].seq >= near)
-            first = st->ans[j].seq;
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = st->t->thread_id;
-    q.run_id = st->t->run_id;
-    q.user = st->t->user;
-    q.after_seq = first - 1;
-    q.before_seq = st->at[to - 1].seq + 1;
-    rs_buf raw = RS_BUF_INIT, name = RS_BUF_INIT;
-    hunk_calls h = {.names = RS_BUF_INIT};
-    rs_cursor *c;
-    size_t i = from;
-    int rc = rs_store_query(st->s, &q, &c, err);
-    if (rc)
-        return rc;
-    const rs_record *rec;
-    rfs_ev ev;
-    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = 0;
-        rfs_ev_read_all(rec, &ev);
-        if (ev.kind == RFS_EV_MODEL && (rc = rfs_calls_add(st->calls, &ev, hunk_call_add, &h)))
-            break;
-        if (rec->seq < st->at[from].seq)
-            continue;
-        if (i >= to || st->at[i].seq != rec->seq) {
-            rc = -ESTALE;
-            break;
-        }
-        const char *call = NULL;
-        while (k < st->nans && st->ans[k].step < (int64_t)i)
-            k++;
-        if (ev.kind == RFS_EV_RESULT && k < st->nans && st->ans[k].step == (int64_t)i &&
-            !(rc = answer_name(st, &h, &st->ans[k], &name, err)))
-            call = name.buf;
-        rs_buf_reset(&raw);
-        size_t start = st->text.len;
-        unsigned char hash[HASH_LEN];
-        if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
-            !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            rc = step_hash(st->text.buf + start, st->text.len - start, hash);
-            if (!rc && memcmp(hash, st->at[i].hash, HASH_LEN))
-                rc = -ESTALE;
-            st->shown[st->nshown++] = (shown){i++, start, st->text.len - start};
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The seqs of the rows the spans' lines are rendered from: their steps' and the model
+ * events their results answer, ascending, each once. */
+static int wanted_seqs(const steps *st, const span *sp, size_t n, int64_t **out, size_t *count)
+{
+    size_t cap = 0, m = 0;
+    int64_t *w = NULL;
+    int rc = 0;
+    for (size_t s = 0; !rc && s < n; s++) {
+        size_t k = answer_from(st, sp[s].from);
+        for (size_t i = sp[s].from; !rc && i < sp[s].to; i++) {
+            if (!(rc = rs_array_grow(&w, &cap, m + 1, sizeof *w)))
+                w[m++] = st->at[i].seq;
+            for (; !rc && k < st->nans && st->ans[k].step == (int64_t)i; k++)
+                if (!(rc = rs_array_grow(&w, &cap, m + 1, sizeof *w)))
+                    w[m++] = st->ans[k].seq;
         }
     }
-    rs_cursor_free(c);
-    rs_buf_release(&raw);
-    rs_buf_release(&name);
-    rs_buf_release(&h.names);
-    free(h.call);
-    return rc ? rc : i == to ? 0 : -ESTALE;
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    if (m)
+        qsort(w, m, sizeof *w, cmp_seq);
+    size_t u = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!u || w[u - 1] != w[i])
+            w[u++] = w[i];
+    *out = w;
+    *count = u;
+    return 0;
+}
+
+/* Where show_run is: the span and step whose row comes next, the answer to look at. */
+typedef struct show_at {
+    const span *sp;
+    size_t n, s, i, k;
+    shown_calls calls;
+    rs_buf raw, name;
+} show_at;
+
+/* One row read for the spans: a model event's calls noted, a step's line rendered and
+ * checked. A row of no step to show (a model event, a row between two in a range) passes. */
+static int show_row(steps *st, show_at *w, const rs_record *rec)
+{
+    rfs_ev ev;
+    rfs_ev_read_all(rec, &ev);
+    int rc = ev.kind == RFS_EV_MODEL ? rfs_calls_add(st->calls, &ev, shown_call_add, &w->calls) : 0;
+    if (rc || w->s == w->n || rec->seq < st->at[w->i].seq)
+        return rc;
+    if (rec->seq > st->at[w->i].seq)
+        return -ESTALE; /* the step's row is gone */
+    const char *call = NULL;
+    while (w->k < st->nans && st->ans[w->k].step < (int64_t)w->i)
+        w->k++;
+    if (ev.kind == RFS_EV_RESULT && w->k < st->nans && st->ans[w->k].step == (int64_t)w->i &&
+        !(rc = answer_name(&w->calls, &st->ans[w->k], &w->name)))
+        call = w->name.buf;
+    rs_buf_reset(&w->raw);
+    size_t start = st->text.len;
+    unsigned char hash[HASH_LEN];
+    if (rc || (rc = raw_step(&w->raw, &ev, call)) ||
+        (rc = add_escaped(&st->text, w->raw.buf, w->raw.len, RFS_STEP_LINE_MAX)) ||
+        (rc = step_hash(st->text.buf + start, st->text.len - start, hash)))
+        return rc;
+    if (memcmp(hash, st->at[w->i].hash, HASH_LEN))
+        return -ESTALE;
+    st->shown[st->nshown++] = (shown){w->i, start, st->text.len - start};
+    if (++w->i == w->sp[w->s].to && ++w->s < w->n)
+        w->i = w->sp[w->s].from;
+    return 0;
+}
+
+/* Wanted seqs at most this far apart are read by one query, the rows between passed by: a
+ * query costs about what a few rows do. */
+#define SEQ_GAP 8
+
+/* The lines of the spans (in step order, apart), rendered from their rows (the name of
+ * the call a result answers from its model event): only the hunks' lines are ever held.
+ * Each line's hash must be the one its steps were aligned by, else -ESTALE. A query reads
+ * the rows of a hunk and the model events just before them that its results answer (a
+ * query of its own each was most of a kept diff's per-hunk time). */
+static int show_run(steps *st, const span *sp, size_t n, rs_err *err)
+{
+    size_t lines = 0;
+    for (size_t s = 0; s < n; s++)
+        lines += sp[s].to - sp[s].from;
+    if (!lines)
+        return 0;
+    int64_t *want;
+    size_t nwant;
+    if (rs_array_grow(&st->shown, &st->shown_cap, st->nshown + lines, sizeof *st->shown) ||
+        wanted_seqs(st, sp, n, &want, &nwant))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    show_at w = {.sp = sp,
+                 .n = n,
+                 .i = sp[0].from,
+                 .calls.names = RS_BUF_INIT,
+                 .raw = RS_BUF_INIT,
+                 .name = RS_BUF_INIT};
+    int rc = 0;
+    for (size_t c0 = 0, c1; !rc && c0 < nwant; c0 = c1) {
+        for (c1 = c0 + 1; c1 < nwant && want[c1] - want[c1 - 1] <= SEQ_GAP; c1++)
+            ;
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = st->t->thread_id;
+        q.run_id = st->t->run_id;
+        q.user = st->t->user;
+        q.after_seq = want[c0] - 1;
+        q.before_seq = want[c1 - 1] + 1;
+        rs_cursor *c;
+        const rs_record *rec;
+        if ((rc = rs_store_query(st->s, &q, &c, err)))
+            break;
+        while ((rc = rs_cursor_next(c, &rec)) == 1 && !(rc = show_row(st, &w, rec)))
+            ;
+        rs_cursor_free(c);
+    }
+    free(want);
+    free(w.calls.call);
+    rs_buf_release(&w.calls.names);
+    rs_buf_release(&w.raw);
+    rs_buf_release(&w.name);
+    return rc ? rc : w.s == n ? 0 : -ESTALE;
 }
 
 /* ---- equal lines, equal numbers ---- */
@@ -1128,19 +1165,28 @@ static size_t hunk_end(const change *ch, size_t n, size_t i)
 }
 
 /* Every line the hunks show rendered (those of kept steps are not yet): -ESTALE with *stale
- * the run whose kept steps did not hold. */
+ * the run whose kept steps did not hold. A hunk's context lines are a's (b's are the same
+ * lines: their hashes are equal), so of b only the lines it adds are read. */
 static int show_hunks(steps *a, steps *b, const change *ch, size_t n, steps **stale, rs_err *err)
 {
-    int rc = 0;
+    span *sa = malloc((n ? n : 1) * sizeof *sa), *sb = malloc((n ? n : 1) * sizeof *sb);
+    size_t na = 0, nb = 0;
+    int rc = sa && sb ? 0 : rs_err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0, j; !rc && i < n; i = j) {
-        size_t xs, xe, ys, ye;
+        size_t ys, ye;
         j = hunk_end(ch, n, i);
-        hunk_span(a, b, ch + i, j - i, &xs, &xe, &ys, &ye);
-        if ((rc = show_lines(a, xs, xe, err)) == -ESTALE)
-            *stale = a;
-        else if (!rc && (rc = show_lines(b, ys, ye, err)) == -ESTALE)
-            *stale = b;
+        hunk_span(a, b, ch + i, j - i, &sa[na].from, &sa[na].to, &ys, &ye);
+        na++;
+        for (size_t k = i; k < j; k++)
+            if (ch[k].ny)
+                sb[nb++] = (span){ch[k].y, ch[k].y + ch[k].ny};
     }
+    if (!rc && (rc = show_run(a, sa, na, err)) == -ESTALE)
+        *stale = a;
+    else if (!rc && (rc = show_run(b, sb, nb, err)) == -ESTALE)
+        *stale = b;
+    free(sa);
+    free(sb);
     return rc;
 }
 
