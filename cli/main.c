@@ -822,6 +822,12 @@ static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, int64_t rewri
                      const void *data, size_t len)
 {
     diff_conns *d = ctx;
+    /* The runs are read by now: the second reader's pages and schema go before the
+     * writer's come. */
+    if (d->second) {
+        rs_store_close(d->second);
+        d->second = NULL;
+    }
     if (!d->writer_tried) {
         /* Quietly: a store this user may not write is diffed without keeping. It exists
          * (it was just read), so this open makes none. */
