@@ -19,6 +19,7 @@
 #include "log.h"
 #include "ops_int.h"
 #include "rs_util.h"
+#include "sizes.h"
 
 void rfs_hub_deadline_in(struct timespec *ts, long ms)
 {
@@ -429,6 +430,9 @@ static void *hub_main(void *arg)
             sync_dirs(m);
             if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
                 hub->rewrites = rewrites;
+                /* A kept search answer may hold bytes a redaction erased: it goes now, not
+                 * at the mount's next search. */
+                rfs_sizes_rewrites(m->sizes, rewrites);
                 drop_all(m);
                 named = 0; /* rows were deleted: look at the names now */
             } else {

@@ -71,7 +71,7 @@ static void row_ids_add(row_ids *r, int64_t id)
 }
 
 /* The answer's bytes as its count meets them, written to an unlinked file a chunk at a time
- * while they stay within RFS_KEPT_FILE_MAX (then, or when a write fails, none: fd -1). */
+ * while they stay within rfs_kept_file_max() (then, or when a write fails, none: fd -1). */
 #define FILE_CHUNK ((size_t)1 << 20)
 typedef struct answer_file {
     int fd;
@@ -108,7 +108,7 @@ static void file_add(answer_file *f, const char *p, size_t len)
 {
     if (!f || f->fd < 0)
         return;
-    if (f->bytes + (int64_t)len > RFS_KEPT_FILE_MAX || rs_buf_add(&f->chunk, p, len)) {
+    if (f->bytes + (int64_t)len > rfs_kept_file_max() || rs_buf_add(&f->chunk, p, len)) {
         file_drop(f);
         return;
     }

@@ -1,10 +1,10 @@
 /* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "otel.h"
@@ -15,7 +15,7 @@
 #define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 #define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
-#define FILES_MAX (2 * RFS_KEPT_FILE_MAX) /* kept answers' file bytes (then the others' go) */
+#define FILES_MAX (2 * rfs_kept_file_max()) /* kept answers' bytes (then the others' go) */
 
 typedef struct entry {
     rs_log_info token;
@@ -243,29 +243,37 @@ rfs_kept_rows *rfs_kept_rows_new(size_t n)
     return r;
 }
 
+/* RUNFS_KEPT_ANSWER_MAX, read once: a number of bytes, 0 for none (ids only). */
+static int64_t file_max;
+static void file_max_read(void)
+{
+    const char *v = getenv("RUNFS_KEPT_ANSWER_MAX");
+    char *end;
+    long long n = v && *v ? strtoll(v, &end, 10) : -1;
+    file_max = n >= 0 && *end == '\0' && n <= RFS_KEPT_FILE_MAX ? n : RFS_KEPT_FILE_MAX;
+}
+
+int64_t rfs_kept_file_max(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, file_max_read);
+    return file_max;
+}
+
 int rfs_kept_file_open(void)
 {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0)
-        return fd;
-    /* A file system without O_TMPFILE: a named file, unlinked at once. */
-    rs_buf path = RS_BUF_INIT;
-    if (rs_buf_addf(&path, "%s/runfs-answer-XXXXXX", dir))
-        return -ENOMEM;
-    fd = mkostemp(path.buf, O_CLOEXEC);
-    int rc = fd < 0 ? -errno : 0;
-    if (fd >= 0)
-        unlink(path.buf);
-    rs_buf_release(&path);
-    return rc ? rc : fd;
+    if (rfs_kept_file_max() == 0)
+        return -ENOSPC;
+    /* Memory, not a file on a disk: a redaction's bytes must not outlive their drop in a
+     * file system's free blocks (DESIGN "Forgetting"), which secure_delete covers for the
+     * store alone. */
+    int fd = memfd_create("runfs-answer", MFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }
 
 rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes)
 {
-    rfs_kept_rows *r = bytes <= RFS_KEPT_FILE_MAX ? malloc(sizeof *r) : NULL;
+    rfs_kept_rows *r = bytes <= rfs_kept_file_max() ? malloc(sizeof *r) : NULL;
     if (!r) {
         close(fd);
         return NULL;

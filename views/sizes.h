@@ -30,14 +30,14 @@ void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token
                          rfs_otel_marks *marks);
 
 /* A search answer kept beside its size (search_view.c) so that the read after the stat that
- * counted it does not search again: its bytes in an unlinked temporary file (fd; page cache
- * and disk, not the daemon's memory) when they fit RFS_KEPT_FILE_MAX, else the store's ids of
- * its rows in order (n of them). gen tells one kept answer from any other (never 0). All the
- * kept files together stay within 2 * RFS_KEPT_FILE_MAX bytes, all the ids within
- * RFS_KEPT_ROWS_MAX: past either bound the older answers go (a reader holding one keeps it
- * until its read is done), and an answer goes when its size does. */
-#define RFS_KEPT_ROWS_MAX ((size_t)1 << 20)    /* ids kept at most, all lists together */
-#define RFS_KEPT_FILE_MAX ((int64_t)256 << 20) /* a kept answer's bytes at most */
+ * counted it does not search again: its bytes in a memfd (fd: shared memory the daemon does
+ * not map, so not its heap's) when they fit rfs_kept_file_max(), else the store's ids of its
+ * rows in order (n of them). gen tells one kept answer from any other (never 0). All the
+ * kept answers' bytes together stay within twice that, all the ids within RFS_KEPT_ROWS_MAX:
+ * past either bound the older answers go (a reader holding one keeps it until its read is
+ * done), an answer goes when its size does, and every one when rows are rewritten. */
+#define RFS_KEPT_ROWS_MAX ((size_t)1 << 20)   /* ids kept at most, all lists together */
+#define RFS_KEPT_FILE_MAX ((int64_t)32 << 20) /* a kept answer's bytes at most */
 typedef struct rfs_kept_rows {
     int refs; /* guarded by the table's lock */
     uint64_t gen;
@@ -46,11 +46,12 @@ typedef struct rfs_kept_rows {
     size_t n;
     int64_t ids[];
 } rfs_kept_rows;
-/* An unlinked file for an answer's bytes, in $TMPDIR (else /tmp) as sort(1) keeps its
- * spills: its descriptor, or a negative errno. */
+/* RFS_KEPT_FILE_MAX, or less where RUNFS_KEPT_ANSWER_MAX says (0: no answer's bytes kept). */
+int64_t rfs_kept_file_max(void);
+/* A memfd for an answer's bytes: its descriptor, or a negative errno (-ENOSPC: none kept). */
 int rfs_kept_file_open(void);
 /* A kept answer of the bytes fd holds (the answer takes fd: closed when it is freed, or
- * here when out of memory), NULL when out of memory or over RFS_KEPT_FILE_MAX. */
+ * here when out of memory), NULL when out of memory or over rfs_kept_file_max(). */
 rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes);
 /* A list of room for n ids (refs 1, n set, no file, a fresh gen), NULL when out of memory
  * or over what the table would keep. */

@@ -87,12 +87,12 @@ static void test_kept_file_bound(void **state)
     assert_int_equal(rfs_sizes_new(&c), 0);
     rs_log_info t = {.exists = 1, .count = 1};
     int fd[3];
-    assert_null(rfs_kept_file_new(rfs_kept_file_open(), RFS_KEPT_FILE_MAX + 1));
-    rfs_sizes_put_rows(c, "0", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[0]));
-    rfs_sizes_put_rows(c, "1", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[1]));
+    assert_null(rfs_kept_file_new(rfs_kept_file_open(), rfs_kept_file_max() + 1));
+    rfs_sizes_put_rows(c, "0", &t, 1, answer(rfs_kept_file_max(), &fd[0]));
+    rfs_sizes_put_rows(c, "1", &t, 1, answer(rfs_kept_file_max(), &fd[1]));
     assert_true(is_open(fd[0]) && is_open(fd[1]));
     /* A third would pass the bound on all files: the older ones go, the newest stays. */
-    rfs_sizes_put_rows(c, "2", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[2]));
+    rfs_sizes_put_rows(c, "2", &t, 1, answer(rfs_kept_file_max(), &fd[2]));
     assert_false(is_open(fd[0]));
     assert_false(is_open(fd[1]));
     rfs_kept_rows *r = rfs_sizes_rows(c, "2", &t);
