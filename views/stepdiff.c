@@ -315,7 +315,7 @@ static int feed_facts(facts *f, const rfs_ev *ev, const rfs_call *answered)
 }
 
 /* One row: its step line's hash (the line itself is rendered again, from its row, only if
- * a hunk shows it: show_lines), its facts counted. raw and line are scratch. */
+ * a hunk shows it: show_run), its facts counted. raw and line are scratch. */
 static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
 {
     rfs_call *call = ev->kind == RFS_EV_RESULT ? rfs_calls_take(st->calls, ev) : NULL;
@@ -423,7 +423,7 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* The line of step i, rendered (show_lines) before. */
+/* The line of step i, rendered (show_run) before. */
 static rfs_span line_of(const steps *st, size_t i)
 {
     size_t lo = 0, hi = st->nshown;

@@ -462,8 +462,12 @@ static void test_struct_versions(void **state)
     /* a program built against an older version hands over a shorter struct: nothing past it
      * is read (ASan would say so) */
     const size_t sizes[] = {offsetof(rs_options, busy_notice), offsetof(rs_options, owners_apart),
-                            offsetof(rs_options, pin_file)};
-    for (unsigned int v = 1; v <= 3; v++) {
+                            offsetof(rs_options, pin_file),    offsetof(rs_options, progress),
+                            offsetof(rs_options, seal_key),    offsetof(rs_options, notice),
+                            offsetof(rs_options, cache_kib)};
+    _Static_assert(sizeof sizes / sizeof *sizes == RS_OPTIONS_VERSION - 1,
+                   "a size for every older version");
+    for (unsigned int v = 1; v < RS_OPTIONS_VERSION; v++) {
         unsigned char *old = malloc(sizes[v - 1]);
         assert_non_null(old);
         opt.version = v;
