@@ -15,10 +15,13 @@
 
 #define BLOCK 64
 /* Rows a column: the columns say where in the block a trigram is, so a term in 1-3% of the
- * rows (in most blocks) has its candidates in a tenth to a quarter of the rows, not most of
- * them. A document per SUB rows would say as much with eight times the documents. */
+ * rows (in most blocks) has its candidates in a twentieth to a tenth of the rows, not most
+ * of them: a phrase's windows meet in few columns where it is not, so its candidates are
+ * about the columns that hold it, four rows each (eight read twice the rows, for an index
+ * an eighth cheaper to build). A document per SUB rows would say as much with sixteen
+ * times the documents. */
 #define SUB SQ_SUB_ROWS
-#define LAYOUT 4
+#define LAYOUT 5
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */
 /* A document's rowid is the block's generation << 40 | blk: consecutive blocks of one
  * generation differ by 1, a one-byte delta in FTS5's lists. Blocks from BLK_MAX up are
@@ -30,10 +33,10 @@
 #define DENSE_MIN 64   /* indexed blocks below which the index always narrows */
 
 /* Made at the first search of a read-write store, and again when too many documents are
- * stale (layout 4: columns c0-c7 the windows of each eighth of a block's rows, a those in
- * most eighths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped and
- * made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
- * column a block, detail=none, which named whole blocks). The table is contentless: FTS5 of
+ * stale (layout 5: columns c0-c15 the windows of each sixteenth of a block's rows, a those
+ * in many sixteenths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped
+ * and made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
+ * column a block, detail=none, which named whole blocks; 4 a column an eighth). The table is contentless: FTS5 of
  * Debian 12 (3.40) cannot delete from one without the text it was given, so a block is
  * dropped by raising its generation (runfs_search_gen) and its old document stays behind,
  * naming it for more trigrams than it has, which only adds candidates. An update or delete
@@ -48,7 +51,8 @@ static const char search_schema[] =
     "DROP TABLE IF EXISTS runfs_search_gen;\n"
     "DROP TRIGGER IF EXISTS runfs_search_update;\n"
     "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
-    "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, a, "
+    "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, "
+    "c10, c11, c12, c13, c14, c15, a, "
     "tokenize = 'runfs_trigram', content = '', columnsize = 0, detail = column);\n"
     "INSERT INTO runfs_search (runfs_search, rank) VALUES ('automerge', 16);\n"
     "CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);\n"
@@ -56,7 +60,7 @@ static const char search_schema[] =
     "DELETE FROM runfs_search_dirty;\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0);\n"
-    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 4);\n";
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 5);\n";
 
 /* The triggers that mark blocks, made with the index and again where an older build's
  * could fail another writer's statement (schema.sql.h, rs_schema_stale_triggers_sql): no
@@ -136,8 +140,9 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     if (rc)
         return rc;
     if ((rc = sq_stmt_get(b,
-                          "INSERT INTO runfs_search (rowid, c0, c1, c2, c3, c4, c5, c6, c7, a) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                          "INSERT INTO runfs_search (rowid, c0, c1, c2, c3, c4, c5, c6, c7, c8, "
+                          "c9, c10, c11, c12, c13, c14, c15, a) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                          "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                           &ins, err))) {
         sq_stmt_done(b, st);
         return rc;
@@ -354,7 +359,7 @@ static int match_expr(const rs_search *q, rs_buf *out)
 
 /* The candidate columns of the indexed blocks as bits (bit c of byte c / 8: rows c * SUB + 1
  * to c * SUB + SUB), those of documents where every trigram of expr is in one column and
- * every column of a dirty block; *n how many. */
+ * every column of a dirty block (-1: every bit); *n how many. */
 static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits, int64_t *n,
                      rs_err *err)
 {
@@ -367,7 +372,7 @@ static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits
     sqlite3_stmt *st;
     int rc = sq_stmt_get(b,
                          "SELECT rowid & " BLK_SQL ", runfs_subs(runfs_search) FROM runfs_search "
-                         "WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 FROM "
+                         "WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 FROM "
                          "runfs_search_dirty",
                          &st, err);
     if (rc)
@@ -443,13 +448,14 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
              ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
                                         " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
              : (rc = rs_buf_addstr(
-                    sql, "WITH k (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7)) "
-                         "SELECT " SQ_ROW_COLUMNS
-                         " FROM run_events e WHERE e.id IN (SELECT f.blk * 64 + s.k * 8 + r.k + 1 "
+                    sql, "WITH s (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), "
+                         "(10), (11), (12), (13), (14), (15)), r (k) AS (VALUES (0), (1), (2), "
+                         "(3)) SELECT " SQ_ROW_COLUMNS
+                         " FROM run_events e WHERE e.id IN (SELECT f.blk * 64 + s.k * 4 + r.k + 1 "
                          "FROM (SELECT rowid & " BLK_SQL " AS blk, runfs_subs(runfs_search) AS m "
-                         "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 "
-                         "FROM runfs_search_dirty) f CROSS JOIN k s CROSS JOIN k r WHERE "
-                         "f.m >> s.k & 1 AND f.blk * 64 + s.k * 8 + r.k + 1 <= ?2 UNION ALL SELECT "
+                         "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 "
+                         "FROM runfs_search_dirty) f CROSS JOIN s CROSS JOIN r WHERE "
+                         "f.m >> s.k & 1 AND f.blk * 64 + s.k * 4 + r.k + 1 <= ?2 UNION ALL SELECT "
                          "id FROM run_events WHERE id > ?2)"))) ||
         (thread_id &&
          (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
