@@ -324,6 +324,22 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   assert_equal "$(printf '%s\n' "$output" | grep -c .)" 4
 }
 
+@test "search: matches past what a search holds in memory are answered whole, in order" {
+  skip_on_pg "SQLite's search holds its matches"
+  # 24,000 rows; every 16th holds the term and 12 KB besides: its candidates are a quarter
+  # of the index's columns, read in id order and held, and their 18 MB pass the 16 MiB a
+  # search holds, so it gives up and walks the thread index instead. Threads interleave by
+  # id, so the answer's order is not the rows' ids'.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 24000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-held-' || (x % 3), 'run-1', NULL, 'llm.error', 'trace',
+      CASE WHEN x % 16 = 0 THEN 'heldfall ' || x || ' ' || hex(zeroblob(6000)) ELSE 'other ' || x END,
+      '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  check "$MNT" 'heldfall'
+  run store_sql "SELECT count(*) FROM run_events WHERE content LIKE 'heldfall %'"
+  assert_output 1500
+}
+
 @test "search: bad queries are EINVAL or ENAMETOOLONG, with the reason in rejects.jsonl" {
   run cat "$MNT/search/\"unbalanced quote"
   assert_failure
