@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ops_int.h"
+#include "search_view.h"
 #include "rs_util.h"
 
 rfs_mount *rfs_mount_of(fuse_req_t req)
@@ -238,8 +239,10 @@ void rfs_fill_attr(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint64
     a->st_gid = m->opt.user_from_uid ? fuse_req_ctx(req)->gid : (gid_t)m->opt.gid;
     a->st_size = st->size;
     /* A run's log takes one transaction per write(): its preferred write is the largest
-     * request the mount takes (op_init's max_write), so cat, cp and dd write that much. */
-    a->st_blksize = n->kind == RFS_R_EVENTS ? RFS_MAX_WRITE : 4096;
+     * request the mount takes (op_init's max_write), so cat, cp and dd write that much. A
+     * search's answer is read as much at a time (a request each, not eight): each read is
+     * a reply of the bytes its stat kept, or a search resumed. */
+    a->st_blksize = n->kind == RFS_R_EVENTS || rfs_search_is_result(n->kind) ? RFS_MAX_WRITE : 4096;
     a->st_blocks = (st->size + 511) / 512;
     a->st_mtim.tv_sec = st->mtime_ns / 1000000000LL;
     a->st_mtim.tv_nsec = st->mtime_ns % 1000000000LL;

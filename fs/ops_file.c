@@ -15,6 +15,7 @@
 #include "pending.h"
 #include "receipt.h"
 #include "search_view.h"
+#include "sizes.h"
 #include "rs_util.h"
 
 #define PUSH_BEHIND (1024 * 1024) /* more than the readahead requests in flight */
@@ -735,6 +736,10 @@ static int redact_line(rfs_mount *m, rfs_handle *h, const char *line, size_t len
     rs_target t = {
         .thread_id = h->node->thread_id, .run_id = h->node->run_id, .user = handle_user(m, h)};
     rc = rs_store_redact_line(s, &t, line, len, NULL, NULL, err);
+    /* The search answers the mount keeps may hold the old bytes: they go now. */
+    int64_t rewrites;
+    if (!rc && rs_store_rewrites(s, &rewrites) == 0)
+        rfs_sizes_rewrites(m->sizes, rewrites);
     rfs_pool_put(m, s);
     if (!rc)
         rfs_hub_committed(m, h->node->thread_id, h->node->run_id);
@@ -899,14 +904,15 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
         rfs_pool_put(m, s);
     }
     /* A search's read, when slow (as a stat's sizing is): whether it passed over the
-     * candidates again or read only the rows its stat kept. */
+     * candidates again, read only the rows its stat kept, or the bytes it kept. */
     int64_t took = rs_clock_ns(CLOCK_MONOTONIC) - start;
     int from = !rc && h->kind == H_READ ? rfs_reader_search_from(h->reader) : 0;
     rs_buf path = RS_BUF_INIT;
     if (from != RFS_SEARCH_FROM_NONE && took >= m->slow_ns && rfs_node_path(h->node, &path) == 0)
         rfs_log("read %s at %lld in %.1f s: %s", path.buf, (long long)off, (double)took / 1e9,
-                from == RFS_SEARCH_FROM_KEPT ? "the rows its stat kept"
-                                             : "searched (no rows kept from its stat)");
+                from == RFS_SEARCH_FROM_FILE   ? "the answer its stat kept"
+                : from == RFS_SEARCH_FROM_KEPT ? "the rows its stat kept"
+                                               : "searched (no rows kept from its stat)");
     rs_buf_release(&path);
     pthread_mutex_unlock(&h->lock);
     /* Read before the reply: once it is sent, the handle may be released and freed. */

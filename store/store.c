@@ -34,6 +34,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rs_options, seal_key);
     if (version == 6)
         return offsetof(rs_options, notice);
+    if (version == 7)
+        return offsetof(rs_options, cache_kib);
     return sizeof(rs_options);
 }
 

@@ -1,9 +1,11 @@
 /* search_view.c — rendering a search: the scope a node names (the caller's owner and the mount's
  * thread), the store's matching records, their canonical lines in order (or, with by:run, a
- * line per matching run), a page at a time; its size kept until the rows change. */
+ * line per matching run), a page at a time; its size kept until the rows change, and with it
+ * the answer its count met (its bytes in a file, or its rows' ids: sizes.h bounds both). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "search_view.h"
 #include "sizes.h"
@@ -66,6 +68,53 @@ static void row_ids_add(row_ids *r, int64_t id)
         return;
     }
     r->v[r->n++] = id;
+}
+
+/* The answer's bytes as its count meets them, written to an unlinked file a chunk at a time
+ * while they stay within RFS_KEPT_FILE_MAX (then, or when a write fails, none: fd -1). */
+#define FILE_CHUNK ((size_t)1 << 20)
+typedef struct answer_file {
+    int fd;
+    int64_t bytes;
+    rs_buf chunk;
+} answer_file;
+
+static void file_drop(answer_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    rs_buf_release(&f->chunk);
+}
+
+static void file_flush(answer_file *f)
+{
+    size_t at = 0;
+    while (f->fd >= 0 && at < f->chunk.len) {
+        ssize_t k = write(f->fd, f->chunk.buf + at, f->chunk.len - at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        /* A full disk: the ids are kept instead. */
+        if (k <= 0) {
+            file_drop(f);
+            return;
+        }
+        at += (size_t)k;
+    }
+    rs_buf_reset(&f->chunk);
+}
+
+static void file_add(answer_file *f, const char *p, size_t len)
+{
+    if (!f || f->fd < 0)
+        return;
+    if (f->bytes + (int64_t)len > RFS_KEPT_FILE_MAX || rs_buf_add(&f->chunk, p, len)) {
+        file_drop(f);
+        return;
+    }
+    f->bytes += (int64_t)len;
+    if (f->chunk.len >= FILE_CHUNK)
+        file_flush(f);
 }
 
 /* The answer as pieces in order: a matching line each, or with by:run a thread's run lines
@@ -212,9 +261,10 @@ static void answer_close(answer *a)
     free(a->runs);
 }
 
-/* The exact size: every piece counted, one pass; the ids of its rows in ids when not NULL. */
+/* The exact size: every piece counted, one pass; the ids of its rows in ids and its bytes in
+ * file when not NULL. */
 static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
-                       int64_t *size, row_ids *ids, rs_err *err)
+                       int64_t *size, row_ids *ids, answer_file *file, rs_err *err)
 {
     answer a;
     int rc = answer_open(&a, s, sc, n, q, NULL, 0, err);
@@ -225,6 +275,7 @@ static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_s
     a.ids = ids;
     while (!rc && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
         *size += (int64_t)len;
+        file_add(file, p, len);
         rc = 0;
     }
     answer_close(&a);
@@ -239,6 +290,8 @@ static int size_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf 
 {
     int64_t rewrites = 0;
     int rc = rs_store_rewrites(s, &rewrites) ? -EIO : rfs_node_path(n, key);
+    if (!rc && sc->sizes)
+        rfs_sizes_rewrites(sc->sizes, rewrites);
     if (!rc)
         rc = rs_buf_addf(key, "\n%s\n%s\n%lld", sc->user ? sc->user : "",
                          sc->only_thread ? sc->only_thread : "", (long long)rewrites);
@@ -269,14 +322,25 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     } else if (sized == 1) {
         st->unsized = 1;
     } else {
-        /* The rows counted are kept with the size: the read after this stat (cat) reads
-         * them alone, with no second pass over the candidates. */
+        /* The answer counted is kept with the size: the read after this stat (cat) reads
+         * its bytes, or failing those (too large) its rows alone, with no second pass over
+         * the candidates. */
         row_ids ids = {0};
         int keep = sc->sizes && key.len;
-        rc = answer_size(s, sc, n, q, &st->size, keep ? &ids : NULL, err);
-        rfs_kept_rows *rows = !rc && keep && !ids.over ? rfs_kept_rows_new(ids.n) : NULL;
-        if (rows && ids.n)
+        answer_file file = {.fd = keep ? rfs_kept_file_open() : -1, .chunk = RS_BUF_INIT};
+        if (file.fd < 0)
+            file.fd = -1;
+        rc = answer_size(s, sc, n, q, &st->size, keep ? &ids : NULL, &file, err);
+        if (!rc)
+            file_flush(&file);
+        rfs_kept_rows *rows = NULL;
+        if (!rc && file.fd >= 0 && file.bytes == st->size) {
+            rows = rfs_kept_file_new(file.fd, file.bytes);
+            file.fd = -1;
+        }
+        if (!rows && !rc && keep && !ids.over && (rows = rfs_kept_rows_new(ids.n)) && ids.n)
             memcpy(rows->ids, ids.v, ids.n * sizeof *ids.v);
+        file_drop(&file);
         free(ids.v);
         if (!rc && keep)
             rfs_sizes_put_rows(sc->sizes, key.buf, &token, st->size, rows);
@@ -326,6 +390,29 @@ static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node
     return rows;
 }
 
+/* Up to size bytes of the kept answer's from off (fewer only at its end) appended to out. */
+static int kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out)
+{
+    if (off >= k->bytes)
+        return 0;
+    if ((int64_t)size > k->bytes - off)
+        size = (size_t)(k->bytes - off);
+    int rc = rs_buf_grow(out, size);
+    size_t got = 0;
+    while (!rc && got < size) {
+        ssize_t r = pread(k->fd, out->buf + out->len + got, size - got, off + (int64_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = r < 0 ? -errno : -EIO;
+        else
+            got += (size_t)r;
+    }
+    if (!rc)
+        rs_buf_setlen(out, out->len + size);
+    return rc;
+}
+
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
                     int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
@@ -337,9 +424,25 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int rc = rs_search_parse(&q, n->name, err);
     if (rc)
         return rc;
-    /* The rows a stat counted at this version, where the mount keeps them: read from
-     * where this reader is in them (its last read was of them), with no match. */
+    /* The answer a stat counted at this version, where the mount keeps it: its bytes read
+     * at any offset, or its rows read from where this reader is in them (its last read was
+     * of them), with no match. */
     rfs_kept_rows *rows = kept_rows(s, sc, n);
+    if (rows && rows->fd >= 0) {
+        size_t had = out->len;
+        rc = kept_pread(rows, off, size, out);
+        rfs_sizes_rows_done(sc->sizes, rows);
+        rs_search_free(q);
+        if (rc)
+            return rs_err_set(err, rc, "cannot read the kept answer");
+        /* Where the bytes end is no row's end the store could resume after. */
+        *pos = (rfs_search_pos){
+            .off = off + (int64_t)(out->len - had), .in_file = 1, .from = RFS_SEARCH_FROM_FILE};
+        return 0;
+    }
+    /* The kept bytes are gone: the answer read from its start, to off. */
+    if (pos->in_file)
+        *pos = (rfs_search_pos){0};
     size_t start = 0;
     if (rows && pos->off > 0 && (pos->rows_gen != rows->gen || pos->rows_at > rows->n)) {
         rfs_sizes_rows_done(sc->sizes, rows);

@@ -25,12 +25,14 @@ typedef struct rfs_search_pos {
     char thread[RS_ID_MAX + 1];
     uint64_t rows_gen; /* the kept rows (sizes.h) the last read was of (0: none) ... */
     size_t rows_at;    /* ... and how many of them the bytes before off hold */
+    int in_file;       /* off lies in a kept answer's bytes (no row's end: seq, thread unset) */
     int from;          /* what the last read read: RFS_SEARCH_FROM_... */
 } rfs_search_pos;
 
 /* A read of a search result read nothing from the store (its bytes were at hand), searched
- * it (no rows were kept from the stat that counted the answer), or read the kept rows. */
-enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT };
+ * it (no answer was kept from the stat that counted it), read the kept rows, or read the
+ * kept answer's bytes (no store at all). */
+enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT, RFS_SEARCH_FROM_FILE };
 
 /* Append up to size bytes of node n's result from offset off to out (fewer only at its end),
  * rendered from the store after pos (from the start when off lies before it); pos moves to

@@ -1,9 +1,11 @@
 /* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "otel.h"
 #include "sizes.h"
@@ -13,6 +15,7 @@
 #define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 #define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
+#define FILES_MAX (2 * RFS_KEPT_FILE_MAX) /* kept answers' file bytes (then the others' go) */
 
 typedef struct entry {
     rs_log_info token;
@@ -27,7 +30,9 @@ struct rfs_sizes {
     pthread_mutex_t lock; /* guards map, doc_bytes and every entry */
     rs_map map;           /* entry pointers by key */
     size_t doc_bytes;
-    size_t rows_bytes; /* of the rows entries hold */
+    size_t rows_bytes;  /* of the rows entries hold */
+    int64_t file_bytes; /* of the answers' files entries hold */
+    int64_t rewrites;   /* the store's rewrites count the kept answers are of */
 };
 
 static uint64_t key_hash(const void *ctx, const void *key)
@@ -62,15 +67,20 @@ int rfs_sizes_new(rfs_sizes **out)
 
 static void rows_release(rfs_kept_rows *r)
 {
-    if (r && --r->refs == 0)
-        free(r);
+    if (!r || --r->refs)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r);
 }
 
 /* Under c->lock. */
 static void rows_drop(rfs_sizes *c, entry *e)
 {
-    if (e->rows)
+    if (e->rows) {
         c->rows_bytes -= e->rows->n * sizeof *e->rows->ids;
+        c->file_bytes -= e->rows->fd >= 0 ? e->rows->bytes : 0;
+    }
     rows_release(e->rows);
     e->rows = NULL;
 }
@@ -86,6 +96,7 @@ static void clear(rfs_sizes *c)
     }
     rs_map_clear(&c->map);
     c->doc_bytes = c->rows_bytes = 0;
+    c->file_bytes = 0;
 }
 
 void rfs_sizes_free(rfs_sizes *c)
@@ -211,17 +222,59 @@ void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token
     pthread_mutex_unlock(&c->lock);
 }
 
-rfs_kept_rows *rfs_kept_rows_new(size_t n)
+static uint64_t kept_gen(void)
 {
     static atomic_uint_fast64_t gens;
+    return atomic_fetch_add(&gens, 1) + 1;
+}
+
+rfs_kept_rows *rfs_kept_rows_new(size_t n)
+{
     if (n > ROWS_MAX / sizeof(int64_t))
         return NULL;
     rfs_kept_rows *r = malloc(sizeof *r + n * sizeof *r->ids);
     if (!r)
         return NULL;
     r->refs = 1;
-    r->gen = atomic_fetch_add(&gens, 1) + 1;
+    r->gen = kept_gen();
+    r->fd = -1;
+    r->bytes = 0;
     r->n = n;
+    return r;
+}
+
+int rfs_kept_file_open(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    /* A file system without O_TMPFILE: a named file, unlinked at once. */
+    rs_buf path = RS_BUF_INIT;
+    if (rs_buf_addf(&path, "%s/runfs-answer-XXXXXX", dir))
+        return -ENOMEM;
+    fd = mkostemp(path.buf, O_CLOEXEC);
+    int rc = fd < 0 ? -errno : 0;
+    if (fd >= 0)
+        unlink(path.buf);
+    rs_buf_release(&path);
+    return rc ? rc : fd;
+}
+
+rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes)
+{
+    rfs_kept_rows *r = bytes <= RFS_KEPT_FILE_MAX ? malloc(sizeof *r) : NULL;
+    if (!r) {
+        close(fd);
+        return NULL;
+    }
+    r->refs = 1;
+    r->gen = kept_gen();
+    r->fd = fd;
+    r->bytes = bytes;
+    r->n = 0;
     return r;
 }
 
@@ -233,6 +286,9 @@ rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *
     if (e && e->rows && same_token(&e->token, token)) {
         r = e->rows;
         r->refs++;
+    } else if (e) {
+        /* The answer of an earlier version: its file's bytes go now, not at the next stat. */
+        rows_drop(c, e);
     }
     pthread_mutex_unlock(&c->lock);
     return r;
@@ -245,18 +301,31 @@ void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows)
     pthread_mutex_unlock(&c->lock);
 }
 
+void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites)
+{
+    pthread_mutex_lock(&c->lock);
+    if (rewrites != c->rewrites) {
+        size_t pos = 0;
+        for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
+            rows_drop(c, (entry *)o);
+        c->rewrites = rewrites;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
                         rfs_kept_rows *rows)
 {
     size_t bytes = rows ? rows->n * sizeof *rows->ids : 0;
+    int64_t file = rows && rows->fd >= 0 ? rows->bytes : 0;
     pthread_mutex_lock(&c->lock);
     put(c, key, token, size, NULL);
     entry *e = (entry *)rs_map_find(&c->map, key);
     if (e && rows)
         rows_drop(c, e);
-    /* The newest answer's rows stay; older answers' go when together they would pass the
-     * bound (a reader holding them keeps them until it is done). */
-    if (e && rows && c->rows_bytes + bytes > ROWS_MAX) {
+    /* The newest answer stays; older answers go when together they would pass a bound (a
+     * reader holding one keeps it until it is done). */
+    if (e && rows && (c->rows_bytes + bytes > ROWS_MAX || c->file_bytes + file > FILES_MAX)) {
         size_t pos = 0;
         for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
             rows_drop(c, (entry *)o);
@@ -264,6 +333,7 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
     if (e && rows) {
         e->rows = rows;
         c->rows_bytes += bytes;
+        c->file_bytes += file;
         rows = NULL;
     }
     rows_release(rows);

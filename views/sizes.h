@@ -29,25 +29,41 @@ rfs_otel_marks *rfs_sizes_marks(rfs_sizes *c, const char *key, const rs_log_info
 void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
                          rfs_otel_marks *marks);
 
-/* The store's ids of a search answer's rows in its order (search_view.c), kept beside its
- * size so that the read after the stat that counted them reads those rows only. gen tells
- * one kept list from any other (never 0). */
-#define RFS_KEPT_ROWS_MAX ((size_t)1 << 20) /* ids kept at most, all lists together */
+/* A search answer kept beside its size (search_view.c) so that the read after the stat that
+ * counted it does not search again: its bytes in an unlinked temporary file (fd; page cache
+ * and disk, not the daemon's memory) when they fit RFS_KEPT_FILE_MAX, else the store's ids of
+ * its rows in order (n of them). gen tells one kept answer from any other (never 0). All the
+ * kept files together stay within 2 * RFS_KEPT_FILE_MAX bytes, all the ids within
+ * RFS_KEPT_ROWS_MAX: past either bound the older answers go (a reader holding one keeps it
+ * until its read is done), and an answer goes when its size does. */
+#define RFS_KEPT_ROWS_MAX ((size_t)1 << 20)    /* ids kept at most, all lists together */
+#define RFS_KEPT_FILE_MAX ((int64_t)256 << 20) /* a kept answer's bytes at most */
 typedef struct rfs_kept_rows {
     int refs; /* guarded by the table's lock */
     uint64_t gen;
+    int fd;        /* the answer's bytes (-1: its rows' ids instead) */
+    int64_t bytes; /* ... how many */
     size_t n;
     int64_t ids[];
 } rfs_kept_rows;
-/* A list of room for n ids (refs 1, n set, a fresh gen), NULL when out of memory or over
- * what the table would keep. */
+/* An unlinked file for an answer's bytes, in $TMPDIR (else /tmp) as sort(1) keeps its
+ * spills: its descriptor, or a negative errno. */
+int rfs_kept_file_open(void);
+/* A kept answer of the bytes fd holds (the answer takes fd: closed when it is freed, or
+ * here when out of memory), NULL when out of memory or over RFS_KEPT_FILE_MAX. */
+rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes);
+/* A list of room for n ids (refs 1, n set, no file, a fresh gen), NULL when out of memory
+ * or over what the table would keep. */
 rfs_kept_rows *rfs_kept_rows_new(size_t n);
-/* The rows kept beside key's size at token, retained (give back with rfs_sizes_rows_done),
- * or NULL. */
+/* The answer kept beside key's size at token, retained (give back with
+ * rfs_sizes_rows_done), or NULL; one kept at another token is dropped. */
 rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *token);
 void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows);
-/* Keep size as rfs_sizes_put does and rows beside it (the table takes the caller's
- * reference; NULL: none), within a bound on all kept rows (past it, the others' go). */
+/* The store's count of rewrites (redactions, foreign updates and deletes) now: when it moved
+ * since the last call every kept answer goes, so none keeps a redacted line's old bytes. */
+void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites);
+/* Keep size as rfs_sizes_put does and the answer beside it (the table takes the caller's
+ * reference; NULL: none), within the bounds on all kept answers (past one, the others go). */
 void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
                         rfs_kept_rows *rows);
 

@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
+/* SHA-256's own functions, deprecated in OpenSSL 3 for EVP's: EVP's first fetch starts its
+ * provider and reads openssl.cnf, about 2 MiB more resident and a millisecond more at every
+ * diff that hashes a line (its hunks' lines are checked), for the same block functions. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include "myers.h"
 #include "stats.h"
@@ -190,13 +194,20 @@ static int raw_step(rs_buf *raw, const rfs_ev *ev, const char *call_name)
  * is beyond reach. */
 #define HASH_LEN 16
 
+/* A step as the kept bytes hold it. One per step of both runs, so nothing more: where a
+ * line is rendered is in steps.shown, for the few the hunks show. */
 typedef struct step {
     unsigned char hash[HASH_LEN];
     int64_t seq;
-    size_t start; /* its line in steps.text */
-    uint32_t len; /* NO_LINE: not rendered (only the lines the hunks show are) */
 } step;
-#define NO_LINE UINT32_MAX
+
+/* A line a hunk shows, rendered from its row (only those are): in steps.shown, by step. */
+typedef struct shown {
+    size_t step, start; /* start: in steps.text */
+    size_t len;
+} shown;
+
+_Static_assert(sizeof(step) == HASH_LEN + 8, "a kept step is its hash and its seq");
 
 /* A tool result's step: the call it answers (the result's line names the call's tool). */
 typedef struct answer {
@@ -216,6 +227,8 @@ typedef struct steps {
     rs_log_info info;
     int64_t rewrites; /* -1: not known (nothing is kept) */
     rs_buf text;      /* the lines the hunks show, one after another */
+    shown *shown;     /* ... in step order */
+    size_t nshown, shown_cap;
     step *at;
     size_t n, cap;
     answer *ans;
@@ -225,8 +238,6 @@ typedef struct steps {
     int from_rows;    /* steps were read (or added) from rows: keep them */
     int no_place;     /* the store has no runfs_steps: a command (io->keep) keeps nothing */
     rs_store *s;      /* the connection rows are read on */
-    EVP_MD *md;       /* SHA-256 and its context, at the first line hashed (step_hash) */
-    EVP_MD_CTX *md_ctx;
 } steps;
 
 static void steps_release(steps *st)
@@ -235,8 +246,7 @@ static void steps_release(steps *st)
     rs_buf_release(&st->f.status);
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
-    EVP_MD_CTX_free(st->md_ctx);
-    EVP_MD_free(st->md);
+    free(st->shown);
     free(st->at);
     free(st->ans);
 }
@@ -245,6 +255,7 @@ static void steps_release(steps *st)
 static int steps_reset(steps *st)
 {
     rs_buf_reset(&st->text);
+    st->nshown = 0;
     rs_buf_reset(&st->f.status);
     rfs_map_free(st->f.tools);
     rfs_calls_free(st->calls);
@@ -257,19 +268,14 @@ static int steps_reset(steps *st)
     return 0;
 }
 
-/* SHA-256 through a digest fetched once per run and a context per run: OpenSSL 3's
- * one-shot SHA256() looks the algorithm up at every call, under a lock (a fifth of a
- * diff's CPU, perf). Fetched at the first line hashed, not before: OpenSSL's first fetch
- * starts its provider (most of a millisecond), which a diff of kept runs that shows no
- * line never needs. Each run its own, as b may be read on a thread of its own. */
-static int step_hash(steps *st, const char *p, size_t n, unsigned char *out)
+/* SHA-256 by its own functions (see the includes), not OpenSSL 3's one-shot SHA256(), which
+ * looks the algorithm up at every call, under a lock (a fifth of a diff's CPU, perf). The
+ * context is the caller's stack's: b may be read on a thread of its own. */
+static int step_hash(const char *p, size_t n, unsigned char *out)
 {
-    unsigned char h[EVP_MAX_MD_SIZE];
-    if (!st->md_ctx &&
-        (!(st->md = EVP_MD_fetch(NULL, "SHA256", NULL)) || !(st->md_ctx = EVP_MD_CTX_new())))
-        return -ENOMEM;
-    if (!EVP_DigestInit_ex(st->md_ctx, st->md, NULL) || !EVP_DigestUpdate(st->md_ctx, p, n) ||
-        !EVP_DigestFinal_ex(st->md_ctx, h, NULL))
+    unsigned char h[SHA256_DIGEST_LENGTH];
+    SHA256_CTX ctx;
+    if (!SHA256_Init(&ctx) || !SHA256_Update(&ctx, p, n) || !SHA256_Final(h, &ctx))
         return -EIO;
     memcpy(out, h, HASH_LEN);
     return 0;
@@ -329,8 +335,8 @@ static int read_step(steps *st, const rfs_ev *ev, rs_buf *raw, rs_buf *line)
         rc = rs_array_grow(&st->at, &st->cap, st->n + 1, sizeof *st->at);
     if (!rc) {
         step *p = &st->at[st->n++];
-        *p = (step){.seq = ev->rec->seq, .len = NO_LINE};
-        rc = step_hash(st, line->buf, line->len, p->hash);
+        p->seq = ev->rec->seq;
+        rc = step_hash(line->buf, line->len, p->hash);
     }
     return rc;
 }
@@ -353,6 +359,19 @@ static int steps_open(rs_store *s, steps *st, rs_err *err)
     return 0;
 }
 
+/* Room for n steps, no more (rs_array_grow's doubling would waste up to half of it). */
+static int steps_size(steps *st, size_t n)
+{
+    if (n <= st->cap)
+        return 0;
+    step *p = n <= SIZE_MAX / sizeof *p ? realloc(st->at, n * sizeof *p) : NULL;
+    if (!p)
+        return -ENOMEM;
+    st->at = p;
+    st->cap = n;
+    return 0;
+}
+
 /* Rows after seq after (0: all) read into st. */
 static int read_rows(steps *st, int64_t after, rs_err *err)
 {
@@ -363,9 +382,8 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
     q.run_id = t->run_id;
     q.user = t->user;
     q.after_seq = after;
-    /* The array grows once, to the count the run's info gave. */
-    if (!after && st->info.count > 0 &&
-        rs_array_grow(&st->at, &st->cap, (size_t)st->info.count, sizeof *st->at))
+    /* The array is made once, of the count the run's info gave. */
+    if (!after && st->info.count > 0 && steps_size(st, (size_t)st->info.count))
         return rs_err_set(err, -ENOMEM, "out of memory");
     rs_cursor *c;
     int rc = rs_store_query(st->s, &q, &c, err);
@@ -405,9 +423,19 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* The line of step i, rendered (show_lines) before. */
 static rfs_span line_of(const steps *st, size_t i)
 {
-    return (rfs_span){st->text.buf + st->at[i].start, st->at[i].len};
+    size_t lo = 0, hi = st->nshown;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->shown[mid].step < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const shown *l = &st->shown[lo];
+    return (rfs_span){st->text.buf + l->start, l->len};
 }
 
 /* ---- kept steps (rs_store_steps_get/_put) ---- */
@@ -477,10 +505,8 @@ static int kept_write(const steps *st, rs_buf *b)
             rc = put64(b, c->index);
     if (!rc && !(rc = put64(b, (int64_t)st->nans)))
         rc = rs_buf_add(b, st->ans, st->nans * sizeof *st->ans);
-    for (size_t i = 0; !rc && i < st->n; i++)
-        if (!(rc = rs_buf_add(b, st->at[i].hash, HASH_LEN)))
-            rc = put64(b, st->at[i].seq);
-    return rc;
+    /* Each step's hash then its seq: the bytes of a step. */
+    return rc ? rc : rs_buf_add(b, st->at, st->n * sizeof *st->at);
 }
 
 typedef struct kept_in {
@@ -618,16 +644,10 @@ static int kept_read(steps *st, const rs_buf *b, rs_err *err)
     if (v)
         memcpy(st->ans, p, (size_t)v * sizeof(answer));
     st->nans = (size_t)v;
-    if ((uint64_t)(in.end - in.p) != (uint64_t)n * (HASH_LEN + 8) ||
-        rs_array_grow(&st->at, &st->cap, (size_t)count, sizeof *st->at))
+    if ((uint64_t)(in.end - in.p) != (uint64_t)n * sizeof(step) || steps_size(st, (size_t)count))
         return -ESTALE;
-    for (int64_t i = 0; i < n; i++) {
-        step *s = &st->at[i];
-        memcpy(s->hash, in.p, HASH_LEN);
-        memcpy(&s->seq, in.p + HASH_LEN, 8);
-        s->len = NO_LINE;
-        in.p += HASH_LEN + 8;
-    }
+    if (n)
+        memcpy(st->at, in.p, (size_t)n * sizeof(step));
     st->n = (size_t)n;
     /* Grown since: the new rows only, which must make up the run's count. */
     if (n < count && !(rc = read_rows(st, last, err)) && (int64_t)st->n != count)
@@ -651,101 +671,195 @@ static int steps_kept(steps *st, rs_err *err)
     return rc ? rs_err_set(err, rc, "out of memory") : 0;
 }
 
-typedef struct call_want {
-    int64_t index;
-    rs_buf *name;
-    int found;
-} call_want;
+/* The tools of the calls of the model events read with a run's shown rows, in (seq, index)
+ * order (rows come in seq order, calls in index order). */
+typedef struct shown_calls {
+    struct shown_call {
+        int64_t seq, index;
+        size_t at, len; /* its name in names */
+    } * call;
+    size_t n, cap;
+    rs_buf names;
+} shown_calls;
 
-static int take_name(void *ctx, rfs_call *call)
+static int shown_call_add(void *ctx, rfs_call *call)
 {
-    call_want *w = ctx;
-    if (call->index == w->index && !w->found) {
-        w->found = 1;
-        rs_buf_reset(w->name);
-        int rc = rs_buf_addstr(w->name, call->name);
-        if (rc)
-            return rc;
+    shown_calls *h = ctx;
+    size_t len = strlen(call->name);
+    int rc = rs_array_grow(&h->call, &h->cap, h->n + 1, sizeof *h->call);
+    if (!rc) {
+        h->call[h->n++] = (struct shown_call){call->seq, call->index, h->names.len, len};
+        rc = rs_buf_add(&h->names, call->name, len);
     }
-    return 1;
+    return rc ? rc : 1; /* 1: not kept waiting (st->calls is the run's last) */
 }
 
-/* The name of the call a kept result answered, from its model event. */
-static int call_name(steps *st, const answer *a, rs_buf *name, rs_err *err)
+/* The name of the call a answered into name; -ESTALE when its model event did not have it. */
+static int answer_name(const shown_calls *h, const answer *a, rs_buf *name)
 {
-    call_want w = {a->index, name, 0};
-    rs_cursor *c;
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct shown_call *c = &h->call[mid];
+        if (c->seq < a->seq || (c->seq == a->seq && c->index < a->index))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == h->n || h->call[lo].seq != a->seq || h->call[lo].index != a->index)
+        return -ESTALE;
+    rs_buf_reset(name);
+    return rs_buf_add(name, h->names.buf + h->call[lo].at, h->call[lo].len);
+}
+
+/* The first answer of a step at or after step i. */
+static size_t answer_from(const steps *st, size_t i)
+{
+    size_t lo = 0, hi = st->nans;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->ans[mid].step < (int64_t)i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Steps from..to of a run, that a hunk shows. */
+typedef struct span {
+    size_t from, to;
+} span;
+
+static int cmp_seq(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The seqs of the rows the spans' lines are rendered from: their steps' and the model
+ * events their results answer, ascending, each once. */
+static int wanted_seqs(const steps *st, const span *sp, size_t n, int64_t **out, size_t *count)
+{
+    size_t cap = 0, m = 0;
+    int64_t *w = NULL;
+    int rc = 0;
+    for (size_t s = 0; !rc && s < n; s++) {
+        size_t k = answer_from(st, sp[s].from);
+        for (size_t i = sp[s].from; !rc && i < sp[s].to; i++) {
+            if (!(rc = rs_array_grow(&w, &cap, m + 1, sizeof *w)))
+                w[m++] = st->at[i].seq;
+            for (; !rc && k < st->nans && st->ans[k].step == (int64_t)i; k++)
+                if (!(rc = rs_array_grow(&w, &cap, m + 1, sizeof *w)))
+                    w[m++] = st->ans[k].seq;
+        }
+    }
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    if (m)
+        qsort(w, m, sizeof *w, cmp_seq);
+    size_t u = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!u || w[u - 1] != w[i])
+            w[u++] = w[i];
+    *out = w;
+    *count = u;
+    return 0;
+}
+
+/* Where show_run is: the span and step whose row comes next, the answer to look at. */
+typedef struct show_at {
+    const span *sp;
+    size_t n, s, i, k;
+    shown_calls calls;
+    rs_buf raw, name;
+} show_at;
+
+/* One row read for the spans: a model event's calls noted, a step's line rendered and
+ * checked. A row of no step to show (a model event, a row between two in a range) passes. */
+static int show_row(steps *st, show_at *w, const rs_record *rec)
+{
     rfs_ev ev;
-    int rc = read_seq(st, a->seq, &c, &ev, err);
-    if (!rc) {
-        rc = rfs_calls_add(st->calls, &ev, take_name, &w);
+    rfs_ev_read_all(rec, &ev);
+    int rc = ev.kind == RFS_EV_MODEL ? rfs_calls_add(st->calls, &ev, shown_call_add, &w->calls) : 0;
+    if (rc || w->s == w->n || rec->seq < st->at[w->i].seq)
+        return rc;
+    if (rec->seq > st->at[w->i].seq)
+        return -ESTALE; /* the step's row is gone */
+    const char *call = NULL;
+    while (w->k < st->nans && st->ans[w->k].step < (int64_t)w->i)
+        w->k++;
+    if (ev.kind == RFS_EV_RESULT && w->k < st->nans && st->ans[w->k].step == (int64_t)w->i &&
+        !(rc = answer_name(&w->calls, &st->ans[w->k], &w->name)))
+        call = w->name.buf;
+    rs_buf_reset(&w->raw);
+    size_t start = st->text.len;
+    unsigned char hash[HASH_LEN];
+    if (rc || (rc = raw_step(&w->raw, &ev, call)) ||
+        (rc = add_escaped(&st->text, w->raw.buf, w->raw.len, RFS_STEP_LINE_MAX)) ||
+        (rc = step_hash(st->text.buf + start, st->text.len - start, hash)))
+        return rc;
+    if (memcmp(hash, st->at[w->i].hash, HASH_LEN))
+        return -ESTALE;
+    st->shown[st->nshown++] = (shown){w->i, start, st->text.len - start};
+    if (++w->i == w->sp[w->s].to && ++w->s < w->n)
+        w->i = w->sp[w->s].from;
+    return 0;
+}
+
+/* Wanted seqs at most this far apart are read by one query, the rows between passed by: a
+ * query costs about what a few rows do. */
+#define SEQ_GAP 8
+
+/* The lines of the spans (in step order, apart), rendered from their rows (the name of
+ * the call a result answers from its model event): only the hunks' lines are ever held.
+ * Each line's hash must be the one its steps were aligned by, else -ESTALE. A query reads
+ * the rows of a hunk and the model events just before them that its results answer (a
+ * query of its own each was most of a kept diff's per-hunk time). */
+static int show_run(steps *st, const span *sp, size_t n, rs_err *err)
+{
+    size_t lines = 0;
+    for (size_t s = 0; s < n; s++)
+        lines += sp[s].to - sp[s].from;
+    if (!lines)
+        return 0;
+    int64_t *want;
+    size_t nwant;
+    if (rs_array_grow(&st->shown, &st->shown_cap, st->nshown + lines, sizeof *st->shown) ||
+        wanted_seqs(st, sp, n, &want, &nwant))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    show_at w = {.sp = sp,
+                 .n = n,
+                 .i = sp[0].from,
+                 .calls.names = RS_BUF_INIT,
+                 .raw = RS_BUF_INIT,
+                 .name = RS_BUF_INIT};
+    int rc = 0;
+    for (size_t c0 = 0, c1; !rc && c0 < nwant; c0 = c1) {
+        for (c1 = c0 + 1; c1 < nwant && want[c1] - want[c1 - 1] <= SEQ_GAP; c1++)
+            ;
+        rs_query q = RS_QUERY_INIT;
+        q.thread_id = st->t->thread_id;
+        q.run_id = st->t->run_id;
+        q.user = st->t->user;
+        q.after_seq = want[c0] - 1;
+        q.before_seq = want[c1 - 1] + 1;
+        rs_cursor *c;
+        const rs_record *rec;
+        if ((rc = rs_store_query(st->s, &q, &c, err)))
+            break;
+        while ((rc = rs_cursor_next(c, &rec)) == 1 && !(rc = show_row(st, &w, rec)))
+            ;
         rs_cursor_free(c);
     }
-    return rc ? rc : w.found ? 0 : -ESTALE;
-}
-
-/* The lines of steps from..to, rendered from their rows (the name of the call a result
- * answers from its model event): only a hunk's lines are ever held. Each line's hash must
- * be the one its steps were aligned by, else -ESTALE. */
-static int show_lines(steps *st, size_t from, size_t to, rs_err *err)
-{
-    while (from < to && st->at[from].len != NO_LINE)
-        from++;
-    while (to > from && st->at[to - 1].len != NO_LINE)
-        to--;
-    if (from == to)
-        return 0;
-    rs_query q = RS_QUERY_INIT;
-    q.thread_id = st->t->thread_id;
-    q.run_id = st->t->run_id;
-    q.user = st->t->user;
-    q.after_seq = st->at[from].seq - 1;
-    q.before_seq = st->at[to - 1].seq + 1;
-    rs_buf raw = RS_BUF_INIT, name = RS_BUF_INIT;
-    rs_cursor *c;
-    size_t i = from;
-    int rc = rs_store_query(st->s, &q, &c, err);
-    if (rc)
-        return rc;
-    const rs_record *rec;
-    rfs_ev ev;
-    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = 0;
-        rfs_ev_read_all(rec, &ev);
-        if (i >= to || st->at[i].seq != rec->seq) {
-            rc = -ESTALE;
-            break;
-        }
-        const char *call = NULL;
-        if (ev.kind == RFS_EV_RESULT) {
-            size_t lo = 0, hi = st->nans;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (st->ans[mid].step < (int64_t)i)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < st->nans && st->ans[lo].step == (int64_t)i &&
-                !(rc = call_name(st, &st->ans[lo], &name, err)))
-                call = name.buf;
-        }
-        rs_buf_reset(&raw);
-        size_t start = st->text.len;
-        unsigned char h[HASH_LEN];
-        if (!rc && !(rc = raw_step(&raw, &ev, call)) &&
-            !(rc = add_escaped(&st->text, raw.buf, raw.len, RFS_STEP_LINE_MAX))) {
-            rc = step_hash(st, st->text.buf + start, st->text.len - start, h);
-            if (!rc && memcmp(h, st->at[i].hash, HASH_LEN))
-                rc = -ESTALE;
-            st->at[i].start = start;
-            st->at[i++].len = (uint32_t)(st->text.len - start);
-        }
-    }
-    rs_cursor_free(c);
-    rs_buf_release(&raw);
-    rs_buf_release(&name);
-    return rc ? rc : i == to ? 0 : -ESTALE;
+    free(want);
+    free(w.calls.call);
+    rs_buf_release(&w.calls.names);
+    rs_buf_release(&w.raw);
+    rs_buf_release(&w.name);
+    return rc ? rc : w.s == n ? 0 : -ESTALE;
 }
 
 /* ---- equal lines, equal numbers ---- */
@@ -1051,19 +1165,28 @@ static size_t hunk_end(const change *ch, size_t n, size_t i)
 }
 
 /* Every line the hunks show rendered (those of kept steps are not yet): -ESTALE with *stale
- * the run whose kept steps did not hold. */
+ * the run whose kept steps did not hold. A hunk's context lines are a's (b's are the same
+ * lines: their hashes are equal), so of b only the lines it adds are read. */
 static int show_hunks(steps *a, steps *b, const change *ch, size_t n, steps **stale, rs_err *err)
 {
-    int rc = 0;
+    span *sa = malloc((n ? n : 1) * sizeof *sa), *sb = malloc((n ? n : 1) * sizeof *sb);
+    size_t na = 0, nb = 0;
+    int rc = sa && sb ? 0 : rs_err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0, j; !rc && i < n; i = j) {
-        size_t xs, xe, ys, ye;
+        size_t ys, ye;
         j = hunk_end(ch, n, i);
-        hunk_span(a, b, ch + i, j - i, &xs, &xe, &ys, &ye);
-        if ((rc = show_lines(a, xs, xe, err)) == -ESTALE)
-            *stale = a;
-        else if (!rc && (rc = show_lines(b, ys, ye, err)) == -ESTALE)
-            *stale = b;
+        hunk_span(a, b, ch + i, j - i, &sa[na].from, &sa[na].to, &ys, &ye);
+        na++;
+        for (size_t k = i; k < j; k++)
+            if (ch[k].ny)
+                sb[nb++] = (span){ch[k].y, ch[k].y + ch[k].ny};
     }
+    if (!rc && (rc = show_run(a, sa, na, err)) == -ESTALE)
+        *stale = a;
+    else if (!rc && (rc = show_run(b, sb, nb, err)) == -ESTALE)
+        *stale = b;
+    free(sa);
+    free(sb);
     return rc;
 }
 
@@ -1085,6 +1208,10 @@ static int add_header(rs_buf *out, const char *mark, const rs_target *t)
 /* The diff into out; -ESTALE with *stale set when a run's kept steps did not hold. */
 static int render(steps *a, steps *b, rs_buf *out, steps **stale, rs_err *err)
 {
+    /* Again after a run was read anew: its lines and the other's are shown again. */
+    rs_buf_reset(&a->text);
+    rs_buf_reset(&b->text);
+    a->nshown = b->nshown = 0;
     int *ids = malloc((a->n + b->n + 1) * sizeof *ids);
     unsigned char *chg = calloc(a->n + b->n + 1, 1);
     change *ch = NULL;

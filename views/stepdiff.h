@@ -18,7 +18,8 @@ typedef struct rfs_stepdiff_io {
      * about the longer read's); NULL when there is none. */
     rs_store *(*second)(void *ctx);
     /* Keep a run's step data (rs_store_steps_put) where it can be written; NULL: on the
-     * connection the diff reads. */
+     * connection the diff reads. Called once the runs are read: the second connection is
+     * not used again (keep may close it). */
     int (*keep)(void *ctx, const rs_target *t, uint64_t kind, int64_t rewrites, const void *data,
                 size_t len);
     void *ctx;

@@ -168,7 +168,11 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     ahead_settle(r);
     if (taken == size || r->pending.len)
         return 0;
-    int64_t from = off + (int64_t)taken, grant = ahead_take(SEARCH_AHEAD);
+    int64_t from = off + (int64_t)taken;
+    /* The answer's bytes kept by the mount are read as asked, with nothing held ahead. */
+    if (r->search.in_file)
+        return rfs_search_read(s, &r->scope, r->node, &r->search, from, size - taken, out, err);
+    int64_t grant = ahead_take(SEARCH_AHEAD);
     size_t want = size - taken + (size_t)grant;
     r->ahead += grant;
     int rc = rs_buf_grow(&r->pending, want);

@@ -70,9 +70,9 @@ typedef struct rs_cursor rs_cursor;
  * does not change what an older program asks for. A version this library does not know is
  * -EINVAL. */
 #define RS_OPTIONS_VERSION \
-    7 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
+    8 /* 2: busy_notice, busy_ctx; 3: owners_apart; 4: pin_file,
                                   * stamp_time; 5: progress, progress_ctx; 6: seal_key;
-                                  * 7: notice, notice_ctx */
+                                  * 7: notice, notice_ctx; 8: cache_kib */
 /* clang-format off */
 #define RS_OPTIONS_INIT { .version = RS_OPTIONS_VERSION }
 /* clang-format on */
@@ -117,6 +117,10 @@ typedef struct rs_options {
      * once per connection: a process with several says it once itself. */
     void (*notice)(void *ctx, const char *msg);
     void *notice_ctx;
+    /* Version 8: the most a SQLite connection keeps of the file's pages, in KiB (0:
+     * SQLite's default, 2 MiB). A command that reads each page about once (runfs diff)
+     * needs little, and what it keeps is in its peak memory. PostgreSQL ignores it. */
+    size_t cache_kib;
 } rs_options;
 
 /* Open (creating when absent, unless read_only or pinned) the store at uri: a SQLite file

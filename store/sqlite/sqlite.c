@@ -1473,15 +1473,20 @@ static void stmt_cache_clear(rs_backend *b)
 }
 
 /* The connection's pragmas: a writer's WAL (checkpointed by runfs, not at every commit) and
- * its sync level; a reader's temporary tables in memory. */
+ * its sync level; a reader's temporary tables in memory; the page cache asked for. */
 static int pragmas_set(rs_backend *b, const char *uri, const rs_options *opt, rs_err *err)
 {
-    char pragmas[160];
-    (void)rs_fmt(pragmas, sizeof pragmas, /* constant words: 160 bytes hold them */
-                 opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON;"
+    char pragmas[200];
+    (void)rs_fmt(pragmas, sizeof pragmas, /* constant words and a number: 200 bytes hold them */
+                 opt->read_only ? "PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON; "
                                 : "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
-                                  "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
+                                  "PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0; ",
                  opt->sync_full ? "FULL" : "NORMAL");
+    if (opt->cache_kib) {
+        size_t len = strlen(pragmas);
+        (void)rs_fmt(pragmas + len, sizeof pragmas - len, "PRAGMA cache_size=-%zu;",
+                     opt->cache_kib < INT32_MAX ? opt->cache_kib : (size_t)INT32_MAX);
+    }
     b->sync_full = opt->sync_full;
     char *msg = NULL;
     int src = sqlite3_exec(b->db, pragmas, NULL, NULL, &msg);

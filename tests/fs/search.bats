@@ -497,8 +497,9 @@ kept_once() {
 
 @test "search: a stat then a cat of a common word pass over its candidates once, the cat reading the rows the stat kept" {
   runfs_unmount "$MNT"
-  # 0 ms: every stat that sizes and every read of the store says so in the log.
-  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  # 0 ms: every stat that sizes and every read of the store says so in the log. A TMPDIR
+  # that is no folder: no file for the answer's bytes, so the mount keeps its rows' ids.
+  TMPDIR=$WORK/no-such-dir RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
   # A word in a seventh of 3,000 rows of 30 threads: in most of the index's blocks, so the
   # search reads every row of the scope.
   store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 3000)
@@ -526,6 +527,80 @@ kept_once() {
     cmp "$WORK/want" "$WORK/got" || fail "the cat of $p differs from runfs search's"
   done
 }
+
+# answer_files: the unlinked files the daemon of $MNT holds open in $WORK/tmp (kept answers).
+answer_files() {
+  local pid
+  pid=$(pgrep -f "runfs mount.* $MNT\$" | head -1)
+  find "/proc/$pid/fd" -lname "$WORK/tmp/*" 2>/dev/null | wc -l
+}
+
+@test "search: a cat after a stat reads the answer's bytes the stat kept, until an append drops them" {
+  runfs_unmount "$MNT"
+  mkdir -p "$WORK/tmp"
+  TMPDIR=$WORK/tmp RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  # Every row a hit, some 1.5 MiB: more than a reader's first 64 KiB and the MiB a read
+  # takes ahead of it.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.tool.result', 'trace',
+    'status ' || x || ': the wallaby service answered after a retry of the upstream request', '{}', x,
+    '2026-03-04 06:00:03.000000' FROM g"
+  local q=wallaby p size
+  for p in "search/$q" "threads/T-w7/search/$q" "search/by:run $q"; do
+    size=$(stat -c %s "$MNT/$p")
+    cat "$MNT/$p" > "$WORK/got"
+    grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': the answer its stat kept' ||
+      fail "the cat of $p did not read the answer its stat kept: $(grep -F "$p" "$WORK/daemon.log")"
+    ! grep -F "read $p at " "$WORK/daemon.log" | grep -E 'searched|the rows its stat kept' ||
+      fail "the cat of $p read the store again after its stat"
+    case $p in
+      threads/*) ref "$q" T-w7 > "$WORK/want" ;;
+      *by:run*) "$RUNFS" search "$STORE" "by:run $q" > "$WORK/want" ;;
+      *) ref "$q" > "$WORK/want" ;;
+    esac
+    [ -s "$WORK/want" ] || fail "no match for $p: nothing to tell"
+    cmp "$WORK/want" "$WORK/got" || fail "the cat of $p differs from the reference"
+    assert_equal "$size" "$(wc -c < "$WORK/want")"
+  done
+  [ "$(answer_files)" -ge 1 ] || fail "the daemon keeps no answer's file in $WORK/tmp"
+  # A reader that stops after 64 KiB has them at once, the same bytes.
+  p=search/$q
+  ref "$q" | head -c 65536 > "$WORK/want64"
+  timeout 10 head -c 65536 "$MNT/$p" > "$WORK/got64" || fail "head of $p failed or hung"
+  cmp "$WORK/want64" "$WORK/got64" || fail "the first 64 KiB of $p differ from the reference"
+  # A reader 64 KiB in when an append drops the kept bytes reads on at its offset in the
+  # new answer (the row lands last: t-one sorts after every T-w thread), and a new stat
+  # keeps the new answer in place of the old.
+  local before
+  before=$(answer_files)
+  exec 8< "$MNT/$p"
+  dd bs=65536 count=1 <&8 > "$WORK/part1" 2> /dev/null
+  printf '{"event_type":"llm.error","content":"wallaby seen at last"}\n' >> "$MNT/threads/t-one/runs/r1/events.jsonl"
+  # Read on with no stat (cat's fstat would count and keep the new answer first).
+  python3 -c 'import os, sys
+while b := os.read(8, 131072):
+    sys.stdout.buffer.write(b)' > "$WORK/part2"
+  exec 8<&-
+  ref "$q" > "$WORK/want"
+  grep -qF 'wallaby seen at last' "$WORK/want" || fail "the reference lacks the appended row"
+  cat "$WORK/part1" "$WORK/part2" | cmp "$WORK/want" - || fail "the reader across the append read other bytes than the new answer's"
+  size=$(stat -c %s "$MNT/$p")
+  cat "$MNT/$p" > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "the cat of $p after the append differs from the reference"
+  assert_equal "$size" "$(wc -c < "$WORK/want")"
+  assert_equal "$(sized_lines "$p")" 2
+  # The old answer's file went with its size.
+  assert_equal "$(answer_files)" "$before"
+  # A foreign update (a rewrite, as a redaction is) drops every kept answer at the next
+  # search: only that search's own is left.
+  [ "$before" -ge 3 ] || fail "only $before answers kept before the update"
+  foreign "UPDATE run_events SET content = 'wallaby gone' WHERE thread_id = 'T-w7' AND seq = 7"
+  wait_for 10 only_answer "search/zzz-none" || fail "$(answer_files) answers kept after the update and a search"
+}
+
+# only_answer PATH: after a stat of PATH, the daemon keeps one answer's file (PATH's).
+only_answer() { stat "$MNT/$1" > /dev/null && [ "$(answer_files)" = 1 ]; }
 
 @test "search: runfs search on PostgreSQL runs its candidate query once, its answer the reference" {
   on_pg || skip "PostgreSQL only: its server log tells the statements runfs ran"

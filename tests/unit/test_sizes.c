@@ -1,0 +1,114 @@
+/* test_sizes.c — the search answers views/sizes.c keeps beside their sizes: an answer's file
+ * is found only at its token, goes when another token asks for it, when the store's rewrites
+ * count moves and when the files together would pass their bound (a reader's reference
+ * keeping its own open until it is done); each file closed when its last reference goes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sizes.h"
+
+static int is_open(int fd)
+{
+    return fcntl(fd, F_GETFD) != -1;
+}
+
+/* A kept answer of a fresh file that says it holds bytes (none are read here). */
+static rfs_kept_rows *answer(int64_t bytes, int *fd)
+{
+    *fd = rfs_kept_file_open();
+    assert_true(*fd >= 0);
+    rfs_kept_rows *r = rfs_kept_file_new(*fd, bytes);
+    assert_non_null(r);
+    return r;
+}
+
+static void test_kept_file_by_token(void **state)
+{
+    (void)state;
+    rfs_sizes *c;
+    assert_int_equal(rfs_sizes_new(&c), 0);
+    rs_log_info t1 = {.exists = 1, .count = 1}, t2 = {.exists = 1, .count = 2};
+    int fd;
+    rfs_sizes_put_rows(c, "q", &t1, 10, answer(10, &fd));
+    rfs_kept_rows *r = rfs_sizes_rows(c, "q", &t1);
+    assert_non_null(r);
+    assert_int_equal(r->fd, fd);
+    assert_int_equal(r->bytes, 10);
+    rfs_sizes_rows_done(c, r);
+    assert_null(rfs_sizes_rows(c, "other", &t1));
+    /* Asked at another token: the answer goes, its file closed. */
+    assert_null(rfs_sizes_rows(c, "q", &t2));
+    assert_false(is_open(fd));
+    assert_null(rfs_sizes_rows(c, "q", &t1));
+    rfs_sizes_free(c);
+}
+
+static void test_kept_file_rewrites(void **state)
+{
+    (void)state;
+    rfs_sizes *c;
+    assert_int_equal(rfs_sizes_new(&c), 0);
+    rs_log_info t = {.exists = 1, .count = 1};
+    int a, b;
+    rfs_sizes_rewrites(c, 5);
+    rfs_sizes_put_rows(c, "a", &t, 1, answer(1, &a));
+    rfs_sizes_put_rows(c, "b", &t, 1, answer(1, &b));
+    rfs_sizes_rewrites(c, 5);
+    assert_true(is_open(a) && is_open(b));
+    /* A reader holds a; a rewrite drops both from the table, a closed once given back. */
+    rfs_kept_rows *held = rfs_sizes_rows(c, "a", &t);
+    assert_non_null(held);
+    rfs_sizes_rewrites(c, 6);
+    assert_false(is_open(b));
+    assert_true(is_open(a));
+    assert_null(rfs_sizes_rows(c, "a", &t));
+    rfs_sizes_rows_done(c, held);
+    assert_false(is_open(a));
+    /* The size stays: only the answer goes. */
+    int64_t size = 0;
+    assert_int_equal(rfs_sizes_get(c, "a", &t, &size), 1);
+    assert_int_equal(size, 1);
+    rfs_sizes_free(c);
+}
+
+static void test_kept_file_bound(void **state)
+{
+    (void)state;
+    rfs_sizes *c;
+    assert_int_equal(rfs_sizes_new(&c), 0);
+    rs_log_info t = {.exists = 1, .count = 1};
+    int fd[3];
+    assert_null(rfs_kept_file_new(rfs_kept_file_open(), RFS_KEPT_FILE_MAX + 1));
+    rfs_sizes_put_rows(c, "0", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[0]));
+    rfs_sizes_put_rows(c, "1", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[1]));
+    assert_true(is_open(fd[0]) && is_open(fd[1]));
+    /* A third would pass the bound on all files: the older ones go, the newest stays. */
+    rfs_sizes_put_rows(c, "2", &t, 1, answer(RFS_KEPT_FILE_MAX, &fd[2]));
+    assert_false(is_open(fd[0]));
+    assert_false(is_open(fd[1]));
+    rfs_kept_rows *r = rfs_sizes_rows(c, "2", &t);
+    assert_non_null(r);
+    assert_int_equal(r->fd, fd[2]);
+    rfs_sizes_rows_done(c, r);
+    rfs_sizes_free(c);
+    assert_false(is_open(fd[2]));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kept_file_by_token),
+        cmocka_unit_test(test_kept_file_rewrites),
+        cmocka_unit_test(test_kept_file_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
