@@ -265,7 +265,7 @@ static int term_hit(const rs_term *t, const rs_record *rec, const char *c, size_
     return 0;
 }
 
-int rs_search_match_at(rs_search *q, const rs_record *rec, const rs_event_spans *sp)
+int rs_search_match_at(const rs_search *q, const rs_record *rec, const rs_event_spans *sp)
 {
     size_t c = 0, clen = 0, m = 0, mlen = 0;
     int have_text = 0;

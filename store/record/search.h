@@ -37,6 +37,6 @@ int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_
 
 /* rs_search_match of a record whose content and metadata lie where sp says (NULL: found by
  * rs_search_spans). */
-int rs_search_match_at(rs_search *q, const rs_record *rec, const rs_event_spans *sp);
+int rs_search_match_at(const rs_search *q, const rs_record *rec, const rs_event_spans *sp);
 
 #endif

@@ -355,14 +355,14 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
 /* ---- sqlite_search.c: backend.h's search (FTS5 over sqlite_trigram.c's tokens) ---- */
-/* The search index's columns: one for each eighth of a block's rows, and a last one for a
- * window in every eighth that has rows. */
-#define SQ_COLUMNS 9
-#define SQ_SUB_ROWS 8 /* rows a column */
+/* The search index's columns: one for each sixteenth of a block's rows (four rows), and a
+ * last one for a window in many of the sixteenths that have rows. */
+#define SQ_SUB_ROWS 4 /* rows a column */
+#define SQ_COLUMNS (64 / SQ_SUB_ROWS + 1)
 /* A block's distinct three-byte windows (ASCII letters lowered), each with the columns
  * whose rows hold it. */
 typedef struct sq_windows {
-    uint32_t *slot; /* window << 8 | columns (0: empty), open addressing, cap a power of 2 */
+    uint64_t *slot; /* window << 32 | columns (0: empty), open addressing, cap a power of 2 */
     size_t cap, n;
     uint32_t cols; /* columns given rows */
     /* The windows met in column col since it began (a bit each of 2^24: 2 MiB), and which,

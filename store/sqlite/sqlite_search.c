@@ -15,10 +15,13 @@
 
 #define BLOCK 64
 /* Rows a column: the columns say where in the block a trigram is, so a term in 1-3% of the
- * rows (in most blocks) has its candidates in a tenth to a quarter of the rows, not most of
- * them. A document per SUB rows would say as much with eight times the documents. */
+ * rows (in most blocks) has its candidates in a twentieth to a tenth of the rows, not most
+ * of them: a phrase's windows meet in few columns where it is not, so its candidates are
+ * about the columns that hold it, four rows each (eight read twice the rows, for an index
+ * an eighth cheaper to build). A document per SUB rows would say as much with sixteen
+ * times the documents. */
 #define SUB SQ_SUB_ROWS
-#define LAYOUT 4
+#define LAYOUT 5
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes: appends wait at most that long */
 /* A document's rowid is the block's generation << 40 | blk: consecutive blocks of one
  * generation differ by 1, a one-byte delta in FTS5's lists. Blocks from BLK_MAX up are
@@ -30,10 +33,10 @@
 #define DENSE_MIN 64   /* indexed blocks below which the index always narrows */
 
 /* Made at the first search of a read-write store, and again when too many documents are
- * stale (layout 4: columns c0-c7 the windows of each eighth of a block's rows, a those in
- * most eighths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped and
- * made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
- * column a block, detail=none, which named whole blocks). The table is contentless: FTS5 of
+ * stale (layout 5: columns c0-c15 the windows of each sixteenth of a block's rows, a those
+ * in many sixteenths, sqlite_trigram.c's sq_windows; an index of an older layout is dropped
+ * and made again: 1 and 2 kept a copy of the text, nearly as large as the rows; 3 had one
+ * column a block, detail=none, which named whole blocks; 4 a column an eighth). The table is contentless: FTS5 of
  * Debian 12 (3.40) cannot delete from one without the text it was given, so a block is
  * dropped by raising its generation (runfs_search_gen) and its old document stays behind,
  * naming it for more trigrams than it has, which only adds candidates. An update or delete
@@ -48,7 +51,8 @@ static const char search_schema[] =
     "DROP TABLE IF EXISTS runfs_search_gen;\n"
     "DROP TRIGGER IF EXISTS runfs_search_update;\n"
     "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
-    "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, a, "
+    "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, "
+    "c10, c11, c12, c13, c14, c15, a, "
     "tokenize = 'runfs_trigram', content = '', columnsize = 0, detail = column);\n"
     "INSERT INTO runfs_search (runfs_search, rank) VALUES ('automerge', 16);\n"
     "CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);\n"
@@ -56,7 +60,7 @@ static const char search_schema[] =
     "DELETE FROM runfs_search_dirty;\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_upto', 0);\n"
     "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0);\n"
-    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 4);\n";
+    "INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_layout', 5);\n";
 
 /* The triggers that mark blocks, made with the index and again where an older build's
  * could fail another writer's statement (schema.sql.h, rs_schema_stale_triggers_sql): no
@@ -136,8 +140,9 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     if (rc)
         return rc;
     if ((rc = sq_stmt_get(b,
-                          "INSERT INTO runfs_search (rowid, c0, c1, c2, c3, c4, c5, c6, c7, a) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                          "INSERT INTO runfs_search (rowid, c0, c1, c2, c3, c4, c5, c6, c7, c8, "
+                          "c9, c10, c11, c12, c13, c14, c15, a) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                          "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                           &ins, err))) {
         sq_stmt_done(b, st);
         return rc;
@@ -354,7 +359,7 @@ static int match_expr(const rs_search *q, rs_buf *out)
 
 /* The candidate columns of the indexed blocks as bits (bit c of byte c / 8: rows c * SUB + 1
  * to c * SUB + SUB), those of documents where every trigram of expr is in one column and
- * every column of a dirty block; *n how many. */
+ * every column of a dirty block (-1: every bit); *n how many. */
 static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits, int64_t *n,
                      rs_err *err)
 {
@@ -367,7 +372,7 @@ static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits
     sqlite3_stmt *st;
     int rc = sq_stmt_get(b,
                          "SELECT rowid & " BLK_SQL ", runfs_subs(runfs_search) FROM runfs_search "
-                         "WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 FROM "
+                         "WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 FROM "
                          "runfs_search_dirty",
                          &st, err);
     if (rc)
@@ -392,6 +397,244 @@ static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits
     rc = step == SQLITE_DONE ? 0 : sq_fail(b, step, err, "finding search candidates");
     sq_stmt_done(b, st);
     return rc;
+}
+
+/* The statement that reads a search's candidates in the answer's order, its parameters
+ * bound: walk, the scope in the thread index's order; else the candidates' ids. */
+static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf *bits,
+                       int64_t upto, const char *thread_id, const char *run_id, const char *user,
+                       const char *after_thread, int64_t after_seq, sqlite3_stmt **out, rs_err *err)
+{
+    int rc;
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    if ((walk
+             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                                        " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
+             : (rc = rs_buf_addstr(
+                    sql, "WITH s (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), "
+                         "(10), (11), (12), (13), (14), (15)), r (k) AS (VALUES (0), (1), (2), "
+                         "(3)) SELECT " SQ_ROW_COLUMNS
+                         " FROM run_events e WHERE e.id IN (SELECT f.blk * 64 + s.k * 4 + r.k + 1 "
+                         "FROM (SELECT rowid & " BLK_SQL " AS blk, runfs_subs(runfs_search) AS m "
+                         "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 "
+                         "FROM runfs_search_dirty) f CROSS JOIN s CROSS JOIN r WHERE "
+                         "f.m >> s.k & 1 AND f.blk * 64 + s.k * 4 + r.k + 1 <= ?2 UNION ALL SELECT "
+                         "id FROM run_events WHERE id > ?2)"))) ||
+        (thread_id &&
+         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
+        (run_id &&
+         (rc = rs_buf_addstr(sql, walk ? " AND e.run_id = ?4" : " AND +e.run_id = ?4"))) ||
+        (user && (rc = rs_buf_addstr(sql, " AND +e.user_id = ?5"))) ||
+        (after_thread &&
+         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id >= ?6 AND (e.thread_id > ?6 OR "
+                                         "e.seq > ?7)"
+                                       : " AND (+e.thread_id > ?6 OR (+e.thread_id = ?6 AND "
+                                         "+e.seq > ?7))"))) ||
+        (rc = rs_buf_addstr(sql, walk ? " ORDER BY e.thread_id, e.seq"
+                                      : " ORDER BY +e.thread_id, +e.seq")))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
+        return rc;
+    if (walk)
+        sqlite3_bind_blob(st, 1, bits->buf, (int)bits->len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_text(st, 1, expr->buf, (int)expr->len, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, upto);
+    if (thread_id)
+        sq_bind_text(st, 3, thread_id);
+    if (run_id)
+        sq_bind_text(st, 4, run_id);
+    if (user)
+        sq_bind_text(st, 5, user);
+    if (after_thread) {
+        sq_bind_text(st, 6, after_thread);
+        sqlite3_bind_int64(st, 7, after_seq);
+    }
+    *out = st;
+    return 0;
+}
+
+/* Bytes of matching rows (their lines and what sorts them) a held search keeps before it
+ * gives up for the walk: the daemon's memory stays bounded whatever the answer's size. */
+#define HELD_MAX ((size_t)16 << 20)
+
+/* A match held: its record's strings and line in the arena from off (thread_id, run_id,
+ * event_type, category, user_id when it has one, each NUL-ended, then the line). */
+typedef struct held_row {
+    int64_t id, seq;
+    size_t off, line_len;
+    const char *thread; /* set once the arena stops moving */
+    int has_user;
+    rs_event_spans spans;
+} held_row;
+
+typedef struct held_cursor {
+    rs_cursor base;
+    held_row *rows;
+    size_t n, cap, at;
+    rs_buf arena;
+} held_cursor;
+
+static int held_next(rs_cursor *base, const rs_record **out)
+{
+    held_cursor *c = (held_cursor *)base;
+    if (c->at == c->n)
+        return 0;
+    const held_row *h = &c->rows[c->at++];
+    const char *p = c->arena.buf + h->off;
+    rs_record *r = &base->rec;
+    r->seq = h->seq;
+    r->thread_id = p;
+    p += strlen(p) + 1;
+    r->run_id = p;
+    p += strlen(p) + 1;
+    r->event_type = p;
+    p += strlen(p) + 1;
+    r->category = p;
+    p += strlen(p) + 1;
+    r->user_id = NULL;
+    if (h->has_user) {
+        r->user_id = p;
+        p += strlen(p) + 1;
+    }
+    r->line = p;
+    r->line_len = h->line_len;
+    r->run_off = r->thread_off = -1;
+    base->spans = h->spans;
+    base->row_id = h->id;
+    *out = r;
+    return 1;
+}
+
+static void held_free(rs_cursor *base)
+{
+    held_cursor *c = (held_cursor *)base;
+    free(c->rows);
+    rs_buf_release(&c->arena);
+    rs_buf_release(&base->line);
+    free(c);
+}
+
+static int held_cmp(const void *a, const void *b)
+{
+    const held_row *x = a, *y = b;
+    int d = strcmp(x->thread, y->thread);
+    return d ? d : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int held_add(held_cursor *c, const rs_record *rec, int64_t id)
+{
+    rs_buf *a = &c->arena;
+    size_t off = a->len;
+    if (rs_array_grow(&c->rows, &c->cap, c->n + 1, sizeof *c->rows) ||
+        rs_buf_add(a, rec->thread_id, strlen(rec->thread_id) + 1) ||
+        rs_buf_add(a, rec->run_id, strlen(rec->run_id) + 1) ||
+        rs_buf_add(a, rec->event_type, strlen(rec->event_type) + 1) ||
+        rs_buf_add(a, rec->category, strlen(rec->category) + 1) ||
+        (rec->user_id && rs_buf_add(a, rec->user_id, strlen(rec->user_id) + 1)) ||
+        rs_buf_add(a, rec->line, rec->line_len))
+        return -ENOMEM;
+    c->rows[c->n++] = (held_row){.id = id,
+                                 .seq = rec->seq,
+                                 .off = off,
+                                 .line_len = rec->line_len,
+                                 .has_user = rec->user_id != NULL,
+                                 .spans = c->base.spans};
+    return 0;
+}
+
+/* The matches among the rows of ids lo to hi that st reads (bound here), held. */
+static int held_range(held_cursor *c, rs_backend *b, sqlite3_stmt *st, const rs_search *q,
+                      sq_canon *canon, int64_t lo, int64_t hi, rs_err *err)
+{
+    int rc = 0, step;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 2, hi);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 9), off = 0;
+        const rs_record *rec;
+        sq_row(&c->base.row, st, 0);
+        c->base.row.canonical = sq_canon_has(b, canon, id);
+        if ((rc = rs_cursor_emit(&c->base, 0, &off, 0, &rec)) == 1 &&
+            (rc = rs_search_match_at(q, rec, &c->base.spans)) == 1)
+            rc = held_add(c, rec, id);
+        if (rc == -ENOMEM)
+            return rs_err_set(err, rc, "out of memory");
+        if (rc < 0)
+            return rs_err_set(err, rc, "cannot render a row of the search's candidates");
+        if (c->arena.len + c->n * sizeof *c->rows > HELD_MAX)
+            return -E2BIG;
+    }
+    return step == SQLITE_DONE ? 0 : sq_fail(b, step, err, "reading search candidates");
+}
+
+/* The matches among the candidates (the rows of the columns bits names, and every row above
+ * upto), read in id order, a range of ids for each run of columns (the table's pages in
+ * turn), held and sorted in the answer's order. -E2BIG when they pass HELD_MAX (the caller
+ * walks instead). */
+static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64_t upto,
+                    const char *thread_id, const char *run_id, const char *user, rs_cursor **out,
+                    rs_err *err)
+{
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    if (rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                           " FROM run_events e WHERE e.id >= ?1 AND e.id <= ?2") ||
+        (thread_id && rs_buf_addstr(sql, " AND +e.thread_id = ?3")) ||
+        (run_id && rs_buf_addstr(sql, " AND +e.run_id = ?4")) ||
+        (user && rs_buf_addstr(sql, " AND +e.user_id = ?5")))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(b, sql->buf, &st, err);
+    if (rc)
+        return rc;
+    if (thread_id)
+        sq_bind_text(st, 3, thread_id);
+    if (run_id)
+        sq_bind_text(st, 4, run_id);
+    if (user)
+        sq_bind_text(st, 5, user);
+    held_cursor *c = calloc(1, sizeof *c);
+    if (!c) {
+        sq_stmt_done(b, st);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    c->base.next = held_next;
+    c->base.free = held_free;
+    c->base.line = (rs_buf)RS_BUF_INIT;
+    c->arena = (rs_buf)RS_BUF_INIT;
+    sq_canon canon = SQ_CANON_INIT;
+    /* One read transaction for every range (unless the caller holds one): a statement of
+     * its own would take and drop the file's read lock at each, and SQLite's page cache
+     * with it. */
+    int own = sqlite3_get_autocommit(b->db) && sq_exec(b, "BEGIN", NULL) == 0;
+    const unsigned char *bit = (const unsigned char *)bits->buf;
+    int64_t n = (int64_t)bits->len * 8;
+    for (int64_t k = 0; !rc && k < n; k++) {
+        if (!(bit[k / 8] >> (k % 8) & 1))
+            continue;
+        int64_t from = k;
+        while (k + 1 < n && bit[(k + 1) / 8] >> ((k + 1) % 8) & 1)
+            k++;
+        rc = held_range(c, b, st, q, &canon, from * SUB + 1, (k + 1) * SUB, err);
+    }
+    if (!rc)
+        rc = held_range(c, b, st, q, &canon, upto + 1, INT64_MAX, err);
+    sq_stmt_done(b, st);
+    if (own && sq_exec(b, "COMMIT", NULL))
+        sq_exec(b, "ROLLBACK", NULL);
+    if (rc) {
+        held_free(&c->base);
+        return rc;
+    }
+    for (size_t i = 0; i < c->n; i++)
+        c->rows[i].thread = c->arena.buf + c->rows[i].off;
+    qsort(c->rows, c->n, sizeof *c->rows, held_cmp);
+    *out = &c->base;
+    return 0;
 }
 
 int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
@@ -435,62 +678,19 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
      * thread indexes, which would walk every row of the scope), the rows of each document's
      * columns that runfs_subs names (a dirty block's every column), ids that may not exist;
      * the union comes first in the join, once (not flattened: it is compound), so
-     * runfs_subs runs once a document. */
-    int walk = hits * 64 > cols;
-    rs_buf *sql = &b->sql;
-    rs_buf_reset(sql);
-    if ((walk
-             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
-                                        " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
-             : (rc = rs_buf_addstr(
-                    sql, "WITH k (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7)) "
-                         "SELECT " SQ_ROW_COLUMNS
-                         " FROM run_events e WHERE e.id IN (SELECT f.blk * 64 + s.k * 8 + r.k + 1 "
-                         "FROM (SELECT rowid & " BLK_SQL " AS blk, runfs_subs(runfs_search) AS m "
-                         "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, 255 "
-                         "FROM runfs_search_dirty) f CROSS JOIN k s CROSS JOIN k r WHERE "
-                         "f.m >> s.k & 1 AND f.blk * 64 + s.k * 8 + r.k + 1 <= ?2 UNION ALL SELECT "
-                         "id FROM run_events WHERE id > ?2)"))) ||
-        (thread_id &&
-         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
-        (run_id &&
-         (rc = rs_buf_addstr(sql, walk ? " AND e.run_id = ?4" : " AND +e.run_id = ?4"))) ||
-        (user && (rc = rs_buf_addstr(sql, " AND +e.user_id = ?5"))) ||
-        (after_thread &&
-         (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id >= ?6 AND (e.thread_id > ?6 OR "
-                                         "e.seq > ?7)"
-                                       : " AND (+e.thread_id > ?6 OR (+e.thread_id = ?6 AND "
-                                         "+e.seq > ?7))"))) ||
-        (rc = rs_buf_addstr(sql, walk ? " ORDER BY e.thread_id, e.seq"
-                                      : " ORDER BY +e.thread_id, +e.seq"))) {
-        rs_buf_release(&expr);
-        rs_buf_release(&bits);
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    }
-    sqlite3_stmt *st;
-    if ((rc = sq_stmt_get(b, sql->buf, &st, err))) {
-        rs_buf_release(&expr);
-        rs_buf_release(&bits);
-        return rc;
-    }
-    if (walk)
-        sqlite3_bind_blob(st, 1, bits.buf, (int)bits.len, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_text(st, 1, expr.buf, (int)expr.len, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, upto);
-    if (thread_id)
-        sq_bind_text(st, 3, thread_id);
-    if (run_id)
-        sq_bind_text(st, 4, run_id);
-    if (user)
-        sq_bind_text(st, 5, user);
-    if (after_thread) {
-        sq_bind_text(st, 6, after_thread);
-        sqlite3_bind_int64(st, 7, after_seq);
-    }
+     * runfs_subs runs once a document. An answer read from its start with candidates in up
+     * to a quarter of the columns is held: the walk of every index entry of the scope costs
+     * more than the candidates' rows read in id order and matched, and the matches held
+     * (up to HELD_MAX, past that walked) and sorted; a reopening further on walks. */
+    int walk = hits * 64 > cols, held = walk && !after_thread && hits * 4 <= cols;
+    sqlite3_stmt *st = NULL;
+    rc = held ? held_new(b, q, &bits, upto, thread_id, run_id, user, out, err) : 0;
+    if (!held || rc == -E2BIG)
+        rc = search_stmt(b, walk, &expr, &bits, upto, thread_id, run_id, user, after_thread,
+                         after_seq, &st, err);
     rs_buf_release(&expr);
     rs_buf_release(&bits);
-    return sq_cursor_new(b, st, 0, 0, 0, out, err);
+    return rc || !st ? rc : sq_cursor_new(b, st, 0, 0, 0, out, err);
 }
 
 int sq_search_forget(rs_backend *b, rs_err *err)

@@ -232,7 +232,7 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   # stat kept, with no search to make the index again.
   check "$MNT" 'Refused'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(*) FROM runfs_search_gen)"
-  assert_output 4,0
+  assert_output 5,0
   run store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_search_content'"
   assert_output 0 # contentless: the text is not stored twice
   # Blocks changed after indexing: a new generation each, the old document left behind.
@@ -272,28 +272,43 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'connection refused'
   check "$MNT" '"connection refused"'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT sql LIKE '%detail = column%' FROM sqlite_master WHERE name = 'runfs_search')"
-  assert_output 4,1
+  assert_output 5,1
 }
 
-@test "search: a term's windows in two eighths of a block but in no one row match nothing; rows at an eighth's edges match" {
+@test "search: SQLite's index of layout 4 (a column an eighth) is made again, a column a sixteenth" {
+  skip_on_pg "the FTS5 table's layout"
+  # Layout 4's shape: c0-c7 and a, its mark above the bulk rows, no document: read as the
+  # new one it would name no candidate.
+  foreign "CREATE VIRTUAL TABLE runfs_search USING fts5(c0, c1, c2, c3, c4, c5, c6, c7, a, tokenize = 'unicode61', content = '', columnsize = 0, detail = column);
+    CREATE TABLE runfs_search_gen (blk INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
+    INSERT OR REPLACE INTO runfs_meta (key, value) SELECT 'search_upto', max(id) / 64 * 64 FROM run_events;
+    INSERT OR REPLACE INTO runfs_meta (key, value) VALUES ('search_stale', 0), ('search_layout', 4)"
+  check "$MNT" '"connection refused"'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT sql LIKE '%c15, a,%' FROM sqlite_master WHERE name = 'runfs_search')"
+  assert_output 5,1
+}
+
+@test "search: a term's windows in two sixteenths of a block but in no one row match nothing; rows at a sixteenth's edges match" {
   # 4,800 rows in whole 64-row blocks; where a row falls in its block is (id - 1) % 64, the
-  # index's eighths are rows 0-7, 8-15, ... of a block. In every fifth block, rows at the
-  # eighths' edges hold the whole term; in the blocks after those, its first half is in a
-  # row closing an eighth and its second half in the row opening the next. One block holds
-  # a rarer term at its first and last rows and at row 8. Every other row holds some of the
-  # terms' windows (qwx, jyq), so the eighths they are in name the candidates: many for
-  # qwxzpvmk (the scope's rows walked in order), few for jyqqfh (the candidates' ids).
+  # index's sixteenths are rows 0-3, 4-7, ... of a block. In every fifth block, rows at the
+  # sixteenths' edges hold the whole term; in the blocks after those, its first half is in
+  # a row closing a sixteenth and its second half in the row opening the next (or the next
+  # row inside one sixteenth: rows 1 and 2). One block holds a rarer term at its first and
+  # last rows and at rows 4 and 8; the next its halves in rows 3 and 4, 5 and 6. Every
+  # other row holds some of the terms' windows (qwx, jyq), so the sixteenths they are in
+  # name the candidates: many for qwxzpvmk (the scope's rows walked in order), few for
+  # jyqqfh (the candidates' ids).
   store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 4800),
     m(v) AS (SELECT coalesce(max(id), 0) FROM run_events),
     p(x, blk, r) AS (SELECT x, (v + x - 1) / 64, (v + x - 1) % 64 FROM g, m)
     INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
     SELECT 'T-edge', 'run-' || (x / 1000), NULL, 'llm.error', 'trace',
-      CASE WHEN blk % 5 = 1 AND r IN (0, 7, 8, 15, 55, 56, 63) THEN 'edge qwxzpvmk row ' || x
-           WHEN blk % 5 = 2 AND r IN (7, 15, 23) THEN 'half qwxzp ' || x
-           WHEN blk % 5 = 2 AND r IN (8, 16, 24) THEN 'half zpvmk ' || x
-           WHEN blk = 45 AND r IN (0, 8, 63) THEN 'rare jyqqfh edge ' || x
-           WHEN blk = 46 AND r = 7 THEN 'rare jyq ' || x
-           WHEN blk = 46 AND r = 8 THEN 'rare qfh ' || x
+      CASE WHEN blk % 5 = 1 AND r IN (0, 3, 4, 7, 8, 15, 55, 56, 63) THEN 'edge qwxzpvmk row ' || x
+           WHEN blk % 5 = 2 AND r IN (1, 3, 7, 15, 23) THEN 'half qwxzp ' || x
+           WHEN blk % 5 = 2 AND r IN (2, 4, 8, 16, 24) THEN 'half zpvmk ' || x
+           WHEN blk = 45 AND r IN (0, 4, 8, 63) THEN 'rare jyqqfh edge ' || x
+           WHEN blk = 46 AND r IN (3, 5) THEN 'rare jyq ' || x
+           WHEN blk = 46 AND r IN (4, 6) THEN 'rare qfh ' || x
            ELSE 'filler qwx jyq ' || x END,
       '{\"edge\": true}', x, '2026-03-04 06:00:03.000000' FROM p"
   REF_CACHE=$WORK/refcache; mkdir -p "$REF_CACHE"
@@ -303,10 +318,26 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
     check "$MNT" "$q" T-edge
   done
   run cat "$MNT/search/qwxzpvmk"
-  # 1 in 5 of the 75 blocks, 7 rows each (reference: SQL over the rows as written).
+  # 1 in 5 of the 75 blocks, 9 rows each (reference: SQL over the rows as written).
   assert_equal "$(printf '%s\n' "$output" | grep -c 'edge qwxzpvmk row')" "$(store_sql "SELECT count(*) FROM run_events WHERE content LIKE 'edge qwxzpvmk row %'")"
   run cat "$MNT/search/jyqqfh"
-  assert_equal "$(printf '%s\n' "$output" | grep -c .)" 3
+  assert_equal "$(printf '%s\n' "$output" | grep -c .)" 4
+}
+
+@test "search: matches past what a search holds in memory are answered whole, in order" {
+  skip_on_pg "SQLite's search holds its matches"
+  # 24,000 rows; every 16th holds the term and 12 KB besides: its candidates are a quarter
+  # of the index's columns, read in id order and held, and their 18 MB pass the 16 MiB a
+  # search holds, so it gives up and walks the thread index instead. Threads interleave by
+  # id, so the answer's order is not the rows' ids'.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 24000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-held-' || (x % 3), 'run-1', NULL, 'llm.error', 'trace',
+      CASE WHEN x % 16 = 0 THEN 'heldfall ' || x || ' ' || hex(zeroblob(6000)) ELSE 'other ' || x END,
+      '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  check "$MNT" 'heldfall'
+  run store_sql "SELECT count(*) FROM run_events WHERE content LIKE 'heldfall %'"
+  assert_output 1500
 }
 
 @test "search: bad queries are EINVAL or ENAMETOOLONG, with the reason in rejects.jsonl" {
