@@ -6,6 +6,7 @@
  * them) are candidates too, so the index only narrows and is never stale: rs_search_match
  * decides. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -457,8 +458,13 @@ static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf
 }
 
 /* Bytes of matching rows (their lines and what sorts them) a held search keeps before it
- * gives up for the walk: the daemon's memory stays bounded whatever the answer's size. */
+ * gives up for the walk, and all the held searches of the process together (a mount runs
+ * one on each of its connections): the daemon's memory stays bounded whatever the answers'
+ * sizes and however many run at once. */
 #define HELD_MAX ((size_t)16 << 20)
+#define HELD_ALL_MAX ((size_t)32 << 20)
+#define HELD_STEP ((size_t)1 << 20) /* taken from the process's bytes a MiB at a time */
+static atomic_size_t held_all;
 
 /* A match held: its record's strings and line in the arena from off (thread_id, run_id,
  * event_type, category, user_id when it has one, each NUL-ended, then the line). */
@@ -475,6 +481,7 @@ typedef struct held_cursor {
     held_row *rows;
     size_t n, cap, at;
     rs_buf arena;
+    size_t taken; /* of held_all, given back when the cursor is freed */
 } held_cursor;
 
 static int held_next(rs_cursor *base, const rs_record **out)
@@ -511,6 +518,7 @@ static int held_next(rs_cursor *base, const rs_record **out)
 static void held_free(rs_cursor *base)
 {
     held_cursor *c = (held_cursor *)base;
+    atomic_fetch_sub(&held_all, c->taken);
     free(c->rows);
     rs_buf_release(&c->arena);
     rs_buf_release(&base->line);
@@ -565,16 +573,24 @@ static int held_range(held_cursor *c, rs_backend *b, sqlite3_stmt *st, const rs_
             return rs_err_set(err, rc, "out of memory");
         if (rc < 0)
             return rs_err_set(err, rc, "cannot render a row of the search's candidates");
-        if (c->arena.len + c->n * sizeof *c->rows > HELD_MAX)
+        size_t bytes = c->arena.len + c->n * sizeof *c->rows;
+        if (bytes > HELD_MAX)
             return -E2BIG;
+        if (bytes > c->taken) {
+            if (atomic_fetch_add(&held_all, HELD_STEP) + HELD_STEP > HELD_ALL_MAX) {
+                atomic_fetch_sub(&held_all, HELD_STEP);
+                return -E2BIG;
+            }
+            c->taken += HELD_STEP;
+        }
     }
     return step == SQLITE_DONE ? 0 : sq_fail(b, step, err, "reading search candidates");
 }
 
 /* The matches among the candidates (the rows of the columns bits names, and every row above
  * upto), read in id order, a range of ids for each run of columns (the table's pages in
- * turn), held and sorted in the answer's order. -E2BIG when they pass HELD_MAX (the caller
- * walks instead). */
+ * turn), held and sorted in the answer's order. -E2BIG when they pass HELD_MAX, or the
+ * process's held searches HELD_ALL_MAX (the caller walks instead). */
 static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64_t upto,
                     const char *thread_id, const char *run_id, const char *user, rs_cursor **out,
                     rs_err *err)
