@@ -242,7 +242,8 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
             break;
         cur = e;
         rs_row row;
-        pg_row(&row, r, i, 0);
+        char at[PG_AT_MAX];
+        pg_row(&row, r, i, 0, at);
         row.canonical = pg_canon_has(b, &canon, r, i);
         size_t cs, cl, ms, ml;
         rs_buf_reset(&line);
