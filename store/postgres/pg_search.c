@@ -1,6 +1,6 @@
 /* pg_search.c — the search index on PostgreSQL: a pg_trgm GIN index over blocks of BLOCK
- * consecutive run_events ids, a row per eighth of a block (EIGHTH ids: the distinct words of
- * its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
+ * consecutive run_events ids, a row per pair of ids of a block (PAIR ids: the distinct words
+ * of its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
  * a search runs, never by an append. Rows above the indexed blocks and blocks a statement
  * changed (triggers mark them) are candidates too: the index only narrows. Without pg_trgm
  * (CREATE EXTENSION refused) every search scans. */
@@ -14,9 +14,11 @@
 #include "rs_util.h"
 
 #define BLOCK 64
-#define EIGHTH 8
+#define PAIR 2
+#define PAIRS "32"      /* BLOCK / PAIR, for the statements */
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */
-#define LAYOUT 3
+#define LAYOUT 4
+#define LAYOUT_S "4" /* LAYOUT, for the statements */
 #define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
 
 /* A word: a run of ASCII letters and digits (lowered) and bytes from 0x80. A term's words
@@ -30,9 +32,11 @@ static int word_byte(unsigned char ch)
 
 /* Made at the first search of a read-write store, after pg_trgm (an index of an older layout
  * is dropped and made again: layout 2 had a row per block, so a word in 2% of the rows was in
- * most blocks and its search read every row; by eighths it is in a sixth of them). The
- * table's key keeps the block (the triggers, a redaction and the catch-up name blocks) and
- * adds the eighth. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
+ * most blocks and its search read every row; layout 3 a row per eighth of a block, where such
+ * a word was in a sixth of them, and its search read seven rows for each that matched, the
+ * most of its time; by pairs it reads about two, for an index twice the size, made in twice
+ * the time). The table's key keeps the block (the triggers, a redaction and the catch-up name
+ * blocks) and adds the pair. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
  * marks its blocks too. A block marked already is marked again (a new version of its row,
  * so a new xmin): the catch-up that read the block's rows before this change then leaves
  * the mark it would have taken (sync_step). */
@@ -66,8 +70,8 @@ static const char *const search_schema[] = {
     "INSERT INTO runfs_meta (key, value) VALUES ('search_upto', 0), ('search_cand', 0), "
     "('search_cand_xmax', 0) ON CONFLICT (key) DO UPDATE SET value = 0",
     /* Last: its presence says the rest is there. */
-    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', 3) ON CONFLICT (key) DO "
-    "UPDATE SET value = 3",
+    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', " LAYOUT_S ") ON CONFLICT "
+    "(key) DO UPDATE SET value = " LAYOUT_S,
 };
 
 static int meta_get(rs_backend *b, const char *key, int64_t *v, rs_err *err)
@@ -120,17 +124,17 @@ static int make_index(rs_backend *b, rs_err *err)
     return pg_commit(b, err);
 }
 
-/* The words w of eighth e (of all ids, from 0) added to the arrays' literals es and ws. A
+/* The words w of pair e (of all ids, from 0) added to the arrays' literals es and ws. A
  * word has no quote or backslash to escape. */
-static int add_eighth(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
+static int add_pair(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
 {
     return rs_buf_addf(es, "%s%lld", es->len ? "," : "{", (long long)e) ||
            rs_buf_addf(ws, "%s\"%s\"", ws->len ? "," : "{", w->buf ? w->buf : "");
 }
 
-/* The eighths of es and ws in one statement: an insert a row, eight to a block, cost a round
+/* The pairs of es and ws in one statement: an insert a row, 32 to a block, cost a round
  * trip each. */
-static int put_eighths(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
+static int put_pairs(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
 {
     if (!es->len)
         return 0;
@@ -140,12 +144,13 @@ static int put_eighths(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
     pg_arg_text(&a, es->buf);
     pg_arg_text(&a, ws->buf);
     return pg_run(b,
-                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / 8, k.e % 8, k.w FROM "
+                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / " PAIRS ", k.e % " PAIRS
+                  ", k.w FROM "
                   "unnest($1::text::bigint[], $2::text::text[]) k (e, w)",
                   &a, NULL, err);
 }
 
-/* An eighth's distinct words: entries are offsets + 1 into the eighth's text (ctx), where each
+/* A pair's distinct words: entries are offsets + 1 into the pair's text (ctx), where each
  * word is followed by a space. */
 typedef struct word_key {
     const char *p;
@@ -182,7 +187,7 @@ static int word_matches(const void *ctx, uintptr_t e, const void *key)
 
 static const rs_map_type word_type = {word_hash, word_entry_hash, word_matches};
 
-/* The words of s[0..len) (lowered already) not in the eighth yet, added to it. */
+/* The words of s[0..len) (lowered already) not in the pair yet, added to it. */
 static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
@@ -229,9 +234,9 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     int64_t cur = -1;
     int n = PQntuples(r);
     for (int i = 0; !rc && i <= n; i++) {
-        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / EIGHTH : -2;
+        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / PAIR : -2;
         if (e != cur && cur >= 0) {
-            if (add_eighth(&es, &ws, cur, &text)) {
+            if (add_pair(&es, &ws, cur, &text)) {
                 rc = rs_err_set(err, -ENOMEM, "out of memory");
                 break;
             }
@@ -258,7 +263,7 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     }
     PQclear(r);
     if (!rc)
-        rc = put_eighths(b, &es, &ws, err);
+        rc = put_pairs(b, &es, &ws, err);
     rs_map_release(&seen);
     rs_buf_release(&line);
     rs_buf_release(&low);
@@ -382,6 +387,15 @@ static int sync_index(rs_backend *b, rs_err *err)
         }
         rc = pg_commit(b, err);
     }
+    /* GIN takes new rows into a pending list that every search reads whole until a VACUUM
+     * merges it: after a catch-up of 200k rows, 400 pages, and a rare word's lookup took 3 ms
+     * instead of 0.1. Merged now by its owner (gin_clean_pending_list's rule);
+     * another role leaves it to autovacuum, and a failure is no search's. */
+    if (!rc)
+        pg_exec_plain(b,
+                      "SELECT gin_clean_pending_list(c.oid) FROM pg_class c WHERE c.oid = "
+                      "to_regclass('runfs_search_w') AND pg_has_role(c.relowner, 'USAGE')",
+                      NULL);
     return rc;
 }
 
@@ -412,15 +426,15 @@ static int like_terms(const rs_search *q, rs_buf *sql, int *n)
     return rc;
 }
 
-/* Candidates in more than a quarter of the eighths: the index hardly narrows, and its
+/* Candidates in more than a quarter of the pairs: the index hardly narrows, and its
  * candidates come only all at once, sorted, where a scan of the scope's threads gives its
  * first lines at once (a reader of the first page waits for no more). */
 static int dense(int64_t hits, int64_t upto)
 {
-    return upto >= DENSE_MIN * BLOCK && hits * 4 > upto / EIGHTH;
+    return upto >= DENSE_MIN * BLOCK && hits * 4 > upto / PAIR;
 }
 
-/* The first ids of the matching eighths outside changed blocks, as an array literal in
+/* The first ids of the matching pairs outside changed blocks, as an array literal in
  * *list, read in a transaction left open for the rows' cursor: REPEATABLE READ, so the
  * cursor sees the index and its marks as this did (an indexer may rebuild a changed block
  * in between), and the index read once. -ENOSYS, the transaction ended, when the index
@@ -433,7 +447,7 @@ static int candidates(rs_backend *b, const char *where, int64_t upto, rs_buf *li
     if (rs_buf_addf(sql,
                     "SELECT blk * 64 + r * %d FROM runfs_search WHERE %s AND blk NOT IN (SELECT "
                     "blk FROM runfs_search_dirty)",
-                    EIGHTH, where))
+                    PAIR, where))
         return -ENOMEM;
     PGresult *r = NULL;
     int rc = pg_pipe_start(b, err);
@@ -475,7 +489,7 @@ static int dense_inline(rs_backend *b, const char *where, int64_t upto, rs_err *
     return rc ? rc : dense(hits, upto) ? -ENOSYS : 0;
 }
 
-/* The rows' statement into sql: the candidates are ranges of ids (the matching eighths,
+/* The rows' statement into sql: the candidates are ranges of ids (the matching pairs,
  * from $1's list or, with where, read here; the changed blocks; the rows above the mark:
  * none overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
  * planner cannot estimate a join on ranges, and flattened it sorted the whole table to
@@ -490,9 +504,9 @@ static int rows_sql(rs_buf *sql, const char *where, int64_t upto, const char *th
         rc = rs_buf_addf(sql,
                          "%d, %lld) AS hi FROM (SELECT blk * 64 + r * %d AS lo FROM runfs_search "
                          "WHERE %s AND blk NOT IN (SELECT blk FROM runfs_search_dirty)) c",
-                         EIGHTH, (long long)upto, EIGHTH, where);
+                         PAIR, (long long)upto, PAIR, where);
     else if (!rc)
-        rc = rs_buf_addf(sql, "%d, %lld) AS hi FROM unnest($1::text::bigint[]) c (lo)", EIGHTH,
+        rc = rs_buf_addf(sql, "%d, %lld) AS hi FROM unnest($1::text::bigint[]) c (lo)", PAIR,
                          (long long)upto);
     if (!rc)
         rc = rs_buf_addf(sql,
@@ -534,7 +548,7 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t before = upto;
     if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
         !(rc = sync_needed(b, &layout, &upto, &needed, err)))
-        pg_analyze_grown(b, 0, (upto - before) / EIGHTH);
+        pg_analyze_grown(b, 0, (upto - before) / PAIR);
     if (rc || layout != LAYOUT)
         return rc ? rc : -ENOSYS;
     rs_buf where = RS_BUF_INIT;

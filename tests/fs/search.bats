@@ -189,12 +189,12 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
     UPDATE runfs_meta SET value = 1 WHERE key = 'search_layout'"
   check "$MNT" 'connection refused'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
-  assert_output 3,blk,r,w
+  assert_output 4,blk,r,w
   run store_sql "SELECT count(*) > 0, bool_and(w NOT LIKE '%refused%refused%') FROM runfs_search WHERE w LIKE '%refused%'"
   assert_output 't|t' # a block's words, each once
 }
 
-@test "search: PostgreSQL's index of layout 2 (a row a block) is made again, a row an eighth" {
+@test "search: PostgreSQL's index of layout 2 (a row a block) is made again, a row a pair" {
   on_pg || skip "PostgreSQL only: pg_trgm"
   check "$MNT" 'refused'
   store_sql "DROP TABLE runfs_search; CREATE TABLE runfs_search (blk BIGINT PRIMARY KEY, w TEXT NOT NULL);
@@ -203,11 +203,28 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'connection refused'
   check "$MNT" 'filler'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
-  assert_output 3,blk,r,w
-  # T-bulk's 400 rows fill whole blocks: each eighth of them has its own words, and the
-  # eighth that holds 'filler 97 Connection Refused' is one of few that say refused.
+  assert_output 4,blk,r,w
+  # T-bulk's 400 rows fill whole blocks: each pair of them has its own words, and the
+  # pair that holds 'filler 97 Connection Refused' is one of few that say refused.
   run store_sql "SELECT count(*) FILTER (WHERE w LIKE '%refused%') < count(*) / 4, count(DISTINCT r) FROM runfs_search"
-  assert_output 't|8'
+  assert_output 't|32'
+}
+
+@test "search: PostgreSQL's index of layout 3 (a row an eighth of a block) is made again, a row a pair" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  check "$MNT" 'refused'
+  # Layout 3's table has layout 4's columns: only the mark says which rows they hold. Its
+  # eighths here each say they hold the words searched: every row a candidate, each answer
+  # right, read from an index nobody made again.
+  store_sql "DELETE FROM runfs_search;
+    INSERT INTO runfs_search (blk, r, w) SELECT DISTINCT (id - 1) / 64, (id - 1) % 64 / 8, 'connection refused filler' FROM run_events;
+    UPDATE runfs_meta SET value = 3 WHERE key = 'search_layout'"
+  check "$MNT" 'connection refused'
+  check "$MNT" 'filler'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(DISTINCT r) FROM runfs_search)"
+  assert_output 4,32
+  run store_sql "SELECT count(*) FILTER (WHERE w LIKE '%refused%') < count(*) / 4 FROM runfs_search"
+  assert_output t
 }
 
 @test "search: PostgreSQL's index of a later layout (a newer build's) is left whole, and searches scan" {
