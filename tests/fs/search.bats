@@ -640,6 +640,31 @@ no_answer_files() { [ "$(answer_files)" = 0 ]; }
   assert_equal "$(( $(candidates) - before ))" 1
 }
 
+@test "search: PostgreSQL rows' created_at reads as the server writes it, in every form rows come in" {
+  on_pg || skip "PostgreSQL only: rows come as text or binary timestamps"
+  # Sessions of this database show dates in another style: runfs's own say ISO.
+  pg_admin "ALTER DATABASE $PG_DB SET DateStyle = 'SQL, DMY'" > /dev/null
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-time', 'run-1', NULL, 'llm.error', 'trace', 'stamp ' || x, '{}', x,
+    CASE x WHEN 1 THEN timestamptz '0001-01-01 00:00:00+00' WHEN 2 THEN '9999-12-31 23:59:59.999999+00'
+      WHEN 3 THEN '1999-12-31 23:59:59.999999+00' WHEN 4 THEN '2000-01-01 00:00:00+00'
+      WHEN 5 THEN '2400-02-29 12:34:56.5+00' WHEN 6 THEN '1970-01-01 00:00:00.000001+00'
+      ELSE timestamptz '1900-01-01 00:00:00+00' + x * interval '7777777.123457 seconds' END
+    FROM generate_series(1, 400) x" > /dev/null
+  # The reference is the server's own text of each row's time.
+  store_sql "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"') FROM run_events WHERE thread_id = 'T-time' ORDER BY seq" > "$WORK/want"
+  [ "$(wc -l < "$WORK/want")" -eq 400 ] || fail "the reference is not the 400 rows' times"
+  times() { grep -o '"created_at":"[^"]*"' | cut -d'"' -f4; }
+  # A cursor's first batch comes as text, the rest as binary: a search scanning the thread
+  # (runfs search writes no index), the mount's search from its index, a cat of the log.
+  "$RUNFS" search "$STORE" stamp T-time | times > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "runfs search's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
+  times < "$MNT/threads/T-time/search/stamp" > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "the mount's search's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
+  "$RUNFS" cat "$STORE" threads/T-time/events.jsonl | times > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "runfs cat's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
+}
+
 @test "search: a row appended between a search's stat and its cat is in the cat's bytes" {
   local q='connection refused' p
   for p in "search/$q" "threads/t-one/search/$q" "search/by:run $q"; do
