@@ -496,7 +496,8 @@ static int dense_inline(rs_backend *b, const char *where, int64_t upto, rs_err *
  * join it). Literals, not parameters, for the mark and the patterns: the plan is made for
  * them. */
 static int rows_sql(rs_buf *sql, const char *where, int64_t upto, const char *thread_id,
-                    const char *run_id, const char *user, const char *after_thread)
+                    const char *run_id, const char *user, const char *after_thread,
+                    const char *type, const char *category)
 {
     rs_buf_reset(sql);
     int rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + ");
@@ -524,9 +525,30 @@ static int rows_sql(rs_buf *sql, const char *where, int64_t upto, const char *th
     if (!rc && after_thread)
         rc = rs_buf_addstr(sql, " AND (e.thread_id COLLATE \"C\" > $5 OR (e.thread_id = $5 AND "
                                 "e.seq > $6))");
+    if (!rc && type)
+        rc = rs_buf_addstr(sql, " AND e.event_type = $7");
+    if (!rc && category)
+        rc = rs_buf_addstr(sql, " AND e.category = $8");
     if (!rc)
         rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
     return rc ? -ENOMEM : 0;
+}
+
+/* The event type and the category q requires (its first positive type: and category:
+ * terms, each a whole value), or NULL: the rows' statement leaves the others on the server
+ * (a typed phrase's candidates hold the phrase in any event's text). */
+static void required(const rs_search *q, const char **type, const char **category)
+{
+    *type = *category = NULL;
+    for (size_t i = 0; i < q->n; i++) {
+        const rs_term *t = &q->terms[i];
+        if (t->negate)
+            continue;
+        if (t->kind == RS_TERM_TYPE && !*type)
+            *type = t->text;
+        else if (t->kind == RS_TERM_CATEGORY && !*category)
+            *category = t->text;
+    }
 }
 
 int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
@@ -562,8 +584,11 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         rc = candidates(b, where.buf, upto, &list, err);
     else if (upto >= DENSE_MIN * BLOCK)
         rc = dense_inline(b, where.buf, upto, err);
+    const char *type, *category;
+    required(q, &type, &category);
     if (!rc)
-        rc = rows_sql(sql, own ? NULL : where.buf, upto, thread_id, run_id, user, after_thread);
+        rc = rows_sql(sql, own ? NULL : where.buf, upto, thread_id, run_id, user, after_thread,
+                      type, category);
     rs_buf_release(&where);
     if (rc) {
         rs_buf_release(&list);
@@ -578,6 +603,8 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     pg_arg_text(&a, user);
     pg_arg_text(&a, after_thread);
     pg_arg_int(&a, after_seq);
+    pg_arg_text(&a, type);
+    pg_arg_text(&a, category);
     /* The cursor joins the transaction the candidates were read in: its statement sees the
      * index and the marks as they did. */
     b->read_tx += own;

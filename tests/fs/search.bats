@@ -638,6 +638,14 @@ no_answer_files() { [ "$(answer_files)" = 0 ]; }
   wait_for 5 test "$(candidates)" -gt "$before" || fail "no candidate query in the server log: the search did not use the index"
   # Each read of a reader ran it again from where the last stopped: twice for one read's bytes.
   assert_equal "$(( $(candidates) - before ))" 1
+  # A required type is asked of the rows' statement: candidates of other types stay on the
+  # server.
+  "$RUNFS" search "$STORE" "type:llm.error $q" > "$WORK/cli"
+  ref "type:llm.error $q" > "$WORK/want"
+  cmp "$WORK/want" "$WORK/cli" || fail "the typed search's answer differs from the reference's"
+  [ -s "$WORK/want" ] || fail "no typed match: nothing to tell"
+  wait_for 5 grep -q "execute [^:]*: DECLARE .*FROM runfs_search.*e.event_type = \$7" "$log" ||
+    fail "the typed search's rows statement does not ask for its type"
 }
 
 @test "search: PostgreSQL rows' created_at reads as the server writes it, in every form rows come in" {
