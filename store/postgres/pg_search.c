@@ -444,10 +444,14 @@ static int candidates(rs_backend *b, const char *where, int64_t upto, rs_buf *li
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
+    /* One past as many as narrow says the index does not: a word in most rows stops there
+     * (30% of 200k rows: 75 ms to read its 50k pairs, where it is scanned anyway). */
     if (rs_buf_addf(sql,
                     "SELECT blk * 64 + r * %d FROM runfs_search WHERE %s AND blk NOT IN (SELECT "
                     "blk FROM runfs_search_dirty)",
-                    PAIR, where))
+                    PAIR, where) ||
+        (upto >= DENSE_MIN * BLOCK &&
+         rs_buf_addf(sql, " LIMIT %lld", (long long)(upto / PAIR / 4 + 1))))
         return -ENOMEM;
     PGresult *r = NULL;
     int rc = pg_pipe_start(b, err);
