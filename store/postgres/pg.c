@@ -36,6 +36,7 @@ typedef struct pg_cursor {
     int64_t next_off;
     int64_t skip_to;
     pg_canon canon;
+    char at[PG_AT_MAX]; /* the row's created_at */
 } pg_cursor;
 
 void pg_arg_text(pg_args *a, const char *s)
@@ -97,8 +98,8 @@ static int session_setup(rs_backend *b, rs_err *err)
 {
     char sql[256];
     (void)rs_fmt(sql, sizeof sql, /* constant words only: 256 bytes hold them */
-                 "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET synchronous_commit = %s; "
-                 "SET jit = off;%s",
+                 "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET DateStyle = ISO; "
+                 "SET synchronous_commit = %s; SET jit = off;%s",
                  b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
     PGresult *r = PQexec(b->conn, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail_result(b, r, err, "session");
@@ -418,10 +419,26 @@ void pg_analyze_grown(rs_backend *b, int64_t rows, int64_t blocks)
     PQclear(r);
 }
 
+/* A binary value of n bytes, big-endian, as a signed integer. */
+static int64_t be_int(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < n; k++)
+        v = v << 8 | p[k];
+    int shift = 64 - 8 * n;
+    return shift > 0 && shift < 64 ? (int64_t)(v << shift) >> shift : (int64_t)v;
+}
+
 int64_t pg_val_int(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col))
         return 0;
+    if (PQfformat(r, col) == 1) {
+        int n = PQgetlength(r, row, col);
+        return n == 2 || n == 4 || n == 8
+                   ? be_int((const unsigned char *)PQgetvalue(r, row, col), n)
+                   : 0;
+    }
     /* Two per row read (seq and id): plain digits are read here, without strtoll's locale
      * and sign handling (a few percent of a long read's CPU). */
     const char *s = PQgetvalue(r, row, col), *p = s;
@@ -499,7 +516,75 @@ void pg_rollback(rs_backend *b)
     b->in_tx = 0;
 }
 
-void pg_row(rs_row *row, const PGresult *r, int i, int col)
+static char *put_digits(char *o, int64_t v, int width)
+{
+    for (int k = width - 1; k >= 0; k--, v /= 10)
+        o[k] = (char)('0' + v % 10);
+    return o + width;
+}
+
+/* A timestamp's microseconds since 2000-01-01 (its binary form) as DeerFlow's DATETIME
+ * text; years past 9999 (or before 1) have no such text: "" (no row runfs took has one). */
+static const char *at_binary(int64_t us, char *at)
+{
+    int64_t day = 86400000000LL, days = us / day, rem = us % day;
+    if (rem < 0) {
+        rem += day;
+        days--;
+    }
+    /* Days since 0000-03-01 to a civil date (H. Hinnant's days_from_civil, inverted). */
+    int64_t z = days + 10957 + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    if (y < 1 || y > 9999)
+        return "";
+    char *o = put_digits(at, y, 4);
+    *o++ = '-';
+    o = put_digits(o, m, 2);
+    *o++ = '-';
+    o = put_digits(o, d, 2);
+    *o++ = ' ';
+    o = put_digits(o, rem / 3600000000LL, 2);
+    *o++ = ':';
+    o = put_digits(o, rem / 60000000 % 60, 2);
+    *o++ = ':';
+    o = put_digits(o, rem / 1000000 % 60, 2);
+    *o++ = '.';
+    o = put_digits(o, rem % 1000000, 6);
+    *o = '\0';
+    return at;
+}
+
+/* created_at (PG_ROW_COLUMNS' timestamp) as the encoder takes it, DeerFlow's SQLite
+ * DATETIME text "YYYY-MM-DD HH:MM:SS.ffffff", into at: from the binary microseconds, or
+ * from the ISO text (DateStyle ISO, set at connect) whose fraction the server trims.
+ * to_char made the text on the server, at twice the cost of the row's other columns. */
+static const char *row_at(const PGresult *r, int i, int col, char *at)
+{
+    const char *s = PQgetvalue(r, i, col);
+    size_t n = (size_t)PQgetlength(r, i, col);
+    if (PQfformat(r, col) == 1)
+        return n == 8 ? at_binary(be_int((const unsigned char *)s, 8), at) : "";
+    if (n < 19 || s[4] != '-' || s[10] != ' ' || s[13] != ':' ||
+        (n > 19 && s[19] != '.' && s[19] != '+'))
+        return s;
+    memcpy(at, s, 19);
+    at[19] = '.';
+    size_t k = 0;
+    if (s[19] == '.')
+        while (k < 6 && 20 + k < n && s[20 + k] >= '0' && s[20 + k] <= '9') {
+            at[20 + k] = s[20 + k];
+            k++;
+        }
+    while (k < 6)
+        at[20 + k++] = '0';
+    at[26] = '\0';
+    return at;
+}
+
+void pg_row(rs_row *row, const PGresult *r, int i, int col, char *at)
 {
     row->thread_id = PQgetvalue(r, i, col + 0);
     row->run_id = PQgetvalue(r, i, col + 1);
@@ -510,7 +595,12 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col)
     row->content_len = (size_t)PQgetlength(r, i, col + 5);
     row->metadata = PQgetvalue(r, i, col + 6);
     row->metadata_len = (size_t)PQgetlength(r, i, col + 6);
-    row->created_at = PQgetvalue(r, i, col + 7);
+    /* A jsonb column's binary form is its text after a version byte. */
+    if (PQfformat(r, col + 6) == 1 && PQftype(r, col + 6) == 3802 && row->metadata_len > 0) {
+        row->metadata++;
+        row->metadata_len--;
+    }
+    row->created_at = row_at(r, i, col + 7, at);
     row->user_id = PQgetisnull(r, i, col + 8) ? NULL : PQgetvalue(r, i, col + 8);
     row->canonical = 0;
     row->odd = !rs_id_valid_n(row->thread_id, (size_t)PQgetlength(r, i, col + 0)) ||
@@ -615,7 +705,7 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
             if (c->nrows == 0)
                 return 0;
         }
-        pg_row(&base->row, c->res, c->row, 0);
+        pg_row(&base->row, c->res, c->row, 0, c->at);
         base->row_id = PQnfields(c->res) > PG_ROW_ID ? pg_val_int(c->res, c->row, PG_ROW_ID) : 0;
         base->row.canonical = pg_canon_has(c->b, &c->canon, c->res, c->row++);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
@@ -650,7 +740,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
     c->b = b;
     c->batch = 64;
     (void)rs_fmt(c->name, sizeof c->name, "rc%d", ++b->cursor_seq); /* any int fits */
-    if (rs_buf_addf(&decl, "DECLARE %s NO SCROLL CURSOR FOR %s", c->name, sql)) {
+    if (rs_buf_addf(&decl, "DECLARE %s BINARY NO SCROLL CURSOR FOR %s", c->name, sql)) {
         free(c);
         return rs_err_set(err, -ENOMEM, "out of memory");
     }

@@ -735,6 +735,7 @@ typedef struct pg_page {
     int64_t last_off;   /* where the last row handed out starts */
     int64_t fetched_ns; /* CLOCK_MONOTONIC when the page was fetched */
     pg_canon canon;
+    char at[PG_AT_MAX]; /* the row's created_at */
 } pg_page;
 
 static int page_fetch(pg_page *p, rs_err *err)
@@ -778,7 +779,7 @@ static int page_next(rs_cursor *base, const rs_record **out)
             if (p->nrows == 0)
                 return 0;
         }
-        pg_row(&base->row, p->res, p->row, 0);
+        pg_row(&base->row, p->res, p->row, 0, p->at);
         base->row.canonical = pg_canon_has(p->b, &p->canon, p->res, p->row++);
         p->next_seq = base->row.seq + 1;
         p->last_off = p->next_off;

@@ -125,11 +125,12 @@ typedef struct pg_args {
     "to_regclass('run_events')), 'USAGE'), true)"
 
 /* The columns every row query selects, in rs_row order (see pg_row), then the row's id (a
- * read asks runfs_canon about it: PG_ROW_ID); created_at as DeerFlow's SQLite DATETIME
- * text, so both backends hand the encoder the same bytes. */
+ * read asks runfs_canon about it: PG_ROW_ID); created_at as a UTC timestamp that pg_row
+ * writes as DeerFlow's SQLite DATETIME text, so both backends hand the encoder the same
+ * bytes. */
 #define PG_ROW_COLUMNS \
     "e.thread_id, e.run_id, e.seq, e.event_type, e.category, e.content, e.event_metadata, " \
-    "to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), e.user_id, e.id"
+    "e.created_at AT TIME ZONE 'UTC', e.user_id, e.id"
 #define PG_ROW_ID 9
 
 /* What runfs_canon said about a stretch of ids: its ranges with hi in from..upto, asked after
@@ -195,7 +196,10 @@ int pg_begin(rs_backend *b, const char *thread_id, rs_err *err);
 int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err);
 int pg_commit(rs_backend *b, rs_err *err);
 void pg_rollback(rs_backend *b);
-void pg_row(rs_row *row, const PGresult *r, int i, int col);
+/* Row i of r (PG_ROW_COLUMNS from column col, in text or binary), its created_at written
+ * into at (PG_AT_MAX bytes: the row's as long as it is). */
+#define PG_AT_MAX 32
+void pg_row(rs_row *row, const PGresult *r, int i, int col, char *at);
 /* A cursor over sql's rows (PG_ROW_COLUMNS first, any others after). log: 0 for a
  * plain query, 1 for a run's log and 2 for a thread's, whose rows start at byte start_off
  * and get offsets; lines that end at or before skip_to are passed over. */

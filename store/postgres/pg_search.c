@@ -1,6 +1,6 @@
 /* pg_search.c — the search index on PostgreSQL: a pg_trgm GIN index over blocks of BLOCK
- * consecutive run_events ids, a row per eighth of a block (EIGHTH ids: the distinct words of
- * its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
+ * consecutive run_events ids, a row per pair of ids of a block (PAIR ids: the distinct words
+ * of its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
  * a search runs, never by an append. Rows above the indexed blocks and blocks a statement
  * changed (triggers mark them) are candidates too: the index only narrows. Without pg_trgm
  * (CREATE EXTENSION refused) every search scans. */
@@ -14,9 +14,11 @@
 #include "rs_util.h"
 
 #define BLOCK 64
-#define EIGHTH 8
+#define PAIR 2
+#define PAIRS "32"      /* BLOCK / PAIR, for the statements */
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */
-#define LAYOUT 3
+#define LAYOUT 4
+#define LAYOUT_S "4" /* LAYOUT, for the statements */
 #define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
 
 /* A word: a run of ASCII letters and digits (lowered) and bytes from 0x80. A term's words
@@ -30,9 +32,11 @@ static int word_byte(unsigned char ch)
 
 /* Made at the first search of a read-write store, after pg_trgm (an index of an older layout
  * is dropped and made again: layout 2 had a row per block, so a word in 2% of the rows was in
- * most blocks and its search read every row; by eighths it is in a sixth of them). The
- * table's key keeps the block (the triggers, a redaction and the catch-up name blocks) and
- * adds the eighth. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
+ * most blocks and its search read every row; layout 3 a row per eighth of a block, where such
+ * a word was in a sixth of them, and its search read seven rows for each that matched, the
+ * most of its time; by pairs it reads about two, for an index twice the size, made in twice
+ * the time). The table's key keeps the block (the triggers, a redaction and the catch-up name
+ * blocks) and adds the pair. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
  * marks its blocks too. A block marked already is marked again (a new version of its row,
  * so a new xmin): the catch-up that read the block's rows before this change then leaves
  * the mark it would have taken (sync_step). */
@@ -66,8 +70,8 @@ static const char *const search_schema[] = {
     "INSERT INTO runfs_meta (key, value) VALUES ('search_upto', 0), ('search_cand', 0), "
     "('search_cand_xmax', 0) ON CONFLICT (key) DO UPDATE SET value = 0",
     /* Last: its presence says the rest is there. */
-    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', 3) ON CONFLICT (key) DO "
-    "UPDATE SET value = 3",
+    "INSERT INTO runfs_meta (key, value) VALUES ('search_layout', " LAYOUT_S ") ON CONFLICT "
+    "(key) DO UPDATE SET value = " LAYOUT_S,
 };
 
 static int meta_get(rs_backend *b, const char *key, int64_t *v, rs_err *err)
@@ -120,17 +124,17 @@ static int make_index(rs_backend *b, rs_err *err)
     return pg_commit(b, err);
 }
 
-/* The words w of eighth e (of all ids, from 0) added to the arrays' literals es and ws. A
+/* The words w of pair e (of all ids, from 0) added to the arrays' literals es and ws. A
  * word has no quote or backslash to escape. */
-static int add_eighth(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
+static int add_pair(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
 {
     return rs_buf_addf(es, "%s%lld", es->len ? "," : "{", (long long)e) ||
            rs_buf_addf(ws, "%s\"%s\"", ws->len ? "," : "{", w->buf ? w->buf : "");
 }
 
-/* The eighths of es and ws in one statement: an insert a row, eight to a block, cost a round
+/* The pairs of es and ws in one statement: an insert a row, 32 to a block, cost a round
  * trip each. */
-static int put_eighths(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
+static int put_pairs(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
 {
     if (!es->len)
         return 0;
@@ -140,12 +144,13 @@ static int put_eighths(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
     pg_arg_text(&a, es->buf);
     pg_arg_text(&a, ws->buf);
     return pg_run(b,
-                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / 8, k.e % 8, k.w FROM "
+                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / " PAIRS ", k.e % " PAIRS
+                  ", k.w FROM "
                   "unnest($1::text::bigint[], $2::text::text[]) k (e, w)",
                   &a, NULL, err);
 }
 
-/* An eighth's distinct words: entries are offsets + 1 into the eighth's text (ctx), where each
+/* A pair's distinct words: entries are offsets + 1 into the pair's text (ctx), where each
  * word is followed by a space. */
 typedef struct word_key {
     const char *p;
@@ -182,7 +187,7 @@ static int word_matches(const void *ctx, uintptr_t e, const void *key)
 
 static const rs_map_type word_type = {word_hash, word_entry_hash, word_matches};
 
-/* The words of s[0..len) (lowered already) not in the eighth yet, added to it. */
+/* The words of s[0..len) (lowered already) not in the pair yet, added to it. */
 static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
@@ -229,9 +234,9 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     int64_t cur = -1;
     int n = PQntuples(r);
     for (int i = 0; !rc && i <= n; i++) {
-        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / EIGHTH : -2;
+        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / PAIR : -2;
         if (e != cur && cur >= 0) {
-            if (add_eighth(&es, &ws, cur, &text)) {
+            if (add_pair(&es, &ws, cur, &text)) {
                 rc = rs_err_set(err, -ENOMEM, "out of memory");
                 break;
             }
@@ -242,7 +247,8 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
             break;
         cur = e;
         rs_row row;
-        pg_row(&row, r, i, 0);
+        char at[PG_AT_MAX];
+        pg_row(&row, r, i, 0, at);
         row.canonical = pg_canon_has(b, &canon, r, i);
         size_t cs, cl, ms, ml;
         rs_buf_reset(&line);
@@ -257,7 +263,7 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     }
     PQclear(r);
     if (!rc)
-        rc = put_eighths(b, &es, &ws, err);
+        rc = put_pairs(b, &es, &ws, err);
     rs_map_release(&seen);
     rs_buf_release(&line);
     rs_buf_release(&low);
@@ -381,6 +387,15 @@ static int sync_index(rs_backend *b, rs_err *err)
         }
         rc = pg_commit(b, err);
     }
+    /* GIN takes new rows into a pending list that every search reads whole until a VACUUM
+     * merges it: after a catch-up of 200k rows, 400 pages, and a rare word's lookup took 3 ms
+     * instead of 0.1. Merged now by its owner (gin_clean_pending_list's rule);
+     * another role leaves it to autovacuum, and a failure is no search's. */
+    if (!rc)
+        pg_exec_plain(b,
+                      "SELECT gin_clean_pending_list(c.oid) FROM pg_class c WHERE c.oid = "
+                      "to_regclass('runfs_search_w') AND pg_has_role(c.relowner, 'USAGE')",
+                      NULL);
     return rc;
 }
 
@@ -411,6 +426,135 @@ static int like_terms(const rs_search *q, rs_buf *sql, int *n)
     return rc;
 }
 
+/* Candidates in more than a quarter of the pairs: the index hardly narrows, and its
+ * candidates come only all at once, sorted, where a scan of the scope's threads gives its
+ * first lines at once (a reader of the first page waits for no more). */
+static int dense(int64_t hits, int64_t upto)
+{
+    return upto >= DENSE_MIN * BLOCK && hits * 4 > upto / PAIR;
+}
+
+/* The first ids of the matching pairs outside changed blocks, as an array literal in
+ * *list, read in a transaction left open for the rows' cursor: REPEATABLE READ, so the
+ * cursor sees the index and its marks as this did (an indexer may rebuild a changed block
+ * in between), and the index read once. -ENOSYS, the transaction ended, when the index
+ * hardly narrows. The planner costs LIKE's recheck of a seq scan by rows, not by their
+ * text, and chose it over the trigram index at a fifth of the rows: four times slower. */
+static int candidates(rs_backend *b, const char *where, int64_t upto, rs_buf *list, rs_err *err)
+{
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    /* One past as many as narrow says the index does not: a word in most rows stops there
+     * (30% of 200k rows: 75 ms to read its 50k pairs, where it is scanned anyway). */
+    if (rs_buf_addf(sql,
+                    "SELECT blk * 64 + r * %d FROM runfs_search WHERE %s AND blk NOT IN (SELECT "
+                    "blk FROM runfs_search_dirty)",
+                    PAIR, where) ||
+        (upto >= DENSE_MIN * BLOCK &&
+         rs_buf_addf(sql, " LIMIT %lld", (long long)(upto / PAIR / 4 + 1))))
+        return -ENOMEM;
+    PGresult *r = NULL;
+    int rc = pg_pipe_start(b, err);
+    /* The rows' sort holds the candidates' rows: in memory, not spilled to disk. */
+    if (!rc && !(rc = pg_run(b, "BEGIN ISOLATION LEVEL REPEATABLE READ", NULL, NULL, err)) &&
+        !(rc = pg_run(b, "SET LOCAL enable_seqscan = off", NULL, NULL, err)) &&
+        !(rc = pg_run(b, "SET LOCAL work_mem = '64MB'", NULL, NULL, err)) &&
+        !(rc = pg_run(b, sql->buf, NULL, &r, err)))
+        rc = pg_pipe_run(b, err);
+    else if (b->piped)
+        pg_pipe_run(b, NULL);
+    if (rc) {
+        PQclear(r);
+        return rc;
+    }
+    int n = PQntuples(r);
+    if (dense(n, upto)) {
+        PQclear(r);
+        pg_exec_plain(b, "COMMIT", NULL);
+        return -ENOSYS;
+    }
+    rc = rs_buf_addch(list, '{');
+    for (int i = 0; !rc && i < n; i++)
+        rc = rs_buf_addf(list, i ? ",%s" : "%s", PQgetvalue(r, i, 0));
+    PQclear(r);
+    return rc || rs_buf_addch(list, '}') ? -ENOMEM : 0;
+}
+
+/* The same decision inside a transaction open already (its statements each see the store
+ * anew): the candidates are counted, then read again by the rows' statement. */
+static int dense_inline(rs_backend *b, const char *where, int64_t upto, rs_err *err)
+{
+    rs_buf *sql = &b->sql;
+    rs_buf_reset(sql);
+    int64_t hits = 0;
+    int found, rc = rs_buf_addf(sql, "SELECT count(*) FROM runfs_search WHERE %s", where)
+                        ? -ENOMEM
+                        : pg_int(b, sql->buf, NULL, NULL, &hits, &found, err);
+    return rc ? rc : dense(hits, upto) ? -ENOSYS : 0;
+}
+
+/* The rows' statement into sql: the candidates are ranges of ids (the matching pairs,
+ * from $1's list or, with where, read here; the changed blocks; the rows above the mark:
+ * none overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
+ * planner cannot estimate a join on ranges, and flattened it sorted the whole table to
+ * join it). Literals, not parameters, for the mark and the patterns: the plan is made for
+ * them. */
+static int rows_sql(rs_buf *sql, const char *where, int64_t upto, const char *thread_id,
+                    const char *run_id, const char *user, const char *after_thread,
+                    const char *type, const char *category)
+{
+    rs_buf_reset(sql);
+    int rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + ");
+    if (!rc && where)
+        rc = rs_buf_addf(sql,
+                         "%d, %lld) AS hi FROM (SELECT blk * 64 + r * %d AS lo FROM runfs_search "
+                         "WHERE %s AND blk NOT IN (SELECT blk FROM runfs_search_dirty)) c",
+                         PAIR, (long long)upto, PAIR, where);
+    else if (!rc)
+        rc = rs_buf_addf(sql, "%d, %lld) AS hi FROM unnest($1::text::bigint[]) c (lo)", PAIR,
+                         (long long)upto);
+    if (!rc)
+        rc = rs_buf_addf(sql,
+                         " UNION ALL SELECT blk * 64, least(blk * 64 + 64, %lld) FROM "
+                         "runfs_search_dirty UNION ALL SELECT %lld, %lld) k CROSS JOIN LATERAL "
+                         "(SELECT * FROM run_events e WHERE e.id > k.lo AND e.id <= k.hi OFFSET "
+                         "0) e WHERE true",
+                         (long long)upto, (long long)upto, (long long)INT64_MAX);
+    if (!rc && thread_id)
+        rc = rs_buf_addstr(sql, " AND e.thread_id = $2");
+    if (!rc && run_id)
+        rc = rs_buf_addstr(sql, " AND e.run_id = $3");
+    if (!rc && user)
+        rc = rs_buf_addstr(sql, " AND e.user_id = $4");
+    if (!rc && after_thread)
+        rc = rs_buf_addstr(sql, " AND (e.thread_id COLLATE \"C\" > $5 OR (e.thread_id = $5 AND "
+                                "e.seq > $6))");
+    if (!rc && type)
+        rc = rs_buf_addstr(sql, " AND e.event_type = $7");
+    if (!rc && category)
+        rc = rs_buf_addstr(sql, " AND e.category = $8");
+    if (!rc)
+        rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
+    return rc ? -ENOMEM : 0;
+}
+
+/* The event type and the category q requires (its first positive type: and category:
+ * terms, each a whole value), or NULL: the rows' statement leaves the others on the server
+ * (a typed phrase's candidates hold the phrase in any event's text). */
+static void required(const rs_search *q, const char **type, const char **category)
+{
+    *type = *category = NULL;
+    for (size_t i = 0; i < q->n; i++) {
+        const rs_term *t = &q->terms[i];
+        if (t->negate)
+            continue;
+        if (t->kind == RS_TERM_TYPE && !*type)
+            *type = t->text;
+        else if (t->kind == RS_TERM_CATEGORY && !*category)
+            *category = t->text;
+    }
+}
+
 int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const char *run_id,
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err)
@@ -430,7 +574,7 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t before = upto;
     if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
         !(rc = sync_needed(b, &layout, &upto, &needed, err)))
-        pg_analyze_grown(b, 0, (upto - before) / EIGHTH);
+        pg_analyze_grown(b, 0, (upto - before) / PAIR);
     if (rc || layout != LAYOUT)
         return rc ? rc : -ENOSYS;
     rs_buf where = RS_BUF_INIT;
@@ -438,56 +582,42 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         rs_buf_release(&where);
         return rc ? rs_err_set(err, -ENOMEM, "out of memory") : -ENOSYS;
     }
-    rs_buf *sql = &b->sql;
-    rs_buf_reset(sql);
-    /* Candidates in more than a quarter of the eighths: the index hardly narrows, and its
-     * candidates come only all at once, sorted, where a scan of the scope's threads gives
-     * its first lines at once (a reader of the first page waits for no more). */
-    int64_t hits = 0;
-    int found;
-    if (upto >= DENSE_MIN * BLOCK &&
-        ((rc = rs_buf_addf(sql, "SELECT count(*) FROM runfs_search WHERE %s", where.buf)) ||
-         (rc = pg_int(b, sql->buf, NULL, NULL, &hits, &found, err)) || hits * 4 > upto / EIGHTH)) {
-        rs_buf_release(&where);
-        return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc ? rc : -ENOSYS;
-    }
-    rs_buf_reset(sql);
-    /* Literals, not parameters: the plan is made for this mark and these patterns. The
-     * candidates are ranges of ids (the matching eighths outside changed blocks, the changed
-     * blocks, the rows above the mark: none overlaps another), each read by a range of the
-     * primary key (LATERAL, OFFSET 0: the planner cannot estimate a join on ranges, and
-     * flattened it sorted the whole table to join it). */
-    rc = rs_buf_addf(sql,
-                     "SELECT " PG_ROW_COLUMNS " FROM (SELECT blk * 64 + r * 8 AS lo, "
-                     "least(blk * 64 + r * 8 + 8, %lld) AS hi FROM runfs_search WHERE %s AND blk "
-                     "NOT IN (SELECT blk FROM runfs_search_dirty) UNION ALL SELECT blk * 64, "
-                     "least(blk * 64 + 64, %lld) FROM runfs_search_dirty UNION ALL SELECT %lld, "
-                     "%lld) k CROSS JOIN LATERAL (SELECT * FROM run_events e WHERE e.id > k.lo "
-                     "AND e.id <= k.hi OFFSET 0) e WHERE true",
-                     (long long)upto, where.buf, (long long)upto, (long long)upto,
-                     (long long)INT64_MAX);
-    if (!rc && thread_id)
-        rc = rs_buf_addstr(sql, " AND e.thread_id = $2");
-    if (!rc && run_id)
-        rc = rs_buf_addstr(sql, " AND e.run_id = $3");
-    if (!rc && user)
-        rc = rs_buf_addstr(sql, " AND e.user_id = $4");
-    if (!rc && after_thread)
-        rc = rs_buf_addstr(sql, " AND (e.thread_id COLLATE \"C\" > $5 OR (e.thread_id = $5 AND "
-                                "e.seq > $6))");
+    rs_buf *sql = &b->sql, list = RS_BUF_INIT;
+    int own = !b->in_tx && !b->read_tx;
+    if (own)
+        rc = candidates(b, where.buf, upto, &list, err);
+    else if (upto >= DENSE_MIN * BLOCK)
+        rc = dense_inline(b, where.buf, upto, err);
+    const char *type, *category;
+    required(q, &type, &category);
     if (!rc)
-        rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
+        rc = rows_sql(sql, own ? NULL : where.buf, upto, thread_id, run_id, user, after_thread,
+                      type, category);
     rs_buf_release(&where);
-    if (rc)
-        return rs_err_set(err, -ENOMEM, "out of memory");
+    if (rc) {
+        rs_buf_release(&list);
+        if (own && rc != -ENOSYS && PQstatus(b->conn) == CONNECTION_OK)
+            pg_exec_plain(b, "ROLLBACK", NULL);
+        return rc == -ENOMEM ? rs_err_set(err, rc, "out of memory") : rc;
+    }
     pg_args a = {.n = 0};
-    pg_arg_text(&a, NULL); /* $1: unused */
+    pg_arg_text(&a, own ? list.buf : NULL);
     pg_arg_text(&a, thread_id);
     pg_arg_text(&a, run_id);
     pg_arg_text(&a, user);
     pg_arg_text(&a, after_thread);
     pg_arg_int(&a, after_seq);
-    return pg_cursor_new(b, sql->buf, &a, 0, 0, 0, out, err);
+    pg_arg_text(&a, type);
+    pg_arg_text(&a, category);
+    /* The cursor joins the transaction the candidates were read in: its statement sees the
+     * index and the marks as they did. */
+    b->read_tx += own;
+    rc = pg_cursor_new(b, sql->buf, &a, 0, 0, 0, out, err);
+    b->read_tx -= own;
+    rs_buf_release(&list);
+    if (rc && own && PQstatus(b->conn) == CONNECTION_OK)
+        pg_exec_plain(b, "ROLLBACK", NULL);
+    return rc;
 }
 
 int pg_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err)

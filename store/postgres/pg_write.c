@@ -100,7 +100,8 @@ int pg_once_existing(rs_backend *b, const rs_target *t, const char *event_type, 
     *found = PQntuples(r) > 0;
     if (*found && ex) {
         rs_row row;
-        pg_row(&row, r, 0, 0);
+        char at[PG_AT_MAX];
+        pg_row(&row, r, 0, 0, at);
         rs_buf_reset(&ex->line);
         rs_buf_reset(&ex->category);
         rs_buf_reset(&ex->content_db);
@@ -256,7 +257,8 @@ int pg_row_at(rs_backend *b, const char *thread_id, int64_t seq, int anonymous, 
     *found = PQntuples(r) > 0;
     if (*found) {
         rs_row row;
-        pg_row(&row, r, 0, 0);
+        char at[PG_AT_MAX];
+        pg_row(&row, r, 0, 0, at);
         if (anonymous)
             row.user_id = NULL;
         rc = rs_event_encode(line, &row, err);

@@ -189,12 +189,12 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
     UPDATE runfs_meta SET value = 1 WHERE key = 'search_layout'"
   check "$MNT" 'connection refused'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
-  assert_output 3,blk,r,w
+  assert_output 4,blk,r,w
   run store_sql "SELECT count(*) > 0, bool_and(w NOT LIKE '%refused%refused%') FROM runfs_search WHERE w LIKE '%refused%'"
   assert_output 't|t' # a block's words, each once
 }
 
-@test "search: PostgreSQL's index of layout 2 (a row a block) is made again, a row an eighth" {
+@test "search: PostgreSQL's index of layout 2 (a row a block) is made again, a row a pair" {
   on_pg || skip "PostgreSQL only: pg_trgm"
   check "$MNT" 'refused'
   store_sql "DROP TABLE runfs_search; CREATE TABLE runfs_search (blk BIGINT PRIMARY KEY, w TEXT NOT NULL);
@@ -203,11 +203,28 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   check "$MNT" 'connection refused'
   check "$MNT" 'filler'
   run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT string_agg(column_name, ',' ORDER BY column_name) FROM information_schema.columns WHERE table_name = 'runfs_search')"
-  assert_output 3,blk,r,w
-  # T-bulk's 400 rows fill whole blocks: each eighth of them has its own words, and the
-  # eighth that holds 'filler 97 Connection Refused' is one of few that say refused.
+  assert_output 4,blk,r,w
+  # T-bulk's 400 rows fill whole blocks: each pair of them has its own words, and the
+  # pair that holds 'filler 97 Connection Refused' is one of few that say refused.
   run store_sql "SELECT count(*) FILTER (WHERE w LIKE '%refused%') < count(*) / 4, count(DISTINCT r) FROM runfs_search"
-  assert_output 't|8'
+  assert_output 't|32'
+}
+
+@test "search: PostgreSQL's index of layout 3 (a row an eighth of a block) is made again, a row a pair" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  check "$MNT" 'refused'
+  # Layout 3's table has layout 4's columns: only the mark says which rows they hold. Its
+  # eighths here each say they hold the words searched: every row a candidate, each answer
+  # right, read from an index nobody made again.
+  store_sql "DELETE FROM runfs_search;
+    INSERT INTO runfs_search (blk, r, w) SELECT DISTINCT (id - 1) / 64, (id - 1) % 64 / 8, 'connection refused filler' FROM run_events;
+    UPDATE runfs_meta SET value = 3 WHERE key = 'search_layout'"
+  check "$MNT" 'connection refused'
+  check "$MNT" 'filler'
+  run store_sql "SELECT (SELECT value FROM runfs_meta WHERE key = 'search_layout') || ',' || (SELECT count(DISTINCT r) FROM runfs_search)"
+  assert_output 4,32
+  run store_sql "SELECT count(*) FILTER (WHERE w LIKE '%refused%') < count(*) / 4 FROM runfs_search"
+  assert_output t
 }
 
 @test "search: PostgreSQL's index of a later layout (a newer build's) is left whole, and searches scan" {
@@ -600,17 +617,20 @@ while b := os.read(8, 131072):
 
 no_answer_files() { [ "$(answer_files)" = 0 ]; }
 
-@test "search: runfs search on PostgreSQL runs its candidate query once, its answer the reference" {
+@test "search: runfs search on PostgreSQL reads its index once, its answer the reference" {
   on_pg || skip "PostgreSQL only: its server log tells the statements runfs ran"
   # New sessions of this test's database log every statement (the mount's stay quiet).
   pg_admin "ALTER DATABASE $PG_DB SET log_min_duration_statement = 0" > /dev/null
   store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
-    SELECT 'T-wb' || (x % 5), 'run-1', NULL, 'llm.error', 'trace', 'wombat burrow ' || x, '{}', x,
-    '2026-03-04 06:00:03.000000' FROM generate_series(1, 400) x" > /dev/null
+    SELECT 'T-wb' || (x % 5), 'run-1', NULL, 'llm.error', 'trace',
+    CASE WHEN x % 50 = 0 THEN 'wombat burrow ' ELSE 'quiet line ' END || x, '{}', x,
+    '2026-03-04 06:00:03.000000' FROM generate_series(1, 5000) x" > /dev/null
   local q=wombat log=$RUNFS_PG_DIR/log before
   # The index is made at a mount's first search (runfs search writes none).
   check "$MNT" "$q"
-  candidates() { grep -c "execute [^:]*: DECLARE .*FROM runfs_search WHERE w LIKE '%$q%'" "$log"; }
+  # Any statement that reads the index for the term: the candidates' once, not a count of
+  # them first (5,000 rows: past the size below which the index narrows uncounted).
+  candidates() { grep -c "execute [^:]*: .*FROM runfs_search WHERE w LIKE '%$q%'" "$log"; }
   before=$(candidates)
   "$RUNFS" search "$STORE" "$q" > "$WORK/cli"
   ref "$q" > "$WORK/want"
@@ -618,6 +638,39 @@ no_answer_files() { [ "$(answer_files)" = 0 ]; }
   wait_for 5 test "$(candidates)" -gt "$before" || fail "no candidate query in the server log: the search did not use the index"
   # Each read of a reader ran it again from where the last stopped: twice for one read's bytes.
   assert_equal "$(( $(candidates) - before ))" 1
+  # A required type is asked of the rows' statement: candidates of other types stay on the
+  # server.
+  "$RUNFS" search "$STORE" "type:llm.error $q" > "$WORK/cli"
+  ref "type:llm.error $q" > "$WORK/want"
+  cmp "$WORK/want" "$WORK/cli" || fail "the typed search's answer differs from the reference's"
+  [ -s "$WORK/want" ] || fail "no typed match: nothing to tell"
+  wait_for 5 grep -q "execute [^:]*: DECLARE .*FROM runfs_search.*e.event_type = \$7" "$log" ||
+    fail "the typed search's rows statement does not ask for its type"
+}
+
+@test "search: PostgreSQL rows' created_at reads as the server writes it, in every form rows come in" {
+  on_pg || skip "PostgreSQL only: rows come as text or binary timestamps"
+  # Sessions of this database show dates in another style: runfs's own say ISO.
+  pg_admin "ALTER DATABASE $PG_DB SET DateStyle = 'SQL, DMY'" > /dev/null
+  store_sql "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-time', 'run-1', NULL, 'llm.error', 'trace', 'stamp ' || x, '{}', x,
+    CASE x WHEN 1 THEN timestamptz '0001-01-01 00:00:00+00' WHEN 2 THEN '9999-12-31 23:59:59.999999+00'
+      WHEN 3 THEN '1999-12-31 23:59:59.999999+00' WHEN 4 THEN '2000-01-01 00:00:00+00'
+      WHEN 5 THEN '2400-02-29 12:34:56.5+00' WHEN 6 THEN '1970-01-01 00:00:00.000001+00'
+      ELSE timestamptz '1900-01-01 00:00:00+00' + x * interval '7777777.123457 seconds' END
+    FROM generate_series(1, 400) x" > /dev/null
+  # The reference is the server's own text of each row's time.
+  store_sql "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"') FROM run_events WHERE thread_id = 'T-time' ORDER BY seq" > "$WORK/want"
+  [ "$(wc -l < "$WORK/want")" -eq 400 ] || fail "the reference is not the 400 rows' times"
+  times() { grep -o '"created_at":"[^"]*"' | cut -d'"' -f4; }
+  # A cursor's first batch comes as text, the rest as binary: a search scanning the thread
+  # (runfs search writes no index), the mount's search from its index, a cat of the log.
+  "$RUNFS" search "$STORE" stamp T-time | times > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "runfs search's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
+  times < "$MNT/threads/T-time/search/stamp" > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "the mount's search's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
+  "$RUNFS" cat "$STORE" threads/T-time/events.jsonl | times > "$WORK/got"
+  cmp "$WORK/want" "$WORK/got" || fail "runfs cat's times differ: $(diff "$WORK/want" "$WORK/got" | head -5)"
 }
 
 @test "search: a row appended between a search's stat and its cat is in the cat's bytes" {
