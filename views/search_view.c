@@ -286,10 +286,12 @@ static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_s
 
 /* The name of n's size among the scope's kept sizes: the query, its scope and who asks; the
  * rewrites count too, as another writer's update in place leaves a thread's info alone. */
-static int size_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key)
+static int size_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key,
+                    int64_t *rewrites_out)
 {
     int64_t rewrites = 0;
     int rc = rs_store_rewrites(s, &rewrites) ? -EIO : rfs_node_path(n, key);
+    *rewrites_out = rewrites;
     if (!rc && sc->sizes)
         rfs_sizes_rewrites(sc->sizes, rewrites);
     if (!rc)
@@ -316,7 +318,8 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     /* Kept by the mount only: a query is a parameter, and the store would keep a row for
      * every one anybody asked. */
     rs_buf key = RS_BUF_INIT;
-    if (sc->sizes && size_key(s, sc, n, &key) == 0 &&
+    int64_t rewrites = 0;
+    if (sc->sizes && size_key(s, sc, n, &key, &rewrites) == 0 &&
         rfs_sizes_get(sc->sizes, key.buf, &token, &st->size)) {
         st->kept = 1;
     } else if (sized == 1) {
@@ -343,7 +346,7 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         file_drop(&file);
         free(ids.v);
         if (!rc && keep)
-            rfs_sizes_put_rows(sc->sizes, key.buf, &token, st->size, rows);
+            rfs_sizes_put_rows(sc->sizes, key.buf, &token, st->size, rows, rewrites);
     }
     rs_buf_release(&key);
     rs_search_free(q);
@@ -384,7 +387,9 @@ static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node
     rs_err ignored = {0};
     rs_buf key = RS_BUF_INIT;
     rfs_kept_rows *rows = NULL;
-    if (search_scope(s, sc, n, &st, &token, &ignored) == 0 && size_key(s, sc, n, &key) == 0)
+    int64_t rewrites;
+    if (search_scope(s, sc, n, &st, &token, &ignored) == 0 &&
+        size_key(s, sc, n, &key, &rewrites) == 0)
         rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
     rs_buf_release(&key);
     return rows;

@@ -316,17 +316,28 @@ void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites)
         size_t pos = 0;
         for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
             rows_drop(c, (entry *)o);
-        c->rewrites = rewrites;
     }
+    /* Only forward: a caller that read the count before a later one told of a rewrite
+     * must not let an answer of its older count in (rfs_sizes_put_rows). */
+    if (rewrites > c->rewrites)
+        c->rewrites = rewrites;
     pthread_mutex_unlock(&c->lock);
 }
 
 void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
-                        rfs_kept_rows *rows)
+                        rfs_kept_rows *rows, int64_t rewrites)
 {
     size_t bytes = rows ? rows->n * sizeof *rows->ids : 0;
     int64_t file = rows && rows->fd >= 0 ? rows->bytes : 0;
     pthread_mutex_lock(&c->lock);
+    /* Rows were rewritten (a redaction) while the answer was counted: it may hold their
+     * old bytes, and nothing would drop it (no reader asks for its key again). */
+    if (rows && rewrites < c->rewrites) {
+        rows_release(rows);
+        rows = NULL;
+        bytes = 0;
+        file = 0;
+    }
     put(c, key, token, size, NULL);
     entry *e = (entry *)rs_map_find(&c->map, key);
     if (e && rows)

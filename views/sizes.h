@@ -64,8 +64,9 @@ void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows);
  * since the last call every kept answer goes, so none keeps a redacted line's old bytes. */
 void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites);
 /* Keep size as rfs_sizes_put does and the answer beside it (the table takes the caller's
- * reference; NULL: none), within the bounds on all kept answers (past one, the others go). */
+ * reference; NULL: none), within the bounds on all kept answers (past one, the others go);
+ * rewrites is the count the answer was counted at: one older than the table's is not kept. */
 void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
-                        rfs_kept_rows *rows);
+                        rfs_kept_rows *rows, int64_t rewrites);
 
 #endif

@@ -576,7 +576,8 @@ static int held_range(held_cursor *c, rs_backend *b, sqlite3_stmt *st, const rs_
         size_t bytes = c->arena.len + c->n * sizeof *c->rows;
         if (bytes > HELD_MAX)
             return -E2BIG;
-        if (bytes > c->taken) {
+        /* A long line can pass several steps at once. */
+        while (bytes > c->taken) {
             if (atomic_fetch_add(&held_all, HELD_STEP) + HELD_STEP > HELD_ALL_MAX) {
                 atomic_fetch_sub(&held_all, HELD_STEP);
                 return -E2BIG;

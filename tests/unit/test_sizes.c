@@ -38,7 +38,7 @@ static void test_kept_file_by_token(void **state)
     assert_int_equal(rfs_sizes_new(&c), 0);
     rs_log_info t1 = {.exists = 1, .count = 1}, t2 = {.exists = 1, .count = 2};
     int fd;
-    rfs_sizes_put_rows(c, "q", &t1, 10, answer(10, &fd));
+    rfs_sizes_put_rows(c, "q", &t1, 10, answer(10, &fd), 0);
     rfs_kept_rows *r = rfs_sizes_rows(c, "q", &t1);
     assert_non_null(r);
     assert_int_equal(r->fd, fd);
@@ -60,8 +60,8 @@ static void test_kept_file_rewrites(void **state)
     rs_log_info t = {.exists = 1, .count = 1};
     int a, b;
     rfs_sizes_rewrites(c, 5);
-    rfs_sizes_put_rows(c, "a", &t, 1, answer(1, &a));
-    rfs_sizes_put_rows(c, "b", &t, 1, answer(1, &b));
+    rfs_sizes_put_rows(c, "a", &t, 1, answer(1, &a), 5);
+    rfs_sizes_put_rows(c, "b", &t, 1, answer(1, &b), 5);
     rfs_sizes_rewrites(c, 5);
     assert_true(is_open(a) && is_open(b));
     /* A reader holds a; a rewrite drops both from the table, a closed once given back. */
@@ -73,6 +73,15 @@ static void test_kept_file_rewrites(void **state)
     assert_null(rfs_sizes_rows(c, "a", &t));
     rfs_sizes_rows_done(c, held);
     assert_false(is_open(a));
+    /* An answer counted before the rewrite (a stat that read the count at 5) is not kept,
+     * nor after a late caller tells of 5 again: the count only moves forward. */
+    int late;
+    rfs_sizes_put_rows(c, "a", &t, 1, answer(1, &late), 5);
+    assert_false(is_open(late));
+    rfs_sizes_rewrites(c, 5);
+    rfs_sizes_put_rows(c, "a", &t, 1, answer(1, &late), 5);
+    assert_false(is_open(late));
+    assert_null(rfs_sizes_rows(c, "a", &t));
     /* The size stays: only the answer goes. */
     int64_t size = 0;
     assert_int_equal(rfs_sizes_get(c, "a", &t, &size), 1);
@@ -88,11 +97,11 @@ static void test_kept_file_bound(void **state)
     rs_log_info t = {.exists = 1, .count = 1};
     int fd[3];
     assert_null(rfs_kept_file_new(rfs_kept_file_open(), rfs_kept_file_max() + 1));
-    rfs_sizes_put_rows(c, "0", &t, 1, answer(rfs_kept_file_max(), &fd[0]));
-    rfs_sizes_put_rows(c, "1", &t, 1, answer(rfs_kept_file_max(), &fd[1]));
+    rfs_sizes_put_rows(c, "0", &t, 1, answer(rfs_kept_file_max(), &fd[0]), 0);
+    rfs_sizes_put_rows(c, "1", &t, 1, answer(rfs_kept_file_max(), &fd[1]), 0);
     assert_true(is_open(fd[0]) && is_open(fd[1]));
     /* A third would pass the bound on all files: the older ones go, the newest stays. */
-    rfs_sizes_put_rows(c, "2", &t, 1, answer(rfs_kept_file_max(), &fd[2]));
+    rfs_sizes_put_rows(c, "2", &t, 1, answer(rfs_kept_file_max(), &fd[2]), 0);
     assert_false(is_open(fd[0]));
     assert_false(is_open(fd[1]));
     rfs_kept_rows *r = rfs_sizes_rows(c, "2", &t);
