@@ -418,6 +418,66 @@ static int kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *
     return rc;
 }
 
+/* The end of the last line of k's bytes that ends at or before end (0: none). */
+static int64_t line_end_before(const rfs_kept_rows *k, int64_t end)
+{
+    char buf[4096];
+    while (end > 0) {
+        int64_t from = end > (int64_t)sizeof buf ? end - (int64_t)sizeof buf : 0;
+        ssize_t r = pread(k->fd, buf, (size_t)(end - from), from);
+        if (r != end - from)
+            return -1;
+        for (int64_t i = end - from - 1; i >= 0; i--)
+            if (buf[i] == '\n')
+                return from + i + 1;
+        end = from;
+    }
+    return 0;
+}
+
+/* The thread id and seq a line of k's bytes from at begins with (every answer line begins
+ * {"thread_id":"T","run_id":"R", then an event's "seq":N): 0, or -1 when it does not. */
+static int line_head(const rfs_kept_rows *k, int64_t at, char thread[RS_ID_MAX + 1], int64_t *seq)
+{
+    static const char tk[] = "{\"thread_id\":\"", sk[] = "\"seq\":";
+    char head[2 * RS_ID_MAX + 64];
+    ssize_t r = pread(k->fd, head, sizeof head - 1, at);
+    if (r < (ssize_t)sizeof tk || memcmp(head, tk, sizeof tk - 1) != 0)
+        return -1;
+    head[r] = '\0';
+    const char *t = head + sizeof tk - 1, *q = strchr(t, '"');
+    if (!q || q - t > RS_ID_MAX)
+        return -1;
+    memcpy(thread, t, (size_t)(q - t));
+    thread[q - t] = '\0';
+    const char *sp = strstr(q, sk);
+    *seq = sp ? strtoll(sp + sizeof sk - 1, NULL, 10) : 0;
+    return 0;
+}
+
+/* Where a reader of k's bytes up to end resumes if the bytes go (the store's answer then
+ * read after a row, as a reader of it would): the end of the last whole piece before end
+ * (an event's line; with by:run, a thread's run lines) and the row it ends with. */
+static void file_resume(const rfs_kept_rows *k, int by_run, int64_t end, rfs_search_pos *pos)
+{
+    char thread[RS_ID_MAX + 1], next[RS_ID_MAX + 1];
+    int64_t seq = 0, ignored, at = line_end_before(k, end), from = -1;
+    /* by:run: a thread's lines are one piece, whole only where the next line's thread
+     * differs (or the bytes end). */
+    while (at > 0 && (from = line_end_before(k, at - 1)) >= 0 &&
+           line_head(k, from, thread, &seq) == 0 && by_run && at < k->bytes &&
+           line_head(k, at, next, &ignored) == 0 && strcmp(thread, next) == 0)
+        at = from;
+    pos->off = 0;
+    pos->thread[0] = '\0';
+    pos->seq = 0;
+    if (at <= 0 || from < 0 || line_head(k, from, thread, &seq) != 0)
+        return;
+    pos->off = at;
+    memcpy(pos->thread, thread, sizeof thread);
+    pos->seq = by_run ? INT64_MAX : seq;
+}
+
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
                     int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
@@ -433,21 +493,31 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
      * at any offset, or its rows read from where this reader is in them (its last read was
      * of them), with no match. */
     rfs_kept_rows *rows = kept_rows(s, sc, n);
-    if (rows && rows->fd >= 0) {
+    /* Kept bytes serve a reader that starts on them or read these same ones last: one
+     * that read other bytes (the store's, or an earlier answer's) reads on after its row. */
+    int fresh = !pos->in_file && pos->off == 0 && !pos->thread[0];
+    if (rows && rows->fd >= 0 && (fresh || (pos->in_file && pos->rows_gen == rows->gen))) {
         size_t had = out->len;
         rc = kept_pread(rows, off, size, out);
+        if (!rc)
+            file_resume(rows, rs_search_by_run(q), off + (int64_t)(out->len - had), pos);
+        pos->in_file = 1;
+        pos->rows_gen = rows->gen;
+        pos->from = RFS_SEARCH_FROM_FILE;
         rfs_sizes_rows_done(sc->sizes, rows);
         rs_search_free(q);
-        if (rc)
-            return rs_err_set(err, rc, "cannot read the kept answer");
-        /* Where the bytes end is no row's end the store could resume after. */
-        *pos = (rfs_search_pos){
-            .off = off + (int64_t)(out->len - had), .in_file = 1, .from = RFS_SEARCH_FROM_FILE};
-        return 0;
+        return rc ? rs_err_set(err, rc, "cannot read the kept answer") : 0;
     }
-    /* The kept bytes are gone: the answer read from its start, to off. */
-    if (pos->in_file)
-        *pos = (rfs_search_pos){0};
+    if (rows && rows->fd >= 0) {
+        rfs_sizes_rows_done(sc->sizes, rows);
+        rows = NULL;
+    }
+    /* The kept bytes are gone: the answer read after the last whole piece given, skipping
+     * to off. */
+    if (pos->in_file) {
+        pos->in_file = 0;
+        pos->rows_gen = 0;
+    }
     size_t start = 0;
     if (rows && pos->off > 0 && (pos->rows_gen != rows->gen || pos->rows_at > rows->n)) {
         rfs_sizes_rows_done(sc->sizes, rows);

@@ -25,7 +25,7 @@ typedef struct rfs_search_pos {
     char thread[RS_ID_MAX + 1];
     uint64_t rows_gen; /* the kept rows (sizes.h) the last read was of (0: none) ... */
     size_t rows_at;    /* ... and how many of them the bytes before off hold */
-    int in_file;       /* off lies in a kept answer's bytes (no row's end: seq, thread unset) */
+    int in_file;       /* the last read was of a kept answer's bytes (rows_gen's) */
     int from;          /* what the last read read: RFS_SEARCH_FROM_... */
 } rfs_search_pos;
 

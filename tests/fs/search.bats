@@ -608,6 +608,33 @@ while b := os.read(8, 131072):
   assert_equal "$(sized_lines "$p")" 2
   # The old answer's file went with its size.
   assert_equal "$(answer_files)" "$before"
+  # A reader 192 KiB in when a row lands in the first thread reads on after the last whole
+  # line it was given, in the new answer: whole lines, in order, none twice, none torn
+  # (the offset alone would shift every later byte by the new line's length).
+  stat "$MNT/$p" > /dev/null
+  ref "$q" > "$WORK/old"
+  exec 8< "$MNT/$p"
+  dd bs=65536 count=3 <&8 > "$WORK/part1" 2> /dev/null
+  printf '{"event_type":"llm.error","content":"wallaby came first"}\n' >> "$MNT/threads/T-w0/runs/run-0/events.jsonl"
+  python3 -c 'import os, sys
+while b := os.read(8, 131072):
+    sys.stdout.buffer.write(b)' > "$WORK/part2"
+  exec 8<&-
+  ref "$q" > "$WORK/new"
+  cat "$WORK/part1" "$WORK/part2" > "$WORK/got"
+  python3 - "$WORK/old" "$WORK/new" "$WORK/got" <<'PY' || fail "the reader across an earlier thread's row read torn, repeated or foreign lines"
+import json, sys
+old, new, got = (open(f, "rb").read().split(b"\n") for f in sys.argv[1:])
+known = set(old) | set(new)
+keys = []
+for line in got[:-1]:
+    assert line in known, line[:120]
+    e = json.loads(line)
+    keys.append((e["thread_id"].encode(), e["seq"]))
+assert got[-1] == b"", "the last line is cut"
+assert keys == sorted(set(keys)), "lines out of order or given twice"
+assert len(keys) >= len(old) - 2, (len(keys), len(old))
+PY
   # A foreign update (a rewrite, as a redaction is) drops every kept answer when the
   # mount's hub sees it, with no search asked.
   [ "$before" -ge 3 ] || fail "only $before answers kept before the update"
