@@ -593,10 +593,7 @@ answer_files() {
   exec 8< "$MNT/$p"
   dd bs=65536 count=1 <&8 > "$WORK/part1" 2> /dev/null
   printf '{"event_type":"llm.error","content":"wallaby seen at last"}\n' >> "$MNT/threads/t-one/runs/r1/events.jsonl"
-  # Read on with no stat (cat's fstat would count and keep the new answer first).
-  python3 -c 'import os, sys
-while b := os.read(8, 131072):
-    sys.stdout.buffer.write(b)' > "$WORK/part2"
+  read_rest > "$WORK/part2"
   exec 8<&-
   ref "$q" > "$WORK/want"
   grep -qF 'wallaby seen at last' "$WORK/want" || fail "the reference lacks the appended row"
@@ -616,9 +613,7 @@ while b := os.read(8, 131072):
   exec 8< "$MNT/$p"
   dd bs=65536 count=3 <&8 > "$WORK/part1" 2> /dev/null
   printf '{"event_type":"llm.error","content":"wallaby came first"}\n' >> "$MNT/threads/T-w0/runs/run-0/events.jsonl"
-  python3 -c 'import os, sys
-while b := os.read(8, 131072):
-    sys.stdout.buffer.write(b)' > "$WORK/part2"
+  read_rest > "$WORK/part2"
   exec 8<&-
   ref "$q" > "$WORK/new"
   cat "$WORK/part1" "$WORK/part2" > "$WORK/got"
@@ -643,6 +638,14 @@ PY
 }
 
 no_answer_files() { [ "$(answer_files)" = 0 ]; }
+
+# read_rest: what is left to read of fd 8 on stdout, with no stat (cat's fstat would count
+# and keep the new answer first).
+read_rest() {
+  python3 -c 'import os, sys
+while b := os.read(8, 131072):
+    sys.stdout.buffer.write(b)'
+}
 
 @test "search: runfs search on PostgreSQL reads its index once, its answer the reference" {
   on_pg || skip "PostgreSQL only: its server log tells the statements runfs ran"
