@@ -32,7 +32,8 @@ typedef struct pg_cursor {
     char name[24];
     PGresult *res;
     int row, nrows, done, own_tx, batch;
-    int log; /* 0: a query; 1: a run's log; 2: a thread's log */
+    int fixed; /* its transaction's snapshot is fixed (pg_cursor_fixed) */
+    int log;   /* 0: a query; 1: a run's log; 2: a thread's log */
     int64_t next_off;
     int64_t skip_to;
     pg_canon canon;
@@ -352,8 +353,24 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
         *out = NULL;
     if (b->piped)
         return pipe_send(b, sql, a, 1, out, err);
+    pg_args none = {.n = 0};
+    int rc;
+    /* A statement's first use sends its preparation with it, one round trip instead of two:
+     * a store's opening and a search's first statements are each used once by `runfs search`
+     * (14 of its 23 round trips were preparations). The cache keeps it as before. */
+    if (!stmt_cached(b, sql) && stmt_free_slot(b)) {
+        if (!(rc = pg_pipe_start(b, err)) && !(rc = pipe_send(b, sql, a ? a : &none, 1, out, err)))
+            rc = pg_pipe_run(b, err);
+        else if (b->piped)
+            pg_pipe_run(b, NULL);
+        if (rc && out) {
+            PQclear(*out);
+            *out = NULL;
+        }
+        return rc;
+    }
     const char *name = NULL;
-    int rc = ensure_conn(b, err);
+    rc = ensure_conn(b, err);
     if (rc || (rc = stmt_name(b, sql, a, &name, err)))
         return rc;
     PGresult *r = PQexecPrepared(b->conn, name, a ? a->n : 0, a ? a->v : NULL, NULL, NULL, 0);
@@ -663,7 +680,8 @@ static void cursor_batch(pg_cursor *c, PGresult *r)
 {
     c->res = r;
     c->row = 0;
-    c->canon.valid = 0;
+    if (!c->fixed)
+        c->canon.valid = 0;
     c->nrows = PQntuples(r);
     c->done = c->nrows < c->batch;
     /* A first batch answers a lookup quickly; a long read gets larger ones. */
@@ -707,6 +725,9 @@ static int cursor_next(rs_cursor *base, const rs_record **out)
         }
         pg_row(&base->row, c->res, c->row, 0, c->at);
         base->row_id = PQnfields(c->res) > PG_ROW_ID ? pg_val_int(c->res, c->row, PG_ROW_ID) : 0;
+        /* Asked once from the lowest id: rows sorted by thread come in any id order. */
+        if (c->fixed && !c->canon.valid && c->b->has_canon)
+            canon_load(c->b, &c->canon, 0);
         base->row.canonical = pg_canon_has(c->b, &c->canon, c->res, c->row++);
         int rc = rs_cursor_emit(base, c->log, &c->next_off, c->skip_to, out);
         if (rc)
@@ -728,6 +749,11 @@ static void cursor_free(rs_cursor *base)
     }
     rs_buf_release(&base->line);
     free(c);
+}
+
+void pg_cursor_fixed(rs_cursor *base)
+{
+    ((pg_cursor *)base)->fixed = 1;
 }
 
 int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int64_t start_off,
@@ -1024,6 +1050,7 @@ typedef struct pg_schema_state {
     int rewrites; /* runfs_note_update is there */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
+    int standby;  /* the server is a standby (asked here: a round trip less at opening) */
     int64_t layout;
 } pg_schema_state;
 
@@ -1043,7 +1070,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
                     "tgrelid = to_regclass('run_events')), "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
-                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS,
+                    "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS ", "
+                    "pg_is_in_recovery()",
                     NULL, &r, err);
     if (rc)
         return rc;
@@ -1058,6 +1086,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
     st->rewrites = PQgetvalue(r, 0, 8)[0] == 't';
     st->ix_make = PQgetvalue(r, 0, 9)[0] == 't';
     st->uq_drop = PQgetvalue(r, 0, 10)[0] == 't';
+    st->standby = PQgetvalue(r, 0, 11)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -1283,12 +1312,9 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
     PQsetNoticeProcessor(b->conn, notice_drop, NULL);
     b->wait_ns = conn_timeout_ns(b->conn);
     pg_schema_state st;
-    int64_t standby = 0;
-    if ((rc = session_setup(b, err)) ||
-        (rc = pg_int(b, "SELECT pg_is_in_recovery()::int", NULL, NULL, &standby, NULL, err)) ||
-        (rc = schema_state(b, &st, err)))
+    if ((rc = session_setup(b, err)) || (rc = schema_state(b, &st, err)))
         goto fail;
-    b->standby = standby != 0;
+    b->standby = st.standby;
     if (b->standby && !b->read_only) {
         rc = rs_err_set(err, -EROFS, "the server is a read-only standby: mount it with -o ro");
         goto fail;

@@ -614,6 +614,8 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     b->read_tx += own;
     rc = pg_cursor_new(b, sql->buf, &a, 0, 0, 0, out, err);
     b->read_tx -= own;
+    if (!rc && own)
+        pg_cursor_fixed(*out);
     rs_buf_release(&list);
     if (rc && own && PQstatus(b->conn) == CONNECTION_OK)
         pg_exec_plain(b, "ROLLBACK", NULL);
