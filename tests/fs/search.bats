@@ -227,6 +227,35 @@ QUERIES=('connection refused' '"connection refused"' 'REFUSED' 'refused -again' 
   assert_output t
 }
 
+# trgm_scans: the index scans of runfs_search's trigram index that ended backends reported.
+trgm_scans() { store_sql "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = 'runfs_search_w'"; }
+
+@test "search: PostgreSQL scans a word in most of a large index's pairs without reading its candidates" {
+  on_pg || skip "PostgreSQL only: pg_trgm"
+  # 6,000 rows (the index large: past 64 blocks), 'thrum' in every one, 'zqrare' in 12.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-dense', 'run-' || (x / 1000), NULL, 'llm.error', 'trace',
+      'thrum ' || x || CASE WHEN x % 500 = 0 THEN ' zqrare' ELSE '' END, '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  check "$MNT" 'thrum'
+  check "$MNT" 'zqrare'
+  # Only ended backends report their scans: no mount's session may report one later.
+  runfs_unmount "$MNT"
+  runfs_unmount "$WORK/a"
+  runfs_unmount "$WORK/b"
+  wait_for 10 test "$(store_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")" -eq 0 ||
+    fail "sessions left: $(store_sql "SELECT application_name FROM pg_stat_activity WHERE datname = current_database()")"
+  local before
+  before=$(trgm_scans)
+  # The word in every pair: a sample of the index's pages says so, and the scope is scanned
+  # without the trigram index (the word's 3k candidate pairs read only to be dropped cost
+  # the most of its time). The rare word still reads the index: one scan in all.
+  "$RUNFS" search "$STORE" 'thrum' | grep -c . | grep -qx 6000 || fail "thrum: not 6000 lines"
+  "$RUNFS" search "$STORE" 'zqrare' | grep -c . | grep -qx 12 || fail "zqrare: not 12 lines"
+  wait_for 10 test "$(trgm_scans)" -ge $((before + 1)) || fail "no index scan reported for zqrare"
+  assert_equal "$(trgm_scans)" $((before + 1))
+}
+
 @test "search: PostgreSQL's index of a later layout (a newer build's) is left whole, and searches scan" {
   on_pg || skip "PostgreSQL only: pg_trgm"
   check "$MNT" 'refused'
