@@ -357,7 +357,8 @@ int pg_run(rs_backend *b, const char *sql, const pg_args *a, PGresult **out, rs_
     int rc;
     /* A statement's first use sends its preparation with it, one round trip instead of two:
      * a store's opening and a search's first statements are each used once by `runfs search`
-     * (14 of its 23 round trips were preparations). The cache keeps it as before. */
+     * (8 of the 31 messages a common word's search sent were preparations). The cache keeps
+     * it as before. */
     if (!stmt_cached(b, sql) && stmt_free_slot(b)) {
         if (!(rc = pg_pipe_start(b, err)) && !(rc = pipe_send(b, sql, a ? a : &none, 1, out, err)))
             rc = pg_pipe_run(b, err);
