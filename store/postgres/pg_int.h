@@ -205,6 +205,10 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col, char *at);
  * and get offsets; lines that end at or before skip_to are passed over. */
 int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int64_t start_off,
                   int64_t skip_to, rs_cursor **out, rs_err *err);
+/* Mark c as read in a REPEATABLE READ transaction: runfs_canon's answer with its first
+ * rows, from the lowest id and in the same snapshot, holds for every row it returns, so it
+ * is not asked again at each fetch (rows sorted by thread come in any id order). */
+void pg_cursor_fixed(rs_cursor *c);
 
 /* ---- pg_index.c ---- */
 
