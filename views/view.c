@@ -886,6 +886,23 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
     return rc;
 }
 
+/* The reader's file as it is now: one rendering of a document serves both its existence and
+ * its bytes, held in r->doc (what it held before let go). */
+static int reader_stat(rfs_reader *r, rs_store *s, rfs_stat *st, rs_err *err)
+{
+    rs_buf doc = RS_BUF_INIT;
+    rfs_doc *fresh = NULL;
+    int rc = view_stat(s, &r->scope, r->node, st, &doc, NULL, err);
+    if (!rc && st->shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &fresh))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    rs_buf_release(&doc);
+    if (!rc) {
+        rfs_doc_release(r->doc);
+        r->doc = fresh;
+    }
+    return rc;
+}
+
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
                     rs_err *err)
 {
@@ -896,15 +913,10 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     r->scope = *sc;
     r->pending = (rs_buf)RS_BUF_INIT;
     r->rewrites = sc->sizes ? rfs_sizes_rewrites_seen(sc->sizes) : 0;
-    /* One rendering of a document serves both its existence and its bytes. */
     rfs_stat st;
-    rs_buf doc = RS_BUF_INIT;
-    int rc = view_stat(s, sc, n, &st, &doc, NULL, err);
+    int rc = reader_stat(r, s, &st, err);
     if (!rc && st.shape == RFS_SHAPE_DIR)
         rc = -EISDIR;
-    if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &r->doc))
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
-    rs_buf_release(&doc);
     if (rc) {
         rfs_reader_free(r);
         return rc;
@@ -1355,16 +1367,9 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     r->rewrites = now;
     if (r->shape == RFS_SHAPE_DOC) {
         rfs_stat st;
-        rs_buf doc = RS_BUF_INIT;
-        int rc = view_stat(s, &r->scope, r->node, &st, &doc, NULL, err);
-        rfs_doc *fresh = NULL;
-        if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &fresh))
-            rc = rs_err_set(err, -ENOMEM, "out of memory");
-        rs_buf_release(&doc);
+        int rc = reader_stat(r, s, &st, err);
         if (rc)
             return rc;
-        rfs_doc_release(r->doc);
-        r->doc = fresh;
         r->size = st.size;
     } else if (rfs_search_is_result(r->node->kind)) {
         rs_buf_reset(&r->pending);
