@@ -63,6 +63,11 @@ static void drop_call(rfs_transcript *t, size_t i)
     t->n_calls--;
 }
 
+void rfs_transcript_set_ctx(rfs_transcript *t, void *ctx)
+{
+    t->ctx = ctx;
+}
+
 void rfs_transcript_free(rfs_transcript *t)
 {
     if (!t)

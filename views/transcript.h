@@ -16,6 +16,8 @@ typedef int (*rfs_run_status_fn)(void *ctx, const char *run_id, rs_buf *out);
 
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
                        void *ctx);
+/* The ctx status is called with from now on (its reader took the rendering over). */
+void rfs_transcript_set_ctx(rfs_transcript *t, void *ctx);
 void rfs_transcript_free(rfs_transcript *t);
 /* Render the next record of the thread (seq order), read by rfs_ev_read_all, to out. */
 int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out);

@@ -111,6 +111,8 @@ struct rfs_reader {
     rfs_search_pos search;      /* search/<query>: where the reads are */
     int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
     int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
+    int served;                 /* bytes were read: a document changed under it is stale */
+    int stale;                  /* rows it was rendered from changed under it: reads fail */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -1355,28 +1357,129 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* A stream reader takes what fresh rendered in place of its own: the same bytes, from rows as
+ * they are now (its transcript's, otel's and history's state with them). */
+static void stream_take(rfs_reader *r, rfs_reader *fresh)
+{
+    rfs_transcript_free(r->transcript);
+    rfs_otel_free(r->otel);
+    rfs_otel_marks_release(r->marks);
+    rs_history_free(r->history);
+    rs_buf_release(&r->pending);
+    r->next_off = fresh->next_off;
+    r->last_seq = fresh->last_seq;
+    r->pending = fresh->pending;
+    r->transcript = fresh->transcript;
+    if (r->transcript)
+        rfs_transcript_set_ctx(r->transcript, r); /* run_terminal reads its reader */
+    r->finished = fresh->finished;
+    r->history = fresh->history;
+    r->otel = fresh->otel;
+    r->marks = fresh->marks;
+    r->mark_at = fresh->mark_at;
+    r->marks_looked = fresh->marks_looked;
+    fresh->pending = (rs_buf)RS_BUF_INIT;
+    fresh->transcript = NULL;
+    fresh->history = NULL;
+    fresh->otel = NULL;
+    fresh->marks = NULL;
+}
+
+/* The reader's reads fail from now on, and it lets go of everything it rendered. */
+static int stale(rfs_reader *r, rs_err *err)
+{
+    if (!r->stale) {
+        r->stale = 1;
+        rfs_doc_release(r->doc);
+        r->doc = NULL;
+        rfs_transcript_free(r->transcript);
+        r->transcript = NULL;
+        rfs_otel_free(r->otel);
+        r->otel = NULL;
+        rfs_otel_marks_release(r->marks);
+        r->marks = NULL;
+        rs_history_free(r->history);
+        r->history = NULL;
+        rs_buf_release(&r->pending);
+        ahead_settle(r);
+    }
+    return rs_err_set(err, -ESTALE,
+                      "rows this file was rendered from were rewritten while it was read (a "
+                      "redaction, another writer's update or delete): open it again");
+}
+
 /* Rows were changed in place or deleted (a redaction, another writer's UPDATE or DELETE)
- * since the reader's bytes were rendered: none of them is served again. A document is
- * rendered again whole, a stream from its start (a line view seeks), a search's bytes held
- * ahead go (its reads go on from the answer's start: off lies behind its place). */
+ * since the reader rendered what it holds. The reader renders again, to where it is, from
+ * the rows as they are now: where the bytes it holds (and, for a document, the bytes it gave)
+ * come out the same, it goes on from that rendering, so none of its state is of the old rows;
+ * where they differ its reads fail with ESTALE rather than splice two renderings, and it keeps
+ * none of the old bytes. */
 static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
 {
+    if (r->stale)
+        return stale(r, err);
     int64_t now = r->scope.sizes ? rfs_sizes_rewrites_seen(r->scope.sizes) : 0;
-    if (now == r->rewrites)
+    if (now == r->rewrites || r->shape == RFS_SHAPE_LOG)
         return 0;
-    r->rewrites = now;
-    if (r->shape == RFS_SHAPE_DOC) {
-        rfs_stat st;
-        int rc = reader_stat(r, s, &st, err);
-        if (rc)
-            return rc;
-        r->size = st.size;
-    } else if (rfs_search_is_result(r->node->kind)) {
-        rs_buf_reset(&r->pending);
-        ahead_settle(r);
-    } else if (r->shape == RFS_SHAPE_STREAM) {
-        stream_restart(r);
+    int search = rfs_search_is_result(r->node->kind);
+    if ((r->shape != RFS_SHAPE_DOC && r->shape != RFS_SHAPE_STREAM) ||
+        (search && r->pending.len == 0)) {
+        r->rewrites = now;
+        return 0;
     }
+    /* A document is rendered again by an open; a stream renders as it is read. */
+    rfs_reader *fresh = NULL;
+    int rc = 0;
+    if (r->shape == RFS_SHAPE_DOC) {
+        rc = rfs_reader_open(&fresh, s, &r->scope, r->node, err);
+    } else if (!(fresh = calloc(1, sizeof *fresh))) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    } else {
+        *fresh = (rfs_reader){.node = r->node,
+                              .scope = r->scope,
+                              .shape = r->shape,
+                              .size = -1,
+                              .pending = RS_BUF_INIT,
+                              .rewrites = now};
+    }
+    if (rc == -ENOENT || rc == -EISDIR)
+        return stale(r, err);
+    if (rc)
+        return rc;
+    int same = 0;
+    if (r->shape == RFS_SHAPE_DOC) {
+        size_t had = 0, has = 0;
+        const char *a = r->doc ? rfs_doc_bytes(r->doc, &had) : "";
+        const char *b = fresh->doc ? rfs_doc_bytes(fresh->doc, &has) : "";
+        if (fresh->shape == RFS_SHAPE_DOC && (!r->served || (had == has && !memcmp(a, b, had)))) {
+            rfs_doc_release(r->doc);
+            r->doc = fresh->doc;
+            fresh->doc = NULL;
+            r->size = fresh->size;
+            same = 1;
+        }
+    } else if (fresh->shape == RFS_SHAPE_STREAM) {
+        rs_buf got = RS_BUF_INIT;
+        fresh->behind = r->behind;
+        rc = search ? read_search(fresh, s, r->next_off, r->pending.len, &got, err)
+                    : read_stream(fresh, s, r->next_off, r->pending.len, &got, err);
+        same = !rc && got.len == r->pending.len && !memcmp(got.buf, r->pending.buf, got.len);
+        if (same && !search) {
+            /* Whole rows on both sides: the fresh reader stops where this one did. */
+            same = fresh->last_seq == r->last_seq &&
+                   fresh->next_off + (int64_t)fresh->pending.len ==
+                       r->next_off + (int64_t)r->pending.len;
+            if (same)
+                stream_take(r, fresh);
+        }
+        rs_buf_release(&got);
+    }
+    rfs_reader_free(fresh);
+    if (rc)
+        return rc;
+    if (!same)
+        return stale(r, err);
+    r->rewrites = now;
     return 0;
 }
 
@@ -1398,6 +1501,7 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         if (!r->doc || off >= (int64_t)len)
             return 0;
         size_t n = len - (size_t)off;
+        r->served = 1;
         return rs_buf_add(out, bytes + off, n < size ? n : size);
     }
     case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
