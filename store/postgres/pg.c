@@ -95,13 +95,20 @@ static int fail_result(rs_backend *b, const PGresult *r, rs_err *err, const char
 /* jit off: runfs's statements read rows by index, and the planner's estimate of a range
  * join (the search's candidate blocks) passes jit_above_cost, so the server compiled the
  * search's query each time (a quarter of a second) to run it in a millisecond. */
-static int session_setup(rs_backend *b, rs_err *err)
+#define PG_SESSION_MAX 256 /* session_sql's statements: constant words only */
+
+static void session_sql(const rs_backend *b, char *sql)
 {
-    char sql[256];
-    (void)rs_fmt(sql, sizeof sql, /* constant words only: 256 bytes hold them */
+    (void)rs_fmt(sql, PG_SESSION_MAX,
                  "SET runfs.writer = '1'; SET TimeZone = 'UTC'; SET DateStyle = ISO; "
                  "SET synchronous_commit = %s; SET jit = off;%s",
                  b->sync_full ? "on" : "local", b->listening ? " LISTEN " PG_CHANNEL ";" : "");
+}
+
+static int session_setup(rs_backend *b, rs_err *err)
+{
+    char sql[PG_SESSION_MAX];
+    session_sql(b, sql);
     PGresult *r = PQexec(b->conn, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail_result(b, r, err, "session");
     PQclear(r);
@@ -1100,11 +1107,17 @@ typedef struct pg_schema_state {
     int64_t layout;
 } pg_schema_state;
 
-static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
+/* With session, the session's settings go first in the same message (the opening's one
+ * round trip for both: simple protocol, whose answer is the last statement's). */
+static int schema_state(rs_backend *b, pg_schema_state *st, int session, rs_err *err)
 {
-    PGresult *r;
-    int rc = pg_run(b,
-                    "SELECT to_regclass('run_events') IS NOT NULL, "
+    char set[PG_SESSION_MAX];
+    *set = '\0';
+    if (session)
+        session_sql(b, set);
+    rs_buf q = RS_BUF_INIT;
+    if (rs_buf_addf(&q,
+                    "%sSELECT to_regclass('run_events') IS NOT NULL, "
                     "to_regclass('run_event_thread_seq') IS NOT NULL, "
                     "to_regclass('runfs_idem') IS NOT NULL, "
                     "to_regclass('runfs_meta') IS NOT NULL, "
@@ -1118,9 +1131,17 @@ static int schema_state(rs_backend *b, pg_schema_state *st, rs_err *err)
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
                     "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS ", "
                     "pg_is_in_recovery()",
-                    NULL, &r, err);
-    if (rc)
+                    set)) {
+        rs_buf_release(&q);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    PGresult *r = PQexec(b->conn, q.buf);
+    rs_buf_release(&q);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = fail_result(b, r, err, session ? "session" : "query");
+        PQclear(r);
         return rc;
+    }
     st->events = PQgetvalue(r, 0, 0)[0] == 't';
     st->hwm = PQgetvalue(r, 0, 1)[0] == 't';
     st->idem = PQgetvalue(r, 0, 2)[0] == 't';
@@ -1156,7 +1177,7 @@ static int schema_setup(rs_backend *b, rs_err *err)
         return rc;
     b->in_tx = 1;
     if ((rc = pg_exec_plain(b, "SELECT pg_advisory_xact_lock(" PG_SETUP_LOCK ")", err)) ||
-        (rc = schema_state(b, &st, err)))
+        (rc = schema_state(b, &st, 0, err)))
         goto fail;
     int older = st.layout < PG_LAYOUT_CANON;
     if ((!st.events && (rc = pg_exec_plain(b, pg_schema_deerflow_sql, err))) ||
@@ -1358,7 +1379,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
     PQsetNoticeProcessor(b->conn, notice_drop, NULL);
     b->wait_ns = conn_timeout_ns(b->conn);
     pg_schema_state st;
-    if ((rc = session_setup(b, err)) || (rc = schema_state(b, &st, err)))
+    if ((rc = schema_state(b, &st, 1, err)))
         goto fail;
     b->standby = st.standby;
     if (b->standby && !b->read_only) {

@@ -124,6 +124,12 @@ typedef struct pg_args {
     "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
     "to_regclass('run_events')), 'USAGE'), true)"
 
+/* The search index's words that no block holds any more, deleted once blocks' rows went (a
+ * redacted word among them: pg_search.c, pg_redact.c). */
+#define PG_SEARCH_ORPHANS \
+    "DELETE FROM runfs_search_words v WHERE NOT EXISTS (SELECT 1 FROM runfs_search s WHERE " \
+    "s.wid = v.id)"
+
 /* The columns every row query selects, in rs_row order (see pg_row), then the row's id (a
  * read asks runfs_canon about it: PG_ROW_ID); created_at as a UTC timestamp that pg_row
  * writes as DeerFlow's SQLite DATETIME text, so both backends hand the encoder the same

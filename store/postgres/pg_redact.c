@@ -81,9 +81,12 @@ static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, 
     /* The block's words go now (the update marked the block: it is indexed again from the
      * rows at the next search). */
     int64_t has = 0;
-    if ((rc = pg_int(b, "SELECT (to_regclass('runfs_search') IS NOT NULL)::int", NULL, NULL, &has,
-                     NULL, err)) ||
+    if ((rc = pg_int(b,
+                     "SELECT (to_regclass('runfs_search') IS NOT NULL)::int + "
+                     "(to_regclass('runfs_search_words') IS NOT NULL)::int",
+                     NULL, NULL, &has, NULL, err)) ||
         (has && (rc = pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &s, NULL, err))) ||
+        (has == 2 && (rc = pg_exec_plain(b, PG_SEARCH_ORPHANS, err))) ||
         (rc = pg_steps_forget(b, t, err)))
         goto fail;
     return pg_commit(b, err);
@@ -123,8 +126,8 @@ static int vacuum(rs_backend *b, const char *table, rs_buf *warn, rs_err *err)
 static int scrub(rs_backend *b, rs_buf *warn, rs_err *err)
 {
     int rc = 0;
-    static const char *const tables[] = {"run_events", "runfs_search", "runfs_seal_salt",
-                                         "runfs_redaction", "runfs_steps"};
+    static const char *const tables[] = {"run_events",      "runfs_search",    "runfs_search_words",
+                                         "runfs_seal_salt", "runfs_redaction", "runfs_steps"};
     for (size_t i = 0; !rc && i < sizeof tables / sizeof *tables; i++)
         rc = vacuum(b, tables[i], warn, err);
     /* The vacuumed pages reach the files at a checkpoint: now, where the role may ask. */
@@ -204,12 +207,14 @@ static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, 
                      &a, NULL, err)) ||
         (rc = pg_int(b,
                      "SELECT (to_regclass('runfs_search') IS NOT NULL AND "
-                     "to_regclass('runfs_search_dirty') IS NOT NULL)::int",
+                     "to_regclass('runfs_search_dirty') IS NOT NULL)::int + "
+                     "(to_regclass('runfs_search_words') IS NOT NULL)::int",
                      NULL, NULL, &has, NULL, err)) ||
         (has && (rc = pg_exec_plain(b,
                                     "DELETE FROM runfs_search WHERE blk IN (SELECT blk FROM "
                                     "runfs_search_dirty)",
                                     err))) ||
+        (has == 2 && (rc = pg_exec_plain(b, PG_SEARCH_ORPHANS, err))) ||
         (rc = pg_steps_forget(b, t, err)) ||
         (rc = pg_run(b,
                      "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "

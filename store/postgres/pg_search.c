@@ -1,9 +1,9 @@
-/* pg_search.c — the search index on PostgreSQL: a pg_trgm GIN index over blocks of BLOCK
- * consecutive run_events ids, a row per pair of ids of a block (PAIR ids: the distinct words
- * of its rows' canonical content and metadata, ASCII letters lowered), brought up to date when
- * a search runs, never by an append. Rows above the indexed blocks and blocks a statement
- * changed (triggers mark them) are candidates too: the index only narrows. Without pg_trgm
- * (CREATE EXTENSION refused) every search scans. */
+/* pg_search.c — the search index on PostgreSQL: the distinct words of the rows' canonical
+ * content and metadata (ASCII letters lowered), each with the rows of each block of BLOCK
+ * consecutive run_events ids that hold it, the words found by a pg_trgm GIN index; brought
+ * up to date when a search runs, never by an append. Rows above the indexed blocks and
+ * blocks a statement changed (triggers mark them) are candidates too: the index only
+ * narrows. Without pg_trgm (CREATE EXTENSION refused) every search scans. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,40 +14,47 @@
 #include "rs_util.h"
 
 #define BLOCK 64
-#define PAIR 2
-#define PAIRS "32"      /* BLOCK / PAIR, for the statements */
 #define SYNC_BLOCKS 512 /* blocks one transaction indexes */
-#define LAYOUT 4
-#define LAYOUT_S "4"     /* LAYOUT, for the statements */
-#define DENSE_MIN 64     /* indexed blocks below which the index always narrows */
-#define SAMPLE_ROWS 1000 /* pairs a large index's sample reads (candidates) */
+#define LAYOUT 5
+#define LAYOUT_S "5" /* LAYOUT, for the statements */
+#define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
+#define WORD_ROWS 4  /* a query word's index rows, per indexed block, past which it scans */
 
 /* A word: a run of ASCII letters and digits (lowered) and bytes from 0x80. A term's words
- * each lie inside a word of any row it occurs in, so a block's distinct words, one space
- * apart, are all LIKE needs to narrow by: pg_trgm's extraction, which bounds the index's
- * rate, reads a tenth of the text it did when blocks held every row's text (layout 1). */
+ * each lie inside a word of any row it occurs in, so the rows holding, for each word of a
+ * term, a word of the store that contains it, are all the candidates. */
 static int word_byte(unsigned char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch >= 0x80;
 }
 
 /* Made at the first search of a read-write store, after pg_trgm (an index of an older layout
- * is dropped and made again: layout 2 had a row per block, so a word in 2% of the rows was in
- * most blocks and its search read every row; layout 3 a row per eighth of a block, where such
- * a word was in a sixth of them, and its search read seven rows for each that matched, the
- * most of its time; by pairs it reads about two, for an index twice the size, made in twice
- * the time). The table's key keeps the block (the triggers, a redaction and the catch-up name
- * blocks) and adds the pair. Statement triggers with transition tables: a DeerFlow UPDATE or DELETE
- * marks its blocks too. A block marked already is marked again (a new version of its row,
- * so a new xmin): the catch-up that read the block's rows before this change then leaves
- * the mark it would have taken (sync_step). */
+ * is dropped and made again). The store's distinct words (runfs_search_words, a trigram
+ * index to find those that contain a query's word), and for each word and block the rows of
+ * the block that hold it (runfs_search: a bit a row, read by an index-only scan of its key).
+ * Layout 4 kept each pair of rows' words as text under the trigram index: a word in 2% of the
+ * rows was in 4% of the pairs, and checking its candidates read most of the table's pages,
+ * each a page a new server process had never mapped (in a VM, page faults cost): 2,742 pages
+ * for errno's 4,049 pairs, against 23 now; and each pair's second row was read, sorted and
+ * sent for nothing. Words that no block holds any more (changed rows, a redaction) are
+ * deleted with their last block's rows. Statement triggers with transition tables: a
+ * DeerFlow UPDATE or DELETE marks its blocks too. A block marked already is marked again (a
+ * new version of its row, so a new xmin): the catch-up that read the block's rows before
+ * this change then leaves the mark it would have taken (sync_step). */
 static const char *const search_schema[] = {
     "DROP TABLE IF EXISTS runfs_search",
-    "CREATE TABLE runfs_search (blk BIGINT NOT NULL, r SMALLINT NOT NULL, w TEXT NOT NULL, "
-    "PRIMARY KEY (blk, r))",
+    "DROP TABLE IF EXISTS runfs_search_words",
+    "CREATE TABLE runfs_search_words (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+    "w TEXT NOT NULL UNIQUE)",
+    /* No pending list: new words are few after the first build, and a list would be read
+     * whole by every search until a VACUUM merged it. */
+    "CREATE INDEX runfs_search_w ON runfs_search_words USING gin (w gin_trgm_ops) WITH "
+    "(fastupdate = off)",
+    "CREATE TABLE runfs_search (wid BIGINT NOT NULL, blk BIGINT NOT NULL, m BIGINT NOT NULL, "
+    "PRIMARY KEY (wid, blk) INCLUDE (m))",
+    "CREATE INDEX runfs_search_blk ON runfs_search (blk)",
     "CREATE TABLE IF NOT EXISTS runfs_search_dirty (blk BIGINT PRIMARY KEY)",
     "DELETE FROM runfs_search_dirty",
-    "CREATE INDEX runfs_search_w ON runfs_search USING gin (w gin_trgm_ops)",
     "CREATE OR REPLACE FUNCTION runfs_search_deleted() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
@@ -125,34 +132,11 @@ static int make_index(rs_backend *b, rs_err *err)
     return pg_commit(b, err);
 }
 
-/* The words w of pair e (of all ids, from 0) added to the arrays' literals es and ws. A
- * word has no quote or backslash to escape. */
-static int add_pair(rs_buf *es, rs_buf *ws, int64_t e, const rs_buf *w)
-{
-    return rs_buf_addf(es, "%s%lld", es->len ? "," : "{", (long long)e) ||
-           rs_buf_addf(ws, "%s\"%s\"", ws->len ? "," : "{", w->buf ? w->buf : "");
-}
+/* A block's words (lowered), each once, in text: the rows holding it (a bit a row, by its
+ * place in the block) in the 8 bytes before it, and a space after it. The map's entries are
+ * offsets + 1 of those bytes. */
+#define MASK_BYTES 8
 
-/* The pairs of es and ws in one statement: an insert a row, 32 to a block, cost a round
- * trip each. */
-static int put_pairs(rs_backend *b, rs_buf *es, rs_buf *ws, rs_err *err)
-{
-    if (!es->len)
-        return 0;
-    if (rs_buf_addch(es, '}') || rs_buf_addch(ws, '}'))
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    pg_args a = {.n = 0};
-    pg_arg_text(&a, es->buf);
-    pg_arg_text(&a, ws->buf);
-    return pg_run(b,
-                  "INSERT INTO runfs_search (blk, r, w) SELECT k.e / " PAIRS ", k.e % " PAIRS
-                  ", k.w FROM "
-                  "unnest($1::text::bigint[], $2::text::text[]) k (e, w)",
-                  &a, NULL, err);
-}
-
-/* A pair's distinct words: entries are offsets + 1 into the pair's text (ctx), where each
- * word is followed by a space. */
 typedef struct word_key {
     const char *p;
     size_t len;
@@ -175,21 +159,21 @@ static uint64_t word_hash(const void *ctx, const void *key)
 
 static uint64_t word_entry_hash(const void *ctx, uintptr_t e)
 {
-    const char *w = ((const rs_buf *)ctx)->buf + e - 1;
+    const char *w = ((const rs_buf *)ctx)->buf + e - 1 + MASK_BYTES;
     return rs_hash(RS_HASH_INIT, w, word_len(w));
 }
 
 static int word_matches(const void *ctx, uintptr_t e, const void *key)
 {
-    const char *w = ((const rs_buf *)ctx)->buf + e - 1;
+    const char *w = ((const rs_buf *)ctx)->buf + e - 1 + MASK_BYTES;
     const word_key *k = key;
     return word_len(w) == k->len && memcmp(w, k->p, k->len) == 0;
 }
 
 static const rs_map_type word_type = {word_hash, word_entry_hash, word_matches};
 
-/* The words of s[0..len) (lowered already) not in the pair yet, added to it. */
-static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len)
+/* The words of s[0..len) (lowered already) added to the block's, with the row's bit. */
+static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len, uint64_t bit)
 {
     for (size_t i = 0; i < len;) {
         if (!word_byte((unsigned char)s[i])) {
@@ -200,16 +184,70 @@ static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len)
         while (j < len && word_byte((unsigned char)s[j]))
             j++;
         word_key k = {s + i, j - i};
-        if (!rs_map_find(seen, &k)) {
+        uintptr_t e = rs_map_find(seen, &k);
+        if (e) {
+            uint64_t m;
+            memcpy(&m, text->buf + e - 1, sizeof m);
+            m |= bit;
+            memcpy(text->buf + e - 1, &m, sizeof m);
+        } else {
             size_t at = text->len;
             int rc = rs_map_reserve(seen, seen->count + 1);
-            if (rc || (rc = rs_buf_add(text, k.p, k.len)) || (rc = rs_buf_addch(text, ' ')))
+            if (rc || (rc = rs_buf_add(text, &bit, sizeof bit)) ||
+                (rc = rs_buf_add(text, k.p, k.len)) || (rc = rs_buf_addch(text, ' ')))
                 return rc;
             (void)rs_map_add(seen, at + 1);
         }
         i = j;
     }
     return 0;
+}
+
+/* The block's words into the arrays' literals ws, bs and ms (words, blocks, row bits). A
+ * word has no quote or backslash to escape; quoted, as null would be a NULL. */
+static int add_block(rs_buf *ws, rs_buf *bs, rs_buf *ms, int64_t blk, const rs_buf *text,
+                     const rs_map *seen)
+{
+    size_t pos = 0;
+    uintptr_t e;
+    while ((e = rs_map_next(seen, &pos))) {
+        const char *w = text->buf + e - 1 + MASK_BYTES;
+        uint64_t m;
+        memcpy(&m, text->buf + e - 1, sizeof m);
+        if (rs_buf_addf(ws, "%s\"%.*s\"", ws->len ? "," : "{", (int)word_len(w), w) ||
+            rs_buf_addf(bs, "%s%lld", bs->len ? "," : "{", (long long)blk) ||
+            rs_buf_addf(ms, "%s%lld", ms->len ? "," : "{", (long long)(int64_t)m))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The blocks' words in two statements: the words new to the store, then a row for each word
+ * of each block (an insert a row cost a round trip each). One indexer at a time (its lock),
+ * so no other adds a word in between. */
+static int put_words(rs_backend *b, rs_buf *ws, rs_buf *bs, rs_buf *ms, rs_err *err)
+{
+    if (!ws->len)
+        return 0;
+    if (rs_buf_addch(ws, '}') || rs_buf_addch(bs, '}') || rs_buf_addch(ms, '}'))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, ws->buf);
+    /* Only the new ones: an insert uses up a value of the identity even when it conflicts. */
+    int rc = pg_run(b,
+                    "INSERT INTO runfs_search_words (w) SELECT DISTINCT k.w FROM "
+                    "unnest($1::text::text[]) k (w) WHERE NOT EXISTS (SELECT 1 FROM "
+                    "runfs_search_words v WHERE v.w = k.w)",
+                    &a, NULL, err);
+    if (rc)
+        return rc;
+    pg_arg_text(&a, bs->buf);
+    pg_arg_text(&a, ms->buf);
+    return pg_run(b,
+                  "INSERT INTO runfs_search (wid, blk, m) SELECT v.id, k.b, k.m FROM "
+                  "unnest($1::text::text[], $2::text::bigint[], $3::text::bigint[]) k (w, b, m) "
+                  "JOIN runfs_search_words v ON v.w = k.w",
+                  &a, NULL, err);
 }
 
 /* Index blocks [lo, hi) from their rows as they are now. */
@@ -228,16 +266,17 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
                            "e.id <= $2 ORDER BY e.id",
                            &a, &r, err)))
         return rc;
-    rs_buf line = RS_BUF_INIT, low = RS_BUF_INIT, text = RS_BUF_INIT, es = RS_BUF_INIT,
-           ws = RS_BUF_INIT;
+    rs_buf line = RS_BUF_INIT, low = RS_BUF_INIT, text = RS_BUF_INIT, ws = RS_BUF_INIT,
+           bs = RS_BUF_INIT, ms = RS_BUF_INIT;
     rs_map seen = RS_MAP_INIT(&word_type, &text);
     pg_canon canon = {.valid = 0};
     int64_t cur = -1;
     int n = PQntuples(r);
     for (int i = 0; !rc && i <= n; i++) {
-        int64_t e = i < n ? (pg_val_int(r, i, PG_ROW_ID) - 1) / PAIR : -2;
-        if (e != cur && cur >= 0) {
-            if (add_pair(&es, &ws, cur, &text)) {
+        int64_t id = i < n ? pg_val_int(r, i, PG_ROW_ID) : 0;
+        int64_t blk = i < n ? (id - 1) / BLOCK : -2;
+        if (blk != cur && cur >= 0) {
+            if (add_block(&ws, &bs, &ms, cur, &text, &seen)) {
                 rc = rs_err_set(err, -ENOMEM, "out of memory");
                 break;
             }
@@ -246,32 +285,40 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
         }
         if (i == n)
             break;
-        cur = e;
+        cur = blk;
         rs_row row;
         char at[PG_AT_MAX];
         pg_row(&row, r, i, 0, at);
         row.canonical = pg_canon_has(b, &canon, r, i);
-        size_t cs, cl, ms, ml;
+        size_t cs, cl, ms0, ml;
         rs_buf_reset(&line);
         rs_buf_reset(&low);
         /* A row that does not render has no text to find (its reads fail alike). */
         if (rs_event_encode(&line, &row, NULL) ||
-            rs_search_spans(line.buf, line.len, &cs, &cl, &ms, &ml))
+            rs_search_spans(line.buf, line.len, &cs, &cl, &ms0, &ml))
             continue;
         if (rs_search_lower(&low, line.buf + cs, cl) || rs_buf_addch(&low, ' ') ||
-            rs_search_lower(&low, line.buf + ms, ml) || add_words(&text, &seen, low.buf, low.len))
+            rs_search_lower(&low, line.buf + ms0, ml) ||
+            add_words(&text, &seen, low.buf, low.len, (uint64_t)1 << ((id - 1) % BLOCK)))
             rc = rs_err_set(err, -ENOMEM, "out of memory");
     }
     PQclear(r);
     if (!rc)
-        rc = put_pairs(b, &es, &ws, err);
+        rc = put_words(b, &ws, &bs, &ms, err);
     rs_map_release(&seen);
     rs_buf_release(&line);
     rs_buf_release(&low);
     rs_buf_release(&text);
-    rs_buf_release(&es);
     rs_buf_release(&ws);
+    rs_buf_release(&bs);
+    rs_buf_release(&ms);
     return rc;
+}
+
+/* Words no block holds any more, after blocks' rows went (a redacted word among them). */
+static int drop_orphans(rs_backend *b, rs_err *err)
+{
+    return pg_run(b, PG_SEARCH_ORPHANS, NULL, NULL, err);
 }
 
 /* One transaction's share. Ids are handed out before their rows commit, in any order: the
@@ -332,6 +379,8 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
             return rc;
         done++;
     }
+    if (done && (rc = drop_orphans(b, err)))
+        return rc;
     int64_t from = upto / BLOCK, to = safe / BLOCK;
     if (to > from + (int64_t)(SYNC_BLOCKS - done))
         to = from + (int64_t)(SYNC_BLOCKS - done);
@@ -351,7 +400,9 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
 }
 
 /* The index's layout and mark, and whether it lacks whole blocks or holds changed ones, in
- * one round trip and no write transaction: a search of a quiet store writes nothing. */
+ * one round trip and no write transaction: a search of a quiet store writes nothing. A
+ * read-only store brings nothing up to date, so it does not ask for changed blocks (its
+ * search's statements read them as candidates). */
 static int sync_needed(rs_backend *b, int64_t *layout, int64_t *upto, int *needed, rs_err *err)
 {
     PGresult *r;
@@ -367,7 +418,7 @@ static int sync_needed(rs_backend *b, int64_t *layout, int64_t *upto, int *neede
     int64_t top = pg_val_int(r, 0, 2), dirty = 0;
     PQclear(r);
     int found;
-    if (*layout == LAYOUT &&
+    if (*layout == LAYOUT && !b->read_only &&
         (rc = pg_int(b, "SELECT count(*) FROM (SELECT 1 FROM runfs_search_dirty LIMIT 1) d", NULL,
                      NULL, &dirty, &found, err)))
         return rc;
@@ -388,23 +439,21 @@ static int sync_index(rs_backend *b, rs_err *err)
         }
         rc = pg_commit(b, err);
     }
-    /* GIN takes new rows into a pending list that every search reads whole until a VACUUM
-     * merges it: after a catch-up of 200k rows, 400 pages, and a rare word's lookup took 3 ms
-     * instead of 0.1. Merged now by its owner (gin_clean_pending_list's rule);
-     * another role leaves it to autovacuum, and a failure is no search's. */
-    if (!rc)
-        pg_exec_plain(b,
-                      "SELECT gin_clean_pending_list(c.oid) FROM pg_class c WHERE c.oid = "
-                      "to_regclass('runfs_search_w') AND pg_has_role(c.relowner, 'USAGE')",
-                      NULL);
+    /* A search reads runfs_search by an index-only scan, which reads the table's pages too
+     * until a VACUUM marks them all-visible: a word's rows are one a block, so on as many
+     * pages. Vacuumed now by its owner (another role's VACUUM only warns, and the notice is
+     * dropped; autovacuum comes later), never waiting for another's; a failure is no
+     * search's. */
+    if (!rc && !b->in_tx && !b->read_tx)
+        pg_exec_plain(b, "VACUUM (SKIP_LOCKED) runfs_search", NULL);
     return rc;
 }
 
-/* The condition that each word of three bytes or more of each positive text term (valid
- * UTF-8: what text may hold) is in a block's words, as LIKE on literal patterns (a prepared
- * statement's generic plan would not use the trigram index); *n: how many. A word has no
- * LIKE wildcard or escape to quote. */
-static int like_terms(const rs_search *q, rs_buf *sql, int *n)
+/* The ids of the store's words that contain each word of three bytes or more of each
+ * positive text term (valid UTF-8: what text may hold), k numbering the term's words, as
+ * LIKE on literal patterns (a prepared statement's generic plan would not use the trigram
+ * index); *n: how many. A word has no LIKE wildcard or escape to quote. */
+static int words_sql(const rs_search *q, rs_buf *sql, int *n)
 {
     int rc = 0;
     *n = 0;
@@ -417,8 +466,10 @@ static int like_terms(const rs_search *q, rs_buf *sql, int *n)
             while (j < t->len && word_byte((unsigned char)t->text[j]))
                 j++;
             if (j - k >= 3) {
-                rc = rs_buf_addf(sql, "%sw LIKE '%%%.*s%%'", *n ? " AND " : "", (int)(j - k),
-                                 t->text + k);
+                rc = rs_buf_addf(sql,
+                                 "%sSELECT %d AS k, id FROM runfs_search_words WHERE w LIKE "
+                                 "'%%%.*s%%'",
+                                 *n ? " UNION ALL " : "", *n, (int)(j - k), t->text + k);
                 (*n)++;
             }
             k = j + 1;
@@ -427,47 +478,70 @@ static int like_terms(const rs_search *q, rs_buf *sql, int *n)
     return rc;
 }
 
-/* Candidates in more than a quarter of the pairs: the index hardly narrows, and its
+/* Into sql: the index's rows of the query's words (k, blk, m) outside changed blocks, up to
+ * limit (0: all), as j; then the blocks where every word k is, each with the rows that hold
+ * them all (m). */
+static int masks_sql(rs_buf *sql, const char *words, int n, int64_t limit)
+{
+    int rc = rs_buf_addf(sql,
+                         "WITH j AS MATERIALIZED (SELECT v.k, s.blk, s.m FROM (%s) v JOIN "
+                         "runfs_search s ON s.wid = v.id WHERE s.blk NOT IN (SELECT blk FROM "
+                         "runfs_search_dirty)",
+                         words);
+    if (!rc && limit)
+        rc = rs_buf_addf(sql, " LIMIT %lld", (long long)limit);
+    return rc || rs_buf_addf(sql,
+                             "), t AS (SELECT blk, bit_and(m) AS m FROM (SELECT k, blk, "
+                             "bit_or(m) AS m FROM j GROUP BY k, blk) p GROUP BY blk HAVING "
+                             "count(*) = %d) ",
+                             n)
+               ? -ENOMEM
+               : 0;
+}
+
+/* The bound on a query's index rows past which it scans: WORD_ROWS a word and indexed block
+ * (a word contained in many of the store's words), once the index is large. */
+static int64_t rows_limit(int n, int64_t upto)
+{
+    return upto >= DENSE_MIN * BLOCK ? (int64_t)n * WORD_ROWS * (upto / BLOCK) + 1 : 0;
+}
+
+/* Candidates in more than a quarter of the rows: the index hardly narrows, and its
  * candidates come only all at once, sorted, where a scan of the scope's threads gives its
  * first lines at once (a reader of the first page waits for no more). */
 static int dense(int64_t hits, int64_t upto)
 {
-    return upto >= DENSE_MIN * BLOCK && hits * 4 > upto / PAIR;
+    return upto >= DENSE_MIN * BLOCK && hits * 4 > upto;
 }
 
-/* The first ids of the matching pairs outside changed blocks, as an array literal in
- * *list, read in a transaction left open for the rows' cursor: REPEATABLE READ, so the
- * cursor sees the index and its marks as this did (an indexer may rebuild a changed block
- * in between), and the index read once. -ENOSYS, the transaction ended, when the index
- * hardly narrows. The planner costs LIKE's recheck of a seq scan by rows, not by their
- * text, and chose it over the trigram index at a fifth of the rows: four times slower. */
-static int candidates(rs_backend *b, const char *where, int64_t upto, rs_buf *list, rs_err *err)
+static int bits(uint64_t m)
+{
+    int c = 0;
+    for (; m; m &= m - 1)
+        c++;
+    return c;
+}
+
+/* The ids - 1 of the candidate rows outside changed blocks, as an array literal in *list,
+ * read in a transaction left open for the rows' cursor: REPEATABLE READ, so the cursor sees
+ * the index and its marks as this did (an indexer may rebuild a changed block in between),
+ * and the index read once. -ENOSYS, the transaction ended, when the index hardly narrows.
+ * Without seq scans: the words by their trigram index, their rows by an index-only scan. */
+static int candidates(rs_backend *b, const char *words, int n, int64_t upto, rs_buf *list,
+                      rs_err *err)
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    int big = upto >= DENSE_MIN * BLOCK, rc;
-    /* On a large index, a sample of some SAMPLE_ROWS pairs first (whole pages of them, the
-     * same pages each time): a word in more than 2/5 of them is taken to be in most pairs and
-     * scanned, the index not read (-1, the marker, is no pair's id). Reading 25k pairs only
-     * to find that cost the word in half the pairs 79 of its search's 457 ms, the sample 1.5.
-     * Below 2/5 the bound decides as before. A wrong sample costs time, never a line: both
-     * ways give the same answer. */
-    if (big)
-        rc = rs_buf_addf(sql,
-                         "WITH s AS MATERIALIZED (SELECT count(*) FILTER (WHERE %s) * 5 <= "
-                         "count(*) * 2 AS ok FROM runfs_search TABLESAMPLE SYSTEM (least(100, "
-                         "100.0 * %d / %lld)) REPEATABLE (0)) SELECT -1 FROM s WHERE NOT s.ok "
-                         "UNION ALL (SELECT blk * 64 + r * %d FROM s, runfs_search WHERE s.ok AND ",
-                         where, SAMPLE_ROWS, (long long)(upto / PAIR), PAIR);
-    else
-        rc = rs_buf_addf(sql, "SELECT blk * 64 + r * %d FROM runfs_search WHERE ", PAIR);
-    /* One past as many as narrow says the index does not: a word in most rows stops there
-     * (30% of 200k rows: 75 ms to read its 50k pairs, where it is scanned anyway). */
-    if (rc || rs_buf_addf(sql, "%s AND blk NOT IN (SELECT blk FROM runfs_search_dirty)", where) ||
-        (big && rs_buf_addf(sql, " LIMIT %lld)", (long long)(upto / PAIR / 4 + 1))))
+    int64_t limit = rows_limit(n, upto);
+    if (masks_sql(sql, words, n, limit) ||
+        (limit && rs_buf_addf(sql,
+                              "SELECT -1, 0 WHERE (SELECT count(*) FROM j) >= %lld UNION "
+                              "ALL ",
+                              (long long)limit)) ||
+        rs_buf_addstr(sql, "SELECT blk, m FROM t"))
         return -ENOMEM;
     PGresult *r = NULL;
-    rc = pg_pipe_start(b, err);
+    int rc = pg_pipe_start(b, err);
     /* The rows' sort holds the candidates' rows: in memory, not spilled to disk. */
     if (!rc && !(rc = pg_run(b, "BEGIN ISOLATION LEVEL REPEATABLE READ", NULL, NULL, err)) &&
         !(rc = pg_run(b, "SET LOCAL enable_seqscan = off", NULL, NULL, err)) &&
@@ -480,52 +554,72 @@ static int candidates(rs_backend *b, const char *where, int64_t upto, rs_buf *li
         PQclear(r);
         return rc;
     }
-    int n = PQntuples(r);
-    if (dense(n, upto) || (n == 1 && PQgetvalue(r, 0, 0)[0] == '-')) {
+    int rows = PQntuples(r);
+    int64_t hits = 0;
+    for (int i = 0; i < rows && hits >= 0; i++) {
+        int64_t blk = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        hits = blk < 0 ? -1 : hits + bits((uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10));
+    }
+    if (hits < 0 || dense(hits, upto)) {
         PQclear(r);
         pg_exec_plain(b, "COMMIT", NULL);
         return -ENOSYS;
     }
     rc = rs_buf_addch(list, '{');
-    for (int i = 0; !rc && i < n; i++)
-        rc = rs_buf_addf(list, i ? ",%s" : "%s", PQgetvalue(r, i, 0));
+    for (int i = 0; !rc && i < rows; i++) {
+        int64_t blk = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        uint64_t m = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        for (int k = 0; !rc && k < BLOCK; k++)
+            if (m >> k & 1)
+                rc = rs_buf_addf(list, list->len > 1 ? ",%lld" : "%lld",
+                                 (long long)(blk * BLOCK + k));
+    }
     PQclear(r);
     return rc || rs_buf_addch(list, '}') ? -ENOMEM : 0;
 }
 
 /* The same decision inside a transaction open already (its statements each see the store
  * anew): the candidates are counted, then read again by the rows' statement. */
-static int dense_inline(rs_backend *b, const char *where, int64_t upto, rs_err *err)
+static int dense_inline(rs_backend *b, const char *words, int n, int64_t upto, rs_err *err)
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    int64_t hits = 0;
-    int found, rc = rs_buf_addf(sql, "SELECT count(*) FROM runfs_search WHERE %s", where)
-                        ? -ENOMEM
-                        : pg_int(b, sql->buf, NULL, NULL, &hits, &found, err);
-    return rc ? rc : dense(hits, upto) ? -ENOSYS : 0;
+    int64_t limit = rows_limit(n, upto);
+    if (masks_sql(sql, words, n, limit) ||
+        rs_buf_addstr(sql, "SELECT (SELECT count(*) FROM j), (SELECT coalesce(sum(length("
+                           "replace(m::bit(64)::text, '0', ''))), 0) FROM t)"))
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    PGresult *r;
+    int rc = pg_run(b, sql->buf, NULL, &r, err);
+    if (rc)
+        return rc;
+    int64_t got = strtoll(PQgetvalue(r, 0, 0), NULL, 10),
+            hits = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    return (limit && got >= limit) || dense(hits, upto) ? -ENOSYS : 0;
 }
 
-/* The rows' statement into sql: the candidates are ranges of ids (the matching pairs,
- * from $1's list or, with where, read here; the changed blocks; the rows above the mark:
- * none overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
- * planner cannot estimate a join on ranges, and flattened it sorted the whole table to
- * join it). Literals, not parameters, for the mark and the patterns: the plan is made for
- * them. */
-static int rows_sql(rs_buf *sql, const char *where, int64_t upto, const char *thread_id,
+/* The rows' statement into sql: the candidates are ranges of ids (the candidate rows, from
+ * $1's list or, with words, read here; the changed blocks; the rows above the mark: none
+ * overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
+ * planner cannot estimate a join on ranges, and flattened it sorted the whole table to join
+ * it). Literals, not parameters, for the mark and the patterns: the plan is made for them. */
+static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, const char *thread_id,
                     const char *run_id, const char *user, const char *after_thread,
                     const char *type, const char *category)
 {
     rs_buf_reset(sql);
-    int rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + ");
-    if (!rc && where)
+    int rc = words ? masks_sql(sql, words, n, 0) : 0;
+    if (!rc)
+        rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + 1, ");
+    if (!rc && words)
         rc = rs_buf_addf(sql,
-                         "%d, %lld) AS hi FROM (SELECT blk * 64 + r * %d AS lo FROM runfs_search "
-                         "WHERE %s AND blk NOT IN (SELECT blk FROM runfs_search_dirty)) c",
-                         PAIR, (long long)upto, PAIR, where);
-    else if (!rc)
-        rc = rs_buf_addf(sql, "%d, %lld) AS hi FROM unnest($1::text::bigint[]) c (lo)", PAIR,
+                         "%lld) AS hi FROM (SELECT t.blk * 64 + b.b AS lo FROM t CROSS JOIN "
+                         "generate_series(0, 63) b (b) WHERE (t.m >> b.b) & 1 = 1) c",
                          (long long)upto);
+    else if (!rc)
+        rc =
+            rs_buf_addf(sql, "%lld) AS hi FROM unnest($1::text::bigint[]) c (lo)", (long long)upto);
     if (!rc)
         rc = rs_buf_addf(sql,
                          " UNION ALL SELECT blk * 64, least(blk * 64 + 64, %lld) FROM "
@@ -587,26 +681,26 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t before = upto;
     if (!rc && layout == LAYOUT && needed && !b->read_only && !(rc = sync_index(b, err)) &&
         !(rc = sync_needed(b, &layout, &upto, &needed, err)))
-        pg_analyze_grown(b, 0, (upto - before) / PAIR);
+        pg_analyze_grown(b, 0, upto - before);
     if (rc || layout != LAYOUT)
         return rc ? rc : -ENOSYS;
-    rs_buf where = RS_BUF_INIT;
-    if ((rc = like_terms(q, &where, &n)) || n == 0) {
-        rs_buf_release(&where);
+    rs_buf words = RS_BUF_INIT;
+    if ((rc = words_sql(q, &words, &n)) || n == 0) {
+        rs_buf_release(&words);
         return rc ? rs_err_set(err, -ENOMEM, "out of memory") : -ENOSYS;
     }
     rs_buf *sql = &b->sql, list = RS_BUF_INIT;
     int own = !b->in_tx && !b->read_tx;
     if (own)
-        rc = candidates(b, where.buf, upto, &list, err);
+        rc = candidates(b, words.buf, n, upto, &list, err);
     else if (upto >= DENSE_MIN * BLOCK)
-        rc = dense_inline(b, where.buf, upto, err);
+        rc = dense_inline(b, words.buf, n, upto, err);
     const char *type, *category;
     required(q, &type, &category);
     if (!rc)
-        rc = rows_sql(sql, own ? NULL : where.buf, upto, thread_id, run_id, user, after_thread,
+        rc = rows_sql(sql, own ? NULL : words.buf, n, upto, thread_id, run_id, user, after_thread,
                       type, category);
-    rs_buf_release(&where);
+    rs_buf_release(&words);
     if (rc) {
         rs_buf_release(&list);
         if (own && rc != -ENOSYS && PQstatus(b->conn) == CONNECTION_OK)
