@@ -435,7 +435,18 @@ int sq_group_run(rs_backend *b, sq_group_req *req, void (*commit)(rs_backend *, 
 
 static int pin_check(rs_backend *b, rs_err *err);
 
-int sq_begin(rs_backend *b, rs_err *err)
+int sq_triggers_on(rs_backend *b, rs_err *err)
+{
+    int on = 0;
+    if (!b->quiet)
+        return 0;
+    if (sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, &on) != SQLITE_OK || !on)
+        return rs_err_set(err, -EIO, "triggers could not be switched on again");
+    b->quiet = 0;
+    return 0;
+}
+
+int sq_begin_quiet(rs_backend *b, rs_err *err)
 {
     if (b->read_only)
         return rs_err_set(err, -EROFS, "the store is read-only");
@@ -443,6 +454,14 @@ int sq_begin(rs_backend *b, rs_err *err)
     if (!rc && b->pinned && (rc = pin_check(b, err)))
         sq_rollback(b);
     return rc;
+}
+
+/* Every other write runs with the triggers on: they are what keeps the side tables level
+ * with run_events (deletes, changes in place, imports, seals' trees). */
+int sq_begin(rs_backend *b, rs_err *err)
+{
+    int rc = b->read_only ? 0 : sq_triggers_on(b, err);
+    return rc ? rc : sq_begin_quiet(b, err);
 }
 
 /* After a commit, outside the write lock: a WAL of SQ_WAL_MAX pages or more waits for the
@@ -1399,7 +1418,7 @@ int sq_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
             rc = sq_thread_catch_up(b, thread_id, err);
         else if (b->read_only)
             rc = mem_catch_up(b, thread_id, err);
-        else if (!(rc = sq_begin(b, err)) && (rc = sq_thread_catch_up(b, thread_id, err)))
+        else if (!(rc = sq_begin_quiet(b, err)) && (rc = sq_thread_catch_up(b, thread_id, err)))
             sq_rollback(b);
         else if (!rc)
             rc = sq_commit(b, err);
@@ -1565,6 +1584,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->sql = (rs_buf)RS_BUF_INIT;
     b->seen_version = -1;
     b->last_put.version = -1;
+    b->quiet_cookie = -1;
     b->canon_kept.version = -1;
     b->ready_version = -1;
     b->rewrites_kept.version = -1;
@@ -1758,7 +1778,7 @@ static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found
 /* Under the write lock, as every write is: a kept size is one small transaction. */
 static int sq_size_put(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size)
 {
-    int rc = sq_begin(b, NULL);
+    int rc = sq_begin_quiet(b, NULL);
     if (rc)
         return rc;
     rc = sq_step(b, NULL, NULL, "size", "DELETE FROM main.runfs_meta WHERE key >= ? AND key < ?",
@@ -1858,7 +1878,7 @@ static int sq_refresh(rs_backend *b, rs_err *err)
     int rc = sq_needs_catch_up(b, &needed, err);
     if (rc || !needed)
         return rc;
-    if ((rc = sq_begin(b, err)))
+    if ((rc = sq_begin_quiet(b, err)))
         return rc;
     if ((rc = sq_catch_up(b, err))) {
         sq_rollback(b);

@@ -162,7 +162,7 @@ int sq_changes_sync(rs_backend *b, rs_err *err)
                     NULL, err);
     if (rc || (!needed && done))
         return rc;
-    if ((rc = sq_begin(b, err)))
+    if ((rc = sq_begin_quiet(b, err)))
         return rc;
     if ((rc = sq_catch_up(b, err)) || (rc = changes_init(b, err))) {
         sq_rollback(b);

@@ -122,6 +122,13 @@ struct rs_backend {
     int64_t index_done, index_total;
     sq_last_put last_put;
     sq_canon_kept canon_kept;
+    /* Triggers are off on this connection (SQLITE_DBCONFIG_ENABLE_TRIGGER): an append left
+     * them so for the next one (switching expires every prepared statement of the
+     * connection), sq_begin switches them on again for any other write. quiet_cookie: the
+     * schema_version at which no trigger but runfs's was found (-1: not looked). Like the
+     * rest of the backend, used by one thread at a time. */
+    int quiet;
+    int64_t quiet_cookie;
     /* The change number this connection gave last, while known to be the store's highest
      * (no other connection committed since: sq_catch_up forgets it, as it does last_put). */
     int64_t change_last;
@@ -220,6 +227,12 @@ int sq_exec(rs_backend *b, const char *sql, rs_err *err);
  * read-only), then exactly one of sq_commit (which rolls back when the commit fails) or
  * sq_rollback, which release the lock. */
 int sq_begin(rs_backend *b, rs_err *err);
+/* sq_begin for a transaction none of whose statements fires a trigger of runfs's
+ * (catching up, kept sizes, mkdir, reservations: side tables only; an append, whose rows
+ * put_rows sees to): the triggers stay as the last append left them. */
+int sq_begin_quiet(rs_backend *b, rs_err *err);
+/* Triggers on again where an append left them off (b->quiet). */
+int sq_triggers_on(rs_backend *b, rs_err *err);
 int sq_commit(rs_backend *b, rs_err *err);
 void sq_rollback(rs_backend *b);
 void sq_bind_text(sqlite3_stmt *st, int i, const char *s); /* NULL binds NULL */

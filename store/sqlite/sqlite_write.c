@@ -211,68 +211,63 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
     return 0;
 }
 
-/* Triggers off for the inserts of an append of at least this many rows. When run_events has
- * a row trigger, SQLite stages every row of a multi-row INSERT in a temporary b-tree, and
- * runfs_replace_note's WHEN probes two indexes a row: a third of an append's instructions.
- * Switching triggers off and on again expires every prepared statement of the connection,
- * each prepared again at its next use: below 64 to 80 rows (476- to 50-byte lines) that
- * costs more than the rows save (callgrind, bench/RESULTS.md's store section). */
-#define PUT_QUIET_MIN 128
-
-/* Every trigger runfs makes (schema.sql.h, sqlite_search.c): those that fire on the
- * statements of an append's window (an INSERT into run_events, and INSERT OR REPLACE into
- * runfs_mark and runfs_idem, which have none) are runfs_replace_note and, through it,
+/* An append's rows go in with the connection's triggers off when nothing runfs_replace_note
+ * does could apply to them: when run_events has a row trigger, SQLite stages every row of a
+ * multi-row INSERT in a temporary b-tree and gives each row the trigger's program, whose WHEN
+ * probes two indexes (a third of a batch's instructions, 12k of a single put's). Switching
+ * triggers expires every prepared statement of the connection, each prepared again at its
+ * next use (about a million instructions), so they stay off after the append, for the next
+ * one: sq_begin switches them on for any other write.
+ *
+ * Every trigger runfs makes (schema.sql.h, sqlite_search.c): those that fire on the
+ * statements of an append (an INSERT into run_events, and INSERT OR REPLACE into runfs_mark
+ * and runfs_idem, which have none) are runfs_replace_note and, through it,
  * runfs_replace_work. Any trigger not listed (a fork's, a user's, a later build's) keeps
- * triggers on, since nothing shows it idle for runfs's rows. ?1 the thread, ?2 the append's
- * first seq: 1 when triggers must stay on. runfs_replace_note's WHEN holds for a row of the
- * append only where its thread's logs end at or above the row's seq (rows deleted at the top
- * without the delete triggers, the high-water mark gone with them): its other terms name an
- * id (none is given: new.id is -1) or a row at the same seq, which fails the insert and
- * takes the note back with it. */
-static const char quiet_refused[] =
+ * triggers on, since nothing shows it idle for runfs's rows. runfs_replace_note's WHEN holds
+ * for a row of the append only where its thread's logs end at or above the row's seq (rows
+ * deleted at the top without the delete triggers, the high-water mark gone with them): its
+ * other terms name an id (none is given: new.id is -1) or a row at the same seq, which fails
+ * the insert and takes the note back with it. */
+static const char foreign_triggers[] =
     "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name NOT IN ("
     "'runfs_forget_deleted', 'runfs_seal_tree_drop', 'runfs_seal_salt_drop', "
     "'runfs_canon_top', 'runfs_canon_update', 'runfs_count_deleted', 'runfs_forget_updated', "
     "'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
-    "'runfs_replace_note', 'runfs_search_update', 'runfs_search_delete')) "
-    "OR ?2 <= coalesce((SELECT last_seq FROM runfs_thread WHERE thread_id = ?1), 0)";
+    "'runfs_replace_note', 'runfs_search_update', 'runfs_search_delete'))";
 
-/* Triggers off (*quiet set) for an append of n rows from first_seq on, where that changes
- * nothing but the cost (quiet_refused). */
-static int quiet_begin(rs_backend *b, const rs_target *t, int64_t first_seq, size_t n, int *quiet,
-                       rs_err *err)
+/* Triggers off for an append's rows from first_seq on into thr's thread where that changes
+ * nothing but the cost, else on. kept: the append continues the connection's last one
+ * (last_put_of: nothing committed since), whose check stands. */
+static int quiet_set(rs_backend *b, const sq_log *thr, int64_t first_seq, int kept, rs_err *err)
 {
-    *quiet = 0;
-    int on = 0;
-    if (n < PUT_QUIET_MIN ||
-        sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, -1, &on) != SQLITE_OK || !on)
+    if (kept && b->quiet)
         return 0;
-    sqlite3_stmt *st;
-    int rc = sq_step(b, &st, err, "trigger check", quiet_refused, "ti", t->thread_id, first_seq);
-    if (rc < 0)
-        return rc;
-    int refused = rc == 0 || sqlite3_column_int(st, 0);
-    sq_stmt_done(b, st);
+    int rc, refused = first_seq <= thr->last_seq;
+    if (!refused) {
+        /* The list of triggers is looked at again only when the schema changed. */
+        int64_t cookie = -1, foreign = 1;
+        if ((rc = sq_int(b, "PRAGMA schema_version", NULL, NULL, &cookie, NULL, err)))
+            return rc;
+        if (cookie != b->quiet_cookie) {
+            if ((rc = sq_int(b, foreign_triggers, NULL, NULL, &foreign, NULL, err)))
+                return rc;
+            b->quiet_cookie = foreign ? -1 : cookie;
+        }
+        refused = b->quiet_cookie < 0;
+    }
+    if (refused)
+        return sq_triggers_on(b, err);
+    if (b->quiet)
+        return 0;
     /* The switch expires every statement of the connection: one in the middle of its rows
      * (a caller's cursor) would fail at its next cursor open (SQLITE_ABORT_ROLLBACK). */
-    for (sqlite3_stmt *s = sqlite3_next_stmt(b->db, NULL); s && !refused;
-         s = sqlite3_next_stmt(b->db, s))
-        refused = sqlite3_stmt_busy(s);
-    if (refused || sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &on) != SQLITE_OK)
-        return 0;
-    *quiet = 1;
+    for (sqlite3_stmt *s = sqlite3_next_stmt(b->db, NULL); s; s = sqlite3_next_stmt(b->db, s))
+        if (sqlite3_stmt_busy(s))
+            return 0;
+    int on = 1;
+    if (sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &on) == SQLITE_OK && !on)
+        b->quiet = 1;
     return 0;
-}
-
-/* Triggers on again: before anything but the append's rows is written, and on every path
- * out of it. */
-static int quiet_end(rs_backend *b, int quiet, int rc, rs_err *err)
-{
-    int on = 0;
-    if (quiet &&
-        (sqlite3_db_config(b->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, &on) != SQLITE_OK || !on))
-        return rc ? rc : rs_err_set(err, -EIO, "triggers could not be switched on again");
-    return rc;
 }
 
 /* Rows of an append waiting for their insert, in seq order, with their lines' lengths. */
@@ -419,8 +414,7 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
         at->thread_off = thr.size;
     }
     put_chunk chunk = {.n = 0};
-    int quiet;
-    rc = quiet_begin(b, t, seq, n, &quiet, err);
+    rc = quiet_set(b, &thr, seq, last_put_of(b, t) != NULL, err);
     for (size_t i = 0; i < n && !rc; i++) {
         const rs_event *ev = evs[i];
         rs_buf_reset(&line);
@@ -468,7 +462,6 @@ static int put_rows(rs_backend *b, const rs_target *t, rs_event *const *evs, siz
     }
     if (!rc)
         rc = chunk_flush(b, t, &chunk, &run, &thr, ids, &last_id, err);
-    rc = quiet_end(b, quiet, rc, err);
     if (at)
         at->len = run.size - run_start;
     /* The run's change number goes with its totals (the change feed). */
@@ -588,7 +581,7 @@ static void put_group(rs_backend *b, sq_group_req *group)
 {
     rs_err e = {0};
     int alone = group->next == NULL;
-    int rc = sq_begin(b, &e);
+    int rc = sq_begin_quiet(b, &e);
     if (!rc && (rc = sq_catch_up(b, &e)))
         sq_rollback(b);
     if (!rc) {
@@ -639,7 +632,7 @@ int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, in
         sq_group_req req = {.t = t, .evs = evs, .n = n, .stored = stored, .at = at, .err = err};
         return sq_group_run(b, &req, put_group);
     }
-    int rc = sq_begin(b, err);
+    int rc = sq_begin_quiet(b, err);
     if (rc)
         return rc;
     size_t stored_len = stored ? stored->len : 0;
@@ -676,7 +669,7 @@ fail_committed:
 
 int sq_write_begin(rs_backend *b, const rs_target *t, rs_err *err)
 {
-    int rc = sq_begin(b, err);
+    int rc = sq_begin_quiet(b, err); /* a reservation: side tables only */
     if (rc)
         return rc;
     if ((rc = sq_thread_catch_up(b, t->thread_id, err)) ||
@@ -713,7 +706,7 @@ int sq_release(rs_backend *b, const rs_target *t, const char *event_type)
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err)
 {
     b->last_put.version = -1; /* it changes logs behind an append's back */
-    int rc = sq_begin(b, err);
+    int rc = sq_begin_quiet(b, err);
     if (rc)
         return rc;
     sq_log thr, run;

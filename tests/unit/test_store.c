@@ -1116,10 +1116,11 @@ static void test_high_water_run_delete(void **state)
     assert_int_equal(info_of("h", NULL, NULL).hwm, 4);
 }
 
-/* An append of many rows inserts them with the connection's triggers off (sqlite_write.c).
- * One refused between its inserts (a used idempotency key, looked up after the rows before
- * it went in) must leave them on: a delete through the same store still moves 'rewrites',
- * which only runfs_count_deleted does. */
+/* An append inserts its rows with the connection's triggers off and leaves them so for the
+ * next one (sqlite_write.c). Any other write through the same store switches them on first,
+ * whether the append went in or was refused between its inserts (a used idempotency key,
+ * looked up after the rows before it went in): a delete still moves 'rewrites', which only
+ * runfs_count_deleted does. */
 static void test_refused_append_keeps_triggers(void **state)
 {
     (void)state;
@@ -1142,6 +1143,12 @@ static void test_refused_append_keeps_triggers(void **state)
     delete_run("q", "r1", NULL, 1);
     assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'rewrites'"),
                      before + 1);
+    /* single puts, the second continuing the first, then a delete */
+    put("q", "r2", NULL, ERR("one"));
+    put("q", "r2", NULL, ERR("two"));
+    delete_run("q", "r2", NULL, 2);
+    assert_int_equal(raw_int(fx.db, "SELECT value FROM runfs_meta WHERE key = 'rewrites'"),
+                     before + 3);
 }
 
 static void test_high_water_thread_delete(void **state)
