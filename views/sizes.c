@@ -34,6 +34,7 @@ struct rfs_sizes {
     int64_t file_bytes; /* of the answers' files entries hold */
     size_t files;       /* answers' files entries hold */
     int64_t rewrites;   /* the store's rewrites count the kept answers are of */
+    int sizes_only;     /* set before the table is shared, read without the lock */
 };
 
 static uint64_t key_hash(const void *ctx, const void *key)
@@ -100,6 +101,16 @@ static void clear(rfs_sizes *c)
     c->doc_bytes = c->rows_bytes = 0;
     c->file_bytes = 0;
     c->files = 0;
+}
+
+void rfs_sizes_sizes_only(rfs_sizes *c)
+{
+    c->sizes_only = 1;
+}
+
+int rfs_sizes_keeps_bytes(const rfs_sizes *c)
+{
+    return !c->sizes_only;
 }
 
 void rfs_sizes_free(rfs_sizes *c)

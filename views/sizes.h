@@ -14,6 +14,11 @@ typedef struct rfs_sizes rfs_sizes;
 
 int rfs_sizes_new(rfs_sizes **out);
 void rfs_sizes_free(rfs_sizes *c);
+/* A table whose views are never read after their sizing (runfs import --sizes): the sizing
+ * passes keep no bytes in it (the kept answers below). Called before the table is shared. */
+void rfs_sizes_sizes_only(rfs_sizes *c);
+/* 0 for a table rfs_sizes_sizes_only made so, else 1. */
+int rfs_sizes_keeps_bytes(const rfs_sizes *c);
 /* 1 with *size set when key was stored with an equal token, else 0. */
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);

@@ -554,7 +554,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         rc = rs_err_set(err, -ENOMEM, "out of memory");
     /* otel.json's bytes are kept as a streamed view's are (keep_bytes). */
     rfs_kept_writer w;
-    rfs_kept_writer_open(&w, !rc && k[3].stored);
+    rfs_kept_writer_open(&w, !rc && k[3].stored && rfs_sizes_keeps_bytes(sc->sizes));
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
                                 &otel, &parts, &marks, &w, err);
@@ -617,8 +617,9 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
     rfs_kept_writer w[2];
-    rfs_kept_writer_open(&w[0], !rc && k[0].stored);
-    rfs_kept_writer_open(&w[1], !rc && k[1].stored);
+    int keep = !rc && rfs_sizes_keeps_bytes(sc->sizes);
+    rfs_kept_writer_open(&w[0], keep && k[0].stored);
+    rfs_kept_writer_open(&w[1], keep && k[1].stored);
     rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1]};
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
@@ -853,7 +854,8 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         /* The bytes counted are kept beside the size, so the open and read that follow the
          * stat (grep -r, tar) render nothing: in a memfd, bounded, dropped at the view's
          * next version or any rewrite (sizes.h). since/<seq> is a parameter: not kept. */
-        int keep = sc->sizes && k.stored && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE;
+        int keep = sc->sizes && rfs_sizes_keeps_bytes(sc->sizes) && k.stored &&
+                   n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE;
         rfs_kept_writer w;
         rfs_kept_writer_open(&w, keep);
         rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
