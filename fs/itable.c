@@ -1,6 +1,8 @@
-/* itable.c — the referenced nodes, an rs_map of them by inode number. */
+/* itable.c — the referenced nodes, an rs_map of them by inode number, and each thread's
+ * nodes in a list of their own, so a change of one thread visits only its inodes. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,15 +12,29 @@
 typedef struct entry {
     uint64_t ino;
     uint64_t nlookup;
-    int64_t size;
-    int holds;
-    int cached;
+    /* Set and read with the table's lock held for reading at least (which keeps the entry
+     * alive): a log's size, a pin or a cached mark is no change to the table, so none of
+     * them waits for a walk. */
+    _Atomic int64_t size;
+    atomic_int holds;
+    atomic_int cached;
+    struct entry *thread_next, *thread_prev; /* the other nodes of its thread */
     rfs_node node;
 } entry;
 
+/* The nodes of one thread (thread_id nonempty). */
+typedef struct thread_nodes {
+    char thread_id[RS_ID_MAX + 1];
+    entry *first;
+} thread_nodes;
+
 struct rfs_itable {
-    pthread_mutex_t lock; /* guards entries, and every entry's fields */
-    rs_map entries;       /* entry pointers by inode number */
+    /* Held for writing to add or remove an entry (entries, threads, the lists, nlookup);
+     * for reading by everything else, walks included: a walk of the hub's never holds up a
+     * request that only looks entries up (a write()'s checks, a lookup of a known node). */
+    pthread_rwlock_t lock;
+    rs_map entries; /* entry pointers by inode number */
+    rs_map threads; /* thread_nodes pointers by thread id */
 };
 
 /* Inode numbers are hashes already (hash_of below). */
@@ -41,6 +57,25 @@ static int entry_matches(const void *ctx, uintptr_t e, const void *ino)
 
 static const rs_map_type by_ino = {ino_hash, entry_hash, entry_matches};
 
+static uint64_t id_hash(const void *ctx, const void *id)
+{
+    (void)ctx;
+    return rs_hash(RS_HASH_INIT, id, strlen(id));
+}
+
+static uint64_t thread_hash(const void *ctx, uintptr_t tn)
+{
+    return id_hash(ctx, ((const thread_nodes *)tn)->thread_id);
+}
+
+static int thread_matches(const void *ctx, uintptr_t tn, const void *id)
+{
+    (void)ctx;
+    return strcmp(((const thread_nodes *)tn)->thread_id, id) == 0;
+}
+
+static const rs_map_type by_thread = {id_hash, thread_hash, thread_matches};
+
 _Static_assert(RFS_KIND_LAST < 128, "RFS_KIND sets hold every kind");
 
 int rfs_itable_new(rfs_itable **out)
@@ -49,7 +84,8 @@ int rfs_itable_new(rfs_itable **out)
     if (!t)
         return -ENOMEM;
     t->entries = (rs_map)RS_MAP_INIT(&by_ino, NULL);
-    pthread_mutex_init(&t->lock, NULL);
+    t->threads = (rs_map)RS_MAP_INIT(&by_thread, NULL);
+    pthread_rwlock_init(&t->lock, NULL);
     *out = t;
     return 0;
 }
@@ -62,7 +98,11 @@ void rfs_itable_free(rfs_itable *t)
     for (uintptr_t e; (e = rs_map_next(&t->entries, &pos));)
         free((entry *)e);
     rs_map_release(&t->entries);
-    pthread_mutex_destroy(&t->lock);
+    pos = 0;
+    for (uintptr_t tn; (tn = rs_map_next(&t->threads, &pos));)
+        free((thread_nodes *)tn);
+    rs_map_release(&t->threads);
+    pthread_rwlock_destroy(&t->lock);
     free(t);
 }
 
@@ -109,33 +149,77 @@ static uint64_t probe(rfs_itable *t, const rfs_node *n, entry **found)
 uint64_t rfs_itable_ino_of(rfs_itable *t, const rfs_node *n)
 {
     entry *e;
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     uint64_t ino = probe(t, n, &e);
-    pthread_mutex_unlock(&t->lock);
+    pthread_rwlock_unlock(&t->lock);
     return ino;
+}
+
+/* Put e in its thread's list (write lock held): 0 or -ENOMEM, nothing changed. */
+static int thread_link(rfs_itable *t, entry *e)
+{
+    if (!e->node.thread_id[0])
+        return 0;
+    thread_nodes *tn = (thread_nodes *)rs_map_find(&t->threads, e->node.thread_id);
+    if (!tn) {
+        tn = calloc(1, sizeof *tn);
+        if (!tn)
+            return -ENOMEM;
+        memcpy(tn->thread_id, e->node.thread_id, sizeof tn->thread_id);
+        if (rs_map_add(&t->threads, (uintptr_t)tn)) {
+            free(tn);
+            return -ENOMEM;
+        }
+    }
+    e->thread_prev = NULL;
+    e->thread_next = tn->first;
+    if (tn->first)
+        tn->first->thread_prev = e;
+    tn->first = e;
+    return 0;
+}
+
+/* Take e out of its thread's list (write lock held); a thread left with none goes. */
+static void thread_unlink(rfs_itable *t, entry *e)
+{
+    if (!e->node.thread_id[0])
+        return;
+    if (e->thread_next)
+        e->thread_next->thread_prev = e->thread_prev;
+    if (e->thread_prev) {
+        e->thread_prev->thread_next = e->thread_next;
+        return;
+    }
+    thread_nodes *tn = (thread_nodes *)rs_map_find(&t->threads, e->node.thread_id);
+    if (!tn)
+        return;
+    tn->first = e->thread_next;
+    if (!tn->first)
+        free((thread_nodes *)rs_map_remove(&t->threads, e->node.thread_id));
 }
 
 int rfs_itable_ref(rfs_itable *t, const rfs_node *n, uint64_t *ino)
 {
     entry *e;
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_wrlock(&t->lock);
     uint64_t want = probe(t, n, &e);
     if (!e) {
         e = calloc(1, sizeof *e);
         if (e) {
             e->ino = want;
             e->node = *n;
-            e->size = -1;
+            atomic_init(&e->size, -1);
         }
-        if (!e || rs_map_add(&t->entries, (uintptr_t)e)) {
+        if (!e || rs_map_reserve(&t->entries, t->entries.count + 1) || thread_link(t, e)) {
             free(e);
-            pthread_mutex_unlock(&t->lock);
+            pthread_rwlock_unlock(&t->lock);
             return -ENOMEM;
         }
+        (void)rs_map_add(&t->entries, (uintptr_t)e); /* room reserved: cannot fail */
     }
     e->nlookup++;
     *ino = e->ino;
-    pthread_mutex_unlock(&t->lock);
+    pthread_rwlock_unlock(&t->lock);
     return 0;
 }
 
@@ -145,91 +229,100 @@ int rfs_itable_get(rfs_itable *t, uint64_t ino, rfs_node *out)
         rfs_node_root(out);
         return 0;
     }
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
     if (e)
         *out = e->node;
-    pthread_mutex_unlock(&t->lock);
+    pthread_rwlock_unlock(&t->lock);
     return e ? 0 : -ENOENT;
 }
 
 void rfs_itable_forget(rfs_itable *t, uint64_t ino, uint64_t nlookup)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_wrlock(&t->lock);
     entry *e = find(t, ino);
     if (e) {
         e->nlookup = e->nlookup > nlookup ? e->nlookup - nlookup : 0;
-        if (e->nlookup == 0)
+        if (e->nlookup == 0) {
+            thread_unlink(t, e);
             free((entry *)rs_map_remove(&t->entries, &ino));
+        }
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 void rfs_itable_set_size(rfs_itable *t, uint64_t ino, int64_t size)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
     if (e)
-        e->size = size;
-    pthread_mutex_unlock(&t->lock);
+        atomic_store(&e->size, size);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 int rfs_itable_known_size(rfs_itable *t, uint64_t ino, int64_t *size)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
     if (e)
-        *size = e->size;
-    pthread_mutex_unlock(&t->lock);
+        *size = atomic_load(&e->size);
+    pthread_rwlock_unlock(&t->lock);
     return e ? 0 : -ENOENT;
 }
 
 void rfs_itable_hold(rfs_itable *t, uint64_t ino, int delta)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
     if (e)
-        e->holds += delta;
-    pthread_mutex_unlock(&t->lock);
+        atomic_fetch_add(&e->holds, delta);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 int rfs_itable_holds(rfs_itable *t, uint64_t ino)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
-    int n = e ? e->holds : 0;
-    pthread_mutex_unlock(&t->lock);
+    int n = e ? atomic_load(&e->holds) : 0;
+    pthread_rwlock_unlock(&t->lock);
     return n;
 }
 
-void rfs_itable_each(rfs_itable *t, rfs_kinds kinds,
+void rfs_itable_each(rfs_itable *t, const char *thread_id, rfs_kinds kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx)
 {
-    pthread_mutex_lock(&t->lock);
-    size_t pos = 0;
-    for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));) {
-        const entry *e = (const entry *)u;
-        if (kinds & RFS_KIND(e->node.kind))
-            fn(ctx, e->ino, &e->node, e->size);
+    pthread_rwlock_rdlock(&t->lock);
+    if (thread_id) {
+        const thread_nodes *tn = (const thread_nodes *)rs_map_find(&t->threads, thread_id);
+        for (const entry *e = tn ? tn->first : NULL; e; e = e->thread_next)
+            if (kinds & RFS_KIND(e->node.kind))
+                fn(ctx, e->ino, &e->node, atomic_load(&e->size));
+    } else {
+        size_t pos = 0;
+        for (uintptr_t u; (u = rs_map_next(&t->entries, &pos));) {
+            const entry *e = (const entry *)u;
+            if (kinds & RFS_KIND(e->node.kind))
+                fn(ctx, e->ino, &e->node, atomic_load(&e->size));
+        }
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 void rfs_itable_mark_cached(rfs_itable *t, uint64_t ino)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
     if (e)
-        e->cached = 1;
-    pthread_mutex_unlock(&t->lock);
+        atomic_store(&e->cached, 1);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 int rfs_itable_cached(rfs_itable *t, uint64_t ino)
 {
-    pthread_mutex_lock(&t->lock);
+    pthread_rwlock_rdlock(&t->lock);
     entry *e = find(t, ino);
-    int cached = e && e->cached;
-    pthread_mutex_unlock(&t->lock);
+    int cached = e && atomic_load(&e->cached);
+    pthread_rwlock_unlock(&t->lock);
     return cached;
 }

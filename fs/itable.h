@@ -44,9 +44,10 @@ int rfs_itable_cached(rfs_itable *t, uint64_t ino);
  * more kinds than 64 bits hold). */
 __extension__ typedef unsigned __int128 rfs_kinds;
 #define RFS_KIND(kind) ((rfs_kinds)1 << (kind))
-/* Call fn for every referenced node whose kind is in kinds (RFS_KIND bits), in one pass
- * over the table (under the table lock: fn must not call back). */
-void rfs_itable_each(rfs_itable *t, rfs_kinds kinds,
+/* Call fn for every referenced node of thread_id (NULL: of every thread, and the nodes of
+ * none) whose kind is in kinds (RFS_KIND bits), in one pass over the thread's nodes or the
+ * table (under the table lock held for reading: fn must not call back). */
+void rfs_itable_each(rfs_itable *t, const char *thread_id, rfs_kinds kinds,
                      void (*fn)(void *ctx, uint64_t ino, const rfs_node *n, int64_t size),
                      void *ctx);
 

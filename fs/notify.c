@@ -61,7 +61,6 @@ typedef struct known_log {
 } known_log;
 
 typedef struct scan_ctx {
-    const char *thread_id; /* NULL: every log */
     known_log *out;
     size_t count, cap;
 } scan_ctx;
@@ -69,7 +68,7 @@ typedef struct scan_ctx {
 static void collect_log(void *ctx, uint64_t ino, const rfs_node *n, int64_t size)
 {
     scan_ctx *sc = ctx;
-    if (size < 0 || (sc->thread_id && strcmp(n->thread_id, sc->thread_id) != 0))
+    if (size < 0)
         return;
     if (rs_array_grow(&sc->out, &sc->cap, sc->count + 1, sizeof *sc->out))
         return;
@@ -102,8 +101,8 @@ static void view_dropped(rfs_mount *m, uint64_t ino)
  * not the one kept (NULL: another process changed something). */
 static void sync_views(rfs_mount *m, const char *thread_id)
 {
-    scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes, kept_views(), collect_log, &sc);
+    scan_ctx sc = {0};
+    rfs_itable_each(m->inodes, thread_id, kept_views(), collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         rs_log_info info;
         const rfs_node *n = &sc.out[i].node;
@@ -122,8 +121,9 @@ static void sync_views(rfs_mount *m, const char *thread_id)
 static void sync_logs(rfs_mount *m, const char *thread_id)
 {
     sync_views(m, thread_id);
-    scan_ctx sc = {.thread_id = thread_id};
-    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS), collect_log, &sc);
+    scan_ctx sc = {0};
+    rfs_itable_each(m->inodes, thread_id, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS),
+                    collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
@@ -139,8 +139,8 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
  * so all of them go (in-place changes are rare; a page read again costs little). */
 static void drop_all(rfs_mount *m)
 {
-    scan_ctx sc = {.thread_id = NULL};
-    rfs_itable_each(m->inodes, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | kept_views(),
+    scan_ctx sc = {0};
+    rfs_itable_each(m->inodes, NULL, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | kept_views(),
                     collect_log, &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
@@ -179,7 +179,7 @@ static void sync_names(rfs_mount *m)
     if (m->opt.user_from_uid)
         return;
     scan_ctx sc = {0};
-    rfs_itable_each(m->inodes, RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUN), collect_node, &sc);
+    rfs_itable_each(m->inodes, NULL, RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUN), collect_node, &sc);
     rfs_scope scope;
     char uid[24];
     rfs_scope_for(m, NULL, &scope, uid, sizeof uid);
@@ -265,7 +265,7 @@ static void sync_dirs(rfs_mount *m)
 {
     attrs_dropped(m, NULL);
     scan_ctx sc = {0};
-    rfs_itable_each(m->inodes,
+    rfs_itable_each(m->inodes, NULL,
                     RFS_KIND(RFS_THREADS) | RFS_KIND(RFS_THREAD) | RFS_KIND(RFS_RUNS) |
                         RFS_KIND(RFS_RUN) | RFS_KIND(RFS_R_TYPES_DIR) | RFS_KIND(RFS_R_TASKS_DIR) |
                         RFS_KIND(RFS_R_ONCE_DIR),

@@ -346,6 +346,14 @@ void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites)
     pthread_mutex_unlock(&c->lock);
 }
 
+int64_t rfs_sizes_rewrites_seen(rfs_sizes *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int64_t n = c->rewrites;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size,
                         rfs_kept_rows *rows, int64_t rewrites)
 {

@@ -91,6 +91,9 @@ void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows);
  * since the last call every kept answer and kept document's bytes go, so none keeps a
  * redacted line's old bytes. */
 void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites);
+/* The highest rewrites count told so far: a reader holding bytes rendered at an older one
+ * renders them again (a redaction leaves none of its old bytes in a handle either). */
+int64_t rfs_sizes_rewrites_seen(rfs_sizes *c);
 /* Keep size as rfs_sizes_put does and the answer beside it (the table takes the caller's
  * reference; NULL: none), within the bounds on all kept answers (past one, the others go);
  * rewrites is the count the answer was counted at: one older than the table's is not kept. */

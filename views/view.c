@@ -111,6 +111,7 @@ struct rfs_reader {
     rfs_search_pos search;      /* search/<query>: where the reads are */
     int unkept;                 /* streams: no bytes kept of its version (sizes.h) */
     int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
+    int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -935,6 +936,23 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
     return rc;
 }
 
+/* The reader's file as it is now: one rendering of a document serves both its existence and
+ * its bytes, held in r->doc (what it held before let go). */
+static int reader_stat(rfs_reader *r, rs_store *s, rfs_stat *st, rs_err *err)
+{
+    rs_buf doc = RS_BUF_INIT;
+    rfs_doc *fresh = NULL;
+    int rc = view_stat(s, &r->scope, r->node, st, &doc, NULL, err);
+    if (!rc && st->shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &fresh))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    rs_buf_release(&doc);
+    if (!rc) {
+        rfs_doc_release(r->doc);
+        r->doc = fresh;
+    }
+    return rc;
+}
+
 int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rfs_node *n,
                     rs_err *err)
 {
@@ -944,15 +962,11 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
     r->node = n;
     r->scope = *sc;
     r->pending = (rs_buf)RS_BUF_INIT;
-    /* One rendering of a document serves both its existence and its bytes. */
+    r->rewrites = sc->sizes ? rfs_sizes_rewrites_seen(sc->sizes) : 0;
     rfs_stat st;
-    rs_buf doc = RS_BUF_INIT;
-    int rc = view_stat(s, sc, n, &st, &doc, NULL, err);
+    int rc = reader_stat(r, s, &st, err);
     if (!rc && st.shape == RFS_SHAPE_DIR)
         rc = -EISDIR;
-    if (!rc && st.shape == RFS_SHAPE_DOC && rfs_doc_intern(&doc, &r->doc))
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
-    rs_buf_release(&doc);
     if (rc) {
         rfs_reader_free(r);
         return rc;
@@ -1337,6 +1351,21 @@ static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_bu
     return rc < 0 ? rs_err_set(err, rc, "cannot read a kept rendering") : 1;
 }
 
+/* Render a stream again from its start at the next read, holding nothing rendered before. */
+static void stream_restart(rfs_reader *r)
+{
+    r->next_off = 0;
+    r->last_seq = 0;
+    r->finished = 0;
+    rfs_transcript_free(r->transcript);
+    r->transcript = NULL;
+    rfs_otel_free(r->otel);
+    r->otel = NULL;
+    rs_history_free(r->history); /* a new pass sees the runs as they are now */
+    r->history = NULL;
+    rs_buf_reset(&r->pending);
+}
+
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
@@ -1350,18 +1379,8 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         rc = otel_seek(r, s, off, err);
     if (rc < 0)
         return rc;
-    if (rc == 0 && off < r->next_off) {
-        r->next_off = 0;
-        r->last_seq = 0;
-        r->finished = 0;
-        rfs_transcript_free(r->transcript);
-        r->transcript = NULL;
-        rfs_otel_free(r->otel);
-        r->otel = NULL;
-        rs_history_free(r->history); /* a new pass sees the runs as they are now */
-        r->history = NULL;
-        rs_buf_reset(&r->pending);
-    }
+    if (rc == 0 && off < r->next_off)
+        stream_restart(r);
     stream_trim(r, off);
     rc = stream_fill(r, s, off + (int64_t)size, err);
     if (rc)
@@ -1432,6 +1451,31 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* Rows were changed in place or deleted (a redaction, another writer's UPDATE or DELETE)
+ * since the reader's bytes were rendered: none of them is served again. A document is
+ * rendered again whole, a stream from its start (a line view seeks), a search's bytes held
+ * ahead go (its reads go on from the answer's start: off lies behind its place). */
+static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
+{
+    int64_t now = r->scope.sizes ? rfs_sizes_rewrites_seen(r->scope.sizes) : 0;
+    if (now == r->rewrites)
+        return 0;
+    r->rewrites = now;
+    if (r->shape == RFS_SHAPE_DOC) {
+        rfs_stat st;
+        int rc = reader_stat(r, s, &st, err);
+        if (rc)
+            return rc;
+        r->size = st.size;
+    } else if (rfs_search_is_result(r->node->kind)) {
+        rs_buf_reset(&r->pending);
+        ahead_settle(r);
+    } else if (r->shape == RFS_SHAPE_STREAM) {
+        stream_restart(r);
+    }
+    return 0;
+}
+
 int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     if (off < 0)
@@ -1440,6 +1484,9 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         return r->scope.rejects_read
                    ? r->scope.rejects_read(r->scope.ctx, r->scope.user, off, size, out)
                    : 0;
+    int rc = reader_rewritten(r, s, err);
+    if (rc)
+        return rc;
     switch (r->shape) {
     case RFS_SHAPE_DOC: {
         size_t len;

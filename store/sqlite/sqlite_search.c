@@ -400,6 +400,18 @@ static int cand_bits(rs_backend *b, const char *expr, int64_t upto, rs_buf *bits
     return rc;
 }
 
+/* A search's scope, as its statements name them: ?3 the thread, ?4 the run, ?5 the owner. */
+static void bind_scope(sqlite3_stmt *st, const char *thread_id, const char *run_id,
+                       const char *user)
+{
+    if (thread_id)
+        sq_bind_text(st, 3, thread_id);
+    if (run_id)
+        sq_bind_text(st, 4, run_id);
+    if (user)
+        sq_bind_text(st, 5, user);
+}
+
 /* The statement that reads a search's candidates in the answer's order, its parameters
  * bound: walk, the scope in the thread index's order; else the candidates' ids. */
 static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf *bits,
@@ -443,12 +455,7 @@ static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf
     else
         sqlite3_bind_text(st, 1, expr->buf, (int)expr->len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, upto);
-    if (thread_id)
-        sq_bind_text(st, 3, thread_id);
-    if (run_id)
-        sq_bind_text(st, 4, run_id);
-    if (user)
-        sq_bind_text(st, 5, user);
+    bind_scope(st, thread_id, run_id, user);
     if (after_thread) {
         sq_bind_text(st, 6, after_thread);
         sqlite3_bind_int64(st, 7, after_seq);
@@ -608,12 +615,7 @@ static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64
     int rc = sq_stmt_get(b, sql->buf, &st, err);
     if (rc)
         return rc;
-    if (thread_id)
-        sq_bind_text(st, 3, thread_id);
-    if (run_id)
-        sq_bind_text(st, 4, run_id);
-    if (user)
-        sq_bind_text(st, 5, user);
+    bind_scope(st, thread_id, run_id, user);
     held_cursor *c = calloc(1, sizeof *c);
     if (!c) {
         sq_stmt_done(b, st);

@@ -197,6 +197,40 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"asked to forget","at":"[^"]+","leaf":null,"note":null\}$'
 }
 
+@test "forget: a handle open across a redaction reads none of the old bytes it had rendered ahead" {
+  local secret=SECRETahead3Kp
+  runfs_mount "$STORE" "$MNT" --allow-redact
+  local d=$MNT/threads/t/runs/r
+  mkdir -p "$d"
+  # Row 1 is about 900 kB, the secret at its end: a first small read of a view renders the
+  # whole row, so the reader holds the secret's bytes before anything asked for them.
+  { human "$(head -c 450000 /dev/zero | tr '\0' x) $secret" 1; human "after" 2; } >> "$d/events.jsonl"
+  run python3 - "$d" "$secret" <<'EOF'
+import os, sys
+d, secret = sys.argv[1], sys.argv[2].encode()
+fds = {}
+for view in ("types/llm.human.input.jsonl", "../../messages.jsonl", "../../transcript.md"):
+    fds[view] = os.open(os.path.join(d, view), os.O_RDONLY)
+    head = os.read(fds[view], 4096)
+    assert head and secret not in head, (view, len(head))
+with open(os.path.join(d, "redactions.jsonl"), "a") as w:
+    w.write('{"seq": 1, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked"}\n')
+for view, fd in fds.items():
+    rest = b""
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        rest += b
+    os.close(fd)
+    # What the reader held of the row's end must not come back after the redaction.
+    assert secret not in rest, "%s: the secret came back from a held rendering" % view
+print("ok")
+EOF
+  assert_success
+  assert_output "ok"
+}
+
 # RUNFS_OLD: a runfs built from before salted leaves (main), whose seals are plain.
 @test "forget: redacting under a plain-leaf seal made by an older runfs works, and verify warns" {
   [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"

@@ -666,6 +666,48 @@ PY
   wait_for 10 no_answer_files || fail "$(answer_files) answers kept after the update"
 }
 
+@test "search: a by:run reader part way through a kept answer reads on after its last whole line when an append drops it" {
+  # 2,000 runs with a hit (100 threads of 20): a by:run answer of some 150 kB, so a reader
+  # 64 KiB in is part way through it.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM g WHERE x < 3999)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-b' || (x / 40), 'run-' || (x % 20), NULL, 'llm.tool.result', 'trace',
+    'status ' || x || ': the numbat service answered', '{}', x + 1,
+    '2026-03-04 06:00:03.000000' FROM g"
+  local p="search/by:run numbat"
+  "$RUNFS" search "$STORE" "by:run numbat" > "$WORK/old"
+  [ "$(wc -l < "$WORK/old")" = 2000 ] || fail "the reference has $(wc -l < "$WORK/old") runs, not 2000"
+  [ "$(wc -c < "$WORK/old")" -gt $((2 * 65536)) ] || fail "the answer is too small to read in parts"
+  assert_equal "$(stat -c %s "$MNT/$p")" "$(wc -c < "$WORK/old")"
+  [ "$(answer_files)" -ge 1 ] || fail "the daemon keeps no answer's memfd"
+  exec 8< "$MNT/$p"
+  dd bs=65536 count=1 <&8 > "$WORK/part1" 2> /dev/null
+  # A hit in the first thread's first run: every later line of the kept bytes moves.
+  printf '{"event_type":"llm.error","content":"numbat seen again"}\n' >> "$MNT/threads/T-b0/runs/run-0/events.jsonl"
+  read_rest > "$WORK/part2"
+  exec 8<&-
+  "$RUNFS" search "$STORE" "by:run numbat" > "$WORK/new"
+  cmp -s "$WORK/old" "$WORK/new" && fail "the append changed nothing in the answer"
+  cat "$WORK/part1" "$WORK/part2" > "$WORK/got"
+  python3 - "$WORK/old" "$WORK/new" "$WORK/got" <<'PY' || fail "the by:run reader across the append read torn, repeated or foreign lines"
+import json, sys
+old, new, got = (open(f, "rb").read().split(b"\n") for f in sys.argv[1:])
+assert got[-1] == b"", "the last line is cut"
+known = set(old) | set(new)
+order = {}
+for line in new[:-1]:
+    e = json.loads(line)
+    order[(e["thread_id"], e["run_id"])] = len(order)
+at = []
+for line in got[:-1]:
+    assert line in known, line[:120]
+    e = json.loads(line)
+    at.append(order[(e["thread_id"], e["run_id"])])
+assert at == sorted(set(at)), "runs out of the answer's order or given twice"
+assert len(at) >= len(old) - 2, (len(at), len(old))
+PY
+}
+
 no_answer_files() { [ "$(answer_files)" = 0 ]; }
 
 # read_rest: what is left to read of fd 8 on stdout, with no stat (cat's fstat would count

@@ -1,7 +1,8 @@
-/* test_fs_tables.c — the daemon's two bookkeeping tables without a mount: the attributes the
- * kernel keeps (fs/attrs.c: what a change must drop, by thread and by expiry) and the
+/* test_fs_tables.c — the daemon's bookkeeping tables without a mount: the attributes the
+ * kernel keeps (fs/attrs.c: what a change must drop, by thread and by expiry), the
  * listings kept between requests (fs/listings.c: found by number, freed at their end, the
- * unused ones bounded). References are plain arrays of what each test added. */
+ * unused ones bounded) and the inode table (fs/itable.c: a thread's walk visits exactly
+ * its referenced nodes). References are plain arrays of what each test added. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "attrs.h"
+#include "itable.h"
 #include "listings.h"
 
 #define SEC 1000000000LL
@@ -182,6 +184,105 @@ static void test_listings(void **state)
         assert_int_equal(freed[i], 1);
 }
 
+typedef struct walked {
+    uint64_t ino[512];
+    size_t n;
+} walked;
+
+static void walk_one(void *ctx, uint64_t ino, const rfs_node *n, int64_t size)
+{
+    (void)n;
+    (void)size;
+    walked *w = ctx;
+    if (w->n < 512)
+        w->ino[w->n++] = ino;
+}
+
+static int walked_has(const walked *w, uint64_t ino)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ino[i] == ino)
+            return 1;
+    return 0;
+}
+
+/* Nodes of three threads, looked up, some forgotten (first, middle and last of a thread's
+ * list, and a whole thread) and looked up again: a thread's walk returns exactly the
+ * referenced nodes of that thread and kind, the whole walk every one, each once. */
+static void test_itable_threads(void **state)
+{
+    (void)state;
+    rfs_itable *t;
+    assert_int_equal(rfs_itable_new(&t), 0);
+    enum { PER = 40 };
+    static const char *const ids[] = {"ta", "tb", "tc"};
+    uint64_t ino[3][PER];
+    int live[3][PER];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < PER; i++) {
+            rfs_node n = {.kind = i % 2 ? RFS_R_EVENTS : RFS_RUN, .num = i};
+            strcpy(n.thread_id, ids[k]);
+            strcpy(n.run_id, "r");
+            assert_int_equal(rfs_itable_ref(t, &n, &ino[k][i]), 0);
+            live[k][i] = 1;
+        }
+    rfs_node root_child = {.kind = RFS_THREADS};
+    uint64_t threads_ino;
+    assert_int_equal(rfs_itable_ref(t, &root_child, &threads_ino), 0);
+    /* A node looked up twice stays after one forget. */
+    rfs_node again = {.kind = RFS_RUN, .num = 2};
+    strcpy(again.thread_id, "ta");
+    strcpy(again.run_id, "r");
+    uint64_t same;
+    assert_int_equal(rfs_itable_ref(t, &again, &same), 0);
+    assert_int_equal(same, ino[0][2]);
+    rfs_itable_forget(t, ino[0][2], 1);
+    static const int gone[] = {0, 7, 20, PER - 1};
+    for (size_t g = 0; g < sizeof gone / sizeof gone[0]; g++) {
+        rfs_itable_forget(t, ino[0][gone[g]], 1);
+        live[0][gone[g]] = 0;
+    }
+    for (int i = 0; i < PER; i++) {
+        rfs_itable_forget(t, ino[1][i], 1);
+        live[1][i] = 0;
+    }
+    /* tb comes back with one node. */
+    rfs_node back = {.kind = RFS_R_EVENTS, .num = 5};
+    strcpy(back.thread_id, "tb");
+    strcpy(back.run_id, "r");
+    assert_int_equal(rfs_itable_ref(t, &back, &ino[1][5]), 0);
+    live[1][5] = 1;
+    rfs_kinds both = RFS_KIND(RFS_RUN) | RFS_KIND(RFS_R_EVENTS);
+    size_t total = 0;
+    for (int k = 0; k < 3; k++) {
+        walked w = {0}, logs = {0};
+        rfs_itable_each(t, ids[k], both, walk_one, &w);
+        rfs_itable_each(t, ids[k], RFS_KIND(RFS_R_EVENTS), walk_one, &logs);
+        size_t want = 0, want_logs = 0;
+        for (int i = 0; i < PER; i++) {
+            assert_int_equal(walked_has(&w, ino[k][i]), live[k][i]);
+            assert_int_equal(walked_has(&logs, ino[k][i]), live[k][i] && i % 2);
+            want += (size_t)live[k][i];
+            want_logs += (size_t)(live[k][i] && i % 2);
+        }
+        assert_int_equal(w.n, want);
+        assert_int_equal(logs.n, want_logs);
+        total += want;
+    }
+    walked none = {0}, all = {0};
+    rfs_itable_each(t, "td", both, walk_one, &none);
+    assert_int_equal(none.n, 0);
+    rfs_itable_each(t, NULL, both | RFS_KIND(RFS_THREADS), walk_one, &all);
+    assert_int_equal(all.n, total + 1);
+    assert_true(walked_has(&all, threads_ino));
+    /* A forgotten node is stale; a live one answers. */
+    rfs_node out;
+    assert_int_equal(rfs_itable_get(t, ino[0][7], &out), -ENOENT);
+    assert_int_equal(rfs_itable_get(t, ino[2][7], &out), 0);
+    assert_string_equal(out.thread_id, "tc");
+    rfs_itable_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_attrs_unsettled),
         cmocka_unit_test(test_attrs_expire),
         cmocka_unit_test(test_listings),
+        cmocka_unit_test(test_itable_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
