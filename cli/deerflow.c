@@ -520,6 +520,9 @@ int rfs_cmd_import(int argc, char **argv)
         status = 2;
         sized = 0;
     }
+    /* Nothing reads the views after the walk sizes them: no bytes kept for a read. */
+    if (sizes)
+        rfs_sizes_sizes_only(sizes);
     for (size_t i = 0; i < n; i++) {
         int64_t a = 0, k = 0;
         if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))

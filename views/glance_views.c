@@ -227,6 +227,10 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
             transcript += (int64_t)scratch.len;
             sink_give(sink, shows && sink && sink->history, rec->line, rec->line_len);
             sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
+            if (sink && shows)
+                rfs_kept_writer_add(sink->history_keep, rec->line, rec->line_len);
+            if (sink)
+                rfs_kept_writer_add(sink->transcript_keep, scratch.buf, scratch.len);
             rs_buf_reset(&scratch);
         }
         rs_cursor_free(c);
@@ -244,6 +248,8 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     }
     if (!rc && !(rc = rfs_transcript_finish(tr, &scratch))) {
         sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
+        if (sink)
+            rfs_kept_writer_add(sink->transcript_keep, scratch.buf, scratch.len);
         *history_size = history;
         *transcript_size = transcript + (int64_t)scratch.len;
     }
@@ -265,8 +271,9 @@ typedef struct run_pass {
     int64_t part;       /* otel's (rfs_otel_set_part) */
     int64_t *parts;
     const char *service;
-    rfs_otel_marks **marks; /* the pass may hand back its own (pass_run) */
-    int ask_agent;          /* look otel.json's agent up before the pass (otel_first) */
+    rfs_otel_marks **marks;     /* the pass may hand back its own (pass_run) */
+    int ask_agent;              /* look otel.json's agent up before the pass (otel_first) */
+    rfs_kept_writer *otel_keep; /* otel.json's bytes (counted, not in otel) kept */
 } run_pass;
 
 /* otel.json's head names the caller of the run's first run.start (no agent when it names
@@ -361,6 +368,9 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
                     }
                     rfs_otel_free(ot);
                     ot = NULL;
+                    /* Its bytes so far were of the wrong head: none are kept. */
+                    if (p->otel_keep)
+                        rfs_kept_writer_drop(p->otel_keep);
                 }
                 if ((st && (rc = rfs_stats_feed(st, &ev))) ||
                     (tl && (rc = rfs_timeline_feed(tl, &ev))) ||
@@ -369,6 +379,7 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
                     break;
                 if (ot && !p->otel) {
                     otel += (int64_t)scratch.len;
+                    rfs_kept_writer_add(p->otel_keep, scratch.buf, scratch.len);
                     rs_buf_reset(&scratch);
                     if (marks && otel >= mark_at)
                         mark_at = rfs_otel_mark(marks, ot, otel, rec->seq);
@@ -392,6 +403,8 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
                                p->timeline ? p->timeline : &timeline, p->report);
     if (!rc && ot && !(rc = rfs_otel_finish(ot, ob)) && p->otel_size)
         *p->otel_size = otel + (int64_t)scratch.len;
+    if (!rc && ot && !p->otel)
+        rfs_kept_writer_add(p->otel_keep, scratch.buf, scratch.len);
     if (!rc && ot && p->parts)
         *p->parts = rfs_otel_parts(ot);
     if (!rc && again) {
@@ -424,7 +437,8 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       int64_t *parts, rfs_otel_marks **marks, rs_err *err)
+                       int64_t *parts, rfs_otel_marks **marks, rfs_kept_writer *otel_keep,
+                       rs_err *err)
 {
     run_pass p = {.stats = stats,
                   .timeline = timeline,
@@ -433,7 +447,8 @@ int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_
                   .report = report,
                   .otel_size = otel_size,
                   .service = service,
-                  .marks = marks};
+                  .marks = marks,
+                  .otel_keep = otel_keep};
     return pass_run(s, t, &p, err);
 }
 

@@ -7,6 +7,7 @@
 #include "node.h"
 #include "otel.h"
 #include "runstore.h"
+#include "sizes.h"
 #include "transcript.h"
 
 /* 1 for the documents rendered here (stats.json, timeline.svg and its windows, report.html,
@@ -22,21 +23,25 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *servi
 /* A run's stats.json, timeline.svg and report.html rendered, timeline/count's windows,
  * otel.json's size and otel/count's parts counted, in one pass over its rows (what a first
  * ls -la or du of the run needs); otel.json's positions kept in *marks (NULL: none), which
- * the pass may replace with a set of its own (releasing the one given). */
+ * the pass may replace with a set of its own (releasing the one given); otel.json's bytes
+ * written to otel_keep (NULL: not kept; dropped when the pass renders otel.json again). */
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
-                       int64_t *parts, rfs_otel_marks **marks, rs_err *err);
+                       int64_t *parts, rfs_otel_marks **marks, rfs_kept_writer *otel_keep,
+                       rs_err *err);
 /* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
  * first run.start. */
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,
                         rs_err *err);
 
 /* Where rfs_glance_thread_all hands the bytes of history.jsonl or transcript.md (the one
- * flagged) as it makes them; bytes returning nonzero stops the bytes, not the pass. */
+ * flagged) as it makes them; bytes returning nonzero stops the bytes, not the pass. The
+ * bytes of both are written to the writers given (NULL: not kept). */
 typedef struct rfs_glance_sink {
     int history, transcript;
     int (*bytes)(void *ctx, const char *p, size_t len);
     void *ctx;
+    rfs_kept_writer *history_keep, *transcript_keep;
 } rfs_glance_sink;
 
 /* A thread's stats.json and report.html (report NULL: not) rendered, and its

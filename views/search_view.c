@@ -72,53 +72,6 @@ static void row_ids_add(row_ids *r, int64_t id)
     r->v[r->n++] = id;
 }
 
-/* The answer's bytes as its count meets them, written to an unlinked file a chunk at a time
- * while they stay within rfs_kept_file_max() (then, or when a write fails, none: fd -1). */
-#define FILE_CHUNK ((size_t)1 << 20)
-typedef struct answer_file {
-    int fd;
-    int64_t bytes;
-    rs_buf chunk;
-} answer_file;
-
-static void file_drop(answer_file *f)
-{
-    if (f->fd >= 0)
-        close(f->fd);
-    f->fd = -1;
-    rs_buf_release(&f->chunk);
-}
-
-static void file_flush(answer_file *f)
-{
-    size_t at = 0;
-    while (f->fd >= 0 && at < f->chunk.len) {
-        ssize_t k = write(f->fd, f->chunk.buf + at, f->chunk.len - at);
-        if (k < 0 && errno == EINTR)
-            continue;
-        /* A full disk: the ids are kept instead. */
-        if (k <= 0) {
-            file_drop(f);
-            return;
-        }
-        at += (size_t)k;
-    }
-    rs_buf_reset(&f->chunk);
-}
-
-static void file_add(answer_file *f, const char *p, size_t len)
-{
-    if (!f || f->fd < 0)
-        return;
-    if (f->bytes + (int64_t)len > rfs_kept_file_max() || rs_buf_add(&f->chunk, p, len)) {
-        file_drop(f);
-        return;
-    }
-    f->bytes += (int64_t)len;
-    if (f->chunk.len >= FILE_CHUNK)
-        file_flush(f);
-}
-
 /* The answer as pieces in order: a matching line each, or with by:run a thread's run lines
  * each (a thread's runs are ordered by their first match, and only the thread's last row
  * tells how many matched). */
@@ -266,7 +219,7 @@ static void answer_close(answer *a)
 /* The exact size: every piece counted, one pass; the ids of its rows in ids and its bytes in
  * file when not NULL. */
 static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_search *q,
-                       int64_t *size, row_ids *ids, answer_file *file, rs_err *err)
+                       int64_t *size, row_ids *ids, rfs_kept_writer *file, rs_err *err)
 {
     answer a;
     int rc = answer_open(&a, s, sc, n, q, NULL, 0, err);
@@ -277,7 +230,7 @@ static int answer_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_s
     a.ids = ids;
     while (!rc && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
         *size += (int64_t)len;
-        file_add(file, p, len);
+        rfs_kept_writer_add(file, p, len);
         rc = 0;
     }
     answer_close(&a);
@@ -332,20 +285,13 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
          * the candidates. */
         row_ids ids = {0};
         int keep = sc->sizes && key.len;
-        answer_file file = {.fd = keep ? rfs_kept_file_open() : -1, .chunk = RS_BUF_INIT};
-        if (file.fd < 0)
-            file.fd = -1;
+        rfs_kept_writer file;
+        rfs_kept_writer_open(&file, keep);
         rc = answer_size(s, sc, n, q, &st->size, keep ? &ids : NULL, &file, err);
-        if (!rc)
-            file_flush(&file);
-        rfs_kept_rows *rows = NULL;
-        if (!rc && file.fd >= 0 && file.bytes == st->size) {
-            rows = rfs_kept_file_new(file.fd, file.bytes);
-            file.fd = -1;
-        }
+        rfs_kept_rows *rows = rc ? NULL : rfs_kept_writer_finish(&file, st->size);
         if (!rows && !rc && keep && !ids.over && (rows = rfs_kept_rows_new(ids.n)) && ids.n)
             memcpy(rows->ids, ids.v, ids.n * sizeof *ids.v);
-        file_drop(&file);
+        rfs_kept_writer_drop(&file);
         free(ids.v);
         if (!rc && keep)
             rfs_sizes_put_rows(sc->sizes, key.buf, &token, st->size, rows, rewrites);
@@ -395,29 +341,6 @@ static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node
         rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
     rs_buf_release(&key);
     return rows;
-}
-
-/* Up to size bytes of the kept answer's from off (fewer only at its end) appended to out. */
-static int kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out)
-{
-    if (off >= k->bytes)
-        return 0;
-    if ((int64_t)size > k->bytes - off)
-        size = (size_t)(k->bytes - off);
-    int rc = rs_buf_grow(out, size);
-    size_t got = 0;
-    while (!rc && got < size) {
-        ssize_t r = pread(k->fd, out->buf + out->len + got, size - got, off + (int64_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            rc = r < 0 ? -errno : -EIO;
-        else
-            got += (size_t)r;
-    }
-    if (!rc)
-        rs_buf_setlen(out, out->len + size);
-    return rc;
 }
 
 /* The end of the last line of k's bytes that ends at or before end (0: none). */
@@ -500,7 +423,7 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int fresh = !pos->in_file && pos->off == 0 && !pos->thread[0];
     if (rows && rows->fd >= 0 && (fresh || (pos->in_file && pos->rows_gen == rows->gen))) {
         size_t had = out->len;
-        rc = kept_pread(rows, off, size, out);
+        rc = rfs_kept_pread(rows, off, size, out);
         if (!rc)
             file_resume(rows, rs_search_by_run(q), off + (int64_t)(out->len - had), pos);
         pos->in_file = 1;

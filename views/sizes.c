@@ -32,7 +32,9 @@ struct rfs_sizes {
     size_t doc_bytes;
     size_t rows_bytes;  /* of the rows entries hold */
     int64_t file_bytes; /* of the answers' files entries hold */
+    size_t files;       /* answers' files entries hold */
     int64_t rewrites;   /* the store's rewrites count the kept answers are of */
+    int sizes_only;     /* set before the table is shared, read without the lock */
 };
 
 static uint64_t key_hash(const void *ctx, const void *key)
@@ -80,6 +82,7 @@ static void rows_drop(rfs_sizes *c, entry *e)
     if (e->rows) {
         c->rows_bytes -= e->rows->n * sizeof *e->rows->ids;
         c->file_bytes -= e->rows->fd >= 0 ? e->rows->bytes : 0;
+        c->files -= e->rows->fd >= 0;
     }
     rows_release(e->rows);
     e->rows = NULL;
@@ -97,6 +100,17 @@ static void clear(rfs_sizes *c)
     rs_map_clear(&c->map);
     c->doc_bytes = c->rows_bytes = 0;
     c->file_bytes = 0;
+    c->files = 0;
+}
+
+void rfs_sizes_sizes_only(rfs_sizes *c)
+{
+    c->sizes_only = 1;
+}
+
+int rfs_sizes_keeps_bytes(const rfs_sizes *c)
+{
+    return !c->sizes_only;
 }
 
 void rfs_sizes_free(rfs_sizes *c)
@@ -314,8 +328,16 @@ void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites)
     pthread_mutex_lock(&c->lock);
     if (rewrites != c->rewrites) {
         size_t pos = 0;
-        for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
-            rows_drop(c, (entry *)o);
+        for (uintptr_t o; (o = rs_map_next(&c->map, &pos));) {
+            entry *e = (entry *)o;
+            rows_drop(c, e);
+            /* A kept document may hold them too (report.html, a receipt's terminal line):
+             * its size stays (its key names the count it is of), its bytes go. */
+            if (e->doc)
+                c->doc_bytes -= (size_t)e->size;
+            free(e->doc);
+            e->doc = NULL;
+        }
     }
     /* Only forward: a caller that read the count before a later one told of a rewrite
      * must not let an answer of its older count in (rfs_sizes_put_rows). */
@@ -352,7 +374,9 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
         rows_drop(c, e);
     /* The newest answer stays; older answers go when together they would pass a bound (a
      * reader holding one keeps it until it is done). */
-    if (e && rows && (c->rows_bytes + bytes > ROWS_MAX || c->file_bytes + file > FILES_MAX)) {
+    if (e && rows &&
+        (c->rows_bytes + bytes > ROWS_MAX || c->file_bytes + file > FILES_MAX ||
+         (rows->fd >= 0 && c->files >= RFS_KEPT_FILES_MAX))) {
         size_t pos = 0;
         for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
             rows_drop(c, (entry *)o);
@@ -361,8 +385,93 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
         e->rows = rows;
         c->rows_bytes += bytes;
         c->file_bytes += file;
+        c->files += rows->fd >= 0;
         rows = NULL;
     }
     rows_release(rows);
     pthread_mutex_unlock(&c->lock);
+}
+
+/* Written a chunk at a time: one write per row would be a system call per line. */
+#define WRITER_CHUNK ((size_t)1 << 20)
+
+void rfs_kept_writer_open(rfs_kept_writer *w, int want)
+{
+    w->fd = want ? rfs_kept_file_open() : -1;
+    if (w->fd < 0)
+        w->fd = -1;
+    w->bytes = 0;
+    w->chunk = (rs_buf)RS_BUF_INIT;
+}
+
+void rfs_kept_writer_drop(rfs_kept_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    rs_buf_release(&w->chunk);
+}
+
+static void writer_flush(rfs_kept_writer *w)
+{
+    size_t at = 0;
+    while (w->fd >= 0 && at < w->chunk.len) {
+        ssize_t k = write(w->fd, w->chunk.buf + at, w->chunk.len - at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        /* Memory short: nothing is kept (a search keeps its ids instead). */
+        if (k <= 0) {
+            rfs_kept_writer_drop(w);
+            return;
+        }
+        at += (size_t)k;
+    }
+    rs_buf_reset(&w->chunk);
+}
+
+void rfs_kept_writer_add(rfs_kept_writer *w, const char *p, size_t len)
+{
+    if (!w || w->fd < 0)
+        return;
+    if (w->bytes + (int64_t)len > rfs_kept_file_max() || rs_buf_add(&w->chunk, p, len)) {
+        rfs_kept_writer_drop(w);
+        return;
+    }
+    w->bytes += (int64_t)len;
+    if (w->chunk.len >= WRITER_CHUNK)
+        writer_flush(w);
+}
+
+rfs_kept_rows *rfs_kept_writer_finish(rfs_kept_writer *w, int64_t size)
+{
+    writer_flush(w);
+    rfs_kept_rows *r = NULL;
+    if (w->fd >= 0 && w->bytes == size) {
+        r = rfs_kept_file_new(w->fd, w->bytes);
+        w->fd = -1;
+    }
+    rfs_kept_writer_drop(w);
+    return r;
+}
+
+int rfs_kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out)
+{
+    if (off >= k->bytes)
+        return 0;
+    if ((int64_t)size > k->bytes - off)
+        size = (size_t)(k->bytes - off);
+    int rc = rs_buf_grow(out, size);
+    size_t got = 0;
+    while (!rc && got < size) {
+        ssize_t r = pread(k->fd, out->buf + out->len + got, size - got, off + (int64_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = r < 0 ? -errno : -EIO;
+        else
+            got += (size_t)r;
+    }
+    if (!rc)
+        rs_buf_setlen(out, out->len + size);
+    return rc;
 }

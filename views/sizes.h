@@ -8,11 +8,17 @@
 
 #include "otel.h"
 #include "runstore.h"
+#include "rs_util.h"
 
 typedef struct rfs_sizes rfs_sizes;
 
 int rfs_sizes_new(rfs_sizes **out);
 void rfs_sizes_free(rfs_sizes *c);
+/* A table whose views are never read after their sizing (runfs import --sizes): the sizing
+ * passes keep no bytes in it (the kept answers below). Called before the table is shared. */
+void rfs_sizes_sizes_only(rfs_sizes *c);
+/* 0 for a table rfs_sizes_sizes_only made so, else 1. */
+int rfs_sizes_keeps_bytes(const rfs_sizes *c);
 /* 1 with *size set when key was stored with an equal token, else 0. */
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);
@@ -32,12 +38,16 @@ void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token
 /* A search answer kept beside its size (search_view.c) so that the read after the stat that
  * counted it does not search again: its bytes in a memfd (fd: shared memory the daemon does
  * not map, so not its heap's) when they fit rfs_kept_file_max(), else the store's ids of its
- * rows in order (n of them). gen tells one kept answer from any other (never 0). All the
- * kept answers' bytes together stay within twice that, all the ids within RFS_KEPT_ROWS_MAX:
- * past either bound the older answers go (a reader holding one keeps it until its read is
- * done), an answer goes when its size does, and every one when rows are rewritten. */
+ * rows in order (n of them). A streamed view's rendering is kept the same way (view.c: its
+ * bytes only), so the open and read after the stat that sized it (grep -r, tar) render
+ * nothing. gen tells one kept answer from any other (never 0). All the kept answers' bytes
+ * together stay within twice that, their files within RFS_KEPT_FILES_MAX, all the ids within
+ * RFS_KEPT_ROWS_MAX: past any bound the older answers go (a reader holding one keeps it until
+ * its read is done), an answer goes when its size does, and every one when rows are
+ * rewritten. */
 #define RFS_KEPT_ROWS_MAX ((size_t)1 << 20)   /* ids kept at most, all lists together */
 #define RFS_KEPT_FILE_MAX ((int64_t)32 << 20) /* a kept answer's bytes at most */
+#define RFS_KEPT_FILES_MAX 256                /* kept answers' files at most (descriptors) */
 typedef struct rfs_kept_rows {
     int refs; /* guarded by the table's lock */
     uint64_t gen;
@@ -53,6 +63,23 @@ int rfs_kept_file_open(void);
 /* A kept answer of the bytes fd holds (the answer takes fd: closed when it is freed, or
  * here when out of memory), NULL when out of memory or over rfs_kept_file_max(). */
 rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes);
+/* An answer's bytes written to a kept file as they are made, a chunk at a time, while they
+ * stay within rfs_kept_file_max() (then, or when a write fails, none: fd -1). */
+typedef struct rfs_kept_writer {
+    int fd;
+    int64_t bytes;
+    rs_buf chunk;
+} rfs_kept_writer;
+/* Begin w: with a file when want (and one can be made), else one that keeps nothing. */
+void rfs_kept_writer_open(rfs_kept_writer *w, int want);
+void rfs_kept_writer_add(rfs_kept_writer *w, const char *p, size_t len);
+/* The kept answer of w's bytes when they are all size bytes (w's file taken), else NULL. */
+rfs_kept_rows *rfs_kept_writer_finish(rfs_kept_writer *w, int64_t size);
+/* w's file (unless finish took it) and chunk freed. */
+void rfs_kept_writer_drop(rfs_kept_writer *w);
+/* Up to size bytes of a kept answer's file from off (fewer only at its end) appended to
+ * out. */
+int rfs_kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out);
 /* A list of room for n ids (refs 1, n set, no file, a fresh gen), NULL when out of memory
  * or over what the table would keep. */
 rfs_kept_rows *rfs_kept_rows_new(size_t n);
@@ -61,7 +88,8 @@ rfs_kept_rows *rfs_kept_rows_new(size_t n);
 rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *token);
 void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows);
 /* The store's count of rewrites (redactions, foreign updates and deletes) now: when it moved
- * since the last call every kept answer goes, so none keeps a redacted line's old bytes. */
+ * since the last call every kept answer and kept document's bytes go, so none keeps a
+ * redacted line's old bytes. */
 void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites);
 /* The highest rewrites count told so far: a reader holding bytes rendered at an older one
  * renders them again (a redaction leaves none of its old bytes in a handle either). */

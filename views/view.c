@@ -109,6 +109,7 @@ struct rfs_reader {
     int64_t mark_at;            /* otel.json: the offset of the next mark due */
     int marks_looked;           /* otel.json: marks was looked for */
     rfs_search_pos search;      /* search/<query>: where the reads are */
+    int unkept;                 /* streams: no bytes kept of its version (sizes.h) */
     int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
     int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
     int served;                 /* bytes were read: a document changed under it is stale */
@@ -400,7 +401,7 @@ typedef struct sizing {
 } sizing;
 
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       int64_t *size, rs_err *err);
+                       rfs_kept_writer *keep, int64_t *size, rs_err *err);
 
 int rfs_view_kernel_keeps(rfs_kind kind)
 {
@@ -438,13 +439,15 @@ static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
  * rewrites count too, as an in-place update by another writer leaves info alone). */
 typedef struct kept {
     uint64_t view, token;
-    int stored; /* view and token hold */
+    int64_t rewrites; /* the store's count the names are of */
+    int stored;       /* view and token hold */
 } kept;
 
 static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
 {
     int64_t rewrites = 0;
     k->stored = rs_store_rewrites(s, &rewrites) == 0;
+    k->rewrites = rewrites;
     k->view = rs_hash(RS_HASH_INIT, key->buf, key->len);
     int64_t v[2] = {rfs_view_version(info), rewrites};
     k->token = rs_hash(RS_HASH_INIT, v, sizeof v);
@@ -486,6 +489,23 @@ static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, r
     if (!rc && rfs_glance_kind(kind))
         rc = rfs_glance_key(s, kind, &t, key, err);
     return rc ? rc : kept_names(s, key, info, k);
+}
+
+/* The bytes w holds kept beside key's size when they are all size bytes (sizes.h: a memfd,
+ * bounded, dropped at the view's next version or any rewrite), so the open and read after
+ * the stat that sized the view (grep -r, tar) render nothing; else only the size. */
+static void keep_bytes(const rfs_scope *sc, const char *key, const rs_log_info *info, const kept *k,
+                       rfs_kept_writer *w, int64_t size)
+{
+    rfs_kept_rows *bytes = k->stored ? rfs_kept_writer_finish(w, size) : NULL;
+    if (!bytes) {
+        rfs_sizes_put(sc->sizes, key, info, size);
+        return;
+    }
+    /* Kept bytes of an older rewrites count go first (they may hold what a redaction
+     * erased); these are of the count their key names. */
+    rfs_sizes_rewrites(sc->sizes, k->rewrites);
+    rfs_sizes_put_rows(sc->sizes, key, info, size, bytes, k->rewrites);
 }
 
 /* timeline/count's or otel/count's bytes (kind: RFS_R_TL_WIN or RFS_R_OTEL_PART; count:
@@ -535,21 +555,36 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rfs_otel_marks *marks = NULL;
     if (!rc && rfs_otel_marks_new(&marks))
         rc = rs_err_set(err, -ENOMEM, "out of memory");
+    /* otel.json's bytes are kept as a streamed view's are (keep_bytes). */
+    rfs_kept_writer w;
+    rfs_kept_writer_open(&w, !rc && k[3].stored && rfs_sizes_keeps_bytes(sc->sizes));
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
-                                &otel, &parts, &marks, err);
+                                &otel, &parts, &marks, &w, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, sc, &k[i], (int64_t)docs[i].len);
     }
     if (!rc) {
         rfs_sizes_put_marks(sc->sizes, keys[3].buf, info, otel, marks);
+        keep_bytes(sc, keys[3].buf, info, &k[3], &w, otel);
         kept_put(s, sc, &k[3], otel);
         rc = keep_parts(s, sc, n, info, RFS_R_TL_WIN, windows, &docs[1], 0, err);
+        /* otel/1.json is otel.json's bytes: from what was kept of them, its open renders
+         * nothing either. */
+        rs_buf whole = RS_BUF_INIT;
+        rfs_kept_rows *b = !rc && parts == 1 ? rfs_sizes_rows(sc->sizes, keys[3].buf, info) : NULL;
+        int have = b && b->fd >= 0 && rfs_kept_pread(b, 0, (size_t)b->bytes, &whole) == 0 &&
+                   whole.len == (size_t)otel;
+        if (b)
+            rfs_sizes_rows_done(sc->sizes, b);
         if (!rc)
-            rc = keep_parts(s, sc, n, info, RFS_R_OTEL_PART, parts, NULL, otel, err);
+            rc =
+                keep_parts(s, sc, n, info, RFS_R_OTEL_PART, parts, have ? &whole : NULL, otel, err);
+        rs_buf_release(&whole);
     }
     rfs_otel_marks_release(marks);
+    rfs_kept_writer_drop(&w);
     for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
     for (int i = 0; i < 3; i++)
@@ -584,7 +619,11 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* The keys first: a change during the pass then leaves the sizes unkept. */
     for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
-    rfs_glance_sink sink = {0};
+    rfs_kept_writer w[2];
+    int keep = !rc && rfs_sizes_keeps_bytes(sc->sizes);
+    rfs_kept_writer_open(&w[0], keep && k[0].stored);
+    rfs_kept_writer_open(&w[1], keep && k[1].stored);
+    rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1]};
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
         sink.transcript = n->kind == RFS_T_TRANSCRIPT;
@@ -600,10 +639,12 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
             size[i] = (int64_t)doc->len;
             rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc->buf, doc->len);
         } else {
-            rfs_sizes_put(sc->sizes, keys[i].buf, info, size[i]);
+            keep_bytes(sc, keys[i].buf, info, &k[i], &w[i], size[i]);
         }
         kept_put(s, sc, &k[i], size[i]);
     }
+    rfs_kept_writer_drop(&w[0]);
+    rfs_kept_writer_drop(&w[1]);
     for (int i = 0; i < 4; i++)
         rs_buf_release(&keys[i]);
     for (int i = 0; i < 2; i++)
@@ -631,12 +672,13 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
 {
     rs_buf scratch = RS_BUF_INIT, key = RS_BUF_INIT;
     rs_buf *out = doc ? doc : &scratch;
-    /* A proof, computed from a chunk of rows, and a diff, from two runs, keep their bytes
-     * as those views do: the open after a stat renders nothing. */
+    /* A proof, computed from a chunk of rows, a diff, from two runs, and a receipt or the
+     * workspace changes, from a scan of the run, keep their bytes as those views do: the
+     * open after a stat (tar, grep -r) renders nothing. */
     int glance = rfs_glance_kind(n->kind),
-        keep = glance || n->kind == RFS_R_PROOF || n->kind == RFS_R_DIFF;
-    int cache = token && sc->sizes &&
-                (n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE || keep);
+        keep = glance || n->kind == RFS_R_PROOF || n->kind == RFS_R_DIFF ||
+               n->kind == RFS_R_RECEIPT || n->kind == RFS_R_WORKSPACE;
+    int cache = token && sc->sizes && keep;
     int rc = cache ? size_key(sc, n, &key) : 0;
     rs_target t = {.thread_id = n->thread_id, .run_id = n->run_id, .user = sc->user};
     if (!rc && cache && glance)
@@ -812,10 +854,18 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     } else if (!rc && !known && ((keeps && keeps->lazy) || cheap)) {
         st->unsized = 1; /* these views exist with their thread (types and tasks: listed) */
     } else if (!rc && !known) {
-        rc = stream_size(s, sc, n, keeps, &st->size, err);
+        /* The bytes counted are kept beside the size, so the open and read that follow the
+         * stat (grep -r, tar) render nothing: in a memfd, bounded, dropped at the view's
+         * next version or any rewrite (sizes.h). since/<seq> is a parameter: not kept. */
+        int keep = sc->sizes && rfs_sizes_keeps_bytes(sc->sizes) && k.stored &&
+                   n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE;
+        rfs_kept_writer w;
+        rfs_kept_writer_open(&w, keep);
+        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
         st->rendered = 1;
         if (!rc && sc->sizes)
-            rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
+            keep_bytes(sc, key.buf, &info, &k, &w, st->size);
+        rfs_kept_writer_drop(&w);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
         if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
@@ -1264,6 +1314,45 @@ static int otel_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
     return 1;
 }
 
+/* A read of the bytes the stat that sized the view kept (view_stat), while the view is of
+ * the version the reader opened: 1 when read from them, 0 when none are kept. The kept bytes
+ * are looked up at each read, not held by the reader, so a rewrite drops them at once. */
+static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
+{
+    const rfs_node *n = r->node;
+    const rfs_scope *sc = &r->scope;
+    if (r->unkept || !sc->sizes || n->kind == RFS_T_SINCE || n->kind == RFS_R_SINCE)
+        return 0;
+    rs_log_info info;
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
+    int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
+    if (rc || !info.exists || rfs_view_version(&info) != r->version) {
+        r->unkept = !rc;
+        return rc;
+    }
+    rs_buf key = RS_BUF_INIT;
+    kept k = {0};
+    rfs_kept_rows *bytes = NULL;
+    rc = size_key(sc, n, &key);
+    if (!rc)
+        rc = kept_names(s, &key, &info, &k);
+    if (!rc && k.stored) {
+        /* Another writer's rewrite the hub has not told yet drops them here. */
+        rfs_sizes_rewrites(sc->sizes, k.rewrites);
+        bytes = rfs_sizes_rows(sc->sizes, key.buf, &info);
+    }
+    rs_buf_release(&key);
+    if (rc || !bytes || bytes->fd < 0) {
+        if (bytes)
+            rfs_sizes_rows_done(sc->sizes, bytes);
+        r->unkept = !rc;
+        return rc;
+    }
+    rc = rfs_kept_pread(bytes, off, size, out);
+    rfs_sizes_rows_done(sc->sizes, bytes);
+    return rc < 0 ? rs_err_set(err, rc, "cannot read a kept rendering") : 1;
+}
+
 /* Render a stream again from its start at the next read, holding nothing rendered before. */
 static void stream_restart(rfs_reader *r)
 {
@@ -1282,6 +1371,9 @@ static void stream_restart(rfs_reader *r)
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
+    int kept = kept_read(r, s, off, size, out, err);
+    if (kept)
+        return kept < 0 ? kept : 0;
     int64_t ahead = off < r->next_off ? off : off - r->next_off - (int64_t)r->pending.len;
     int far = ahead >= SEEK_GAP;
     int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, ahead, err) : 0;
@@ -1312,9 +1404,10 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
 }
 
 /* The exact size of a streamed view: render it through one cursor, counting bytes (a
- * reader's chunks each open a cursor, which a view like history.jsonl pays for again). */
+ * reader's chunks each open a cursor, which a view like history.jsonl pays for again); the
+ * bytes to keep too (NULL: not kept). */
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       int64_t *size, rs_err *err)
+                       rfs_kept_writer *keep, int64_t *size, rs_err *err)
 {
     int give = how && how->bytes;
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
@@ -1334,12 +1427,14 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     while ((rc = rs_cursor_next(c, &rec)) == 1) {
         if (!transcript && !otel) {
             *size += (int64_t)rec->line_len;
+            rfs_kept_writer_add(keep, rec->line, rec->line_len);
             give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
             continue;
         }
         if ((rc = feed_row(transcript ? r.transcript : NULL, r.otel, rec, &r.pending)))
             break;
         *size += (int64_t)r.pending.len;
+        rfs_kept_writer_add(keep, r.pending.buf, r.pending.len);
         give = give && how->bytes(how->ctx, r.pending.buf, r.pending.len) == 0;
         rs_buf_reset(&r.pending);
     }
@@ -1348,6 +1443,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
         !(rc = transcript ? rfs_transcript_finish(r.transcript, &r.pending)
                           : rfs_otel_finish(r.otel, &r.pending))) {
         *size += (int64_t)r.pending.len;
+        rfs_kept_writer_add(keep, r.pending.buf, r.pending.len);
         if (give)
             how->bytes(how->ctx, r.pending.buf, r.pending.len);
     }

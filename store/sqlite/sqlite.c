@@ -1586,6 +1586,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->last_put.version = -1;
     b->quiet_cookie = -1;
     b->canon_kept.version = -1;
+    b->canon_seen.version = -1;
     b->ready_version = -1;
     b->rewrites_kept.version = -1;
     b->unindexed_version = -1;
@@ -1891,6 +1892,14 @@ int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id)
 {
     if (id >= c->lo && id <= c->hi)
         return c->in;
+    sq_canon_seen *k = &b->canon_seen;
+    int keep = b->one_look && b->read_open && b->looked_version >= 0 && !sq_in_write(b);
+    int64_t changes = sqlite3_total_changes64(b->db);
+    if (keep && k->version == b->looked_version && k->commits == b->commits &&
+        k->changes == changes && id >= k->lo && id <= k->hi) {
+        *c = (sq_canon){.lo = k->lo, .hi = k->hi, .in = k->in};
+        return c->in;
+    }
     sqlite3_stmt *st;
     /* The file's own runfs_meta (a reader's TEMP copy would be stale): of this layout only. */
     int rc = sq_step(b, &st, NULL, "canonical rows",
@@ -1908,6 +1917,12 @@ int sq_canon_has(rs_backend *b, sq_canon *c, int64_t id)
         c->lo = c->in ? lo : id;
         c->hi = c->in ? hi : lo - 1;
     }
+    *k = (sq_canon_seen){.version = keep && rc >= 0 ? b->looked_version : -1,
+                         .commits = b->commits,
+                         .changes = changes,
+                         .lo = c->lo,
+                         .hi = c->hi,
+                         .in = c->in};
     return c->in;
 }
 

@@ -80,6 +80,18 @@ typedef struct sq_canon_kept {
     int64_t lo, hi;
 } sq_canon_kept;
 
+/* The last canonical range (or gap) a cursor of this connection learnt (sq_canon_has), while
+ * the file is as it was then: read inside a request's read transaction (version: its look's
+ * data_version), this connection having committed nothing (commits) nor changed a row
+ * outside a transaction (changes) since. A walk opens a cursor per file, each asking about
+ * the same stretch of rows. */
+typedef struct sq_canon_seen {
+    int64_t version; /* -1: none */
+    int64_t commits, changes;
+    int64_t lo, hi;
+    int in;
+} sq_canon_seen;
+
 /* One log's sq_log_info as read while nothing had changed the file since (see
  * sq_info_kept): a walk stats and opens each file of a run several times. */
 typedef struct sq_info_kept {
@@ -129,6 +141,7 @@ struct rs_backend {
      * rest of the backend, used by one thread at a time. */
     int quiet;
     int64_t quiet_cookie;
+    sq_canon_seen canon_seen;
     /* The change number this connection gave last, while known to be the store's highest
      * (no other connection committed since: sq_catch_up forgets it, as it does last_put). */
     int64_t change_last;

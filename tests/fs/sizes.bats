@@ -71,6 +71,68 @@ keys_moved() { [ "$(kept_keys)" != "$1" ]; }
   sizes_honest "$MNT"
 }
 
+# The views whose bytes a sizing stat keeps for the read after it (view.c: streamed views,
+# otel.json and its part, the thread's pass, the run's documents), under $T.
+KEPT="runs/r1/types/llm.human.input.jsonl runs/r1/types/llm.ai.response.jsonl
+  runs/r1/messages.jsonl runs/r1/otel.json runs/r1/otel/1.json runs/r1/receipt.json
+  runs/r1/workspace-changes.json messages.jsonl history.jsonl transcript.md"
+stat_kept() { local v; for v in $KEPT; do stat -c %s "$MNT/$T/$v" > /dev/null || return 1; done; }
+# reads_now: each of them read through the mount is what `runfs cat` renders from the store.
+reads_now() {
+  local v
+  for v in $KEPT; do
+    cmp -s <("$RUNFS" cat "$STORE" "$T/$v") "$MNT/$T/$v" ||
+      { echo "$v: the mount read other bytes than the store's now"; return 1; }
+  done
+}
+# memfd_holds WORD: the number of the daemon's kept answers (memfds) holding WORD.
+memfd_holds() {
+  local pid f n=0
+  pid=$(pgrep -n -f "runfs mount.* $MNT\$")
+  for f in /proc/"$pid"/fd/*; do
+    [[ $(readlink "$f") == /memfd:runfs-answer* ]] || continue
+    grep -q "$1" "$f" && n=$((n + 1))
+  done
+  echo "$n"
+}
+
+@test "a view read after the stat that sized it is its bytes now, after an append, another writer's rewrite and a redaction between them" {
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" --allow-redact
+  local secret=SECRETkept77Z
+  { ev_human "has $secret" 2; ev_ai "answer $secret" 2; } >> "$MNT/$R/events.jsonl"
+  # Nothing between: the read gives what the stat kept, and it is the store's.
+  stat_kept
+  [ "$(memfd_holds "$secret")" -gt 0 ] || fail "the stats kept no view's bytes"
+  reads_now
+  # An append between: the kept bytes are of the version before.
+  stat_kept
+  { ev_human "third question" 3; ev_ai "third answer" 3; } >> "$MNT/$R/events.jsonl"
+  reads_now
+  # Another writer's rewrite in place (the row keeps its length; the hub may not have seen it).
+  stat_kept
+  rewrite 50000 lead_a
+  reads_now
+  # A redaction: once the write returns, no kept bytes hold what it erased, and no read does.
+  stat_kept
+  [ "$(memfd_holds "$secret")" -gt 0 ] || fail "the stats kept no view's bytes"
+  local seq
+  seq=$("$RUNFS" cat "$STORE" "$R/events.jsonl" | python3 -c '
+import json, sys
+print(next(json.loads(l)["seq"] for l in sys.stdin if "'"$secret"'" in l and "human" in l))')
+  echo "{\"seq\": $seq, \"paths\": [\"content.content\"], \"reason\": \"asked\"}" >> "$MNT/$R/redactions.jsonl"
+  seq=$("$RUNFS" cat "$STORE" "$R/events.jsonl" | python3 -c '
+import json, sys
+print(next(json.loads(l)["seq"] for l in sys.stdin if "'"$secret"'" in l))')
+  echo "{\"seq\": $seq, \"paths\": [\"content.content\"], \"reason\": \"asked\"}" >> "$MNT/$R/redactions.jsonl"
+  [ "$(memfd_holds "$secret")" -eq 0 ] || fail "a kept rendering holds the redacted text"
+  reads_now
+  local v
+  for v in $KEPT; do
+    ! grep -q "$secret" "$MNT/$T/$v" || fail "$v still shows the redacted text"
+  done
+}
+
 @test "a view's kept size is replaced, not added to, when its run changes" {
   # The hub writes the sizes it was given over one or more rounds; an unmount writes what
   # is left before the daemon exits, so the counts are read with nothing mounted.
