@@ -23,11 +23,11 @@
  *
  * No follower polls the store. A follower whose last fetch reached the end of the rows
  * (caught_up) parks without a query until the hub marks it dirty: every commit reaches the
- * hub (rfs_hub_committed, or data_version for other processes), and the hub marks every
- * follower of the log it touched whose last seq lies behind the log's. The hub then fetches
- * once for all waiting followers at the same position and hands each the same bytes. A read
- * parks before it fetches, so a commit its query missed finds it parked or dirty: no lost
- * wake-up.
+ * hub (rfs_hub_committed, or rs_store_foreign_version for other processes), and the hub
+ * marks every follower of the log it touched whose last seq lies behind the log's. The hub
+ * then fetches once for all waiting followers at the same position and hands each the same
+ * bytes. A read parks before it fetches, so a commit its query missed finds it parked or
+ * dirty: no lost wake-up.
  *
  * Release may come the moment a read is answered, while the thread that answered it still
  * holds f->lock and trims f->ahead; so every thread that touches a follower (a read, a poll,
@@ -748,7 +748,7 @@ static void fetch_groups(rfs_hub *hub, rfs_follow **fs, size_t n)
 }
 
 /* Serve the waiting followers a round's changes concern (every one when another process
- * committed: data_version does not say where), those that asked (a read found itself dirty),
+ * committed: its probe does not say where), those that asked (a read found itself dirty),
  * and those whose wait spent the budget, which get EOF without a query. A follower is marked dirty,
  * waiting or not, only when the log's last seq is past what it has seen: an idle tick costs
  * no query per follower. Hub thread, hub lock not held. */

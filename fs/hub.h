@@ -21,14 +21,18 @@ void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
                       const rs_placement *at, size_t len);
 /* A delete changed the middle of the thread's logs: invalidate them whole. */
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
+/* This process committed changes it cannot name (a retention pass): the next round checks
+ * everything, as for another process's commit, which the hub's probe no longer takes this
+ * process's commits for. Does not wait. */
+void rfs_hub_changed_all(rfs_mount *m);
 /* getattr saw a log whose size moved, or a view whose kept pages are of another version:
  * drop the kernel's stale copy; wait: before returning (a reply that says the new size
  * follows; never from a handler the kernel holds the inode's pages for, such as a read). */
 void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait);
 /* A view's size for the store to keep (rs_store_size_put), written on the hub's connection
- * at its next round: a commit on any other connection moves the data version the hub
- * watches for other processes' changes. ctx: the mount. 0 when taken; -EAGAIN when the
- * hub is gone or holds too many already, -ENOMEM (the caller writes it itself). */
+ * at its next round (a write on the hub's own connection leaves the pool's connections
+ * alone). ctx: the mount. 0 when taken; -EAGAIN when the hub is gone or holds too many
+ * already, -ENOMEM (the caller writes it itself). */
 int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size);
 
 /* ---- shared by notify.c and follow.c ---- */
@@ -59,7 +63,7 @@ typedef struct rfs_change {
 } rfs_change;
 
 /* lock guards every field below but thread and running (set before the hub thread starts)
- * and store, data_version and rewrites (the hub thread's own), and the followers' fields
+ * and store, foreign_version and rewrites (the hub thread's own), and the followers' fields
  * follow.c marks "under the hub lock". */
 struct rfs_hub {
     pthread_mutex_t lock;
@@ -69,9 +73,9 @@ struct rfs_hub {
     pthread_t thread;
     int running;
     int stop;
-    rs_store *store; /* the hub's own connection */
-    int64_t data_version;
-    int64_t rewrites; /* rs_store_rewrites as the kernel's copy last stood */
+    rs_store *store;         /* the hub's own connection */
+    int64_t foreign_version; /* rs_store_foreign_version at the last probe */
+    int64_t rewrites;        /* rs_store_rewrites as the kernel's copy last stood */
     rfs_change queue[RFS_HUB_QUEUE_MAX];
     size_t queued;
     int overflow;       /* more changes than the queue holds: check everything */

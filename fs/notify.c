@@ -1,13 +1,13 @@
 /* notify.c — the change hub: one thread per mount that tells the kernel what changed and
  * wakes live followers. Commits of this mount arrive through rfs_hub_committed; commits of
- * other processes are noticed by watching the store's data version (SQLite's data_version;
- * on PostgreSQL the notifications of other mounts and a probe for DeerFlow's rows), one
- * cheap probe per tick for the whole mount. A file's pages are dropped from this thread
- * only, never from inside a request handler (the kernel may hold those pages locked for
- * the request: it would wait on itself). A handler tells the kernel only what no request
- * holds: attributes and directories' listings (a writer's own change, queue_change) and
- * stores of a file's pages at its getattr (ops.c) or open (ops_file.c), which wait for no
- * lock of the inode's. */
+ * other processes are noticed by rs_store_foreign_version (on SQLite the wal-index's
+ * change counter less this process's commits; on PostgreSQL the notifications of other
+ * mounts and a probe for DeerFlow's rows), one cheap probe per tick for the whole mount. A
+ * file's pages are dropped from this thread only, never from inside a request handler (the
+ * kernel may hold those pages locked for the request: it would wait on itself). A handler
+ * tells the kernel only what no request holds: attributes and directories' listings (a
+ * writer's own change, queue_change) and stores of a file's pages at its getattr (ops.c) or
+ * open (ops_file.c), which wait for no lock of the inode's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -339,7 +339,7 @@ static void *hub_main(void *arg)
 {
     rfs_mount *m = arg;
     rfs_hub *hub = m->hub;
-    int64_t probed = 0;          /* when data_version was last probed */
+    int64_t probed = 0;          /* when foreign_version was last probed */
     int64_t named = 0;           /* when sync_names last ran */
     int names_due = 0;           /* a foreign change since: a thread or run may have gone */
     int64_t signals_checked = 0; /* when rfs_follow_signalled last ran */
@@ -406,19 +406,20 @@ static void *hub_main(void *arg)
         rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
         kept_write(hub);
 
-        /* Other processes: one probe of data_version per tick for the whole mount, however
-         * many rounds this mount's writes ask for. A probe that finds a change costs a
-         * lookup per cached and per followed log, and data_version also moves for this
-         * mount's own commits (made on other connections): probed per round, a busy mount
-         * spent a sixth of its CPU here. */
+        /* Other processes: one probe per tick for the whole mount, however many rounds
+         * this mount's writes ask for. A probe that finds a change costs a lookup per
+         * cached and per followed log and a notification per directory, so it asks for
+         * other processes' commits only (rs_store_foreign_version): this mount's own,
+         * which data_version counts too on SQLite, came through rfs_hub_committed, and
+         * taken for another's they had every tick of a busy mount sweep the whole mount. */
         int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
         int foreign = 0;
         if (overflow || ticked || now - probed >= RFS_HUB_TICK_MS * 1000000LL) {
             probed = now;
-            int64_t version = hub->data_version;
-            foreign = rs_store_data_version(hub->store, &version) == 0 &&
-                      version != hub->data_version;
-            hub->data_version = version;
+            int64_t version = hub->foreign_version;
+            foreign = rs_store_foreign_version(hub->store, &version) == 0 &&
+                      version != hub->foreign_version;
+            hub->foreign_version = version;
         }
         if (foreign || overflow) {
             gen_bump(m);
@@ -440,9 +441,9 @@ static void *hub_main(void *arg)
             }
         }
         /* A thread or run deleted without rows deleted (made by mkdir only) moves only
-         * data_version, which this mount's own commits move too: the names are looked at
-         * at most every NAMES_MS then, and a name gone is dropped well before the kernel's
-         * DIR_TIMEOUT would. */
+         * the version, which does not say where (and which on PostgreSQL this mount's own
+         * commits move too): the names are looked at at most every NAMES_MS then, and a
+         * name gone is dropped well before the kernel's DIR_TIMEOUT would. */
         if (names_due && now - named >= NAMES_MS * 1000000LL) {
             names_due = 0;
             named = now;
@@ -479,7 +480,7 @@ int rfs_hub_start(rfs_mount *m)
         free(hub);
         return rc;
     }
-    rs_store_data_version(hub->store, &hub->data_version);
+    rs_store_foreign_version(hub->store, &hub->foreign_version);
     rs_store_rewrites(hub->store, &hub->rewrites);
     m->hub = hub;
     if (pthread_create(&hub->thread, NULL, hub_main, m) != 0) {
@@ -596,6 +597,17 @@ void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id)
 {
     queue_change(m, thread_id, NULL, 1, NULL, 0);
+}
+
+void rfs_hub_changed_all(rfs_mount *m)
+{
+    rfs_hub *hub = m->hub;
+    if (!hub)
+        return;
+    pthread_mutex_lock(&hub->lock);
+    hub->overflow = 1;
+    request_round(hub, 0);
+    pthread_mutex_unlock(&hub->lock);
 }
 
 void rfs_hub_sync(rfs_mount *m, uint64_t ino, int wait)

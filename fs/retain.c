@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hub.h"
 #include "log.h"
 #include "retain.h"
 #include "rs_util.h"
@@ -37,6 +38,10 @@ static void retain_pass(rfs_mount *m)
         o.policy = policy.buf;
     int n = rs_store_expire(s, &o, NULL, NULL, &warn, &err);
     rs_store_close(s);
+    /* This process's commits are not taken for another's: the hub looks at everything
+     * (a failed pass may have expired some runs before it failed). */
+    if (n != 0)
+        rfs_hub_changed_all(m);
     if (n < 0)
         rfs_log("retention: %s", err.msg);
     else if (n > 0)

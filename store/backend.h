@@ -189,6 +189,8 @@ typedef struct rs_backend_ops {
                 rs_err *err);
     void (*close)(rs_backend *b);
     int (*data_version)(rs_backend *b, int64_t *version);
+    /* rs_store_foreign_version (NULL: data_version). */
+    int (*foreign_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
     /* A number that moves with every commit that adds run_events rows (the highest id where

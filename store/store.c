@@ -169,6 +169,12 @@ int rs_store_data_version(rs_store *s, int64_t *version)
     return s->ops->data_version(s->be, version);
 }
 
+int rs_store_foreign_version(rs_store *s, int64_t *version)
+{
+    return s->ops->foreign_version ? s->ops->foreign_version(s->be, version)
+                                   : s->ops->data_version(s->be, version);
+}
+
 int rs_store_rewrites(rs_store *s, int64_t *n)
 {
     return s->ops->rewrites(s->be, n);

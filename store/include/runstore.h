@@ -148,6 +148,10 @@ size_t rs_store_max_event(const rs_store *s);
 const char *rs_store_contract_text(const rs_store *s, size_t *len);
 /* A number that changes whenever any connection (any process) commits to the store. */
 int rs_store_data_version(rs_store *s, int64_t *version);
+/* A number that moves when another process commits to the store; this process's own
+ * commits move it only where the backend cannot tell them apart (PostgreSQL, and SQLite
+ * outside WAL mode: there it is data_version). Each rs_store keeps its own number. */
+int rs_store_foreign_version(rs_store *s, int64_t *version);
 /* on: the store looks for other processes' commits once, at its first look, until off:
  * what one request reads is the store as that look found it, at one probe instead of one
  * per query (a write transaction still looks every time). */

@@ -201,6 +201,15 @@ struct sq_db_lock {
     uint64_t ckpt_rounds;
     int wal_frames;   /* the WAL's length in pages after this process's last commit */
     int ckpt_blocked; /* the last round could not empty the WAL (a reader stayed in it) */
+    /* Under mutex: the commits this process's connections made holding it (the WAL hook
+     * counts them), and the files sq_foreign_version reads beside that count (-1: not
+     * open yet; opened once and closed with the lock, as closing a file's descriptor drops
+     * this process's POSIX locks on it, SQLite's included). shm_dev, shm_ino: the -shm
+     * file shm_fd reads. */
+    uint32_t own_commits;
+    int db_fd, shm_fd, shm_gone;
+    dev_t shm_dev;
+    ino_t shm_ino;
 };
 
 /* Every database this process has open, under db_locks_guard (a lock is made at the first
@@ -233,6 +242,9 @@ static int db_lock_get(const char *path, sq_db_lock **out, rs_err *err)
         pthread_cond_init(&l->ckpt_cond, NULL);
         pthread_cond_init(&l->ckpt_done, NULL);
         l->queue_tail = &l->queue;
+        l->own_commits = 0;
+        l->db_fd = l->shm_fd = -1;
+        l->shm_gone = 0;
         l->next = db_locks;
         db_locks = l;
     }
@@ -265,6 +277,10 @@ static void db_lock_put(sq_db_lock *l)
         pthread_mutex_destroy(&l->ckpt_mutex);
         pthread_cond_destroy(&l->ckpt_cond);
         pthread_cond_destroy(&l->ckpt_done);
+        if (l->db_fd >= 0)
+            close(l->db_fd);
+        if (l->shm_fd >= 0)
+            close(l->shm_fd);
         free(l->path);
         free(l);
     }
@@ -354,12 +370,18 @@ static void *ckpt_main(void *arg)
 }
 
 /* After each commit (SQLite's WAL hook): a WAL of SQ_CKPT_FRAMES pages or more asks the
- * checkpointer for a checkpoint, starting it the first time. */
+ * checkpointer for a checkpoint, starting it the first time. SQLite calls it once for a
+ * commit that wrote frames, the one that moved the wal-index header's iChange (wal.c's
+ * walFrames), at most: a commit made holding the write lock is counted for
+ * sq_foreign_version (one made without it, such as an autocommit statement, is not, and
+ * is taken for another process's). */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)db;
-    (void)name;
-    sq_db_lock *l = arg;
+    rs_backend *b = arg;
+    sq_db_lock *l = b->lock;
+    if (b->write_locked && strcmp(name, "main") == 0)
+        l->own_commits++;
     pthread_mutex_lock(&l->ckpt_mutex);
     l->wal_frames = frames;
     pthread_mutex_unlock(&l->ckpt_mutex);
@@ -379,9 +401,12 @@ static int begin_locked(rs_backend *b, rs_err *err)
 {
     sq_read_end(b);
     pthread_mutex_lock(&b->lock->mutex);
+    b->write_locked = 1;
     int rc = sq_exec(b, "BEGIN IMMEDIATE", err);
-    if (rc)
+    if (rc) {
+        b->write_locked = 0;
         pthread_mutex_unlock(&b->lock->mutex);
+    }
     return rc;
 }
 
@@ -492,6 +517,7 @@ int sq_commit(rs_backend *b, rs_err *err)
         b->last_put.version = -1;
         b->canon_kept.version = -1;
     }
+    b->write_locked = 0;
     pthread_mutex_unlock(&b->lock->mutex);
     wal_wait(b->lock);
     return rc;
@@ -504,6 +530,7 @@ void sq_rollback(rs_backend *b)
     b->seen_version = -1; /* what this transaction indexed is gone with it */
     b->last_put.version = -1;
     b->canon_kept.version = -1;
+    b->write_locked = 0;
     pthread_mutex_unlock(&b->lock->mutex);
 }
 
@@ -1669,7 +1696,7 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
         (rc = db_lock_get(uri, &b->lock, err)))
         goto fail;
     if (!opt->read_only)
-        sqlite3_wal_hook(b->db, wal_hook, b->lock);
+        sqlite3_wal_hook(b->db, wal_hook, b);
     /* Most opens (a mount's pool, the CLI) find the schema in place and nothing to index:
      * they take no write lock. */
     int ready = 0, has_holds = 0;
@@ -1737,6 +1764,70 @@ static int sq_data_version(rs_backend *b, int64_t *version)
     if (!rc)
         b->probed_version = *version;
     return rc;
+}
+
+/* The wal-index header's change counter (walformat.html: iChange, a u32 at byte 8 of the
+ * -shm file, in the machine's byte order, that every commit moves and nothing else does)
+ * less the commits this process's connections made under the write lock: read under that
+ * lock, where each of those commits has moved both or neither, so the difference moves
+ * with the commits of other processes (and of this one's connections made without the
+ * lock) only. -1: not known (the file is not in WAL mode, the -shm cannot be read or is
+ * not the one first read). */
+static int64_t wal_foreign_tag(sq_db_lock *l)
+{
+    int64_t tag = -1;
+    pthread_mutex_lock(&l->mutex);
+    if (l->db_fd < 0)
+        l->db_fd = open(l->path, O_RDONLY | O_CLOEXEC);
+    /* The file header's read and write versions are 2 while the file is in WAL mode (a
+     * file taken out of it is checkpointed and rewritten with 1 first). */
+    unsigned char head[20];
+    struct stat st;
+    rs_buf shm = RS_BUF_INIT;
+    int wal = l->db_fd >= 0 && pread(l->db_fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+              head[18] == 2 && head[19] == 2;
+    if (wal && !l->shm_gone && rs_buf_addf(&shm, "%s-shm", l->path) == 0 &&
+        stat(shm.buf, &st) == 0) {
+        if (l->shm_fd < 0 && (l->shm_fd = open(shm.buf, O_RDONLY | O_CLOEXEC)) >= 0) {
+            struct stat fst;
+            if (fstat(l->shm_fd, &fst) == 0) {
+                l->shm_dev = fst.st_dev;
+                l->shm_ino = fst.st_ino;
+            }
+        }
+        /* Another -shm in its place: this process's connections map the one first read,
+         * and what the other says cannot be told from theirs. */
+        if (l->shm_fd >= 0 && (st.st_dev != l->shm_dev || st.st_ino != l->shm_ino))
+            l->shm_gone = 1;
+        /* The header: iVersion 3007000, unused, iChange, isInit 1 (walformat.html). */
+        uint32_t hdr[4];
+        if (!l->shm_gone && l->shm_fd >= 0 &&
+            pread(l->shm_fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && hdr[0] == 3007000 &&
+            ((const unsigned char *)hdr)[12] == 1)
+            tag = (uint32_t)(hdr[2] - l->own_commits);
+    }
+    pthread_mutex_unlock(&l->mutex);
+    rs_buf_release(&shm);
+    return tag;
+}
+
+/* rs_store_foreign_version: moves when the tag above moves, or where it is not known, when
+ * data_version does (which sets probed_version, as sq_rewrites wants after a probe). */
+static int sq_foreign_version(rs_backend *b, int64_t *version)
+{
+    int64_t dv;
+    int rc = sq_data_version(b, &dv);
+    if (rc)
+        return rc;
+    int64_t tag = b->immutable ? -1 : wal_foreign_tag(b->lock);
+    int moved = !b->foreign_probed ||
+                (tag >= 0 && b->foreign_tag >= 0 ? tag != b->foreign_tag : dv != b->foreign_dv);
+    b->foreign_probed = 1;
+    b->foreign_tag = tag;
+    b->foreign_dv = dv;
+    b->foreign_version += moved;
+    *version = b->foreign_version;
+    return 0;
 }
 
 /* Asked right after a look at data_version (a stat's log info, the hub's probe): the count
@@ -2015,6 +2106,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .open = sq_open,
     .close = sq_close,
     .data_version = sq_data_version,
+    .foreign_version = sq_foreign_version,
     .one_look = sq_one_look,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,

@@ -174,6 +174,10 @@ struct rs_backend {
      * any BEGIN of a write (sq_read_end). */
     int read_open;
     sq_count_kept rewrites_kept; /* the file's rewrites count (sq_rewrites) */
+    int write_locked; /* this connection holds lock's mutex (begin_locked to the commit) */
+    /* sq_foreign_version: its number, and the tag and data_version it last found. */
+    int foreign_probed;
+    int64_t foreign_version, foreign_tag, foreign_dv;
 };
 
 /* One append waiting for a group commit; the leader fills rc (and err, stored, at). */

@@ -1534,6 +1534,65 @@ static void test_reservations(void **state)
     assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM runfs_hold"), 0);
 }
 
+/* rs_store_foreign_version: this process's commits, on any of its connections, leave it
+ * alone; another process's moves it (data_version moves for both). */
+static void test_foreign_version(void **state)
+{
+    (void)state;
+    if (system("command -v sqlite3 >/dev/null 2>&1") != 0)
+        skip();
+    rs_store *s2 = open_store(fx.db, 0, 0);
+    put_in(fx.s, "t1", "r1", NULL, ERR("a"));
+    int64_t f0 = 0, f1 = 0, d0 = 0, d1 = 0;
+    assert_int_equal(rs_store_foreign_version(fx.s, &f0), 0);
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 == f1);
+    /* another connection of this process: appends, a mkdir, a kept size, a seal */
+    assert_int_equal(rs_store_data_version(fx.s, &d0), 0);
+    put_in(s2, "t1", "r1", NULL, ERR("b"));
+    put_in(s2, "t2", "r1", NULL, ERR("c"));
+    rs_err err = {0};
+    rs_target t = tgt("t2", "r1", NULL);
+    const char *term = TERMINAL("success", "false", "");
+    assert_int_equal(rs_store_put_singleton(s2, &t, "run.terminal", term, strlen(term), 1, NULL,
+                                            &err), RS_CONFIRMED_NEW);
+    assert_int_equal(rs_store_create_thread(s2, "t3", NULL, &err), 0);
+    assert_int_equal(rs_store_size_put(s2, 7, 8, 9), 0);
+    assert_int_equal(rs_store_seal(s2, &t, "", 0, NULL, &err), 0);
+    put_in(fx.s, "t1", "r1", NULL, ERR("d"));
+    assert_int_equal(rs_store_data_version(fx.s, &d1), 0);
+    assert_true(d0 != d1);
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 == f1);
+    int64_t g0 = 0, g1 = 0;
+    assert_int_equal(rs_store_foreign_version(s2, &g0), 0);
+    /* another process: the sqlite3 shell */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 -cmd '.timeout 5000' '%s' 'CREATE TABLE IF NOT EXISTS probe_t (a); "
+             "INSERT INTO probe_t VALUES (1)' >/dev/null",
+             fx.db);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 != f1);
+    assert_int_equal(rs_store_foreign_version(s2, &g1), 0);
+    assert_true(g0 != g1);
+    /* seen once: quiet again, and this process's commits still leave it alone */
+    assert_int_equal(rs_store_foreign_version(fx.s, &f0), 0);
+    put_in(s2, "t1", "r1", NULL, ERR("e"));
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 == f1);
+    /* each commit of another process, however many of this one's come between */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(system(cmd), 0);
+        put_in(s2, "t1", "r1", NULL, ERR("f"));
+        assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+        assert_true(f0 != f1);
+        f0 = f1;
+    }
+    rs_store_close(s2);
+}
+
 /* Run fn in a child process; its exit status. Callers hold no store handle across the fork:
  * a SQLite connection must not cross one. */
 static int in_child(int (*fn)(void *), void *arg)
@@ -3322,6 +3381,7 @@ int main(void)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
+        T(test_foreign_version),
         T(test_pg_uri_name),
         T(test_pg_uri_display),
         T(test_struct_versions),
