@@ -21,10 +21,11 @@ void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
                       const rs_placement *at, size_t len);
 /* A delete changed the middle of the thread's logs: invalidate them whole. */
 void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
-/* This process committed changes it cannot name (a retention pass): the next round checks
- * everything, as for another process's commit, which the hub's probe no longer takes this
- * process's commits for. Does not wait. */
-void rfs_hub_changed_all(rfs_mount *m);
+/* This process committed changes it cannot name (a retention pass) or rewrote rows (a
+ * redaction, a delete): the next round checks everything, as for another process's commit,
+ * which the hub's probe no longer takes this process's commits for (every kernel page of a
+ * log dropped, followers told their history changed); wait: until that round is done. */
+void rfs_hub_changed_all(rfs_mount *m, int wait);
 /* getattr saw a log whose size moved, or a view whose kept pages are of another version:
  * drop the kernel's stale copy; wait: before returning (a reply that says the new size
  * follows; never from a handler the kernel holds the inode's pages for, such as a read). */

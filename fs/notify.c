@@ -599,14 +599,14 @@ void rfs_hub_deleted(rfs_mount *m, const char *thread_id)
     queue_change(m, thread_id, NULL, 1, NULL, 0);
 }
 
-void rfs_hub_changed_all(rfs_mount *m)
+void rfs_hub_changed_all(rfs_mount *m, int wait)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
     pthread_mutex_lock(&hub->lock);
     hub->overflow = 1;
-    request_round(hub, 0);
+    request_round(hub, wait);
     pthread_mutex_unlock(&hub->lock);
 }
 

@@ -471,6 +471,7 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rfs_log("deleted %s %s/%s: %lld events", cn.kind == RFS_RUN ? "run" : "thread", cn.thread_id,
             cn.run_id, (long long)count);
     rfs_hub_deleted(m, cn.thread_id);
+    rfs_hub_changed_all(m, 1); /* followers of the rows deleted are told */
     fuse_reply_err(req, 0);
 }
 
