@@ -172,6 +172,39 @@ static int word_matches(const void *ctx, uintptr_t e, const void *key)
 
 static const rs_map_type word_type = {word_hash, word_entry_hash, word_matches};
 
+/* A word longer than WORD_MAX bytes (a long CJK paragraph, a token of a hundred digits) is
+ * kept as pieces of at most WORD_MAX bytes, each starting WORD_MAX / 2 after the one before
+ * (at a character's first byte): a btree entry of runfs_search_words holds at most about
+ * 2.7 kB. Any stretch of the word of QUERY_WORD_MAX bytes or fewer lies inside one piece, and
+ * a query's longer word is looked for by its first QUERY_WORD_MAX bytes (words_sql). */
+#define WORD_MAX 256
+#define QUERY_WORD_MAX (WORD_MAX / 2 - 6)
+
+static int utf8_cont(unsigned char ch)
+{
+    return (ch & 0xC0) == 0x80;
+}
+
+static int add_word(rs_buf *text, rs_map *seen, const char *w, size_t len, uint64_t bit)
+{
+    word_key k = {w, len};
+    uintptr_t e = rs_map_find(seen, &k);
+    if (e) {
+        uint64_t m;
+        memcpy(&m, text->buf + e - 1, sizeof m);
+        m |= bit;
+        memcpy(text->buf + e - 1, &m, sizeof m);
+        return 0;
+    }
+    size_t at = text->len;
+    int rc = rs_map_reserve(seen, seen->count + 1);
+    if (rc || (rc = rs_buf_add(text, &bit, sizeof bit)) || (rc = rs_buf_add(text, w, len)) ||
+        (rc = rs_buf_addch(text, ' ')))
+        return rc;
+    (void)rs_map_add(seen, at + 1);
+    return 0;
+}
+
 /* The words of s[0..len) (lowered already) added to the block's, with the row's bit. */
 static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len, uint64_t bit)
 {
@@ -183,20 +216,17 @@ static int add_words(rs_buf *text, rs_map *seen, const char *s, size_t len, uint
         size_t j = i;
         while (j < len && word_byte((unsigned char)s[j]))
             j++;
-        word_key k = {s + i, j - i};
-        uintptr_t e = rs_map_find(seen, &k);
-        if (e) {
-            uint64_t m;
-            memcpy(&m, text->buf + e - 1, sizeof m);
-            m |= bit;
-            memcpy(text->buf + e - 1, &m, sizeof m);
-        } else {
-            size_t at = text->len;
-            int rc = rs_map_reserve(seen, seen->count + 1);
-            if (rc || (rc = rs_buf_add(text, &bit, sizeof bit)) ||
-                (rc = rs_buf_add(text, k.p, k.len)) || (rc = rs_buf_addch(text, ' ')))
+        for (size_t from = i;; from += WORD_MAX / 2) {
+            size_t a = from, z = from + WORD_MAX < j ? from + WORD_MAX : j;
+            while (a < z && utf8_cont((unsigned char)s[a]))
+                a++;
+            while (z < j && z > a && utf8_cont((unsigned char)s[z]))
+                z--;
+            int rc = a < z ? add_word(text, seen, s + a, z - a, bit) : 0;
+            if (rc)
                 return rc;
-            (void)rs_map_add(seen, at + 1);
+            if (from + WORD_MAX >= j)
+                break;
         }
         i = j;
     }
@@ -465,11 +495,18 @@ static int words_sql(const rs_search *q, rs_buf *sql, int *n)
             size_t j = k;
             while (j < t->len && word_byte((unsigned char)t->text[j]))
                 j++;
+            size_t z = j;
+            if (z - k > QUERY_WORD_MAX) {
+                /* Its first bytes: in one piece of any long word holding it (add_words). */
+                z = k + QUERY_WORD_MAX;
+                while (z > k && utf8_cont((unsigned char)t->text[z]))
+                    z--;
+            }
             if (j - k >= 3) {
                 rc = rs_buf_addf(sql,
                                  "%sSELECT %d AS k, id FROM runfs_search_words WHERE w LIKE "
                                  "'%%%.*s%%'",
-                                 *n ? " UNION ALL " : "", *n, (int)(j - k), t->text + k);
+                                 *n ? " UNION ALL " : "", *n, (int)(z - k), t->text + k);
                 (*n)++;
             }
             k = j + 1;

@@ -722,6 +722,33 @@ while b := os.read(8, 131072):
     sys.stdout.buffer.write(b)'
 }
 
+@test "search: a word longer than an index entry holds is found by any part of it, on both backends" {
+  # One ASCII word of 3,000 bytes and a CJK run of 1,500 characters (4,500 bytes, one word):
+  # PostgreSQL's word table keeps such a word in pieces (a btree entry holds about 2.7 kB),
+  # and looks for a query's long word (a query is at most 255 bytes) by its first bytes.
+  local long cjk
+  # Random, so that PostgreSQL cannot compress them below its entry's size.
+  long=$(python3 -c 'import random; random.seed(7); print("".join(random.choice("abcdefghijklmnopqrstuvwxyz0123456789") for i in range(3000)))')
+  cjk=$(python3 -c 'import random; random.seed(8); print("".join(chr(0x4e00 + random.randrange(20000)) for i in range(1500)))')
+  # Rows enough that the index is used (a small store's searches scan).
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-fill', 'run-1', NULL, 'llm.tool.result', 'trace', 'filler row ' || x, '{}', x,
+    '2026-03-04 06:00:03.000000' FROM g"
+  mkdir -p "$MNT/threads/t-long/runs/r1"
+  printf '{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"short words only"}\n' "$long" "$cjk" >> "$MNT/threads/t-long/runs/r1/events.jsonl"
+  local q
+  for q in "${long:1500:10}" "${long:1234:200}" "${cjk:700:4}" "${cjk:900:60}" "${long:2990:10}"; do
+    ref "$q" t-long > "$WORK/want"
+    [ "$(wc -l < "$WORK/want")" = 1 ] || fail "the reference finds $(wc -l < "$WORK/want") lines for a ${#q}-character part"
+    # The mount indexes the rows at its first search (the offline command reads the index).
+    cat "$MNT/search/$q" > "$WORK/got" || fail "a search of a ${#q}-character part failed on the mount"
+    cmp "$WORK/want" "$WORK/got" || fail "the mount's search of a ${#q}-character part differs from the reference"
+    "$RUNFS" search "$STORE" "$q" > "$WORK/got" || fail "runfs search of a ${#q}-character part failed"
+    cmp "$WORK/want" "$WORK/got" || fail "runfs search of a ${#q}-character part differs from the reference"
+  done
+}
+
 @test "search: runfs search on PostgreSQL reads its index once, its answer the reference" {
   on_pg || skip "PostgreSQL only: its server log tells the statements runfs ran"
   # New sessions of this test's database log every statement (the mount's stay quiet).
