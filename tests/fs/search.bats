@@ -730,13 +730,14 @@ while b := os.read(8, 131072):
   # Random, so that PostgreSQL cannot compress them below its entry's size.
   long=$(python3 -c 'import random; random.seed(7); print("".join(random.choice("abcdefghijklmnopqrstuvwxyz0123456789") for i in range(3000)))')
   cjk=$(python3 -c 'import random; random.seed(8); print("".join(chr(0x4e00 + random.randrange(20000)) for i in range(1500)))')
-  # Rows enough that the index is used (a small store's searches scan).
+  # The long rows first, then rows enough that the index is used: it indexes whole blocks
+  # of 64 rows, and a small store's searches scan.
+  mkdir -p "$MNT/threads/t-long/runs/r1"
+  printf '{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"short words only"}\n' "$long" "$cjk" >> "$MNT/threads/t-long/runs/r1/events.jsonl"
   store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
     INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
     SELECT 'T-fill', 'run-1', NULL, 'llm.tool.result', 'trace', 'filler row ' || x, '{}', x,
     '2026-03-04 06:00:03.000000' FROM g"
-  mkdir -p "$MNT/threads/t-long/runs/r1"
-  printf '{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"%s"}\n{"event_type":"llm.error","content":"short words only"}\n' "$long" "$cjk" >> "$MNT/threads/t-long/runs/r1/events.jsonl"
   local q
   for q in "${long:1500:10}" "${long:1234:200}" "${cjk:700:4}" "${cjk:900:60}" "${long:2990:10}"; do
     ref "$q" t-long > "$WORK/want"
