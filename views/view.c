@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* SHA-256's own functions, as stepdiff.c uses them (its note says why not EVP's). */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
+
 #include "changes.h"
 #include "docs.h"
 #include "glance_views.h"
@@ -113,7 +117,14 @@ struct rfs_reader {
     int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
     int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
     int served;                 /* bytes were read: a document changed under it is stale */
-    int stale;                  /* rows it was rendered from changed under it: reads fail */
+    /* Streams and search results: the bytes given with nothing of their rendering held (a
+     * stream's from the bytes a stat kept, a search result's from anywhere), hashed in order,
+     * so that a rewrite can tell whether they are still the file's first bytes. */
+    int64_t sent_end; /* [0, sent_end) given and hashed (-1: given out of order) */
+    SHA256_CTX sent;  /* ... their hash */
+    int sent_live;    /* streams: the last read was of kept bytes */
+    int kept_last;    /* streams: kept_read served the read in progress */
+    int stale;        /* rows it was rendered from changed under it: reads fail */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -1315,8 +1326,9 @@ static int otel_seek(rfs_reader *r, rs_store *s, int64_t off, rs_err *err)
 }
 
 /* A read of the bytes the stat that sized the view kept (view_stat), while the view is of
- * the version the reader opened: 1 when read from them, 0 when none are kept. The kept bytes
- * are looked up at each read, not held by the reader, so a rewrite drops them at once. */
+ * the version the reader opened: 1 when read from them, 0 when none are kept, 2 when a
+ * rewrite the reader has not seen dropped them (reader_rewritten first). The kept bytes are
+ * looked up at each read, not held by the reader, so a rewrite drops them at once. */
 static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     const rfs_node *n = r->node;
@@ -1339,6 +1351,10 @@ static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_bu
     if (!rc && k.stored) {
         /* Another writer's rewrite the hub has not told yet drops them here. */
         rfs_sizes_rewrites(sc->sizes, k.rewrites);
+        if (r->sent_end != 0 && rfs_sizes_rewrites_seen(sc->sizes) != r->rewrites) {
+            rs_buf_release(&key);
+            return 2;
+        }
         bytes = rfs_sizes_rows(sc->sizes, key.buf, &info);
     }
     rs_buf_release(&key);
@@ -1350,7 +1366,10 @@ static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_bu
     }
     rc = rfs_kept_pread(bytes, off, size, out);
     rfs_sizes_rows_done(sc->sizes, bytes);
-    return rc < 0 ? rs_err_set(err, rc, "cannot read a kept rendering") : 1;
+    if (rc < 0)
+        return rs_err_set(err, rc, "cannot read a kept rendering");
+    r->kept_last = 1;
+    return 1;
 }
 
 /* Render a stream again from its start at the next read, holding nothing rendered before. */
@@ -1368,10 +1387,21 @@ static void stream_restart(rfs_reader *r)
     rs_buf_reset(&r->pending);
 }
 
+static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err);
+static int stale(rfs_reader *r, rs_err *err);
+
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
     int kept = kept_read(r, s, off, size, out, err);
+    if (kept == 2) {
+        int rc = reader_rewritten(r, s, err);
+        if (rc)
+            return rc;
+        kept = kept_read(r, s, off, size, out, err);
+        if (kept == 2)
+            return stale(r, err);
+    }
     if (kept)
         return kept < 0 ? kept : 0;
     int64_t ahead = off < r->next_off ? off : off - r->next_off - (int64_t)r->pending.len;
@@ -1504,12 +1534,74 @@ static int stale(rfs_reader *r, rs_err *err)
                       "redaction, another writer's update or delete): open it again");
 }
 
+/* Note the bytes [off, off + n) given to the reader's caller in its hash of what it gave
+ * in order (a re-read of given bytes changes nothing; a read past them ends the hash). */
+static void sent_note(rfs_reader *r, int64_t off, const char *p, size_t n)
+{
+    if (r->sent_end < 0 || off + (int64_t)n <= r->sent_end)
+        return;
+    if (off > r->sent_end) {
+        r->sent_end = -1;
+        return;
+    }
+    if (r->sent_end == 0)
+        SHA256_Init(&r->sent);
+    size_t skip = (size_t)(r->sent_end - off);
+    SHA256_Update(&r->sent, p + skip, n - skip);
+    r->sent_end = off + (int64_t)n;
+}
+
+/* Whether fresh renders [0, r->sent_end) as the bytes r gave (their hash), a megabyte at a
+ * time: 1 when it does, 0 when not, or a negative errno. */
+static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err)
+{
+    if (r->sent_end == 0)
+        return 1;
+    int search = rfs_search_is_result(r->node->kind), rc = 0;
+    SHA256_CTX ctx;
+    SHA256_Init(&ctx);
+    rs_buf got = RS_BUF_INIT;
+    int64_t at = 0;
+    while (at < r->sent_end) {
+        int64_t left = r->sent_end - at;
+        size_t want = left < ((int64_t)1 << 20) ? (size_t)left : (size_t)1 << 20;
+        rs_buf_reset(&got);
+        rc = search ? read_search(fresh, s, at, want, &got, err)
+                    : read_stream(fresh, s, at, want, &got, err);
+        if (rc || got.len == 0)
+            break;
+        SHA256_Update(&ctx, got.buf, got.len);
+        at += (int64_t)got.len;
+    }
+    rs_buf_release(&got);
+    if (rc)
+        return rc;
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256_CTX mine = r->sent; /* r's hash goes on over what it gives next */
+    SHA256_Final(a, &mine);
+    SHA256_Final(b, &ctx);
+    return at == r->sent_end && !memcmp(a, b, sizeof a);
+}
+
+/* r goes on from where fresh is (search results: its place, its bytes held). */
+static void search_take(rfs_reader *r, rfs_reader *fresh)
+{
+    rs_buf_release(&r->pending);
+    r->pending = fresh->pending;
+    fresh->pending = (rs_buf)RS_BUF_INIT;
+    r->next_off = fresh->next_off;
+    r->search = fresh->search;
+    ahead_settle(fresh);
+    ahead_settle(r);
+}
+
 /* Rows were changed in place or deleted (a redaction, another writer's UPDATE or DELETE)
  * since the reader rendered what it holds. The reader renders again, to where it is, from
  * the rows as they are now: where the bytes it holds (and, for a document, the bytes it gave)
  * come out the same, it goes on from that rendering, so none of its state is of the old rows;
  * where they differ its reads fail with ESTALE rather than splice two renderings, and it keeps
- * none of the old bytes. */
+ * none of the old bytes. A reader that gave bytes it rendered from nothing it holds (a
+ * stream's kept bytes, any search result's) compares the hash of every byte it gave. */
 static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
 {
     if (r->stale)
@@ -1518,11 +1610,13 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     if (now == r->rewrites || r->shape == RFS_SHAPE_LOG)
         return 0;
     int search = rfs_search_is_result(r->node->kind);
-    if ((r->shape != RFS_SHAPE_DOC && r->shape != RFS_SHAPE_STREAM) ||
-        (search && r->pending.len == 0)) {
+    int by_hash = search || r->sent_live;
+    if (r->shape != RFS_SHAPE_DOC && r->shape != RFS_SHAPE_STREAM) {
         r->rewrites = now;
         return 0;
     }
+    if (by_hash && r->sent_end < 0)
+        return stale(r, err);
     /* A document is rendered again by an open; a stream renders as it is read. */
     rfs_reader *fresh = NULL;
     int rc = 0;
@@ -1536,6 +1630,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
                               .shape = r->shape,
                               .size = -1,
                               .pending = RS_BUF_INIT,
+                              .behind = r->behind,
                               .rewrites = now};
     }
     if (rc == -ENOENT || rc == -EISDIR)
@@ -1554,20 +1649,24 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
             r->size = fresh->size;
             same = 1;
         }
-    } else if (fresh->shape == RFS_SHAPE_STREAM) {
+    } else if (by_hash) {
+        rc = sent_same(r, fresh, s, err);
+        same = rc == 1;
+        rc = rc < 0 ? rc : 0;
+        if (same && search)
+            search_take(r, fresh);
+        else if (same)
+            stream_take(r, fresh);
+    } else {
         rs_buf got = RS_BUF_INIT;
-        fresh->behind = r->behind;
-        rc = search ? read_search(fresh, s, r->next_off, r->pending.len, &got, err)
-                    : read_stream(fresh, s, r->next_off, r->pending.len, &got, err);
+        rc = read_stream(fresh, s, r->next_off, r->pending.len, &got, err);
         same = !rc && got.len == r->pending.len && !memcmp(got.buf, r->pending.buf, got.len);
-        if (same && !search) {
-            /* Whole rows on both sides: the fresh reader stops where this one did. */
-            same = fresh->last_seq == r->last_seq &&
-                   fresh->next_off + (int64_t)fresh->pending.len ==
-                       r->next_off + (int64_t)r->pending.len;
-            if (same)
-                stream_take(r, fresh);
-        }
+        /* Whole rows on both sides: the fresh reader stops where this one did. */
+        same = same && fresh->last_seq == r->last_seq &&
+               fresh->next_off + (int64_t)fresh->pending.len ==
+                   r->next_off + (int64_t)r->pending.len;
+        if (same)
+            stream_take(r, fresh);
         rs_buf_release(&got);
     }
     rfs_reader_free(fresh);
@@ -1601,9 +1700,19 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         return rs_buf_add(out, bytes + off, n < size ? n : size);
     }
     case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
-    default:
-        return rfs_search_is_result(r->node->kind) ? read_search(r, s, off, size, out, err)
-                                                   : read_stream(r, s, off, size, out, err);
+    default: {
+        size_t had = out->len;
+        int search = rfs_search_is_result(r->node->kind);
+        r->kept_last = 0;
+        rc = search ? read_search(r, s, off, size, out, err)
+                    : read_stream(r, s, off, size, out, err);
+        if (!rc && (search || r->kept_last))
+            sent_note(r, off, out->buf + had, out->len - had);
+        else if (!rc && out->len > had)
+            r->sent_end = -1; /* rendered by itself: its held bytes tell a rewrite */
+        r->sent_live = !search && r->kept_last;
+        return rc;
+    }
     }
 }
 

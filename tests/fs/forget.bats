@@ -237,15 +237,18 @@ for p, (fd, head) in fds.items():
     os.close(fd)
     # Never the erased bytes; never a splice of two renderings.
     assert secret not in rest, "%s: the secret came back from a held rendering" % p
-    if "/t-" in p and mode == "none" and p.endswith("jsonl"):
-        # The handle holds the rest of row 1 (its lines are whole rows): its reads fail.
+    fresh = open(p, "rb").read()
+    if "/t-" in p and p.endswith("jsonl"):
+        # The 4 KiB it gave are row 1's start, which the redaction changed: whether the
+        # handle holds the rest of row 1 (its lines are whole rows) or gave a stat's kept
+        # bytes, going on would splice two renderings, so its reads fail.
         assert got == errno.ESTALE, "%s: %r after %d bytes, not ESTALE" % (p, got, len(rest))
     elif "/t-" in p:
-        # What a handle held may be the same (transcript.md and report.html cut a long
-        # text), or the stat's kept bytes served it and went with the redaction.
+        # What a handle gave may be the same (transcript.md and report.html cut a long
+        # text): then it reads on in the new rendering, never a splice of the two.
         assert got in (None, errno.ESTALE), "%s: %r" % (p, got)
+        assert got or head + rest == fresh, "%s: %d bytes read across the redaction, %d now" % (p, len(head + rest), len(fresh))
     else:
-        fresh = open(p, "rb").read()
         assert got is None, "%s: %r for a rewrite of another thread" % (p, got)
         assert head + rest == fresh, "%s: %d bytes read across the redaction, %d now" % (p, len(head + rest), len(fresh))
 # Opened again, each view is the redacted rows' rendering.
