@@ -326,7 +326,8 @@ void rfs_sizes_rows_done(rfs_sizes *c, rfs_kept_rows *rows)
 void rfs_sizes_rewrites(rfs_sizes *c, int64_t rewrites)
 {
     pthread_mutex_lock(&c->lock);
-    if (rewrites != c->rewrites) {
+    /* A count below the table's is a request's older look, not news: nothing goes. */
+    if (rewrites > c->rewrites) {
         size_t pos = 0;
         for (uintptr_t o; (o = rs_map_next(&c->map, &pos));) {
             entry *e = (entry *)o;
