@@ -323,7 +323,9 @@ static int sync_index(rs_backend *b, rs_err *err)
     int more = 1, rc = sync_needed(b, &more, err);
     while (!rc && more) {
         more = 0;
-        if ((rc = sq_begin(b, err)))
+        /* Quiet: the index's tables have no trigger, and switching run_events' on would
+         * expire a cursor the search may hold (sq_begin). */
+        if ((rc = sq_begin_quiet(b, err)))
             return rc;
         if ((rc = sync_step(b, &more, err))) {
             sq_rollback(b);
