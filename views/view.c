@@ -474,6 +474,82 @@ static void kept_put(rs_store *s, const rfs_scope *sc, const kept *k, int64_t si
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
+/* The views whose bytes are their rows' lines, each row's line the same whatever came before
+ * or after it: the size at an earlier state of the log plus the lines of the rows added since
+ * is the size now. */
+static int catch_up_kind(rfs_kind k)
+{
+    return k == RFS_R_TYPE || k == RFS_R_TASK || k == RFS_R_MESSAGES || k == RFS_T_MESSAGES;
+}
+
+/* c's rows counted: how many, their lines' bytes and the highest seq (left when none). */
+static int sum_rows(rs_cursor *c, int64_t *count, int64_t *bytes, int64_t *last)
+{
+    const rs_record *rec;
+    int rc;
+    while ((rc = rs_cursor_next(c, &rec)) == 1) {
+        (*count)++;
+        *bytes += (int64_t)rec->line_len;
+        *last = rec->seq;
+    }
+    rs_cursor_free(c);
+    return rc;
+}
+
+/* 1 when n's log is still as info and the rewrites count as k say, else 0. */
+static int unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                     const kept *k, rs_err *err)
+{
+    rs_log_info now;
+    int64_t rewrites = 0;
+    int rc = rs_store_log_info(s, n->thread_id, n->kind == RFS_T_MESSAGES ? NULL : n->run_id,
+                               sc->user, &now, err);
+    if (rc)
+        return rc;
+    return rfs_view_version(&now) == rfs_view_version(info) &&
+           rs_store_rewrites(s, &rewrites) == 0 && rewrites == k->rewrites;
+}
+
+/* n's size at info from the size this mount kept at an earlier state of its log under the
+ * same rewrites count (key names it: a row changed or deleted since leaves nothing to catch
+ * up from), and the lines of the view's rows added since, so no stat after an append renders
+ * the view whole. 1 with *size set; 0 when nothing is kept or the rows after the kept point do
+ * not account for the whole change (a row added below it, an owner's share of a shared log,
+ * a rewrite while counting): the caller renders the view as before. */
+static int catch_up(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_buf *key,
+                    const rs_log_info *info, const kept *k, int64_t *size, rs_err *err)
+{
+    rs_log_info base;
+    int64_t base_size;
+    if (!sc->sizes || !k->stored || !catch_up_kind(n->kind) ||
+        !rfs_sizes_get_base(sc->sizes, key->buf, &base, &base_size))
+        return 0;
+    if (!base.exists || !base.exact || !info->exact || base.last_seq > info->last_seq ||
+        base.count > info->count || base.size > info->size)
+        return 0;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.run_id = n->kind == RFS_T_MESSAGES ? NULL : n->run_id;
+    q.user = sc->user;
+    q.after_seq = base.last_seq;
+    int64_t count = 0, bytes = 0, last = base.last_seq, lines = 0, view = 0, view_last = 0;
+    rs_cursor *c;
+    int rc = rs_store_query(s, &q, &c, err);
+    rc = rc ? rc : sum_rows(c, &count, &bytes, &last);
+    rc = rc ? rc : stream_open(s, sc, n, base.last_seq, 0, NULL, &c, err);
+    rc = rc ? rc : sum_rows(c, &lines, &view, &view_last);
+    if (rc)
+        return rc;
+    /* Every row the log gained is past the kept point, and nothing was rewritten since the
+     * key's count was read (a delete and an insert could leave the totals as they were). */
+    int64_t rewrites = 0;
+    if (base.count + count != info->count || base.size + bytes != info->size ||
+        last != info->last_seq || rs_store_rewrites(s, &rewrites) || rewrites != k->rewrites)
+        return 0;
+    *size = base_size + view;
+    return 1;
+}
+
 /* The kept names of run view kind of n's run (num: its window, for timeline/): key
  * (emptied first) and k. */
 static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_kind kind,
@@ -831,6 +907,13 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = kept_names(s, &key, &info, &k);
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
+    if (!rc && !known && !doc && !cheap &&
+        (rc = catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
+        rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
+        kept_put(s, sc, &k, st->size);
+        known = 1;
+        rc = 0;
+    }
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
         !(rc = glance_pass(s, sc, n, &info, err))) {
         st->rendered = 1;
@@ -863,12 +946,19 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rfs_kept_writer_open(&w, keep);
         rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
         st->rendered = 1;
-        if (!rc && sc->sizes)
+        /* A size a later stat catches up from must be of info's rows exactly: one rendered
+         * while rows came (or of a listing's older info) is not kept. */
+        int held = 1;
+        if (!rc && catch_up_kind(n->kind) && (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
+            held = rc;
+            rc = 0;
+        }
+        if (!rc && held && sc->sizes)
             keep_bytes(sc, key.buf, &info, &k, &w, st->size);
         rfs_kept_writer_drop(&w);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
-        if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
+        if (!rc && held && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
             kept_put(s, sc, &k, st->size);
     }
     rs_buf_release(&key);
