@@ -412,8 +412,12 @@ out:
 
 /* --sizes: every view of the thread sized as a default mount's walk sizes it (no owner
  * apart, otel's service runfs), kept in the store, so that mount's first du or tar renders
- * nothing. A failure costs only that: the mount renders those views at their first stat. */
-static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, rfs_progress *pg)
+ * nothing; without it (lines), the views whose bytes are the rows' lines (types/, tasks/,
+ * messages.jsonl): a pass over the rows just written, no rendering, which a mount's stat
+ * after a later append catches up from. A failure costs only that: the mount renders those
+ * views at their first stat. */
+static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, int lines,
+                       rfs_progress *pg)
 {
     rfs_scope sc = {.sizes = sizes, .mount_ns = rs_clock_ns(CLOCK_REALTIME)};
     rfs_node n;
@@ -421,7 +425,7 @@ static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, rfs
     rs_err err = {0};
     int rc = rs_buf_addf(&path, "threads/%s", thread_id);
     if (!rc && !(rc = rfs_node_parse(path.buf, &n)))
-        rc = rfs_view_size_tree(s, &sc, &n, &err);
+        rc = lines ? rfs_view_size_lines(s, &sc, &n, &err) : rfs_view_size_tree(s, &sc, &n, &err);
     if (rc) {
         rfs_progress_clear(pg);
         fprintf(stderr, "runfs import: thread %s imported, not sized: %s\n", thread_id,
@@ -515,10 +519,11 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_progress_total(pg, folder_bytes(threads.buf, names));
     int64_t added = 0, skipped = 0;
     rfs_sizes *sizes = NULL;
-    if (sized && rfs_sizes_new(&sizes)) {
+    /* Out of memory: imported unsized (a mount sizes the views at their first stat); only
+     * --sizes, which was asked for, fails. */
+    if (rfs_sizes_new(&sizes) && sized) {
         fprintf(stderr, "runfs: out of memory\n");
         status = 2;
-        sized = 0;
     }
     /* Nothing reads the views after the walk sizes them: no bytes kept for a read. */
     if (sizes)
@@ -527,7 +532,7 @@ int rfs_cmd_import(int argc, char **argv)
         int64_t a = 0, k = 0;
         if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
             status = 2;
-        else if (sized && size_thread(s, sizes, names[i], pg))
+        else if (sizes && (sized || a) && size_thread(s, sizes, names[i], !sized, pg))
             status = 2;
         added += a;
         skipped += k;

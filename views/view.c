@@ -1000,21 +1000,33 @@ static int tree_add(void *ctx, const char *name, int is_dir, const int64_t *time
     return 0;
 }
 
-int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+/* The directories a walk of only the line views goes into. */
+static int lines_dir(rfs_kind k)
+{
+    return k == RFS_THREAD || k == RFS_RUNS || k == RFS_RUN || k == RFS_R_TYPES_DIR ||
+           k == RFS_R_TASKS_DIR;
+}
+
+/* rfs_view_size_tree, or with lines only those views whose size a later stat catches up
+ * from (catch_up_kind) and the directories that hold them. */
+static int size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, int lines, rs_err *err)
 {
     tree_dir d = {.dir = n};
     int rc = rfs_view_entries(s, sc, n, tree_add, &d, err);
     /* A thread's listing with attributes is what asks for its one pass (as on a mount). */
     int pass = sc->thread_pass;
-    sc->thread_pass = n->kind == RFS_THREAD;
+    sc->thread_pass = n->kind == RFS_THREAD && !lines;
     rfs_info_memo memo = {0};
     for (size_t i = 0; !rc && i < d.n; i++) {
         rfs_stat st;
         if (rfs_node_is_dir(d.kids[i].kind)) {
-            rc = rfs_view_size_tree(s, sc, &d.kids[i], err);
-            sc->thread_pass = n->kind == RFS_THREAD;
+            if (!lines || lines_dir(d.kids[i].kind))
+                rc = size_tree(s, sc, &d.kids[i], lines, err);
+            sc->thread_pass = n->kind == RFS_THREAD && !lines;
             continue;
         }
+        if (lines && !catch_up_kind(d.kids[i].kind))
+            continue;
         /* A listing's stats of one thread's or run's files read its facts once. */
         sc->memo = &memo;
         rc = rfs_view_stat(s, sc, &d.kids[i], &st, err);
@@ -1026,6 +1038,16 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
     sc->thread_pass = pass;
     free(d.kids);
     return rc;
+}
+
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    return size_tree(s, sc, n, 0, err);
+}
+
+int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    return size_tree(s, sc, n, 1, err);
 }
 
 /* The reader's file as it is now: one rendering of a document serves both its existence and

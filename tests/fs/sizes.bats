@@ -251,6 +251,9 @@ PY
     cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
       fail "$f: the mount's bytes are not runfs cat's"
   done
+  # The import kept the sizes of the views whose bytes are the rows' lines: none renders.
+  run bash -c "grep -E 'sized threads/imp-[^ ]*/(types/|tasks/|messages.jsonl)' '$WORK/cold.log' | grep -v '(kept)'"
+  assert_output ""
   local t r n
   for t in imp-1 imp-2; do
     # The thread's history.jsonl, transcript.md, stats.json and report.html: one pass.
