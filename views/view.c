@@ -1045,9 +1045,159 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
     return size_tree(s, sc, n, 0, err);
 }
 
+/* What one pass over a thread's rows counts of one run (or, run "", of the whole thread):
+ * its rows, their lines' bytes and highest seq, its message rows' bytes, and each event
+ * type's bytes (types[i] named by names[i]). */
+typedef struct lines_count {
+    char run_id[RS_ID_MAX + 1];
+    int64_t count, bytes, last_seq, messages;
+    int tasks; /* a row names a task_id: tasks/ is sized as a walk sizes it */
+    char **names;
+    int64_t *types;
+    size_t ntypes, names_cap, types_cap;
+} lines_count;
+
+static int lines_add(lines_count *c, const rs_record *rec)
+{
+    c->count++;
+    c->bytes += (int64_t)rec->line_len;
+    c->last_seq = rec->seq;
+    if (rec->category && strcmp(rec->category, "message") == 0)
+        c->messages += (int64_t)rec->line_len;
+    /* The store's own canonical line: a metadata task_id is spelled so in it. */
+    if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
+        c->tasks = 1;
+    if (!rec->event_type)
+        return 0;
+    size_t i = 0;
+    while (i < c->ntypes && strcmp(c->names[i], rec->event_type) != 0)
+        i++;
+    if (i == c->ntypes) {
+        if (rs_array_grow(&c->names, &c->names_cap, i + 1, sizeof *c->names) ||
+            rs_array_grow(&c->types, &c->types_cap, i + 1, sizeof *c->types) ||
+            !(c->names[i] = strdup(rec->event_type)))
+            return -ENOMEM;
+        c->types[i] = 0;
+        c->ntypes++;
+    }
+    c->types[i] += (int64_t)rec->line_len;
+    return 0;
+}
+
+static void lines_release(lines_count *c)
+{
+    for (size_t i = 0; i < c->ntypes; i++)
+        free(c->names[i]);
+    free(c->names);
+    free(c->types);
+}
+
+/* Keep view n's size at info (named as view_stat names it), in the mount's table and the
+ * store. */
+static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                      int64_t rewrites, int64_t size)
+{
+    rs_buf key = RS_BUF_INIT;
+    kept k = {0};
+    int rc = size_key(sc, n, &key);
+    rc = rc ? rc : kept_names(s, &key, info, &k);
+    /* A rewrite since the rows were counted: their sums may be of rows as they were. */
+    if (!rc && k.stored && k.rewrites == rewrites) {
+        if (sc->sizes)
+            rfs_sizes_put(sc->sizes, key.buf, info, size);
+        kept_put(s, sc, &k, size);
+    }
+    rs_buf_release(&key);
+    return rc;
+}
+
+/* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
+ * what the pass counted: else nothing is kept of it (its views render at their first stat). */
+static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
+                          int64_t rewrites, rs_err *err)
+{
+    const char *run = c->run_id[0] ? c->run_id : NULL;
+    rs_log_info info;
+    int64_t kept_messages;
+    rfs_node runs, r, dir, v;
+    int rc = rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
+    if (rc || !info.exists || !info.exact || info.count != c->count || info.size != c->bytes ||
+        info.last_seq != c->last_seq)
+        return rc;
+    if (!run) {
+        if (rfs_node_child(thread, "messages.jsonl", &v))
+            return 0;
+        rc = rs_store_messages_size(s, thread->thread_id, NULL, sc->user, &kept_messages, err);
+        return rc ? (rc < 0 ? rc : 0) : lines_keep(s, sc, &v, &info, rewrites, c->messages);
+    }
+    /* Ids the listing would not give (rfs_node_child refuses them) have no views. */
+    if (rfs_node_child(thread, "runs", &runs) || rfs_node_child(&runs, run, &r))
+        return 0;
+    rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
+    if (rc == 0 && !rfs_node_child(&r, "messages.jsonl", &v))
+        rc = lines_keep(s, sc, &v, &info, rewrites, c->messages);
+    rc = rc < 0 ? rc : 0;
+    rs_buf name = RS_BUF_INIT;
+    int has_types = !rfs_node_child(&r, "types", &dir);
+    for (size_t i = 0; !rc && has_types && i < c->ntypes; i++) {
+        rs_buf_reset(&name);
+        if (!(rc = rs_buf_addf(&name, "%s.jsonl", c->names[i])) &&
+            !rfs_node_child(&dir, name.buf, &v) && v.kind == RFS_R_TYPE &&
+            strcmp(v.name, c->names[i]) == 0)
+            rc = lines_keep(s, sc, &v, &info, rewrites, c->types[i]);
+    }
+    rs_buf_release(&name);
+    /* Tasks: their filter (metadata.task_id as text) is the store's; sized as a walk would. */
+    if (!rc && c->tasks && !rfs_node_child(&r, "tasks", &dir))
+        rc = size_tree(s, sc, &dir, 1, err);
+    return rc;
+}
+
 int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
 {
-    return size_tree(s, sc, n, 1, err);
+    if (n->kind != RFS_THREAD)
+        return size_tree(s, sc, n, 1, err);
+    /* One pass over the thread's rows counts every run's line views: a query per view (and
+     * the listings of types/) would read each row again. */
+    int64_t rewrites = 0;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.user = sc->user;
+    lines_count all = {.run_id = ""}, *runs = NULL;
+    size_t nruns = 0, cap = 0, at = 0;
+    rs_cursor *c = NULL;
+    const rs_record *rec;
+    int rc = rs_store_rewrites(s, &rewrites);
+    rc = rc ? rc : rs_store_query(s, &q, &c, err);
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
+        rc = lines_add(&all, rec);
+        if (rc || !rec->run_id)
+            continue;
+        /* Rows come by seq: a run's rows mostly follow each other. */
+        if (at >= nruns || strcmp(runs[at].run_id, rec->run_id) != 0)
+            for (at = 0; at < nruns && strcmp(runs[at].run_id, rec->run_id) != 0; at++)
+                ;
+        if (at == nruns) {
+            if (strlen(rec->run_id) > RS_ID_MAX ||
+                rs_array_grow(&runs, &cap, nruns + 1, sizeof *runs)) {
+                rc = strlen(rec->run_id) > RS_ID_MAX ? 0 : -ENOMEM;
+                at = nruns;
+                continue;
+            }
+            runs[nruns] = (lines_count){0};
+            memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
+            nruns++;
+        }
+        rc = lines_add(&runs[at], rec);
+    }
+    rs_cursor_free(c);
+    for (size_t i = 0; rc >= 0 && i <= nruns; i++)
+        rc = lines_keep_log(s, sc, n, i < nruns ? &runs[i] : &all, rewrites, err);
+    for (size_t i = 0; i < nruns; i++)
+        lines_release(&runs[i]);
+    lines_release(&all);
+    free(runs);
+    return rc < 0 ? rc : 0;
 }
 
 /* The reader's file as it is now: one rendering of a document serves both its existence and

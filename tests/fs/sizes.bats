@@ -201,12 +201,14 @@ for t in (1, 2):
                                                      "tool_calls": [{"id": "c%d" % i, "name": "search", "args": {}}]}),
                      ("llm.tool.result", "message", {"type": "tool", "content": "found %d" % i, "tool_call_id": "c%d" % i}),
                      ("middleware:guardrail", "middleware", {"action": "allow"})]
+            if i % 3 == 1:  # a subagent's failure: a row of tasks/k<r>.jsonl
+                rows.append(("llm.error", "trace", "subagent %d failed" % i, {"task_id": "k%d" % r}))
         rows.append(("run.terminal", "trace", {"status": "success"}))
         with open(os.path.join(base, "threads", tid, "runs", "run-%d.jsonl" % r), "w") as f:
-            for et, cat, c in rows:
+            for et, cat, c, *meta in rows:
                 seq += 1
                 f.write(json.dumps({"thread_id": tid, "run_id": "run-%d" % r, "event_type": et,
-                                    "category": cat, "content": c, "metadata": {"caller": "lead_agent"},
+                                    "category": cat, "content": c, "metadata": dict({"caller": "lead_agent"}, **(meta[0] if meta else {})),
                                     "seq": seq, "created_at": "2026-03-04T05:06:%02d.%06d+00:00" % (t, seq)}) + "\n")
 PY
   "$RUNFS" import -q "${@:2}" "$STORE" --deerflow-jsonl "$1"
