@@ -412,16 +412,44 @@ out:
 
 /* --sizes: every view of the thread sized as a default mount's walk sizes it (no owner
  * apart, otel's service runfs), kept in the store, so that mount's first du or tar renders
- * nothing. A failure costs only that: the mount renders those views at their first stat. */
-static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, rfs_progress *pg)
+ * nothing; without it (lines), the views whose bytes are the rows' lines (types/, tasks/,
+ * messages.jsonl): a pass over the rows just written, no rendering, which a mount's stat
+ * after a later append catches up from. A failure costs only that: the mount renders those
+ * views at their first stat. */
+typedef struct size_batch {
+    rs_size *v;
+    size_t n, cap;
+} size_batch;
+
+/* rfs_scope's keep_size: the sizes gathered, to be kept in one transaction (a commit each
+ * would cost more than the sizing). Nonzero: the view code keeps this one itself. */
+static int batch_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
 {
-    rfs_scope sc = {.sizes = sizes, .mount_ns = rs_clock_ns(CLOCK_REALTIME)};
+    size_batch *b = ctx;
+    if (rs_array_grow(&b->v, &b->cap, b->n + 1, sizeof *b->v))
+        return -ENOMEM;
+    b->v[b->n++] = (rs_size){view, token, size};
+    return 0;
+}
+
+static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, int lines,
+                       rfs_progress *pg)
+{
+    size_batch batch = {0};
+    rfs_scope sc = {.sizes = sizes,
+                    .mount_ns = rs_clock_ns(CLOCK_REALTIME),
+                    .keep_size = batch_size,
+                    .ctx = &batch};
     rfs_node n;
     rs_buf path = RS_BUF_INIT;
     rs_err err = {0};
     int rc = rs_buf_addf(&path, "threads/%s", thread_id);
     if (!rc && !(rc = rfs_node_parse(path.buf, &n)))
-        rc = rfs_view_size_tree(s, &sc, &n, &err);
+        rc = lines ? rfs_view_size_lines(s, &sc, &n, &err) : rfs_view_size_tree(s, &sc, &n, &err);
+    /* Best effort, as a mount keeps them: a store that refuses costs the next mount a
+     * rendering, not the import. */
+    (void)rs_store_sizes_put(s, batch.v, batch.n);
+    free(batch.v);
     if (rc) {
         rfs_progress_clear(pg);
         fprintf(stderr, "runfs import: thread %s imported, not sized: %s\n", thread_id,
@@ -515,10 +543,11 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_progress_total(pg, folder_bytes(threads.buf, names));
     int64_t added = 0, skipped = 0;
     rfs_sizes *sizes = NULL;
-    if (sized && rfs_sizes_new(&sizes)) {
+    /* Out of memory: imported unsized (a mount sizes the views at their first stat); only
+     * --sizes, which was asked for, fails. */
+    if (rfs_sizes_new(&sizes) && sized) {
         fprintf(stderr, "runfs: out of memory\n");
         status = 2;
-        sized = 0;
     }
     /* Nothing reads the views after the walk sizes them: no bytes kept for a read. */
     if (sizes)
@@ -527,7 +556,9 @@ int rfs_cmd_import(int argc, char **argv)
         int64_t a = 0, k = 0;
         if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
             status = 2;
-        else if (sized && size_thread(s, sizes, names[i], pg))
+        /* Without --sizes the line views' sizing is upkeep, not asked for: its failure is
+         * told, the import stands. */
+        else if (sizes && (sized || a) && size_thread(s, sizes, names[i], !sized, pg) && sized)
             status = 2;
         added += a;
         skipped += k;

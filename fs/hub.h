@@ -43,12 +43,6 @@ int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size);
 
 typedef struct rfs_follow rfs_follow;
 
-/* A size rfs_hub_keep_size took. */
-typedef struct rfs_kept_size {
-    uint64_t view, token;
-    int64_t size;
-} rfs_kept_size;
-
 #define RFS_HUB_KEPT_MAX 65536 /* sizes held for the hub's next round */
 
 /* A commit reported to the hub: which logs it touched. */
@@ -87,8 +81,8 @@ struct rfs_hub {
     } inval[RFS_HUB_QUEUE_MAX]; /* logs getattr found changed */
     size_t ninval;
     rfs_follow *followers;
-    int serve_asked;     /* a dirty follower parked: serve it in a round */
-    rfs_kept_size *kept; /* sizes to write at the next round */
+    int serve_asked; /* a dirty follower parked: serve it in a round */
+    rs_size *kept;   /* sizes rfs_hub_keep_size took, to write at the next round */
     size_t nkept, kept_cap;
 };
 

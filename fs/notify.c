@@ -311,27 +311,25 @@ int rfs_hub_keep_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
                  ? -ENOMEM
                  : 0;
     if (!rc) {
-        hub->kept[hub->nkept++] = (rfs_kept_size){view, token, size};
+        hub->kept[hub->nkept++] = (rs_size){view, token, size};
         pthread_cond_signal(&hub->wake); /* written at once: a later mount may look soon */
     }
     pthread_mutex_unlock(&hub->lock);
     return rc;
 }
 
-/* Write the sizes taken so far, on the hub's connection (called without the lock). They
- * are kept best effort: the first that fails drops the rest, so a store that is down costs
- * one wait for it, not one per size. */
+/* Write the sizes taken so far, on the hub's connection (called without the lock), in one
+ * transaction: a walk's hundreds of sizes are one commit, not hundreds. They are kept best
+ * effort: a failure drops them all, so a store that is down costs one wait for it. */
 static void kept_write(rfs_hub *hub)
 {
     pthread_mutex_lock(&hub->lock);
-    rfs_kept_size *v = hub->kept;
+    rs_size *v = hub->kept;
     size_t n = hub->nkept;
     hub->kept = NULL;
     hub->nkept = hub->kept_cap = 0;
     pthread_mutex_unlock(&hub->lock);
-    for (size_t i = 0; i < n; i++)
-        if (rs_store_size_put(hub->store, v[i].view, v[i].token, v[i].size))
-            break;
+    (void)rs_store_sizes_put(hub->store, v, n);
     free(v);
 }
 

@@ -141,6 +141,12 @@ typedef struct rs_expire_row {
 } rs_expire_row;
 
 /* What a log keeps beside its totals, so that views of it need no scan. */
+/* A kept size's rows in runfs_meta (rs_store_size_put): its key and its view's range. */
+typedef struct rs_size_key {
+    char key[48], lo[48], hi[48];
+    int64_t size;
+} rs_size_key;
+
 typedef struct rs_log_facts {
     int known;            /* 0: not kept for this user (an owner's share of a shared log) */
     int64_t msg_size;     /* bytes of messages.jsonl */
@@ -230,9 +236,10 @@ typedef struct rs_backend_ops {
     /* The facts of a thread's (run_id NULL) or run's log as user sees it; -ENOENT when it
      * does not exist for user. NULL: the backend keeps none (views render to know). */
     /* rs_store_size_get and _put: key "size:VIEW:TOKEN" in runfs_meta; put first deletes
-     * the keys between lo and hi (the view's earlier tokens). found 0: no row. */
+     * the keys between lo and hi (the view's earlier tokens), for each of n sizes in one
+     * transaction. found 0: no row. */
     int (*size_get)(rs_backend *b, const char *key, int64_t *size, int *found);
-    int (*size_put)(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size);
+    int (*size_put)(rs_backend *b, const rs_size_key *keys, size_t n);
     /* rs_store_steps_get and _put: the row (thread_id, run_id, kind) of runfs_steps, made at
      * the first put on a store that has none. found 0: no row, -1: no table. put writes only
      * while runfs_meta's rewrites is the count the data was made at. */

@@ -607,11 +607,26 @@ int rs_store_size_get(rs_store *s, uint64_t view, uint64_t token, int64_t *size)
 
 int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size)
 {
-    char key[48], lo[48], hi[48];
-    if (s->opt.read_only || !s->ops->size_put)
+    rs_size v = {view, token, size};
+    return rs_store_sizes_put(s, &v, 1);
+}
+
+int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n)
+{
+    if (s->opt.read_only || !s->ops->size_put || n == 0)
         return 0;
-    int rc = size_keys(view, token, key, lo, hi, sizeof key);
-    return rc ? rc : s->ops->size_put(s->be, lo, hi, key, size);
+    rs_size_key *keys = calloc(n, sizeof *keys);
+    if (!keys)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        keys[i].size = v[i].size;
+        rc = size_keys(v[i].view, v[i].token, keys[i].key, keys[i].lo, keys[i].hi,
+                       sizeof keys[i].key);
+    }
+    rc = rc ? rc : s->ops->size_put(s->be, keys, n);
+    free(keys);
+    return rc;
 }
 
 /* kind as text: both backends key it alike, and PostgreSQL has no unsigned 64 bits. */

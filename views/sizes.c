@@ -142,6 +142,18 @@ int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64
     return found;
 }
 
+int rfs_sizes_get_base(rfs_sizes *c, const char *key, rs_log_info *token, int64_t *size)
+{
+    pthread_mutex_lock(&c->lock);
+    const entry *e = (const entry *)rs_map_find(&c->map, key);
+    if (e) {
+        *token = e->token;
+        *size = e->size;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return e != NULL;
+}
+
 int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out)
 {
     pthread_mutex_lock(&c->lock);

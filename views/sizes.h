@@ -22,6 +22,9 @@ int rfs_sizes_keeps_bytes(const rfs_sizes *c);
 /* 1 with *size set when key was stored with an equal token, else 0. */
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);
+/* 1 with *token and *size set when key is kept at any token (a line view's size at an
+ * earlier state of its log, which view.c catches up from the rows added since), else 0. */
+int rfs_sizes_get_base(rfs_sizes *c, const char *key, rs_log_info *token, int64_t *size);
 /* A small document kept whole with its size (bounded: a large one keeps only its size), so
  * the open after the stat that rendered it does not render it again. 1 with the bytes
  * appended to out when key was stored with an equal token and its bytes, else 0. */

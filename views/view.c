@@ -485,6 +485,82 @@ static void kept_put(rs_store *s, const rfs_scope *sc, const kept *k, int64_t si
         (void)rs_store_size_put(s, k->view, k->token, size);
 }
 
+/* The views whose bytes are their rows' lines, each row's line the same whatever came before
+ * or after it: the size at an earlier state of the log plus the lines of the rows added since
+ * is the size now. */
+static int catch_up_kind(rfs_kind k)
+{
+    return k == RFS_R_TYPE || k == RFS_R_TASK || k == RFS_R_MESSAGES || k == RFS_T_MESSAGES;
+}
+
+/* c's rows counted: how many, their lines' bytes and the highest seq (left when none). */
+static int sum_rows(rs_cursor *c, int64_t *count, int64_t *bytes, int64_t *last)
+{
+    const rs_record *rec;
+    int rc;
+    while ((rc = rs_cursor_next(c, &rec)) == 1) {
+        (*count)++;
+        *bytes += (int64_t)rec->line_len;
+        *last = rec->seq;
+    }
+    rs_cursor_free(c);
+    return rc;
+}
+
+/* 1 when n's log is still as info and the rewrites count as k say, else 0. */
+static int unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                     const kept *k, rs_err *err)
+{
+    rs_log_info now;
+    int64_t rewrites = 0;
+    int rc = rs_store_log_info(s, n->thread_id, n->kind == RFS_T_MESSAGES ? NULL : n->run_id,
+                               sc->user, &now, err);
+    if (rc)
+        return rc;
+    return rfs_view_version(&now) == rfs_view_version(info) &&
+           rs_store_rewrites(s, &rewrites) == 0 && rewrites == k->rewrites;
+}
+
+/* n's size at info from the size this mount kept at an earlier state of its log under the
+ * same rewrites count (key names it: a row changed or deleted since leaves nothing to catch
+ * up from), and the lines of the view's rows added since, so no stat after an append renders
+ * the view whole. 1 with *size set; 0 when nothing is kept or the rows after the kept point do
+ * not account for the whole change (a row added below it, an owner's share of a shared log,
+ * a rewrite while counting): the caller renders the view as before. */
+static int catch_up(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_buf *key,
+                    const rs_log_info *info, const kept *k, int64_t *size, rs_err *err)
+{
+    rs_log_info base;
+    int64_t base_size;
+    if (!sc->sizes || !k->stored || !catch_up_kind(n->kind) ||
+        !rfs_sizes_get_base(sc->sizes, key->buf, &base, &base_size))
+        return 0;
+    if (!base.exists || !base.exact || !info->exact || base.last_seq > info->last_seq ||
+        base.count > info->count || base.size > info->size)
+        return 0;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.run_id = n->kind == RFS_T_MESSAGES ? NULL : n->run_id;
+    q.user = sc->user;
+    q.after_seq = base.last_seq;
+    int64_t count = 0, bytes = 0, last = base.last_seq, lines = 0, view = 0, view_last = 0;
+    rs_cursor *c;
+    int rc = rs_store_query(s, &q, &c, err);
+    rc = rc ? rc : sum_rows(c, &count, &bytes, &last);
+    rc = rc ? rc : stream_open(s, sc, n, base.last_seq, 0, NULL, &c, err);
+    rc = rc ? rc : sum_rows(c, &lines, &view, &view_last);
+    if (rc)
+        return rc;
+    /* Every row the log gained is past the kept point, and nothing was rewritten since the
+     * key's count was read (a delete and an insert could leave the totals as they were). */
+    int64_t rewrites = 0;
+    if (base.count + count != info->count || base.size + bytes != info->size ||
+        last != info->last_seq || rs_store_rewrites(s, &rewrites) || rewrites != k->rewrites)
+        return 0;
+    *size = base_size + view;
+    return 1;
+}
+
 /* The kept names of run view kind of n's run (num: its window, for timeline/): key
  * (emptied first) and k. */
 static int run_view_names(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_kind kind,
@@ -842,6 +918,13 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = kept_names(s, &key, &info, &k);
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
+    if (!rc && !known && !doc && !cheap &&
+        (rc = catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
+        rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
+        kept_put(s, sc, &k, st->size);
+        known = 1;
+        rc = 0;
+    }
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
         !(rc = glance_pass(s, sc, n, &info, err))) {
         st->rendered = 1;
@@ -874,12 +957,19 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rfs_kept_writer_open(&w, keep);
         rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
         st->rendered = 1;
-        if (!rc && sc->sizes)
+        /* A size a later stat catches up from must be of info's rows exactly: one rendered
+         * while rows came (or of a listing's older info) is not kept. */
+        int held = 1;
+        if (!rc && catch_up_kind(n->kind) && (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
+            held = rc;
+            rc = 0;
+        }
+        if (!rc && held && sc->sizes)
             keep_bytes(sc, key.buf, &info, &k, &w, st->size);
         rfs_kept_writer_drop(&w);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
-        if (!rc && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
+        if (!rc && held && n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE)
             kept_put(s, sc, &k, st->size);
     }
     rs_buf_release(&key);
@@ -921,21 +1011,33 @@ static int tree_add(void *ctx, const char *name, int is_dir, const int64_t *time
     return 0;
 }
 
-int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+/* The directories a walk of only the line views goes into. */
+static int lines_dir(rfs_kind k)
+{
+    return k == RFS_THREAD || k == RFS_RUNS || k == RFS_RUN || k == RFS_R_TYPES_DIR ||
+           k == RFS_R_TASKS_DIR;
+}
+
+/* rfs_view_size_tree, or with lines only those views whose size a later stat catches up
+ * from (catch_up_kind) and the directories that hold them. */
+static int size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, int lines, rs_err *err)
 {
     tree_dir d = {.dir = n};
     int rc = rfs_view_entries(s, sc, n, tree_add, &d, err);
     /* A thread's listing with attributes is what asks for its one pass (as on a mount). */
     int pass = sc->thread_pass;
-    sc->thread_pass = n->kind == RFS_THREAD;
+    sc->thread_pass = n->kind == RFS_THREAD && !lines;
     rfs_info_memo memo = {0};
     for (size_t i = 0; !rc && i < d.n; i++) {
         rfs_stat st;
         if (rfs_node_is_dir(d.kids[i].kind)) {
-            rc = rfs_view_size_tree(s, sc, &d.kids[i], err);
-            sc->thread_pass = n->kind == RFS_THREAD;
+            if (!lines || lines_dir(d.kids[i].kind))
+                rc = size_tree(s, sc, &d.kids[i], lines, err);
+            sc->thread_pass = n->kind == RFS_THREAD && !lines;
             continue;
         }
+        if (lines && !catch_up_kind(d.kids[i].kind))
+            continue;
         /* A listing's stats of one thread's or run's files read its facts once. */
         sc->memo = &memo;
         rc = rfs_view_stat(s, sc, &d.kids[i], &st, err);
@@ -947,6 +1049,166 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
     sc->thread_pass = pass;
     free(d.kids);
     return rc;
+}
+
+int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    return size_tree(s, sc, n, 0, err);
+}
+
+/* What one pass over a thread's rows counts of one run (or, run "", of the whole thread):
+ * its rows, their lines' bytes and highest seq, its message rows' bytes, and each event
+ * type's bytes (types[i] named by names[i]). */
+typedef struct lines_count {
+    char run_id[RS_ID_MAX + 1];
+    int64_t count, bytes, last_seq, messages;
+    int tasks; /* a row names a task_id: tasks/ is sized as a walk sizes it */
+    char **names;
+    int64_t *types;
+    size_t ntypes, names_cap, types_cap;
+} lines_count;
+
+static int lines_add(lines_count *c, const rs_record *rec)
+{
+    c->count++;
+    c->bytes += (int64_t)rec->line_len;
+    c->last_seq = rec->seq;
+    if (rec->category && strcmp(rec->category, "message") == 0)
+        c->messages += (int64_t)rec->line_len;
+    /* The store's own canonical line: a metadata task_id is spelled so in it. */
+    if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
+        c->tasks = 1;
+    if (!rec->event_type)
+        return 0;
+    size_t i = 0;
+    while (i < c->ntypes && strcmp(c->names[i], rec->event_type) != 0)
+        i++;
+    if (i == c->ntypes) {
+        if (rs_array_grow(&c->names, &c->names_cap, i + 1, sizeof *c->names) ||
+            rs_array_grow(&c->types, &c->types_cap, i + 1, sizeof *c->types) ||
+            !(c->names[i] = strdup(rec->event_type)))
+            return -ENOMEM;
+        c->types[i] = 0;
+        c->ntypes++;
+    }
+    c->types[i] += (int64_t)rec->line_len;
+    return 0;
+}
+
+static void lines_release(lines_count *c)
+{
+    for (size_t i = 0; i < c->ntypes; i++)
+        free(c->names[i]);
+    free(c->names);
+    free(c->types);
+}
+
+/* Keep view n's size at info (named as view_stat names it), in the mount's table and the
+ * store. */
+static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
+                      int64_t rewrites, int64_t size)
+{
+    rs_buf key = RS_BUF_INIT;
+    kept k = {0};
+    int rc = size_key(sc, n, &key);
+    rc = rc ? rc : kept_names(s, &key, info, &k);
+    /* A rewrite since the rows were counted: their sums may be of rows as they were. */
+    if (!rc && k.stored && k.rewrites == rewrites) {
+        if (sc->sizes)
+            rfs_sizes_put(sc->sizes, key.buf, info, size);
+        kept_put(s, sc, &k, size);
+    }
+    rs_buf_release(&key);
+    return rc;
+}
+
+/* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
+ * what the pass counted: else nothing is kept of it (its views render at their first stat). */
+static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
+                          int64_t rewrites, rs_err *err)
+{
+    const char *run = c->run_id[0] ? c->run_id : NULL;
+    rs_log_info info;
+    int64_t kept_messages;
+    rfs_node runs, r, dir, v;
+    int rc = rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
+    if (rc || !info.exists || !info.exact || info.count != c->count || info.size != c->bytes ||
+        info.last_seq != c->last_seq)
+        return rc;
+    if (!run) {
+        if (rfs_node_child(thread, "messages.jsonl", &v))
+            return 0;
+        rc = rs_store_messages_size(s, thread->thread_id, NULL, sc->user, &kept_messages, err);
+        return rc ? (rc < 0 ? rc : 0) : lines_keep(s, sc, &v, &info, rewrites, c->messages);
+    }
+    /* Ids the listing would not give (rfs_node_child refuses them) have no views. */
+    if (rfs_node_child(thread, "runs", &runs) || rfs_node_child(&runs, run, &r))
+        return 0;
+    rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
+    if (rc == 0 && !rfs_node_child(&r, "messages.jsonl", &v))
+        rc = lines_keep(s, sc, &v, &info, rewrites, c->messages);
+    rc = rc < 0 ? rc : 0;
+    rs_buf name = RS_BUF_INIT;
+    int has_types = !rfs_node_child(&r, "types", &dir);
+    for (size_t i = 0; !rc && has_types && i < c->ntypes; i++) {
+        rs_buf_reset(&name);
+        if (!(rc = rs_buf_addf(&name, "%s.jsonl", c->names[i])) &&
+            !rfs_node_child(&dir, name.buf, &v) && v.kind == RFS_R_TYPE &&
+            strcmp(v.name, c->names[i]) == 0)
+            rc = lines_keep(s, sc, &v, &info, rewrites, c->types[i]);
+    }
+    rs_buf_release(&name);
+    /* Tasks: their filter (metadata.task_id as text) is the store's; sized as a walk would. */
+    if (!rc && c->tasks && !rfs_node_child(&r, "tasks", &dir))
+        rc = size_tree(s, sc, &dir, 1, err);
+    return rc;
+}
+
+int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
+{
+    if (n->kind != RFS_THREAD)
+        return size_tree(s, sc, n, 1, err);
+    /* One pass over the thread's rows counts every run's line views: a query per view (and
+     * the listings of types/) would read each row again. */
+    int64_t rewrites = 0;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.user = sc->user;
+    lines_count all = {.run_id = ""}, *runs = NULL;
+    size_t nruns = 0, cap = 0, at = 0;
+    rs_cursor *c = NULL;
+    const rs_record *rec;
+    int rc = rs_store_rewrites(s, &rewrites);
+    rc = rc ? rc : rs_store_query(s, &q, &c, err);
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
+        rc = lines_add(&all, rec);
+        if (rc || !rec->run_id)
+            continue;
+        /* Rows come by seq: a run's rows mostly follow each other. */
+        if (at >= nruns || strcmp(runs[at].run_id, rec->run_id) != 0)
+            for (at = 0; at < nruns && strcmp(runs[at].run_id, rec->run_id) != 0; at++)
+                ;
+        if (at == nruns) {
+            if (strlen(rec->run_id) > RS_ID_MAX ||
+                rs_array_grow(&runs, &cap, nruns + 1, sizeof *runs)) {
+                rc = strlen(rec->run_id) > RS_ID_MAX ? 0 : -ENOMEM;
+                at = nruns;
+                continue;
+            }
+            runs[nruns] = (lines_count){0};
+            memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
+            nruns++;
+        }
+        rc = lines_add(&runs[at], rec);
+    }
+    rs_cursor_free(c);
+    for (size_t i = 0; rc >= 0 && i <= nruns; i++)
+        rc = lines_keep_log(s, sc, n, i < nruns ? &runs[i] : &all, rewrites, err);
+    for (size_t i = 0; i < nruns; i++)
+        lines_release(&runs[i]);
+    lines_release(&all);
+    free(runs);
+    return rc < 0 ? rc : 0;
 }
 
 /* The reader's file as it is now: one rendering of a document serves both its existence and

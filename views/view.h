@@ -130,6 +130,10 @@ int rfs_view_entries(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_en
  * view's size is learnt and kept in the store: a later mount's first walk renders
  * nothing. sc needs sizes; its thread_pass is set for the threads' listings. */
 int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err);
+/* The same for only the views whose bytes are their rows' lines (types/, tasks/,
+ * messages.jsonl): their sizes cost a pass over those rows, no rendering, and a later stat
+ * after an append catches up from them. */
+int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err);
 
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,

@@ -334,6 +334,13 @@ int rs_store_size_get(rs_store *s, uint64_t view, uint64_t token, int64_t *size)
 /* Keep view's size for token, replacing its earlier ones; best effort (a read-only store
  * keeps nothing): 0 or a negative errno. */
 int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size);
+/* n sizes kept as rs_store_size_put keeps each, in one transaction (a commit per size is
+ * most of what keeping many costs). */
+typedef struct rs_size {
+    uint64_t view, token;
+    int64_t size;
+} rs_size;
+int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n);
 /* A run's step data (views/stepdiff.c's: its step lines' hashes, seqs and the stats its diff
  * compares) kept in the store (runfs_steps) for any later diff, on any mount or command.
  * kind names the data's format and who looks; the bytes name the rows they were made from,

@@ -1810,13 +1810,8 @@ static int pg_size_get(rs_backend *b, const char *key, int64_t *size, int *found
     return pg_int(b, b->sql.buf, key, NULL, size, found, NULL);
 }
 
-static int pg_size_put(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size)
+static int pg_size_put(rs_backend *b, const rs_size_key *keys, size_t n)
 {
-    pg_args d = {.n = 0}, a = {.n = 0};
-    pg_arg_text(&d, lo);
-    pg_arg_text(&d, hi);
-    pg_arg_text(&a, key);
-    pg_arg_int(&a, size);
     rs_buf del = RS_BUF_INIT, ins = RS_BUF_INIT;
     int rc = side_copy(b, "DELETE FROM @runfs_meta WHERE key >= $1 AND key < $2", &del);
     if (!rc)
@@ -1825,8 +1820,15 @@ static int pg_size_put(rs_backend *b, const char *lo, const char *hi, const char
                        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                        &ins);
     if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
-        if (!(rc = pg_run(b, del.buf, &d, NULL, NULL)))
-            rc = pg_run(b, ins.buf, &a, NULL, NULL);
+        for (size_t i = 0; !rc && i < n; i++) {
+            pg_args d = {.n = 0}, a = {.n = 0};
+            pg_arg_text(&d, keys[i].lo);
+            pg_arg_text(&d, keys[i].hi);
+            pg_arg_text(&a, keys[i].key);
+            pg_arg_int(&a, keys[i].size);
+            if (!(rc = pg_run(b, del.buf, &d, NULL, NULL)))
+                rc = pg_run(b, ins.buf, &a, NULL, NULL);
+        }
         if (rc)
             pg_rollback(b);
         else

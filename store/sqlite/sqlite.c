@@ -1868,16 +1868,20 @@ static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found
 }
 
 /* Under the write lock, as every write is: a kept size is one small transaction. */
-static int sq_size_put(rs_backend *b, const char *lo, const char *hi, const char *key, int64_t size)
+static int sq_size_put(rs_backend *b, const rs_size_key *keys, size_t n)
 {
     int rc = sq_begin_quiet(b, NULL);
     if (rc)
         return rc;
-    rc = sq_step(b, NULL, NULL, "size", "DELETE FROM main.runfs_meta WHERE key >= ? AND key < ?",
-                 "tt", lo, hi);
-    if (rc >= 0)
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
         rc = sq_step(b, NULL, NULL, "size",
-                     "INSERT INTO main.runfs_meta (key, value) VALUES (?, ?)", "ti", key, size);
+                     "DELETE FROM main.runfs_meta WHERE key >= ? AND key < ?", "tt", keys[i].lo,
+                     keys[i].hi);
+        if (rc >= 0)
+            rc = sq_step(b, NULL, NULL, "size",
+                         "INSERT INTO main.runfs_meta (key, value) VALUES (?, ?)", "ti",
+                         keys[i].key, keys[i].size);
+    }
     if (rc < 0) {
         sq_rollback(b);
         return rc;

@@ -201,12 +201,14 @@ for t in (1, 2):
                                                      "tool_calls": [{"id": "c%d" % i, "name": "search", "args": {}}]}),
                      ("llm.tool.result", "message", {"type": "tool", "content": "found %d" % i, "tool_call_id": "c%d" % i}),
                      ("middleware:guardrail", "middleware", {"action": "allow"})]
+            if i % 3 == 1:  # a subagent's failure: a row of tasks/k<r>.jsonl
+                rows.append(("llm.error", "trace", "subagent %d failed" % i, {"task_id": "k%d" % r}))
         rows.append(("run.terminal", "trace", {"status": "success"}))
         with open(os.path.join(base, "threads", tid, "runs", "run-%d.jsonl" % r), "w") as f:
-            for et, cat, c in rows:
+            for et, cat, c, *meta in rows:
                 seq += 1
                 f.write(json.dumps({"thread_id": tid, "run_id": "run-%d" % r, "event_type": et,
-                                    "category": cat, "content": c, "metadata": {"caller": "lead_agent"},
+                                    "category": cat, "content": c, "metadata": dict({"caller": "lead_agent"}, **(meta[0] if meta else {})),
                                     "seq": seq, "created_at": "2026-03-04T05:06:%02d.%06d+00:00" % (t, seq)}) + "\n")
 PY
   "$RUNFS" import -q "${@:2}" "$STORE" --deerflow-jsonl "$1"
@@ -251,6 +253,9 @@ PY
     cmp <("$RUNFS" cat "$STORE" "threads/imp-1/$f") "$MNT/threads/imp-1/$f" ||
       fail "$f: the mount's bytes are not runfs cat's"
   done
+  # The import kept the sizes of the views whose bytes are the rows' lines: none renders.
+  run bash -c "grep -E 'sized threads/imp-[^ ]*/(types/|tasks/|messages.jsonl)' '$WORK/cold.log' | grep -v '(kept)'"
+  assert_output ""
   local t r n
   for t in imp-1 imp-2; do
     # The thread's history.jsonl, transcript.md, stats.json and report.html: one pass.
@@ -399,4 +404,68 @@ print(next((a["value"]["stringValue"] for a in res if a["key"] == "gen_ai.agent.
   [ "$(otel_agent "$MNT" late)" = late_agent ] || fail "the first run.start's caller, past the first row, is not the agent: $(otel_agent "$MNT" late)"
   # No agent when no run.start names one (DESIGN: the resource carries the run.start's caller).
   [ "$(otel_agent "$MNT" none)" = - ] || fail "a run with no run.start names an agent: '$(otel_agent "$MNT" none)'"
+}
+
+# The line views of $R (types/, tasks/, messages.jsonl), whose size a stat after an append
+# catches up from the size kept before it and the lines of the rows added since (view.c).
+LINES="runs/r1/types/llm.human.input.jsonl runs/r1/types/llm.ai.response.jsonl
+  runs/r1/types/llm.error.jsonl runs/r1/tasks/k1.jsonl runs/r1/tasks/k2.jsonl runs/r1/messages.jsonl
+  messages.jsonl"
+ev_task() { printf '{"event_type":"llm.error","content":"%s","metadata":{"task_id":"%s"}}\n' "$2" "$1"; }
+# lines_honest: each line view's st_size is its bytes as `runfs cat` renders them (another
+# process) and as a read through the mount gives them.
+lines_honest() {
+  local v want got
+  for v in $LINES; do
+    want=$("$RUNFS" cat "$STORE" "$T/$v" | wc -c)
+    got=$(stat -c %s "$MNT/$T/$v")
+    [ "$got" -eq "$want" ] || { echo "$v: st_size $got, runfs cat gives $want bytes"; return 1; }
+    got=$(cat "$MNT/$T/$v" | wc -c)
+    [ "$got" -eq "$want" ] || { echo "$v: a read gives $got bytes, runfs cat $want"; return 1; }
+  done
+}
+# foreign_row SEQ TYPE CONTENT METADATA: another writer's row of $R at SEQ.
+foreign_row() {
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('ts', 'r1', '$2', 'trace', '$3', '$4', $1, '2026-03-05 00:00:01.000000')"
+}
+last_seq() { "$RUNFS" cat "$STORE" "$T/seq"; }
+# appended WHAT: rows into several of the line views at once, from the mount or another writer.
+appended() {
+  { ev_human "a question of round $1" "q$1"; ev_ai "the answer of round $1" "a$1"; ev_task k1 "k1 of $1";
+    ev_task k2 "a longer failure of k2 in round $1"; ev_error "round $1 failed"; } >> "$MNT/$R/events.jsonl"
+}
+
+@test "a line view's size caught up from the rows added since stays its bytes: appends into several views, another writer's rows, DELETE and UPDATE" {
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/lines.log"
+  { ev_task k1 "k1 begins"; ev_task k2 "k2 begins"; ev_error "a failure"; } >> "$MNT/$R/events.jsonl"
+  lines_honest
+  appended 1
+  local from; from=$(($(wc -l < "$WORK/lines.log") + 1))
+  lines_honest
+  # Sized from the kept size and the new rows, not rendered again.
+  run bash -c "tail -n +$from '$WORK/lines.log' | grep -E 'sized $T/runs/r1/(types|tasks)/' | grep -v '(kept)'"
+  assert_output ""
+  appended 2
+  lines_honest
+  # Another writer's rows past the kept point: caught up from at the next stat.
+  local seq; seq=$(last_seq)
+  foreign_row $((seq + 1)) llm.error '"foreign one"' '{"task_id":"k1"}'
+  foreign_row $((seq + 2)) llm.error '"foreign two, longer"' '{"task_id":"k2"}'
+  wait_for 10 lines_honest || { lines_honest; fail "sizes of before another writer's rows"; }
+  # A DELETE and an UPDATE in place: the rewrites count moves, the views render again.
+  store_sql "DELETE FROM run_events WHERE thread_id = 'ts' AND seq = $((seq + 1))"
+  wait_for 10 lines_honest || { lines_honest; fail "sizes of before the DELETE"; }
+  appended 3
+  lines_honest
+  store_sql "UPDATE run_events SET event_metadata = '{\"task_id\":\"k1\",\"note\":\"made longer\"}' WHERE thread_id = 'ts' AND seq = $((seq + 2))"
+  wait_for 10 lines_honest || { lines_honest; fail "sizes of before the UPDATE"; }
+  appended 4
+  lines_honest
+  # Another writer's row below the kept point (the seq the DELETE freed): the rows past it
+  # do not account for the change, so the views render again.
+  foreign_row $((seq + 1)) llm.error '"back below"' '{"task_id":"k2"}'
+  wait_for 10 lines_honest || { lines_honest; fail "sizes of before a row added below the kept point"; }
+  appended 5
+  lines_honest
 }
