@@ -76,21 +76,18 @@ pg_busy() {
 ref() {
   local q=$1 t=${2:-} r=${3:-} user=${4:-} f ids
   if [ -n "$t" ]; then ids=$t; else ids=$(store_sql "SELECT DISTINCT thread_id FROM run_events" | LC_ALL=C sort); fi
-  local files=()
+  local files=() dir=$WORK/ref
+  # REF_CACHE (a folder): a test that writes nothing between its checks reads each thread
+  # once; a root reference reads every thread, one runfs cat each.
+  [ -n "${REF_CACHE:-}" ] && dir=$REF_CACHE
+  mkdir -p "$dir"
   for f in $ids; do
-    # REF_CACHE (a folder): a test that writes nothing between its checks reads each
-    # thread once; a root reference reads every thread, one runfs cat each.
-    if [ -n "${REF_CACHE:-}" ] && [ -f "$REF_CACHE/$f" ]; then
-      cp "$REF_CACHE/$f" "$WORK/ref.$f"
-    else
-      "$RUNFS" cat "$STORE" "threads/$f/events.jsonl" > "$WORK/ref.$f" || return 1
-      [ -z "${REF_CACHE:-}" ] || cp "$WORK/ref.$f" "$REF_CACHE/$f"
+    if [ -z "${REF_CACHE:-}" ] || [ ! -f "$dir/$f" ]; then
+      "$RUNFS" cat "$STORE" "threads/$f/events.jsonl" > "$dir/$f" || return 1
     fi
-    if [ -n "$r" ]; then grep -F "\"run_id\":\"$r\"," "$WORK/ref.$f" > "$WORK/ref.$f.r" || true; mv "$WORK/ref.$f.r" "$WORK/ref.$f"; fi
-    if [ -n "$user" ]; then grep -F "\"user_id\":\"$user\"}" "$WORK/ref.$f" > "$WORK/ref.$f.u" || true; mv "$WORK/ref.$f.u" "$WORK/ref.$f"; fi
-    files+=("$WORK/ref.$f")
+    files+=("$dir/$f")
   done
-  python3 "$REF" "$q" "${files[@]}"
+  SEARCHREF_RUN=$r SEARCHREF_USER=$user python3 "$REF" "$q" "${files[@]}"
 }
 
 # check MOUNT QUERY [THREAD [RUN]] [USER]: the mount's search file is the reference, with
@@ -879,7 +876,6 @@ while b := os.read(8, 131072):
     check "$MNT" "$q" T-bulk run-1 || fail "by:run [$q] in T-bulk's run-1"
     check "$WORK/a" "$q" '' '' alice || fail "by:run [$q] as alice"
   done
-  REF_CACHE=
   # The counts are grep -c's: each run's matching events.
   run cat "$MNT/threads/T-bulk/search/by:run connection refused"
   assert_line --index 0 '{"thread_id":"T-bulk","run_id":"run-0","matches":1,"first_seq":97,"last_seq":97}'
@@ -898,6 +894,7 @@ while True:
 open(sys.argv[2], 'wb').write(out)
 PY
   ref 'by:run refused' > "$WORK/want"
+  REF_CACHE=
   cmp "$WORK/want" "$WORK/pieces" || fail "by:run read in pieces differs: $(diff "$WORK/want" "$WORK/pieces")"
   [ "$(wc -l < "$WORK/want")" -gt 300 ] || fail "too few runs to read in pieces"
   # by:run alone is no term: EINVAL with the reason.

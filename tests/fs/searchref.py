@@ -4,6 +4,7 @@ match QUERY by DESIGN's rule, computed without runfs: the test's independent ref
 the term by:run, a line per matching run instead, as grep -c would count each run's lines.
 Exit 3 when the query is malformed (an unbalanced quote, no term)."""
 import json
+import os
 import sys
 
 
@@ -79,11 +80,20 @@ def matches(terms, line):
 def main():
     terms = parse(sys.argv[1].encode('utf-8', 'surrogateescape'))
     by_run = any(t[0] == 'by:run' for t in terms)
+    # SEARCHREF_RUN, SEARCHREF_USER: only the lines of that run, or of that owner (their
+    # canonical spelling: "run_id" is followed by a comma, "user_id" ends the line).
+    only = []
+    if os.environ.get('SEARCHREF_RUN'):
+        only.append(b'"run_id":"%s",' % os.environ['SEARCHREF_RUN'].encode())
+    if os.environ.get('SEARCHREF_USER'):
+        only.append(b'"user_id":"%s"}' % os.environ['SEARCHREF_USER'].encode())
     out = sys.stdout.buffer
     for path in sys.argv[2:]:
         runs = {}  # (thread, run) -> [matches, first_seq, last_seq], in first-match order
         with open(path, 'rb') as f:
             for line in f:
+                if any(o not in line for o in only):
+                    continue
                 if not matches(terms, line.rstrip(b'\n')):
                     continue
                 if not by_run:
