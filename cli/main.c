@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -528,10 +529,99 @@ typedef struct put_progress {
     long done;
 } put_progress;
 
+/* A put of many lines keeps its run's step data for diffs as its batches commit
+ * (rfs_stepkeep), on a thread and a connection of its own: the rows are hashed while the
+ * put parses and commits the next batch, and its first diff reads what is kept (issue 43).
+ * Only a put of at least STEPKEEP_MIN lines that makes at least half of its run: below it,
+ * a diff reads the few rows itself, and the kept bytes of a big run (24 a step) would be
+ * rewritten for a few new ones. */
+#define STEPKEEP_MIN 1024
+
+typedef struct put_keeper {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int started, refused; /* refused: the run cannot be looked up, nothing is kept */
+    int more, done;       /* under lock: batches committed since the last read; the put ended */
+    int failed;           /* the put stopped: keep nothing */
+    const char *uri;
+    rs_options opt;
+    rs_target t;
+} put_keeper;
+
+static void *keeper_main(void *arg)
+{
+    put_keeper *k = arg;
+    rs_store *s = NULL;
+    rs_err err = {0};
+    rfs_stepkeep *sk = NULL;
+    int rc = rs_store_open(&s, k->uri, &k->opt, &err);
+    if (rc)
+        s = NULL;
+    if (!rc && (rc = rfs_stepkeep_open(s, &k->t, &sk, &err)))
+        sk = NULL;
+    for (int done = 0; !done;) {
+        pthread_mutex_lock(&k->lock);
+        while (!k->more && !k->done)
+            pthread_cond_wait(&k->wake, &k->lock);
+        done = k->done;
+        k->more = 0;
+        pthread_mutex_unlock(&k->lock);
+        /* A failed read keeps nothing: the run's first diff reads its rows. */
+        if (!rc && (rc = rfs_stepkeep_more(sk, &err)))
+            break;
+    }
+    rfs_stepkeep_close(sk, !rc && !k->failed);
+    if (s)
+        rs_store_close(s);
+    return NULL;
+}
+
+/* After a committed batch: start the keeper once the put is big enough (asked again at each
+ * batch: a put onto a big run may come to make half of it), or tell it. */
+static void keeper_committed(put_keeper *k, rs_store *s, long done)
+{
+    if (!k || k->refused || (!k->started && done < STEPKEEP_MIN))
+        return;
+    if (!k->started) {
+        rs_log_info info;
+        rs_err err = {0};
+        if (rs_store_log_info(s, k->t.thread_id, k->t.run_id, k->t.user, &info, &err)) {
+            k->refused = 1;
+            return;
+        }
+        if (info.count > 2 * (int64_t)done)
+            return;
+        if (pthread_create(&k->thread, NULL, keeper_main, k)) {
+            k->refused = 1;
+            return;
+        }
+        k->started = 1;
+    }
+    pthread_mutex_lock(&k->lock);
+    k->more = 1;
+    pthread_cond_signal(&k->wake);
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* The put is over (failed: stopped by an error): the keeper reads what is left, keeps, ends. */
+static void keeper_end(put_keeper *k, int failed)
+{
+    if (!k->started)
+        return;
+    pthread_mutex_lock(&k->lock);
+    k->done = 1;
+    k->failed = failed;
+    pthread_cond_signal(&k->wake);
+    pthread_mutex_unlock(&k->lock);
+    pthread_join(k->thread, NULL);
+}
+
 /* One put in the making: its store, its options and the batch being gathered. */
 typedef struct put_state {
     rs_store *s;
     const rs_target *t;
+    put_keeper *keeper;
     int quiet, dry;
     rs_buf data;   /* the batch's lines */
     long lines;    /* in data */
@@ -551,6 +641,7 @@ static int put_flush(put_state *p, long next, rs_err *err)
         rfs_progress_tick(p->pg, p->lines);
         p->at->done += p->lines;
         p->lines = 0;
+        keeper_committed(p->keeper, p->s, p->at->done);
         rs_buf_reset(&p->data);
     }
     p->at->first = next;
@@ -579,12 +670,13 @@ static int put_singleton(put_state *p, const char *line, size_t len, rs_err *err
 
 /* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
  * of the batch that stopped it, with err (err->line within that batch). */
-static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet, int dry,
-                      put_progress *at, rs_err *err)
+static int put_stream(rs_store *s, const rs_target *t, put_keeper *keeper, FILE *in, long batch,
+                      int quiet, int dry, put_progress *at, rs_err *err)
 {
     line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
     put_state p = {.s = s,
                    .t = t,
+                   .keeper = keeper,
                    .quiet = quiet,
                    .dry = dry,
                    .data = RS_BUF_INIT,
@@ -673,7 +765,14 @@ static int cmd_put(int argc, char **argv)
     }
     rs_target t = {.thread_id = argv[2], .run_id = argv[3], .user = user};
     put_progress at;
-    rc = put_stream(s, &t, in, batch, quiet, dry, &at, &err);
+    put_keeper keeper = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                         .wake = PTHREAD_COND_INITIALIZER,
+                         .uri = argv[1],
+                         .opt = opt,
+                         .t = t};
+    keeper.opt.busy_notice = NULL;
+    rc = put_stream(s, &t, dry ? NULL : &keeper, in, batch, quiet, dry, &at, &err);
+    keeper_end(&keeper, rc != 0);
     rs_store_close(s);
     if (from_file)
         fclose(in);

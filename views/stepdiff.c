@@ -1310,3 +1310,48 @@ int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target 
     steps_release(&sb);
     return rc;
 }
+
+/* ---- keeping as rows are written ---- */
+
+struct rfs_stepkeep {
+    steps st;
+    rs_target t;
+};
+
+int rfs_stepkeep_open(rs_store *s, const rs_target *t, rfs_stepkeep **out, rs_err *err)
+{
+    rfs_stepkeep *k = calloc(1, sizeof *k);
+    if (!k)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    k->t = *t;
+    k->st = (steps){.t = &k->t, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
+    int rc = steps_open(s, &k->st, err), kept;
+    /* What is kept goes on from its last row; else (nothing, or kept of rows no longer
+     * there) the steps start empty and rfs_stepkeep_more reads every row. */
+    if (!rc && k->st.rewrites >= 0 && (kept = steps_kept(&k->st, err)) < 0)
+        rc = kept;
+    if (rc) {
+        rfs_stepkeep_close(k, 0);
+        return rc;
+    }
+    *out = k;
+    return 0;
+}
+
+int rfs_stepkeep_more(rfs_stepkeep *k, rs_err *err)
+{
+    steps *st = &k->st;
+    if (st->rewrites < 0)
+        return 0; /* nothing can be kept */
+    return read_rows(st, st->n ? st->at[st->n - 1].seq : 0, err);
+}
+
+void rfs_stepkeep_close(rfs_stepkeep *k, int keep_it)
+{
+    if (!k)
+        return;
+    if (keep_it)
+        keep(NULL, &k->st);
+    steps_release(&k->st);
+    free(k);
+}

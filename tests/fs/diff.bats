@@ -360,3 +360,58 @@ steps_now() {
   rm -r "$T"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 0 ] || fail "the thread's kept step data outlived it"
 }
+
+# fresh_diff OUT: runfs diff of t/a and t/b from their rows alone (what is kept dropped
+# first; the diff keeps it again).
+fresh_diff() {
+  kept_steps "DELETE FROM runfs_steps WHERE thread_id = 't'"
+  "$RUNFS" diff "$STORE" t/a t/b > "$1"
+}
+
+@test "diff: a big put keeps its run's step data; appends and others' rewrites keep it exact" {
+  # Runs of 1100 events, over the 1024 lines from which a put keeps its run's step data.
+  python3 "$REF" gen 1100 same > "$WORK/a.jsonl"
+  python3 "$REF" gen 1100 spread 3 > "$WORK/b.jsonl"
+  "$RUNFS" put -q "$STORE" t a "$WORK/a.jsonl"
+  "$RUNFS" put -q "$STORE" t b "$WORK/b.jsonl"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 2 ] || fail "the puts kept no step data"
+  # The first diff reads what the puts kept (a diff that read the rows would keep anew).
+  local kept; kept=$(kept_versions)
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
+  [ "$(kept_versions)" = "$kept" ] || fail "the first diff did not use the step data the puts kept"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/first" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/first" "$WORK/fresh" || fail "the put's kept data gives other bytes than the rows"
+  # Appends to the diffed runs: a big put onto b (which keeps it again, from where it
+  # was) and a small one onto a (which keeps nothing: the diff reads its new rows).
+  python3 "$REF" gen 1100 spread 2 > "$WORK/b2.jsonl"
+  "$RUNFS" put -q "$STORE" t b "$WORK/b2.jsonl"
+  python3 "$REF" gen 12 change 4 > "$WORK/a2.jsonl"
+  "$RUNFS" put -q "$STORE" t a "$WORK/a2.jsonl"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/grown"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/grown" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/grown" "$WORK/fresh" || fail "after appends, kept data gives other bytes than the rows"
+  # Another writer changes a row of b in place, then deletes one of a, both among the
+  # rows a put kept: each diff is of the rows as they are.
+  "$RUNFS" put -q "$STORE" t b "$WORK/b2.jsonl"
+  "$RUNFS" diff "$STORE" t/a t/b > /dev/null
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.tool.result' ORDER BY seq LIMIT 1 OFFSET 100")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"changed by hand\",\"tool_call_id\":\"nope\"}' WHERE thread_id = 't' AND run_id = 'b' AND seq = $seq"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/updated"
+  grep -qx -- '+llm.tool.result  ok: changed by hand' "$WORK/updated" || fail "the updated row's new content is not in the diff"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/updated" "$WORK/A" "$WORK/B"
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.ai.response' ORDER BY seq LIMIT 1 OFFSET 200")
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND seq = $seq"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/deleted"
+  steps_now t a "$WORK/A"
+  check_diff "$WORK/deleted" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/deleted" "$WORK/fresh" || fail "after others' rewrites, kept data gives other bytes than the rows"
+}
