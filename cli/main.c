@@ -472,10 +472,10 @@ static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int qu
 
 /* put's options: *batch and *quiet set, argc/argv moved past them; a usage error's exit
  * status, or 0. */
-static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dry,
+static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dry, int *keep_steps,
                        const char **user, rs_options *opt)
 {
-    enum { OPT_BATCH = 256, OPT_USER, OPT_CONTRACT, OPT_UNKNOWN, OPT_STAMP, OPT_DRY };
+    enum { OPT_BATCH = 256, OPT_USER, OPT_CONTRACT, OPT_UNKNOWN, OPT_STAMP, OPT_DRY, OPT_KEEP };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
         {"quiet", no_argument, NULL, 'q'},
@@ -484,6 +484,7 @@ static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dr
         {"allow-unknown-events", no_argument, NULL, OPT_UNKNOWN},
         {"stamp-time", no_argument, NULL, OPT_STAMP},
         {"dry-run", no_argument, NULL, OPT_DRY},
+        {"keep-steps", no_argument, NULL, OPT_KEEP},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -508,6 +509,8 @@ static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dr
             /* Every line checked, nothing stored: the store is only read (never created). */
             *dry = 1;
             opt->read_only = 1;
+        } else if (c == OPT_KEEP) {
+            *keep_steps = 1;
         } else if (c == OPT_BATCH) {
             char *end;
             *batch = strtol(optarg, &end, 10);
@@ -529,19 +532,16 @@ typedef struct put_progress {
     long done;
 } put_progress;
 
-/* A put of many lines keeps its run's step data for diffs as its batches commit
- * (rfs_stepkeep), on a thread and a connection of its own: the rows are hashed while the
- * put parses and commits the next batch, and its first diff reads what is kept (issue 43).
- * Only a put of at least STEPKEEP_MIN lines that makes at least half of its run: below it,
- * a diff reads the few rows itself, and the kept bytes of a big run (24 a step) would be
- * rewritten for a few new ones. */
-#define STEPKEEP_MIN 1024
-
+/* put --keep-steps keeps its run's step data for diffs as its batches commit (rfs_stepkeep),
+ * on a thread and a connection of its own: the rows are hashed while the put parses and
+ * commits the next batch, and the run's first diff reads what is kept (issue 43). Asked
+ * for, not done by every put: hashing the rows again costs a put about a quarter more CPU
+ * (bench/RESULTS.md "diff"), which a run never diffed would pay for nothing. */
 typedef struct put_keeper {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int started, refused; /* refused: the run cannot be looked up, nothing is kept */
+    int started, refused; /* refused: no thread could be started, nothing is kept */
     int more, done;       /* under lock: batches committed since the last read; the put ended */
     int failed;           /* the put stopped: keep nothing */
     const char *uri;
@@ -577,21 +577,12 @@ static void *keeper_main(void *arg)
     return NULL;
 }
 
-/* After a committed batch: start the keeper once the put is big enough (asked again at each
- * batch: a put onto a big run may come to make half of it), or tell it. */
-static void keeper_committed(put_keeper *k, rs_store *s, long done)
+/* After a committed batch: start the keeper at the first, or tell it. */
+static void keeper_committed(put_keeper *k)
 {
-    if (!k || k->refused || (!k->started && done < STEPKEEP_MIN))
+    if (!k || k->refused)
         return;
     if (!k->started) {
-        rs_log_info info;
-        rs_err err = {0};
-        if (rs_store_log_info(s, k->t.thread_id, k->t.run_id, k->t.user, &info, &err)) {
-            k->refused = 1;
-            return;
-        }
-        if (info.count > 2 * (int64_t)done)
-            return;
         if (pthread_create(&k->thread, NULL, keeper_main, k)) {
             k->refused = 1;
             return;
@@ -641,7 +632,7 @@ static int put_flush(put_state *p, long next, rs_err *err)
         rfs_progress_tick(p->pg, p->lines);
         p->at->done += p->lines;
         p->lines = 0;
-        keeper_committed(p->keeper, p->s, p->at->done);
+        keeper_committed(p->keeper);
         rs_buf_reset(&p->data);
     }
     p->at->first = next;
@@ -665,6 +656,7 @@ static int put_singleton(put_state *p, const char *line, size_t len, rs_err *err
         return rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
     rfs_progress_tick(p->pg, 1);
     p->at->done++;
+    keeper_committed(p->keeper);
     return 0;
 }
 
@@ -739,10 +731,10 @@ static int put_stream(rs_store *s, const rs_target *t, put_keeper *keeper, FILE 
 static int cmd_put(int argc, char **argv)
 {
     long batch = 1000;
-    int quiet = 0, dry = 0;
+    int quiet = 0, dry = 0, keep_steps = 0;
     const char *user = NULL;
     rs_options opt = RS_OPTIONS_INIT;
-    int rc = put_options(&argc, &argv, &batch, &quiet, &dry, &user, &opt);
+    int rc = put_options(&argc, &argv, &batch, &quiet, &dry, &keep_steps, &user, &opt);
     if (rc)
         return rc;
     if (argc < 4 || argc > 5)
@@ -771,7 +763,7 @@ static int cmd_put(int argc, char **argv)
                          .opt = opt,
                          .t = t};
     keeper.opt.busy_notice = NULL;
-    rc = put_stream(s, &t, dry ? NULL : &keeper, in, batch, quiet, dry, &at, &err);
+    rc = put_stream(s, &t, keep_steps && !dry ? &keeper : NULL, in, batch, quiet, dry, &at, &err);
     keeper_end(&keeper, rc != 0);
     rs_store_close(s);
     if (from_file)
@@ -1112,7 +1104,7 @@ static const command commands[] = {
      "command finds the store free. A MOUNTPOINT that is not a runfs mount exits 2.\n"
      "fusermount3 -u MOUNTPOINT, or SIGTERM to the daemon, unmount too.\n",
      rfs_cmd_umount},
-    {"put", "[-q] [--batch N] [--user NAME] [--dry-run] STORE THREAD RUN [FILE]",
+    {"put", "[-q] [--batch N] [--user NAME] [--dry-run] [--keep-steps] STORE THREAD RUN [FILE]",
      "append JSONL lines (stdin by default), N lines a transaction",
      "  -q, --quiet              do not print the stored records\n"
      "  --batch N                lines per transaction (default 1000, at most 1000000)\n"
@@ -1121,6 +1113,8 @@ static const command commands[] = {
      "  --allow-unknown-events   accept event types the contract does not name\n"
      "  --stamp-time             the store's clock is the only created_at\n"
      "  --dry-run                check every line, store nothing (the store is only read)\n"
+     "  --keep-steps             keep the run's step data as it is written, so that its\n"
+     "                           first diff reads no rows (costs the put more CPU)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
      "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n"
      "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"

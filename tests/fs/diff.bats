@@ -368,13 +368,16 @@ fresh_diff() {
   "$RUNFS" diff "$STORE" t/a t/b > "$1"
 }
 
-@test "diff: a big put keeps its run's step data; appends and others' rewrites keep it exact" {
-  # Runs of 1100 events, over the 1024 lines from which a put keeps its run's step data.
-  python3 "$REF" gen 1100 same > "$WORK/a.jsonl"
-  python3 "$REF" gen 1100 spread 3 > "$WORK/b.jsonl"
-  "$RUNFS" put -q "$STORE" t a "$WORK/a.jsonl"
-  "$RUNFS" put -q "$STORE" t b "$WORK/b.jsonl"
+@test "diff: put --keep-steps keeps its run's step data; appends and others' rewrites keep it exact" {
+  # Runs of 400 events in batches of 100: the put keeps as each batch commits.
+  python3 "$REF" gen 400 same > "$WORK/a.jsonl"
+  python3 "$REF" gen 400 spread 3 > "$WORK/b.jsonl"
+  "$RUNFS" put -q --keep-steps --batch 100 "$STORE" t a "$WORK/a.jsonl"
+  "$RUNFS" put -q --keep-steps --batch 100 "$STORE" t b "$WORK/b.jsonl"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 2 ] || fail "the puts kept no step data"
+  # Unasked, a put keeps nothing (a run never diffed would pay for it).
+  "$RUNFS" put -q "$STORE" t c "$WORK/a.jsonl"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'c'")" = 0 ] || fail "a plain put kept step data"
   # The first diff reads what the puts kept (a diff that read the rows would keep anew).
   local kept; kept=$(kept_versions)
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
@@ -384,10 +387,10 @@ fresh_diff() {
   check_diff "$WORK/first" "$WORK/A" "$WORK/B"
   fresh_diff "$WORK/fresh"
   cmp "$WORK/first" "$WORK/fresh" || fail "the put's kept data gives other bytes than the rows"
-  # Appends to the diffed runs: a big put onto b (which keeps it again, from where it
-  # was) and a small one onto a (which keeps nothing: the diff reads its new rows).
-  python3 "$REF" gen 1100 spread 2 > "$WORK/b2.jsonl"
-  "$RUNFS" put -q "$STORE" t b "$WORK/b2.jsonl"
+  # Appends to the diffed runs: a keeping put onto b (which goes on from what was kept)
+  # and a plain one onto a (which keeps nothing: the diff reads its new rows).
+  python3 "$REF" gen 200 spread 2 > "$WORK/b2.jsonl"
+  "$RUNFS" put -q --keep-steps "$STORE" t b "$WORK/b2.jsonl"
   python3 "$REF" gen 12 change 4 > "$WORK/a2.jsonl"
   "$RUNFS" put -q "$STORE" t a "$WORK/a2.jsonl"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/grown"
@@ -398,16 +401,16 @@ fresh_diff() {
   cmp "$WORK/grown" "$WORK/fresh" || fail "after appends, kept data gives other bytes than the rows"
   # Another writer changes a row of b in place, then deletes one of a, both among the
   # rows a put kept: each diff is of the rows as they are.
-  "$RUNFS" put -q "$STORE" t b "$WORK/b2.jsonl"
+  "$RUNFS" put -q --keep-steps "$STORE" t b "$WORK/b2.jsonl"
   "$RUNFS" diff "$STORE" t/a t/b > /dev/null
   local seq
-  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.tool.result' ORDER BY seq LIMIT 1 OFFSET 100")
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.tool.result' ORDER BY seq LIMIT 1 OFFSET 40")
   store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"changed by hand\",\"tool_call_id\":\"nope\"}' WHERE thread_id = 't' AND run_id = 'b' AND seq = $seq"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/updated"
   grep -qx -- '+llm.tool.result  ok: changed by hand' "$WORK/updated" || fail "the updated row's new content is not in the diff"
   steps_now t b "$WORK/B"
   check_diff "$WORK/updated" "$WORK/A" "$WORK/B"
-  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.ai.response' ORDER BY seq LIMIT 1 OFFSET 200")
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.ai.response' ORDER BY seq LIMIT 1 OFFSET 50")
   store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND seq = $seq"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/deleted"
   steps_now t a "$WORK/A"
