@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,10 +471,10 @@ static int put_batch(rs_store *s, const rs_target *t, const rs_buf *data, int qu
 
 /* put's options: *batch and *quiet set, argc/argv moved past them; a usage error's exit
  * status, or 0. */
-static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dry, int *keep_steps,
+static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dry,
                        const char **user, rs_options *opt)
 {
-    enum { OPT_BATCH = 256, OPT_USER, OPT_CONTRACT, OPT_UNKNOWN, OPT_STAMP, OPT_DRY, OPT_KEEP };
+    enum { OPT_BATCH = 256, OPT_USER, OPT_CONTRACT, OPT_UNKNOWN, OPT_STAMP, OPT_DRY };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
         {"quiet", no_argument, NULL, 'q'},
@@ -484,7 +483,6 @@ static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dr
         {"allow-unknown-events", no_argument, NULL, OPT_UNKNOWN},
         {"stamp-time", no_argument, NULL, OPT_STAMP},
         {"dry-run", no_argument, NULL, OPT_DRY},
-        {"keep-steps", no_argument, NULL, OPT_KEEP},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -509,8 +507,6 @@ static int put_options(int *argc, char ***argv, long *batch, int *quiet, int *dr
             /* Every line checked, nothing stored: the store is only read (never created). */
             *dry = 1;
             opt->read_only = 1;
-        } else if (c == OPT_KEEP) {
-            *keep_steps = 1;
         } else if (c == OPT_BATCH) {
             char *end;
             *batch = strtol(optarg, &end, 10);
@@ -532,87 +528,10 @@ typedef struct put_progress {
     long done;
 } put_progress;
 
-/* put --keep-steps keeps its run's step data for diffs as its batches commit (rfs_stepkeep),
- * on a thread and a connection of its own: the rows are hashed while the put parses and
- * commits the next batch, and the run's first diff reads what is kept (issue 43). Asked
- * for, not done by every put: hashing the rows again costs a put about a quarter more CPU
- * (bench/RESULTS.md "diff"), which a run never diffed would pay for nothing. */
-typedef struct put_keeper {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    int started, refused; /* refused: no thread could be started, nothing is kept */
-    int more, done;       /* under lock: batches committed since the last read; the put ended */
-    int failed;           /* the put stopped: keep nothing */
-    const char *uri;
-    rs_options opt;
-    rs_target t;
-} put_keeper;
-
-static void *keeper_main(void *arg)
-{
-    put_keeper *k = arg;
-    rs_store *s = NULL;
-    rs_err err = {0};
-    rfs_stepkeep *sk = NULL;
-    int rc = rs_store_open(&s, k->uri, &k->opt, &err);
-    if (rc)
-        s = NULL;
-    if (!rc && (rc = rfs_stepkeep_open(s, &k->t, &sk, &err)))
-        sk = NULL;
-    for (int done = 0; !done;) {
-        pthread_mutex_lock(&k->lock);
-        while (!k->more && !k->done)
-            pthread_cond_wait(&k->wake, &k->lock);
-        done = k->done;
-        k->more = 0;
-        pthread_mutex_unlock(&k->lock);
-        /* A failed read keeps nothing: the run's first diff reads its rows. */
-        if (!rc && (rc = rfs_stepkeep_more(sk, &err)))
-            break;
-    }
-    rfs_stepkeep_close(sk, !rc && !k->failed);
-    if (s)
-        rs_store_close(s);
-    return NULL;
-}
-
-/* After a committed batch: start the keeper at the first, or tell it. */
-static void keeper_committed(put_keeper *k)
-{
-    if (!k || k->refused)
-        return;
-    if (!k->started) {
-        if (pthread_create(&k->thread, NULL, keeper_main, k)) {
-            k->refused = 1;
-            return;
-        }
-        k->started = 1;
-    }
-    pthread_mutex_lock(&k->lock);
-    k->more = 1;
-    pthread_cond_signal(&k->wake);
-    pthread_mutex_unlock(&k->lock);
-}
-
-/* The put is over (failed: stopped by an error): the keeper reads what is left, keeps, ends. */
-static void keeper_end(put_keeper *k, int failed)
-{
-    if (!k->started)
-        return;
-    pthread_mutex_lock(&k->lock);
-    k->done = 1;
-    k->failed = failed;
-    pthread_cond_signal(&k->wake);
-    pthread_mutex_unlock(&k->lock);
-    pthread_join(k->thread, NULL);
-}
-
 /* One put in the making: its store, its options and the batch being gathered. */
 typedef struct put_state {
     rs_store *s;
     const rs_target *t;
-    put_keeper *keeper;
     int quiet, dry;
     rs_buf data;   /* the batch's lines */
     long lines;    /* in data */
@@ -632,7 +551,6 @@ static int put_flush(put_state *p, long next, rs_err *err)
         rfs_progress_tick(p->pg, p->lines);
         p->at->done += p->lines;
         p->lines = 0;
-        keeper_committed(p->keeper);
         rs_buf_reset(&p->data);
     }
     p->at->first = next;
@@ -656,19 +574,17 @@ static int put_singleton(put_state *p, const char *line, size_t len, rs_err *err
         return rs_err_set(err, -EIO, "cannot write the records: %s", strerror(errno));
     rfs_progress_tick(p->pg, 1);
     p->at->done++;
-    keeper_committed(p->keeper);
     return 0;
 }
 
 /* Read in's lines into t, batch lines (or PUT_BATCH_BYTES) a transaction: 0, or the errno
  * of the batch that stopped it, with err (err->line within that batch). */
-static int put_stream(rs_store *s, const rs_target *t, put_keeper *keeper, FILE *in, long batch,
-                      int quiet, int dry, put_progress *at, rs_err *err)
+static int put_stream(rs_store *s, const rs_target *t, FILE *in, long batch, int quiet, int dry,
+                      put_progress *at, rs_err *err)
 {
     line_reader r = {.f = in, .buf = RS_BUF_INIT, .max = rs_store_max_event(s)};
     put_state p = {.s = s,
                    .t = t,
-                   .keeper = keeper,
                    .quiet = quiet,
                    .dry = dry,
                    .data = RS_BUF_INIT,
@@ -731,10 +647,10 @@ static int put_stream(rs_store *s, const rs_target *t, put_keeper *keeper, FILE 
 static int cmd_put(int argc, char **argv)
 {
     long batch = 1000;
-    int quiet = 0, dry = 0, keep_steps = 0;
+    int quiet = 0, dry = 0;
     const char *user = NULL;
     rs_options opt = RS_OPTIONS_INIT;
-    int rc = put_options(&argc, &argv, &batch, &quiet, &dry, &keep_steps, &user, &opt);
+    int rc = put_options(&argc, &argv, &batch, &quiet, &dry, &user, &opt);
     if (rc)
         return rc;
     if (argc < 4 || argc > 5)
@@ -757,14 +673,7 @@ static int cmd_put(int argc, char **argv)
     }
     rs_target t = {.thread_id = argv[2], .run_id = argv[3], .user = user};
     put_progress at;
-    put_keeper keeper = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                         .wake = PTHREAD_COND_INITIALIZER,
-                         .uri = argv[1],
-                         .opt = opt,
-                         .t = t};
-    keeper.opt.busy_notice = NULL;
-    rc = put_stream(s, &t, keep_steps && !dry ? &keeper : NULL, in, batch, quiet, dry, &at, &err);
-    keeper_end(&keeper, rc != 0);
+    rc = put_stream(s, &t, in, batch, quiet, dry, &at, &err);
     rs_store_close(s);
     if (from_file)
         fclose(in);
@@ -1104,7 +1013,7 @@ static const command commands[] = {
      "command finds the store free. A MOUNTPOINT that is not a runfs mount exits 2.\n"
      "fusermount3 -u MOUNTPOINT, or SIGTERM to the daemon, unmount too.\n",
      rfs_cmd_umount},
-    {"put", "[-q] [--batch N] [--user NAME] [--dry-run] [--keep-steps] STORE THREAD RUN [FILE]",
+    {"put", "[-q] [--batch N] [--user NAME] [--dry-run] STORE THREAD RUN [FILE]",
      "append JSONL lines (stdin by default), N lines a transaction",
      "  -q, --quiet              do not print the stored records\n"
      "  --batch N                lines per transaction (default 1000, at most 1000000)\n"
@@ -1113,8 +1022,6 @@ static const command commands[] = {
      "  --allow-unknown-events   accept event types the contract does not name\n"
      "  --stamp-time             the store's clock is the only created_at\n"
      "  --dry-run                check every line, store nothing (the store is only read)\n"
-     "  --keep-steps             keep the run's step data as it is written, so that its\n"
-     "                           first diff reads no rows (costs the put more CPU)\n"
      "streams with bounded memory; progress on a terminal. A bad line stops it as\n"
      "'FILE:LINE: reason' (exit 1): its batch stores nothing, earlier batches stay.\n"
      "a singleton's line (run.terminal, run.delivery) is stored as an exclusive create of\n"
