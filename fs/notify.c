@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "follow.h"
+#include "keeper.h"
 #include "log.h"
 #include "ops_int.h"
 #include "rs_util.h"
@@ -402,6 +403,11 @@ static void *hub_main(void *arg)
         hub->finished = round;
         pthread_cond_broadcast(&hub->done);
         pthread_mutex_unlock(&hub->lock);
+        /* The runs this mount wrote, for their step data to be kept once they are quiet
+         * (after the writers were let go: nothing of it is on a write's path). */
+        for (size_t i = 0; i < queued; i++)
+            if (!queue[i].deleted)
+                rfs_keeper_note(m, queue[i].thread_id, queue[i].run_id);
         /* Drops the kernel may have lost (attrs.h), told again until they settle. */
         rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
         kept_write(hub);
