@@ -1,4 +1,5 @@
-/* keeper.h — a mount's step keeper: the step data of runs this mount appended to, kept for
+/* keeper.h — a mount's step keeper: the step data of runs this mount appended to (or whose
+ * log it knows, grown by another process), kept for
  * diffs (rfs_stepkeep, views/stepdiff.h) once a run has been quiet a while, so that the
  * run's first diff reads what is kept rather than every row (issue 43). In the background,
  * off every request's path: a thread and a store connection of its own, at the lowest CPU
@@ -13,8 +14,9 @@
 int rfs_keeper_start(rfs_mount *m);
 /* Stop it: a slice under way finishes first; a run half read keeps nothing. */
 void rfs_keeper_stop(rfs_mount *m);
-/* This mount committed rows of thread/run (the hub, after it told the kernel): keep the
- * run's step data once it has been quiet RFS_KEEPER_QUIET_MS. */
+/* This mount committed rows of thread/run (the hub, after it told the kernel), or the hub
+ * found the run's log grown by another process: keep the run's step data once it has been
+ * quiet RFS_KEEPER_QUIET_MS. */
 void rfs_keeper_note(rfs_mount *m, const char *thread_id, const char *run_id);
 /* status.json's "steps_kept" and "steps_due": runs whose step data the keeper wrote since
  * the mount, and runs it has yet to look at (waiting to be quiet, or being read). */

@@ -129,8 +129,14 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
         if (rs_store_log_info(m->hub->store, n->thread_id,
-                              n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info, NULL) == 0)
-            tail_changed(m, sc.out[i].ino, sc.out[i].observed, info.exists ? info.size : 0);
+                              n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info, NULL) != 0)
+            continue;
+        int64_t size = info.exists ? info.size : 0;
+        /* A run that grew, another process's rows among them: its step data is kept once
+         * it is quiet, as for this mount's appends. */
+        if (n->kind == RFS_R_EVENTS && sc.out[i].observed >= 0 && size > sc.out[i].observed)
+            rfs_keeper_note(m, n->thread_id, n->run_id);
+        tail_changed(m, sc.out[i].ino, sc.out[i].observed, size);
     }
     free(sc.out);
 }

@@ -386,7 +386,7 @@ keeper_done() {
   keeper_status "$1" 0 && [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 2 ]
 }
 
-@test "diff: the mount keeps the step data of runs it wrote once quiet; diffs stay exact" {
+@test "diff: the mount keeps the step data of runs written through it or grown by others; diffs stay exact" {
   # Runs of 400 events appended through the mount: once quiet, the mount keeps their step
   # data in the background, and their first diff reads it rather than the rows.
   mkdir -p "$T/runs/a" "$T/runs/b"
@@ -435,4 +435,21 @@ keeper_done() {
   check_diff "$WORK/last" "$WORK/A" "$WORK/B"
   fresh_diff "$WORK/fresh"
   cmp "$WORK/last" "$WORK/fresh" || fail "after others' rewrites, kept data gives other bytes than the rows"
+  # Another process's rows: a run whose log the mount has read, grown by runfs put, is kept
+  # too once quiet.
+  python3 "$REF" gen 300 spread 5 > "$WORK/c.jsonl"
+  "$RUNFS" put -q "$STORE" t c "$WORK/c.jsonl"
+  cat "$T/runs/c/events.jsonl" > /dev/null
+  python3 "$REF" gen 20 spread 1 > "$WORK/c.jsonl"
+  "$RUNFS" put -q "$STORE" t c "$WORK/c.jsonl"
+  wait_for 20 keeper_status 6 0 || fail "a run another process grew was not kept: $(cat "$MNT/.runfs/status.json")"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'c'")" = 1 ] || fail "no step data of c kept"
+  kept=$(kept_versions)
+  cat "$T/runs/a/diff/c" > "$WORK/foreign"
+  [ "$(kept_versions)" = "$kept" ] || fail "the diff of the run another process grew did not use the kept data"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/foreign" "$WORK/A" "$WORK/C"
+  kept_steps "DELETE FROM runfs_steps WHERE run_id = 'c'"
+  "$RUNFS" diff "$STORE" t/a t/c > "$WORK/fresh"
+  cmp "$WORK/foreign" "$WORK/fresh" || fail "the kept data of another process's rows gives other bytes than the rows"
 }
