@@ -28,6 +28,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "rejects.h"
+#include "keeper.h"
 #include "retain.h"
 #include "sizes.h"
 #include "rs_util.h"
@@ -508,11 +509,18 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
         rfs_log_daemonised();
     if (fuse_daemonize(opt->foreground) != 0)
         goto out_unmount;
-    if (rfs_hub_start(&m) != 0)
+    /* Before the hub, which tells it of appends, and stopped after it. Best effort: without
+     * it a run's first diff reads its rows. */
+    if (rfs_keeper_start(&m) != 0)
+        rfs_log("cannot start the step keeper: first diffs read every row");
+    if (rfs_hub_start(&m) != 0) {
+        rfs_keeper_stop(&m);
         goto out_unmount;
+    }
     if (rfs_retain_start(&m) != 0) {
         rfs_log("cannot start --retain's passes");
         rfs_hub_stop(&m);
+        rfs_keeper_stop(&m);
         goto out_unmount;
     }
     rfs_log("mounted %s at %s%s", remote ? shown : abs_store, abs_mnt,
@@ -523,6 +531,7 @@ static int mount_run(rfs_options *opt, const rs_seal_key *seal_key)
     (void)notify_systemd("STOPPING=1");
     rfs_retain_stop(&m);
     rfs_hub_stop(&m);
+    rfs_keeper_stop(&m);
 out_unmount:
     fuse_session_unmount(m.se);
 out_signals:

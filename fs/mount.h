@@ -104,6 +104,7 @@ typedef struct rfs_mount {
     const char *_Atomic transport_why;
     int uring_asked;           /* -o io_uring went to libfuse (set before the session starts) */
     struct rfs_retain *retain; /* --retain's passes (retain.h; NULL: none) */
+    struct rfs_keeper *keeper; /* the step keeper (keeper.h; NULL: none) */
 } rfs_mount;
 
 /* The operation table (ops.c). */

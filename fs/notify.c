@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "follow.h"
+#include "keeper.h"
 #include "log.h"
 #include "ops_int.h"
 #include "rs_util.h"
@@ -128,8 +129,14 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
         if (rs_store_log_info(m->hub->store, n->thread_id,
-                              n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info, NULL) == 0)
-            tail_changed(m, sc.out[i].ino, sc.out[i].observed, info.exists ? info.size : 0);
+                              n->kind == RFS_R_EVENTS ? n->run_id : NULL, NULL, &info, NULL) != 0)
+            continue;
+        int64_t size = info.exists ? info.size : 0;
+        /* A run that grew, another process's rows among them: its step data is kept once
+         * it is quiet, as for this mount's appends. */
+        if (n->kind == RFS_R_EVENTS && sc.out[i].observed >= 0 && size > sc.out[i].observed)
+            rfs_keeper_note(m, n->thread_id, n->run_id);
+        tail_changed(m, sc.out[i].ino, sc.out[i].observed, size);
     }
     free(sc.out);
 }
@@ -400,6 +407,11 @@ static void *hub_main(void *arg)
         hub->finished = round;
         pthread_cond_broadcast(&hub->done);
         pthread_mutex_unlock(&hub->lock);
+        /* The runs this mount wrote, for their step data to be kept once they are quiet
+         * (after the writers were let go: nothing of it is on a write's path). */
+        for (size_t i = 0; i < queued; i++)
+            if (!queue[i].deleted)
+                rfs_keeper_note(m, queue[i].thread_id, queue[i].run_id);
         /* Drops the kernel may have lost (attrs.h), told again until they settle. */
         rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
         kept_write(hub);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keeper.h"
 #include "ops_int.h"
 #include "search_view.h"
 #include "rs_util.h"
@@ -140,6 +141,8 @@ static int status_extra(void *ctx, rs_buf *out)
     const char *user = o->user, *thread = o->only_thread, *why = atomic_load(&m->transport_why);
     /* The mountpoint is a host path: shown only where every caller sees every thread. */
     int scoped = o->user || o->user_from_uid || o->only_thread;
+    int64_t kept, due;
+    rfs_keeper_counts(m, &kept, &due);
     int rc;
     if ((rc = rs_buf_addf(out,
                           ",\"mount\":{\"read_only\":%s,\"allow_delete\":%s,"
@@ -162,6 +165,8 @@ static int status_extra(void *ctx, rs_buf *out)
         (rc = why ? rs_buf_add_json_string(out, why, strlen(why)) : rs_buf_addlit(out, "null")) ||
         (!scoped && ((rc = rs_buf_addlit(out, ",\"mountpoint\":")) ||
                      (rc = rs_buf_add_json_string(out, o->mountpoint, strlen(o->mountpoint))))) ||
+        (rc = rs_buf_addf(out, ",\"steps_kept\":%lld,\"steps_due\":%lld", (long long)kept,
+                          (long long)due)) ||
         (rc = rs_buf_addch(out, '}')))
         return rc;
     return sizing_status(m, out);

@@ -372,8 +372,9 @@ static int steps_size(steps *st, size_t n)
     return 0;
 }
 
-/* Rows after seq after (0: all) read into st. */
-static int read_rows(steps *st, int64_t after, rs_err *err)
+/* Rows after seq after (0: all) read into st, at most limit of them (0: all); *got: how
+ * many (NULL: not wanted). */
+static int read_rows(steps *st, int64_t after, int64_t limit, int64_t *got, rs_err *err)
 {
     const rs_target *t = st->t;
     rs_buf raw = RS_BUF_INIT, line = RS_BUF_INIT;
@@ -382,6 +383,7 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
     q.run_id = t->run_id;
     q.user = t->user;
     q.after_seq = after;
+    q.limit = limit;
     /* The array is made once, of the count the run's info gave. */
     if (!after && st->info.count > 0 && steps_size(st, (size_t)st->info.count))
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -390,11 +392,15 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
     if (!rc) {
         const rs_record *rec;
         rfs_ev ev;
+        int64_t n = 0;
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
             rfs_ev_read_all(rec, &ev);
+            n++;
             if ((rc = read_step(st, &ev, &raw, &line)))
                 break;
         }
+        if (got)
+            *got = n;
         rs_cursor_free(c);
     }
     rs_buf_release(&raw);
@@ -406,7 +412,7 @@ static int read_rows(steps *st, int64_t after, rs_err *err)
 static int read_all(steps *st, rs_err *err)
 {
     int rc = steps_reset(st);
-    return rc ? rs_err_set(err, rc, "out of memory") : read_rows(st, 0, err);
+    return rc ? rs_err_set(err, rc, "out of memory") : read_rows(st, 0, 0, NULL, err);
 }
 
 /* A run's steps read on a thread of its own, on a connection of its own. */
@@ -650,7 +656,7 @@ static int kept_read(steps *st, const rs_buf *b, rs_err *err)
         memcpy(st->at, in.p, (size_t)n * sizeof(step));
     st->n = (size_t)n;
     /* Grown since: the new rows only, which must make up the run's count. */
-    if (n < count && !(rc = read_rows(st, last, err)) && (int64_t)st->n != count)
+    if (n < count && !(rc = read_rows(st, last, 0, NULL, err)) && (int64_t)st->n != count)
         rc = -ESTALE;
     return rc;
 }
@@ -1240,21 +1246,25 @@ static int render(steps *a, steps *b, rs_buf *out, steps **stale, rs_err *err)
  * thread's start and the second connection's first reads cost more than they save. */
 #define READ_APART 2048
 
-/* Keep what was read from rows, best effort: a store that keeps nothing diffs from rows. */
-static void keep(const rfs_stepdiff_io *io, steps *st)
+/* Keep what was read from rows, best effort (a store that keeps nothing diffs from rows):
+ * 1 when kept, 0 when there was nothing to keep, or a negative errno. */
+static int keep(const rfs_stepdiff_io *io, steps *st)
 {
     rs_buf b = RS_BUF_INIT;
     /* A command's keeping opens the store for writing, which would set up runfs's tables
      * in a database no runfs writer has (DeerFlow's): there it keeps nothing. */
-    int command = io && io->keep;
-    if (st->from_rows && st->rewrites >= 0 && !(command && st->no_place) && !kept_write(st, &b)) {
+    int command = io && io->keep, rc = 0;
+    if (st->from_rows && st->rewrites >= 0 && !(command && st->no_place) &&
+        !(rc = kept_write(st, &b))) {
         uint64_t kind = kept_kind(st->t);
         if (command)
-            (void)io->keep(io->ctx, st->t, kind, st->rewrites, b.buf, b.len);
+            rc = io->keep(io->ctx, st->t, kind, st->rewrites, b.buf, b.len);
         else
-            (void)rs_store_steps_put(st->s, st->t, kind, st->rewrites, b.buf, b.len);
+            rc = rs_store_steps_put(st->s, st->t, kind, st->rewrites, b.buf, b.len);
+        rc = rc ? rc : 1;
     }
     rs_buf_release(&b);
+    return rc;
 }
 
 int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
@@ -1303,10 +1313,61 @@ int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target 
     if (rc == -ESTALE)
         rc = rs_err_set(err, -EIO, "the rows of a run changed while it was compared");
     if (!rc) {
-        keep(io, &sa);
-        keep(io, &sb);
+        (void)keep(io, &sa);
+        (void)keep(io, &sb);
     }
     steps_release(&sa);
     steps_release(&sb);
+    return rc;
+}
+
+/* ---- keeping ahead of a diff ---- */
+
+struct rfs_stepkeep {
+    steps st;
+    rs_target t; /* its strings are the caller's */
+};
+
+int rfs_stepkeep_open(rs_store *s, const rs_target *t, rfs_stepkeep **out, rs_err *err)
+{
+    rfs_stepkeep *k = calloc(1, sizeof *k);
+    if (!k)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    k->t = *t;
+    k->st = (steps){.t = &k->t, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
+    int rc = steps_open(s, &k->st, err), kept;
+    /* What is kept goes on from its last row (the rows since read: from_rows, something new
+     * to keep); else (nothing, or kept of rows no longer there) the steps start empty and
+     * rfs_stepkeep_more reads every row. */
+    if (!rc && k->st.rewrites >= 0 && (kept = steps_kept(&k->st, err)) < 0)
+        rc = kept;
+    if (rc) {
+        rfs_stepkeep_close(k, 0);
+        return rc;
+    }
+    *out = k;
+    return 0;
+}
+
+int rfs_stepkeep_more(rfs_stepkeep *k, int64_t limit, rs_err *err)
+{
+    steps *st = &k->st;
+    if (st->rewrites < 0)
+        return 0; /* nothing can be kept */
+    int from_rows = st->from_rows;
+    int64_t got = 0;
+    int rc = read_rows(st, st->n ? st->at[st->n - 1].seq : 0, limit, &got, err);
+    /* No new row leaves what is kept as it was: nothing to write. */
+    st->from_rows = from_rows || got > 0;
+    return rc ? rc : limit > 0 && got >= limit;
+}
+
+int rfs_stepkeep_close(rfs_stepkeep *k, int keep_it)
+{
+    if (!k)
+        return 0;
+    int rc = keep_it ? keep(NULL, &k->st) : 0;
+    steps_release(&k->st);
+    free(k);
     return rc;
 }

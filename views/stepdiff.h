@@ -35,4 +35,18 @@ typedef struct rfs_stepdiff_io {
 int rfs_stepdiff_render(rs_store *s, const rfs_stepdiff_io *io, const rs_target *a,
                         const rs_target *b, rs_buf *out, rs_err *err);
 
+/* A run's step data kept ahead of its first diff (by a mount's keeper, fs/keeper.c), so
+ * that the diff reads what is kept, not every row. open: what is kept of run t (checked
+ * against the run as it is, as a diff checks it; t's strings must outlive it); more: at most limit
+ * (0: all) of the rows committed since the last ones read: 1 when limit were read (more may
+ * follow), 0 when none is left, or a negative errno; close: when keep_it, keep the steps if
+ * rows were read since what was kept (rs_store_steps_put on s, refused when a row was
+ * changed in place or deleted since open): 1 when kept, 0 when there was nothing to keep,
+ * or a negative errno. The bytes are those a diff would keep, from the same rows: a diff
+ * checks them as it checks its own. */
+typedef struct rfs_stepkeep rfs_stepkeep;
+int rfs_stepkeep_open(rs_store *s, const rs_target *t, rfs_stepkeep **out, rs_err *err);
+int rfs_stepkeep_more(rfs_stepkeep *k, int64_t limit, rs_err *err);
+int rfs_stepkeep_close(rfs_stepkeep *k, int keep_it);
+
 #endif

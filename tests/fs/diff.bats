@@ -7,6 +7,9 @@
 load lib
 
 REF=$BATS_TEST_DIRNAME/stepdiff_ref.py
+# The mount keeps a run's step data once it has been quiet this long (fs/keeper.c; 1 s by
+# default): the tests need not wait a second a run.
+export RUNFS_STEP_KEEPER_QUIET_MS=200
 
 setup() {
   runfs_setup
@@ -259,6 +262,12 @@ kept_versions() {
   fi
 }
 
+# keeper_status N DUE: the mount's step keeper has kept at least N runs and has DUE left to
+# look at (status.json; it keeps a run appended through the mount once quiet, fs/keeper.c).
+keeper_status() {
+  python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["mount"]; sys.exit(not (m["steps_kept"] >= int(sys.argv[2]) and m["steps_due"] == int(sys.argv[3])))' "$MNT/.runfs/status.json" "$1" "$2"
+}
+
 # steps_now THREAD RUN OUT: the run's step lines, derived from its rows as the store holds
 # them now (runfs cat opens the store afresh: no mount's cache between).
 steps_now() {
@@ -273,6 +282,9 @@ steps_now() {
   python3 "$REF" gen 300 spread 4 >> "$T/runs/b/events.jsonl"
   "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps")" = 2 ] || fail "the first diff kept no step data"
+  # The mount's keeper has looked at the two runs (and found nothing to keep, or kept the
+  # same steps): it writes no version between the two diffs below.
+  wait_for 20 keeper_status 0 0 || fail "the mount's keeper is still due: $(cat "$MNT/.runfs/status.json")"
   # Each kept row's version: a diff that read the rows again keeps its data again, which
   # makes a new one.
   local kept; kept=$(kept_versions)
@@ -359,4 +371,85 @@ steps_now() {
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" -ge 1 ] || fail "deleting b dropped a's kept step data"
   rm -r "$T"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 0 ] || fail "the thread's kept step data outlived it"
+}
+
+# fresh_diff OUT: runfs diff of t/a and t/b from their rows alone (what is kept dropped
+# first; the diff keeps it again).
+fresh_diff() {
+  kept_steps "DELETE FROM runfs_steps WHERE thread_id = 't'"
+  "$RUNFS" diff "$STORE" t/a t/b > "$1"
+}
+
+# keeper_done N: the mount's keeper has kept at least N runs and has none left to look at,
+# and the store holds the step data of t's two runs.
+keeper_done() {
+  keeper_status "$1" 0 && [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 2 ]
+}
+
+@test "diff: the mount keeps the step data of runs written through it or grown by others; diffs stay exact" {
+  # Runs of 400 events appended through the mount: once quiet, the mount keeps their step
+  # data in the background, and their first diff reads it rather than the rows.
+  mkdir -p "$T/runs/a" "$T/runs/b"
+  python3 "$REF" gen 400 same >> "$T/runs/a/events.jsonl"
+  python3 "$REF" gen 400 spread 3 >> "$T/runs/b/events.jsonl"
+  wait_for 20 keeper_done 2 || fail "the mount kept no step data of the runs it wrote: $(cat "$MNT/.runfs/status.json")"
+  # Each kept row's version: a diff that read the rows would keep anew, making a new one.
+  local kept; kept=$(kept_versions)
+  cat "$T/runs/a/diff/b" > "$WORK/first"
+  [ "$(kept_versions)" = "$kept" ] || fail "the first diff did not use the step data the mount kept"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/first" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/first" "$WORK/fresh" || fail "the kept data gives other bytes than the rows"
+  # b grows through the mount: kept again once quiet (going on from what was kept), and
+  # still the bytes of the rows.
+  python3 "$REF" gen 200 spread 2 >> "$T/runs/b/events.jsonl"
+  wait_for 20 keeper_done 3 || fail "the grown run was not kept again: $(cat "$MNT/.runfs/status.json")"
+  kept=$(kept_versions)
+  cat "$T/runs/a/diff/b" > "$WORK/grown"
+  [ "$(kept_versions)" = "$kept" ] || fail "the diff of the grown run did not use the kept data"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/grown" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/grown" "$WORK/fresh" || fail "after an append, kept data gives other bytes than the rows"
+  # Another writer changes a row of b in place, then deletes one of a, both among the kept
+  # rows: each diff is of the rows as they are, also once the mount kept them again.
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.tool.result' ORDER BY seq LIMIT 1 OFFSET 40")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"changed by hand\",\"tool_call_id\":\"nope\"}' WHERE thread_id = 't' AND run_id = 'b' AND seq = $seq"
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND event_type = 'llm.ai.response' ORDER BY seq LIMIT 1 OFFSET 50")
+  store_sql "DELETE FROM run_events WHERE thread_id = 't' AND run_id = 'a' AND seq = $seq"
+  cat "$T/runs/a/diff/b" > "$WORK/rewritten"
+  grep -qx -- '+llm.tool.result  ok: changed by hand' "$WORK/rewritten" || fail "the updated row's new content is not in the diff"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/rewritten" "$WORK/A" "$WORK/B"
+  # Kept anew after the rewrites: a and b grow through the mount, and are kept once quiet.
+  python3 "$REF" gen 12 change 4 >> "$T/runs/a/events.jsonl"
+  python3 "$REF" gen 12 spread 1 >> "$T/runs/b/events.jsonl"
+  wait_for 20 keeper_done 5 || fail "runs rewritten then grown were not kept again: $(cat "$MNT/.runfs/status.json")"
+  cat "$T/runs/a/diff/b" > "$WORK/last"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/last" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$WORK/last" "$WORK/fresh" || fail "after others' rewrites, kept data gives other bytes than the rows"
+  # Another process's rows: a run whose log the mount has read, grown by runfs put, is kept
+  # too once quiet.
+  python3 "$REF" gen 300 spread 5 > "$WORK/c.jsonl"
+  "$RUNFS" put -q "$STORE" t c "$WORK/c.jsonl"
+  cat "$T/runs/c/events.jsonl" > /dev/null
+  python3 "$REF" gen 20 spread 1 > "$WORK/c.jsonl"
+  "$RUNFS" put -q "$STORE" t c "$WORK/c.jsonl"
+  wait_for 20 keeper_status 6 0 || fail "a run another process grew was not kept: $(cat "$MNT/.runfs/status.json")"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'c'")" = 1 ] || fail "no step data of c kept"
+  kept=$(kept_versions)
+  cat "$T/runs/a/diff/c" > "$WORK/foreign"
+  [ "$(kept_versions)" = "$kept" ] || fail "the diff of the run another process grew did not use the kept data"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/foreign" "$WORK/A" "$WORK/C"
+  kept_steps "DELETE FROM runfs_steps WHERE run_id = 'c'"
+  "$RUNFS" diff "$STORE" t/a t/c > "$WORK/fresh"
+  cmp "$WORK/foreign" "$WORK/fresh" || fail "the kept data of another process's rows gives other bytes than the rows"
 }
