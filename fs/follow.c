@@ -669,14 +669,16 @@ static const target *target_of(rfs_hub *hub, round_targets *rt, const rfs_follow
     return found ? &rt->t[rt->n - 1] : NULL;
 }
 
+/* 1 when a change of the queue touched f's log, 2 when one deleted or rewrote its rows. */
 static int touched_by(const rfs_follow *f, const rfs_change *c, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    int touched = 0;
+    for (size_t i = 0; i < n && touched < 2; i++)
         if (strcmp(f->node->thread_id, c[i].thread_id) == 0 &&
             (f->node->kind != RFS_R_FOLLOW || !c[i].run_id[0] ||
              strcmp(f->node->run_id, c[i].run_id) == 0))
-            return 1;
-    return 0;
+            touched = c[i].rewritten ? 2 : 1;
+    return touched;
 }
 
 /* Followers that read the same rows from the same place share one fetch. */
@@ -761,10 +763,11 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
     pthread_mutex_lock(&hub->lock);
     hub->serve_asked = 0;
     for (rfs_follow *f = hub->followers; f; f = f->next) {
+        int touched = everything ? 0 : touched_by(f, queue, queued);
         if (f->node->kind == RFS_CHANGES_FOLLOW) {
             /* Any commit may be a change the feed shows. */
             f->dirty = f->dirty || everything || queued > 0;
-        } else if (everything || touched_by(f, queue, queued)) {
+        } else if (everything || touched) {
             const target *t = target_of(hub, &rt, f);
             int64_t seq = t ? t->last_seq : -1;
             if (seq < 0 || seq > f->seen_seq) {
@@ -772,10 +775,12 @@ void rfs_follow_serve_round(rfs_hub *hub, const rfs_change *queue, size_t queued
                 f->dirty = 1;
             }
             /* Another process's change that leaves the log short of what the follower
-             * fetched: it fetches, finds nothing new and checks (history_check). */
-            if (everything) {
+             * fetched: it fetches, finds nothing new and checks (history_check). This
+             * mount's delete or rewrite of the rows is checked always (the hub's count of
+             * rewrites is of the last whole-mount sweep, not of this change). */
+            if (everything || touched == 2) {
                 f->check = 1;
-                if (!t || !t->exists || seq < f->seen_seq ||
+                if (touched == 2 || !t || !t->exists || seq < f->seen_seq ||
                     (!f->user && seq == f->seen_seq && t->count != f->seen_rows) ||
                     (f->rewrites >= 0 && f->rewrites != hub->rewrites))
                     f->dirty = 1;

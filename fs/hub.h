@@ -19,13 +19,16 @@ void rfs_hub_committed(rfs_mount *m, const char *thread_id, const char *run_id);
  * cached tails of both logs are dropped before the write() returns (bounded wait). */
 void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
                       const rs_placement *at, size_t len);
-/* A delete changed the middle of the thread's logs: invalidate them whole. */
-void rfs_hub_deleted(rfs_mount *m, const char *thread_id);
-/* This process committed changes it cannot name (a retention pass) or rewrote rows (a
- * redaction, a delete): the next round checks everything, as for another process's commit,
- * which the hub's probe no longer takes this process's commits for (every kernel page of a
- * log dropped, followers told their history changed); wait: until that round is done. */
-void rfs_hub_changed_all(rfs_mount *m, int wait);
+/* This mount deleted rows of the thread or changed them in place (an rmdir, a redaction):
+ * every page the kernel holds of the thread's logs and views is dropped and its followers
+ * check their history (history_check) before this returns (bounded wait). Nothing outside
+ * the thread shows its rows but a kept search answer, which the caller drops
+ * (rfs_sizes_rewrites). */
+void rfs_hub_rewritten(rfs_mount *m, const char *thread_id);
+/* This process committed changes it cannot name (a retention pass): the next round checks
+ * everything, as for another process's commit, which the hub's probe no longer takes this
+ * process's commits for. Does not wait. */
+void rfs_hub_changed_all(rfs_mount *m);
 /* getattr saw a log whose size moved, or a view whose kept pages are of another version:
  * drop the kernel's stale copy; wait: before returning (a reply that says the new size
  * follows; never from a handler the kernel holds the inode's pages for, such as a read). */
@@ -49,7 +52,7 @@ typedef struct rfs_follow rfs_follow;
 typedef struct rfs_change {
     char thread_id[RS_ID_MAX + 1];
     char run_id[RS_ID_MAX + 1];
-    int deleted;
+    int rewritten;    /* rows of the thread deleted or changed in place (rfs_hub_rewritten) */
     int dirs_dropped; /* the writer dropped the directories' attributes itself */
     /* An append of this mount: where its lines landed and their length. */
     int placed;

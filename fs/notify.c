@@ -141,14 +141,16 @@ static void sync_logs(rfs_mount *m, const char *thread_id)
     free(sc.out);
 }
 
-/* Rows were changed in place or deleted somewhere (rs_store_rewrites moved): any page the
- * kernel holds of any log may be of bytes that are no longer there, and every kept view too,
- * so all of them go (in-place changes are rare; a page read again costs little). */
-static void drop_all(rfs_mount *m)
+/* Rows were changed in place or deleted (rs_store_rewrites moved): any page the kernel holds
+ * of a log of thread_id (NULL: of any thread, the change's place unknown) may be of bytes that
+ * are no longer there, and every kept view too, so all of them go (in-place changes are rare;
+ * a page read again costs little). */
+static void drop_logs(rfs_mount *m, const char *thread_id)
 {
     scan_ctx sc = {0};
-    rfs_itable_each(m->inodes, NULL, RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | kept_views(),
-                    collect_log, &sc);
+    rfs_itable_each(m->inodes, thread_id,
+                    RFS_KIND(RFS_T_EVENTS) | RFS_KIND(RFS_R_EVENTS) | kept_views(), collect_log,
+                    &sc);
     for (size_t i = 0; i < sc.count; i++) {
         const rfs_node *n = &sc.out[i].node;
         rs_log_info info;
@@ -340,6 +342,30 @@ static void kept_write(rfs_hub *hub)
     free(v);
 }
 
+/* Another process committed, or this one changed more than the queue held: everything the
+ * kernel keeps is checked. 1 when rows were changed in place or deleted (every log's pages
+ * dropped): the names are looked at now. */
+static int sweep_all(rfs_mount *m)
+{
+    rfs_hub *hub = m->hub;
+    gen_bump(m);
+    /* Rows DeerFlow (or any non-runfs writer) added or deleted get indexed now, so the logs
+     * show them without waiting for runfs's next write. */
+    rs_store_refresh(hub->store, NULL);
+    int64_t rewrites = hub->rewrites;
+    sync_dirs(m);
+    if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
+        hub->rewrites = rewrites;
+        /* A kept search answer may hold bytes a redaction erased: it goes now, not at the
+         * mount's next search. */
+        rfs_sizes_rewrites(m->sizes, rewrites);
+        drop_logs(m, NULL);
+        return 1;
+    }
+    sync_logs(m, NULL);
+    return 0;
+}
+
 static void *hub_main(void *arg)
 {
     rfs_mount *m = arg;
@@ -393,12 +419,34 @@ static void *hub_main(void *arg)
         for (size_t i = 0; i < queued; i++) {
             if (queue[i].placed) {
                 store_appended(m, &queue[i]);
-            } else {
-                if (!queue[i].dirs_dropped)
-                    dirs_changed(m, queue[i].thread_id, queue[i].run_id);
-                sync_logs(m, queue[i].thread_id);
+                continue;
             }
+            if (!queue[i].dirs_dropped)
+                dirs_changed(m, queue[i].thread_id, queue[i].run_id);
+            if (queue[i].rewritten)
+                drop_logs(m, queue[i].thread_id);
+            else
+                sync_logs(m, queue[i].thread_id);
         }
+        /* Other processes: one probe per tick for the whole mount, however many rounds
+         * this mount's writes ask for. A probe that finds a change costs a lookup per
+         * cached and per followed log and a notification per directory, so it asks for
+         * other processes' commits only (rs_store_foreign_version): this mount's own,
+         * which data_version counts too on SQLite, came through rfs_hub_committed, and
+         * taken for another's they had every tick of a busy mount sweep the whole mount.
+         * A round that overflowed checks everything before its writers are let go: theirs
+         * are among the changes it could not hold. */
+        int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
+        int foreign = 0;
+        if (overflow || ticked || now - probed >= RFS_HUB_TICK_MS * 1000000LL) {
+            probed = now;
+            int64_t version = hub->foreign_version;
+            foreign = rs_store_foreign_version(hub->store, &version) == 0 &&
+                      version != hub->foreign_version;
+            hub->foreign_version = version;
+        }
+        if (overflow && sweep_all(m))
+            named = 0;
         /* The kernel knows this mount's changes: writers waiting in request_round may
          * return; kept sizes, other processes' changes and followers come after, so
          * neither a walk's sizes, a slow reader nor another mount's appends hold up a
@@ -416,40 +464,9 @@ static void *hub_main(void *arg)
         rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
         kept_write(hub);
 
-        /* Other processes: one probe per tick for the whole mount, however many rounds
-         * this mount's writes ask for. A probe that finds a change costs a lookup per
-         * cached and per followed log and a notification per directory, so it asks for
-         * other processes' commits only (rs_store_foreign_version): this mount's own,
-         * which data_version counts too on SQLite, came through rfs_hub_committed, and
-         * taken for another's they had every tick of a busy mount sweep the whole mount. */
-        int64_t now = rs_clock_ns(CLOCK_MONOTONIC);
-        int foreign = 0;
-        if (overflow || ticked || now - probed >= RFS_HUB_TICK_MS * 1000000LL) {
-            probed = now;
-            int64_t version = hub->foreign_version;
-            foreign = rs_store_foreign_version(hub->store, &version) == 0 &&
-                      version != hub->foreign_version;
-            hub->foreign_version = version;
-        }
-        if (foreign || overflow) {
-            gen_bump(m);
-            /* Rows DeerFlow (or any non-runfs writer) added or deleted get indexed now, so
-             * the logs show them without waiting for runfs's next write. */
-            rs_store_refresh(hub->store, NULL);
-            int64_t rewrites = hub->rewrites;
-            names_due = 1;
-            sync_dirs(m);
-            if (rs_store_rewrites(hub->store, &rewrites) == 0 && rewrites != hub->rewrites) {
-                hub->rewrites = rewrites;
-                /* A kept search answer may hold bytes a redaction erased: it goes now, not
-                 * at the mount's next search. */
-                rfs_sizes_rewrites(m->sizes, rewrites);
-                drop_all(m);
-                named = 0; /* rows were deleted: look at the names now */
-            } else {
-                sync_logs(m, NULL);
-            }
-        }
+        if (foreign && !overflow && sweep_all(m))
+            named = 0;
+        names_due = names_due || foreign || overflow;
         /* A thread or run deleted without rows deleted (made by mkdir only) moves only
          * the version, which does not say where (and which on PostgreSQL this mount's own
          * commits move too): the names are looked at at most every NAMES_MS then, and a
@@ -538,7 +555,7 @@ static void request_round(rfs_hub *hub, int wait)
             break;
 }
 
-static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int deleted,
+static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id, int rewritten,
                          const rs_placement *at, size_t len)
 {
     rfs_hub *hub = m->hub;
@@ -572,7 +589,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     /* The directories above the change show its time at once: the kernel keeps their
      * attributes, and a write() that does not wait for the hub drops them itself (attributes
      * only, of other inodes than the one written: nothing the kernel holds for this write). */
-    int dirs_dropped = !wait && !deleted;
+    int dirs_dropped = !wait && !rewritten;
     if (dirs_dropped)
         dirs_changed(m, n.thread_id, run_id ? run.run_id : ""); /* it bumps attr_gen first */
     pthread_mutex_lock(&hub->lock);
@@ -580,7 +597,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
         rfs_change *c = &hub->queue[hub->queued++];
         memcpy(c->thread_id, n.thread_id, sizeof c->thread_id);
         memcpy(c->run_id, run_id ? run.run_id : "", run_id ? sizeof c->run_id : 1);
-        c->deleted = deleted;
+        c->rewritten = rewritten;
         c->dirs_dropped = dirs_dropped;
         c->placed = at != NULL;
         c->len = len;
@@ -589,7 +606,7 @@ static void queue_change(rfs_mount *m, const char *thread_id, const char *run_id
     } else {
         hub->overflow = 1;
     }
-    request_round(hub, wait || deleted);
+    request_round(hub, wait || rewritten);
     pthread_mutex_unlock(&hub->lock);
 }
 
@@ -604,19 +621,19 @@ void rfs_hub_appended(rfs_mount *m, const char *thread_id, const char *run_id,
     queue_change(m, thread_id, run_id, 0, at, len);
 }
 
-void rfs_hub_deleted(rfs_mount *m, const char *thread_id)
+void rfs_hub_rewritten(rfs_mount *m, const char *thread_id)
 {
     queue_change(m, thread_id, NULL, 1, NULL, 0);
 }
 
-void rfs_hub_changed_all(rfs_mount *m, int wait)
+void rfs_hub_changed_all(rfs_mount *m)
 {
     rfs_hub *hub = m->hub;
     if (!hub)
         return;
     pthread_mutex_lock(&hub->lock);
     hub->overflow = 1;
-    request_round(hub, wait);
+    request_round(hub, 0);
     pthread_mutex_unlock(&hub->lock);
 }
 

@@ -7,6 +7,7 @@
 
 #include "ops_int.h"
 #include "rs_util.h"
+#include "sizes.h"
 
 typedef struct dir_entry {
     char *name;
@@ -465,13 +466,16 @@ void rfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rs_target t = {.thread_id = cn.thread_id, .run_id = cn.run_id, .user = sc.user};
     rc = cn.kind == RFS_RUN ? rs_store_delete_run(s, &t, &count, &err)
                             : rs_store_delete_thread(s, cn.thread_id, sc.user, &count, &err);
+    /* The search answers the mount keeps may hold the deleted rows: they go now. */
+    int64_t rewrites;
+    if (!rc && count > 0 && rs_store_rewrites(s, &rewrites) == 0)
+        rfs_sizes_rewrites(m->sizes, rewrites);
     rfs_pool_put(m, s);
     if (rc)
         return rfs_refuse(req, &pn, name, rc, err.msg, NULL, 0);
     rfs_log("deleted %s %s/%s: %lld events", cn.kind == RFS_RUN ? "run" : "thread", cn.thread_id,
             cn.run_id, (long long)count);
-    rfs_hub_deleted(m, cn.thread_id);
-    rfs_hub_changed_all(m, 1); /* followers of the rows deleted are told */
+    rfs_hub_rewritten(m, cn.thread_id);
     fuse_reply_err(req, 0);
 }
 

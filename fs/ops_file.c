@@ -741,10 +741,10 @@ static int redact_line(rfs_mount *m, rfs_handle *h, const char *line, size_t len
     if (!rc && rs_store_rewrites(s, &rewrites) == 0)
         rfs_sizes_rewrites(m->sizes, rewrites);
     rfs_pool_put(m, s);
-    /* Rows changed in the middle of the logs: every page of them goes before the write
-     * returns, and followers are told, as for another process's rewrite. */
+    /* Rows changed in the middle of the thread's logs: every page of them goes before the
+     * write returns, and its followers check what they fetched. */
     if (!rc)
-        rfs_hub_changed_all(m, 1);
+        rfs_hub_rewritten(m, h->node->thread_id);
     return rc;
 }
 

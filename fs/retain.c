@@ -41,7 +41,7 @@ static void retain_pass(rfs_mount *m)
     /* This process's commits are not taken for another's: the hub looks at everything
      * (a failed pass may have expired some runs before it failed). */
     if (n != 0)
-        rfs_hub_changed_all(m, 0);
+        rfs_hub_changed_all(m);
     if (n < 0)
         rfs_log("retention: %s", err.msg);
     else if (n > 0)

@@ -150,7 +150,9 @@ const char *rs_store_contract_text(const rs_store *s, size_t *len);
 int rs_store_data_version(rs_store *s, int64_t *version);
 /* A number that moves when another process commits to the store; this process's own
  * commits move it only where the backend cannot tell them apart (PostgreSQL, and SQLite
- * outside WAL mode: there it is data_version). Each rs_store keeps its own number. */
+ * outside WAL mode: there it is data_version). Each rs_store keeps its own number. It never
+ * waits for this process's write transactions: on SQLite, a commit made while one is open
+ * may move it at a later call only (a few calls later at most). */
 int rs_store_foreign_version(rs_store *s, int64_t *version);
 /* on: the store looks for other processes' commits once, at its first look, until off:
  * what one request reads is the store as that look found it, at one probe instead of one

@@ -100,7 +100,8 @@ struct rs_backend {
      * for, in order; pipe_rc is the first failure to queue one, pipe_failed the index of
      * the first that failed (-1: none). */
     int piped, npipe, pipe_rc, pipe_commit, pipe_failed;
-    int search_off; /* pg_search.c: pg_trgm was refused on this connection (scan) */
+    int search_off;            /* pg_search.c: pg_trgm was refused on this connection (scan) */
+    int64_t search_unvacuumed; /* pg_search.c: blocks indexed or emptied since its VACUUM */
     void (*notice)(void *ctx, const char *msg); /* rs_options' */
     void *notice_ctx;
     struct {
@@ -123,12 +124,6 @@ typedef struct pg_args {
 #define PG_OWNS_EVENTS \
     "coalesce(pg_has_role((SELECT relowner FROM pg_class WHERE oid = " \
     "to_regclass('run_events')), 'USAGE'), true)"
-
-/* The search index's words that no block holds any more, deleted once blocks' rows went (a
- * redacted word among them: pg_search.c, pg_redact.c). */
-#define PG_SEARCH_ORPHANS \
-    "DELETE FROM runfs_search_words v WHERE NOT EXISTS (SELECT 1 FROM runfs_search s WHERE " \
-    "s.wid = v.id)"
 
 /* The columns every row query selects, in rs_row order (see pg_row), then the row's id (a
  * read asks runfs_canon about it: PG_ROW_ID); created_at as a UTC timestamp that pg_row
@@ -294,6 +289,14 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
               const char *user, const char *after_thread, int64_t after_seq, rs_cursor **out,
               rs_err *err);
 int pg_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out, rs_err *err);
+/* Delete the search index's rows of the blocks `blocks` (SQL over blk, with a's parameters)
+ * picks. wids: NULL where the store has no table of words (an older layout); else the ids
+ * of the rows' words are added to it, for pg_search_orphans. */
+int pg_search_delete(rs_backend *b, const char *blocks, const pg_args *a, rs_buf *wids,
+                     rs_err *err);
+/* The words among wids that no block holds any more, deleted (a redacted word among them):
+ * only those the rows deleted held, not the store's whole vocabulary. */
+int pg_search_orphans(rs_backend *b, const rs_buf *wids, rs_err *err);
 int pg_odd_ids(rs_backend *b, rs_odd_id_fn fn, void *ctx, rs_err *err);
 int pg_names(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,
              const char *user, const char *const *singletons, size_t n_singletons, rs_names **out,

@@ -21,6 +21,7 @@ static int lock_search_index(rs_backend *b, rs_err *err)
 
 static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_err *err)
 {
+    rs_buf wids = RS_BUF_INIT; /* the words of the index's rows deleted */
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
@@ -85,12 +86,13 @@ static int redact_tx(rs_backend *b, const rs_target *t, const rs_redact_row *w, 
                      "SELECT (to_regclass('runfs_search') IS NOT NULL)::int + "
                      "(to_regclass('runfs_search_words') IS NOT NULL)::int",
                      NULL, NULL, &has, NULL, err)) ||
-        (has && (rc = pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &s, NULL, err))) ||
-        (has == 2 && (rc = pg_exec_plain(b, PG_SEARCH_ORPHANS, err))) ||
-        (rc = pg_steps_forget(b, t, err)))
+        (has && (rc = pg_search_delete(b, "blk = $1", &s, has == 2 ? &wids : NULL, err))) ||
+        (rc = pg_search_orphans(b, &wids, err)) || (rc = pg_steps_forget(b, t, err)))
         goto fail;
+    rs_buf_release(&wids);
     return pg_commit(b, err);
 fail:
+    rs_buf_release(&wids);
     pg_rollback(b);
     return rc;
 }
@@ -157,6 +159,7 @@ int pg_redact(rs_backend *b, const rs_target *t, const rs_redact_row *w, rs_buf 
 
 static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, rs_err *err)
 {
+    rs_buf wids = RS_BUF_INIT; /* the words of the index's rows deleted */
     int rc = pg_begin(b, t->thread_id, err);
     if (rc)
         return rc;
@@ -210,20 +213,19 @@ static int expire_tx(rs_backend *b, const rs_target *t, const rs_expire_row *x, 
                      "to_regclass('runfs_search_dirty') IS NOT NULL)::int + "
                      "(to_regclass('runfs_search_words') IS NOT NULL)::int",
                      NULL, NULL, &has, NULL, err)) ||
-        (has && (rc = pg_exec_plain(b,
-                                    "DELETE FROM runfs_search WHERE blk IN (SELECT blk FROM "
-                                    "runfs_search_dirty)",
-                                    err))) ||
-        (has == 2 && (rc = pg_exec_plain(b, PG_SEARCH_ORPHANS, err))) ||
-        (rc = pg_steps_forget(b, t, err)) ||
+        (has && (rc = pg_search_delete(b, "blk IN (SELECT blk FROM runfs_search_dirty)", NULL,
+                                       has == 2 ? &wids : NULL, err))) ||
+        (rc = pg_search_orphans(b, &wids, err)) || (rc = pg_steps_forget(b, t, err)) ||
         (rc = pg_run(b,
                      "INSERT INTO runfs_expired (thread_id, run_id, owner, upper_seq, events, "
                      "digest, root, sealed_at, expired_at, policy, note, change) VALUES ($1, $2, "
                      "$3, $4, $5, $6, $7, $8, $9, $10, $11, pg_current_xact_id()::text::bigint)",
                      &k, NULL, err)))
         goto fail;
+    rs_buf_release(&wids);
     return pg_commit(b, err);
 fail:
+    rs_buf_release(&wids);
     pg_rollback(b);
     return rc;
 }

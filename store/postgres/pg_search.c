@@ -14,7 +14,8 @@
 #include "rs_util.h"
 
 #define BLOCK 64
-#define SYNC_BLOCKS 512 /* blocks one transaction indexes */
+#define SYNC_BLOCKS 512  /* blocks one transaction indexes */
+#define VACUUM_BLOCKS 16 /* blocks indexed or emptied between VACUUMs of runfs_search */
 #define LAYOUT 5
 #define LAYOUT_S "5" /* LAYOUT, for the statements */
 #define DENSE_MIN 64 /* indexed blocks below which the index always narrows */
@@ -345,10 +346,38 @@ static int index_blocks(rs_backend *b, int64_t lo, int64_t hi, rs_err *err)
     return rc;
 }
 
-/* Words no block holds any more, after blocks' rows went (a redacted word among them). */
-static int drop_orphans(rs_backend *b, rs_err *err)
+int pg_search_delete(rs_backend *b, const char *blocks, const pg_args *a, rs_buf *wids, rs_err *err)
 {
-    return pg_run(b, PG_SEARCH_ORPHANS, NULL, NULL, err);
+    rs_buf sql = RS_BUF_INIT;
+    PGresult *r = NULL;
+    int rc = wids ? rs_buf_addf(&sql,
+                                "WITH gone AS (DELETE FROM runfs_search WHERE %s RETURNING wid) "
+                                "SELECT string_agg(DISTINCT wid::text, ',') FROM gone",
+                                blocks)
+                  : rs_buf_addf(&sql, "DELETE FROM runfs_search WHERE %s", blocks);
+    if (rc)
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    else
+        rc = pg_run(b, sql.buf, a, wids ? &r : NULL, err);
+    if (!rc && r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) &&
+        (rs_buf_addf(wids, "%s%s", wids->len ? "," : "", PQgetvalue(r, 0, 0))))
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+    PQclear(r);
+    rs_buf_release(&sql);
+    return rc;
+}
+
+int pg_search_orphans(rs_backend *b, const rs_buf *wids, rs_err *err)
+{
+    if (!wids->len)
+        return 0;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, wids->buf);
+    return pg_run(b,
+                  "DELETE FROM runfs_search_words v WHERE v.id = ANY(string_to_array($1::text, "
+                  "',')::bigint[]) AND NOT EXISTS (SELECT 1 FROM runfs_search s WHERE s.wid = "
+                  "v.id)",
+                  &a, NULL, err);
 }
 
 /* One transaction's share. Ids are handed out before their rows commit, in any order: the
@@ -379,6 +408,7 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
         return rc;
     int64_t safe = quiet ? top : cand > upto && xmin >= cand_xmax ? cand : upto;
     size_t done = 0;
+    rs_buf wids = RS_BUF_INIT; /* the words of the blocks indexed again or emptied */
     /* A mark leaves only as this step read it (its row's xmin): a writer that changed the
      * block after the step read its rows marked it again, a new version of the row, which
      * the delete, waiting for that writer where it must, then leaves for a later step. */
@@ -388,7 +418,7 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
                          "SELECT blk, xmin::text::bigint FROM runfs_search_dirty ORDER BY blk "
                          "LIMIT 1",
                          NULL, &r, err)))
-            return rc;
+            break;
         int found = PQntuples(r) > 0;
         blk = found ? pg_val_int(r, 0, 0) : 0;
         int64_t mark = found ? pg_val_int(r, 0, 1) : 0;
@@ -397,19 +427,22 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
             break;
         pg_args a = {.n = 0};
         pg_arg_int(&a, blk);
-        if ((rc = blk < upto / BLOCK
-                      ? index_blocks(b, blk, blk + 1, err)
-                      : pg_run(b, "DELETE FROM runfs_search WHERE blk = $1", &a, NULL, err)))
-            return rc;
+        /* The block's words, looked at once it is indexed again. */
+        if ((rc = pg_search_delete(b, "blk = $1", &a, &wids, err)) ||
+            (blk < upto / BLOCK && (rc = index_blocks(b, blk, blk + 1, err))))
+            break;
         pg_arg_int(&a, mark);
         if ((rc = pg_run(b,
                          "DELETE FROM runfs_search_dirty WHERE blk = $1 AND xmin::text::bigint = "
                          "$2",
                          &a, NULL, err)))
-            return rc;
+            break;
         done++;
     }
-    if (done && (rc = drop_orphans(b, err)))
+    if (!rc)
+        rc = pg_search_orphans(b, &wids, err);
+    rs_buf_release(&wids);
+    if (rc)
         return rc;
     int64_t from = upto / BLOCK, to = safe / BLOCK;
     if (to > from + (int64_t)(SYNC_BLOCKS - done))
@@ -418,6 +451,7 @@ static int sync_step(rs_backend *b, int *more, rs_err *err)
         return rc;
     if (to < from)
         to = from;
+    b->search_unvacuumed += (int64_t)done + (to - from);
     *more = done == SYNC_BLOCKS || to < safe / BLOCK;
     if ((rc = meta_set(b, "search_upto", to * BLOCK, err)))
         return rc;
@@ -471,11 +505,16 @@ static int sync_index(rs_backend *b, rs_err *err)
     }
     /* A search reads runfs_search by an index-only scan, which reads the table's pages too
      * until a VACUUM marks them all-visible: a word's rows are one a block, so on as many
-     * pages. Vacuumed now by its owner (another role's VACUUM only warns, and the notice is
+     * pages. Vacuumed by its owner (another role's VACUUM only warns, and the notice is
      * dropped; autovacuum comes later), never waiting for another's; a failure is no
-     * search's. */
-    if (!rc && !b->in_tx && !b->read_tx)
+     * search's. Not at every catch-up: a VACUUM costs a pass over the table's visibility
+     * map and a round trip whatever it finds, and a few blocks not all-visible cost a
+     * search a page each of a word's; so once VACUUM_BLOCKS were indexed or emptied since
+     * (a first build's catch-up at once). */
+    if (!rc && !b->in_tx && !b->read_tx && b->search_unvacuumed >= VACUUM_BLOCKS) {
+        b->search_unvacuumed = 0;
         pg_exec_plain(b, "VACUUM (SKIP_LOCKED) runfs_search", NULL);
+    }
     return rc;
 }
 

@@ -1772,11 +1772,15 @@ static int sq_data_version(rs_backend *b, int64_t *version)
  * lock, where each of those commits has moved both or neither, so the difference moves
  * with the commits of other processes (and of this one's connections made without the
  * lock) only. -1: not known (the file is not in WAL mode, the -shm cannot be read or is
- * not the one first read). */
+ * not the one first read); SQ_TAG_BUSY: a connection of this process holds the lock (a
+ * write transaction is open, for as long as an import or a redaction takes), which the
+ * probe does not wait for. */
+#define SQ_TAG_BUSY (-2)
 static int64_t wal_foreign_tag(sq_db_lock *l)
 {
     int64_t tag = -1;
-    pthread_mutex_lock(&l->mutex);
+    if (pthread_mutex_trylock(&l->mutex) != 0)
+        return SQ_TAG_BUSY;
     if (l->db_fd < 0)
         l->db_fd = open(l->path, O_RDONLY | O_CLOEXEC);
     /* The file header's read and write versions are 2 while the file is in WAL mode (a
@@ -1812,7 +1816,13 @@ static int64_t wal_foreign_tag(sq_db_lock *l)
 }
 
 /* rs_store_foreign_version: moves when the tag above moves, or where it is not known, when
- * data_version does (which sets probed_version, as sq_rewrites wants after a probe). */
+ * data_version does (which sets probed_version, as sq_rewrites wants after a probe). While
+ * the lock is held, the tag and data_version last found are kept and the number does not
+ * move: the next probe that reads the tag sees every commit since, so a change is told late,
+ * never lost. A lock held across SQ_PROBE_BUSY_MAX probes in a row is answered by
+ * data_version alone, which this process's commits move too (a sweep too many rather than
+ * another process's commit unseen for as long as this one writes). */
+#define SQ_PROBE_BUSY_MAX 10
 static int sq_foreign_version(rs_backend *b, int64_t *version)
 {
     int64_t dv;
@@ -1820,6 +1830,12 @@ static int sq_foreign_version(rs_backend *b, int64_t *version)
     if (rc)
         return rc;
     int64_t tag = b->immutable ? -1 : wal_foreign_tag(b->lock);
+    if (tag == SQ_TAG_BUSY && b->foreign_probed && ++b->probe_busy < SQ_PROBE_BUSY_MAX) {
+        *version = b->foreign_version;
+        return 0;
+    }
+    b->probe_busy = 0;
+    tag = tag == SQ_TAG_BUSY ? -1 : tag;
     int moved = !b->foreign_probed ||
                 (tag >= 0 && b->foreign_tag >= 0 ? tag != b->foreign_tag : dv != b->foreign_dv);
     b->foreign_probed = 1;

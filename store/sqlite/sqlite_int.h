@@ -175,8 +175,9 @@ struct rs_backend {
     int read_open;
     sq_count_kept rewrites_kept; /* the file's rewrites count (sq_rewrites) */
     int write_locked; /* this connection holds lock's mutex (begin_locked to the commit) */
-    /* sq_foreign_version: its number, and the tag and data_version it last found. */
-    int foreign_probed;
+    /* sq_foreign_version: its number, and the tag and data_version it last found;
+     * probe_busy: the probes in a row that found the write lock held. */
+    int foreign_probed, probe_busy;
     int64_t foreign_version, foreign_tag, foreign_dv;
 };
 

@@ -197,6 +197,57 @@ for i, ln in enumerate(open(sys.argv[1], "rb")):
   assert_output --regexp '^\{"seq":2,"paths":\["content.content","metadata.note.tags.1"\],"reason":"asked to forget","at":"[^"]+","leaf":null,"note":null\}$'
 }
 
+# quiet_since DIR: the thread's last append is over RFS_LIVE_NS (2 s) old, so its logs are
+# opened through the kernel's cache (a live thread's are read direct).
+quiet_since() {
+  [ $(($(date +%s%N) - $(stat -c %.9Y "$1" | tr -d .))) -gt 2200000000 ]
+}
+
+@test "forget: a redaction or rmdir through the mount has dropped the kernel's pages of the thread's quiet logs and ended its followers when it returns" {
+  runfs_mount "$STORE" "$MNT" --allow-redact --allow-delete
+  local i j filler
+  filler=$(head -c 5000 /dev/zero | tr '\0' y)
+  # Eight quiet logs of about 200 kB (pages the kernel keeps), each with its secret in row 1;
+  # t0 has a second run with a secret of its own (its row 41), deleted below.
+  for i in 0 1 2 3 4 5 6 7; do
+    mkdir -p "$MNT/threads/t$i/runs/r"
+    { human "SECRETk$i" 1; for j in $(seq 2 40); do human "$filler" "$j"; done; } >>"$MNT/threads/t$i/runs/r/events.jsonl"
+  done
+  mkdir -p "$MNT/threads/t0/runs/gone"
+  human SECRETgone0 41 >>"$MNT/threads/t0/runs/gone/events.jsonl"
+  timeout 60 cat "$MNT/threads/t0/follow.jsonl" >"$WORK/follow" 2>"$WORK/follow.err" &
+  local follower=$!
+  wait_for 10 grep -q 'SECRETk0' "$WORK/follow"
+  wait_for 15 quiet_since "$MNT/threads/t0"
+  run python3 - "$MNT/threads" <<'EOF'
+import os, sys
+base = sys.argv[1]
+stale = []
+def held(p, secret):
+    fd = os.open(p, os.O_RDONLY)
+    assert secret in os.pread(fd, 1 << 20, 0), p  # in the kernel's cache now
+    return fd
+for i in range(8):
+    secret = b"SECRETk%d" % i
+    fds = [held(os.path.join(base, "t%d" % i, f), secret) for f in ("events.jsonl", "runs/r/events.jsonl")]
+    with open(os.path.join(base, "t%d" % i, "runs/r/redactions.jsonl"), "a") as w:
+        w.write('{"seq": 1, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked"}\n')
+    for fd in fds:
+        stale += ["t%d redacted" % i] if secret in os.pread(fd, 1 << 20, 0) else []
+        os.close(fd)
+fd = held(os.path.join(base, "t0/events.jsonl"), b"SECRETgone0")
+os.rmdir(os.path.join(base, "t0/runs/gone"))
+stale += ["t0 deleted"] if b"SECRETgone0" in os.pread(fd, 1 << 20, 0) else []
+os.close(fd)
+print("stale reads after the write or rmdir returned: %r" % stale)
+EOF
+  assert_success
+  assert_output "stale reads after the write or rmdir returned: []"
+  # The thread's follower was told its history changed, and ended.
+  wait_for 10 grep -q history_changed "$WORK/follow" || fail "the follower was not told: $(tail -c 300 "$WORK/follow")"
+  wait "$follower"
+}
+
 @test "forget: a handle open across a redaction never reads the old bytes; the same bytes in another thread" {
   local secret=SECRETahead3Kp mode t u
   # kept: a stat keeps a view's bytes for the reads after it; none: each handle renders its

@@ -972,6 +972,31 @@ INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, conten
   [ "$(grep -c . "$WORK/got")" -eq 1 ]
 }
 
+# vacuums: how many times runfs_search was VACUUMed by hand (runfs's; autovacuum counts apart).
+vacuums() { store_sql "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'runfs_search'::regclass"; }
+
+@test "search: on PostgreSQL a catch-up of a few blocks leaves runfs_search unvacuumed; one of many blocks vacuums it" {
+  on_pg || skip "PostgreSQL only: its index's VACUUM"
+  check "$MNT" 'quokka'
+  store_sql "ALTER TABLE runfs_search SET (autovacuum_enabled = false)" > /dev/null
+  local v0
+  v0=$(vacuums)
+  # Two new blocks, indexed by the search (or the hub first): no VACUUM for them.
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-few', 'run-1', NULL, 'llm.error', 'trace', 'few ' || x || CASE WHEN x = 7 THEN ' quokka' ELSE '' END,
+    '{}', x, '2026-03-04 09:00:00.000000' FROM generate_series(1, 128) x"
+  check "$MNT" 'quokka'
+  [ "$(grep -c . "$WORK/got")" -eq 1 ]
+  [ "$(vacuums)" -eq "$v0" ] || fail "a catch-up of two blocks vacuumed runfs_search ($v0 -> $(vacuums))"
+  # Forty blocks: vacuumed by whoever indexed them.
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-many', 'run-1', NULL, 'llm.error', 'trace', 'many ' || x || CASE WHEN x = 9 THEN ' quokka' ELSE '' END,
+    '{}', x, '2026-03-04 09:00:00.000000' FROM generate_series(1, 2560) x"
+  check "$MNT" 'quokka'
+  [ "$(grep -c . "$WORK/got")" -eq 2 ]
+  wait_for 10 test "$(vacuums)" -gt "$v0" || fail "a catch-up of forty blocks left runfs_search unvacuumed"
+}
+
 @test "search: on PostgreSQL the first search after a large foreign insert brings the planner's statistics up to date" {
   on_pg || skip "PostgreSQL only: its planner's statistics"
   check "$MNT" 'quokka'
@@ -1053,6 +1078,20 @@ release() {
   check "$MNT" wapiti || fail "a row changed during a catch-up is missing from the search's answer"
   [ "$(grep -c . "$WORK/got")" -eq 1 ] || fail "wapiti should be in one row: $(cat "$WORK/got")"
   check "$MNT" tweak
+}
+
+@test "search: on PostgreSQL a redaction looks for orphan words among its block's words only" {
+  on_pg || skip "PostgreSQL only: its index's words"
+  check "$MNT" refused
+  # A word no block holds that is none of the redacted block's: a redaction's cost is its
+  # block's words, not the store's vocabulary, so it stays; the redacted row's own goes.
+  store_sql "INSERT INTO runfs_search_words (w) VALUES ('strayword')" > /dev/null
+  run "$RUNFS" redact "$STORE" t-one 2 --reason "asked to forget"
+  assert_success
+  [ "$(store_sql "SELECT count(*) FROM runfs_search_words WHERE w = 'strayword'")" = 1 ] || fail "the redaction looked at every word of the store"
+  check "$MNT" 'db-7'
+  [ "$(grep -c . "$WORK/got")" -eq 0 ]
+  [ "$(store_sql "SELECT count(*) FROM runfs_search_words WHERE w = 'db'")" = 0 ]
 }
 
 @test "search: a redaction racing a search's catch-up leaves none of the old words in the index" {

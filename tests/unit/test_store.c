@@ -1593,6 +1593,83 @@ static void test_foreign_version(void **state)
     rs_store_close(s2);
 }
 
+/* The hub's probe waits for no write transaction of this process (it probes every tick and
+ * writers wait on its rounds): asked while an import holds the write lock, it answers at
+ * once; the import is not taken for another process's commit, and another process's commit
+ * is seen after it. */
+typedef struct busy_probe {
+    rs_store *s;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, done, in_time;
+} busy_probe;
+
+static void *busy_probe_main(void *arg)
+{
+    busy_probe *p = arg;
+    int64_t v = 0;
+    rs_store_foreign_version(p->s, &v);
+    pthread_mutex_lock(&p->mu);
+    p->done = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* The import's source: its transaction is open when it is first asked for a line. */
+static int busy_probe_next(void *ctx, const char **run_id, const char **line, size_t *len,
+                           rs_err *err)
+{
+    (void)run_id, (void)line, (void)len, (void)err;
+    busy_probe *p = ctx;
+    if (p->started)
+        return 0;
+    p->started = pthread_create(&p->thread, NULL, busy_probe_main, p) == 0;
+    assert_true(p->started);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    pthread_mutex_lock(&p->mu);
+    while (!p->done && pthread_cond_timedwait(&p->cv, &p->mu, &ts) == 0)
+        ;
+    p->in_time = p->done;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+static void test_foreign_version_busy(void **state)
+{
+    (void)state;
+    if (system("command -v sqlite3 >/dev/null 2>&1") != 0)
+        skip();
+    rs_store *s2 = open_store(fx.db, 0, 0);
+    put_in(fx.s, "t1", "r1", NULL, ERR("a"));
+    int64_t f0 = 0, f1 = 0;
+    assert_int_equal(rs_store_foreign_version(fx.s, &f0), 0);
+    busy_probe p = {.s = fx.s, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    rs_import_src src = {.next = busy_probe_next, .ctx = &p};
+    rs_import_opts o = {0};
+    int64_t added = 0, skipped = 0;
+    rs_err err = {0};
+    assert_int_equal(rs_store_import(s2, "t2", &o, &src, &added, &skipped, &err), 0);
+    assert_true(p.started);
+    pthread_join(p.thread, NULL);
+    assert_true(p.in_time);
+    put_in(s2, "t1", "r1", NULL, ERR("b"));
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 == f1);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 -cmd '.timeout 5000' '%s' 'CREATE TABLE IF NOT EXISTS probe_t (a); "
+             "INSERT INTO probe_t VALUES (1)' >/dev/null",
+             fx.db);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(rs_store_foreign_version(fx.s, &f1), 0);
+    assert_true(f0 != f1);
+    rs_store_close(s2);
+}
+
 /* Run fn in a child process; its exit status. Callers hold no store handle across the fork:
  * a SQLite connection must not cross one. */
 static int in_child(int (*fn)(void *), void *arg)
@@ -3382,6 +3459,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_open),
         T(test_foreign_version),
+        T(test_foreign_version_busy),
         T(test_pg_uri_name),
         T(test_pg_uri_display),
         T(test_struct_versions),
