@@ -458,7 +458,7 @@ static void *hub_main(void *arg)
         /* The runs this mount wrote, for their step data to be kept once they are quiet
          * (after the writers were let go: nothing of it is on a write's path). */
         for (size_t i = 0; i < queued; i++)
-            if (!queue[i].deleted)
+            if (!queue[i].rewritten)
                 rfs_keeper_note(m, queue[i].thread_id, queue[i].run_id);
         /* Drops the kernel may have lost (attrs.h), told again until they settle. */
         rfs_attrs_settle(m->attrs, rs_clock_ns(CLOCK_MONOTONIC), file_attrs_dropped, m);
