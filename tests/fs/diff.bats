@@ -390,6 +390,16 @@ keeper_done() {
   keeper_status "$1" 0 && [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 2 ]
 }
 
+# rows_diff DIFF WHY: DIFF (a's diff to b) is what the runs' rows as they are now give: it
+# patches a's step lines into b's, diff -u agrees, and a diff with nothing kept is the same.
+rows_diff() {
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$1" "$WORK/A" "$WORK/B"
+  fresh_diff "$WORK/fresh"
+  cmp "$1" "$WORK/fresh" || fail "$2"
+}
+
 @test "diff: the mount keeps the step data of runs written through it or grown by others; diffs stay exact" {
   # Runs of 400 events appended through the mount: once quiet, the mount keeps their step
   # data in the background, and their first diff reads it rather than the rows.
@@ -401,11 +411,7 @@ keeper_done() {
   local kept; kept=$(kept_versions)
   cat "$T/runs/a/diff/b" > "$WORK/first"
   [ "$(kept_versions)" = "$kept" ] || fail "the first diff did not use the step data the mount kept"
-  steps_now t a "$WORK/A"
-  steps_now t b "$WORK/B"
-  check_diff "$WORK/first" "$WORK/A" "$WORK/B"
-  fresh_diff "$WORK/fresh"
-  cmp "$WORK/first" "$WORK/fresh" || fail "the kept data gives other bytes than the rows"
+  rows_diff "$WORK/first" "the kept data gives other bytes than the rows"
   # b grows through the mount: kept again once quiet (going on from what was kept), and
   # still the bytes of the rows.
   python3 "$REF" gen 200 spread 2 >> "$T/runs/b/events.jsonl"
@@ -413,10 +419,7 @@ keeper_done() {
   kept=$(kept_versions)
   cat "$T/runs/a/diff/b" > "$WORK/grown"
   [ "$(kept_versions)" = "$kept" ] || fail "the diff of the grown run did not use the kept data"
-  steps_now t b "$WORK/B"
-  check_diff "$WORK/grown" "$WORK/A" "$WORK/B"
-  fresh_diff "$WORK/fresh"
-  cmp "$WORK/grown" "$WORK/fresh" || fail "after an append, kept data gives other bytes than the rows"
+  rows_diff "$WORK/grown" "after an append, kept data gives other bytes than the rows"
   # Another writer changes a row of b in place, then deletes one of a, both among the kept
   # rows: each diff is of the rows as they are, also once the mount kept them again.
   local seq
@@ -434,11 +437,7 @@ keeper_done() {
   python3 "$REF" gen 12 spread 1 >> "$T/runs/b/events.jsonl"
   wait_for 20 keeper_done 5 || fail "runs rewritten then grown were not kept again: $(cat "$MNT/.runfs/status.json")"
   cat "$T/runs/a/diff/b" > "$WORK/last"
-  steps_now t a "$WORK/A"
-  steps_now t b "$WORK/B"
-  check_diff "$WORK/last" "$WORK/A" "$WORK/B"
-  fresh_diff "$WORK/fresh"
-  cmp "$WORK/last" "$WORK/fresh" || fail "after others' rewrites, kept data gives other bytes than the rows"
+  rows_diff "$WORK/last" "after others' rewrites, kept data gives other bytes than the rows"
   # Another process's rows: a run whose log the mount has read, grown by runfs put, is kept
   # too once quiet.
   python3 "$REF" gen 300 spread 5 > "$WORK/c.jsonl"
