@@ -1,5 +1,6 @@
-/* keeper.h — a mount's step keeper: the step data of runs this mount appended to (or whose
- * log it knows, grown by another process), kept for
+/* keeper.h — a mount's step keeper: the step data of runs this mount appended to, and of
+ * runs other processes wrote (another mount, `runfs put`, DeerFlow's own rows: the change
+ * feed names them after the hub saw another process commit), kept for
  * diffs (rfs_stepkeep, views/stepdiff.h) once a run has been quiet a while, so that the
  * run's first diff reads what is kept rather than every row (issue 43). In the background,
  * off every request's path: a thread and a store connection of its own, at the lowest CPU
@@ -18,8 +19,13 @@ void rfs_keeper_stop(rfs_mount *m);
  * found the run's log grown by another process: keep the run's step data once it has been
  * quiet RFS_KEEPER_QUIET_MS. */
 void rfs_keeper_note(rfs_mount *m, const char *thread_id, const char *run_id);
+/* The hub's probe saw another process commit (or this mount changed more than the hub's
+ * queue held): the keeper reads the change feed for the runs, rate-limited, a page at a
+ * time. Does not wait. */
+void rfs_keeper_foreign(rfs_mount *m);
 /* status.json's "steps_kept" and "steps_due": runs whose step data the keeper wrote since
- * the mount, and runs it has yet to look at (waiting to be quiet, or being read). */
+ * the mount, and runs it has yet to look at (waiting to be quiet, or being read; another
+ * process's commit the feed was not read for yet counts as one). */
 void rfs_keeper_counts(rfs_mount *m, int64_t *kept, int64_t *due);
 
 #define RFS_KEEPER_QUIET_MS 1000

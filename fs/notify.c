@@ -466,6 +466,10 @@ static void *hub_main(void *arg)
 
         if (foreign && !overflow && sweep_all(m))
             named = 0;
+        /* Which runs another process (or this one, past the queue) wrote, the hub does not
+         * know: the keeper asks the change feed, for their step data. */
+        if (foreign || overflow)
+            rfs_keeper_foreign(m);
         names_due = names_due || foreign || overflow;
         /* A thread or run deleted without rows deleted (made by mkdir only) moves only
          * the version, which does not say where (and which on PostgreSQL this mount's own

@@ -176,6 +176,12 @@ typedef struct rs_change_row {
     int odd;          /* an id no path can name (another writer's): not in the feed */
 } rs_change_row;
 typedef int (*rs_change_row_fn)(void *ctx, const rs_change_row *r);
+/* A bounded read of the feed (changes' page). */
+typedef struct rs_change_page {
+    int64_t limit; /* runs read at most (more on PostgreSQL: a number's runs go together) */
+    int64_t last;  /* out: the highest number read (unchanged when none) */
+    int more;      /* out: limit runs were read, more may follow */
+} rs_change_page;
 
 typedef struct rs_backend_ops {
     const char *name;
@@ -320,10 +326,15 @@ typedef struct rs_backend_ops {
      * the store last looked; changes calls fn for each run user (NULL: every owner) sees
      * above after, of thread_id (NULL: all), in change order, shown only below every number
      * a running writer may still commit; -ENODATA (RS_FEED_UNNUMBERED) when the store's runs
-     * were never numbered (a read-only open of a store no read-write one numbered). */
+     * were never numbered (a read-only open of a store no read-write one numbered). page
+     * (NULL: every run) bounds the work: only the first page->limit runs above after (those
+     * fn is not shown counted too; on PostgreSQL with every run of the last number, as one
+     * commit's runs share one), their highest number in page->last, page->more set when the
+     * limit was reached. changes_head: the highest number changes would show now (0: none). */
     int (*changes_sync)(rs_backend *b, rs_err *err);
     int (*changes)(rs_backend *b, int64_t after, const char *user, const char *thread_id,
-                   rs_change_row_fn fn, void *ctx, rs_err *err);
+                   rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);
+    int (*changes_head)(rs_backend *b, int64_t *head, rs_err *err);
 } rs_backend_ops;
 
 extern const rs_backend_ops rs_sqlite_backend;

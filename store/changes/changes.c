@@ -47,22 +47,53 @@ static int feed_row(void *ctx, const rs_change_row *r)
     return f->fn(f->ctx, &c);
 }
 
-int rs_store_changes(rs_store *s, int64_t after, const char *user, const char *thread_id,
-                     int (*fn)(void *ctx, const rs_change *c), void *ctx, rs_err *err)
+/* The checks and the numbering every read of the feed starts with. */
+static int feed_start(rs_store *s, int64_t after, const char *thread_id, rs_err *err)
 {
     if (after < 0)
         return rs_err_set(err, -EINVAL, "a change number is 0 or more");
     if (thread_id && !rs_id_valid(thread_id))
         return rs_err_set(err, -EINVAL, "invalid thread id '%.80s': use 1-64 of [A-Za-z0-9_-]",
                           thread_id);
-    int rc = s->opt.read_only ? 0 : s->ops->changes_sync(s->be, err);
+    return s->opt.read_only ? 0 : s->ops->changes_sync(s->be, err);
+}
+
+static int feed_read(rs_store *s, int64_t after, const char *user, const char *thread_id,
+                     rs_change_page *page, int (*fn)(void *ctx, const rs_change *c), void *ctx,
+                     rs_err *err)
+{
+    int rc = feed_start(s, after, thread_id, err);
     if (rc)
         return rc;
     feed f = {
         .fn = fn, .ctx = ctx, .meta = RS_BUF_INIT, .content = RS_BUF_INIT, .status = RS_BUF_INIT};
-    rc = s->ops->changes(s->be, after, user, thread_id, feed_row, &f, err);
+    rc = s->ops->changes(s->be, after, user, thread_id, page, feed_row, &f, err);
     rs_buf_release(&f.meta);
     rs_buf_release(&f.content);
     rs_buf_release(&f.status);
     return rc;
+}
+
+int rs_store_changes(rs_store *s, int64_t after, const char *user, const char *thread_id,
+                     int (*fn)(void *ctx, const rs_change *c), void *ctx, rs_err *err)
+{
+    return feed_read(s, after, user, thread_id, NULL, fn, ctx, err);
+}
+
+int rs_store_changes_page(rs_store *s, int64_t after, int64_t limit, const char *user,
+                          const char *thread_id, int (*fn)(void *ctx, const rs_change *c),
+                          void *ctx, int64_t *last, rs_err *err)
+{
+    if (limit < 1)
+        return rs_err_set(err, -EINVAL, "a page of the change feed holds 1 run or more");
+    rs_change_page page = {.limit = limit, .last = after};
+    int rc = feed_read(s, after, user, thread_id, &page, fn, ctx, err);
+    *last = page.last;
+    return rc ? rc : page.more;
+}
+
+int rs_store_changes_head(rs_store *s, int64_t *head, rs_err *err)
+{
+    int rc = feed_start(s, 0, NULL, err);
+    return rc ? rc : s->ops->changes_head(s->be, head, err);
 }

@@ -482,6 +482,19 @@ typedef struct rs_change {
  * other writers did since it last looked. */
 int rs_store_changes(rs_store *s, int64_t after, const char *user, const char *thread_id,
                      int (*fn)(void *ctx, const rs_change *c), void *ctx, rs_err *err);
+/* The feed a page at a time, for a reader that must bound its work and memory whatever
+ * the number of runs that changed (a mount's step keeper): as rs_store_changes (fn returns 0
+ * or a negative errno), over the first limit runs above after only (those fn is not shown
+ * count too; on PostgreSQL the runs of one commit share a number and come together, so a
+ * page may hold more). *last: their highest change, the after of the next page (after when
+ * none). 1 when the page was full (more may follow), 0 when the feed had no more, or a
+ * negative errno. */
+int rs_store_changes_page(rs_store *s, int64_t after, int64_t limit, const char *user,
+                          const char *thread_id, int (*fn)(void *ctx, const rs_change *c),
+                          void *ctx, int64_t *last, rs_err *err);
+/* The highest change the feed shows now (0: none): a reader that starts there reads only
+ * what commits from now on. */
+int rs_store_changes_head(rs_store *s, int64_t *head, rs_err *err);
 /* ---- provable and signed seals (DESIGN "Receipts and seals") ------------------------------ */
 /* proofs/<seq>: {seq, leaf_index, tree_size, root, path} of an event inside the seal's
  * boundary; -ENOENT outside it or when the run is not sealed (or was sealed before roots

@@ -1999,4 +1999,5 @@ const rs_backend_ops rs_pg_backend = {
     .seal_each = pg_seal_each,
     .changes_sync = pg_changes_sync,
     .changes = pg_changes,
+    .changes_head = pg_changes_head,
 };

@@ -7,6 +7,7 @@
  * running (its snapshot's xmin): any transaction that could still commit a change has an
  * id at or above it, and any later one gets a higher id. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "pg_int.h"
@@ -266,18 +267,20 @@ static int feed_numbered(rs_backend *b, rs_err *err)
     return rc;
 }
 
-int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
-               rs_change_row_fn fn, void *ctx, rs_err *err)
-{
-    int rc = b->feed_ready ? 0 : feed_numbered(b, err);
-    if (rc)
-        return rc;
-        /* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner). One statement: the
-     * horizon and the rows come from one snapshot. */
+/* $1 after, $2 thread (NULL: all), $3 user (NULL: every owner), $4 a page's limit. One
+ * statement: the horizon and the rows come from one snapshot. A page's runs are picked first
+ * (WITH TIES: one commit's runs share its number, and the next page starts above it), their
+ * counts read for those only. */
 #define CHANGES_SQL(expired) \
     "SELECT c.change, c.thread_id, c.run_id, c.deleted, x.n, x.top, " \
     "to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), t.content, " \
-    "t.event_metadata, s.state, " expired " FROM runfs_change c " \
+    "t.event_metadata, s.state, " expired " FROM (SELECT c.* FROM runfs_change c " \
+    "WHERE c.change > $1::bigint AND c.change < " \
+    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND ($2::text IS NULL OR " \
+    "c.thread_id = $2::text) AND ($3::text IS NULL OR c.owner = $3::text OR (c.owner IS " \
+    "NULL AND NOT c.deleted AND EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = " \
+    "c.thread_id AND e.run_id = c.run_id AND e.user_id = $3::text))) " \
+    "ORDER BY c.change FETCH FIRST ($4::bigint) ROWS WITH TIES) c " \
     "CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(max(e.seq), 0) AS top FROM " \
     "run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND ($3::text IS " \
     "NULL OR e.user_id = $3::text)) x " \
@@ -289,11 +292,14 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     "AND ($3::text IS NULL OR e.user_id = $3::text) ORDER BY e.seq LIMIT 1) t ON true " \
     "LEFT JOIN runfs_seal s ON s.thread_id = c.thread_id AND s.run_id = c.run_id AND " \
     "s.owner = coalesce($3::text, '') " \
-    "WHERE c.change > $1::bigint AND c.change < " \
-    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND ($2::text IS NULL OR " \
-    "c.thread_id = $2::text) AND ($3::text IS NULL OR c.owner = $3::text OR (c.owner IS " \
-    "NULL AND NOT c.deleted AND x.n > 0)) " \
     "ORDER BY c.change, c.thread_id, c.run_id"
+
+int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
+               rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err)
+{
+    int rc = b->feed_ready ? 0 : feed_numbered(b, err);
+    if (rc)
+        return rc;
     /* An expired tombstone is one whose number retention kept (runfs_expired). */
     static const char with_expired[] = CHANGES_SQL(
         "(c.deleted AND EXISTS (SELECT 1 FROM runfs_expired y WHERE y.thread_id = c.thread_id "
@@ -304,10 +310,18 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     pg_arg_int(&a, after);
     pg_arg_text(&a, thread_id);
     pg_arg_text(&a, user);
+    /* WITH TIES refuses a NULL count. */
+    pg_arg_int(&a, page ? page->limit : INT64_MAX);
     PGresult *r;
     if ((rc = pg_run(b, sql, &a, &r, err)))
         return rc;
-    for (int i = 0, n = PQntuples(r); !rc && i < n; i++) {
+    int n = PQntuples(r);
+    if (page) {
+        if (n > 0)
+            page->last = pg_val_int(r, n - 1, 0);
+        page->more = n >= page->limit;
+    }
+    for (int i = 0; !rc && i < n; i++) {
         rs_change_row row = {
             .change = pg_val_int(r, i, 0),
             .thread_id = PQgetvalue(r, i, 1),
@@ -334,4 +348,15 @@ int pg_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     }
     PQclear(r);
     return rc;
+}
+
+int pg_changes_head(rs_backend *b, int64_t *head, rs_err *err)
+{
+    int rc = b->feed_ready ? 0 : feed_numbered(b, err);
+    /* The highest number the feed shows now: below every number a running writer holds. */
+    return rc ? rc
+              : pg_int(b,
+                       "SELECT coalesce(max(change), 0) FROM runfs_change WHERE change < "
+                       "pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
+                       NULL, NULL, head, NULL, err);
 }

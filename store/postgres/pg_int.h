@@ -335,7 +335,8 @@ int pg_changes_setup(rs_backend *b, rs_err *err);
 int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_changes_sync(rs_backend *b, rs_err *err);
 int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
-               rs_change_row_fn fn, void *ctx, rs_err *err);
+               rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);
+int pg_changes_head(rs_backend *b, int64_t *head, rs_err *err);
 /* The rest of a statement WITH ins AS (INSERT INTO run_events ... RETURNING id) whose $1,
  * $2 and $3 are the rows' thread, run and owner: the run's change number, in the same
  * statement (runfs's writers skip the trigger that numbers other writers' rows). */

@@ -2124,6 +2124,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .seal_each = sq_seal_each,
     .changes_sync = sq_changes_sync,
     .changes = sq_changes,
+    .changes_head = sq_changes_head,
     .name = "sqlite",
     .open = sq_open,
     .close = sq_close,

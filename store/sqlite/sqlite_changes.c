@@ -171,8 +171,55 @@ int sq_changes_sync(rs_backend *b, rs_err *err)
     return sq_commit(b, err);
 }
 
+/* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner), ?4 a page's limit. A run
+ * is an owner's when its rows are, or (rows of several) some of them are. */
+#define CHANGES_BEST \
+    "WITH cand(thread_id, run_id, change, deleted, owner) AS (SELECT t.thread_id, r.run_id, " \
+    "r.change, 0, NULL FROM main.runfs_run r JOIN main.runfs_thread t ON t.thread_key = " \
+    "r.thread_key WHERE r.change > ?1 AND (?2 IS NULL OR t.thread_id = ?2) UNION ALL SELECT " \
+    "thread_id, run_id, change, deleted, owner FROM main.runfs_change WHERE change > ?1 AND " \
+    "(?2 IS NULL OR thread_id = ?2)), " \
+    "best AS (SELECT thread_id, run_id, max(change) AS change FROM cand GROUP BY thread_id, " \
+    "run_id) "
+#define CHANGES_OWNED \
+    "FROM best JOIN cand c ON c.thread_id = best.thread_id AND c.run_id = best.run_id AND " \
+    "c.change = best.change WHERE ?3 IS NULL OR c.owner = ?3 OR (c.owner IS NULL AND NOT " \
+    "c.deleted AND EXISTS (SELECT 1 FROM run_events e WHERE e.thread_id = c.thread_id AND " \
+    "e.run_id = c.run_id AND e.user_id = ?3)) "
+#define CHANGES_COLS(expired) \
+    "SELECT c.change, c.thread_id, c.run_id, c.deleted, " \
+    "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
+    "(SELECT max(e.seq) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
+    "(SELECT e.created_at FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
+    "c.run_id AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq DESC LIMIT 1), " \
+    "t.content, t.event_metadata, " \
+    "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = " \
+    "c.run_id AND s.owner = coalesce(?3, '')), " expired " "
+#define CHANGES_TERMINAL \
+    "LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events e WHERE e.thread_id = " \
+    "c.thread_id AND e.run_id = c.run_id AND e.event_type = 'run.terminal' AND (?3 IS NULL " \
+    "OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) "
+#define CHANGES_SQL(expired) \
+    CHANGES_BEST CHANGES_COLS(expired) "FROM (SELECT c.thread_id, c.run_id, c.change, " \
+                                       "c.deleted " CHANGES_OWNED ") c " CHANGES_TERMINAL \
+                                       "ORDER BY c.change"
+/* A page: the runs up to the limit-th number, each number's runs together (rank), the
+ * counts and the terminal read for those only. */
+#define CHANGES_PAGE_SQL(expired) \
+    CHANGES_BEST ", pick AS (SELECT c.thread_id, c.run_id, c.change, c.deleted, rank() OVER " \
+                 "(ORDER BY c.change) AS rk " CHANGES_OWNED \
+                 ") " CHANGES_COLS(expired) "FROM pick c " CHANGES_TERMINAL \
+                                            "WHERE c.rk <= ?4 ORDER BY c.change"
+/* An expired tombstone is one whose number retention kept (runfs_expired, absent from
+ * a store no expiry touched). */
+#define CHANGES_EXPIRED \
+    "(c.deleted AND EXISTS (SELECT 1 FROM main.runfs_expired x WHERE x.thread_id = " \
+    "c.thread_id AND x.run_id = c.run_id AND x.change = c.change))"
+
 int sq_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
-               rs_change_row_fn fn, void *ctx, rs_err *err)
+               rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err)
 {
     /* The table comes with runfs_meta, which says whether the runs were numbered. */
     int64_t has = 0;
@@ -185,50 +232,23 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
         return rc;
     if (!has)
         return rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
-        /* ?1 after, ?2 thread (NULL: all), ?3 user (NULL: every owner). A run is an owner's when
-     * its rows are, or (rows of several) some of them are. */
-#define CHANGES_SQL(expired) \
-    "WITH cand(thread_id, run_id, change, deleted, owner) AS (SELECT t.thread_id, r.run_id, " \
-    "r.change, 0, NULL FROM main.runfs_run r JOIN main.runfs_thread t ON t.thread_key = " \
-    "r.thread_key WHERE r.change > ?1 AND (?2 IS NULL OR t.thread_id = ?2) UNION ALL SELECT " \
-    "thread_id, run_id, change, deleted, owner FROM main.runfs_change WHERE change > ?1 AND " \
-    "(?2 IS NULL OR thread_id = ?2)), " \
-    "best AS (SELECT thread_id, run_id, max(change) AS change FROM cand GROUP BY thread_id, " \
-    "run_id) " \
-    "SELECT c.change, c.thread_id, c.run_id, c.deleted, " \
-    "(SELECT count(*) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
-    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
-    "(SELECT max(e.seq) FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
-    "c.run_id AND (?3 IS NULL OR e.user_id = ?3)), " \
-    "(SELECT e.created_at FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = " \
-    "c.run_id AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq DESC LIMIT 1), " \
-    "t.content, t.event_metadata, " \
-    "(SELECT s.state FROM main.runfs_seal s WHERE s.thread_id = c.thread_id AND s.run_id = " \
-    "c.run_id AND s.owner = coalesce(?3, '')), " expired " " \
-    "FROM best JOIN cand c ON c.thread_id = best.thread_id AND c.run_id = best.run_id AND " \
-    "c.change = best.change LEFT JOIN run_events t ON t.id = (SELECT e.id FROM run_events " \
-    "e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id AND e.event_type = " \
-    "'run.terminal' AND (?3 IS NULL OR e.user_id = ?3) ORDER BY e.seq LIMIT 1) " \
-    "WHERE ?3 IS NULL OR c.owner = ?3 OR (c.owner IS NULL AND NOT c.deleted AND EXISTS " \
-    "(SELECT 1 FROM run_events e WHERE e.thread_id = c.thread_id AND e.run_id = c.run_id " \
-    "AND e.user_id = ?3)) " \
-    "ORDER BY c.change"
-    /* An expired tombstone is one whose number retention kept (runfs_expired, absent from
-     * a store no expiry touched). */
-    static const char with_expired[] =
-        CHANGES_SQL("(c.deleted AND EXISTS (SELECT 1 FROM main.runfs_expired x WHERE x.thread_id = "
-                    "c.thread_id AND x.run_id = c.run_id AND x.change = c.change))");
-    static const char without[] = CHANGES_SQL("0");
+    static const char *const sqls[2][2] = {
+        {CHANGES_SQL("0"), CHANGES_SQL(CHANGES_EXPIRED)},
+        {CHANGES_PAGE_SQL("0"), CHANGES_PAGE_SQL(CHANGES_EXPIRED)},
+    };
     int expiry = sqlite3_table_column_metadata(b->db, NULL, "runfs_expired", "change", NULL, NULL,
                                                NULL, NULL, NULL) == SQLITE_OK;
-    const char *sql = expiry ? with_expired : without;
+    const char *sql = sqls[page != NULL][expiry];
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql, &st, err)))
         return rc;
     sqlite3_bind_int64(st, 1, after);
     sq_bind_text(st, 2, thread_id);
     sq_bind_text(st, 3, user);
+    if (page)
+        sqlite3_bind_int64(st, 4, page->limit);
     int src;
+    int64_t read = 0;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         rs_change_row r = {
             .change = sqlite3_column_int64(st, 0),
@@ -241,6 +261,9 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
             .created_at = (const char *)sqlite3_column_text(st, 6),
             .seal = (const char *)sqlite3_column_text(st, 9),
         };
+        read++;
+        if (page)
+            page->last = r.change;
         /* In bytes: an id holding a NUL reads as its part before it. */
         r.odd = !r.thread_id || !r.run_id ||
                 !rs_id_valid_n(r.thread_id, (size_t)sqlite3_column_bytes(st, 1)) ||
@@ -260,6 +283,13 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
     }
     if (!rc && src != SQLITE_DONE)
         rc = sq_fail(b, src, err, "change feed");
+    if (page)
+        page->more = read >= page->limit;
     sq_stmt_done(b, st);
     return rc;
+}
+
+int sq_changes_head(rs_backend *b, int64_t *head, rs_err *err)
+{
+    return sq_int(b, "SELECT " HIGHEST_CHANGE, NULL, NULL, head, NULL, err);
 }

@@ -381,7 +381,8 @@ int sq_change_settle(rs_backend *b, rs_err *err);
 int sq_change_pending(rs_backend *b, int *pending, rs_err *err);
 int sq_changes_sync(rs_backend *b, rs_err *err);
 int sq_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
-               rs_change_row_fn fn, void *ctx, rs_err *err);
+               rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);
+int sq_changes_head(rs_backend *b, int64_t *head, rs_err *err);
 
 /* ---- sqlite_read.c ---- */
 int sq_query(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);

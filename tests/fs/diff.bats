@@ -262,6 +262,9 @@ kept_versions() {
   fi
 }
 
+# kept_version_col: the column that moves when a kept row is written again.
+kept_version_col() { if on_pg; then echo xmin; else echo rowid; fi; }
+
 # keeper_status N DUE: the mount's step keeper has kept at least N runs and has DUE left to
 # look at (status.json; it keeps a run appended through the mount once quiet, fs/keeper.c).
 keeper_status() {
@@ -326,8 +329,9 @@ steps_now() {
 }
 
 @test "diff: a redaction forgets the run's kept step data, and the diff shows the redacted step" {
-  # Put by runfs put, never looked at through the mount: its keeper, which keeps the runs
-  # written through it (or it saw grow) once they are quiet, leaves them to this test.
+  # Put by runfs put with no mount beside: a mount's keeper would keep them again (from
+  # the redacted rows) once they are quiet, and this test counts what the diff kept.
+  runfs_unmount "$MNT"
   python3 "$REF" gen 40 same > "$WORK/a.jsonl"
   python3 "$REF" gen 40 spread 2 > "$WORK/b.jsonl"
   "$RUNFS" put -q "$STORE" t a "$WORK/a.jsonl"
@@ -455,4 +459,104 @@ rows_diff() {
   kept_steps "DELETE FROM runfs_steps WHERE run_id = 'c'"
   "$RUNFS" diff "$STORE" t/a t/c > "$WORK/fresh"
   cmp "$WORK/foreign" "$WORK/fresh" || fail "the kept data of another process's rows gives other bytes than the rows"
+}
+
+# deerflow_run THREAD RUN < JSONL: the lines inserted into run_events as DeerFlow's store
+# inserts rows (one statement, seqs after the thread's last; a dict content as JSON text
+# marked content_is_dict), past runfs altogether.
+deerflow_run() {
+  local last
+  last=$(store_sql "SELECT coalesce(max(seq), 0) FROM run_events WHERE thread_id = '$1'")
+  python3 -c '
+import json, sys
+cat = {"llm.human.input": "message", "llm.ai.response": "message", "llm.tool.result": "message"}
+q = lambda s: "\x27" + s.replace("\x27", "\x27\x27") + "\x27"
+rows = []
+for i, line in enumerate(sys.stdin):
+    ev = json.loads(line)
+    t = ev["event_type"]
+    # DeerFlow stores a dict content as JSON text and says so in the metadata.
+    if isinstance(ev["content"], dict):
+        ev["metadata"]["content_is_dict"] = True
+    rows.append("(%s, %s, NULL, %s, %s, %s, %s, %d, %s)" % (q(sys.argv[1]), q(sys.argv[2]), q(t),
+                q(cat.get(t, "middleware")), q(json.dumps(ev["content"], ensure_ascii=False)),
+                q(json.dumps(ev["metadata"], ensure_ascii=False)), int(sys.argv[3]) + i + 1,
+                q("2026-03-04 05:06:%02d.%06d" % (i // 1000000, i % 1000000))))
+print("INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, "
+      "event_metadata, seq, created_at) VALUES " + ", ".join(rows) + ";")
+' "$1" "$2" "$last" > "$WORK/insert.sql"
+  store_sql "$(cat "$WORK/insert.sql")"
+}
+
+@test "diff: the mount keeps the step data of runs other processes wrote, as the change feed names them" {
+  # Two runs put by runfs put and one inserted by DeerFlow's own SQL, beside the mount and
+  # never looked at through it: the hub sees another process commit, the keeper's read of
+  # the change feed names the runs, and each is kept once quiet.
+  python3 "$REF" gen 300 same > "$WORK/a.jsonl"
+  python3 "$REF" gen 300 spread 4 > "$WORK/b.jsonl"
+  "$RUNFS" put -q "$STORE" t a "$WORK/a.jsonl"
+  "$RUNFS" put -q "$STORE" t b "$WORK/b.jsonl"
+  python3 "$REF" gen 300 spread 2 | deerflow_run t c
+  wait_for 20 keeper_status 3 0 || fail "the mount kept not the 3 runs others wrote: $(cat "$MNT/.runfs/status.json")"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 3 ] || fail "not the 3 runs' step data kept: $(kept_steps "SELECT run_id FROM runfs_steps")"
+  # The first diffs through the mount read what was kept, no row: one that read the rows
+  # would keep its data again, making a new version.
+  local kept; kept=$(kept_versions)
+  cat "$T/runs/a/diff/b" > "$WORK/ab"
+  cat "$T/runs/a/diff/c" > "$WORK/ac"
+  [ "$(kept_versions)" = "$kept" ] || fail "a first diff read rows (kept rows $kept became $(kept_versions))"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/ab" "$WORK/A" "$WORK/B"
+  check_diff "$WORK/ac" "$WORK/A" "$WORK/C"
+  # Another writer changes a row of c in place after it was kept: what was kept no longer
+  # holds (the store's count of in-place changes moved), the feed names c again and the
+  # keeper keeps it anew from its rows; the diff then reads no row and shows the new text.
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'c' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 10")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"human\",\"content\":\"changed by hand\"}' WHERE thread_id = 't' AND run_id = 'c' AND seq = $seq"
+  wait_for 20 keeper_status 4 0 || fail "the run changed in place was not kept again: $(cat "$MNT/.runfs/status.json")"
+  # (The count is store-wide: a's kept data is stale too, and this diff reads a's rows.)
+  kept=$(kept_steps "SELECT $(kept_version_col) FROM runfs_steps WHERE run_id = 'c'")
+  cat "$T/runs/a/diff/c" > "$WORK/updated"
+  [ "$(kept_steps "SELECT $(kept_version_col) FROM runfs_steps WHERE run_id = 'c'")" = "$kept" ] || fail "the diff of the run kept again read its rows"
+  grep -qx -- "+llm.human.input changed by hand" "$WORK/updated" || fail "the updated row's new content is not in the diff"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/updated" "$WORK/A" "$WORK/C"
+  # Changed again, diffed at once (before the keeper looks): the kept data is refused and
+  # the diff is of the rows as they are.
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'c' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 20")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"human\",\"content\":\"changed again\"}' WHERE thread_id = 't' AND run_id = 'c' AND seq = $seq"
+  cat "$T/runs/a/diff/c" > "$WORK/again"
+  grep -qx -- "+llm.human.input changed again" "$WORK/again" || fail "the second update's new content is not in the diff"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/again" "$WORK/A" "$WORK/C"
+  wait_for 20 keeper_status 4 0 || fail "the keeper is still due: $(cat "$MNT/.runfs/status.json")"
+  kept_steps "DELETE FROM runfs_steps WHERE thread_id = 't'"
+  "$RUNFS" diff "$STORE" t/a t/c > "$WORK/fresh"
+  cmp "$WORK/again" "$WORK/fresh" || fail "the kept data of others' rows gives other bytes than the rows"
+}
+
+@test "diff: the keeper reads the change feed a page at a time; a read-only mount keeps nothing" {
+  # More runs than a page of the feed (256), put by one runfs put each beside the mount:
+  # all are kept, the feed read in pages (the queue of runs due is bounded, fs/keeper.c).
+  local i
+  for i in $(seq 1 300); do
+    printf '%s\n' "$(ev_start)" "$(ev_human "q$i" "$i")" > "$WORK/r.jsonl"
+    "$RUNFS" put -q "$STORE" p "r$i" "$WORK/r.jsonl"
+  done
+  wait_for 60 keeper_status 300 0 || fail "not every run of 300 was kept: $(cat "$MNT/.runfs/status.json")"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 'p'")" = 300 ] || fail "not 300 runs' step data kept"
+  # A read-only mount writes nothing: it has no keeper, and its diff keeps nothing.
+  runfs_unmount "$MNT"
+  local ro=$WORK/ro
+  runfs_mount "$STORE" "$ro" -o ro
+  python3 "$REF" gen 40 same > "$WORK/x.jsonl"
+  "$RUNFS" put -q "$STORE" t x "$WORK/x.jsonl"
+  "$RUNFS" put -q "$STORE" t y "$WORK/x.jsonl"
+  python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["mount"]; sys.exit(not (m["read_only"] and m["steps_kept"] == 0 and m["steps_due"] == 0))' "$ro/.runfs/status.json" ||
+    fail "the read-only mount has a keeper: $(cat "$ro/.runfs/status.json")"
+  cat "$ro/threads/t/runs/x/diff/y" > /dev/null
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE thread_id = 't'")" = 0 ] || fail "the read-only mount kept step data"
 }

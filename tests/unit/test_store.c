@@ -1671,6 +1671,72 @@ static void test_foreign_version_busy(void **state)
     rs_store_close(s2);
 }
 
+/* ---- the change feed a page at a time ---------------------------------------------------- */
+
+typedef struct page_seen {
+    char runs[256];
+} page_seen;
+
+static int page_run(void *ctx, const rs_change *c)
+{
+    page_seen *p = ctx;
+    size_t n = strlen(p->runs);
+    snprintf(p->runs + n, sizeof p->runs - n, "%s%s", n ? " " : "", c->run_id);
+    return 0;
+}
+
+/* One page of the feed after *after: the runs it names, *after moved on; what it returns. */
+static int feed_page(int64_t *after, int64_t limit, page_seen *p)
+{
+    rs_err err = {0};
+    p->runs[0] = '\0';
+    int rc = rs_store_changes_page(fx.s, *after, limit, NULL, NULL, page_run, p, after, &err);
+    if (rc < 0)
+        fail_msg("changes page: %s: %s", rs_errno_name(rc), err.msg);
+    return rc;
+}
+
+static void test_changes_page(void **state)
+{
+    (void)state;
+    rs_err err = {0};
+    put("t", "old1", NULL, ERR("a"));
+    put("t", "old2", NULL, ERR("a"));
+    /* A reader that starts at the head reads only what commits after it. */
+    int64_t head = -1;
+    assert_int_equal(rs_store_changes_head(fx.s, &head, &err), 0);
+    assert_true(head > 0);
+    const char *runs[] = {"n1", "n2", "n3", "n4", "n5"};
+    for (size_t i = 0; i < 5; i++)
+        put("t", runs[i], NULL, ERR("b"));
+    page_seen p;
+    int64_t at = head;
+    assert_int_equal(feed_page(&at, 2, &p), 1);
+    assert_string_equal(p.runs, "n1 n2");
+    assert_int_equal(feed_page(&at, 2, &p), 1);
+    assert_string_equal(p.runs, "n3 n4");
+    assert_int_equal(feed_page(&at, 2, &p), 0);
+    assert_string_equal(p.runs, "n5");
+    /* At the end: nothing, and the number stays. */
+    int64_t end = at;
+    assert_int_equal(feed_page(&at, 2, &p), 0);
+    assert_string_equal(p.runs, "");
+    assert_int_equal(at, end);
+    assert_int_equal(rs_store_changes_head(fx.s, &head, &err), 0);
+    assert_int_equal(head, end);
+    /* A run written again comes at its latest change, once. */
+    put("t", "n2", NULL, ERR("c"));
+    put("t", "old1", NULL, ERR("c"));
+    assert_int_equal(feed_page(&at, 5, &p), 0);
+    assert_string_equal(p.runs, "n2 old1");
+    /* From the start, pages give every run once, in change order. */
+    at = 0;
+    assert_int_equal(feed_page(&at, 3, &p), 1);
+    assert_string_equal(p.runs, "old2 n1 n3");
+    assert_int_equal(rs_store_changes_page(fx.s, 0, 0, NULL, NULL, page_run, &p, &at, &err),
+                     -EINVAL);
+}
+
 /* Run fn in a child process; its exit status. Callers hold no store handle across the fork:
  * a SQLite connection must not cross one. */
 static int in_child(int (*fn)(void *), void *arg)
@@ -3461,6 +3527,7 @@ int main(void)
         T(test_open),
         T(test_foreign_version),
         T(test_foreign_version_busy),
+        T(test_changes_page),
         T(test_pg_uri_name),
         T(test_pg_uri_display),
         T(test_struct_versions),
