@@ -780,6 +780,163 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
     return pg_commit(b, err);
 }
 
+/* ---- import in batches ----
+ * An import was two round trips a row (the stored row at its seq, then its INSERT), and the
+ * lookup's plan, made while the thread's rows were few, read every index entry of the thread
+ * once it had many: a 40k-row thread took minutes. Now the rows go many to an INSERT (the
+ * arrays of append_rows_sql, with each row's run and seq), and what is stored is read a
+ * stretch of seqs at a time (a look: the rows of seqs lo..hi, in seq order), so each line is
+ * still judged as it is read: a different row at its seq refuses that line, where the reader
+ * is. A seq this import stored since the look (another run's file giving it again) is looked
+ * at again after the rows waiting are sent, as the row-at-a-time import met the row it had
+ * stored. The server can refuse no row the parse let through (ids, lengths, JSON, UTF-8, NUL,
+ * timestamps and seq are checked before); what it can refuse (a writer that took no lock
+ * storing a seq meanwhile, the connection) fails the thread's import as before. */
+
+#define IMPORT_ROWS 1000            /* rows one INSERT stores at most */
+#define IMPORT_BYTES (4 << 20)      /* ... and bytes of their text */
+#define IMPORT_SPAN 65536           /* seqs one look answers for at most */
+#define IMPORT_LOOK_ROWS 1000       /* stored rows a look reads at most */
+#define IMPORT_LOOK_BYTES (4 << 20) /* ... and bytes of their text, past its first row */
+
+/* Rows of one INSERT: $1 thread, $2 owner, then one array a column. The runs the rows are
+ * in get the transaction's change number (PG_CHANGE_NOTE's, for each run at once). */
+static const char import_rows_sql[] =
+    "WITH ins AS (INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, "
+    "content, event_metadata, seq, created_at) SELECT $1, x.run_id, $2, x.event_type, "
+    "x.category, x.content, x.metadata::json, x.seq, x.created::timestamp AT TIME ZONE 'UTC' "
+    "FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], "
+    "$9::text[]) AS x(run_id, event_type, category, content, metadata, seq, created) "
+    "RETURNING id, run_id), chg AS (INSERT INTO runfs_change (thread_id, run_id, change, owner) "
+    "SELECT $1::text, r.run_id, pg_current_xact_id()::text::bigint, coalesce($2::text, '') "
+    "FROM (SELECT DISTINCT run_id FROM ins) r ON CONFLICT (thread_id, run_id) DO UPDATE SET "
+    "change = greatest(runfs_change.change, excluded.change), deleted = false, owner = CASE "
+    "WHEN runfs_change.deleted OR runfs_change.owner = excluded.owner THEN excluded.owner "
+    "END)" CANON_NOTE;
+
+/* The stored rows of seqs $2.. below $3, in seq order: at most $4, and none past the first
+ * whose content and metadata bring theirs to $5 bytes (upto: their bytes so far). */
+static const char import_look_sql[] =
+    "SELECT " PG_ROW_COLUMNS ", e.upto FROM (SELECT x.*, sum(octet_length(x.content) + "
+    "octet_length(x.event_metadata::text)) OVER (ORDER BY x.seq) AS upto FROM (SELECT * FROM "
+    "run_events r WHERE r.thread_id = $1 AND r.seq >= $2 AND r.seq < $3 ORDER BY r.seq "
+    "LIMIT $4) x) e WHERE e.upto - octet_length(e.content) - octet_length(e.event_metadata::text) "
+    "< $5 ORDER BY e.seq";
+
+enum { IMP_RUN, IMP_TYPE, IMP_CATEGORY, IMP_CONTENT, IMP_METADATA, IMP_SEQ, IMP_CREATED, IMP_COLS };
+
+typedef struct import_batch {
+    rs_backend *b;
+    const rs_target *t;
+    rs_buf col[IMP_COLS]; /* the rows waiting, as array literals without their '}' */
+    size_t n, bytes;
+    /* The last look: the stored rows of seqs lo..hi (have, by seq); added: the seqs of
+     * lo..hi this import stored or queued since (a bit each from lo). */
+    int looked;
+    int64_t lo, hi;
+    PGresult *have;
+    uint64_t added[IMPORT_SPAN / 64];
+} import_batch;
+
+/* Queue (in a pipeline) or run the INSERT of the rows waiting. */
+static int import_send(import_batch *ib, rs_err *err)
+{
+    if (ib->n == 0)
+        return 0;
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, ib->t->thread_id);
+    pg_arg_text(&a, ib->t->user);
+    int rc = 0;
+    for (int i = 0; i < IMP_COLS; i++) {
+        if (!rc && rs_buf_addch(&ib->col[i], '}'))
+            rc = rs_err_set(err, -ENOMEM, "out of memory");
+        pg_arg_text(&a, ib->col[i].buf);
+    }
+    if (!rc)
+        rc = pg_run(ib->b, import_rows_sql, &a, NULL, err);
+    for (int i = 0; i < IMP_COLS; i++)
+        rs_buf_reset(&ib->col[i]);
+    ib->n = ib->bytes = 0;
+    return rc;
+}
+
+/* A new look from seq, after the rows waiting are stored (one round trip for both). */
+static int import_look(import_batch *ib, int64_t seq, rs_err *err)
+{
+    PQclear(ib->have);
+    ib->have = NULL;
+    ib->looked = 0;
+    int64_t end = seq + IMPORT_SPAN; /* seqs are at most 2^31 - 1 here: no overflow */
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, ib->t->thread_id);
+    pg_arg_int(&a, seq);
+    pg_arg_int(&a, end);
+    pg_arg_int(&a, IMPORT_LOOK_ROWS);
+    pg_arg_int(&a, IMPORT_LOOK_BYTES);
+    int rc = pg_pipe_start(ib->b, err);
+    if (rc)
+        return rc;
+    if ((rc = import_send(ib, err)) || (rc = pg_run(ib->b, import_look_sql, &a, &ib->have, err))) {
+        pg_pipe_run(ib->b, NULL);
+        return rc;
+    }
+    if ((rc = pg_pipe_run(ib->b, err))) {
+        PQclear(ib->have);
+        ib->have = NULL;
+        return rc;
+    }
+    /* Cut short by either limit, it answers only up to its last row. */
+    int n = PQntuples(ib->have);
+    int cut = n == IMPORT_LOOK_ROWS ||
+              (n > 0 && pg_val_int(ib->have, n - 1, PG_ROW_ID + 1) >= IMPORT_LOOK_BYTES);
+    ib->lo = seq;
+    ib->hi = cut ? pg_val_int(ib->have, n - 1, 2) : end - 1;
+    memset(ib->added, 0, sizeof ib->added);
+    ib->looked = 1;
+    return 0;
+}
+
+/* The row of the last look at seq (-1: none). */
+static int import_stored(const import_batch *ib, int64_t seq)
+{
+    int lo = 0, hi = PQntuples(ib->have) - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int64_t at = pg_val_int(ib->have, mid, 2);
+        if (at == seq)
+            return mid;
+        if (at < seq)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+static int import_added(const import_batch *ib, int64_t seq)
+{
+    uint64_t k = (uint64_t)(seq - ib->lo);
+    return (int)((ib->added[k / 64] >> (k % 64)) & 1);
+}
+
+/* Queue ev's row (stored at the next send). */
+static int import_queue(import_batch *ib, const rs_event *ev, rs_err *err)
+{
+    char seq[24];
+    (void)rs_fmt(seq, sizeof seq, "%lld", (long long)ev->seq); /* fits */
+    const char *v[IMP_COLS] = {ev->run_id,         ev->event_type,      ev->category,
+                               ev->content_db.buf, ev->metadata_db.buf, seq,
+                               ev->created_db};
+    for (int i = 0; i < IMP_COLS; i++)
+        if (array_add(&ib->col[i], v[i]))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+    uint64_t k = (uint64_t)(ev->seq - ib->lo);
+    ib->added[k / 64] |= (uint64_t)1 << (k % 64);
+    ib->n++;
+    ib->bytes += ev->content_db.len + ev->metadata_db.len;
+    return ib->n >= IMPORT_ROWS || ib->bytes >= IMPORT_BYTES ? import_send(ib, err) : 0;
+}
+
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
               int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err)
@@ -792,6 +949,15 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
     int64_t top = floor;
     pg_log thr;
     int found;
+    import_batch *ib = calloc(1, sizeof *ib);
+    if (!ib) {
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    ib->b = b;
+    ib->t = t;
+    for (int i = 0; i < IMP_COLS; i++)
+        ib->col[i] = (rs_buf)RS_BUF_INIT;
     if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) ||
         (found && (rc = pg_thread_catch_up(b, t->thread_id, &thr, &found, err))))
         goto fail;
@@ -804,23 +970,31 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
                 goto fail;
             break;
         }
-        rs_buf_reset(&have);
-        rs_buf_reset(&line);
-        if ((rc = pg_row_at(b, t->thread_id, ev->seq, 1, &have, &found, err)))
+        if ((!ib->looked || ev->seq < ib->lo || ev->seq > ib->hi || import_added(ib, ev->seq)) &&
+            (rc = import_look(ib, ev->seq, err)))
             goto fail;
-        if (found) {
-            if ((rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))
+        int i = import_stored(ib, ev->seq);
+        if (i >= 0) {
+            rs_row row;
+            char at[PG_AT_MAX];
+            pg_row(&row, ib->have, i, 0, at);
+            row.user_id = NULL;
+            rs_buf_reset(&have);
+            rs_buf_reset(&line);
+            if ((rc = rs_event_encode(&have, &row, err)) ||
+                (rc = rs_event_reimport(ev, t->thread_id, &have, &line, err)))
                 goto fail;
             (*skipped)++;
             continue;
         }
-        rs_target rt = {.thread_id = t->thread_id, .run_id = ev->run_id, .user = t->user};
-        if ((rc = insert_event(b, &rt, ev, ev->seq, err)))
+        if ((rc = import_queue(ib, ev, err)))
             goto fail;
         (*added)++;
         if (ev->seq > top)
             top = ev->seq;
     }
+    if ((rc = import_send(ib, err)))
+        goto fail;
     /* Rows may land below others: the thread's logs are rebuilt from its rows. */
     if (*added && ((rc = pg_log_load(b, t->thread_id, NULL, 0, 1, &thr, &found, err)) ||
                    (rc = pg_thread_reindex(b, t->thread_id, thr.key, err))))
@@ -828,13 +1002,19 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
     if (top > 0 &&
         ((rc = raise_floor(b, t->thread_id, top, err)) || (rc = notify(b, t->thread_id, top, err))))
         goto fail;
-    rs_buf_release(&line);
-    rs_buf_release(&have);
-    return pg_commit(b, err);
+    rc = pg_commit(b, err);
+    goto out;
 fail:
     pg_rollback(b);
+    *added = *skipped = 0;
+out:
+    if (ib) {
+        PQclear(ib->have);
+        for (int i = 0; i < IMP_COLS; i++)
+            rs_buf_release(&ib->col[i]);
+        free(ib);
+    }
     rs_buf_release(&line);
     rs_buf_release(&have);
-    *added = *skipped = 0;
     return rc;
 }

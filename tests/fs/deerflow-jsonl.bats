@@ -190,6 +190,102 @@ bad_case() {
   [ "$(store_snapshot)" = "$before" ]
 }
 
+# many_folder DIR THREAD RUNS LINES: DIR's thread THREAD gets RUNS runs (r-a, r-b, ...) of
+# LINES events each, seqs counting on from one file to the next, written as DeerFlow's JSONL
+# store writes them; with more lines than one INSERT of an import stores (1000 on
+# PostgreSQL), a thread's rows go in several.
+many_folder() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+from datetime import datetime, timezone, timedelta
+base, th, runs, lines = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+d = os.path.join(base, "threads", th, "runs")
+os.makedirs(d, exist_ok=True)
+t0, seq = datetime(2026, 3, 4, 5, 6, 7, 0, tzinfo=timezone.utc), 0
+for r in range(runs):
+    run = "r-" + chr(ord("a") + r)
+    with open(os.path.join(d, run + ".jsonl"), "w", encoding="utf-8") as f:
+        for _ in range(lines):
+            seq += 1
+            f.write(json.dumps({"thread_id": th, "run_id": run, "event_type": "llm.error",
+                                "category": "trace", "content": f"line {seq} of {run}",
+                                "metadata": {}, "seq": seq,
+                                "created_at": (t0 + timedelta(microseconds=seq)).isoformat()},
+                               default=str, ensure_ascii=False) + "\n")
+PY
+}
+
+# thread_rows THREAD: how many rows the store holds of THREAD.
+thread_rows() { store_sql "SELECT count(*) FROM run_events WHERE thread_id = '$1'"; }
+
+@test "a thread of several INSERTs: a bad line, a seq given twice and a different row mid-way refuse at their FILE:LINE, nothing of it stored" {
+  # t-big: r-a seqs 1-1200, r-b 1201-2400, r-c 2401-3600; t_small: 3 rows.
+  many_folder "$WORK/df" t-big 3 1200
+  many_folder "$WORK/df" t_small 1 3
+  local b=$WORK/df/threads/t-big/runs
+  cp -r "$WORK/df" "$WORK/clean"
+  # A malformed line once the first 1000 rows were sent: none of them stays.
+  sed -i '300s/"seq": 1500/"seq": 1/' "$b/r-b.jsonl"
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/df"
+  assert_failure 2
+  assert_output --partial "r-b.jsonl:300: seq 1 does not follow seq 1499"
+  assert_output --partial "thread t-big not imported (nothing of it changed)"
+  [ "$(thread_rows t-big)" = 0 ] || fail "rows of t-big stored: $(thread_rows t-big)"
+  [ "$(thread_rows t_small)" = 3 ] || fail "t_small not imported"
+  # A seq another run's file gave already: the row stored is the earlier file's, whether
+  # it waits to be sent (2400, r-b's last) or was sent (5).
+  for seq in 2400 5; do
+    cp "$WORK/clean/threads/t-big/runs/r-b.jsonl" "$b/r-b.jsonl"
+    cp "$WORK/clean/threads/t-big/runs/r-c.jsonl" "$b/r-c.jsonl"
+    sed -i "1s/\"seq\": 2401/\"seq\": $seq/" "$b/r-c.jsonl"
+    run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/df"
+    assert_failure 2
+    assert_output --partial "r-c.jsonl:1: seq $seq of thread t-big already holds a different event"
+    [ "$(thread_rows t-big)" = 0 ] || fail "rows of t-big stored after seq $seq twice"
+  done
+  # Stored whole; then a line mid-way differs from its row: that line, the store unchanged.
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/clean"
+  assert_success
+  assert_output --partial "runfs import: 3600 rows imported, 3 already present, 2 threads"
+  local before
+  before=$(store_snapshot)
+  cp -r "$WORK/clean" "$WORK/changed"
+  sed -i '700s/line 1900 of r-b/line 1900 changed/' "$WORK/changed/threads/t-big/runs/r-b.jsonl"
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/changed"
+  assert_failure 2
+  assert_output --partial "r-b.jsonl:700: seq 1900 of thread t-big already holds a different event"
+  [ "$(store_snapshot)" = "$before" ] || fail "the refused import changed the store"
+}
+
+@test "an import killed mid-thread leaves that thread as it was; run again, it stores the rest and skips what is there" {
+  many_folder "$WORK/df" t-a 1 10
+  many_folder "$WORK/df" t-big 4 5000
+  # Part of t-big first (its last file cut short, as DeerFlow had written it so far).
+  cp -r "$WORK/df" "$WORK/part"
+  head -n 100 "$WORK/df/threads/t-big/runs/r-d.jsonl" > "$WORK/part/threads/t-big/runs/r-d.jsonl"
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/part"
+  assert_success
+  assert_output --partial "runfs import: 15110 rows imported, 0 already present, 2 threads"
+  # The whole folder with a new thread t-0 (imported first), killed once t-0 is committed:
+  # t-big, one transaction, is then as it was or whole.
+  many_folder "$WORK/df" t-0 1 10
+  "$RUNFS" import -q "$STORE" --deerflow-jsonl "$WORK/df" &
+  local pid=$!
+  t0_stored() { [ "$(thread_rows t-0)" = 10 ]; }
+  wait_for 30 t0_stored || fail "t-0 was not imported within 30 s"
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  local big
+  big=$(thread_rows t-big)
+  [ "$big" = 15100 ] || [ "$big" = 20000 ] || fail "t-big holds $big rows after the kill (15100 before)"
+  # Run again: what is there is skipped, the rest stored, the bytes the folder's.
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/df"
+  assert_success
+  assert_output --partial "runfs import: $((20000 - big)) rows imported, $((20 + big)) already present, 3 threads"
+  "$RUNFS" export -q "$STORE" --deerflow-jsonl "$WORK/out"
+  diff -r "$WORK/df" "$WORK/out" || fail "the export is not the folder"
+}
+
 @test "--skip-bad-lines skips malformed lines, naming each; --strict checks content schemas" {
   python_folder "$WORK/df"
   f=$WORK/df/threads/t-1/runs/r-1.jsonl

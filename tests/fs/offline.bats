@@ -188,9 +188,9 @@ PY
 
 @test "import's progress on a terminal shows the files' total, the rate and the time left" {
   # Enough lines that the import outlasts the line's first redraw (0.2 s): PostgreSQL's
-  # import takes its rows one statement each, so a twentieth of them is enough there.
+  # import stores its rows at about half SQLite's rate, so half of them is enough there.
   local lines=25000 rows
-  on_pg && lines=1250
+  on_pg && lines=12500
   rows=$((4 * lines))
   jsonl_folder "$WORK/df" 4 "$lines"
   local total
