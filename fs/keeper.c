@@ -143,9 +143,14 @@ static int feed_run(void *ctx, const rs_change *c)
 static void feed_head(rfs_mount *m, struct rfs_keeper *k)
 {
     rs_err err = {0};
-    if (keeper_store(m, k) == 0 && rs_store_changes_head(k->s, &k->feed_at, &err) != 0) {
+    int rc = keeper_store(m, k);
+    if (!rc && (rc = rs_store_changes_head(k->s, &k->feed_at, &err)) != 0) {
         k->feed_at = -1;
-        rfs_log("keeping step data: cannot read the change feed: %s", err.msg);
+        /* A store whose feed nobody read (a DeerFlow database) is not numbered here: that
+         * reads every run it holds. Its foreign runs wait until a reader of the feed has
+         * numbered them; until then the keeper looks again at each foreign commit. */
+        if (rc != -ENODATA)
+            rfs_log("keeping step data: cannot read the change feed: %s", err.msg);
     }
 }
 
@@ -155,7 +160,7 @@ static void feed_read(rfs_mount *m, struct rfs_keeper *k, size_t room)
     rs_err err = {0};
     int rc = 0;
     if (k->feed_at < 0)
-        feed_head(m, k); /* it failed at the start: the changes since are not seen */
+        feed_head(m, k); /* not read at the start: the changes before now are not seen */
     else if (!(rc = keeper_store(m, k)))
         rc = rs_store_changes_page(k->s, k->feed_at, (int64_t)(room < FEED_PAGE ? room : FEED_PAGE),
                                    m->opt.user, m->opt.only_thread, feed_run, k, &k->feed_at, &err);

@@ -330,7 +330,8 @@ typedef struct rs_backend_ops {
      * (NULL: every run) bounds the work: only the first page->limit runs above after (those
      * fn is not shown counted too; on PostgreSQL with every run of the last number, as one
      * commit's runs share one), their highest number in page->last, page->more set when the
-     * limit was reached. changes_head: the highest number changes would show now (0: none). */
+     * limit was reached. changes_head: the highest number changes would show now (0: none), or
+     * -ENODATA as changes, numbering nothing. */
     int (*changes_sync)(rs_backend *b, rs_err *err);
     int (*changes)(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                    rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);

@@ -92,8 +92,9 @@ int rs_store_changes_page(rs_store *s, int64_t after, int64_t limit, const char 
     return rc ? rc : page.more;
 }
 
+/* No numbering here: a store never numbered (a DeerFlow database a mount just opened) would
+ * have every run it holds read and numbered, which nothing the caller asked for may cost. */
 int rs_store_changes_head(rs_store *s, int64_t *head, rs_err *err)
 {
-    int rc = feed_start(s, 0, NULL, err);
-    return rc ? rc : s->ops->changes_head(s->be, head, err);
+    return s->ops->changes_head(s->be, head, err);
 }

@@ -493,7 +493,8 @@ int rs_store_changes_page(rs_store *s, int64_t after, int64_t limit, const char 
                           const char *thread_id, int (*fn)(void *ctx, const rs_change *c),
                           void *ctx, int64_t *last, rs_err *err);
 /* The highest change the feed shows now (0: none): a reader that starts there reads only
- * what commits from now on. */
+ * what commits from now on. -ENODATA when the store's runs were never numbered: this call
+ * numbers nothing (the first read of the feed numbers every run the store holds). */
 int rs_store_changes_head(rs_store *s, int64_t *head, rs_err *err);
 /* ---- provable and signed seals (DESIGN "Receipts and seals") ------------------------------ */
 /* proofs/<seq>: {seq, leaf_index, tree_size, root, path} of an event inside the seal's

@@ -47,7 +47,6 @@ static const char changes_schema_sql[] =
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL, change BIGINT NOT NULL, owner TEXT,\n"
     "  deleted BOOLEAN NOT NULL DEFAULT false, PRIMARY KEY (thread_id, run_id));\n"
     "CREATE INDEX IF NOT EXISTS runfs_change_order ON runfs_change (change);\n"
-    "INSERT INTO runfs_meta (key, value) VALUES ('changes_init', 0) ON CONFLICT DO NOTHING;\n"
     "CREATE OR REPLACE FUNCTION runfs_change_delete() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
@@ -65,7 +64,11 @@ static const char changes_schema_sql[] =
     "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_delete();\n"
     "CREATE OR REPLACE TRIGGER runfs_change_update AFTER UPDATE ON run_events\n"
     "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
-    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_update();\n";
+    "  FOR EACH STATEMENT EXECUTE FUNCTION runfs_change_update();\n"
+    /* Last, under the lock the triggers took on run_events (its own snapshot sees every
+     * insert that committed before it): a store with no row yet has no run to number. */
+    "INSERT INTO runfs_meta (key, value) SELECT 'changes_init', CASE WHEN EXISTS (SELECT 1 "
+    "FROM run_events) THEN 0 ELSE 1 END ON CONFLICT DO NOTHING;\n";
 
 /* Another writer's INSERT (DeerFlow's put and put_batch): its threads left to be indexed,
  * the runfs_canon ranges around its ids dropped (pg_schema_note_sql's note), and its runs

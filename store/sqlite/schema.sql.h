@@ -312,7 +312,7 @@ static const char rs_schema_terminal_sql[] =
  * hi_id the highest run_events id it was numbered for (a run whose rows above indexed_id
  * all lie at or below it was numbered for them already; runfs's own rows, in runfs_canon,
  * are not another writer's). changes_init: the runs a store held before the table came are numbered at the
- * first read of the feed. Made after rs_schema_sql, checked by its last trigger. */
+ * first read of the feed (none to number in a store made empty: numbered from the start). Made after rs_schema_sql, checked by its last trigger. */
 static const char rs_schema_changes_sql[] =
     "CREATE TABLE IF NOT EXISTS runfs_change (\n"
     "  thread_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
@@ -324,7 +324,8 @@ static const char rs_schema_changes_sql[] =
     "CREATE INDEX IF NOT EXISTS runfs_run_change ON runfs_run (change);\n"
     "CREATE INDEX IF NOT EXISTS runfs_change_pending ON runfs_change (thread_id, run_id)\n"
     "  WHERE pending;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('changes_init', 0);\n"
+    "INSERT OR IGNORE INTO runfs_meta (key, value)\n"
+    "  SELECT 'changes_init', NOT EXISTS (SELECT 1 FROM run_events);\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_change_delete AFTER DELETE ON run_events BEGIN\n"
     "  INSERT INTO runfs_change (thread_id, run_id, change, owner, pending)\n"
     "    SELECT old.thread_id, old.run_id, coalesce((SELECT r.change FROM runfs_run r JOIN\n"

@@ -291,5 +291,10 @@ int sq_changes(rs_backend *b, int64_t after, const char *user, const char *threa
 
 int sq_changes_head(rs_backend *b, int64_t *head, rs_err *err)
 {
-    return sq_int(b, "SELECT " HIGHEST_CHANGE, NULL, NULL, head, NULL, err);
+    int64_t numbered = 0;
+    int rc = sq_int(b, "SELECT value FROM main.runfs_meta WHERE key = 'changes_init'", NULL, NULL,
+                    &numbered, NULL, err);
+    if (!rc && numbered != 1)
+        rc = rs_err_set(err, -ENODATA, RS_FEED_UNNUMBERED);
+    return rc ? rc : sq_int(b, "SELECT " HIGHEST_CHANGE, NULL, NULL, head, NULL, err);
 }
