@@ -679,14 +679,101 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+/* 1 when n's thread's log is still as info and the rewrites count as k says, else 0. */
+static int thread_unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n,
+                            const rs_log_info *info, const kept *k, rs_err *err)
+{
+    rs_log_info now;
+    int64_t rewrites = 0;
+    int rc = rs_store_log_info(s, n->thread_id, NULL, sc->user, &now, err);
+    if (rc)
+        return rc;
+    return rfs_view_version(&now) == rfs_view_version(info) &&
+           rs_store_rewrites(s, &rewrites) == 0 && rewrites == k->rewrites;
+}
+
+static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
+
+/* history.jsonl's and transcript.md's sizes at info from those this mount kept at an
+ * earlier state of the thread under the same rewrites count (the key names it) and what
+ * their pass left to resume from: one pass over the rows added since catches up n's view,
+ * and the other when it is kept at the same state, and keeps them, so no stat after an
+ * append renders them whole. 1 with *size set (n's); 0 when n's is not kept or the rows past
+ * the kept point do not account for the whole change of the log (a row added below it, an
+ * owner's share of a shared log, a rewrite while counting): the caller renders as before. */
+static int thread_catch_up(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_buf *key,
+                           const rs_log_info *info, const kept *k, int64_t *size, rs_err *err)
+{
+    int mine = n->kind == RFS_T_TRANSCRIPT;
+    rs_buf keys[2] = {RS_BUF_INIT, RS_BUF_INIT}, states[2] = {RS_BUF_INIT, RS_BUF_INIT};
+    rs_log_info base[2];
+    kept ks[2] = {*k, *k};
+    rfs_thread_kept views[2] = {{.next = RS_BUF_INIT}, {.next = RS_BUF_INIT}};
+    int have[2] = {0, 0};
+    if (!sc->sizes || !k->stored)
+        return 0;
+    int rc = rs_buf_add(&keys[mine], key->buf, key->len);
+    if (!rc)
+        rc = run_view_names(s, sc, n, mine ? RFS_T_HISTORY : RFS_T_TRANSCRIPT, 0, info,
+                            &keys[!mine], &ks[!mine], err);
+    for (int i = 0; !rc && i < 2; i++) {
+        have[i] = ks[i].stored && ks[i].rewrites == k->rewrites &&
+                  rfs_sizes_get_state(sc->sizes, keys[i].buf, &base[i], &views[i].size, &states[i]);
+        views[i].state = states[i].buf;
+        views[i].len = states[i].len;
+    }
+    const rs_log_info *b = &base[mine];
+    /* The other view goes along only from the same state of the thread, and when it is not
+     * kept at info already. */
+    int64_t other = 0;
+    if (have[!mine] && (rfs_view_version(&base[!mine]) != rfs_view_version(b) ||
+                        rfs_sizes_get(sc->sizes, keys[!mine].buf, info, &other)))
+        have[!mine] = 0;
+    if (rc || !have[mine] || !b->exists || !b->exact || !info->exact ||
+        b->last_seq > info->last_seq || b->count > info->count || b->size > info->size) {
+        for (int i = 0; i < 2; i++) {
+            rs_buf_release(&keys[i]);
+            rs_buf_release(&states[i]);
+        }
+        return rc;
+    }
+    rs_target t = {.thread_id = n->thread_id, .user = sc->user};
+    rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
+    int64_t count = 0, bytes = 0, last = b->last_seq, rewrites = 0;
+    rc = rfs_glance_thread_since(s, &t, run_terminal, &r, b->last_seq, have[0] ? &views[0] : NULL,
+                                 have[1] ? &views[1] : NULL, &count, &bytes, &last, err);
+    rs_buf_release(&r.pending);
+    int bad = rc == -EINVAL; /* a state that does not read: rendered as before */
+    rc = bad ? 0 : rc;
+    /* Every row the log gained is past the kept point, and nothing was rewritten since the
+     * key's count was read (a delete and an insert could leave the totals as they were). */
+    int held = !rc && !bad && b->count + count == info->count && b->size + bytes == info->size &&
+               last == info->last_seq && rs_store_rewrites(s, &rewrites) == 0 &&
+               rewrites == k->rewrites;
+    for (int i = 0; held && i < 2; i++) {
+        if (!have[i])
+            continue;
+        rfs_sizes_put(sc->sizes, keys[i].buf, info, views[i].size);
+        rfs_sizes_put_state(sc->sizes, keys[i].buf, info, views[i].next.buf, views[i].next.len);
+        if (i != mine) /* n's own the caller keeps */
+            kept_put(s, sc, &ks[i], views[i].size);
+    }
+    if (held)
+        *size = views[mine].size;
+    for (int i = 0; i < 2; i++) {
+        rs_buf_release(&keys[i]);
+        rs_buf_release(&states[i]);
+        rs_buf_release(&views[i].next);
+    }
+    return rc ? rc : held;
+}
+
 /* The thread views a first ls -la renders: sized together by thread_pass. */
 static int thread_pass_kind(rfs_kind kind)
 {
     return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS ||
            kind == RFS_T_REPORT;
 }
-
-static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
 /* history.jsonl's and transcript.md's sizes and stats.json's and report.html's bytes from
  * one pass over the thread's rows, kept as each view's own rendering keeps them
@@ -706,11 +793,21 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* The keys first: a change during the pass then leaves the sizes unkept. */
     for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
+    /* After an append a stat of history.jsonl caught both up (ls -la stats it before
+     * stats.json): the pass that stats.json's stat wants renders neither again. */
+    int sized = !rc && (n->kind == RFS_T_STATS || n->kind == RFS_T_REPORT) && sc->sizes &&
+                rfs_sizes_get(sc->sizes, keys[0].buf, info, &size[0]) &&
+                rfs_sizes_get(sc->sizes, keys[1].buf, info, &size[1]);
     rfs_kept_writer w[2];
-    int keep = !rc && rfs_sizes_keeps_bytes(sc->sizes);
+    int keep = !rc && !sized && rfs_sizes_keeps_bytes(sc->sizes);
     rfs_kept_writer_open(&w[0], keep && k[0].stored);
     rfs_kept_writer_open(&w[1], keep && k[1].stored);
-    rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1]};
+    rs_buf states[2] = {RS_BUF_INIT, RS_BUF_INIT};
+    rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1], .sized = sized};
+    if (!rc && !sink.sized && sc->sizes && k[0].stored)
+        sink.history_state = &states[0];
+    if (!rc && !sink.sized && sc->sizes && k[1].stored)
+        sink.transcript_state = &states[1];
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
         sink.transcript = n->kind == RFS_T_TRANSCRIPT;
@@ -720,16 +817,24 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     if (!rc)
         rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &docs[0], &docs[1], &size[0],
                                    &size[1], err);
-    for (int i = 0; !rc && i < 4; i++) {
+    /* What a later stat catches up from must be of info's rows exactly: a pass that read
+     * rows come while it ran (or a listing's older info) leaves none. */
+    int held = !rc && (sink.history_state || sink.transcript_state) &&
+               thread_unchanged(s, sc, n, info, &k[0], err) == 1;
+    for (int i = sink.sized ? 2 : 0; !rc && i < 4; i++) {
         const rs_buf *doc = i >= 2 ? &docs[i - 2] : NULL;
         if (doc) {
             size[i] = (int64_t)doc->len;
             rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc->buf, doc->len);
         } else {
             keep_bytes(sc, keys[i].buf, info, &k[i], &w[i], size[i]);
+            if (held && states[i].alloc)
+                rfs_sizes_put_state(sc->sizes, keys[i].buf, info, states[i].buf, states[i].len);
         }
         kept_put(s, sc, &k[i], size[i]);
     }
+    rs_buf_release(&states[0]);
+    rs_buf_release(&states[1]);
     rfs_kept_writer_drop(&w[0]);
     rfs_kept_writer_drop(&w[1]);
     for (int i = 0; i < 4; i++)
@@ -919,7 +1024,9 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
     if (!rc && !known && !doc && !cheap &&
-        (rc = catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
+        (rc = (n->kind == RFS_T_HISTORY || n->kind == RFS_T_TRANSCRIPT)
+                  ? thread_catch_up(s, sc, n, &key, &info, &k, &st->size, err)
+                  : catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
         rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
         kept_put(s, sc, &k, st->size);
         known = 1;
