@@ -1175,13 +1175,17 @@ typedef struct lines_count {
     size_t ntypes, names_cap, types_cap;
 } lines_count;
 
-static int lines_add(lines_count *c, const rs_record *rec)
+/* rec counted into c; types: c is a run's, whose types/ and tasks/ views are counted too
+ * (the thread has only its messages.jsonl). */
+static int lines_add(lines_count *c, const rs_record *rec, int types)
 {
     c->count++;
     c->bytes += (int64_t)rec->line_len;
     c->last_seq = rec->seq;
     if (rec->category && strcmp(rec->category, "message") == 0)
         c->messages += (int64_t)rec->line_len;
+    if (!types)
+        return 0;
     /* The store's own canonical line: a metadata task_id is spelled so in it. */
     if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
         c->tasks = 1;
@@ -1288,7 +1292,7 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
     int rc = rs_store_rewrites(s, &rewrites);
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
     while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = lines_add(&all, rec);
+        rc = lines_add(&all, rec, 0);
         if (rc || !rec->run_id)
             continue;
         /* Rows come by seq: a run's rows mostly follow each other. */
@@ -1306,7 +1310,7 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
             memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
             nruns++;
         }
-        rc = lines_add(&runs[at], rec);
+        rc = lines_add(&runs[at], rec, 1);
     }
     rs_cursor_free(c);
     for (size_t i = 0; rc >= 0 && i <= nruns; i++)
