@@ -694,6 +694,76 @@ static int thread_unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n,
 
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
+/* A thread's history.jsonl and transcript.md kept sizes and states, in the store too
+ * (runfs_steps, beside a run's step data: a blob by thread and kind), so a later mount
+ * catches them up rather than rendering the thread: the format, the rewrites count they are
+ * of, the log's state, and each view's size and state (u32 length first). Written by a pass
+ * over a thread of at least STORED_ROWS rows (a smaller one renders quickly: no commit for
+ * it), read by a catch-up that finds none in the mount's table. */
+#define STORED_FORMAT 1u
+#define STORED_KIND 0x7468726561645356ULL /* names them apart from step data's kinds */
+#define STORED_ROWS 256
+
+typedef struct stored_head {
+    uint32_t format, size_of_info;
+    int64_t rewrites;
+    rs_log_info info;
+    int64_t sizes[2];
+    uint32_t lens[2];
+} stored_head;
+
+static void stored_put(rs_store *s, const rfs_node *n, const kept *k, const rs_log_info *info,
+                       const int64_t sizes[2], const rs_buf states[2])
+{
+    stored_head h;
+    memset(&h, 0, sizeof h);
+    h.format = STORED_FORMAT;
+    h.size_of_info = (uint32_t)sizeof h.info;
+    h.rewrites = k->rewrites;
+    h.info = *info;
+    rs_buf b = RS_BUF_INIT;
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        h.sizes[i] = sizes[i];
+        if (states[i].len > UINT32_MAX)
+            rc = -EFBIG;
+        h.lens[i] = (uint32_t)states[i].len;
+    }
+    rc = rc ? rc : rs_buf_add(&b, (const char *)&h, sizeof h);
+    for (int i = 0; !rc && i < 2; i++)
+        rc = rs_buf_add(&b, states[i].buf, states[i].len);
+    rs_target t = {.thread_id = n->thread_id, .run_id = ""};
+    /* Best effort: a store that refuses costs a later mount a rendering. */
+    if (!rc)
+        (void)rs_store_steps_put(s, &t, k->view ^ STORED_KIND, k->rewrites, b.buf, b.len);
+    rs_buf_release(&b);
+}
+
+/* The sizes and states stored_put kept for view (k: history.jsonl's names) at the rewrites
+ * count k says: 1 with base, sizes and states set, else 0. */
+static int stored_get(rs_store *s, const rfs_node *n, const kept *k, rs_log_info *base,
+                      int64_t sizes[2], rs_buf states[2])
+{
+    rs_buf b = RS_BUF_INIT;
+    rs_target t = {.thread_id = n->thread_id, .run_id = ""};
+    stored_head h;
+    int got = k->stored && rs_store_steps_get(s, &t, k->view ^ STORED_KIND, &b) == 1 &&
+              b.len >= sizeof h;
+    if (got)
+        memcpy(&h, b.buf, sizeof h);
+    got = got && h.format == STORED_FORMAT && h.size_of_info == sizeof h.info &&
+          h.rewrites == k->rewrites && b.len == sizeof h + (size_t)h.lens[0] + h.lens[1];
+    for (int i = 0; got && i < 2; i++)
+        got = rs_buf_add(&states[i], b.buf + sizeof h + (i ? h.lens[0] : 0), h.lens[i]) == 0;
+    if (got) {
+        *base = h.info;
+        sizes[0] = h.sizes[0];
+        sizes[1] = h.sizes[1];
+    }
+    rs_buf_release(&b);
+    return got;
+}
+
 /* history.jsonl's and transcript.md's sizes at info from those this mount kept at an
  * earlier state of the thread under the same rewrites count (the key names it) and what
  * their pass left to resume from: one pass over the rows added since catches up n's view,
@@ -721,6 +791,21 @@ static int thread_catch_up(rs_store *s, const rfs_scope *sc, const rfs_node *n, 
                   rfs_sizes_get_state(sc->sizes, keys[i].buf, &base[i], &views[i].size, &states[i]);
         views[i].state = states[i].buf;
         views[i].len = states[i].len;
+    }
+    /* None in the mount's table (a fresh mount): the store's, of both views at once. */
+    if (!rc && !have[0] && !have[1]) {
+        rs_buf_reset(&states[0]);
+        rs_buf_reset(&states[1]);
+        int64_t sizes[2];
+        if (stored_get(s, n, &ks[0], &base[0], sizes, states)) {
+            base[1] = base[0];
+            for (int i = 0; i < 2; i++) {
+                have[i] = ks[i].stored && ks[i].rewrites == k->rewrites;
+                views[i].size = sizes[i];
+                views[i].state = states[i].buf;
+                views[i].len = states[i].len;
+            }
+        }
     }
     const rs_log_info *b = &base[mine];
     /* The other view goes along only from the same state of the thread, and when it is not
@@ -821,6 +906,9 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
      * rows come while it ran (or a listing's older info) leaves none. */
     int held = !rc && (sink.history_state || sink.transcript_state) &&
                thread_unchanged(s, sc, n, info, &k[0], err) == 1;
+    if (held && sink.history_state && sink.transcript_state && info->count >= STORED_ROWS &&
+        k[1].rewrites == k[0].rewrites)
+        stored_put(s, n, &k[0], info, size, states);
     for (int i = sink.sized ? 2 : 0; !rc && i < 4; i++) {
         const rs_buf *doc = i >= 2 ? &docs[i - 2] : NULL;
         if (doc) {

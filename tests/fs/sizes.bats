@@ -559,3 +559,36 @@ mark() { echo $(($(wc -l < "$WORK/thread.log") + 1)); }
   ls -la "$MNT/$T" > /dev/null
   thread_honest
 }
+
+# many_rows N: N rows of calls, results and questions in $R (a thread large enough that its
+# pass keeps the views' states in the store, view.c's STORED_ROWS).
+many_rows() {
+  local i
+  for i in $(seq "$1"); do ev_call "m$i"; ev_result "m$i" "result $i"; ev_human "question $i" "m$i"; done
+}
+
+@test "a fresh mount catches history.jsonl and transcript.md up from the states a pass kept in the store: runfs put while unmounted, then an UPDATE" {
+  many_rows 100 >> "$MNT/$R/events.jsonl"
+  ev_call pending >> "$MNT/$R/events.jsonl"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  runfs_unmount "$MNT"
+  { ev_result pending "answered while unmounted"; ev_human "and one more" 99; } | "$RUNFS" put -q "$STORE" ts r1
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/thread.log"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  run rendered_since 1
+  assert_output ""
+  # A rewrite in place while unmounted, keeping the row's length (the log's size and count
+  # stay): the kept states are of rows as they were, the views render.
+  runfs_unmount "$MNT"
+  rewrite 50000 lead_a
+  ev_human "after the rewrite" 98 | "$RUNFS" put -q "$STORE" ts r1
+  runfs_mount "$STORE" "$MNT"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" -o ro
+  ev_human "while -o ro is mounted" 97 | "$RUNFS" put -q "$STORE" ts r1
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before runfs put, on -o ro"; }
+}
