@@ -264,7 +264,7 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     if (!rc && lines)
         rc = rfs_transcript_new(&tr, t->thread_id, status, status_ctx);
     if (!rc && lines && sink && sink->transcript_state)
-        rfs_transcript_tally(tr);
+        rc = rfs_transcript_tally(tr);
     if (!rc && lines && sink && sink->history_state)
         rc = rfs_map_new(&runs, sizeof(int64_t));
     if (!rc && report)

@@ -46,10 +46,13 @@ struct rfs_transcript {
     int64_t adjust;
 };
 
-void rfs_transcript_tally(rfs_transcript *t)
+int rfs_transcript_tally(rfs_transcript *t)
 {
-    if (!t->untold && rfs_map_new(&t->untold, sizeof(int64_t)))
+    if (!t->untold && rfs_map_new(&t->untold, sizeof(int64_t))) {
         t->untold = NULL;
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
@@ -435,7 +438,9 @@ int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
     return rfs_transcript_finish_kept(t, out, NULL);
 }
 
-/* A kept state: a u32 then that many NUL-ended strings, in three parts (sizeof fields). */
+/* A kept state: the current run's id; a u32 count of the calls waiting, each its id and
+ * text; a u32 count of runs, each its id and an int64 count of headings said without a
+ * status (strings NUL-ended, numbers as this build lays them out). */
 static int put_u32(rs_buf *b, uint32_t v)
 {
     return rs_buf_add(b, (const char *)&v, sizeof v);
@@ -523,12 +528,12 @@ int rfs_transcript_resume(rfs_transcript **out, const char *thread_id, rfs_run_s
     if (rc)
         return rc;
     t->started = t->finished = t->resumed = 1;
-    rfs_transcript_tally(t);
     *undo = 0;
     size_t n;
     uint32_t calls = 0, runs = 0;
     const char *run = get_str(&p, end, &n);
-    rc = !t->untold ? -ENOMEM : !run || n >= sizeof t->run_id ? -EINVAL : get_u32(&p, end, &calls);
+    rc = rfs_transcript_tally(t);
+    rc = rc ? rc : !run || n >= sizeof t->run_id ? -EINVAL : get_u32(&p, end, &calls);
     if (!rc) {
         memcpy(t->run_id, run, n + 1);
         if (calls > PENDING_MAX)

@@ -28,8 +28,8 @@ int rfs_transcript_finish(rfs_transcript *t, rs_buf *out);
  * again: a row's bytes are decided by the rows before it but for a run's heading, which says
  * the status of the run's first run.terminal, and a tool call, whose line waits for its result.
  * Before its first row, rfs_transcript_tally has a pass count the headings said with no
- * run.terminal yet, per run. */
-void rfs_transcript_tally(rfs_transcript *t);
+ * run.terminal yet, per run (-ENOMEM: it cannot, and no state may be kept of the pass). */
+int rfs_transcript_tally(rfs_transcript *t);
 /* rfs_transcript_finish, and into state (when not NULL) what a later pass resumes from. */
 int rfs_transcript_finish_kept(rfs_transcript *t, rs_buf *out, rs_buf *state);
 /* A pass resumed from state (rfs_transcript_finish_kept's), to be fed the rows added since:
