@@ -185,7 +185,7 @@ static int next_fed_run(void *ctx, const char **run_id, rs_buf *stats)
 
 /* history.jsonl's kept state: a u32 count, then each run's id (NUL-ended) and the bytes of
  * its rows that its own caller and type leave in (int64). */
-static int history_save(rfs_map *runs, rs_buf *state)
+int rfs_glance_history_save(rfs_map *runs, rs_buf *state)
 {
     size_t n = rfs_map_count(runs);
     uint32_t count = (uint32_t)n;
@@ -220,10 +220,8 @@ static int history_load(const char *p, size_t len, rfs_map *runs)
     return p == end ? 0 : -EINVAL;
 }
 
-/* The row c gave (rec) counted into runs (its run's bytes) when its caller and type leave it in
- * history.jsonl; *shows: whether it shows now. */
-static int history_count(rs_history *h, const rs_cursor *c, const rs_record *rec, rfs_map *runs,
-                         int *shows)
+int rfs_glance_history_count(rs_history *h, const rs_cursor *c, const rs_record *rec, rfs_map *runs,
+                             int *shows)
 {
     int passes;
     int rc = rs_history_passes(h, c, &passes);
@@ -302,7 +300,7 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
                 break;
             }
             if ((rc = rfs_stats_feed(st, &ev)) || (run && (rc = rfs_stats_feed(run, &ev))) ||
-                (rc = runs ? history_count(h, c, rec, runs, &shows)
+                (rc = runs ? rfs_glance_history_count(h, c, rec, runs, &shows)
                            : rs_history_shows(h, c, &shows)) ||
                 (rc = rfs_transcript_feed(tr, &ev, &scratch)))
                 break;
@@ -330,7 +328,7 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
         rs_names_free(fc.names);
     }
     if (!rc && runs)
-        rc = history_save(runs, sink->history_state);
+        rc = rfs_glance_history_save(runs, sink->history_state);
     if (!rc && lines &&
         !(rc = rfs_transcript_finish_kept(tr, &scratch, sink ? sink->transcript_state : NULL))) {
         sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
@@ -666,7 +664,7 @@ int rfs_glance_thread_since(rs_store *s, const rs_target *t, rfs_run_status_fn s
             ++*count;
             *bytes += (int64_t)rec->line_len;
             *last = rec->seq;
-            if (runs && (rc = history_count(h, c, rec, runs, &shows)))
+            if (runs && (rc = rfs_glance_history_count(h, c, rec, runs, &shows)))
                 break;
             if (tr) {
                 rfs_ev_read_all(rec, &ev);
@@ -680,7 +678,7 @@ int rfs_glance_thread_since(rs_store *s, const rs_target *t, rfs_run_status_fn s
     }
     if (!rc && runs) {
         history->size = history_sum(h, runs);
-        rc = history_save(runs, &history->next);
+        rc = rfs_glance_history_save(runs, &history->next);
     }
     if (!rc && tr && !(rc = rfs_transcript_finish_kept(tr, &scratch, &transcript->next)))
         transcript->size += made + (int64_t)scratch.len - undo + rfs_transcript_adjust(tr);

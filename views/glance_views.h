@@ -59,6 +59,14 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
                           void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err);
 
+/* history.jsonl's rows counted by run into runs (int64 bytes by run id) for its kept state:
+ * rec, the row c gave (of h's thread and owner, in seq order), counted when its own caller
+ * and type leave it in; *shows: whether history.jsonl shows it now. */
+int rfs_glance_history_count(rs_history *h, const rs_cursor *c, const rs_record *rec, rfs_map *runs,
+                             int *shows);
+/* The kept state of history.jsonl's rows counted into runs, appended to state. */
+int rfs_glance_history_save(rfs_map *runs, rs_buf *state);
+
 /* A size of history.jsonl or transcript.md kept at an earlier state of the thread, and
  * what its pass left to resume from (rfs_glance_sink's states). */
 typedef struct rfs_thread_kept {

@@ -412,7 +412,7 @@ typedef struct sizing {
 } sizing;
 
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, int64_t *size, rs_err *err);
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err);
 
 int rfs_view_kernel_keeps(rfs_kind kind)
 {
@@ -513,8 +513,8 @@ static int unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n, const 
 {
     rs_log_info now;
     int64_t rewrites = 0;
-    int rc = rs_store_log_info(s, n->thread_id, n->kind == RFS_T_MESSAGES ? NULL : n->run_id,
-                               sc->user, &now, err);
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR; /* as view_stat says */
+    int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &now, err);
     if (rc)
         return rc;
     return rfs_view_version(&now) == rfs_view_version(info) &&
@@ -677,19 +677,6 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     for (int i = 0; i < 3; i++)
         rs_buf_release(&docs[i]);
     return rc;
-}
-
-/* 1 when n's thread's log is still as info and the rewrites count as k says, else 0. */
-static int thread_unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n,
-                            const rs_log_info *info, const kept *k, rs_err *err)
-{
-    rs_log_info now;
-    int64_t rewrites = 0;
-    int rc = rs_store_log_info(s, n->thread_id, NULL, sc->user, &now, err);
-    if (rc)
-        return rc;
-    return rfs_view_version(&now) == rfs_view_version(info) &&
-           rs_store_rewrites(s, &rewrites) == 0 && rewrites == k->rewrites;
 }
 
 static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
@@ -905,7 +892,7 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* What a later stat catches up from must be of info's rows exactly: a pass that read
      * rows come while it ran (or a listing's older info) leaves none. */
     int held = !rc && (sink.history_state || sink.transcript_state) &&
-               thread_unchanged(s, sc, n, info, &k[0], err) == 1;
+               unchanged(s, sc, n, info, &k[0], err) == 1;
     if (held && sink.history_state && sink.transcript_state && info->count >= STORED_ROWS &&
         k[1].rewrites == k[0].rewrites)
         stored_put(s, n, &k[0], info, size, states);
@@ -1150,17 +1137,25 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                    n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE;
         rfs_kept_writer w;
         rfs_kept_writer_open(&w, keep);
-        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
+        /* history.jsonl and transcript.md: what a later stat catches them up from too. */
+        rs_buf state = RS_BUF_INIT;
+        int states = sc->sizes && k.stored &&
+                     (n->kind == RFS_T_HISTORY || n->kind == RFS_T_TRANSCRIPT);
+        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, states ? &state : NULL, &st->size, err);
         st->rendered = 1;
         /* A size a later stat catches up from must be of info's rows exactly: one rendered
          * while rows came (or of a listing's older info) is not kept. */
         int held = 1;
-        if (!rc && catch_up_kind(n->kind) && (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
+        if (!rc && (catch_up_kind(n->kind) || states) &&
+            (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
             held = rc;
             rc = 0;
         }
         if (!rc && held && sc->sizes)
             keep_bytes(sc, key.buf, &info, &k, &w, st->size);
+        if (!rc && held && states)
+            rfs_sizes_put_state(sc->sizes, key.buf, &info, state.buf, state.len);
+        rs_buf_release(&state);
         rfs_kept_writer_drop(&w);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
@@ -1897,9 +1892,47 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
 /* The exact size of a streamed view: render it through one cursor, counting bytes (a
  * reader's chunks each open a cursor, which a view like history.jsonl pays for again); the
  * bytes to keep too (NULL: not kept). */
-static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, int64_t *size, rs_err *err)
+/* history.jsonl's size (and its bytes to keep and how->bytes) with its kept state
+ * (rfs_glance_history_count's): the thread's message rows read through h, each counted by
+ * run before the hidden runs filter it, as rs_store_history's cursor would. */
+static int history_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                        rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
 {
+    int give = how && how->bytes;
+    rs_history *h = NULL;
+    rfs_map *runs = NULL;
+    rs_cursor *c = NULL;
+    const rs_record *rec;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.user = sc->user;
+    q.messages_only = 1;
+    *size = 0;
+    int rc = rfs_map_new(&runs, sizeof(int64_t)) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    rc = rc ? rc : rs_history_open(s, n->thread_id, sc->user, &h, err);
+    rc = rc ? rc : rs_store_query(s, &q, &c, err);
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
+        int shows;
+        if ((rc = rfs_glance_history_count(h, c, rec, runs, &shows)) || !shows)
+            continue;
+        *size += (int64_t)rec->line_len;
+        rfs_kept_writer_add(keep, rec->line, rec->line_len);
+        give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
+    }
+    rs_cursor_free(c);
+    if (!rc)
+        rc = rfs_glance_history_save(runs, state);
+    rfs_map_free(runs);
+    rs_history_free(h);
+    return rc;
+}
+
+/* state: where a history.jsonl's or transcript.md's kept state goes (NULL: none made). */
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
+{
+    if (state && n->kind == RFS_T_HISTORY)
+        return history_size(s, sc, n, how, keep, state, size, err);
     int give = how && how->bytes;
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
@@ -1908,6 +1941,8 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r)
              : otel     ? rfs_glance_otel_new(s, &t, sc->service_name, &r.otel, err)
                         : 0;
+    if (!rc && transcript && state && (rc = rfs_transcript_tally(r.transcript)))
+        rc = rs_err_set(err, rc, "out of memory");
     if (rc || (rc = stream_open(s, sc, n, 0, 0, NULL, &c, err))) {
         rfs_transcript_free(r.transcript);
         rfs_otel_free(r.otel);
@@ -1931,7 +1966,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     }
     rs_cursor_free(c);
     if (rc == 0 && (transcript || otel) &&
-        !(rc = transcript ? rfs_transcript_finish(r.transcript, &r.pending)
+        !(rc = transcript ? rfs_transcript_finish_kept(r.transcript, &r.pending, state)
                           : rfs_otel_finish(r.otel, &r.pending))) {
         *size += (int64_t)r.pending.len;
         rfs_kept_writer_add(keep, r.pending.buf, r.pending.len);

@@ -592,3 +592,17 @@ many_rows() {
   ev_human "while -o ro is mounted" 97 | "$RUNFS" put -q "$STORE" ts r1
   wait_for 10 thread_honest || { thread_honest; fail "sizes of before runfs put, on -o ro"; }
 }
+
+@test "history.jsonl's and transcript.md's sizes a bare stat rendered are caught up at the next stat after an append" {
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/thread.log"
+  ev_call s1 >> "$MNT/$R/events.jsonl"
+  # A stat with no listing before it: each view renders on its own (no thread pass).
+  thread_honest
+  local from; from=$(mark)
+  { ev_result s1 "its result"; ev_call s2; ev_human "a bare stat's question" 21; } >> "$MNT/$R/events.jsonl"
+  (set -C; ev_terminal success > "$MNT/$R/once/run.terminal")
+  thread_honest
+  run rendered_since "$from"
+  assert_output ""
+}
