@@ -254,12 +254,11 @@ typedef struct hist_cursor {
     scratch sc;
 } hist_cursor;
 
-/* spec 7.1 row filter: middleware callers, subagent AI messages and hidden runs. */
-static int history_hides(const rs_history *h, scratch *sc, const rs_row *row, int *hide)
+/* spec 7.1 row filter: middleware callers and subagent AI messages (the row's own), and
+ * hidden runs (which later rows decide). */
+static int row_hides(scratch *sc, const rs_row *row, int *hide)
 {
     *hide = 1;
-    if (hidden_has(&h->hidden, row->run_id ? row->run_id : ""))
-        return 0;
     unsigned markers;
     int rc = rs_view_meta(&sc->meta, row, &markers);
     if (rc)
@@ -282,6 +281,14 @@ static int history_hides(const rs_history *h, scratch *sc, const rs_row *row, in
         rs_view_get_str(sc->content.buf, sc->content.len, "role", type);
     *hide = strcmp(type->buf, "ai") == 0 || strcmp(type->buf, "assistant") == 0;
     return 0;
+}
+
+static int history_hides(const rs_history *h, scratch *sc, const rs_row *row, int *hide)
+{
+    *hide = 1;
+    if (hidden_has(&h->hidden, row->run_id ? row->run_id : ""))
+        return 0;
+    return row_hides(sc, row, hide);
 }
 
 static int hist_next(rs_cursor *base, const rs_record **out)
@@ -429,6 +436,23 @@ int rs_history_shows(rs_history *h, const rs_cursor *c, int *shows)
     int rc = history_hides(h, &h->sc, row, &hide);
     *shows = !rc && !hide;
     return rc;
+}
+
+int rs_history_passes(rs_history *h, const rs_cursor *c, int *passes)
+{
+    const rs_row *row = &c->row;
+    *passes = 0;
+    if (!row->category || strcmp(row->category, "message") != 0)
+        return 0;
+    int hide;
+    int rc = row_hides(&h->sc, row, &hide);
+    *passes = !rc && !hide;
+    return rc;
+}
+
+int rs_history_run_hidden(const rs_history *h, const char *run_id)
+{
+    return hidden_has(&h->hidden, run_id ? run_id : "");
 }
 
 int rs_store_history(rs_store *s, const char *thread_id, const char *user, int64_t after_seq,

@@ -183,6 +183,69 @@ static int next_fed_run(void *ctx, const char **run_id, rs_buf *stats)
     return rc ? rc : 1;
 }
 
+/* history.jsonl's kept state: a u32 count, then each run's id (NUL-ended) and the bytes of
+ * its rows that its own caller and type leave in (int64). */
+int rfs_glance_history_save(rfs_map *runs, rs_buf *state)
+{
+    size_t n = rfs_map_count(runs);
+    uint32_t count = (uint32_t)n;
+    int rc = rs_buf_add(state, (const char *)&count, sizeof count);
+    for (size_t i = 0; !rc && i < n; i++) {
+        size_t len;
+        const char *id = rfs_map_key(runs, i, &len);
+        if (!(rc = rs_buf_add(state, id, len)) && !(rc = rs_buf_addch(state, '\0')))
+            rc = rs_buf_add(state, rfs_map_val(runs, i), sizeof(int64_t));
+    }
+    return rc;
+}
+
+static int history_load(const char *p, size_t len, rfs_map *runs)
+{
+    const char *end = p + len;
+    uint32_t count;
+    if (len < sizeof count)
+        return -EINVAL;
+    memcpy(&count, p, sizeof count);
+    p += sizeof count;
+    for (uint32_t i = 0; i < count; i++) {
+        const char *z = memchr(p, '\0', (size_t)(end - p));
+        if (!z || (size_t)(end - z - 1) < sizeof(int64_t))
+            return -EINVAL;
+        int64_t *v = rfs_map_get(runs, p, (size_t)(z - p), 1);
+        if (!v)
+            return -ENOMEM;
+        memcpy(v, z + 1, sizeof *v);
+        p = z + 1 + sizeof *v;
+    }
+    return p == end ? 0 : -EINVAL;
+}
+
+int rfs_glance_history_count(rs_history *h, const rs_cursor *c, const rs_record *rec, rfs_map *runs,
+                             int *shows)
+{
+    int passes;
+    int rc = rs_history_passes(h, c, &passes);
+    const char *run = rec->run_id ? rec->run_id : "";
+    *shows = !rc && passes && !rs_history_run_hidden(h, run);
+    if (rc || !passes)
+        return rc;
+    int64_t *v = rfs_map_get(runs, run, strlen(run), 1);
+    if (!v)
+        return -ENOMEM;
+    *v += (int64_t)rec->line_len;
+    return 0;
+}
+
+/* history.jsonl's size: the bytes of the runs h does not hide. */
+static int64_t history_sum(const rs_history *h, rfs_map *runs)
+{
+    int64_t size = 0;
+    for (size_t i = 0, n = rfs_map_count(runs); i < n; i++)
+        if (!rs_history_run_hidden(h, rfs_map_key(runs, i, NULL)))
+            size += *(int64_t *)rfs_map_val(runs, i);
+    return size;
+}
+
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
                           void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err)
@@ -193,15 +256,21 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     rs_buf scratch = RS_BUF_INIT;
     int64_t history = 0, transcript = 0;
     run_feeds feeds = {0};
+    rfs_map *runs = NULL;
+    int lines = !sink || !sink->sized;
     int rc = rfs_stats_new(&st, t->thread_id, NULL);
-    if (!rc)
+    if (!rc && lines)
         rc = rfs_transcript_new(&tr, t->thread_id, status, status_ctx);
+    if (!rc && lines && sink && sink->transcript_state)
+        rc = rfs_transcript_tally(tr);
+    if (!rc && lines && sink && sink->history_state)
+        rc = rfs_map_new(&runs, sizeof(int64_t));
     if (!rc && report)
         rc = rfs_map_new(&feeds.runs, sizeof(rfs_stats *));
     if (rc)
         rc = rs_err_set(err, rc, "out of memory");
     /* The hidden runs first, from the run.start and run.terminal rows. */
-    if (!rc)
+    if (!rc && lines)
         rc = rs_history_open(s, t->thread_id, t->user, &h, err);
     rs_query q = RS_QUERY_INIT;
     q.thread_id = t->thread_id;
@@ -213,6 +282,17 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
         int shows;
         /* Each row is read once, for stats.json and transcript.md both. */
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            if (!lines) {
+                rfs_ev_read(rec, &ev);
+                rfs_stats *run = report ? run_feed(&feeds, t->thread_id, rec->run_id) : NULL;
+                if (report && !run) {
+                    rc = rs_err_set(err, -ENOMEM, "out of memory");
+                    break;
+                }
+                if ((rc = rfs_stats_feed(st, &ev)) || (run && (rc = rfs_stats_feed(run, &ev))))
+                    break;
+                continue;
+            }
             rfs_ev_read_all(rec, &ev);
             rfs_stats *run = report ? run_feed(&feeds, t->thread_id, rec->run_id) : NULL;
             if (report && !run) {
@@ -220,7 +300,8 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
                 break;
             }
             if ((rc = rfs_stats_feed(st, &ev)) || (run && (rc = rfs_stats_feed(run, &ev))) ||
-                (rc = rs_history_shows(h, c, &shows)) ||
+                (rc = runs ? rfs_glance_history_count(h, c, rec, runs, &shows)
+                           : rs_history_shows(h, c, &shows)) ||
                 (rc = rfs_transcript_feed(tr, &ev, &scratch)))
                 break;
             history += shows ? (int64_t)rec->line_len : 0;
@@ -246,7 +327,10 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
         rc = rfs_report_thread(t->thread_id, stats, next_fed_run, &fc, report);
         rs_names_free(fc.names);
     }
-    if (!rc && !(rc = rfs_transcript_finish(tr, &scratch))) {
+    if (!rc && runs)
+        rc = rfs_glance_history_save(runs, sink->history_state);
+    if (!rc && lines &&
+        !(rc = rfs_transcript_finish_kept(tr, &scratch, sink ? sink->transcript_state : NULL))) {
         sink_give(sink, sink && sink->transcript, scratch.buf, scratch.len);
         if (sink)
             rfs_kept_writer_add(sink->transcript_keep, scratch.buf, scratch.len);
@@ -255,6 +339,7 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
     }
     rs_buf_release(&scratch);
     run_feeds_free(&feeds);
+    rfs_map_free(runs);
     rs_history_free(h);
     rfs_transcript_free(tr);
     rfs_stats_free(st);
@@ -543,4 +628,65 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *servi
     return rc || num || (kind != RFS_R_TL_WIN && kind != RFS_R_OTEL_PART)
                ? rc
                : rs_buf_addf(out, "%lld\n", (long long)count);
+}
+
+int rfs_glance_thread_since(rs_store *s, const rs_target *t, rfs_run_status_fn status,
+                            void *status_ctx, int64_t after_seq, rfs_thread_kept *history,
+                            rfs_thread_kept *transcript, int64_t *count, int64_t *bytes,
+                            int64_t *last, rs_err *err)
+{
+    rs_history *h = NULL;
+    rfs_map *runs = NULL;
+    rfs_transcript *tr = NULL;
+    rs_buf scratch = RS_BUF_INIT;
+    int64_t undo = 0, made = 0;
+    int rc = 0;
+    if (history && !(rc = rfs_map_new(&runs, sizeof(int64_t))))
+        rc = history_load(history->state, history->len, runs);
+    if (!rc && transcript)
+        rc = rfs_transcript_resume(&tr, t->thread_id, status, status_ctx, transcript->state,
+                                   transcript->len, &undo);
+    if (rc)
+        rc = rs_err_set(err, rc, "reading a kept state of thread %s", t->thread_id);
+    /* The hidden runs now, from all the thread's run.start and run.terminal rows. */
+    if (!rc && history)
+        rc = rs_history_open(s, t->thread_id, t->user, &h, err);
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = t->thread_id;
+    q.user = t->user;
+    q.after_seq = after_seq;
+    rs_cursor *c;
+    if (!rc && !(rc = rs_store_query(s, &q, &c, err))) {
+        const rs_record *rec;
+        rfs_ev ev;
+        int shows;
+        while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            ++*count;
+            *bytes += (int64_t)rec->line_len;
+            *last = rec->seq;
+            if (runs && (rc = rfs_glance_history_count(h, c, rec, runs, &shows)))
+                break;
+            if (tr) {
+                rfs_ev_read_all(rec, &ev);
+                if ((rc = rfs_transcript_feed(tr, &ev, &scratch)))
+                    break;
+                made += (int64_t)scratch.len;
+                rs_buf_reset(&scratch);
+            }
+        }
+        rs_cursor_free(c);
+    }
+    if (!rc && runs) {
+        history->size = history_sum(h, runs);
+        rc = rfs_glance_history_save(runs, &history->next);
+    }
+    if (!rc && tr && !(rc = rfs_transcript_finish_kept(tr, &scratch, &transcript->next)))
+        transcript->size += made + (int64_t)scratch.len - undo + rfs_transcript_adjust(tr);
+    if (rc > 0)
+        rc = 0;
+    rs_buf_release(&scratch);
+    rfs_transcript_free(tr);
+    rfs_map_free(runs);
+    rs_history_free(h);
+    return rc;
 }

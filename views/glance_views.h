@@ -42,6 +42,13 @@ typedef struct rfs_glance_sink {
     int (*bytes)(void *ctx, const char *p, size_t len);
     void *ctx;
     rfs_kept_writer *history_keep, *transcript_keep;
+    /* What a later pass over the rows added since resumes from (rfs_glance_thread_since),
+     * written here when not NULL. */
+    rs_buf *history_state, *transcript_state;
+    /* history.jsonl's and transcript.md's sizes are kept at this state of the thread (a
+     * stat caught them up): the pass makes only stats.json and report.html, their sizes
+     * left as they were. */
+    int sized;
 } rfs_glance_sink;
 
 /* A thread's stats.json and report.html (report NULL: not) rendered, and its
@@ -51,5 +58,32 @@ typedef struct rfs_glance_sink {
 int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn status,
                           void *status_ctx, rfs_glance_sink *sink, rs_buf *stats, rs_buf *report,
                           int64_t *history_size, int64_t *transcript_size, rs_err *err);
+
+/* history.jsonl's rows counted by run into runs (int64 bytes by run id) for its kept state:
+ * rec, the row c gave (of h's thread and owner, in seq order), counted when its own caller
+ * and type leave it in; *shows: whether history.jsonl shows it now. */
+int rfs_glance_history_count(rs_history *h, const rs_cursor *c, const rs_record *rec, rfs_map *runs,
+                             int *shows);
+/* The kept state of history.jsonl's rows counted into runs, appended to state. */
+int rfs_glance_history_save(rfs_map *runs, rs_buf *state);
+
+/* A size of history.jsonl or transcript.md kept at an earlier state of the thread, and
+ * what its pass left to resume from (rfs_glance_sink's states). */
+typedef struct rfs_thread_kept {
+    const char *state; /* in: the kept state */
+    size_t len;
+    int64_t size; /* in: the kept size; out: the size now */
+    rs_buf next;  /* out (the caller's to release): the state now */
+} rfs_thread_kept;
+/* The sizes now of history.jsonl and transcript.md (either NULL: not that one) from their
+ * kept ones at the state whose last row was after_seq, in one pass over the rows added
+ * since: history.jsonl's is kept by run, as a later row may hide or show a run; transcript.md's
+ * pass resumes where the kept one stopped. *count, *bytes, *last: the rows read, their lines'
+ * bytes and the highest seq (left as it was when none), which the caller checks against the
+ * change of the thread's log. -EINVAL: a state that does not read. */
+int rfs_glance_thread_since(rs_store *s, const rs_target *t, rfs_run_status_fn status,
+                            void *status_ctx, int64_t after_seq, rfs_thread_kept *history,
+                            rfs_thread_kept *transcript, int64_t *count, int64_t *bytes,
+                            int64_t *last, rs_err *err);
 
 #endif

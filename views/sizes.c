@@ -16,6 +16,8 @@
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 #define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
 #define FILES_MAX (2 * rfs_kept_file_max()) /* kept answers' bytes (then the others' go) */
+#define STATE_MAX (1 << 20)                 /* a kept state's bytes at most */
+#define STATES_MAX (16 << 20) /* all kept states' bytes at most (then they start over) */
 
 typedef struct entry {
     rs_log_info token;
@@ -23,6 +25,8 @@ typedef struct entry {
     char *doc;             /* the rendering itself (NULL: only its size is kept) */
     rfs_otel_marks *marks; /* otel.json: its kept positions (NULL: none yet) */
     rfs_kept_rows *rows;   /* a search's rows (NULL: none kept) */
+    char *state;           /* what a catch-up resumes from (NULL: none kept) */
+    size_t state_len;
     char key[];
 } entry;
 
@@ -30,6 +34,7 @@ struct rfs_sizes {
     pthread_mutex_t lock; /* guards map, doc_bytes and every entry */
     rs_map map;           /* entry pointers by key */
     size_t doc_bytes;
+    size_t state_bytes; /* of the states entries hold */
     size_t rows_bytes;  /* of the rows entries hold */
     int64_t file_bytes; /* of the answers' files entries hold */
     size_t files;       /* answers' files entries hold */
@@ -95,10 +100,11 @@ static void clear(rfs_sizes *c)
         rows_release(((entry *)e)->rows);
         free(((entry *)e)->doc);
         rfs_otel_marks_release(((entry *)e)->marks);
+        free(((entry *)e)->state);
         free((entry *)e);
     }
     rs_map_clear(&c->map);
-    c->doc_bytes = c->rows_bytes = 0;
+    c->doc_bytes = c->rows_bytes = c->state_bytes = 0;
     c->file_bytes = 0;
     c->files = 0;
 }
@@ -154,6 +160,49 @@ int rfs_sizes_get_base(rfs_sizes *c, const char *key, rs_log_info *token, int64_
     return e != NULL;
 }
 
+int rfs_sizes_get_state(rfs_sizes *c, const char *key, rs_log_info *token, int64_t *size,
+                        rs_buf *state)
+{
+    pthread_mutex_lock(&c->lock);
+    const entry *e = (const entry *)rs_map_find(&c->map, key);
+    int found = e && e->state && rs_buf_add(state, e->state, e->state_len) == 0;
+    if (found) {
+        *token = e->token;
+        *size = e->size;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+void rfs_sizes_put_state(rfs_sizes *c, const char *key, const rs_log_info *token, const char *state,
+                         size_t len)
+{
+    char *copy = len <= STATE_MAX ? malloc(len ? len : 1) : NULL;
+    if (copy)
+        memcpy(copy, state, len);
+    pthread_mutex_lock(&c->lock);
+    entry *e = (entry *)rs_map_find(&c->map, key);
+    if (e && copy && same_token(&e->token, token)) {
+        if (c->state_bytes + len > STATES_MAX) {
+            /* The states go, not the sizes: the next change renders those views again. */
+            size_t pos = 0;
+            for (uintptr_t o; (o = rs_map_next(&c->map, &pos));) {
+                free(((entry *)o)->state);
+                ((entry *)o)->state = NULL;
+                ((entry *)o)->state_len = 0;
+            }
+            c->state_bytes = 0;
+        }
+        c->state_bytes += len - e->state_len;
+        free(e->state);
+        e->state = copy;
+        e->state_len = len;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    free(copy);
+}
+
 int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, rs_buf *out)
 {
     pthread_mutex_lock(&c->lock);
@@ -199,6 +248,8 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
             e->doc = NULL;
             e->marks = NULL;
             e->rows = NULL;
+            e->state = NULL;
+            e->state_len = 0;
             e->token = *token;
             if (rs_map_add(&c->map, (uintptr_t)e)) {
                 free(e);
@@ -219,6 +270,10 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
         rfs_otel_marks_release(e->marks);
         e->marks = NULL;
         rows_drop(c, e);
+        c->state_bytes -= e->state_len;
+        free(e->state);
+        e->state = NULL;
+        e->state_len = 0;
     }
     if (doc)
         c->doc_bytes += (size_t)size;

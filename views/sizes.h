@@ -25,6 +25,15 @@ void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int6
 /* 1 with *token and *size set when key is kept at any token (a line view's size at an
  * earlier state of its log, which view.c catches up from the rows added since), else 0. */
 int rfs_sizes_get_base(rfs_sizes *c, const char *key, rs_log_info *token, int64_t *size);
+/* What a size kept at any token resumes from (history.jsonl's and transcript.md's: view.c
+ * catches them up from the rows added since with it): 1 with *token, *size and the state
+ * appended to state when key keeps one, else 0. A size put at another token drops it. */
+int rfs_sizes_get_state(rfs_sizes *c, const char *key, rs_log_info *token, int64_t *size,
+                        rs_buf *state);
+/* Keep state beside key's size when that is kept at token (bounded: past the bound on all
+ * kept states, the others go). */
+void rfs_sizes_put_state(rfs_sizes *c, const char *key, const rs_log_info *token, const char *state,
+                         size_t len);
 /* A small document kept whole with its size (bounded: a large one keeps only its size), so
  * the open after the stat that rendered it does not render it again. 1 with the bytes
  * appended to out when key was stored with an equal token and its bytes, else 0. */

@@ -38,7 +38,22 @@ struct rfs_transcript {
     rs_buf held;
     uint64_t *seen; /* SEEN_BITS bits, while a pass renders runs (NULL before and after) */
     int finished;   /* the pass ended: a run is taken as met, its status asked for */
+    /* rfs_transcript_tally's: the headings said of each run with no run.terminal yet (a
+     * count per run id, 0 once told), and what a resumed pass adds for the runs whose
+     * first run.terminal came since (NULL: not tallied). */
+    rfs_map *untold;
+    int resumed;
+    int64_t adjust;
 };
+
+int rfs_transcript_tally(rfs_transcript *t)
+{
+    if (!t->untold && rfs_map_new(&t->untold, sizeof(int64_t))) {
+        t->untold = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
 
 int rfs_transcript_new(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
                        void *ctx)
@@ -75,6 +90,7 @@ void rfs_transcript_free(rfs_transcript *t)
     while (t->n_calls)
         drop_call(t, 0);
     rs_buf_release(&t->held);
+    rfs_map_free(t->untold);
     free(t->calls);
     free(t->seen);
     free(t->thread_id);
@@ -192,21 +208,55 @@ static rfs_span whole(const rs_buf *b)
     return (rfs_span){b->len ? b->buf : NULL, b->len};
 }
 
-/* The run's heading; terminal: the line of its first run.terminal (p NULL: ask for it). */
+/* run_id's heading, its status from line (that of its first run.terminal; none: empty). */
+static int heading_of(const char *run_id, rfs_span line, rs_buf *out)
+{
+    if (line.n && line.p[line.n - 1] == '\n')
+        line.n--;
+    char *status = line.n ? str_of(rfs_jl_member(line, "content"), "status") : NULL;
+    int bad = status && strcmp(status, "success") != 0;
+    int rc = rs_buf_addf(out, "\n## Run %s (%s)%s\n\n", run_id,
+                         status ? status : "no terminal event yet", bad ? " **[error]**" : "");
+    free(status);
+    return rc;
+}
+
+/* The run's heading; terminal: the line of its first run.terminal (p NULL: ask for it). A
+ * tallying pass counts the headings of a run that has none yet. */
 static int heading(rfs_transcript *t, rfs_span terminal, rs_buf *out)
 {
     rs_buf asked = RS_BUF_INIT;
     int rc = terminal.p ? 0 : t->status(t->ctx, t->run_id, &asked);
     rfs_span line = terminal.p ? terminal : whole(&asked);
-    if (line.n && line.p[line.n - 1] == '\n')
-        line.n--;
-    char *status = rc ? NULL : str_of(rfs_jl_member(line, "content"), "status");
-    int bad = status && strcmp(status, "success") != 0;
     if (!rc)
-        rc = rs_buf_addf(out, "\n## Run %s (%s)%s\n\n", t->run_id,
-                         status ? status : "no terminal event yet", bad ? " **[error]**" : "");
-    free(status);
+        rc = heading_of(t->run_id, line, out);
+    if (!rc && t->untold && !line.n) {
+        int64_t *told = rfs_map_get(t->untold, t->run_id, strlen(t->run_id), 1);
+        if (told)
+            ++*told;
+        else
+            rc = -ENOMEM;
+    }
     rs_buf_release(&asked);
+    return rc;
+}
+
+/* The run of rec, a run.terminal, has one now: a resumed pass adds to its headings said
+ * before without it what it makes them longer (the first one: none came before them). */
+static int told(rfs_transcript *t, const rs_record *rec)
+{
+    int64_t *n = t->untold ? rfs_map_get(t->untold, rec->run_id, strlen(rec->run_id), 0) : NULL;
+    if (!n || !*n)
+        return 0;
+    rs_buf with = RS_BUF_INIT, without = RS_BUF_INIT;
+    int rc = heading_of(rec->run_id, (rfs_span){rec->line, rec->line_len}, &with);
+    if (!rc)
+        rc = heading_of(rec->run_id, (rfs_span){0}, &without);
+    if (!rc && t->resumed)
+        t->adjust += *n * ((int64_t)with.len - (int64_t)without.len);
+    *n = 0;
+    rs_buf_release(&with);
+    rs_buf_release(&without);
     return rc;
 }
 
@@ -368,6 +418,8 @@ int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out)
 {
     const rs_record *rec = ev->rec;
     int rc = header(t, out);
+    if (!rc && t->untold && strcmp(rec->event_type, "run.terminal") == 0)
+        rc = told(t, rec);
     if (!rc && strcmp(rec->run_id, t->run_id) != 0)
         rc = run_change(t, rec->run_id, out);
     if (rc || (rc = render(t, ev, t->holding ? &t->held : out)) || !t->holding)
@@ -383,10 +435,55 @@ int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out)
 
 int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
 {
+    return rfs_transcript_finish_kept(t, out, NULL);
+}
+
+/* A kept state: the current run's id; a u32 count of the calls waiting, each its id and
+ * text; a u32 count of runs, each its id and an int64 count of headings said without a
+ * status (strings NUL-ended, numbers as this build lays them out). */
+static int put_u32(rs_buf *b, uint32_t v)
+{
+    return rs_buf_add(b, (const char *)&v, sizeof v);
+}
+
+static int put_str(rs_buf *b, const char *p, size_t n)
+{
+    int rc = rs_buf_add(b, p, n);
+    return rc ? rc : rs_buf_addch(b, '\0');
+}
+
+/* What a resumed pass needs: the current run, the calls waiting for their result, the
+ * runs whose headings were said without a run.terminal and how many times. */
+static int save(const rfs_transcript *t, rs_buf *state)
+{
+    int rc = put_str(state, t->run_id, strlen(t->run_id));
+    rc = rc ? rc : put_u32(state, (uint32_t)t->n_calls);
+    for (size_t i = 0; !rc && i < t->n_calls; i++) {
+        rc = put_str(state, t->calls[i].id, strlen(t->calls[i].id));
+        rc = rc ? rc : put_str(state, t->calls[i].text, strlen(t->calls[i].text));
+    }
+    size_t n = t->untold ? rfs_map_count(t->untold) : 0, live = 0;
+    for (size_t i = 0; i < n; i++)
+        live += *(int64_t *)rfs_map_val(t->untold, i) > 0;
+    rc = rc ? rc : put_u32(state, (uint32_t)live);
+    for (size_t i = 0; !rc && i < n; i++) {
+        int64_t c = *(int64_t *)rfs_map_val(t->untold, i);
+        size_t len;
+        const char *id = rfs_map_key(t->untold, i, &len);
+        if (c > 0 && !(rc = put_str(state, id, len)))
+            rc = rs_buf_add(state, (const char *)&c, sizeof c);
+    }
+    return rc;
+}
+
+int rfs_transcript_finish_kept(rfs_transcript *t, rs_buf *out, rs_buf *state)
+{
     rfs_span ask = {0};
     int rc = header(t, out);
     if (!rc)
         rc = release(t, ask, out);
+    if (!rc && state)
+        rc = save(t, state);
     if (!rc)
         rc = flush_calls(t, out, 0);
     /* A finished pass keeps no filter: an open transcript.md read to its end costs a few
@@ -400,4 +497,86 @@ int rfs_transcript_finish(rfs_transcript *t, rs_buf *out)
     t->finished = 1;
     rs_buf_release(&t->held);
     return rc;
+}
+
+/* A string of a kept state at *p (before end), *p moved past it; NULL when it is cut. */
+static const char *get_str(const char **p, const char *end, size_t *len)
+{
+    const char *s = *p, *z = memchr(s, '\0', (size_t)(end - s));
+    if (!z)
+        return NULL;
+    *len = (size_t)(z - s);
+    *p = z + 1;
+    return s;
+}
+
+static int get_u32(const char **p, const char *end, uint32_t *v)
+{
+    if ((size_t)(end - *p) < sizeof *v)
+        return -EINVAL;
+    memcpy(v, *p, sizeof *v);
+    *p += sizeof *v;
+    return 0;
+}
+
+int rfs_transcript_resume(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
+                          void *ctx, const char *state, size_t len, int64_t *undo)
+{
+    const char *p = state, *end = state + len;
+    rfs_transcript *t;
+    int rc = rfs_transcript_new(&t, thread_id, status, ctx);
+    if (rc)
+        return rc;
+    t->started = t->finished = t->resumed = 1;
+    *undo = 0;
+    size_t n;
+    uint32_t calls = 0, runs = 0;
+    const char *run = get_str(&p, end, &n);
+    rc = rfs_transcript_tally(t);
+    rc = rc ? rc : !run || n >= sizeof t->run_id ? -EINVAL : get_u32(&p, end, &calls);
+    if (!rc) {
+        memcpy(t->run_id, run, n + 1);
+        if (calls > PENDING_MAX)
+            rc = -EINVAL;
+        else if (calls && !(t->calls = calloc(PENDING_MAX, sizeof *t->calls)))
+            rc = -ENOMEM;
+    }
+    for (uint32_t i = 0; !rc && i < calls; i++) {
+        size_t id_len, text_len;
+        const char *id = get_str(&p, end, &id_len), *text = id ? get_str(&p, end, &text_len) : NULL;
+        pending_call *c = &t->calls[i];
+        if (!text)
+            rc = -EINVAL;
+        else if (!(c->id = strndup(id, id_len)) || !(c->text = strndup(text, text_len))) {
+            free(c->id);
+            rc = -ENOMEM;
+        } else {
+            t->n_calls++;
+            /* The kept size counted it as a call with no result, as a pass's end says it. */
+            *undo += (int64_t)(strlen("- tool ") + text_len + strlen(" -> (no result)\n"));
+        }
+    }
+    rc = rc ? rc : get_u32(&p, end, &runs);
+    for (uint32_t i = 0; !rc && i < runs; i++) {
+        const char *id = get_str(&p, end, &n);
+        int64_t *v = id && (size_t)(end - p) >= sizeof(int64_t) ? rfs_map_get(t->untold, id, n, 1)
+                                                                : NULL;
+        if (!v)
+            rc = id ? -ENOMEM : -EINVAL;
+        else {
+            memcpy(v, p, sizeof *v);
+            p += sizeof *v;
+        }
+    }
+    if (rc) {
+        rfs_transcript_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+int64_t rfs_transcript_adjust(const rfs_transcript *t)
+{
+    return t->adjust;
 }

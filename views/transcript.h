@@ -24,4 +24,23 @@ int rfs_transcript_feed(rfs_transcript *t, const rfs_ev *ev, rs_buf *out);
 /* The rows ended: calls that never got a result, and the header of an empty thread. */
 int rfs_transcript_finish(rfs_transcript *t, rs_buf *out);
 
+/* A pass whose size is kept is caught up from the rows added since rather than rendered
+ * again: a row's bytes are decided by the rows before it but for a run's heading, which says
+ * the status of the run's first run.terminal, and a tool call, whose line waits for its result.
+ * Before its first row, rfs_transcript_tally has a pass count the headings said with no
+ * run.terminal yet, per run (-ENOMEM: it cannot, and no state may be kept of the pass). */
+int rfs_transcript_tally(rfs_transcript *t);
+/* rfs_transcript_finish, and into state (when not NULL) what a later pass resumes from. */
+int rfs_transcript_finish_kept(rfs_transcript *t, rs_buf *out, rs_buf *state);
+/* A pass resumed from state (rfs_transcript_finish_kept's), to be fed the rows added since:
+ * *undo is what the kept size counted for the calls that waited for a result at its end
+ * (they are said again, with or without one); the size now is the kept size - *undo + what
+ * the pass renders from now on + rfs_transcript_adjust. -EINVAL: a state that does not
+ * read. */
+int rfs_transcript_resume(rfs_transcript **out, const char *thread_id, rfs_run_status_fn status,
+                          void *ctx, const char *state, size_t len, int64_t *undo);
+/* What the headings said before the resumed pass without a status grew by, as the first
+ * run.terminal of their run came among its rows. */
+int64_t rfs_transcript_adjust(const rfs_transcript *t);
+
 #endif

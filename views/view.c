@@ -412,7 +412,7 @@ typedef struct sizing {
 } sizing;
 
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, int64_t *size, rs_err *err);
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err);
 
 int rfs_view_kernel_keeps(rfs_kind kind)
 {
@@ -513,8 +513,8 @@ static int unchanged(rs_store *s, const rfs_scope *sc, const rfs_node *n, const 
 {
     rs_log_info now;
     int64_t rewrites = 0;
-    int rc = rs_store_log_info(s, n->thread_id, n->kind == RFS_T_MESSAGES ? NULL : n->run_id,
-                               sc->user, &now, err);
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR; /* as view_stat says */
+    int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &now, err);
     if (rc)
         return rc;
     return rfs_view_version(&now) == rfs_view_version(info) &&
@@ -679,14 +679,173 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     return rc;
 }
 
+static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
+
+/* A thread's history.jsonl and transcript.md kept sizes and states, in the store too
+ * (runfs_steps, beside a run's step data: a blob by thread and kind), so a later mount
+ * catches them up rather than rendering the thread: the format, the rewrites count they are
+ * of, the log's state, and each view's size and state (u32 length first). Written by a pass
+ * over a thread of at least STORED_ROWS rows (a smaller one renders quickly: no commit for
+ * it), read by a catch-up that finds none in the mount's table. */
+#define STORED_FORMAT 1u
+#define STORED_KIND 0x7468726561645356ULL /* names them apart from step data's kinds */
+#define STORED_ROWS 256
+
+typedef struct stored_head {
+    uint32_t format, size_of_info;
+    int64_t rewrites;
+    rs_log_info info;
+    int64_t sizes[2];
+    uint32_t lens[2];
+} stored_head;
+
+static void stored_put(rs_store *s, const rfs_node *n, const kept *k, const rs_log_info *info,
+                       const int64_t sizes[2], const rs_buf states[2])
+{
+    stored_head h;
+    memset(&h, 0, sizeof h);
+    h.format = STORED_FORMAT;
+    h.size_of_info = (uint32_t)sizeof h.info;
+    h.rewrites = k->rewrites;
+    h.info = *info;
+    rs_buf b = RS_BUF_INIT;
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        h.sizes[i] = sizes[i];
+        if (states[i].len > UINT32_MAX)
+            rc = -EFBIG;
+        h.lens[i] = (uint32_t)states[i].len;
+    }
+    rc = rc ? rc : rs_buf_add(&b, (const char *)&h, sizeof h);
+    for (int i = 0; !rc && i < 2; i++)
+        rc = rs_buf_add(&b, states[i].buf, states[i].len);
+    rs_target t = {.thread_id = n->thread_id, .run_id = ""};
+    /* Best effort: a store that refuses costs a later mount a rendering. */
+    if (!rc)
+        (void)rs_store_steps_put(s, &t, k->view ^ STORED_KIND, k->rewrites, b.buf, b.len);
+    rs_buf_release(&b);
+}
+
+/* The sizes and states stored_put kept for view (k: history.jsonl's names) at the rewrites
+ * count k says: 1 with base, sizes and states set, else 0. */
+static int stored_get(rs_store *s, const rfs_node *n, const kept *k, rs_log_info *base,
+                      int64_t sizes[2], rs_buf states[2])
+{
+    rs_buf b = RS_BUF_INIT;
+    rs_target t = {.thread_id = n->thread_id, .run_id = ""};
+    stored_head h;
+    int got = k->stored && rs_store_steps_get(s, &t, k->view ^ STORED_KIND, &b) == 1 &&
+              b.len >= sizeof h;
+    if (got)
+        memcpy(&h, b.buf, sizeof h);
+    got = got && h.format == STORED_FORMAT && h.size_of_info == sizeof h.info &&
+          h.rewrites == k->rewrites && b.len == sizeof h + (size_t)h.lens[0] + h.lens[1];
+    for (int i = 0; got && i < 2; i++)
+        got = rs_buf_add(&states[i], b.buf + sizeof h + (i ? h.lens[0] : 0), h.lens[i]) == 0;
+    if (got) {
+        *base = h.info;
+        sizes[0] = h.sizes[0];
+        sizes[1] = h.sizes[1];
+    }
+    rs_buf_release(&b);
+    return got;
+}
+
+/* history.jsonl's and transcript.md's sizes at info from those this mount kept at an
+ * earlier state of the thread under the same rewrites count (the key names it) and what
+ * their pass left to resume from: one pass over the rows added since catches up n's view,
+ * and the other when it is kept at the same state, and keeps them, so no stat after an
+ * append renders them whole. 1 with *size set (n's); 0 when n's is not kept or the rows past
+ * the kept point do not account for the whole change of the log (a row added below it, an
+ * owner's share of a shared log, a rewrite while counting): the caller renders as before. */
+static int thread_catch_up(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_buf *key,
+                           const rs_log_info *info, const kept *k, int64_t *size, rs_err *err)
+{
+    int mine = n->kind == RFS_T_TRANSCRIPT;
+    rs_buf keys[2] = {RS_BUF_INIT, RS_BUF_INIT}, states[2] = {RS_BUF_INIT, RS_BUF_INIT};
+    rs_log_info base[2];
+    kept ks[2] = {*k, *k};
+    rfs_thread_kept views[2] = {{.next = RS_BUF_INIT}, {.next = RS_BUF_INIT}};
+    int have[2] = {0, 0};
+    if (!sc->sizes || !k->stored)
+        return 0;
+    int rc = rs_buf_add(&keys[mine], key->buf, key->len);
+    if (!rc)
+        rc = run_view_names(s, sc, n, mine ? RFS_T_HISTORY : RFS_T_TRANSCRIPT, 0, info,
+                            &keys[!mine], &ks[!mine], err);
+    for (int i = 0; !rc && i < 2; i++) {
+        have[i] = ks[i].stored && ks[i].rewrites == k->rewrites &&
+                  rfs_sizes_get_state(sc->sizes, keys[i].buf, &base[i], &views[i].size, &states[i]);
+        views[i].state = states[i].buf;
+        views[i].len = states[i].len;
+    }
+    /* None in the mount's table (a fresh mount): the store's, of both views at once. */
+    if (!rc && !have[0] && !have[1]) {
+        rs_buf_reset(&states[0]);
+        rs_buf_reset(&states[1]);
+        int64_t sizes[2];
+        if (stored_get(s, n, &ks[0], &base[0], sizes, states)) {
+            base[1] = base[0];
+            for (int i = 0; i < 2; i++) {
+                have[i] = ks[i].stored && ks[i].rewrites == k->rewrites;
+                views[i].size = sizes[i];
+                views[i].state = states[i].buf;
+                views[i].len = states[i].len;
+            }
+        }
+    }
+    const rs_log_info *b = &base[mine];
+    /* The other view goes along only from the same state of the thread, and when it is not
+     * kept at info already. */
+    int64_t other = 0;
+    if (have[!mine] && (rfs_view_version(&base[!mine]) != rfs_view_version(b) ||
+                        rfs_sizes_get(sc->sizes, keys[!mine].buf, info, &other)))
+        have[!mine] = 0;
+    if (rc || !have[mine] || !b->exists || !b->exact || !info->exact ||
+        b->last_seq > info->last_seq || b->count > info->count || b->size > info->size) {
+        for (int i = 0; i < 2; i++) {
+            rs_buf_release(&keys[i]);
+            rs_buf_release(&states[i]);
+        }
+        return rc;
+    }
+    rs_target t = {.thread_id = n->thread_id, .user = sc->user};
+    rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
+    int64_t count = 0, bytes = 0, last = b->last_seq, rewrites = 0;
+    rc = rfs_glance_thread_since(s, &t, run_terminal, &r, b->last_seq, have[0] ? &views[0] : NULL,
+                                 have[1] ? &views[1] : NULL, &count, &bytes, &last, err);
+    rs_buf_release(&r.pending);
+    int bad = rc == -EINVAL; /* a state that does not read: rendered as before */
+    rc = bad ? 0 : rc;
+    /* Every row the log gained is past the kept point, and nothing was rewritten since the
+     * key's count was read (a delete and an insert could leave the totals as they were). */
+    int held = !rc && !bad && b->count + count == info->count && b->size + bytes == info->size &&
+               last == info->last_seq && rs_store_rewrites(s, &rewrites) == 0 &&
+               rewrites == k->rewrites;
+    for (int i = 0; held && i < 2; i++) {
+        if (!have[i])
+            continue;
+        rfs_sizes_put(sc->sizes, keys[i].buf, info, views[i].size);
+        rfs_sizes_put_state(sc->sizes, keys[i].buf, info, views[i].next.buf, views[i].next.len);
+        if (i != mine) /* n's own the caller keeps */
+            kept_put(s, sc, &ks[i], views[i].size);
+    }
+    if (held)
+        *size = views[mine].size;
+    for (int i = 0; i < 2; i++) {
+        rs_buf_release(&keys[i]);
+        rs_buf_release(&states[i]);
+        rs_buf_release(&views[i].next);
+    }
+    return rc ? rc : held;
+}
+
 /* The thread views a first ls -la renders: sized together by thread_pass. */
 static int thread_pass_kind(rfs_kind kind)
 {
     return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_T_STATS ||
            kind == RFS_T_REPORT;
 }
-
-static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
 
 /* history.jsonl's and transcript.md's sizes and stats.json's and report.html's bytes from
  * one pass over the thread's rows, kept as each view's own rendering keeps them
@@ -706,11 +865,21 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* The keys first: a change during the pass then leaves the sizes unkept. */
     for (int i = 0; !rc && i < 4; i++)
         rc = run_view_names(s, sc, n, kinds[i], 0, info, &keys[i], &k[i], err);
+    /* After an append a stat of history.jsonl caught both up (ls -la stats it before
+     * stats.json): the pass that stats.json's stat wants renders neither again. */
+    int sized = !rc && (n->kind == RFS_T_STATS || n->kind == RFS_T_REPORT) && sc->sizes &&
+                rfs_sizes_get(sc->sizes, keys[0].buf, info, &size[0]) &&
+                rfs_sizes_get(sc->sizes, keys[1].buf, info, &size[1]);
     rfs_kept_writer w[2];
-    int keep = !rc && rfs_sizes_keeps_bytes(sc->sizes);
+    int keep = !rc && !sized && rfs_sizes_keeps_bytes(sc->sizes);
     rfs_kept_writer_open(&w[0], keep && k[0].stored);
     rfs_kept_writer_open(&w[1], keep && k[1].stored);
-    rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1]};
+    rs_buf states[2] = {RS_BUF_INIT, RS_BUF_INIT};
+    rfs_glance_sink sink = {.history_keep = &w[0], .transcript_keep = &w[1], .sized = sized};
+    if (!rc && !sink.sized && sc->sizes && k[0].stored)
+        sink.history_state = &states[0];
+    if (!rc && !sink.sized && sc->sizes && k[1].stored)
+        sink.transcript_state = &states[1];
     if (how && how->bytes) {
         sink.history = n->kind == RFS_T_HISTORY;
         sink.transcript = n->kind == RFS_T_TRANSCRIPT;
@@ -720,16 +889,27 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     if (!rc)
         rc = rfs_glance_thread_all(s, &t, run_terminal, &r, &sink, &docs[0], &docs[1], &size[0],
                                    &size[1], err);
-    for (int i = 0; !rc && i < 4; i++) {
+    /* What a later stat catches up from must be of info's rows exactly: a pass that read
+     * rows come while it ran (or a listing's older info) leaves none. */
+    int held = !rc && (sink.history_state || sink.transcript_state) &&
+               unchanged(s, sc, n, info, &k[0], err) == 1;
+    if (held && sink.history_state && sink.transcript_state && info->count >= STORED_ROWS &&
+        k[1].rewrites == k[0].rewrites)
+        stored_put(s, n, &k[0], info, size, states);
+    for (int i = sink.sized ? 2 : 0; !rc && i < 4; i++) {
         const rs_buf *doc = i >= 2 ? &docs[i - 2] : NULL;
         if (doc) {
             size[i] = (int64_t)doc->len;
             rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, doc->buf, doc->len);
         } else {
             keep_bytes(sc, keys[i].buf, info, &k[i], &w[i], size[i]);
+            if (held && states[i].alloc)
+                rfs_sizes_put_state(sc->sizes, keys[i].buf, info, states[i].buf, states[i].len);
         }
         kept_put(s, sc, &k[i], size[i]);
     }
+    rs_buf_release(&states[0]);
+    rs_buf_release(&states[1]);
     rfs_kept_writer_drop(&w[0]);
     rfs_kept_writer_drop(&w[1]);
     for (int i = 0; i < 4; i++)
@@ -919,7 +1099,9 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
     int known = !rc && kept_get(s, sc, &key, &info, &k, &st->size);
     int cheap = how && how->lazy > 1;
     if (!rc && !known && !doc && !cheap &&
-        (rc = catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
+        (rc = (n->kind == RFS_T_HISTORY || n->kind == RFS_T_TRANSCRIPT)
+                  ? thread_catch_up(s, sc, n, &key, &info, &k, &st->size, err)
+                  : catch_up(s, sc, n, &key, &info, &k, &st->size, err)) == 1) {
         rfs_sizes_put(sc->sizes, key.buf, &info, st->size);
         kept_put(s, sc, &k, st->size);
         known = 1;
@@ -955,17 +1137,25 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
                    n->kind != RFS_T_SINCE && n->kind != RFS_R_SINCE;
         rfs_kept_writer w;
         rfs_kept_writer_open(&w, keep);
-        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, &st->size, err);
+        /* history.jsonl and transcript.md: what a later stat catches them up from too. */
+        rs_buf state = RS_BUF_INIT;
+        int states = sc->sizes && k.stored &&
+                     (n->kind == RFS_T_HISTORY || n->kind == RFS_T_TRANSCRIPT);
+        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, states ? &state : NULL, &st->size, err);
         st->rendered = 1;
         /* A size a later stat catches up from must be of info's rows exactly: one rendered
          * while rows came (or of a listing's older info) is not kept. */
         int held = 1;
-        if (!rc && catch_up_kind(n->kind) && (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
+        if (!rc && (catch_up_kind(n->kind) || states) &&
+            (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
             held = rc;
             rc = 0;
         }
         if (!rc && held && sc->sizes)
             keep_bytes(sc, key.buf, &info, &k, &w, st->size);
+        if (!rc && held && states)
+            rfs_sizes_put_state(sc->sizes, key.buf, &info, state.buf, state.len);
+        rs_buf_release(&state);
         rfs_kept_writer_drop(&w);
         /* since/<seq> is a parameter: the store would keep a size for every seq a poller
          * asks for, so only the mount keeps it. */
@@ -1068,13 +1258,17 @@ typedef struct lines_count {
     size_t ntypes, names_cap, types_cap;
 } lines_count;
 
-static int lines_add(lines_count *c, const rs_record *rec)
+/* rec counted into c; types: c is a run's, whose types/ and tasks/ views are counted too
+ * (the thread has only its messages.jsonl). */
+static int lines_add(lines_count *c, const rs_record *rec, int types)
 {
     c->count++;
     c->bytes += (int64_t)rec->line_len;
     c->last_seq = rec->seq;
     if (rec->category && strcmp(rec->category, "message") == 0)
         c->messages += (int64_t)rec->line_len;
+    if (!types)
+        return 0;
     /* The store's own canonical line: a metadata task_id is spelled so in it. */
     if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
         c->tasks = 1;
@@ -1181,7 +1375,7 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
     int rc = rs_store_rewrites(s, &rewrites);
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
     while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = lines_add(&all, rec);
+        rc = lines_add(&all, rec, 0);
         if (rc || !rec->run_id)
             continue;
         /* Rows come by seq: a run's rows mostly follow each other. */
@@ -1199,7 +1393,7 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
             memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
             nruns++;
         }
-        rc = lines_add(&runs[at], rec);
+        rc = lines_add(&runs[at], rec, 1);
     }
     rs_cursor_free(c);
     for (size_t i = 0; rc >= 0 && i <= nruns; i++)
@@ -1698,9 +1892,47 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
 /* The exact size of a streamed view: render it through one cursor, counting bytes (a
  * reader's chunks each open a cursor, which a view like history.jsonl pays for again); the
  * bytes to keep too (NULL: not kept). */
-static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, int64_t *size, rs_err *err)
+/* history.jsonl's size (and its bytes to keep and how->bytes) with its kept state
+ * (rfs_glance_history_count's): the thread's message rows read through h, each counted by
+ * run before the hidden runs filter it, as rs_store_history's cursor would. */
+static int history_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                        rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
 {
+    int give = how && how->bytes;
+    rs_history *h = NULL;
+    rfs_map *runs = NULL;
+    rs_cursor *c = NULL;
+    const rs_record *rec;
+    rs_query q = RS_QUERY_INIT;
+    q.thread_id = n->thread_id;
+    q.user = sc->user;
+    q.messages_only = 1;
+    *size = 0;
+    int rc = rfs_map_new(&runs, sizeof(int64_t)) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    rc = rc ? rc : rs_history_open(s, n->thread_id, sc->user, &h, err);
+    rc = rc ? rc : rs_store_query(s, &q, &c, err);
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
+        int shows;
+        if ((rc = rfs_glance_history_count(h, c, rec, runs, &shows)) || !shows)
+            continue;
+        *size += (int64_t)rec->line_len;
+        rfs_kept_writer_add(keep, rec->line, rec->line_len);
+        give = give && how->bytes(how->ctx, rec->line, rec->line_len) == 0;
+    }
+    rs_cursor_free(c);
+    if (!rc)
+        rc = rfs_glance_history_save(runs, state);
+    rfs_map_free(runs);
+    rs_history_free(h);
+    return rc;
+}
+
+/* state: where a history.jsonl's or transcript.md's kept state goes (NULL: none made). */
+static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
+{
+    if (state && n->kind == RFS_T_HISTORY)
+        return history_size(s, sc, n, how, keep, state, size, err);
     int give = how && how->bytes;
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
@@ -1709,6 +1941,8 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     int rc = transcript ? rfs_transcript_new(&r.transcript, n->thread_id, run_terminal, &r)
              : otel     ? rfs_glance_otel_new(s, &t, sc->service_name, &r.otel, err)
                         : 0;
+    if (!rc && transcript && state && (rc = rfs_transcript_tally(r.transcript)))
+        rc = rs_err_set(err, rc, "out of memory");
     if (rc || (rc = stream_open(s, sc, n, 0, 0, NULL, &c, err))) {
         rfs_transcript_free(r.transcript);
         rfs_otel_free(r.otel);
@@ -1732,7 +1966,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     }
     rs_cursor_free(c);
     if (rc == 0 && (transcript || otel) &&
-        !(rc = transcript ? rfs_transcript_finish(r.transcript, &r.pending)
+        !(rc = transcript ? rfs_transcript_finish_kept(r.transcript, &r.pending, state)
                           : rfs_otel_finish(r.otel, &r.pending))) {
         *size += (int64_t)r.pending.len;
         rfs_kept_writer_add(keep, r.pending.buf, r.pending.len);

@@ -429,6 +429,13 @@ int rs_history_newest(rs_store *s, const rs_history *h, int64_t before_seq, int6
  * a row of history.jsonl: one pass over the thread's rows sizes history.jsonl beside the
  * views that read every row. Uses h's scratch space: one caller at a time. */
 int rs_history_shows(rs_history *h, const rs_cursor *c, int *shows);
+/* rs_history_shows but for the row's run: *passes 1 when the record c last gave is a
+ * message row its own caller and type leave in history.jsonl; whether its run is hidden
+ * (which later rows may decide, either way) is rs_history_run_hidden's. A size kept per run
+ * is adjusted to the hidden runs of a later state of the thread that way. */
+int rs_history_passes(rs_history *h, const rs_cursor *c, int *passes);
+/* 1 when history.jsonl leaves run_id's rows out (a superseded or failed attempt), else 0. */
+int rs_history_run_hidden(const rs_history *h, const char *run_id);
 void rs_history_free(rs_history *h);
 /* workspace-changes.json: the latest workspace_changes payload, or the available:false
  * document; '\n'-terminated. */

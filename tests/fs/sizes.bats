@@ -469,3 +469,140 @@ appended() {
   appended 5
   lines_honest
 }
+
+# The thread's views whose size a stat after an append catches up from the size kept before
+# it and what its pass left (view.c): a tool call's line waits for its result, a run's
+# heading says the status of its run.terminal, a later run may hide an earlier one.
+THREAD_VIEWS="history.jsonl transcript.md"
+# thread_honest: each one's st_size is its bytes as `runfs cat` renders them (another
+# process) and as a read through the mount gives them.
+thread_honest() {
+  local v want got
+  for v in $THREAD_VIEWS; do
+    want=$("$RUNFS" cat "$STORE" "$T/$v" | wc -c)
+    got=$(stat -c %s "$MNT/$T/$v")
+    [ "$got" -eq "$want" ] || { echo "$v: st_size $got, runfs cat gives $want bytes"; return 1; }
+    got=$(cat "$MNT/$T/$v" | wc -c)
+    [ "$got" -eq "$want" ] || { echo "$v: a read gives $got bytes, runfs cat $want"; return 1; }
+  done
+}
+ev_call() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"calling %s","id":"ai-%s","tool_calls":[{"id":"%s","name":"search","args":{"q":"%s"}}]},"metadata":{"caller":"lead_agent","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "$1" "$1" "$1" "$1"; }
+ev_result() { printf '{"event_type":"llm.tool.result","content":{"type":"tool","content":"%s","tool_call_id":"%s"},"metadata":{"caller":"lead_agent"}}\n' "$2" "$1"; }
+ev_sub_ai() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"%s","id":"s-%s","tool_calls":[]},"metadata":{"caller":"subagent:k1","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "$1" "$1"; }
+# regen RUN SOURCE STATUS: run RUN regenerates SOURCE and ends with STATUS (a success hides
+# SOURCE's rows from history.jsonl).
+regen() {
+  printf '{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent","regenerate_from_run_id":"%s"}}\n' "$2" >> "$MNT/$T/runs/$1/events.jsonl"
+  ev_human "again, for $2" "g-$1" >> "$MNT/$T/runs/$1/events.jsonl"
+  (set -C; ev_terminal "$3" > "$MNT/$T/runs/$1/once/run.terminal")
+}
+# rendered_since LINE: the thread views' stats past LINE of the log that rendered them.
+rendered_since() {
+  tail -n "+$1" "$WORK/thread.log" | grep -E "sized $T/(history.jsonl|transcript.md) in" | grep -v '(kept)' || true
+}
+mark() { echo $(($(wc -l < "$WORK/thread.log") + 1)); }
+
+@test "history.jsonl's and transcript.md's sizes caught up from the rows added since stay their bytes: calls and results, terminals, hidden runs, another writer's rows, DELETE and UPDATE" {
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/thread.log"
+  { ev_call c1; ev_sub_ai "a subagent's answer"; } >> "$MNT/$R/events.jsonl"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  # The call's result, the run's terminal (its heading said none yet), a run hidden later.
+  local from; from=$(mark)
+  { ev_result c1 "found it"; ev_call c2; ev_human "more" 9; } >> "$MNT/$R/events.jsonl"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  run rendered_since "$from"
+  assert_output ""
+  from=$(mark)
+  (set -C; ev_terminal error > "$MNT/$R/once/run.terminal")
+  mkdir "$MNT/$T/runs/r2"
+  { ev_start; ev_result c2 "r2 answers r1's call"; ev_call c3; } >> "$MNT/$T/runs/r2/events.jsonl"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  mkdir "$MNT/$T/runs/r3"
+  regen r3 r1 success
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  mkdir "$MNT/$T/runs/r4"
+  regen r4 r3 error
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  run rendered_since "$from"
+  assert_output ""
+  # runfs put, and another writer's rows past the kept point: caught up at the next stat.
+  { ev_result c3 "put's result"; ev_human "put's question" 10; } | "$RUNFS" put -q "$STORE" ts r2
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before runfs put"; }
+  local seq; seq=$(last_seq)
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('ts', 'r2', 'llm.human.input', 'message', '{\"type\":\"human\",\"content\":\"foreign\",\"id\":\"f1\"}', '{\"caller\":\"lead_agent\"}', $((seq + 1)), '2026-03-05 00:00:01.000000')"
+  store_sql "INSERT INTO run_events (thread_id, run_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('ts', 'r5', 'run.terminal', 'trace', '{\"status\":\"success\"}', '{\"caller\":\"lead_agent\"}', $((seq + 2)), '2026-03-05 00:00:02.000000')"
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before another writer's rows"; }
+  # A DELETE and an UPDATE in place: the rewrites count moves, the views render again.
+  store_sql "DELETE FROM run_events WHERE thread_id = 'ts' AND seq = $((seq + 1))"
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before the DELETE"; }
+  { ev_call c4; ev_human "after the delete" 11; } >> "$MNT/$T/runs/r2/events.jsonl"
+  thread_honest
+  store_sql "UPDATE run_events SET content = '{\"status\":\"interrupted\"}' WHERE thread_id = 'ts' AND seq = $((seq + 2))"
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before the UPDATE"; }
+  ev_result c4 "after the update" >> "$MNT/$T/runs/r2/events.jsonl"
+  thread_honest
+  # A remount takes the kept sizes (or renders); -o ro writes nothing and stays honest.
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
+  thread_honest
+  ev_human "after the remount" 12 >> "$MNT/$T/runs/r2/events.jsonl"
+  thread_honest
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" -o ro
+  thread_honest
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+}
+
+# many_rows N: N rows of calls, results and questions in $R (a thread large enough that its
+# pass keeps the views' states in the store, view.c's STORED_ROWS).
+many_rows() {
+  local i
+  for i in $(seq "$1"); do ev_call "m$i"; ev_result "m$i" "result $i"; ev_human "question $i" "m$i"; done
+}
+
+@test "a fresh mount catches history.jsonl and transcript.md up from the states a pass kept in the store: runfs put while unmounted, then an UPDATE" {
+  many_rows 100 >> "$MNT/$R/events.jsonl"
+  ev_call pending >> "$MNT/$R/events.jsonl"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  runfs_unmount "$MNT"
+  { ev_result pending "answered while unmounted"; ev_human "and one more" 99; } | "$RUNFS" put -q "$STORE" ts r1
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/thread.log"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  run rendered_since 1
+  assert_output ""
+  # A rewrite in place while unmounted, keeping the row's length (the log's size and count
+  # stay): the kept states are of rows as they were, the views render.
+  runfs_unmount "$MNT"
+  rewrite 50000 lead_a
+  ev_human "after the rewrite" 98 | "$RUNFS" put -q "$STORE" ts r1
+  runfs_mount "$STORE" "$MNT"
+  ls -la "$MNT/$T" > /dev/null
+  thread_honest
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT" -o ro
+  ev_human "while -o ro is mounted" 97 | "$RUNFS" put -q "$STORE" ts r1
+  wait_for 10 thread_honest || { thread_honest; fail "sizes of before runfs put, on -o ro"; }
+}
+
+@test "history.jsonl's and transcript.md's sizes a bare stat rendered are caught up at the next stat after an append" {
+  runfs_unmount "$MNT"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/thread.log"
+  ev_call s1 >> "$MNT/$R/events.jsonl"
+  # A stat with no listing before it: each view renders on its own (no thread pass).
+  thread_honest
+  local from; from=$(mark)
+  { ev_result s1 "its result"; ev_call s2; ev_human "a bare stat's question" 21; } >> "$MNT/$R/events.jsonl"
+  (set -C; ev_terminal success > "$MNT/$R/once/run.terminal")
+  thread_honest
+  run rendered_since "$from"
+  assert_output ""
+}
