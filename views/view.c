@@ -688,11 +688,14 @@ static int run_terminal(void *ctx, const char *run_id, rs_buf *out);
  * over a thread of at least STORED_ROWS rows (a smaller one renders quickly: no commit for
  * it), read by a catch-up that finds none in the mount's table. */
 #define STORED_FORMAT 1u
+/* The blob is this build's numbers as they lie in memory: a host of another byte order (a
+ * PostgreSQL store is shared) reads this marker reversed and renders rather than misread. */
+#define STORED_ORDER 0x01020304u
 #define STORED_KIND 0x7468726561645356ULL /* names them apart from step data's kinds */
 #define STORED_ROWS 256
 
 typedef struct stored_head {
-    uint32_t format, size_of_info;
+    uint32_t format, order, size_of_info;
     int64_t rewrites;
     rs_log_info info;
     int64_t sizes[2];
@@ -705,6 +708,7 @@ static void stored_put(rs_store *s, const rfs_node *n, const kept *k, const rs_l
     stored_head h;
     memset(&h, 0, sizeof h);
     h.format = STORED_FORMAT;
+    h.order = STORED_ORDER;
     h.size_of_info = (uint32_t)sizeof h.info;
     h.rewrites = k->rewrites;
     h.info = *info;
@@ -738,8 +742,9 @@ static int stored_get(rs_store *s, const rfs_node *n, const kept *k, rs_log_info
               b.len >= sizeof h;
     if (got)
         memcpy(&h, b.buf, sizeof h);
-    got = got && h.format == STORED_FORMAT && h.size_of_info == sizeof h.info &&
-          h.rewrites == k->rewrites && b.len == sizeof h + (size_t)h.lens[0] + h.lens[1];
+    got = got && h.format == STORED_FORMAT && h.order == STORED_ORDER &&
+          h.size_of_info == sizeof h.info && h.rewrites == k->rewrites &&
+          b.len == sizeof h + (size_t)h.lens[0] + h.lens[1];
     for (int i = 0; got && i < 2; i++)
         got = rs_buf_add(&states[i], b.buf + sizeof h + (i ? h.lens[0] : 0), h.lens[i]) == 0;
     if (got) {
