@@ -134,11 +134,12 @@ struct rfs_reader {
      * file still has them where they were given. */
     sent_range *sent; /* nsent of them, at most SENT_RANGES */
     size_t nsent, sent_cap;
-    int sent_over; /* a stretch went unhashed (past SENT_RANGES, or out of memory) */
-    int gave;      /* streams and search results: bytes were given */
-    int sent_live; /* streams: the last read was of kept bytes */
-    int kept_last; /* streams: kept_read served the read in progress */
-    int stale;     /* rows it was rendered from changed under it: reads fail */
+    int sent_over;    /* a stretch went unhashed (past SENT_RANGES, or out of memory) */
+    int gave;         /* streams and search results: bytes were given */
+    int64_t gave_end; /* ... and where the last read's ended */
+    int sent_live;    /* streams: the last read was of kept bytes */
+    int kept_last;    /* streams: kept_read served the read in progress */
+    int stale;        /* rows it was rendered from changed under it: reads fail */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -212,10 +213,12 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         ahead_settle(r);
         if (taken == size || r->pending.len)
             return 0;
-        /* The answer is searched again from the reader's place in it: a reader that gave
-         * bytes first looks for another process's rewrite the table has not heard of (its
-         * place may be an offset of another answer), and compares what it gave. */
-        if (looked || !r->gave || !r->scope.sizes || rewrites_now(r, s) == r->rewrites)
+        /* A read where the last one did not end finds its place by offset, from the start
+         * of the answer or skipping along it: a reader that gave bytes first looks for
+         * another process's rewrite the table has not heard of, and compares what it gave
+         * (one reading on goes on after its last row, and costs no query more). */
+        if (looked || !r->gave || off == r->gave_end || !r->scope.sizes ||
+            rewrites_now(r, s) == r->rewrites)
             break;
         int rc = reader_rewritten(r, s, err);
         if (rc)
@@ -2078,6 +2081,8 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         if (!rc && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
         r->gave = r->gave || (!rc && out->len > had);
+        if (!rc)
+            r->gave_end = off + (int64_t)(out->len - had);
         r->sent_live = !search && r->kept_last;
         return rc;
     }
