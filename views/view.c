@@ -92,6 +92,17 @@ static const char readme_text[] =
     "The store (.runfs/status.json) may be a PostgreSQL database that mounts on other hosts\n"
     "share: their appends show up here as they commit.\n";
 
+/* A reader keeps at most this many stretches of given bytes (each a SHA-256 state, about 120
+ * bytes): a reader that jumps about more than that (no tool does: tail, a seek, readahead out
+ * of order make a few) gets ESTALE at any rewrite of the store, as it cannot tell whether its
+ * bytes changed. */
+#define SENT_RANGES 64
+
+typedef struct sent_range {
+    int64_t off, end; /* [off, end) given */
+    SHA256_CTX sha;   /* their hash */
+} sent_range;
+
 struct rfs_reader {
     const rfs_node *node; /* the opener's: it outlives the reader */
     rfs_scope scope;
@@ -118,10 +129,14 @@ struct rfs_reader {
     int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
     int served;                 /* bytes were read: a document changed under it is stale */
     /* Streams and search results: the bytes given with nothing of their rendering held (a
-     * stream's from the bytes a stat kept, a search result's from anywhere), hashed in order,
-     * so that a rewrite can tell whether they are still the file's first bytes. */
-    int64_t sent_end; /* [0, sent_end) given and hashed (-1: given out of order) */
-    SHA256_CTX sent;  /* ... their hash */
+     * stream's from the bytes a stat kept, a search result's from anywhere), hashed as
+     * stretches (a read continuing one extends it), so that a rewrite can tell whether the
+     * file still has them where they were given. */
+    sent_range *sent; /* nsent of them, at most SENT_RANGES */
+    size_t nsent, sent_cap;
+    int sent_over;    /* a stretch went unhashed (past SENT_RANGES, or out of memory) */
+    int gave;         /* streams and search results: bytes were given */
+    int64_t gave_end; /* ... and where the last read's ended */
     int sent_live;    /* streams: the last read was of kept bytes */
     int kept_last;    /* streams: kept_read served the read in progress */
     int stale;        /* rows it was rendered from changed under it: reads fail */
@@ -162,6 +177,18 @@ static void ahead_settle(rfs_reader *r)
     }
 }
 
+/* The rewrites count as the store has it now, told to the sizes table (which hears of another
+ * process's rewrite only at the hub's next tick), or the table's when the store cannot say. */
+static int64_t rewrites_now(rfs_reader *r, rs_store *s)
+{
+    int64_t now = 0;
+    if (rs_store_rewrites(s, &now) == 0)
+        rfs_sizes_rewrites(r->scope.sizes, now);
+    return rfs_sizes_rewrites_seen(r->scope.sizes);
+}
+
+static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err);
+
 /* A search result's bytes [off, off + size): from what the reader holds, then rendered from
  * its place in the answer, with what the budget allows beyond them kept for the next reads. */
 static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
@@ -169,20 +196,34 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
 {
     size_t taken = 0;
     r->search.from = RFS_SEARCH_FROM_NONE;
-    if (off >= r->next_off && off - r->next_off < (int64_t)r->pending.len) {
-        size_t at = (size_t)(off - r->next_off), have = r->pending.len - at;
-        taken = have < size ? have : size;
-        int rc = rs_buf_add(out, r->pending.buf + at, taken);
+    for (int looked = 0;; looked = 1) {
+        int64_t at_off = off + (int64_t)taken;
+        if (at_off >= r->next_off && at_off - r->next_off < (int64_t)r->pending.len) {
+            size_t at = (size_t)(at_off - r->next_off), have = r->pending.len - at;
+            size_t take = have < size - taken ? have : size - taken;
+            int rc = rs_buf_add(out, r->pending.buf + at, take);
+            if (rc)
+                return rc;
+            rs_buf_remove_front(&r->pending, at + take);
+            taken += take;
+            r->next_off = off + (int64_t)taken;
+        } else {
+            rs_buf_reset(&r->pending);
+        }
+        ahead_settle(r);
+        if (taken == size || r->pending.len)
+            return 0;
+        /* A read where the last one did not end finds its place by offset, from the start
+         * of the answer or skipping along it: a reader that gave bytes first looks for
+         * another process's rewrite the table has not heard of, and compares what it gave
+         * (one reading on goes on after its last row, and costs no query more). */
+        if (looked || !r->gave || off == r->gave_end || !r->scope.sizes ||
+            rewrites_now(r, s) == r->rewrites)
+            break;
+        int rc = reader_rewritten(r, s, err);
         if (rc)
             return rc;
-        rs_buf_remove_front(&r->pending, at + taken);
-        r->next_off = off + (int64_t)taken;
-    } else {
-        rs_buf_reset(&r->pending);
     }
-    ahead_settle(r);
-    if (taken == size || r->pending.len)
-        return 0;
     int64_t from = off + (int64_t)taken;
     /* The answer's bytes kept by the mount are read as asked, with nothing held ahead. */
     if (r->search.in_file)
@@ -1465,6 +1506,7 @@ void rfs_reader_free(rfs_reader *r)
     rs_history_free(r->history);
     rs_buf_reset(&r->pending);
     ahead_settle(r);
+    free(r->sent);
     free(r);
 }
 
@@ -1800,6 +1842,12 @@ static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_bu
     int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
     int rc = rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, sc->user, &info, err);
     if (rc || !info.exists || rfs_view_version(&info) != r->version) {
+        /* The rows changed since it opened. After an append the bytes it gave are still the
+         * file's, but after a rewrite by another process (which the table learns only at the
+         * hub's next tick) its offsets may be of another rendering: it must not render on
+         * from them before it compares what it gave. */
+        if (!rc && r->gave && rewrites_now(r, s) != r->rewrites)
+            return 2;
         r->unkept = !rc;
         return rc;
     }
@@ -1812,7 +1860,7 @@ static int kept_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_bu
     if (!rc && k.stored) {
         /* Another writer's rewrite the hub has not told yet drops them here. */
         rfs_sizes_rewrites(sc->sizes, k.rewrites);
-        if (r->sent_end != 0 && rfs_sizes_rewrites_seen(sc->sizes) != r->rewrites) {
+        if (r->gave && rfs_sizes_rewrites_seen(sc->sizes) != r->rewrites) {
             rs_buf_release(&key);
             return 2;
         }
@@ -1848,7 +1896,6 @@ static void stream_restart(rfs_reader *r)
     rs_buf_reset(&r->pending);
 }
 
-static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err);
 static int stale(rfs_reader *r, rs_err *err);
 
 static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
@@ -1867,6 +1914,18 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
         return kept < 0 ? kept : 0;
     int64_t ahead = off < r->next_off ? off : off - r->next_off - (int64_t)r->pending.len;
     int far = ahead >= SEEK_GAP;
+    /* A reader that gave bytes and now finds its place by offset (a seek, or from the start)
+     * must do so in the rendering it gave them from: another process's rewrite the table has
+     * not heard of is looked for in the store first (on these paths only: a reader reading
+     * on renders on from its last row). */
+    if ((far || off < r->next_off) && r->gave && r->scope.sizes && !r->stale &&
+        rewrites_now(r, s) != r->rewrites) {
+        int rc = reader_rewritten(r, s, err);
+        if (rc)
+            return rc;
+        ahead = off < r->next_off ? off : off - r->next_off - (int64_t)r->pending.len;
+        far = ahead >= SEEK_GAP;
+    }
     int rc = far && lines_view(r->node->kind) ? stream_seek(r, s, off, ahead, err) : 0;
     if (rc == 0 && r->node->kind == RFS_R_OTEL && (far || off < r->next_off))
         rc = otel_seek(r, s, off, err);
@@ -2035,53 +2094,102 @@ static int stale(rfs_reader *r, rs_err *err)
                       "redaction, another writer's update or delete): open it again");
 }
 
-/* Note the bytes [off, off + n) given to the reader's caller in its hash of what it gave
- * in order (a re-read of given bytes changes nothing; a read past them ends the hash). */
+/* Note the bytes [off, off + n) given to the reader's caller: a re-read of given bytes changes
+ * nothing, a read from inside or at the end of a stretch extends it, any other starts one. */
 static void sent_note(rfs_reader *r, int64_t off, const char *p, size_t n)
 {
-    if (r->sent_end < 0 || off + (int64_t)n <= r->sent_end)
+    int64_t end = off + (int64_t)n;
+    if (n == 0 || r->sent_over)
         return;
-    if (off > r->sent_end) {
-        r->sent_end = -1;
-        return;
+    sent_range *g = NULL;
+    for (size_t i = 0; i < r->nsent; i++) {
+        sent_range *h = &r->sent[i];
+        if (h->off <= off && end <= h->end)
+            return;
+        if (h->off <= off && off <= h->end && (!g || h->end > g->end))
+            g = h;
     }
-    if (r->sent_end == 0)
-        SHA256_Init(&r->sent);
-    size_t skip = (size_t)(r->sent_end - off);
-    SHA256_Update(&r->sent, p + skip, n - skip);
-    r->sent_end = off + (int64_t)n;
+    if (!g) {
+        if (r->nsent == SENT_RANGES ||
+            rs_array_grow(&r->sent, &r->sent_cap, r->nsent + 1, sizeof *r->sent)) {
+            r->sent_over = 1;
+            return;
+        }
+        g = &r->sent[r->nsent++];
+        g->off = g->end = off;
+        SHA256_Init(&g->sha);
+    }
+    size_t skip = (size_t)(g->end - off);
+    SHA256_Update(&g->sha, p + skip, n - skip);
+    g->end = end;
 }
 
-/* Whether fresh renders [0, r->sent_end) as the bytes r gave (their hash), a megabyte at a
- * time: 1 when it does, 0 when not, or a negative errno. */
+/* The stretches' bytes of [at, at + n) (p) into their hashes ctx. */
+static void sent_feed(const rfs_reader *r, SHA256_CTX *ctx, int64_t at, const char *p, size_t n)
+{
+    for (size_t i = 0; i < r->nsent; i++) {
+        int64_t lo = r->sent[i].off > at ? r->sent[i].off : at;
+        int64_t hi = r->sent[i].end < at + (int64_t)n ? r->sent[i].end : at + (int64_t)n;
+        if (lo < hi)
+            SHA256_Update(&ctx[i], p + (lo - at), (size_t)(hi - lo));
+    }
+}
+
+/* Whether fresh renders every stretch r gave as the bytes r gave there (their hashes): the
+ * stretches' span rendered in order, a megabyte at a time, the gaps between them skipped
+ * (fresh finds a far offset as any reader does). 1 when it does, 0 when not, or a negative
+ * errno. */
 static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err)
 {
-    if (r->sent_end == 0)
+    if (r->nsent == 0)
         return 1;
-    int search = rfs_search_is_result(r->node->kind), rc = 0;
-    SHA256_CTX ctx;
-    SHA256_Init(&ctx);
+    SHA256_CTX *ctx = calloc(r->nsent, sizeof *ctx);
+    if (!ctx)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    int search = rfs_search_is_result(r->node->kind), rc = 0, whole = 1;
+    for (size_t i = 0; i < r->nsent; i++)
+        SHA256_Init(&ctx[i]);
     rs_buf got = RS_BUF_INIT;
-    int64_t at = 0;
-    while (at < r->sent_end) {
-        int64_t left = r->sent_end - at;
+    int64_t at = INT64_MAX;
+    for (size_t i = 0; i < r->nsent; i++)
+        at = r->sent[i].off < at ? r->sent[i].off : at;
+    for (;;) {
+        /* The end of the stretches' bytes from at on (those overlapping at, or the next). */
+        int64_t stop = -1, next = INT64_MAX;
+        for (size_t i = 0; i < r->nsent; i++) {
+            if (r->sent[i].off <= at && r->sent[i].end > at && r->sent[i].end > stop)
+                stop = r->sent[i].end;
+            if (r->sent[i].off > at && r->sent[i].off < next)
+                next = r->sent[i].off;
+        }
+        if (stop < 0 && next == INT64_MAX)
+            break;
+        if (stop < 0) {
+            at = next;
+            continue;
+        }
+        int64_t left = stop - at;
         size_t want = left < ((int64_t)1 << 20) ? (size_t)left : (size_t)1 << 20;
         rs_buf_reset(&got);
         rc = search ? read_search(fresh, s, at, want, &got, err)
                     : read_stream(fresh, s, at, want, &got, err);
-        if (rc || got.len == 0)
+        if (rc || got.len == 0) {
+            whole = 0; /* the file ends before bytes r gave */
             break;
-        SHA256_Update(&ctx, got.buf, got.len);
+        }
+        sent_feed(r, ctx, at, got.buf, got.len);
         at += (int64_t)got.len;
     }
     rs_buf_release(&got);
-    if (rc)
-        return rc;
-    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-    SHA256_CTX mine = r->sent; /* r's hash goes on over what it gives next */
-    SHA256_Final(a, &mine);
-    SHA256_Final(b, &ctx);
-    return at == r->sent_end && !memcmp(a, b, sizeof a);
+    for (size_t i = 0; !rc && whole && i < r->nsent; i++) {
+        unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+        SHA256_CTX mine = r->sent[i].sha; /* r's hash goes on over what it gives next */
+        SHA256_Final(a, &mine);
+        SHA256_Final(b, &ctx[i]);
+        whole = !memcmp(a, b, sizeof a);
+    }
+    free(ctx);
+    return rc ? rc : whole;
 }
 
 /* r goes on from where fresh is (search results: its place, its bytes held). */
@@ -2116,7 +2224,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
         r->rewrites = now;
         return 0;
     }
-    if (by_hash && r->sent_end < 0)
+    if (by_hash && r->sent_over)
         return stale(r, err);
     /* A document is rendered again by an open; a stream renders as it is read. */
     rfs_reader *fresh = NULL;
@@ -2207,10 +2315,13 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         r->kept_last = 0;
         rc = search ? read_search(r, s, off, size, out, err)
                     : read_stream(r, s, off, size, out, err);
+        /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
+         * kept bytes and a search result's by their hashes. */
         if (!rc && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
-        else if (!rc && out->len > had)
-            r->sent_end = -1; /* rendered by itself: its held bytes tell a rewrite */
+        r->gave = r->gave || (!rc && out->len > had);
+        if (!rc)
+            r->gave_end = off + (int64_t)(out->len - had);
         r->sent_live = !search && r->kept_last;
         return rc;
     }

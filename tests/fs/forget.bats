@@ -313,6 +313,127 @@ EOF
   done
 }
 
+# big_rows THREAD N: N rows of about 4 kB appended to THREAD's run r, row i saying "row i"
+# (and commonword, which a root search finds).
+big_rows() {
+  local pad i
+  pad=$(head -c 2000 /dev/zero | tr '\0' y)
+  mkdir -p "$MNT/threads/$1/runs/r"
+  for i in $(seq 1 "$2"); do human "row $i $pad commonword" "$i"; done >> "$MNT/threads/$1/runs/r/events.jsonl"
+}
+
+@test "forget: a reader of a stat's kept bytes gets ESTALE, never another rendering's rest, when another process rewrites a row it read" {
+  runfs_mount "$STORE" "$MNT"
+  big_rows u 1500
+  export STORE RUNFS
+  export -f store_sql
+  # Each rewrite is another process's, made right after the reader's first megabyte and read
+  # on from at once: the mount's hub hears of it only at its next tick, which must not be
+  # what makes the reader's next read fail.
+  run python3 - "$MNT/threads/u/runs/r/types/llm.human.input.jsonl" <<'EOF'
+import errno, os, re, subprocess, sys
+path = sys.argv[1]
+def sql(q):
+    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
+def live(run_dir, k):
+    # A run.start in another run: the thread is live, so its files are read past the
+    # kernel's cache (which would serve old pages itself) and every read asks the mount.
+    os.makedirs(os.path.join(run_dir, "live%d" % k))
+    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
+        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+rewrites = (
+    ("UPDATE", lambda: sql("UPDATE run_events SET content = replace(content, 'row 3 ', 'row 3 longer ') WHERE thread_id = 'u' AND seq = 3")),
+    ("DELETE", lambda: sql("DELETE FROM run_events WHERE thread_id = 'u' AND seq = 5")),
+    ("redact", lambda: subprocess.run([os.environ["RUNFS"], "redact", os.environ["STORE"], "u", "7", "--reason", "asked"], check=True, capture_output=True)),
+)
+for k, (name, rewrite) in enumerate(rewrites):
+    live(os.path.dirname(os.path.dirname(os.path.dirname(path))), k)
+    os.stat(path)  # sizes the view, keeping its bytes for the reads after it
+    fd = os.open(path, os.O_RDONLY)
+    got = b""
+    while len(got) < (1 << 20):
+        got += os.read(fd, 1 << 17)
+    rewrite()
+    rest, err = b"", None
+    try:
+        while True:
+            b = os.read(fd, 1 << 17)
+            if not b:
+                break
+            rest += b
+    except OSError as e:
+        err = e.errno
+    os.close(fd)
+    # Its first megabyte holds the rewritten row: reading on can only splice two renderings.
+    if err != errno.ESTALE:
+        now = open(path, "rb").read()
+        rows = [int(m) for m in re.findall(rb'"content":"row (\d+) ', got + rest)]
+        raise AssertionError("%s: %r, not ESTALE: %d bytes read (%d rows), the file has %d now, %s" % (name, err, len(got + rest), len(rows), len(now), "the same" if got + rest == now else "a splice"))
+# Opened again, the view is the rows as they are now.
+fresh = open(path, "rb").read()
+assert b'"content":"row 3 longer ' in fresh and b'"content":"row 5 ' not in fresh, fresh[:200]
+assert b'"content":"row 7 ' not in fresh and fresh.count(b"\n") == 1499, fresh[:200]
+print("ok")
+EOF
+  assert_success
+  assert_output "ok"
+}
+
+@test "forget: a reader that read far first reads on across another thread's rewrite; a rewrite of what it gave is ESTALE" {
+  runfs_mount "$STORE" "$MNT"
+  mkdir -p "$MNT/threads/t/runs/r"
+  { human "hello t" 1; human "again t" 2; } >> "$MNT/threads/t/runs/r/events.jsonl"
+  big_rows u 2500
+  export STORE
+  export -f store_sql
+  run python3 - "$MNT" <<'EOF'
+import errno, os, re, subprocess, sys
+mnt = sys.argv[1]
+def sql(q):
+    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
+def live(run_dir, k):
+    # A run.start in another run: the thread is live, so its files are read past the
+    # kernel's cache (which would serve old pages itself) and every read asks the mount.
+    os.makedirs(os.path.join(run_dir, "live%d" % k))
+    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
+        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+out = []
+k = 0
+for rel in ("threads/u/runs/r/types/llm.human.input.jsonl", "threads/u/messages.jsonl", "search/commonword"):
+    path = os.path.join(mnt, rel)
+    for case in ("other thread", "a row it gave", "a row before what it gave"):
+        k += 1
+        live(os.path.join(mnt, "threads/u/runs"), k)
+        os.stat(path)
+        whole = open(path, "rb").read()
+        fd = os.open(path, os.O_RDONLY)
+        far = os.pread(fd, 16384, 3 << 20)  # tail, a seek: a read at 3 MiB first
+        assert far == whole[3 << 20:(3 << 20) + 16384], (rel, case)
+        seqs = [int(m) for m in re.findall(rb'"content":"row (\d+) ', far)]
+        assert seqs, (rel, case, far[:300])
+        if case == "other thread":
+            q = "UPDATE run_events SET event_metadata = '{\"caller\":\"x%d\"}' WHERE thread_id = 't' AND seq = 1" % k
+        elif case == "a row it gave":
+            q = "UPDATE run_events SET content = replace(content, 'commonword', 'commonword %d') WHERE thread_id = 'u' AND seq = %d" % (k, seqs[0])
+        else:
+            q = "UPDATE run_events SET content = replace(content, 'commonword', 'commonword %d') WHERE thread_id = 'u' AND seq = 1" % k
+        sql(q)
+        try:
+            b = os.pread(fd, 1 << 20, 0)
+            got = "ok" if b == whole[:1 << 20] else "%d bytes, a prefix: %s" % (len(b), whole.startswith(b))
+        except OSError as e:
+            got = errno.errorcode[e.errno]
+        os.close(fd)
+        # Nothing it read changed: the whole file's first bytes. Bytes it gave changed, or
+        # moved: ESTALE (the new rendering's first megabyte, read now, would splice).
+        want = "ok" if case == "other thread" else "ESTALE"
+        out += ["%s, %s: %s" % (rel, case, got)] if got != want else []
+print("unexpected: %r" % out)
+EOF
+  assert_success
+  assert_output "unexpected: []"
+}
+
 # RUNFS_OLD: a runfs built from before salted leaves (main), whose seals are plain.
 @test "forget: redacting under a plain-leaf seal made by an older runfs works, and verify warns" {
   [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"
