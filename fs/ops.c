@@ -612,43 +612,48 @@ static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *
     return rc;
 }
 
-/* Whether the thread that sent req is blocked in open(2), as /proc/TID/syscall tells (0
- * where it cannot tell: a thread of another pid namespace, one ptrace's rules hide, an
- * io_uring worker). With default_permissions the kernel checks a file's mode before it
- * opens it, and first asks for the attributes it does not keep (a search's: no attribute
- * timeout), by a GETATTR no field tells from a stat's. That one's size is not shown: the
- * file is read direct, past the kernel's i_size, and a stat (fstat after the open too) sends
- * a GETATTR of its own. */
+/* Whether the thread that sent req is blocked in open(2) or openat(2) without O_DIRECT, as
+ * /proc/TID/syscall tells (0 where it cannot tell: a thread of another pid namespace, one
+ * ptrace's rules hide, an io_uring worker, openat2's flags behind a pointer). With
+ * default_permissions the kernel checks a file's mode before it opens it, and first asks for
+ * the attributes it does not keep (a search's: no attribute timeout), by a GETATTR no field
+ * tells from a stat's. That one's size is not shown: the file is read direct, past the
+ * kernel's i_size, and a stat (fstat after the open too) sends a GETATTR of its own. Only
+ * an O_DIRECT file's asynchronous reads (io_uring, libaio) stop at the kernel's i_size. */
 static int req_in_open(fuse_req_t req)
 {
     long pid = (long)fuse_req_ctx(req)->pid;
-    char path[48], line[32];
+    char path[48], line[128];
     /* A pid's digits fit; a cut number would only fail to parse. */
     if (pid <= 0 || rs_fmt(path, sizeof path, "/proc/%ld/syscall", pid) < 0)
         return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    /* The line begins with the syscall's number and a space ("running" when in none): its
-     * first bytes are all that is read. */
+    /* The line is the syscall's number and its arguments in hex ("running" when in none):
+     * its first bytes, up to the flags, are all that is read. */
     ssize_t got = read(fd, line, sizeof line - 1);
     close(fd);
     if (got <= 0)
         return 0;
     line[got] = '\0';
-    char *end;
-    long nr = strtol(line, &end, 10);
-    if (end == line || *end != ' ')
-        return 0;
+    char *at = line, *end;
+    long nr = strtol(at, &end, 10);
+    int flags_arg = nr == SYS_openat ? 2 : 0; /* which argument holds the open's flags */
 #ifdef SYS_open
     if (nr == SYS_open)
-        return 1;
+        flags_arg = 1;
 #endif
-#ifdef SYS_openat2
-    if (nr == SYS_openat2)
-        return 1;
-#endif
-    return nr == SYS_openat;
+    if (end == at || *end != ' ' || !flags_arg)
+        return 0;
+    unsigned long long arg = 0;
+    for (int i = 0; i <= flags_arg; i++) {
+        at = end;
+        arg = strtoull(at, &end, 16);
+        if (end == at || (*end != ' ' && *end != '\n' && *end != '\0'))
+            return 0;
+    }
+    return !(arg & O_DIRECT);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
