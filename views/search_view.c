@@ -411,6 +411,9 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int rc = rs_search_parse(&q, n->name, err);
     if (rc)
         return rc;
+    /* Each read searches again from where the last stopped: the store gives the first rows
+     * as it finds them (a reader that stops after them waits for no more). */
+    rs_search_set_streamed(q, 1);
     /* The answer a stat counted at this version, where the mount keeps it: its bytes read
      * at any offset, or its rows read from where this reader is in them (its last read was
      * of them), with no match. */
