@@ -11,6 +11,12 @@
 #include "sizes.h"
 #include "rs_util.h"
 
+/* How far into an answer nothing counted a reader reads by searches resumed at each read
+ * (head -c 64K's, and more): past it, the answer is counted as a stat counts it and its kept
+ * bytes read, which costs a reader of the whole answer less than a search resumed at each
+ * read (at worst what the count at the open cost before, and the first reads). */
+#define SEARCH_COUNT_AT ((int64_t)256 << 10)
+
 int rfs_search_is_result(rfs_kind kind)
 {
     return kind == RFS_SEARCH || kind == RFS_T_SEARCH || kind == RFS_R_SEARCH;
@@ -430,9 +436,24 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
         return 0;
     }
     rfs_kept_rows *rows = keyed ? rfs_sizes_rows(sc->sizes, key.buf, &token) : NULL;
-    /* Kept bytes serve a reader that starts on them or read these same ones last: one
-     * that read other bytes (the store's, or an earlier answer's) reads on after its row. */
-    int fresh = !pos->in_file && pos->off == 0 && !pos->thread[0];
+    /* Every byte this reader has is of the answer at this version: bytes kept of it are
+     * the same bytes. */
+    int same = pos->one_version && rewrites == pos->rewrites &&
+               rfs_sizes_same_token(&token, &pos->token);
+    /* A reader past SEARCH_COUNT_AT of an answer nothing counted is likely reading it all
+     * (dd): counted once, its bytes kept, it is read from them. */
+    int counted = 0;
+    if (keyed && !rows && same && off >= SEARCH_COUNT_AT) {
+        rfs_stat st;
+        rs_err ignored = {0};
+        if (rfs_search_stat(s, sc, n, &st, 2, &ignored) == 0)
+            rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
+        counted = rows != NULL;
+    }
+    /* Kept bytes serve a reader that starts on them, read these same ones last, or read
+     * this version's: one that read other bytes (the store's at another version, or an
+     * earlier answer's) reads on after its row. */
+    int fresh = (!pos->in_file && pos->off == 0 && !pos->thread[0]) || same;
     if (rows && rows->fd >= 0 && (fresh || (pos->in_file && pos->rows_gen == rows->gen))) {
         size_t had = out->len;
         rc = rfs_kept_pread(rows, off, size, out);
@@ -440,7 +461,7 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
             file_resume(rows, rs_search_by_run(q), off + (int64_t)(out->len - had), pos);
         pos->in_file = 1;
         pos->rows_gen = rows->gen;
-        pos->from = RFS_SEARCH_FROM_FILE;
+        pos->from = counted ? RFS_SEARCH_FROM_COUNTED : RFS_SEARCH_FROM_FILE;
         pos->one_version = 0;
         rfs_sizes_rows_done(sc->sizes, rows);
         rs_search_free(q);

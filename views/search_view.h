@@ -36,9 +36,16 @@ typedef struct rfs_search_pos {
 } rfs_search_pos;
 
 /* A read of a search result read nothing from the store (its bytes were at hand), searched
- * it (no answer was kept from the stat that counted it), read the kept rows, or read the
- * kept answer's bytes (no store at all). */
-enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT, RFS_SEARCH_FROM_FILE };
+ * it (no answer was kept from the stat that counted it), read the kept rows, read the kept
+ * answer's bytes (no store at all), or counted the answer as a stat does (a reader far into
+ * an answer nothing counted) and read the bytes that kept. */
+enum {
+    RFS_SEARCH_FROM_NONE,
+    RFS_SEARCH_FROM_SEARCH,
+    RFS_SEARCH_FROM_KEPT,
+    RFS_SEARCH_FROM_FILE,
+    RFS_SEARCH_FROM_COUNTED
+};
 
 /* Append up to size bytes of node n's result from offset off to out (fewer only at its end),
  * rendered from the store after pos (from the start when off lies before it); pos moves to

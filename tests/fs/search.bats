@@ -956,6 +956,15 @@ unsettled() {
   assert_equal "$(stat -c %s "$MNT/$p")" "$(wc -c < "$WORK/want1")"
   assert_equal "$(sized_lines "$p")" 0
   grep -qF "sized $p in " "$WORK/daemon.log" || fail "the stat of $p after dd found no size kept"
+  # Far into an answer nothing counted, dd is reading it all: counted once, as a stat counts
+  # it, the rest is read from the bytes that kept, the same bytes.
+  p="search/  $q"
+  dd if="$MNT/$p" bs=131072 of="$WORK/got" 2> /dev/null
+  cmp "$WORK/want" "$WORK/got" || fail "dd of $p read other bytes than the reference's"
+  grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': counted the answer, read the bytes it kept' ||
+    fail "dd of $p did not count the answer part way: $(grep -F "$p" "$WORK/daemon.log")"
+  assert_equal "$(stat -c %s "$MNT/$p")" "$(wc -c < "$WORK/want")"
+  assert_equal "$(sized_lines "$p")" 0
   # One whose reads span a change learns no size: a row lands in the first thread while the
   # reader is in the second, so its bytes add up to the old answer's size, not the new's.
   p="search/ $q"
