@@ -12,10 +12,11 @@
 #include "rs_util.h"
 
 /* How far into an answer nothing counted a reader reads by searches resumed at each read
- * (head -c 64K's, and more): past it, the answer is counted as a stat counts it and its kept
- * bytes read, which costs a reader of the whole answer less than a search resumed at each
- * read (at worst what the count at the open cost before, and the first reads). */
-#define SEARCH_COUNT_AT ((int64_t)256 << 10)
+ * (head -c 64K's first read and what it renders ahead): past it, the answer is counted as a
+ * stat counts it and its kept bytes read, which costs a reader of the whole answer less than
+ * a search resumed at each read (at worst what the count at the open cost before, and the
+ * first read). */
+#define SEARCH_COUNT_AT ((int64_t)128 << 10)
 
 int rfs_search_is_result(rfs_kind kind)
 {
