@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -502,8 +503,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     rs_err err = {0};
     /* A view the kernel keeps is sized at its getattr (every stat sends one: files have no
      * attribute timeout), where its rendering can go to the kernel's cache; a lookup has no
-     * inode yet to give it to. */
-    int lazy = !rfs_mount_of(req)->opt.user_from_uid;
+     * inode yet to give it to. A search is counted by a stat's getattr alone, on every
+     * mount: an open streams its answer (op_getattr). */
+    int lazy = !rfs_mount_of(req)->opt.user_from_uid || rfs_search_is_result(cn.kind);
     uint64_t gen = rfs_cache_begin(rfs_mount_of(req));
     if ((rc = feed_unnumbered(&cn, rfs_req_stat_ex(req, &cn, lazy, NULL, NULL, &st, &err), &st))) {
         /* A name that is a bad query (search/<query>) says why in rejects.jsonl. */
@@ -610,6 +612,50 @@ static int view_size(fuse_req_t req, uint64_t ino, const rfs_node *n, rfs_stat *
     return rc;
 }
 
+/* Whether the thread that sent req is blocked in open(2) or openat(2) without O_DIRECT, as
+ * /proc/TID/syscall tells (0 where it cannot tell: a thread of another pid namespace, one
+ * ptrace's rules hide, an io_uring worker, openat2's flags behind a pointer). With
+ * default_permissions the kernel checks a file's mode before it opens it, and first asks for
+ * the attributes it does not keep (a search's: no attribute timeout), by a GETATTR no field
+ * tells from a stat's. That one's size is not shown: the file is read direct, past the
+ * kernel's i_size, and a stat (fstat after the open too) sends a GETATTR of its own. Only
+ * an O_DIRECT file's asynchronous reads (io_uring, libaio) stop at the kernel's i_size. */
+static int req_in_open(fuse_req_t req)
+{
+    long pid = (long)fuse_req_ctx(req)->pid;
+    char path[48], line[128];
+    /* A pid's digits fit; a cut number would only fail to parse. */
+    if (pid <= 0 || rs_fmt(path, sizeof path, "/proc/%ld/syscall", pid) < 0)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    /* The line is the syscall's number and its arguments in hex ("running" when in none):
+     * its first bytes, up to the flags, are all that is read. */
+    ssize_t got = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (got <= 0)
+        return 0;
+    line[got] = '\0';
+    char *at = line, *end;
+    long nr = strtol(at, &end, 10);
+    int flags_arg = nr == SYS_openat ? 2 : 0; /* which argument holds the open's flags */
+#ifdef SYS_open
+    if (nr == SYS_open)
+        flags_arg = 1;
+#endif
+    if (end == at || *end != ' ' || !flags_arg)
+        return 0;
+    unsigned long long arg = 0;
+    for (int i = 0; i <= flags_arg; i++) {
+        at = end;
+        arg = strtoull(at, &end, 16);
+        if (end == at || (*end != ' ' && *end != '\n' && *end != '\0'))
+            return 0;
+    }
+    return !(arg & O_DIRECT);
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
@@ -619,9 +665,15 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     rfs_stat st;
     rs_err err = {0};
     int keeps = rfs_view_kernel_keeps(n.kind) && !m->opt.user_from_uid;
+    /* An open of a search not yet counted streams its answer (head -c 64K reads its first
+     * lines, not the whole answer's count): the permission check's GETATTR before it counts
+     * nothing. */
+    int opening = !fi && rfs_search_is_result(n.kind) && req_in_open(req);
     uint64_t gen = rfs_cache_begin(m);
-    int rc = rfs_req_stat_ex(req, &n, keeps | (rfs_handle_writes(fi) ? RFS_STAT_NO_WAIT : 0), NULL,
-                             NULL, &st, &err);
+    int rc = rfs_req_stat_ex(req, &n,
+                             (keeps || opening ? RFS_STAT_LAZY : 0) |
+                                 (rfs_handle_writes(fi) ? RFS_STAT_NO_WAIT : 0),
+                             NULL, NULL, &st, &err);
     if (!rc && keeps) {
         int64_t held = -1;
         rfs_itable_known_size(m->inodes, ino, &held);

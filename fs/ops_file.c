@@ -912,9 +912,10 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
     rs_buf path = RS_BUF_INIT;
     if (from != RFS_SEARCH_FROM_NONE && took >= m->slow_ns && rfs_node_path(h->node, &path) == 0)
         rfs_log("read %s at %lld in %.1f s: %s", path.buf, (long long)off, (double)took / 1e9,
-                from == RFS_SEARCH_FROM_FILE   ? "the answer its stat kept"
-                : from == RFS_SEARCH_FROM_KEPT ? "the rows its stat kept"
-                                               : "searched (no rows kept from its stat)");
+                from == RFS_SEARCH_FROM_COUNTED ? "counted the answer, read the bytes it kept"
+                : from == RFS_SEARCH_FROM_FILE  ? "the answer its stat kept"
+                : from == RFS_SEARCH_FROM_KEPT  ? "the rows its stat kept"
+                                                : "searched (no rows kept from its stat)");
     rs_buf_release(&path);
     pthread_mutex_unlock(&h->lock);
     /* Read before the reply: once it is sent, the handle may be released and freed. */

@@ -11,6 +11,13 @@
 #include "sizes.h"
 #include "rs_util.h"
 
+/* How far into an answer nothing counted a reader reads by searches resumed at each read
+ * (head -c 64K's first read and what it renders ahead): past it, the answer is counted as a
+ * stat counts it and its kept bytes read, which costs a reader of the whole answer less than
+ * a search resumed at each read (at worst what the count at the open cost before, and the
+ * first read). */
+#define SEARCH_COUNT_AT ((int64_t)128 << 10)
+
 int rfs_search_is_result(rfs_kind kind)
 {
     return kind == RFS_SEARCH || kind == RFS_T_SEARCH || kind == RFS_R_SEARCH;
@@ -325,22 +332,19 @@ int rfs_search_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *
     return rc < 0 ? rc : 0;
 }
 
-/* The rows kept for n's answer at the store's version now, retained, or NULL. */
-static rfs_kept_rows *kept_rows(rs_store *s, const rfs_scope *sc, const rfs_node *n)
+/* What n's answer at the store's version now is kept under in the mount's sizes (key,
+ * token, rewrites: as rfs_search_stat keeps it): 0, or -1 where nothing is kept. */
+static int answer_key(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *key,
+                      rs_log_info *token, int64_t *rewrites)
 {
     if (!sc->sizes || sc->denied)
-        return NULL;
+        return -1;
     rfs_stat st;
-    rs_log_info token;
     rs_err ignored = {0};
-    rs_buf key = RS_BUF_INIT;
-    rfs_kept_rows *rows = NULL;
-    int64_t rewrites;
-    if (search_scope(s, sc, n, &st, &token, &ignored) == 0 &&
-        size_key(s, sc, n, &key, &rewrites) == 0)
-        rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
-    rs_buf_release(&key);
-    return rows;
+    return search_scope(s, sc, n, &st, token, &ignored) == 0 &&
+                   size_key(s, sc, n, key, rewrites) == 0
+               ? 0
+               : -1;
 }
 
 /* The end of the last line of k's bytes that ends at or before end (0: none). */
@@ -414,13 +418,43 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     int rc = rs_search_parse(&q, n->name, err);
     if (rc)
         return rc;
+    /* Each read searches again from where the last stopped: the store gives the first rows
+     * as it finds them (a reader that stops after them waits for no more). */
+    rs_search_set_streamed(q, 1);
     /* The answer a stat counted at this version, where the mount keeps it: its bytes read
      * at any offset, or its rows read from where this reader is in them (its last read was
      * of them), with no match. */
-    rfs_kept_rows *rows = kept_rows(s, sc, n);
-    /* Kept bytes serve a reader that starts on them or read these same ones last: one
-     * that read other bytes (the store's, or an earlier answer's) reads on after its row. */
-    int fresh = !pos->in_file && pos->off == 0 && !pos->thread[0];
+    rs_buf key = RS_BUF_INIT;
+    rs_log_info token;
+    int64_t rewrites = 0;
+    int keyed = answer_key(s, sc, n, &key, &token, &rewrites) == 0;
+    int64_t size_kept;
+    /* At or past the end of an answer whose size is kept (a reader's read after its last
+     * bytes): nothing to search. */
+    if (keyed && rfs_sizes_get(sc->sizes, key.buf, &token, &size_kept) && off >= size_kept) {
+        rs_search_free(q);
+        rs_buf_release(&key);
+        return 0;
+    }
+    rfs_kept_rows *rows = keyed ? rfs_sizes_rows(sc->sizes, key.buf, &token) : NULL;
+    /* Every byte this reader has is of the answer at this version: bytes kept of it are
+     * the same bytes. */
+    int same = pos->one_version && rewrites == pos->rewrites &&
+               rfs_sizes_same_token(&token, &pos->token);
+    /* A reader past SEARCH_COUNT_AT of an answer nothing counted is likely reading it all
+     * (dd): counted once, its bytes kept, it is read from them. */
+    int counted = 0;
+    if (keyed && !rows && same && off >= SEARCH_COUNT_AT) {
+        rfs_stat st;
+        rs_err ignored = {0};
+        if (rfs_search_stat(s, sc, n, &st, 2, &ignored) == 0)
+            rows = rfs_sizes_rows(sc->sizes, key.buf, &token);
+        counted = rows != NULL;
+    }
+    /* Kept bytes serve a reader that starts on them, read these same ones last, or read
+     * this version's: one that read other bytes (the store's at another version, or an
+     * earlier answer's) reads on after its row. */
+    int fresh = (!pos->in_file && pos->off == 0 && !pos->thread[0]) || same;
     if (rows && rows->fd >= 0 && (fresh || (pos->in_file && pos->rows_gen == rows->gen))) {
         size_t had = out->len;
         rc = rfs_kept_pread(rows, off, size, out);
@@ -428,9 +462,11 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
             file_resume(rows, rs_search_by_run(q), off + (int64_t)(out->len - had), pos);
         pos->in_file = 1;
         pos->rows_gen = rows->gen;
-        pos->from = RFS_SEARCH_FROM_FILE;
+        pos->from = counted ? RFS_SEARCH_FROM_COUNTED : RFS_SEARCH_FROM_FILE;
+        pos->one_version = 0;
         rfs_sizes_rows_done(sc->sizes, rows);
         rs_search_free(q);
+        rs_buf_release(&key);
         return rc ? rs_err_set(err, rc, "cannot read the kept answer") : 0;
     }
     if (rows && rows->fd >= 0) {
@@ -451,6 +487,17 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
         start = pos->rows_at;
     }
     pos->from = rows ? RFS_SEARCH_FROM_KEPT : RFS_SEARCH_FROM_SEARCH;
+    /* The size a reader learns is kept only when all its pieces were searched at the version
+     * it is kept under: a piece of another version (rows appended or rewritten between two
+     * reads) makes the sum no version's size. */
+    if (!rows && pos->off == 0 && !pos->thread[0]) {
+        pos->one_version = keyed;
+        pos->token = token;
+        pos->rewrites = rewrites;
+    } else if (rows || !keyed || rewrites != pos->rewrites ||
+               !rfs_sizes_same_token(&token, &pos->token)) {
+        pos->one_version = 0;
+    }
     answer a;
     rc = rows ? answer_rows_open(&a, s, q, rows, start, err)
               : answer_open(&a, s, sc, n, q, pos->thread[0] ? pos->thread : NULL, pos->seq, err);
@@ -459,12 +506,18 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
         if (rows)
             rfs_sizes_rows_done(sc->sizes, rows);
         rs_search_free(q);
+        rs_buf_release(&key);
         return rc;
     }
     int64_t end = off + (int64_t)size, seq;
     const char *p, *thread;
     size_t len;
-    while (pos->off < end && (rc = answer_next(&a, &p, &len, &thread, &seq)) == 1) {
+    int ended = 0;
+    while (pos->off < end) {
+        if ((rc = answer_next(&a, &p, &len, &thread, &seq)) != 1) {
+            ended = rc == 0;
+            break;
+        }
         int64_t piece_end = pos->off + (int64_t)len;
         if (piece_end > off) {
             int64_t from = off > pos->off ? off : pos->off, to = piece_end < end ? piece_end : end;
@@ -485,6 +538,11 @@ int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sea
     if (rows)
         rfs_sizes_rows_done(sc->sizes, rows);
     rs_search_free(q);
+    /* The whole answer at one version was counted as it was read: the stat after this
+     * read (ls -l after cat) counts nothing. */
+    if (ended && pos->one_version)
+        rfs_sizes_put(sc->sizes, key.buf, &token, pos->off);
+    rs_buf_release(&key);
     if (rc == -ENOMEM)
         rs_err_set(err, rc, "out of memory");
     return rc < 0 ? rc : 0;

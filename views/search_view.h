@@ -27,16 +27,30 @@ typedef struct rfs_search_pos {
     size_t rows_at;    /* ... and how many of them the bytes before off hold */
     int in_file;       /* the last read was of a kept answer's bytes (rows_gen's) */
     int from;          /* what the last read read: RFS_SEARCH_FROM_... */
+    /* Every piece before off was searched from the answer's start at one version of the
+     * scope (token and rewrites, what a stat's size is kept under): at the answer's end, off
+     * is its size, kept as the stat's would be. */
+    int one_version;
+    int64_t rewrites;
+    rs_log_info token;
 } rfs_search_pos;
 
 /* A read of a search result read nothing from the store (its bytes were at hand), searched
- * it (no answer was kept from the stat that counted it), read the kept rows, or read the
- * kept answer's bytes (no store at all). */
-enum { RFS_SEARCH_FROM_NONE, RFS_SEARCH_FROM_SEARCH, RFS_SEARCH_FROM_KEPT, RFS_SEARCH_FROM_FILE };
+ * it (no answer was kept from the stat that counted it), read the kept rows, read the kept
+ * answer's bytes (no store at all), or counted the answer as a stat does (a reader far into
+ * an answer nothing counted) and read the bytes that kept. */
+enum {
+    RFS_SEARCH_FROM_NONE,
+    RFS_SEARCH_FROM_SEARCH,
+    RFS_SEARCH_FROM_KEPT,
+    RFS_SEARCH_FROM_FILE,
+    RFS_SEARCH_FROM_COUNTED
+};
 
 /* Append up to size bytes of node n's result from offset off to out (fewer only at its end),
  * rendered from the store after pos (from the start when off lies before it); pos moves to
- * the last row given whole. */
+ * the last row given whole. A reader that searched the whole answer at one version keeps its
+ * size at the end (so a stat after a cat counts nothing). */
 int rfs_search_read(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_search_pos *pos,
                     int64_t off, size_t size, rs_buf *out, rs_err *err);
 

@@ -129,7 +129,7 @@ void rfs_sizes_free(rfs_sizes *c)
     free(c);
 }
 
-static int same_token(const rs_log_info *a, const rs_log_info *b)
+int rfs_sizes_same_token(const rs_log_info *a, const rs_log_info *b)
 {
     return a->exists == b->exists && a->exact == b->exact && a->size == b->size &&
            a->count == b->count && a->message_count == b->message_count &&
@@ -141,7 +141,7 @@ int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64
 {
     pthread_mutex_lock(&c->lock);
     const entry *e = (const entry *)rs_map_find(&c->map, key);
-    int found = e && same_token(&e->token, token);
+    int found = e && rfs_sizes_same_token(&e->token, token);
     if (found)
         *size = e->size;
     pthread_mutex_unlock(&c->lock);
@@ -207,7 +207,7 @@ int rfs_sizes_get_doc(rfs_sizes *c, const char *key, const rs_log_info *token, r
 {
     pthread_mutex_lock(&c->lock);
     const entry *e = (const entry *)rs_map_find(&c->map, key);
-    int found = e && e->doc && same_token(&e->token, token) &&
+    int found = e && e->doc && rfs_sizes_same_token(&e->token, token) &&
                 rs_buf_add(out, e->doc, (size_t)e->size) == 0;
     pthread_mutex_unlock(&c->lock);
     return found;
@@ -266,7 +266,7 @@ static void put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t
     free(e->doc);
     e->doc = doc;
     /* Positions in other bytes are no positions in these. */
-    if (!same_token(&e->token, token)) {
+    if (!rfs_sizes_same_token(&e->token, token)) {
         rfs_otel_marks_release(e->marks);
         e->marks = NULL;
         rows_drop(c, e);
@@ -286,7 +286,8 @@ rfs_otel_marks *rfs_sizes_marks(rfs_sizes *c, const char *key, const rs_log_info
     rfs_otel_marks *m = NULL;
     pthread_mutex_lock(&c->lock);
     entry *e = (entry *)rs_map_find(&c->map, key);
-    if (e && same_token(&e->token, token) && (e->marks || rfs_otel_marks_new(&e->marks) == 0))
+    if (e && rfs_sizes_same_token(&e->token, token) &&
+        (e->marks || rfs_otel_marks_new(&e->marks) == 0))
         m = rfs_otel_marks_retain(e->marks);
     pthread_mutex_unlock(&c->lock);
     return m;
@@ -372,7 +373,7 @@ rfs_kept_rows *rfs_sizes_rows(rfs_sizes *c, const char *key, const rs_log_info *
     rfs_kept_rows *r = NULL;
     pthread_mutex_lock(&c->lock);
     entry *e = (entry *)rs_map_find(&c->map, key);
-    if (e && e->rows && same_token(&e->token, token)) {
+    if (e && e->rows && rfs_sizes_same_token(&e->token, token)) {
         r = e->rows;
         r->refs++;
     } else if (e) {

@@ -19,6 +19,8 @@ void rfs_sizes_free(rfs_sizes *c);
 void rfs_sizes_sizes_only(rfs_sizes *c);
 /* 0 for a table rfs_sizes_sizes_only made so, else 1. */
 int rfs_sizes_keeps_bytes(const rfs_sizes *c);
+/* 1 when tokens a and b say the same version (a size kept under one holds for the other). */
+int rfs_sizes_same_token(const rs_log_info *a, const rs_log_info *b);
 /* 1 with *size set when key was stored with an equal token, else 0. */
 int rfs_sizes_get(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t *size);
 void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int64_t size);

@@ -147,8 +147,11 @@ struct rfs_reader {
  * read and serves the next reads from them: one query per SEARCH_AHEAD bytes however small
  * the reads (wc reads 16 KiB). Those bytes are held only while search_ahead_left, shared by
  * every reader of the process, lasts: 10,000 open handles hold their places, not their
- * answers, and past the budget a reader renders each read alone. */
+ * answers, and past the budget a reader renders each read alone. A reader near the start
+ * renders ahead as much as it has read, from SEARCH_AHEAD_MIN on: one that stops after the
+ * first lines (head -c 64K) waits for no megabyte it never reads. */
 #define SEARCH_AHEAD ((int64_t)1 << 20)
+#define SEARCH_AHEAD_MIN ((int64_t)64 << 10)
 #define SEARCH_AHEAD_BUDGET ((int64_t)8 << 20)
 static _Atomic int64_t search_ahead_left = SEARCH_AHEAD_BUDGET; /* atomic: no lock */
 
@@ -228,7 +231,9 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     /* The answer's bytes kept by the mount are read as asked, with nothing held ahead. */
     if (r->search.in_file)
         return rfs_search_read(s, &r->scope, r->node, &r->search, from, size - taken, out, err);
-    int64_t grant = ahead_take(SEARCH_AHEAD);
+    int64_t grant = ahead_take(from < SEARCH_AHEAD_MIN ? SEARCH_AHEAD_MIN
+                               : from < SEARCH_AHEAD   ? from
+                                                       : SEARCH_AHEAD);
     size_t want = size - taken + (size_t)grant;
     r->ahead += grant;
     int rc = rs_buf_grow(&r->pending, want);

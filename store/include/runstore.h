@@ -631,6 +631,12 @@ void rs_search_free(rs_search *q);
 /* 1 when q holds the term by:run: its answer is one line per matching run,
  * {"thread_id","run_id","matches","first_seq","last_seq"}, not the events. */
 int rs_search_by_run(const rs_search *q);
+/* Whether q's answer is read a part at a time, each part by a search of its own (a mount's
+ * reads, each reopening it after the last row given): the store then gives its first rows
+ * as it finds them, where it would otherwise read, match and order the whole answer before
+ * the first (SQLite's held matches: the fastest way to an answer read whole by one search).
+ * Off after rs_search_parse. */
+void rs_search_set_streamed(rs_search *q, int streamed);
 /* 1 when the record (its canonical line) matches every term of q, else 0 (or -ENOMEM). */
 int rs_search_match(rs_search *q, const rs_record *rec);
 /* The records of the scope that match q: thread_id NULL every thread user sees (in thread

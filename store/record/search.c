@@ -149,6 +149,11 @@ int rs_search_by_run(const rs_search *q)
     return q->by_run;
 }
 
+void rs_search_set_streamed(rs_search *q, int streamed)
+{
+    q->streamed = streamed != 0;
+}
+
 /* The end of the canonical JSON value starting at p (before end): a string, a container
  * (its strings skipped) or a scalar up to the next ',' or '}'. */
 static const char *value_end(const char *p, const char *end)

@@ -25,7 +25,8 @@ typedef struct rs_term {
 struct rs_search {
     rs_term *terms;
     size_t n;
-    int by_run; /* the term by:run: the answer is one line per run (rs_search_by_run) */
+    int by_run;   /* the term by:run: the answer is one line per run (rs_search_by_run) */
+    int streamed; /* rs_search_set_streamed: its first rows are wanted before the rest */
 };
 
 /* ASCII letters of s[0..len) lowered into out (appended); every other byte kept. */

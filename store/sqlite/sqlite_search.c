@@ -702,8 +702,10 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
      * runfs_subs runs once a document. An answer read from its start with candidates in up
      * to a quarter of the columns is held: the walk of every index entry of the scope costs
      * more than the candidates' rows read in id order and matched, and the matches held
-     * (up to HELD_MAX, past that walked) and sorted; a reopening further on walks. */
-    int walk = hits * 64 > cols, held = walk && !after_thread && hits * 4 <= cols;
+     * (up to HELD_MAX, past that walked) and sorted; a reopening further on walks, and so
+     * does an answer read a part at a time (rs_search_set_streamed: its first part would wait
+     * for every match). */
+    int walk = hits * 64 > cols, held = walk && !after_thread && !q->streamed && hits * 4 <= cols;
     sqlite3_stmt *st = NULL;
     rc = held ? held_new(b, q, &bits, upto, thread_id, run_id, user, out, err) : 0;
     if (!held || rc == -E2BIG)
