@@ -182,7 +182,7 @@ void rfs_sizes_put_state(rfs_sizes *c, const char *key, const rs_log_info *token
         memcpy(copy, state, len);
     pthread_mutex_lock(&c->lock);
     entry *e = (entry *)rs_map_find(&c->map, key);
-    if (e && copy && same_token(&e->token, token)) {
+    if (e && copy && rfs_sizes_same_token(&e->token, token)) {
         if (c->state_bytes + len > STATES_MAX) {
             /* The states go, not the sizes: the next change renders those views again. */
             size_t pos = 0;
