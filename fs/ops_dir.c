@@ -82,8 +82,11 @@ void rfs_dir_free(void *listing)
     free(d);
 }
 
-/* The listing of directory n as this request's caller sees it. */
-static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
+/* The listing of directory n as this request's caller sees it. s and sc: a READDIRPLUS's
+ * connection and scope, whose stats of the entries then read in the same transaction and
+ * share the directory's facts; NULL: its own. */
+static int dir_make(fuse_req_t req, const rfs_node *n, rs_store *s, const rfs_scope *sc,
+                    dir_handle **out)
 {
     rfs_mount *m = rfs_mount_of(req);
     dir_handle *d = calloc(1, sizeof *d);
@@ -91,37 +94,42 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
         return -ENOMEM;
     d->node = *n;
     d->inodes = m->inodes;
-    rfs_scope sc;
+    rfs_scope own;
     char uid[24];
-    rfs_scope_init(m, req, &sc, uid, sizeof uid);
     /* The directory's stat and those of the files listed only when they exist share the
      * thread's or run's facts: read once. */
     rfs_info_memo memo = {0};
-    sc.memo = &memo;
+    if (!sc) {
+        rfs_scope_init(m, req, &own, uid, sizeof uid);
+        own.memo = &memo;
+        sc = &own;
+    }
     d->gen = rfs_cache_begin(m);
     /* A lookup-only directory lists nothing whatever the store holds (a third of a walk's
      * directories): no connection, no query. Its thread was found at its lookup; a thread
      * gone since lists nothing too. */
-    if (rfs_node_lookup_only(n->kind) && !sc.denied) {
+    if (rfs_node_lookup_only(n->kind) && !sc->denied) {
         *out = d;
         return 0;
     }
     rs_err err = {0};
-    rs_store *s;
-    int rc = rfs_pool_get(m, &s, &err);
+    rs_store *lent = NULL;
+    int rc = s ? 0 : rfs_pool_get(m, &lent, &err);
     if (rc) {
         rfs_dir_free(d);
         return rc;
     }
+    if (!s)
+        s = lent;
     rfs_stat st;
-    rc = rfs_view_stat(s, &sc, n, &st, &err);
+    rc = rfs_view_stat(s, sc, n, &st, &err);
     if (!rc && !rfs_node_lookup_only(n->kind))
         rc = dir_add(d, n, ".", 1);
     if (!rc && !rfs_node_lookup_only(n->kind))
         rc = dir_add(d, n, "..", 1);
     if (!rc)
-        rc = rfs_view_entries(s, &sc, n, dir_add_cb, d, &err);
-    rfs_pool_put(m, s);
+        rc = rfs_view_entries(s, sc, n, dir_add_cb, d, &err);
+    rfs_pool_put(m, lent);
     if (rc) {
         rfs_dir_free(d);
         return rc;
@@ -133,7 +141,8 @@ static int dir_make(fuse_req_t req, const rfs_node *n, dir_handle **out)
 /* The listing a request at off reads, held, and the index of its first entry there. A
  * listing that went (read to its end, or dropped as one of too many) is made again: its
  * entries may then have moved, as in any directory changed between two reads of it. */
-static int dir_at(fuse_req_t req, fuse_ino_t ino, off_t off, dir_handle **out, size_t *first)
+static int dir_at(fuse_req_t req, fuse_ino_t ino, off_t off, rs_store *s, const rfs_scope *sc,
+                  dir_handle **out, size_t *first)
 {
     rfs_mount *m = rfs_mount_of(req);
     uint64_t id = (uint64_t)off >> OFF_INDEX_BITS;
@@ -148,7 +157,7 @@ static int dir_at(fuse_req_t req, fuse_ino_t ino, off_t off, dir_handle **out, s
         return -ENOENT;
     if (!rfs_node_is_dir(n.kind))
         return -ENOTDIR;
-    int rc = dir_make(req, &n, &d);
+    int rc = dir_make(req, &n, s, sc, &d);
     if (rc)
         return rc;
     if (rfs_listings_put(m->listings, ino, d, d->count, &d->id))
@@ -194,12 +203,13 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_open(req, fi);
 }
 
-/* The start of a request for a page of a listing: its listing, held, the index of the
- * page's first entry and a buffer of size bytes. 0, or -1 after replying with the error. */
-static int page_begin(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, dir_handle **d,
-                      size_t *first, char **buf)
+/* The start of a request for a page of a listing: its listing, held (made with s and sc
+ * as dir_make's), the index of the page's first entry and a buffer of size bytes. 0, or -1
+ * after replying with the error. */
+static int page_begin(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, rs_store *s,
+                      const rfs_scope *sc, dir_handle **d, size_t *first, char **buf)
 {
-    int rc = dir_at(req, ino, off, d, first);
+    int rc = dir_at(req, ino, off, s, sc, d, first);
     if (rc) {
         fuse_reply_err(req, -rc);
         return -1;
@@ -220,7 +230,7 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     dir_handle *d;
     size_t first;
     char *buf;
-    if (page_begin(req, ino, size, off, &d, &first, &buf))
+    if (page_begin(req, ino, size, off, NULL, NULL, &d, &first, &buf))
         return;
     size_t used = 0;
     for (size_t i = first; i < d->count; i++) {
@@ -322,12 +332,11 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     dir_handle *d;
     size_t first;
     char *buf;
-    if (page_begin(req, ino, size, off, &d, &first, &buf))
-        return;
     rfs_scope sc;
     char uid[24];
     rfs_scope_init(m, req, &sc, uid, sizeof uid);
-    /* The page's stats of one thread's or run's files read its facts once. */
+    /* The page's stats of one thread's or run's files read its facts once, and the first
+     * page's listing with them, in one read of the store. */
     rfs_info_memo memo = {0};
     sc.memo = &memo;
     rs_store *s = NULL;
@@ -335,6 +344,10 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     /* Without a connection the page goes without attributes (lookups follow). */
     if (rfs_pool_get(m, &s, &err))
         s = NULL;
+    if (page_begin(req, ino, size, off, s, &sc, &d, &first, &buf)) {
+        rfs_pool_put(m, s);
+        return;
+    }
     /* The page's entries first, then their bytes: a change during the stats makes the
      * whole page cache nothing. */
     size_t n = 0, used = 0;

@@ -12,7 +12,6 @@
 #include "rs_util.h"
 
 #define MAX_ENTRIES 8192    /* past this the table starts over: sizes are cheap to redo */
-#define DOC_MAX (4 << 20)   /* a kept document's bytes at most */
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then they start over) */
 #define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
 #define FILES_MAX (2 * rfs_kept_file_max()) /* kept answers' bytes (then the others' go) */
@@ -225,7 +224,7 @@ void rfs_sizes_put(rfs_sizes *c, const char *key, const rs_log_info *token, int6
 void rfs_sizes_put_doc(rfs_sizes *c, const char *key, const rs_log_info *token, const char *doc,
                        size_t len)
 {
-    char *copy = len <= DOC_MAX ? malloc(len ? len : 1) : NULL;
+    char *copy = len <= RFS_DOC_MAX ? malloc(len ? len : 1) : NULL;
     if (copy)
         memcpy(copy, doc, len);
     pthread_mutex_lock(&c->lock);

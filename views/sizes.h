@@ -36,6 +36,7 @@ int rfs_sizes_get_state(rfs_sizes *c, const char *key, rs_log_info *token, int64
  * kept states, the others go). */
 void rfs_sizes_put_state(rfs_sizes *c, const char *key, const rs_log_info *token, const char *state,
                          size_t len);
+#define RFS_DOC_MAX ((size_t)4 << 20) /* a kept document's bytes at most */
 /* A small document kept whole with its size (bounded: a large one keeps only its size), so
  * the open after the stat that rendered it does not render it again. 1 with the bytes
  * appended to out when key was stored with an equal token and its bytes, else 0. */

@@ -524,6 +524,16 @@ static int kept_get(rs_store *s, const rfs_scope *sc, const rs_buf *key, const r
     return 1;
 }
 
+/* A scope's keep_size that keeps nothing (the sizes are in the store already). */
+static int keep_none(void *ctx, uint64_t view, uint64_t token, int64_t size)
+{
+    (void)ctx;
+    (void)view;
+    (void)token;
+    (void)size;
+    return 0;
+}
+
 /* Kept in the store best effort: a read-only store or a busy one renders again next time. */
 static void kept_put(rs_store *s, const rfs_scope *sc, const kept *k, int64_t size)
 {
@@ -1006,18 +1016,35 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     kept k = {0};
     if (!rc && cache)
         rc = kept_names(s, &key, token, &k);
+    int run_doc = n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
+                  n->kind == RFS_R_TL_WIN || n->kind == RFS_R_OTEL_PART;
     int pass = !rc && cache && !doc && !cheap &&
-               (n->kind == RFS_R_STATS || n->kind == RFS_R_TIMELINE || n->kind == RFS_R_REPORT ||
-                n->kind == RFS_R_TL_WIN || n->kind == RFS_R_OTEL_PART ||
-                (thread_pass_kind(n->kind) && sc->thread_pass)) &&
+               (run_doc || (thread_pass_kind(n->kind) && sc->thread_pass)) &&
                !kept_get(s, sc, &key, token, &k, &st->size);
     if (pass && thread_pass_kind(n->kind))
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
         rc = glance_pass(s, sc, n, token, err);
     st->rendered = pass;
+    /* An open of a run's document whose bytes are not kept (a stat found its size kept in
+     * the store) renders all the run's documents in the pass, as that stat would have: tar
+     * and grep -r open each of them in turn, a pass over the run's rows each otherwise. One
+     * too large to be kept whole is rendered alone, as before, and so are the windows and
+     * parts after the first (the pass keeps the first only, when it is the only one). */
+    int got = 0;
+    int64_t kept_size = -1;
+    if (!rc && cache && doc && run_doc && n->num <= 1 && rfs_sizes_keeps_bytes(sc->sizes) &&
+        !(got = rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)) &&
+        kept_get(s, sc, &key, token, &k, &kept_size) && (size_t)kept_size <= RFS_DOC_MAX) {
+        /* The store holds this one's size, kept with the run's others by the pass that
+         * made it: writing them again would be a commit per run, which every mount's hub
+         * takes for another writer's change. */
+        rfs_scope quiet = *sc;
+        quiet.keep_size = keep_none;
+        rc = glance_pass(s, &quiet, n, token, err);
+    }
     if (!rc && cache &&
-        (doc ? keep && rfs_sizes_get_doc(sc->sizes, key.buf, token, doc)
+        (doc ? keep && (got || rfs_sizes_get_doc(sc->sizes, key.buf, token, doc))
              : kept_get(s, sc, &key, token, &k, &st->size))) {
         st->size = doc ? (int64_t)doc->len : st->size;
         rs_buf_release(&key);

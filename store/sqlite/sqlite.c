@@ -59,6 +59,7 @@ int sq_fail(rs_backend *b, int rc, rs_err *err, const char *what)
 /* A cached statement for sql, reset and unbound, marked busy until sq_stmt_done. */
 int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
 {
+    uint64_t now = ++b->stmt_clock;
     /* Most statements are string constants: a pointer match finds them without comparing
      * text (a write runs a dozen of them). Built statements live in b->sql. */
     const char *key = sql == b->sql.buf ? NULL : sql;
@@ -66,10 +67,14 @@ int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
         sq_stmt_slot *s = &b->cache[i];
         if (s->key == key && !s->busy) {
             s->busy = 1;
+            s->used = now;
             *out = s->st;
             return 0;
         }
     }
+    /* Built ones share long prefixes (a run's reads differ in their last clauses): the hash
+     * passes over the others without comparing their text. */
+    uint64_t hash = rs_hash(RS_HASH_INIT, sql, strlen(sql));
     sq_stmt_slot *free_slot = NULL;
     for (int i = 0; i < SQ_STMT_CACHE; i++) {
         sq_stmt_slot *s = &b->cache[i];
@@ -78,8 +83,9 @@ int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
                 free_slot = s;
             continue;
         }
-        if (!s->busy && strcmp(s->sql, sql) == 0) {
+        if (!s->busy && s->hash == hash && strcmp(s->sql, sql) == 0) {
             s->busy = 1;
+            s->used = now;
             *out = s->st;
             return 0;
         }
@@ -89,9 +95,11 @@ int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
     if (rc != SQLITE_OK)
         return sq_fail(b, rc, err, "prepare");
     if (!free_slot) {
-        /* Evict an idle slot: the cache only bounds memory, correctness never needs it. */
-        for (int i = 0; i < SQ_STMT_CACHE && !free_slot; i++)
-            if (!b->cache[i].busy)
+        /* Evict the least recently used idle slot (the cache only bounds memory,
+         * correctness never needs it): the first idle one is mostly the one the last miss
+         * filled, so statements past the cache's size were prepared again at every use. */
+        for (int i = 0; i < SQ_STMT_CACHE; i++)
+            if (!b->cache[i].busy && (!free_slot || b->cache[i].used < free_slot->used))
                 free_slot = &b->cache[i];
         if (!free_slot) {
             sqlite3_finalize(st);
@@ -108,6 +116,8 @@ int sq_stmt_get(rs_backend *b, const char *sql, sqlite3_stmt **out, rs_err *err)
     }
     free_slot->st = st;
     free_slot->key = key;
+    free_slot->hash = hash;
+    free_slot->used = now;
     free_slot->busy = 1;
     *out = st;
     return 0;

@@ -13,7 +13,9 @@
 
 #include "backend.h"
 
-#define SQ_STMT_CACHE 48
+/* Statements kept per connection: a walk that reads every file (grep -r, tar) runs some 55
+ * on one connection, every one of them again at each run. */
+#define SQ_STMT_CACHE 96
 #define SQ_BUSY_TIMEOUT_MS 30000
 #define SQ_CKPT_FRAMES 8192  /* a WAL this many pages long is checkpointed */
 #define SQ_CKPT_PAUSE_MS 10L /* at least this long between two checkpoints */
@@ -29,6 +31,8 @@ typedef struct sq_group_req sq_group_req;
 typedef struct sq_stmt_slot {
     char *sql;
     const char *key; /* the caller's string when it is a constant, else NULL */
+    uint64_t hash;   /* rs_hash of sql, compared before the text */
+    uint64_t used;   /* b->stmt_clock at its last get: the least recent idle one is evicted */
     sqlite3_stmt *st;
     int busy;
 } sq_stmt_slot;
@@ -118,6 +122,7 @@ struct rs_backend {
     ino_t pin_ino;
     long pid;
     sq_stmt_slot cache[SQ_STMT_CACHE];
+    uint64_t stmt_clock;  /* counts sq_stmt_get's hits and misses */
     rs_buf sql;           /* scratch for built statements */
     int64_t seen_version; /* data_version when this connection last caught up */
     int64_t started;      /* this process's start time (reservations name it) */
