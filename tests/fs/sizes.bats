@@ -476,16 +476,7 @@ appended() {
 THREAD_VIEWS="history.jsonl transcript.md"
 # thread_honest: each one's st_size is its bytes as `runfs cat` renders them (another
 # process) and as a read through the mount gives them.
-thread_honest() {
-  local v want got
-  for v in $THREAD_VIEWS; do
-    want=$("$RUNFS" cat "$STORE" "$T/$v" | wc -c)
-    got=$(stat -c %s "$MNT/$T/$v")
-    [ "$got" -eq "$want" ] || { echo "$v: st_size $got, runfs cat gives $want bytes"; return 1; }
-    got=$(cat "$MNT/$T/$v" | wc -c)
-    [ "$got" -eq "$want" ] || { echo "$v: a read gives $got bytes, runfs cat $want"; return 1; }
-  done
-}
+thread_honest() { VIEWS=$THREAD_VIEWS sizes_honest "$MNT"; }
 ev_call() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"calling %s","id":"ai-%s","tool_calls":[{"id":"%s","name":"search","args":{"q":"%s"}}]},"metadata":{"caller":"lead_agent","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "$1" "$1" "$1" "$1"; }
 ev_result() { printf '{"event_type":"llm.tool.result","content":{"type":"tool","content":"%s","tool_call_id":"%s"},"metadata":{"caller":"lead_agent"}}\n' "$2" "$1"; }
 ev_sub_ai() { printf '{"event_type":"llm.ai.response","content":{"type":"ai","content":"%s","id":"s-%s","tool_calls":[]},"metadata":{"caller":"subagent:k1","usage":{"total_tokens":3},"latency_ms":5,"llm_call_index":1}}\n' "$1" "$1"; }
