@@ -76,10 +76,13 @@ typedef struct rfs_mount {
     rfs_rejects *rejects;
     rfs_hub *hub;
     struct rfs_sizes *sizes;
-    pthread_mutex_t handles_lock; /* guards handles and each handle's next and prev */
-    rfs_handle *handles;          /* open file handles (ops_file.c) */
-    struct rfs_pending *pending;  /* partial lines and bodies held by open files */
-    atomic_int noticed;           /* the store's notice was logged (once per mount) */
+    /* guards handles, each handle's next and prev, handles_open and handles_peak */
+    pthread_mutex_t handles_lock;
+    rfs_handle *handles;         /* open file handles (ops_file.c) */
+    size_t handles_open;         /* ... how many */
+    size_t handles_peak;         /* ... the most since malloc last gave memory back */
+    struct rfs_pending *pending; /* partial lines and bodies held by open files */
+    atomic_int noticed;          /* the store's notice was logged (once per mount) */
     /* What the kernel caches goes stale with a change: the hub bumps attr_gen, under
      * attr_lock written, before it drops what the change made stale. A reply that lets the
      * kernel cache attributes or a name checks attr_gen under attr_lock read (rfs_cache_*

@@ -3,6 +3,7 @@
  * flush and release. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,8 @@ static rfs_handle *handle_new(fuse_req_t req, hkind kind, const rfs_node *n)
     if (h->next)
         h->next->prev = h;
     m->handles = h;
+    if (++m->handles_open > m->handles_peak)
+        m->handles_peak = m->handles_open;
     pthread_mutex_unlock(&m->handles_lock);
     return h;
 }
@@ -203,6 +206,9 @@ static void refuse_no_buffer(fuse_req_t req, rfs_handle *h, int code, size_t hel
     rfs_refuse(req, h->node, NULL, -ENOBUFS, why, buf, size);
 }
 
+/* Open handles past which a close of most of them gives malloc's free pages back. */
+#define HANDLES_TRIM 1024
+
 static void handle_free(rfs_handle *h)
 {
     rfs_mount *m = h->m;
@@ -213,6 +219,11 @@ static void handle_free(rfs_handle *h)
         m->handles = h->next;
     if (h->next)
         h->next->prev = h->prev;
+    /* Thousands of handles closed leave their small blocks free between blocks still in
+     * use, where malloc keeps them: once most of a burst is gone, the pages go back. */
+    int trim = --m->handles_open < m->handles_peak / 4 && m->handles_peak >= HANDLES_TRIM;
+    if (trim)
+        m->handles_peak = m->handles_open;
     pthread_mutex_unlock(&m->handles_lock);
     rfs_follow_close(h->follow);
     rfs_reader_free(h->reader);
@@ -228,6 +239,8 @@ static void handle_free(rfs_handle *h)
     rfs_doc_release(h->node_doc);
     pthread_mutex_destroy(&h->lock);
     free(h);
+    if (trim)
+        (void)malloc_trim(0);
 }
 
 void rfs_ops_free_handles(rfs_mount *m)
