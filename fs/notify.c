@@ -512,7 +512,11 @@ int rfs_hub_start(rfs_mount *m)
         return rc;
     }
     rs_store_foreign_version(hub->store, &hub->foreign_version);
-    rs_store_rewrites(hub->store, &hub->rewrites);
+    /* The sizes table hears the count now, before any request: a reader opened while it
+     * still said 0 took the hub's first news of the store's count for a rewrite since its
+     * open, and a stream that could not prove its bytes the same failed with ESTALE. */
+    if (rs_store_rewrites(hub->store, &hub->rewrites) == 0)
+        rfs_sizes_rewrites(m->sizes, hub->rewrites);
     m->hub = hub;
     if (pthread_create(&hub->thread, NULL, hub_main, m) != 0) {
         rs_store_close(hub->store);
