@@ -402,18 +402,32 @@ static void *hub_main(void *arg)
         if (ninval || queued || overflow)
             gen_bump(m);
 
+        /* A log grown may have grown by another writer's in-place UPDATE of a row, not by
+         * an append: every byte after that row moved, so every log's pages go, from 0,
+         * before the stat that asked replies with the new size. The count is asked after
+         * the first log's look (it is the store as that look found it). */
+        int rewrites_checked = 0;
         for (size_t i = 0; i < ninval; i++) {
             rfs_node n;
             int64_t observed = -1;
             rs_log_info info;
             if (rfs_itable_get(m->inodes, inval[i].ino, &n) != 0)
                 continue;
-            if (!rfs_node_is_log(n.kind))
+            if (!rfs_node_is_log(n.kind)) {
                 view_dropped(m, inval[i].ino);
-            else if (rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0 &&
-                     rs_store_log_info(hub->store, n.thread_id,
-                                       n.kind == RFS_R_EVENTS ? n.run_id : NULL, NULL, &info,
-                                       NULL) == 0)
+                continue;
+            }
+            if (rs_store_log_info(hub->store, n.thread_id, n.kind == RFS_R_EVENTS ? n.run_id : NULL,
+                                  NULL, &info, NULL) != 0)
+                continue;
+            int64_t rewrites = hub->rewrites;
+            if (!rewrites_checked++ && rs_store_rewrites(hub->store, &rewrites) == 0 &&
+                rewrites != hub->rewrites) {
+                hub->rewrites = rewrites;
+                rfs_sizes_rewrites(m->sizes, rewrites);
+                drop_logs(m, NULL);
+            }
+            if (rfs_itable_known_size(m->inodes, inval[i].ino, &observed) == 0)
                 tail_changed(m, inval[i].ino, observed, info.exists ? info.size : 0);
         }
         for (size_t i = 0; i < queued; i++) {

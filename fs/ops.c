@@ -398,7 +398,7 @@ double rfs_entry_timeout(const rfs_mount *m, rfs_kind kind)
     }
 }
 
-int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
+int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st, int may_wait,
                     struct fuse_entry_param *e)
 {
     rfs_mount *m = rfs_mount_of(req);
@@ -412,8 +412,23 @@ int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
     /* Names under since/, message-seqs/ and ai-runs/ answer from live data each time. */
     e->entry_timeout = rfs_entry_timeout(m, n->kind);
     rfs_fill_attr(req, n, st, ino, &e->attr);
-    if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG)
+    if (rfs_node_is_log(n->kind) && st->shape == RFS_SHAPE_LOG) {
+        int64_t known = -1;
+        rfs_itable_known_size(m->inodes, ino, &known);
+        /* As op_getattr: the kernel takes the new size from this reply, so what it holds of
+         * the old bytes goes first (all of them when a row was rewritten, not appended). A
+         * listing, which may not wait for the hub, says the size the kernel's bytes are of
+         * for no time at all: the stat that follows waits. */
+        if (known >= 0 && known != st->size && rfs_itable_cached(m->inodes, ino) && !may_wait) {
+            rfs_hub_sync(m, ino, 0);
+            e->attr.st_size = known;
+            e->attr_timeout = 0.0;
+            return 0;
+        }
+        if (known >= 0 && known != st->size && rfs_itable_cached(m->inodes, ino))
+            rfs_hub_sync(m, ino, 1);
         rfs_itable_set_size(m->inodes, ino, st->size);
+    }
     /* Size 0 drops whatever the kernel kept of the view (it is of another version). */
     if (st->unsized)
         rfs_itable_set_size(m->inodes, ino, -1);
@@ -424,7 +439,7 @@ int rfs_reply_entry(fuse_req_t req, const rfs_node *n, const rfs_stat *st, uint6
 {
     rfs_mount *m = rfs_mount_of(req);
     struct fuse_entry_param e;
-    int rc = rfs_entry_param(req, n, st, &e);
+    int rc = rfs_entry_param(req, n, st, 1, &e);
     if (rc)
         return fuse_reply_err(req, -rc);
     if (!rfs_cache_check(m, gen))

@@ -312,7 +312,7 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
         (!listed_stat(de, &child, fresh, &st) &&
          (child.kind == RFS_THREAD || !s ||
           rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || (unsized = st.unsized))) ||
-        rfs_entry_param(req, &child, &st, e)) {
+        rfs_entry_param(req, &child, &st, 0, e)) {
         /* The thread's views are not sized yet: stats may follow (ls -la, du). */
         if (unsized && (child.kind == RFS_T_HISTORY || child.kind == RFS_T_TRANSCRIPT))
             rfs_thread_pass_hint(rfs_mount_of(req), child.thread_id);

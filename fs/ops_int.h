@@ -70,8 +70,10 @@ void rfs_sizing_tell(rfs_mount *m);
 /* Whether n's thread is being written (a writer open on this mount, or a change less than
  * RFS_LIVE_NS before mtime_ns): its files are then read without the kernel's cache. */
 int rfs_thread_live(rfs_mount *m, const rfs_node *n, int64_t mtime_ns);
-/* The entry of n, one more kernel lookup counted: 0, or a negative errno (none counted). */
-int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st,
+/* The entry of n, one more kernel lookup counted: 0, or a negative errno (none counted).
+ * may_wait: a log grown since the kernel's copy waits for the hub to drop that copy (a lookup);
+ * else it says the copy's size, kept for no time (a listing). */
+int rfs_entry_param(fuse_req_t req, const rfs_node *n, const rfs_stat *st, int may_wait,
                     struct fuse_entry_param *e);
 /* Reply with the entry of n (one more kernel lookup counted); gen: rfs_cache_begin's,
  * taken before n was stat'ed. */

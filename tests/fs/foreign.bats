@@ -533,3 +533,35 @@ replaced_under() {
   # DeerFlow's delete_by_run, then its put: two transactions back to back.
   replaced_under two "${del//@/two}; ${ins//@/two};"
 }
+
+@test "a read right after another writer's UPDATE lengthens a row of a log the kernel keeps gives one rendering, not old pages then new bytes" {
+  skip_on_pg "the UPDATE and the read in one process, through Python's sqlite3, to meet within the hub's tick"
+  # 1500 rows of some 200 bytes: about 75 pages, the last one partly filled.
+  python3 -c "
+import json
+for i in range(1500): print(json.dumps({'event_type':'llm.error','content':'apple banana %d ' % i + 'x' * 150}))" > "$WORK/lines.jsonl"
+  "$RUNFS" put -q --batch 500 "$STORE" t r "$WORK/lines.jsonl"
+  local f=$MNT/threads/t/runs/r/events.jsonl n bad=0
+  # quiet: the log changed over 2 s ago (RFS_LIVE_NS), so the kernel keeps its pages.
+  quiet() { python3 -c 'import os, sys, time; sys.exit(time.time() - os.stat(sys.argv[1]).st_mtime <= 2.2)' "$f"; }
+  for n in $(seq 1 6); do
+    wait_for 10 quiet || fail "the log stayed live"
+    cat "$f" "$f" > /dev/null
+    "$RUNFS" cat "$STORE" threads/t/runs/r/events.jsonl > "$WORK/old"
+    # The UPDATE and the read back to back, as a writer and a reader meet: the row grows by
+    # a byte, so every byte after it moves, which an append's new tail would not explain.
+    python3 -c "
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute(\"UPDATE run_events SET content = content || 'Q' WHERE thread_id = 't' AND seq = ?\", (int(sys.argv[3]),))
+db.commit()
+db.close()
+sys.stdout.buffer.write(open(sys.argv[2], 'rb').read())" "$STORE" "$f" $((30 + n)) > "$WORK/got"
+    "$RUNFS" cat "$STORE" threads/t/runs/r/events.jsonl > "$WORK/new"
+    cmp -s "$WORK/got" "$WORK/old" || cmp -s "$WORK/got" "$WORK/new" || {
+      bad=$((bad + 1))
+      echo "# round $n: $(stat -c %s "$WORK/got") bytes read, neither rendering: $(cmp "$WORK/got" "$WORK/new" | head -1)" >&3
+    }
+  done
+  [ "$bad" -eq 0 ] || fail "$bad of 6 reads mixed the kernel's old pages with the rewritten rows' bytes"
+}
