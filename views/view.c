@@ -1429,7 +1429,9 @@ static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
         kept_put(s, sc, &one, held.v[i].size);
     }
     free(held.v);
-    return same < 0 ? same : 0;
+    /* Best effort, as the line views' sizes: a pass that fails here fails at the mount's
+     * first stat too, which says so; only memory running out stops the import's upkeep. */
+    return same == -ENOMEM ? same : 0;
 }
 
 /* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
