@@ -1394,6 +1394,46 @@ static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const
     return rc;
 }
 
+/* The sizes a glance pass of the upkeep made, held until its run's log is known unchanged. */
+typedef struct held_sizes {
+    rs_size *v;
+    size_t n, cap;
+} held_sizes;
+
+static int hold_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
+{
+    held_sizes *h = ctx;
+    if (rs_array_grow(&h->v, &h->cap, h->n + 1, sizeof *h->v))
+        return -ENOMEM;
+    h->v[h->n++] = (rs_size){view, token, size};
+    return 0;
+}
+
+/* Run r's stats.json, timeline.svg, report.html, otel.json and timeline/ and otel/ sized by
+ * the pass a mount's first stat of one makes, and kept as the line views are: so the first
+ * ls -la, du or tar of the run on a fresh mount renders none of them. The sizes go to sc's
+ * keep_size only when the run's log and the rewrites count are still as info and rewrites
+ * say after the pass (another writer's rows during it would make them of a later state). */
+static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
+                         const rs_log_info *info, int64_t rewrites, rs_err *err)
+{
+    held_sizes held = {0};
+    rfs_scope quiet = *sc;
+    quiet.keep_size = hold_size;
+    quiet.ctx = &held;
+    kept k = {.stored = 1, .rewrites = rewrites};
+    int rc = glance_pass(s, &quiet, r, info, err);
+    int same = rc ? rc : unchanged(s, sc, r, info, &k, err);
+    for (size_t i = 0; same == 1 && i < held.n; i++) {
+        kept one = {.view = held.v[i].view, .token = held.v[i].token, .stored = 1};
+        kept_put(s, sc, &one, held.v[i].size);
+    }
+    free(held.v);
+    /* Best effort, as the line views' sizes: a pass that fails here fails at the mount's
+     * first stat too, which says so; only memory running out stops the import's upkeep. */
+    return same == -ENOMEM ? same : 0;
+}
+
 /* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
  * what the pass counted: else nothing is kept of it (its views render at their first stat). */
 static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
@@ -1433,7 +1473,10 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     /* Tasks: their filter (metadata.task_id as text) is the store's; sized as a walk would. */
     if (!rc && c->tasks && !rfs_node_child(&r, "tasks", &dir))
         rc = size_tree(s, sc, &dir, 1, err);
-    return rc;
+    /* A run of fewer rows renders its documents in a millisecond or two at its first stat,
+     * and their fixed part (the timeline's axis and legend, the report's page) would cost
+     * the import of a store of small runs more than its rows. */
+    return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, err);
 }
 
 int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)

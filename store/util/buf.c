@@ -53,11 +53,13 @@ void rs_buf_setlen(rs_buf *b, size_t len)
 
 int rs_buf_add(rs_buf *b, const void *data, size_t len)
 {
-    int rc = rs_buf_grow(b, len);
+    /* Most adds fit the room there is: only the others grow. */
+    int rc = b->alloc && len < b->alloc - b->len ? 0 : rs_buf_grow(b, len);
     if (rc)
         return rc;
     memcpy(b->buf + b->len, data, len);
-    rs_buf_setlen(b, b->len + len);
+    b->len += len;
+    b->buf[b->len] = '\0';
     return 0;
 }
 
@@ -68,15 +70,31 @@ int rs_buf_addstr(rs_buf *b, const char *s)
 
 int rs_buf_addch(rs_buf *b, char c)
 {
+    if (b->alloc && b->alloc - b->len > 1) {
+        b->buf[b->len++] = c;
+        b->buf[b->len] = '\0';
+        return 0;
+    }
     return rs_buf_add(b, &c, 1);
 }
 
 int rs_buf_addf(rs_buf *b, const char *fmt, ...)
 {
+    /* Formatted into the room there is, and only when it did not fit a second time (the
+     * glance documents format numbers by the thousand: a second formatting each was a
+     * fifth of a run's rendering). */
+    size_t room = b->alloc ? b->alloc - b->len : 0;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(room ? b->buf + b->len : NULL, room, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (size_t)n < room) {
+        b->len += (size_t)n;
+        return 0;
+    }
+    /* What did not fit was cut into the room: the buffer's end is its own again. */
+    if (room)
+        b->buf[b->len] = '\0';
     if (n < 0)
         return -EINVAL;
     int rc = rs_buf_grow(b, (size_t)n);

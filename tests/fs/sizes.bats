@@ -184,18 +184,19 @@ PY
 }
 
 # import_store DIR [OPTION...]: a DeerFlow JSONL folder of 2 threads x 2 runs (tool calls,
-# messages, a guardrail), imported with `runfs import [OPTION...]` into $STORE, nothing mounted.
+# messages, a guardrail; $ROUNDS of them a run, 6 unless set), imported with
+# `runfs import [OPTION...]` into $STORE, nothing mounted.
 import_store() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "${ROUNDS:-6}" <<'PY'
 import json, os, sys
-base = sys.argv[1]
+base, rounds = sys.argv[1], int(sys.argv[2])
 for t in (1, 2):
     tid = "imp-%d" % t
     os.makedirs(os.path.join(base, "threads", tid, "runs"))
     seq = 0
     for r in (1, 2):
         rows = [("run.start", "trace", {"chain": "lead_agent"})]
-        for i in range(6):
+        for i in range(rounds):
             rows += [("llm.human.input", "message", {"type": "human", "content": "question %d" % i, "id": "h%d" % i}),
                      ("llm.ai.response", "message", {"type": "ai", "content": "answer " * (i + 1), "id": "a%d" % i,
                                                      "tool_calls": [{"id": "c%d" % i, "name": "search", "args": {}}]}),
@@ -294,6 +295,40 @@ PY
   assert_success
   runfs_unmount "$MNT"
   runfs_mount "$STORE" "$MNT" -o ro
+  run walk_honest "$MNT/threads"
+  assert_success
+}
+
+@test "runfs import keeps the documents' sizes of a run of 256 rows or more: a fresh mount's first ls -la renders none, and they are the bytes" {
+  runfs_unmount "$MNT"
+  # 70 rounds: runs of 306 rows (with tool calls, errors and a task), past the 256 the
+  # import sizes the documents of; another import of 6 rounds stays under it.
+  ROUNDS=70 import_store "$WORK/jsonl"
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/big.log"
+  local D=threads/imp-1/runs/run-2 f docs="stats.json timeline.svg report.html otel.json
+    timeline/count timeline/1.svg otel/count otel/1.json"
+  ls -la "$MNT/$D" "$MNT/$D/timeline" "$MNT/$D/otel" >/dev/null
+  # Every stat so far took a kept size: no pass over the run's rows before any read (a
+  # "sizing" line is the hub's tick seeing a stat under way, closed by its "sized" line).
+  run bash -c "grep -E 'sized $D/(stats.json|timeline.svg|report.html|otel.json|timeline/|otel/)' '$WORK/big.log' | grep -v '(kept)'"
+  assert_output ""
+  grep -q "sized $D/otel.json in .*(kept)" "$WORK/big.log" ||
+    fail "otel.json was not stat'ed with a kept size: $(grep "$D/" "$WORK/big.log")"
+  for f in $docs; do
+    [ "$(stat -c %s "$MNT/$D/$f")" -eq "$(wc -c < "$MNT/$D/$f")" ] ||
+      fail "$f: st_size $(stat -c %s "$MNT/$D/$f"), a read gives $(wc -c < "$MNT/$D/$f") bytes"
+    cmp <("$RUNFS" cat "$STORE" "$D/$f") "$MNT/$D/$f" || fail "$f: the mount's bytes are not runfs cat's"
+  done
+  run walk_honest "$MNT/threads"
+  assert_success
+  # Kept sizes are of the rows as imported: after runfs put and another writer's UPDATE of
+  # the run, each is its bytes again, on this mount and a fresh one.
+  { ev_human "put after the import" 900; ev_ai "and its answer" 900; } | "$RUNFS" put -q "$STORE" imp-1 run-2
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before runfs put"; }
+  store_sql "UPDATE run_events SET content = '{\"type\":\"tool\",\"content\":\"a much longer tool result than before\",\"tool_call_id\":\"c0\"}' WHERE thread_id = 'imp-1' AND run_id = 'run-2' AND event_type = 'llm.tool.result' AND content LIKE '%found 0%'"
+  wait_for 10 walk_honest "$MNT/threads" || { walk_honest "$MNT/threads"; fail "sizes of before the UPDATE"; }
+  runfs_unmount "$MNT"
+  runfs_mount "$STORE" "$MNT"
   run walk_honest "$MNT/threads"
   assert_success
 }
