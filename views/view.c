@@ -140,6 +140,11 @@ struct rfs_reader {
     int sent_live;    /* streams: the last read was of kept bytes */
     int kept_last;    /* streams: kept_read served the read in progress */
     int stale;        /* rows it was rendered from changed under it: reads fail */
+    /* Logs and streams of a thread: the store's rewrites count read at a moment after every
+     * byte given so far was read (first at the open), by which the thread's own count
+     * (rs_store_thread_rewrites) had not passed it; -1: not known. */
+    int64_t base;
+    int64_t given_to; /* logs and streams: [0, given_to) was all given by this reader */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -1519,6 +1524,12 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
         return rc;
     }
     r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
+    /* Read after the stat's look, so on SQLite the count kept for its data version: no
+     * query more for most opens. */
+    r->base = -1;
+    if (n->thread_id[0] && (r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_STREAM) &&
+        rs_store_rewrites(s, &r->base))
+        r->base = -1;
     r->mtime_ns = st.mtime_ns;
     r->version = st.version;
     r->size = r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_DOC ? st.size : -1;
@@ -1572,7 +1583,8 @@ void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)
     r->behind = bytes;
 }
 
-static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
+/* The log's bytes [off, off + size) as the rows are now. */
+static int log_copy(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     const rfs_node *n = r->node;
     int is_run = n->kind == RFS_R_EVENTS;
@@ -1602,6 +1614,90 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     }
     rs_cursor_free(c);
     return rc < 0 ? rc : 0;
+}
+
+/* Whether a row of r's thread was rewritten (changed in place or deleted, by anyone) since
+ * r->base: 0 when not (r->base moves on to the count read now), 1 when it was (*now: the
+ * store's count, read before the thread's), or a negative errno. Asked after the bytes it
+ * vouches for were read: a rewrite's count is higher than every count read before it
+ * committed, so a thread's count no higher than base says none came since base was read.
+ * The store's count is asked first (on SQLite kept per data version: a reader reading on
+ * through a quiet store pays no query); the thread's only once that moved. */
+static int thread_moved(rfs_reader *r, rs_store *s, int64_t *now)
+{
+    int64_t t = 0;
+    int rc = rs_store_rewrites(s, now);
+    if (rc)
+        return rc < 0 ? rc : -EIO;
+    if (r->base >= 0 && *now == r->base)
+        return 0;
+    if ((rc = rs_store_thread_rewrites(s, r->node->thread_id, &t)))
+        return rc < 0 ? rc : -EIO;
+    if (r->base < 0 || t > r->base)
+        return 1;
+    r->base = *now;
+    return 0;
+}
+
+/* Whether the reader gave every byte of [0, end) itself (none came from the kernel's
+ * cache, whose pages may be of a rendering it cannot compare). */
+static int given_below(const rfs_reader *r, int64_t end)
+{
+    if (end <= r->given_to)
+        return 1;
+    for (int64_t at = 0;;) {
+        int64_t next = at;
+        for (size_t i = 0; i < r->nsent; i++)
+            if (r->sent[i].off <= at && r->sent[i].end > next)
+                next = r->sent[i].end;
+        if (next >= end)
+            return 1;
+        if (next == at)
+            return 0;
+        at = next;
+    }
+}
+
+static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err);
+static int stale(rfs_reader *r, rs_err *err);
+
+/* A read of a log that goes on from bytes given before: a log is read by byte offset in the
+ * rendering of the rows as they are, so after another writer's UPDATE or DELETE (or a
+ * redaction) of a row of its thread an offset may point into another line. The read is kept
+ * only where no row of the thread was rewritten since the bytes before it were read; where
+ * one was, the bytes the reader gave are compared with the log as it is now (their hashes),
+ * and this read's bytes read again, kept once no rewrite came between the two. Bytes it
+ * cannot compare (the kernel's cache gave bytes below off, or more stretches than it keeps)
+ * make the read fail with ESTALE, as do bytes that changed. A rewrite in another thread
+ * costs the store's count alone. */
+#define LOG_RETRIES 3
+static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
+{
+    size_t had = out->len;
+    int rc = log_copy(r, s, off, size, out, err);
+    if (rc || (!r->gave && off == 0))
+        return rc;
+    for (int tries = 0;; tries++) {
+        int64_t now = 0;
+        int moved = thread_moved(r, s, &now);
+        if (moved <= 0)
+            return moved;
+        rs_buf_setlen(out, had);
+        if (tries == LOG_RETRIES || r->sent_over || !given_below(r, off))
+            return stale(r, err);
+        rfs_reader fresh = {.node = r->node,
+                            .scope = r->scope,
+                            .shape = r->shape,
+                            .size = -1,
+                            .pending = RS_BUF_INIT};
+        rc = sent_same(r, &fresh, s, err);
+        rs_buf_release(&fresh.pending);
+        if (rc <= 0)
+            return rc < 0 ? rc : stale(r, err);
+        r->base = now;
+        if ((rc = log_copy(r, s, off, size, out, err)))
+            return rc;
+    }
 }
 
 /* transcript.md asks for each run's outcome: the line of its run.terminal. */
@@ -2203,8 +2299,9 @@ static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err)
         int64_t left = stop - at;
         size_t want = left < ((int64_t)1 << 20) ? (size_t)left : (size_t)1 << 20;
         rs_buf_reset(&got);
-        rc = search ? read_search(fresh, s, at, want, &got, err)
-                    : read_stream(fresh, s, at, want, &got, err);
+        rc = search                      ? read_search(fresh, s, at, want, &got, err)
+             : r->shape == RFS_SHAPE_LOG ? log_copy(fresh, s, at, want, &got, err)
+                                         : read_stream(fresh, s, at, want, &got, err);
         if (rc || got.len == 0) {
             whole = 0; /* the file ends before bytes r gave */
             break;
@@ -2319,6 +2416,18 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     return 0;
 }
 
+/* n bytes (p) were given from off: hashed too when hash (a log's, which a rewrite of its
+ * thread compares by them). */
+static void gave(rfs_reader *r, int64_t off, const char *p, size_t n, int hash)
+{
+    if (hash)
+        sent_note(r, off, p, n);
+    r->gave = r->gave || n > 0;
+    r->gave_end = off + (int64_t)n;
+    if (off <= r->given_to && off + (int64_t)n > r->given_to)
+        r->given_to = off + (int64_t)n;
+}
+
 int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     if (off < 0)
@@ -2340,20 +2449,36 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         r->served = 1;
         return rs_buf_add(out, bytes + off, n < size ? n : size);
     }
-    case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
+    case RFS_SHAPE_LOG: {
+        size_t had = out->len;
+        rc = read_log(r, s, off, size, out, err);
+        if (!rc)
+            gave(r, off, out->buf + had, out->len - had, 1);
+        return rc;
+    }
     default: {
         size_t had = out->len;
         int search = rfs_search_is_result(r->node->kind);
         r->kept_last = 0;
         rc = search ? read_search(r, s, off, size, out, err)
                     : read_stream(r, s, off, size, out, err);
+        /* A stream read on from bytes the kernel's cache gave (the handle gave none of
+         * them) has nothing to compare them with: where a row of its thread was rewritten
+         * since it opened, they may be of another rendering than its own bytes. */
+        int64_t now;
+        int moved = !rc && !search && r->base >= 0 && off > 0 && !given_below(r, off)
+                        ? thread_moved(r, s, &now)
+                        : 0;
+        if (moved) {
+            rs_buf_setlen(out, had);
+            return moved < 0 ? moved : stale(r, err);
+        }
+        if (!rc)
+            gave(r, off, NULL, out->len - had, 0);
         /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
          * kept bytes and a search result's by their hashes. */
         if (!rc && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
-        r->gave = r->gave || (!rc && out->len > had);
-        if (!rc)
-            r->gave_end = off + (int64_t)(out->len - had);
         r->sent_live = !search && r->kept_last;
         return rc;
     }
