@@ -1673,6 +1673,14 @@ static int stale(rfs_reader *r, rs_err *err);
 #define LOG_RETRIES 3
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
+    /* A read from the start continues nothing: the reader reads the log again, as it is now
+     * (what it gave before, it no longer stands by). */
+    if (off == 0) {
+        r->nsent = 0;
+        r->sent_over = 0;
+        r->gave = 0;
+        r->given_to = 0;
+    }
     size_t had = out->len;
     int rc = log_copy(r, s, off, size, out, err);
     if (rc || (!r->gave && off == 0))
