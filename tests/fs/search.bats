@@ -1178,3 +1178,53 @@ release() {
   check "$MNT" okapisecret
   [ "$(grep -c . "$WORK/got")" -eq 0 ] || fail "the redacted row is still found: $(cat "$WORK/got")"
 }
+
+@test "search: a root search read across rows added behind its place and after it gives one version's answer or ESTALE, never both rows' halves" {
+  local pad i
+  pad=$(head -c 2000 /dev/zero | tr '\0' y)
+  # The answer's threads in order: ta (short, passed by the first read), tb (long, where the
+  # reader is), tc (after it).
+  mkdir -p "$MNT/threads/ta/runs/r" "$MNT/threads/tb/runs/r" "$MNT/threads/tc/runs/r"
+  for i in 1 2 3; do ev_human "ta $i $pad zebraword" "$i"; done >> "$MNT/threads/ta/runs/r/events.jsonl"
+  for i in $(seq 1 300); do ev_human "tb $i $pad zebraword" "$i"; done >> "$MNT/threads/tb/runs/r/events.jsonl"
+  for i in 1 2 3; do ev_human "tc $i $pad zebraword" "$i"; done >> "$MNT/threads/tc/runs/r/events.jsonl"
+  run python3 - "$MNT" <<'EOF'
+import errno, os, sys
+mnt = sys.argv[1]
+path = os.path.join(mnt, "search/zebraword")
+pad = "y" * 2000
+def add(thread, text):
+    with open(os.path.join(mnt, "threads", thread, "runs/r/events.jsonl"), "a") as w:
+        w.write('{"event_type":"llm.human.input","metadata":{"caller":"lead_agent"},"content":{"type":"human","content":"%s %s zebraword","id":"h-%s"}}\n' % (text, pad, text))
+out = []
+for k in range(2):
+    before = open(path, "rb").read()
+    fd = os.open(path, os.O_RDONLY)
+    got = os.read(fd, 1 << 17)
+    assert b'"thread_id":"tb"' in got and got == before[:len(got)], got[:200]
+    # A row behind the reader's place (ta, passed) and one after it (tc): an answer with the
+    # second and not the first is no version's.
+    add("ta", "behind%d" % k)
+    add("tc", "ahead%d" % k)
+    rest, err = b"", None
+    try:
+        while True:
+            b = os.read(fd, 1 << 17)
+            if not b:
+                break
+            rest += b
+    except OSError as e:
+        err = e.errno
+    os.close(fd)
+    after = open(path, "rb").read()
+    assert after != before and b"behind%d" % k in after, k
+    whole = got + rest
+    if err is None and whole not in (before, after):
+        out.append("%d: %d bytes, neither answer (%d before, %d after; behind %s, ahead %s)" % (k, len(whole), len(before), len(after), b"behind%d" % k in whole, b"ahead%d" % k in whole))
+    elif err not in (None, errno.ESTALE):
+        out.append("%d: %s" % (k, errno.errorcode[err]))
+print("unexpected: %r" % out)
+EOF
+  assert_success
+  assert_output "unexpected: []"
+}
