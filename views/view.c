@@ -2432,6 +2432,16 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
         r->rewrites = now;
         return 0;
     }
+    /* A stream of one thread is as it was after a rewrite elsewhere: its thread's count says
+     * so for a query, where comparing would render again what it gave. */
+    int64_t at = 0;
+    int moved = r->shape == RFS_SHAPE_STREAM && r->base >= 0 ? thread_moved(r, s, &at) : 1;
+    if (moved < 0)
+        return moved;
+    if (!moved) {
+        r->rewrites = now;
+        return 0;
+    }
     if (by_hash && r->sent_over)
         return stale(r, err);
     /* A document is rendered again by an open; a stream renders as it is read. */
