@@ -205,6 +205,7 @@ typedef struct rs_backend_ops {
     int (*foreign_version)(rs_backend *b, int64_t *version);
     int (*refresh)(rs_backend *b, rs_err *err);
     int (*rewrites)(rs_backend *b, int64_t *n); /* rs_store_rewrites */
+    int (*thread_rewrites)(rs_backend *b, const char *thread_id, int64_t *n); /* rs_store_... */
     /* A number that moves with every commit that adds run_events rows (the highest id where
      * rows commit in the order of their ids): with rewrites, rs_store_rows_version. */
     int (*rows_added)(rs_backend *b, int64_t *version);

@@ -180,6 +180,11 @@ int rs_store_rewrites(rs_store *s, int64_t *n)
     return s->ops->rewrites(s->be, n);
 }
 
+int rs_store_thread_rewrites(rs_store *s, const char *thread_id, int64_t *n)
+{
+    return s->ops->thread_rewrites(s->be, thread_id, n);
+}
+
 int rs_store_rows_version(rs_store *s, int64_t *version)
 {
     int64_t v[2] = {0, 0};

@@ -140,6 +140,14 @@ struct rfs_reader {
     int sent_live;    /* streams: the last read was of kept bytes */
     int kept_last;    /* streams: kept_read served the read in progress */
     int stale;        /* rows it was rendered from changed under it: reads fail */
+    /* Logs and streams of a thread: the store's rewrites count read at a moment after every
+     * byte given so far was read (first at the open), by which the thread's own count
+     * (rs_store_thread_rewrites) had not passed it; -1: not known. */
+    int64_t base;
+    int64_t given_to; /* logs and streams: [0, given_to) was all given by this reader */
+    /* search/<query> at the root: the store's rows version (rs_store_rows_version) read
+     * before every byte it gave was rendered; -1: not known */
+    int64_t rows_version;
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -194,7 +202,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err);
 
 /* A search result's bytes [off, off + size): from what the reader holds, then rendered from
  * its place in the answer, with what the budget allows beyond them kept for the next reads. */
-static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+static int search_once(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
     size_t taken = 0;
@@ -249,6 +257,77 @@ static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     r->next_off = from + (int64_t)give;
     ahead_settle(r);
     return rc;
+}
+
+static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err);
+static int stale(rfs_reader *r, rs_err *err);
+static void search_take(rfs_reader *r, rfs_reader *fresh);
+
+/* The most of a search at the root a reader renders again to show that rows added since it
+ * began lie nowhere behind its place: past it such a read fails with ESTALE (a reader of a
+ * long answer on a busy store would otherwise render its start again at every read). */
+#define SEARCH_RECHECK_MAX ((int64_t)8 << 20)
+
+/* Rows were added or rewritten since r rendered what it gave of a search at the root: 0 when
+ * the answer as it is now has the same bytes there (r goes on from its place in it), else
+ * ESTALE. */
+static int search_recheck(rfs_reader *r, rs_store *s, rs_err *err)
+{
+    int64_t end = 0;
+    for (size_t i = 0; i < r->nsent; i++)
+        end = r->sent[i].end > end ? r->sent[i].end : end;
+    if (r->sent_over || end > SEARCH_RECHECK_MAX)
+        return stale(r, err);
+    rfs_reader *fresh = calloc(1, sizeof *fresh);
+    if (!fresh)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    *fresh = (rfs_reader){.node = r->node,
+                          .scope = r->scope,
+                          .shape = r->shape,
+                          .size = -1,
+                          .pending = RS_BUF_INIT,
+                          .behind = r->behind,
+                          .rewrites = r->rewrites};
+    int rc = sent_same(r, fresh, s, err);
+    if (rc == 1)
+        search_take(r, fresh);
+    rfs_reader_free(fresh);
+    return rc < 0 ? rc : rc == 1 ? 0 : stale(r, err);
+}
+
+/* A search at the root resumes after the (thread, seq) it gave last, in the answer as it is
+ * now: a row another writer added since to a thread it had passed would be left out while a
+ * later thread's new rows are shown, an answer no version of the store had. So where the
+ * store's rows moved between the rendering of what it gave and the end of this read's, the
+ * read's bytes go and it compares what it gave with the answer now (search_recheck), and reads
+ * again; a search of one thread or run needs none of it: rows are added at its end. */
+static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+                       rs_err *err)
+{
+    if (r->node->kind != RFS_SEARCH)
+        return search_once(r, s, off, size, out, err);
+    if (!r->gave) {
+        if (rs_store_rows_version(s, &r->rows_version))
+            r->rows_version = -1;
+        return search_once(r, s, off, size, out, err);
+    }
+    size_t had = out->len;
+    for (int tries = 0;; tries++) {
+        int rc = search_once(r, s, off, size, out, err);
+        if (rc || r->search.from == RFS_SEARCH_FROM_NONE)
+            return rc; /* or served from the bytes it rendered with those it gave */
+        int64_t now = 0;
+        if ((rc = rs_store_rows_version(s, &now)))
+            return rc < 0 ? rc : -EIO;
+        if (now == r->rows_version)
+            return 0;
+        rs_buf_setlen(out, had);
+        rs_buf_reset(&r->pending);
+        ahead_settle(r);
+        if (tries == 3 || (rc = search_recheck(r, s, err)))
+            return rc ? rc : stale(r, err);
+        r->rows_version = now;
+    }
 }
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -1562,6 +1641,12 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
         return rc;
     }
     r->shape = st.shape == RFS_SHAPE_FOLLOW ? RFS_SHAPE_STREAM : st.shape;
+    /* Read after the stat's look, so on SQLite the count kept for its data version: no
+     * query more for most opens. */
+    r->base = -1;
+    if (n->thread_id[0] && (r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_STREAM) &&
+        rs_store_rewrites(s, &r->base))
+        r->base = -1;
     r->mtime_ns = st.mtime_ns;
     r->version = st.version;
     r->size = r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_DOC ? st.size : -1;
@@ -1615,7 +1700,8 @@ void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)
     r->behind = bytes;
 }
 
-static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
+/* The log's bytes [off, off + size) as the rows are now. */
+static int log_copy(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     const rfs_node *n = r->node;
     int is_run = n->kind == RFS_R_EVENTS;
@@ -1645,6 +1731,95 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     }
     rs_cursor_free(c);
     return rc < 0 ? rc : 0;
+}
+
+/* Whether a row of r's thread was rewritten (changed in place or deleted, by anyone) since
+ * r->base: 0 when not (r->base moves on to the count read now), 1 when it was (*now: the
+ * store's count, read before the thread's), or a negative errno. Asked after the bytes it
+ * vouches for were read: a rewrite's count is higher than every count read before it
+ * committed, so a thread's count no higher than base says none came since base was read.
+ * The store's count is asked first (on SQLite kept per data version: a reader reading on
+ * through a quiet store pays no query); the thread's only once that moved. */
+static int thread_moved(rfs_reader *r, rs_store *s, int64_t *now)
+{
+    int64_t t = 0;
+    int rc = rs_store_rewrites(s, now);
+    if (rc)
+        return rc < 0 ? rc : -EIO;
+    if (r->base >= 0 && *now == r->base)
+        return 0;
+    if ((rc = rs_store_thread_rewrites(s, r->node->thread_id, &t)))
+        return rc < 0 ? rc : -EIO;
+    if (r->base < 0 || t > r->base)
+        return 1;
+    r->base = *now;
+    return 0;
+}
+
+/* Whether the reader gave every byte of [0, end) itself (none came from the kernel's
+ * cache, whose pages may be of a rendering it cannot compare). */
+static int given_below(const rfs_reader *r, int64_t end)
+{
+    if (end <= r->given_to)
+        return 1;
+    for (int64_t at = 0;;) {
+        int64_t next = at;
+        for (size_t i = 0; i < r->nsent; i++)
+            if (r->sent[i].off <= at && r->sent[i].end > next)
+                next = r->sent[i].end;
+        if (next >= end)
+            return 1;
+        if (next == at)
+            return 0;
+        at = next;
+    }
+}
+
+/* A read of a log that goes on from bytes given before: a log is read by byte offset in the
+ * rendering of the rows as they are, so after another writer's UPDATE or DELETE (or a
+ * redaction) of a row of its thread an offset may point into another line. The read is kept
+ * only where no row of the thread was rewritten since the bytes before it were read; where
+ * one was, the bytes the reader gave are compared with the log as it is now (their hashes),
+ * and this read's bytes read again, kept once no rewrite came between the two. Bytes it
+ * cannot compare (the kernel's cache gave bytes below off, or more stretches than it keeps)
+ * make the read fail with ESTALE, as do bytes that changed. A rewrite in another thread
+ * costs the store's count alone. */
+#define LOG_RETRIES 3
+static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
+{
+    /* A read from the start continues nothing: the reader reads the log again, as it is now
+     * (what it gave before, it no longer stands by). */
+    if (off == 0) {
+        r->nsent = 0;
+        r->sent_over = 0;
+        r->gave = 0;
+        r->given_to = 0;
+    }
+    size_t had = out->len;
+    int rc = log_copy(r, s, off, size, out, err);
+    if (rc || (!r->gave && off == 0))
+        return rc;
+    for (int tries = 0;; tries++) {
+        int64_t now = 0;
+        int moved = thread_moved(r, s, &now);
+        if (moved <= 0)
+            return moved;
+        rs_buf_setlen(out, had);
+        if (tries == LOG_RETRIES || r->sent_over || !given_below(r, off))
+            return stale(r, err);
+        rfs_reader fresh = {.node = r->node,
+                            .scope = r->scope,
+                            .shape = r->shape,
+                            .size = -1,
+                            .pending = RS_BUF_INIT};
+        rc = sent_same(r, &fresh, s, err);
+        rs_buf_release(&fresh.pending);
+        if (rc <= 0)
+            return rc < 0 ? rc : stale(r, err);
+        r->base = now;
+        if ((rc = log_copy(r, s, off, size, out, err)))
+            return rc;
+    }
 }
 
 /* transcript.md asks for each run's outcome: the line of its run.terminal. */
@@ -2246,8 +2421,9 @@ static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err)
         int64_t left = stop - at;
         size_t want = left < ((int64_t)1 << 20) ? (size_t)left : (size_t)1 << 20;
         rs_buf_reset(&got);
-        rc = search ? read_search(fresh, s, at, want, &got, err)
-                    : read_stream(fresh, s, at, want, &got, err);
+        rc = search                      ? read_search(fresh, s, at, want, &got, err)
+             : r->shape == RFS_SHAPE_LOG ? log_copy(fresh, s, at, want, &got, err)
+                                         : read_stream(fresh, s, at, want, &got, err);
         if (rc || got.len == 0) {
             whole = 0; /* the file ends before bytes r gave */
             break;
@@ -2296,6 +2472,16 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     int search = rfs_search_is_result(r->node->kind);
     int by_hash = search || r->sent_live;
     if (r->shape != RFS_SHAPE_DOC && r->shape != RFS_SHAPE_STREAM) {
+        r->rewrites = now;
+        return 0;
+    }
+    /* A stream of one thread is as it was after a rewrite elsewhere: its thread's count says
+     * so for a query, where comparing would render again what it gave. */
+    int64_t at = 0;
+    int moved = r->shape == RFS_SHAPE_STREAM && r->base >= 0 ? thread_moved(r, s, &at) : 1;
+    if (moved < 0)
+        return moved;
+    if (!moved) {
         r->rewrites = now;
         return 0;
     }
@@ -2362,6 +2548,18 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     return 0;
 }
 
+/* n bytes (p) were given from off: hashed too when hash (a log's, which a rewrite of its
+ * thread compares by them). */
+static void gave(rfs_reader *r, int64_t off, const char *p, size_t n, int hash)
+{
+    if (hash)
+        sent_note(r, off, p, n);
+    r->gave = r->gave || n > 0;
+    r->gave_end = off + (int64_t)n;
+    if (off <= r->given_to && off + (int64_t)n > r->given_to)
+        r->given_to = off + (int64_t)n;
+}
+
 int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     if (off < 0)
@@ -2383,20 +2581,36 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         r->served = 1;
         return rs_buf_add(out, bytes + off, n < size ? n : size);
     }
-    case RFS_SHAPE_LOG: return read_log(r, s, off, size, out, err);
+    case RFS_SHAPE_LOG: {
+        size_t had = out->len;
+        rc = read_log(r, s, off, size, out, err);
+        if (!rc)
+            gave(r, off, out->buf + had, out->len - had, 1);
+        return rc;
+    }
     default: {
         size_t had = out->len;
         int search = rfs_search_is_result(r->node->kind);
         r->kept_last = 0;
         rc = search ? read_search(r, s, off, size, out, err)
                     : read_stream(r, s, off, size, out, err);
+        /* A stream read on from bytes the kernel's cache gave (the handle gave none of
+         * them) has nothing to compare them with: where a row of its thread was rewritten
+         * since it opened, they may be of another rendering than its own bytes. */
+        int64_t now;
+        int moved = !rc && !search && r->base >= 0 && off > 0 && !given_below(r, off)
+                        ? thread_moved(r, s, &now)
+                        : 0;
+        if (moved) {
+            rs_buf_setlen(out, had);
+            return moved < 0 ? moved : stale(r, err);
+        }
+        if (!rc)
+            gave(r, off, NULL, out->len - had, 0);
         /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
          * kept bytes and a search result's by their hashes. */
         if (!rc && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
-        r->gave = r->gave || (!rc && out->len > had);
-        if (!rc)
-            r->gave_end = off + (int64_t)(out->len - had);
         r->sent_live = !search && r->kept_last;
         return rc;
     }

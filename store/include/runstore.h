@@ -168,6 +168,11 @@ void rs_store_set_wait(rs_store *s, int wait);
  * kept of the middle of a log, such as the kernel's pages of it, may no longer hold; an
  * append only adds at the end). Between two equal answers rows were only added. */
 int rs_store_rewrites(rs_store *s, int64_t *n);
+/* The rewrites count (rs_store_rewrites) as it was when a row of thread_id was last changed
+ * in place or deleted (0: never): it moves when one of the thread's rows does, and not for a
+ * rewrite elsewhere. It never comes back to a number it had. Where the store keeps no count
+ * per thread (a read-only open of a store an older build set up) it is rs_store_rewrites. */
+int rs_store_thread_rewrites(rs_store *s, const char *thread_id, int64_t *n);
 /* A number that moves whenever any writer added, changed or deleted rows (the highest row
  * id, on PostgreSQL with the transactions in flight, as ids commit out of order there; the
  * rewrites count): unlike data_version, every connection of every process reads the same

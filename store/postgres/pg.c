@@ -1100,7 +1100,7 @@ static int connect_fail(PGconn *conn, const char *uri, rs_err *err)
 /* What of runfs's schema the database holds: *layout 0 without side tables. */
 typedef struct pg_schema_state {
     int events, hwm, idem, canon, tree, salt, expired;
-    int rewrites; /* runfs_note_update is there */
+    int rewrites; /* runfs_note_update and runfs_rewritten are there */
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
     int standby;  /* the server is a standby (asked here: a round trip less at opening) */
@@ -1127,7 +1127,8 @@ static int schema_state(rs_backend *b, pg_schema_state *st, int session, rs_err 
                     "to_regclass('runfs_redaction') IS NOT NULL, "
                     "to_regclass('runfs_expired') IS NOT NULL, "
                     "EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'runfs_note_update' AND "
-                    "tgrelid = to_regclass('run_events')), "
+                    "tgrelid = to_regclass('run_events')) AND "
+                    "to_regclass('runfs_rewritten') IS NOT NULL, "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
                     "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS ", "
                     "pg_is_in_recovery()",
@@ -1413,6 +1414,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->has_tree = !b->read_only || st.tree;
     b->has_salt = !b->read_only || st.salt;
     b->has_expired = !b->read_only || st.expired;
+    b->has_tcount = !b->read_only || st.rewrites;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1704,6 +1706,19 @@ static int pg_rewrites(rs_backend *b, int64_t *n)
     return pg_int(b, b->sql.buf, NULL, NULL, n, NULL, NULL);
 }
 
+/* runfs_rewritten's number of the thread; a scratch open, or a reader of a store set up
+ * before the table, answers with the store's count. */
+static int pg_thread_rewrites(rs_backend *b, const char *thread_id, int64_t *n)
+{
+    if (b->scratch || !b->has_tcount)
+        return pg_rewrites(b, n);
+    if (ensure_conn(b, NULL) ||
+        pg_side_sql(b, "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE thread_id = $1), 0)",
+                    NULL))
+        return -EIO;
+    return pg_int(b, b->sql.buf, thread_id, NULL, n, NULL, NULL);
+}
+
 /* Ids are handed out before their rows commit, in any order: a row below the highest id
  * commits later only from a transaction in flight at this snapshot (one begun since takes
  * a higher id), and that one's end changes the list of those in flight (cluster-wide: on
@@ -1982,6 +1997,7 @@ const rs_backend_ops rs_pg_backend = {
     .data_version = pg_data_version,
     .refresh = pg_refresh,
     .rewrites = pg_rewrites,
+    .thread_rewrites = pg_thread_rewrites,
     .rows_added = pg_rows_added,
     .size_get = pg_size_get,
     .size_put = pg_size_put,

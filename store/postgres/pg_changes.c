@@ -109,9 +109,13 @@ static const char changes_schema_sql[] =
     "      FROM new_rows ON CONFLICT (thread_id) DO UPDATE SET dirty = CASE WHEN\n" \
     "      runfs_thread.dirty = 1 OR EXISTS (SELECT 1 FROM new_rows n WHERE n.thread_id =\n" \
     "      runfs_thread.thread_id AND n.seq <= runfs_thread.last_seq) THEN 1 ELSE 2 END\n" \
-    "      RETURNING thread_id, last_seq)\n" \
-    "    UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' AND EXISTS (SELECT 1\n" \
-    "      FROM u JOIN new_rows n ON n.thread_id = u.thread_id AND n.seq <= u.last_seq);\n" \
+    "      RETURNING thread_id, last_seq),\n" \
+    "    bk AS (SELECT DISTINCT u.thread_id FROM u JOIN new_rows n ON n.thread_id = u.thread_id\n" \
+    "      AND n.seq <= u.last_seq),\n" \
+    "    w AS (UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites'\n" \
+    "      AND EXISTS (SELECT 1 FROM bk) RETURNING value)\n" \
+    "    INSERT INTO runfs_rewritten (thread_id, at) SELECT bk.thread_id, w.value FROM bk, w\n" \
+    "      ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;\n" \
     "  END IF;\n" \
     "  IF canon OR low THEN\n" \
     "    WITH c AS (DELETE FROM runfs_canon c WHERE c.hi >= (SELECT min(id) FROM new_rows)\n" \

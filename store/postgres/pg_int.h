@@ -60,6 +60,7 @@ struct rs_backend {
     int has_tree;     /* runfs_seal_tree is there (not in a read-only open of an older set-up) */
     int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
     int has_expired;  /* runfs_expired is there (a writer makes it) */
+    int has_tcount;   /* runfs_rewritten is there (a writer makes it) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */

@@ -280,17 +280,23 @@ static const char pg_schema_uq_drop_sql[] = "DROP INDEX runfs_uq_terminal";
  * the rows were and are in are recomputed from their rows at their next use, and
  * 'rewrites' moves, so whatever a mount or a reader kept of the middle of a log (the
  * kernel's pages, a copy of the logs) is dropped (runfs's own deletes count too: another
- * mount kept pages of those logs). Made at a read-write open that finds runfs_note_update
- * missing. */
+ * mount kept pages of those logs). runfs_rewritten keeps, per thread, the count its last
+ * rewrite made (sqlite/schema.sql.h says why a table of its own): the count only grows, so a
+ * thread's number never comes back to one a reader saw. Made at a read-write open that
+ * finds runfs_note_update or runfs_rewritten missing (the functions are made again). */
 static const char pg_schema_rewrites_sql[] =
     "INSERT INTO runfs_meta (key, value) VALUES ('rewrites', 0) ON CONFLICT (key) DO NOTHING;\n"
+    "CREATE TABLE IF NOT EXISTS runfs_rewritten (thread_id TEXT PRIMARY KEY, at BIGINT NOT NULL);\n"
     "CREATE OR REPLACE FUNCTION runfs_note_update() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
     "  INSERT INTO runfs_thread (thread_id, dirty) SELECT thread_id, 1 FROM\n"
     "    (SELECT thread_id FROM old_rows UNION SELECT thread_id FROM new_rows) u\n"
     "    ON CONFLICT (thread_id) DO UPDATE SET dirty = 1;\n"
-    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+    "  WITH w AS (UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' RETURNING value)\n"
+    "  INSERT INTO runfs_rewritten (thread_id, at) SELECT u.thread_id, w.value FROM\n"
+    "    (SELECT thread_id FROM old_rows UNION SELECT thread_id FROM new_rows) u, w\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;\n"
     "  RETURN NULL;\n"
     "END $$;\n"
     "CREATE OR REPLACE TRIGGER runfs_note_update AFTER UPDATE ON run_events\n"
@@ -299,7 +305,9 @@ static const char pg_schema_rewrites_sql[] =
     "CREATE OR REPLACE FUNCTION runfs_note_delete() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$\n"
     "BEGIN\n"
-    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+    "  WITH w AS (UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites' RETURNING value)\n"
+    "  INSERT INTO runfs_rewritten (thread_id, at) SELECT DISTINCT o.thread_id, w.value FROM\n"
+    "    old_rows o, w ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;\n"
     "  IF coalesce(current_setting('runfs.writer', true), '') = '1' THEN RETURN NULL; END IF;\n"
     "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT thread_id FROM old_rows);\n"
     "  RETURN NULL;\n"

@@ -1,5 +1,14 @@
 /* schema.sql.h — the SQLite schema: DeerFlow's tables as DeerFlow creates them, then the side
  * tables runfs keeps beside them (all rebuildable from run_events). Included by sqlite.c. */
+/* The thread of t (an expression) was rewritten just now: runfs_rewritten takes the
+ * 'rewrites' count the statement before made. No statement meets a constraint, whatever
+ * conflict clause the statement that fired the trigger has (rs_schema_stale_triggers_sql). */
+#define REWRITTEN(t) \
+    "  INSERT INTO runfs_rewritten (thread_id, at) SELECT " t ", 0 WHERE NOT EXISTS (SELECT 1\n" \
+    "    FROM runfs_rewritten WHERE thread_id = " t ");\n" \
+    "  UPDATE runfs_rewritten SET at = (SELECT value FROM runfs_meta WHERE key = 'rewrites')\n" \
+    "    WHERE thread_id = " t ";\n"
+
 static const char rs_schema_sql[] =
     "CREATE TABLE IF NOT EXISTS run_events (\n"
     "  id INTEGER NOT NULL,\n"
@@ -202,14 +211,25 @@ static const char rs_schema_sql[] =
      * kernel's pages, a copy of the logs) is dropped. Made last: an open that finds it
      * missing runs the schema (sq_open). */
     "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('rewrites', 0);\n"
+    /* Per thread, the 'rewrites' count its last row changed in place or deleted made (a
+     * thread never rewritten has no row): a reader of one thread tells a rewrite of its own
+     * rows from one elsewhere. The count only grows, so a row gone and made again never
+     * shows a number a reader saw before. A table of its own, not runfs_thread's column: a
+     * recompute replaces runfs_thread's rows, and an append never touches this one. */
+    "CREATE TABLE IF NOT EXISTS runfs_rewritten (\n"
+    "  thread_id TEXT PRIMARY KEY,\n"
+    "  at INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
     "CREATE TRIGGER IF NOT EXISTS runfs_count_deleted AFTER DELETE ON run_events BEGIN\n"
-    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
-    "END;\n"
-    "CREATE TRIGGER IF NOT EXISTS runfs_forget_updated AFTER UPDATE ON run_events BEGIN\n"
-    "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
-    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
-    "END;\n"
-    "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 6);\n";
+    "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n" REWRITTEN(
+        "old.thread_id") "END;\n"
+                         "CREATE TRIGGER IF NOT EXISTS runfs_forget_updated AFTER UPDATE ON run_events BEGIN\n"
+                         "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (old.thread_id, new.thread_id);\n"
+                         "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n" REWRITTEN(
+                             "old.thread_id")
+                             REWRITTEN(
+                                 "new.thread_id") "END;\n"
+                                                  "INSERT OR IGNORE INTO runfs_meta (key, value) VALUES ('layout', 6);\n";
 
 /* The side tables' layout this build writes; a store with a newer one is refused. A
  * read-only open reads the byte logs of RS_SCHEMA_LOGS on as they are (layout 6 added
@@ -377,6 +397,13 @@ static const char rs_schema_changes_sql[] =
                                      "  UPDATE runfs_thread SET dirty = 1 WHERE thread_id IN (SELECT e.thread_id FROM\n"
                                      "    run_events e WHERE " REPLACED ");\n"
                                      "  UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites';\n"
+                                     "  INSERT INTO runfs_rewritten (thread_id, at) SELECT t, 0 FROM (SELECT e.thread_id AS t\n"
+                                     "    FROM run_events e WHERE " REPLACED
+                                     " UNION SELECT new.thread_id)\n"
+                                     "    WHERE NOT EXISTS (SELECT 1 FROM runfs_rewritten r WHERE r.thread_id = t);\n"
+                                     "  UPDATE runfs_rewritten SET at = (SELECT value FROM runfs_meta WHERE key = 'rewrites')\n"
+                                     "    WHERE thread_id = new.thread_id OR thread_id IN (SELECT e.thread_id\n"
+                                     "    FROM run_events e WHERE " REPLACED ");\n"
                                      "  UPDATE runfs_meta SET value = (SELECT min(e.id) - 1 FROM run_events e\n"
                                      "    WHERE " REPLACED
                                      ") WHERE key = 'indexed_id' AND value > (SELECT min(e.id) - 1\n"
@@ -437,17 +464,21 @@ static const char rs_schema_changes_sql[] =
  * of the statement that fired it (CREATE TRIGGER), so an older build's INSERT OR IGNORE
  * became INSERT OR ABORT under DeerFlow's UPDATE OR ABORT or UPSERT and failed it on the
  * side table's key. And a runfs_replace_note that missed rows put back below the logs, or
- * that did its work itself (every append paid for its frame: runfs_replace_q). A writer's
+ * that did its work itself (every append paid for its frame: runfs_replace_q). And the
+ * counts of rewrites that kept none per thread (runfs_rewritten). A writer's
  * open drops them (rs_schema_stale_drop_sql) and makes them again; no statement of runfs's
  * triggers meets a constraint now, whatever the outer clause. */
 static const char rs_schema_stale_triggers_sql[] =
     "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'run_events' "
     "AND name LIKE 'runfs%' AND (sql LIKE '%OR IGNORE%' OR (name LIKE 'runfs_change_%' AND "
     "sql NOT LIKE '%max(change%') OR (name = 'runfs_replace_note' AND (sql NOT LIKE '%last_seq%' "
-    "OR sql NOT LIKE '%runfs_replace_q%')))";
+    "OR sql NOT LIKE '%runfs_replace_q%')) OR (name IN ('runfs_count_deleted', "
+    "'runfs_forget_updated', 'runfs_replace_work') AND sql NOT LIKE '%runfs_rewritten%'))";
 static const char rs_schema_stale_drop_sql[] = "DROP TRIGGER IF EXISTS runfs_change_delete;\n"
                                                "DROP TRIGGER IF EXISTS runfs_change_update;\n"
                                                "DROP TRIGGER IF EXISTS runfs_search_update;\n"
                                                "DROP TRIGGER IF EXISTS runfs_search_delete;\n"
                                                "DROP TRIGGER IF EXISTS runfs_replace_note;\n"
-                                               "DROP TRIGGER IF EXISTS runfs_replace_work;\n";
+                                               "DROP TRIGGER IF EXISTS runfs_replace_work;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_count_deleted;\n"
+                                               "DROP TRIGGER IF EXISTS runfs_forget_updated;\n";

@@ -725,7 +725,7 @@ static int setup_needed(rs_backend *b, const rs_buf *names, int *ready, int *has
         {"trigger", "runfs_forget_updated"}, {"trigger", "runfs_replace_note"},
         {"trigger", "runfs_replace_work"},   {"table", "runfs_seal_tree"},
         {"table", "runfs_seal_salt"},        {"table", "runfs_redaction"},
-        {"table", "runfs_expired"},
+        {"table", "runfs_expired"},          {"table", "runfs_rewritten"},
     };
     for (size_t i = 0; has_schema && !b->read_only && i < sizeof wanted / sizeof *wanted; i++)
         has_schema = schema_has(names, wanted[i][0], wanted[i][1]);
@@ -1713,6 +1713,8 @@ static int sq_open(rs_backend **out, const char *uri, const rs_options *opt,
     int64_t layout = 0;
     if ((rc = setup_needed(b, &names, &ready, &has_holds, &layout, err)))
         goto fail;
+    /* A writer's set-up makes it where it is missing; a reader reads what the file has. */
+    b->thread_counts = !opt->read_only || schema_has(&names, "table", "runfs_rewritten");
     rs_buf_release(&names);
     if (layout > RS_SCHEMA_LAYOUT) {
         rc = rs_err_set(err, -EINVAL,
@@ -1877,6 +1879,20 @@ static int sq_rewrites(rs_backend *b, int64_t *n)
     if (keep)
         b->rewrites_kept = (sq_count_kept){*n, version, b->commits, changes};
     return 0;
+}
+
+/* runfs_rewritten's number of the thread, read in the look's snapshot as sq_rewrites is, so
+ * the two agree; a file without the table answers with the file's count. */
+static int sq_thread_rewrites(rs_backend *b, const char *thread_id, int64_t *n)
+{
+    if (!b->thread_counts)
+        return sq_rewrites(b, n);
+    int found = 0;
+    int rc = sq_int(b, "SELECT at FROM main.runfs_rewritten WHERE thread_id = ?", thread_id, NULL,
+                    n, &found, NULL);
+    if (!rc && !found)
+        *n = 0;
+    return rc;
 }
 
 /* One writer at a time takes ids and commits: the highest id moves with every insert. */
@@ -2143,6 +2159,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .one_look = sq_one_look,
     .refresh = sq_refresh,
     .rewrites = sq_rewrites,
+    .thread_rewrites = sq_thread_rewrites,
     .rows_added = sq_rows_added,
     .size_get = sq_size_get,
     .size_put = sq_size_put,

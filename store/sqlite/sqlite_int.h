@@ -179,6 +179,7 @@ struct rs_backend {
      * any BEGIN of a write (sq_read_end). */
     int read_open;
     sq_count_kept rewrites_kept; /* the file's rewrites count (sq_rewrites) */
+    int thread_counts;           /* the file has runfs_rewritten (sq_thread_rewrites) */
     int write_locked; /* this connection holds lock's mutex (begin_locked to the commit) */
     /* sq_foreign_version: its number, and the tag and data_version it last found;
      * probe_busy: the probes in a row that found the write lock held. */

@@ -434,6 +434,125 @@ EOF
   assert_output "unexpected: []"
 }
 
+@test "forget: a slow reader of events.jsonl gets ESTALE or one rendering, never a splice, across another process's rewrite; another thread's reader reads on" {
+  runfs_mount "$STORE" "$MNT"
+  big_rows u 1500
+  big_rows t 700
+  export STORE
+  export -f store_sql
+  # The rewrite is another process's, made between two reads of a reader that gave its
+  # first megabyte: the mount's hub hears of it only at its next tick. A reader of thread t
+  # reads across the same rewrites and must read on: the rewritten rows are u's.
+  run python3 - "$MNT" <<'EOF'
+import errno, os, re, subprocess, sys
+mnt = sys.argv[1]
+def sql(q):
+    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
+def live(run_dir, k):
+    # A run.start in another run: the thread is live, so its logs are read past the
+    # kernel's cache (which would serve old pages itself) and every read asks the mount.
+    os.makedirs(os.path.join(run_dir, "live%d" % k))
+    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
+        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+def rest_of(fd):
+    rest = b""
+    try:
+        while True:
+            b = os.read(fd, 1 << 17)
+            if not b:
+                return rest, None
+            rest += b
+    except OSError as e:
+        return rest, e.errno
+out = []
+k = 0
+for rel in ("threads/u/events.jsonl", "threads/u/runs/r/events.jsonl"):
+    for name in ("UPDATE", "DELETE"):
+        k += 1
+        live(os.path.join(mnt, "threads/u/runs"), k)
+        live(os.path.join(mnt, "threads/t/runs"), k)
+        path, other = os.path.join(mnt, rel), os.path.join(mnt, rel.replace("/u/", "/t/"))
+        before, other_before = open(path, "rb").read(), open(other, "rb").read()
+        fd, fo = os.open(path, os.O_RDONLY), os.open(other, os.O_RDONLY)
+        got = b""
+        while len(got) < (1 << 20):
+            got += os.read(fd, 1 << 17)
+        got_o = os.read(fo, 1 << 19)
+        # A row of the first megabyte, 2 kB longer or gone: the offsets after it move.
+        seq = 3 * k
+        if name == "UPDATE":
+            sql("UPDATE run_events SET content = replace(content, 'row %d ', 'row %d %s ') WHERE thread_id = 'u' AND seq = %d" % (seq, seq, "x" * 2000, seq))
+        else:
+            sql("DELETE FROM run_events WHERE thread_id = 'u' AND seq = %d" % seq)
+        rest, err = rest_of(fd)
+        rest_o, err_o = rest_of(fo)
+        os.close(fd)
+        os.close(fo)
+        after = open(path, "rb").read()
+        assert after != before, (rel, name)
+        whole = got + rest
+        if err is None and whole not in (before, after):
+            rows = [int(m) for m in re.findall(rb'"content":"row (\d+) ', whole)]
+            out.append("%s %s: %d bytes, neither rendering (%d rows, %d lines, %d and %d bytes before and after)" % (rel, name, len(whole), len(rows), whole.count(b"\n"), len(before), len(after)))
+        elif err not in (None, errno.ESTALE):
+            out.append("%s %s: %s" % (rel, name, errno.errorcode[err]))
+        if err_o is not None or got_o + rest_o != other_before:
+            out.append("%s, thread t across %s of u: %s, %d bytes of %d" % (rel, name, err_o and errno.errorcode[err_o], len(got_o + rest_o), len(other_before)))
+print("unexpected: %r" % out)
+EOF
+  assert_success
+  assert_output "unexpected: []"
+}
+
+@test "forget: a reader of a quiet view whose first bytes the kernel's cache gave gets ESTALE or one rendering across another process's rewrite" {
+  runfs_mount "$STORE" "$MNT"
+  big_rows u 1500
+  wait_for 15 quiet_since "$MNT/threads/u"
+  export STORE RUNFS
+  export -f store_sql
+  # A first reader leaves the view's first megabyte (and what readahead took) in the
+  # kernel's cache; a second reader of the same version reads it from there, so its handle
+  # gives none of those bytes itself, then reads on past them after the rewrite.
+  run python3 - "$MNT" <<'EOF'
+import errno, os, subprocess, sys
+mnt = sys.argv[1]
+rel = "threads/u/messages.jsonl"
+path = os.path.join(mnt, rel)
+def sql(q):
+    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
+def cat():
+    return subprocess.run([os.environ["RUNFS"], "cat", os.environ["STORE"], rel], check=True, capture_output=True).stdout
+before = cat()
+fd = os.open(path, os.O_RDONLY)
+first = os.read(fd, 1 << 20)
+os.close(fd)
+assert first == before[:len(first)], "the first reader's bytes"
+fd = os.open(path, os.O_RDONLY)
+got = b""
+while len(got) < (1 << 20):
+    got += os.read(fd, 1 << 17)
+sql("UPDATE run_events SET content = replace(content, 'row 3 ', 'row 3 %s ') WHERE thread_id = 'u' AND seq = 3" % ("x" * 2000))
+rest, err = b"", None
+try:
+    while b := os.read(fd, 1 << 17):
+        rest += b
+except OSError as e:
+    err = e.errno
+os.close(fd)
+after = cat()
+assert after != before
+whole = got + rest
+if err is None and whole not in (before, after):
+    print("%d bytes read, neither rendering (%d and %d bytes)" % (len(whole), len(before), len(after)))
+elif err not in (None, errno.ESTALE):
+    print(errno.errorcode[err])
+else:
+    print("ok")
+EOF
+  assert_success
+  assert_output "ok"
+}
+
 # RUNFS_OLD: a runfs built from before salted leaves (main), whose seals are plain.
 @test "forget: redacting under a plain-leaf seal made by an older runfs works, and verify warns" {
   [ -n "${RUNFS_OLD:-}" ] || skip "needs RUNFS_OLD, a runfs built from before salted leaves"
