@@ -1778,20 +1778,16 @@ static int given_below(const rfs_reader *r, int64_t end)
 /* A read of a log that goes on from bytes given before: a log is read by byte offset in the
  * rendering of the rows as they are, so after another writer's UPDATE or DELETE (or a
  * redaction) of a row of its thread an offset may point into another line. The read is kept
- * only where no row of the thread was rewritten since the bytes before it were read; where
- * one was, the bytes the reader gave are compared with the log as it is now (their hashes),
- * and this read's bytes read again, kept once no rewrite came between the two. Bytes it
- * cannot compare (the kernel's cache gave bytes below off, or more stretches than it keeps)
- * make the read fail with ESTALE, as do bytes that changed. A rewrite in another thread
- * costs the store's count alone. */
-#define LOG_RETRIES 3
+ * only where no row of the thread was rewritten since the bytes before it were read (by this
+ * reader or, for pages the kernel kept, by another): where one was, it fails with ESTALE. A
+ * rewrite is rare beside reads, and comparing instead would hash every byte every log reader
+ * gives (a quarter more of a cat's CPU); a rewrite in another thread costs the store's count
+ * alone. */
 static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out, rs_err *err)
 {
     /* A read from the start continues nothing: the reader reads the log again, as it is now
      * (what it gave before, it no longer stands by). */
     if (off == 0) {
-        r->nsent = 0;
-        r->sent_over = 0;
         r->gave = 0;
         r->given_to = 0;
     }
@@ -1799,27 +1795,12 @@ static int read_log(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     int rc = log_copy(r, s, off, size, out, err);
     if (rc || (!r->gave && off == 0))
         return rc;
-    for (int tries = 0;; tries++) {
-        int64_t now = 0;
-        int moved = thread_moved(r, s, &now);
-        if (moved <= 0)
-            return moved;
-        rs_buf_setlen(out, had);
-        if (tries == LOG_RETRIES || r->sent_over || !given_below(r, off))
-            return stale(r, err);
-        rfs_reader fresh = {.node = r->node,
-                            .scope = r->scope,
-                            .shape = r->shape,
-                            .size = -1,
-                            .pending = RS_BUF_INIT};
-        rc = sent_same(r, &fresh, s, err);
-        rs_buf_release(&fresh.pending);
-        if (rc <= 0)
-            return rc < 0 ? rc : stale(r, err);
-        r->base = now;
-        if ((rc = log_copy(r, s, off, size, out, err)))
-            return rc;
-    }
+    int64_t now = 0;
+    int moved = thread_moved(r, s, &now);
+    if (moved <= 0)
+        return moved;
+    rs_buf_setlen(out, had);
+    return stale(r, err);
 }
 
 /* transcript.md asks for each run's outcome: the line of its run.terminal. */
@@ -2421,9 +2402,8 @@ static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err)
         int64_t left = stop - at;
         size_t want = left < ((int64_t)1 << 20) ? (size_t)left : (size_t)1 << 20;
         rs_buf_reset(&got);
-        rc = search                      ? read_search(fresh, s, at, want, &got, err)
-             : r->shape == RFS_SHAPE_LOG ? log_copy(fresh, s, at, want, &got, err)
-                                         : read_stream(fresh, s, at, want, &got, err);
+        rc = search ? read_search(fresh, s, at, want, &got, err)
+                    : read_stream(fresh, s, at, want, &got, err);
         if (rc || got.len == 0) {
             whole = 0; /* the file ends before bytes r gave */
             break;
@@ -2548,12 +2528,9 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     return 0;
 }
 
-/* n bytes (p) were given from off: hashed too when hash (a log's, which a rewrite of its
- * thread compares by them). */
-static void gave(rfs_reader *r, int64_t off, const char *p, size_t n, int hash)
+/* n bytes were given from off. */
+static void gave(rfs_reader *r, int64_t off, size_t n)
 {
-    if (hash)
-        sent_note(r, off, p, n);
     r->gave = r->gave || n > 0;
     r->gave_end = off + (int64_t)n;
     if (off <= r->given_to && off + (int64_t)n > r->given_to)
@@ -2585,7 +2562,7 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
         size_t had = out->len;
         rc = read_log(r, s, off, size, out, err);
         if (!rc)
-            gave(r, off, out->buf + had, out->len - had, 1);
+            gave(r, off, out->len - had);
         return rc;
     }
     default: {
@@ -2606,7 +2583,7 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
             return moved < 0 ? moved : stale(r, err);
         }
         if (!rc)
-            gave(r, off, NULL, out->len - had, 0);
+            gave(r, off, out->len - had);
         /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
          * kept bytes and a search result's by their hashes. */
         if (!rc && (search || r->kept_last))
