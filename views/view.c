@@ -145,9 +145,6 @@ struct rfs_reader {
      * (rs_store_thread_rewrites) had not passed it; -1: not known. */
     int64_t base;
     int64_t given_to; /* logs and streams: [0, given_to) was all given by this reader */
-    /* search/<query> at the root: the store's rows version (rs_store_rows_version) read
-     * before every byte it gave was rendered; -1: not known */
-    int64_t rows_version;
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -202,7 +199,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err);
 
 /* A search result's bytes [off, off + size): from what the reader holds, then rendered from
  * its place in the answer, with what the budget allows beyond them kept for the next reads. */
-static int search_once(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
+static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
                        rs_err *err)
 {
     size_t taken = 0;
@@ -257,77 +254,6 @@ static int search_once(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
     r->next_off = from + (int64_t)give;
     ahead_settle(r);
     return rc;
-}
-
-static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err);
-static int stale(rfs_reader *r, rs_err *err);
-static void search_take(rfs_reader *r, rfs_reader *fresh);
-
-/* The most of a search at the root a reader renders again to show that rows added since it
- * began lie nowhere behind its place: past it such a read fails with ESTALE (a reader of a
- * long answer on a busy store would otherwise render its start again at every read). */
-#define SEARCH_RECHECK_MAX ((int64_t)8 << 20)
-
-/* Rows were added or rewritten since r rendered what it gave of a search at the root: 0 when
- * the answer as it is now has the same bytes there (r goes on from its place in it), else
- * ESTALE. */
-static int search_recheck(rfs_reader *r, rs_store *s, rs_err *err)
-{
-    int64_t end = 0;
-    for (size_t i = 0; i < r->nsent; i++)
-        end = r->sent[i].end > end ? r->sent[i].end : end;
-    if (r->sent_over || end > SEARCH_RECHECK_MAX)
-        return stale(r, err);
-    rfs_reader *fresh = calloc(1, sizeof *fresh);
-    if (!fresh)
-        return rs_err_set(err, -ENOMEM, "out of memory");
-    *fresh = (rfs_reader){.node = r->node,
-                          .scope = r->scope,
-                          .shape = r->shape,
-                          .size = -1,
-                          .pending = RS_BUF_INIT,
-                          .behind = r->behind,
-                          .rewrites = r->rewrites};
-    int rc = sent_same(r, fresh, s, err);
-    if (rc == 1)
-        search_take(r, fresh);
-    rfs_reader_free(fresh);
-    return rc < 0 ? rc : rc == 1 ? 0 : stale(r, err);
-}
-
-/* A search at the root resumes after the (thread, seq) it gave last, in the answer as it is
- * now: a row another writer added since to a thread it had passed would be left out while a
- * later thread's new rows are shown, an answer no version of the store had. So where the
- * store's rows moved between the rendering of what it gave and the end of this read's, the
- * read's bytes go and it compares what it gave with the answer now (search_recheck), and reads
- * again; a search of one thread or run needs none of it: rows are added at its end. */
-static int read_search(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf *out,
-                       rs_err *err)
-{
-    if (r->node->kind != RFS_SEARCH)
-        return search_once(r, s, off, size, out, err);
-    if (!r->gave) {
-        if (rs_store_rows_version(s, &r->rows_version))
-            r->rows_version = -1;
-        return search_once(r, s, off, size, out, err);
-    }
-    size_t had = out->len;
-    for (int tries = 0;; tries++) {
-        int rc = search_once(r, s, off, size, out, err);
-        if (rc || r->search.from == RFS_SEARCH_FROM_NONE)
-            return rc; /* or served from the bytes it rendered with those it gave */
-        int64_t now = 0;
-        if ((rc = rs_store_rows_version(s, &now)))
-            return rc < 0 ? rc : -EIO;
-        if (now == r->rows_version)
-            return 0;
-        rs_buf_setlen(out, had);
-        rs_buf_reset(&r->pending);
-        ahead_settle(r);
-        if (tries == 3 || (rc = search_recheck(r, s, err)))
-            return rc ? rc : stale(r, err);
-        r->rows_version = now;
-    }
 }
 
 static int thread_visible(const rfs_scope *sc, const char *thread_id)
@@ -1774,6 +1700,9 @@ static int given_below(const rfs_reader *r, int64_t end)
         at = next;
     }
 }
+
+static int sent_same(rfs_reader *r, rfs_reader *fresh, rs_store *s, rs_err *err);
+static int stale(rfs_reader *r, rs_err *err);
 
 /* A read of a log that goes on from bytes given before: a log is read by byte offset in the
  * rendering of the rows as they are, so after another writer's UPDATE or DELETE (or a
