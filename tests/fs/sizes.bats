@@ -504,6 +504,32 @@ appended() {
   lines_honest
 }
 
+@test "a line view's size caught up while another process appends is its bytes: no row committed between the catch-up's two reads is counted" {
+  # The catch-up reads the log's rows past the kept point and then the view's, in two
+  # statements: on PostgreSQL each has its own snapshot, so rows another process commits
+  # between them were counted in the view and not in the log, and a size too large was kept
+  # under the earlier state's token, in the store too, for every mount.
+  { ev_task k1 "k1 begins"; ev_task k2 "k2 begins"; } >> "$MNT/$R/events.jsonl"
+  lines_honest
+  local batches=150
+  (
+    for i in $(seq $batches); do
+      { ev_human "a question of batch $i" "p$i"; ev_task k1 "k1 in batch $i"; ev_task k2 "k2 in $i"; } |
+        "$RUNFS" put -q "$STORE" ts r1 || exit 1
+    done
+    touch "$WORK/put.done"
+  ) &
+  local writer=$!
+  # Each stat catches the views up from the last one's kept size while the rows come.
+  local v deadline=$((SECONDS + 120))
+  until [ -e "$WORK/put.done" ] || ! kill -0 "$writer" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; do
+    for v in $LINES; do stat -c %s "$MNT/$T/$v" >/dev/null; done
+  done
+  wait "$writer" || fail "runfs put failed"
+  assert_equal "$(store_sql "SELECT count(*) FROM run_events WHERE thread_id = 'ts' AND content LIKE '%batch%'")" $((2 * batches))
+  wait_for 10 lines_honest || { lines_honest; fail "a view's size is not its bytes after the writer stopped"; }
+}
+
 # The thread's views whose size a stat after an append catches up from the size kept before
 # it and what its pass left (view.c): a tool call's line waits for its result, a run's
 # heading says the status of its run.terminal, a later run may hide an earlier one.
