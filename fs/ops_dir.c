@@ -271,6 +271,9 @@ static int plus_kind(rfs_kind k)
     case RFS_R_WORKSPACE:
     case RFS_R_STATS:
     case RFS_R_TIMELINE:
+    case RFS_R_REPORT:
+    case RFS_R_TL_WIN:
+    case RFS_R_OTEL_PART:
     case RFS_T_FOLLOW:
     case RFS_R_FOLLOW: return 1;
     default: return 0;

@@ -1,13 +1,16 @@
 /* test_sizes.c — the search answers views/sizes.c keeps beside their sizes: an answer's file
  * is found only at its token, goes when another token asks for it, when the store's rewrites
  * count moves and when the files together would pass their bound (a reader's reference
- * keeping its own open until it is done); each file closed when its last reference goes. */
+ * keeping its own open until it is done); each file closed when its last reference goes.
+ * And the table's bounds: walks of more views than it holds, and documents past their
+ * bytes' bound, keep most of what they put, each size and document as it was put. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,12 +125,73 @@ static void test_kept_file_bound(void **state)
     assert_false(is_open(fd[2]));
 }
 
+/* A walk visits each view once, in the same order each time: more views than the table
+ * holds (32,768), the second and third walks still find many sizes kept. */
+static void test_walks_past_bound(void **state)
+{
+    rfs_sizes *c = *state;
+    enum { VIEWS = 40000 };
+    rs_log_info t = {.exists = 1, .count = 1};
+    char key[32];
+    int found[3] = {0};
+    for (int walk = 0; walk < 3; walk++)
+        for (int i = 0; i < VIEWS; i++) {
+            int64_t size = -1;
+            snprintf(key, sizeof key, "threads/t/%d", i);
+            if (rfs_sizes_get(c, key, &t, &size)) {
+                assert_int_equal(size, 3 * i);
+                found[walk]++;
+            } else {
+                rfs_sizes_put(c, key, &t, 3 * i);
+            }
+        }
+    assert_int_equal(found[0], 0);
+    /* Started over when full, the table kept none of them from one walk to the next. */
+    assert_true(found[1] > VIEWS / 4);
+    assert_true(found[2] > VIEWS / 4);
+}
+
+/* Documents past the bound on their bytes (64 MiB) thin the table: most stay, each whole. */
+static void test_docs_past_bound(void **state)
+{
+    rfs_sizes *c = *state;
+    enum { DOCS = 24, MIB = 1 << 20 };
+    rs_log_info t = {.exists = 1, .count = 1};
+    char key[32];
+    char *doc = malloc(3 * MIB);
+    assert_non_null(doc);
+    for (int i = 0; i < DOCS; i++) {
+        memset(doc, 'a' + i, 3 * MIB);
+        snprintf(key, sizeof key, "doc/%d", i);
+        rfs_sizes_put_doc(c, key, &t, doc, 3 * MIB);
+    }
+    free(doc);
+    size_t kept = 0;
+    for (int i = 0; i < DOCS; i++) {
+        rs_buf out = RS_BUF_INIT;
+        snprintf(key, sizeof key, "doc/%d", i);
+        if (rfs_sizes_get_doc(c, key, &t, &out)) {
+            assert_int_equal(out.len, 3 * MIB);
+            assert_true(out.buf[0] == 'a' + i && out.buf[out.len - 1] == 'a' + i);
+            kept += out.len;
+        } else {
+            assert_true(i < DOCS - 1); /* the newest always stays */
+        }
+        rs_buf_release(&out);
+    }
+    assert_true(kept <= (size_t)64 * MIB);
+    /* Starting over when full kept the documents put since: 9 of these 72 MiB. */
+    assert_true(kept >= (size_t)48 * MIB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kept_file_by_token, sizes_setup, sizes_teardown),
         cmocka_unit_test_setup_teardown(test_kept_file_rewrites, sizes_setup, sizes_teardown),
         cmocka_unit_test_setup_teardown(test_kept_file_bound, sizes_setup, sizes_teardown),
+        cmocka_unit_test_setup_teardown(test_walks_past_bound, sizes_setup, sizes_teardown),
+        cmocka_unit_test_setup_teardown(test_docs_past_bound, sizes_setup, sizes_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
