@@ -189,6 +189,16 @@ static const char rs_schema_sql[] =
     "  UPDATE runfs_meta SET value = coalesce((SELECT max(id) FROM run_events), 0)\n"
     "    WHERE key = 'canon_hi' AND value > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n"
+    /* A row deleted below the top: its id may be given again by hand (a row restored, or
+     * another writer's with an id of its own), and a row at a given id other than the
+     * highest meets no runfs_replace_note condition when its seq is new, so no range may
+     * keep covering the freed id (it would copy the new row's columns as canonical). */
+    "CREATE TRIGGER IF NOT EXISTS runfs_canon_delete AFTER DELETE ON run_events BEGIN\n"
+    "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id)\n"
+    "    AND lo <= old.id;\n"
+    "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo' AND value > 0 AND old.id >= value\n"
+    "    AND old.id <= (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi');\n"
+    "END;\n"
     /* A row changed in place (by DeerFlow or anyone) may no longer be canonical: the range
      * around its id (old and new) goes, so it is rendered, as runfs_canon_update does on
      * PostgreSQL. */

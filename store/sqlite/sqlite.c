@@ -726,6 +726,7 @@ static int setup_needed(rs_backend *b, const rs_buf *names, int *ready, int *has
         {"trigger", "runfs_replace_work"},   {"table", "runfs_seal_tree"},
         {"table", "runfs_seal_salt"},        {"table", "runfs_redaction"},
         {"table", "runfs_expired"},          {"table", "runfs_rewritten"},
+        {"trigger", "runfs_canon_delete"},
     };
     for (size_t i = 0; has_schema && !b->read_only && i < sizeof wanted / sizeof *wanted; i++)
         has_schema = schema_has(names, wanted[i][0], wanted[i][1]);
