@@ -414,16 +414,22 @@ static void bind_scope(sqlite3_stmt *st, const char *thread_id, const char *run_
         sq_bind_text(st, 5, user);
 }
 
-/* The statement that reads a search's candidates in the answer's order, its parameters
- * bound: walk, the scope in the thread index's order; else the candidates' ids. */
-static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf *bits,
-                       int64_t upto, const char *thread_id, const char *run_id, const char *user,
+/* How a search's statement reads the scope: the candidates' ids, the scope in the thread
+ * index's order where runfs_cand says a row is a candidate, or every row of it in that order. */
+enum { READ_IDS, READ_WALK, READ_ALL };
+
+/* The statement that reads a search's candidates in the answer's order (how), its parameters
+ * bound. */
+static int search_stmt(rs_backend *b, int how, const rs_buf *expr, const rs_buf *bits, int64_t upto,
+                       const char *thread_id, const char *run_id, const char *user,
                        const char *after_thread, int64_t after_seq, sqlite3_stmt **out, rs_err *err)
 {
-    int rc;
+    int rc, walk = how != READ_IDS;
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    if ((walk
+    if ((how == READ_ALL
+             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE 1"))
+         : walk
              ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
                                         " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
              : (rc = rs_buf_addstr(
@@ -452,17 +458,96 @@ static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
         return rc;
-    if (walk)
+    if (how == READ_WALK)
         sqlite3_bind_blob(st, 1, bits->buf, (int)bits->len, SQLITE_TRANSIENT);
-    else
+    else if (how == READ_IDS)
         sqlite3_bind_text(st, 1, expr->buf, (int)expr->len, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, upto);
+    if (how != READ_ALL)
+        sqlite3_bind_int64(st, 2, upto);
     bind_scope(st, thread_id, run_id, user);
     if (after_thread) {
         sq_bind_text(st, 6, after_thread);
         sqlite3_bind_int64(st, 7, after_seq);
     }
     *out = st;
+    return 0;
+}
+
+/* Whether the row st stands on (SQ_ROW_COLUMNS, id last) may match q, from its content and
+ * metadata alone: a row no line of which can match is passed over with its other columns
+ * unread and no line made (*canonical: whether runfs stored it, for the row read after). */
+static int row_may(rs_backend *b, sq_canon *canon, sqlite3_stmt *st, const rs_search *q, int64_t id,
+                   int *canonical)
+{
+    *canonical = sq_canon_has(b, canon, id);
+    if (!*canonical)
+        return 1;
+    rs_row row = {.canonical = 1};
+    row.content = (const char *)sqlite3_column_text(st, 5);
+    row.content_len = (size_t)sqlite3_column_bytes(st, 5);
+    row.metadata = (const char *)sqlite3_column_text(st, 6);
+    row.metadata_len = (size_t)sqlite3_column_bytes(st, 6);
+    if (!row.content)
+        row.content = "";
+    if (!row.metadata)
+        row.metadata = "{}";
+    return rs_search_may_match(q, &row);
+}
+
+/* A search's statement read: each row that may match rendered (row_may). */
+typedef struct scan_cursor {
+    rs_cursor base;
+    rs_backend *b;
+    sqlite3_stmt *st;
+    const rs_search *q;
+    sq_canon canon;
+} scan_cursor;
+
+static int scan_next(rs_cursor *base, const rs_record **out)
+{
+    scan_cursor *c = (scan_cursor *)base;
+    for (;;) {
+        int src = sqlite3_step(c->st), canonical;
+        if (src == SQLITE_DONE)
+            return 0;
+        if (src != SQLITE_ROW)
+            return sq_fail(c->b, src, NULL, "read");
+        int64_t id = sqlite3_column_int64(c->st, 9), off = 0;
+        if (!row_may(c->b, &c->canon, c->st, c->q, id, &canonical))
+            continue;
+        sq_row(&base->row, c->st, 0);
+        base->row_id = id;
+        base->row.canonical = canonical;
+        int rc = rs_cursor_emit(base, 0, &off, 0, out);
+        if (rc)
+            return rc;
+    }
+}
+
+static void scan_free(rs_cursor *base)
+{
+    scan_cursor *c = (scan_cursor *)base;
+    sq_stmt_done(c->b, c->st);
+    rs_buf_release(&base->line);
+    free(c);
+}
+
+static int scan_new(rs_backend *b, sqlite3_stmt *st, const rs_search *q, rs_cursor **out,
+                    rs_err *err)
+{
+    scan_cursor *c = calloc(1, sizeof *c);
+    if (!c) {
+        sq_stmt_done(b, st);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    c->base.next = scan_next;
+    c->base.free = scan_free;
+    c->base.line = (rs_buf)RS_BUF_INIT;
+    c->b = b;
+    c->st = st;
+    c->q = q;
+    c->canon = SQ_CANON_INIT;
+    *out = &c->base;
     return 0;
 }
 
@@ -573,8 +658,11 @@ static int held_range(held_cursor *c, rs_backend *b, sqlite3_stmt *st, const rs_
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 9), off = 0;
         const rs_record *rec;
+        int canonical;
+        if (!row_may(b, canon, st, q, id, &canonical))
+            continue;
         sq_row(&c->base.row, st, 0);
-        c->base.row.canonical = sq_canon_has(b, canon, id);
+        c->base.row.canonical = canonical;
         if ((rc = rs_cursor_emit(&c->base, 0, &off, 0, &rec)) == 1 &&
             (rc = rs_search_match_at(q, rec, &c->base.spans)) == 1)
             rc = held_add(c, rec, id);
@@ -663,18 +751,23 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
               rs_err *err)
 {
     rs_buf expr = RS_BUF_INIT, bits = RS_BUF_INIT;
-    int rc = match_expr(q, &expr), has = 0, found;
+    int rc = match_expr(q, &expr), has = 0, found, text = 0;
     if (rc)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    if (expr.len == 0) {
+    for (size_t i = 0; i < q->n; i++)
+        text |= q->terms[i].kind == RS_TERM_TEXT && !q->terms[i].negate && q->terms[i].len > 0;
+    /* No text term a row's columns can rule out: the scan by thread (search_run.c) narrows
+     * by a type or category the query requires. */
+    if (!text) {
         rs_buf_release(&expr);
         return -ENOSYS;
     }
-    /* A read-only store uses the index as it finds it: what lies above it is scanned. */
-    if (!b->read_only)
+    /* A read-only store uses the index as it finds it: what lies above it is scanned. A
+     * query with no term of three bytes reads every row of the scope. */
+    if (expr.len && !b->read_only)
         rc = sync_index(b, err);
     int64_t upto = 0;
-    if (!rc)
+    if (!rc && expr.len)
         rc = has_index(b, &has, err);
     if (!rc && has)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
@@ -682,14 +775,19 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     int64_t hits = 0, cols = upto / SUB;
     if (!rc && has)
         rc = cand_bits(b, expr.buf, upto, &bits, &hits, err);
-    /* Candidates in most columns: the index hardly narrows, a scan of the scope's threads
-     * reads as much. */
+    /* Candidates in most columns: the index hardly narrows, a read of the scope's every
+     * row reads as much. That read, as the others, renders only the rows whose columns may
+     * match (row_may: most rows of a word in a third of them are passed over unrendered). */
     if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > cols * 3)
         has = 0;
     if (rc || !has) {
+        sqlite3_stmt *st = NULL;
+        if (!rc)
+            rc = search_stmt(b, READ_ALL, &expr, &bits, upto, thread_id, run_id, user, after_thread,
+                             after_seq, &st, err);
         rs_buf_release(&expr);
         rs_buf_release(&bits);
-        return rc ? rc : -ENOSYS;
+        return rc ? rc : scan_new(b, st, q, out, err);
     }
     /* Candidates in more than a sixty-fourth of the columns: the scope's rows in order of the
      * thread index, each row read only where runfs_cand says its id is a candidate (from the
@@ -709,11 +807,11 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     sqlite3_stmt *st = NULL;
     rc = held ? held_new(b, q, &bits, upto, thread_id, run_id, user, out, err) : 0;
     if (!held || rc == -E2BIG)
-        rc = search_stmt(b, walk, &expr, &bits, upto, thread_id, run_id, user, after_thread,
-                         after_seq, &st, err);
+        rc = search_stmt(b, walk ? READ_WALK : READ_IDS, &expr, &bits, upto, thread_id, run_id,
+                         user, after_thread, after_seq, &st, err);
     rs_buf_release(&expr);
     rs_buf_release(&bits);
-    return rc || !st ? rc : sq_cursor_new(b, st, 0, 0, 0, out, err);
+    return rc || !st ? rc : scan_new(b, st, q, out, err);
 }
 
 int sq_search_forget(rs_backend *b, rs_err *err)
