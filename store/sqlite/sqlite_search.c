@@ -80,10 +80,16 @@ static const char search_triggers[] =
     "    AND value >= old.id AND old.id > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n";
 
+static void may_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args);
+
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
     int64_t v = 0;
     int found, rc = b->trigram ? 0 : sq_trigram_register(b, err);
+    if (!rc && !b->trigram &&
+        sqlite3_create_function_v2(b->db, "runfs_may", 4, SQLITE_UTF8, NULL, may_fn, NULL, NULL,
+                                   NULL) != SQLITE_OK)
+        rc = rs_err_set(err, -ENOMEM, "out of memory");
     b->trigram = rc == 0;
     if (!rc)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
@@ -414,6 +420,10 @@ static void bind_scope(sqlite3_stmt *st, const char *thread_id, const char *run_
         sq_bind_text(st, 5, user);
 }
 
+/* The condition of every search statement that passes over rows whose columns cannot match
+ * (may_fn), ?8 the statement's may_ctx. */
+#define MAY_SQL "runfs_may(?8, e.id, e.content, e.event_metadata)"
+
 /* How a search's statement reads the scope: the candidates' ids, the scope in the thread
  * index's order where runfs_cand says a row is a candidate, or every row of it in that order. */
 enum { READ_IDS, READ_WALK, READ_ALL };
@@ -427,11 +437,12 @@ static int search_stmt(rs_backend *b, int how, const rs_buf *expr, const rs_buf 
     int rc, walk = how != READ_IDS;
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    if ((how == READ_ALL
-             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE 1"))
+    if ((how == READ_ALL ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                                                    " FROM run_events e WHERE " MAY_SQL))
          : walk
-             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
-                                        " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
+             ? (rc = rs_buf_addstr(
+                    sql, "SELECT " SQ_ROW_COLUMNS
+                         " FROM run_events e WHERE runfs_cand(?1, ?2, e.id) AND " MAY_SQL))
              : (rc = rs_buf_addstr(
                     sql, "WITH s (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), "
                          "(10), (11), (12), (13), (14), (15)), r (k) AS (VALUES (0), (1), (2), "
@@ -441,7 +452,7 @@ static int search_stmt(rs_backend *b, int how, const rs_buf *expr, const rs_buf 
                          "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 "
                          "FROM runfs_search_dirty) f CROSS JOIN s CROSS JOIN r WHERE "
                          "f.m >> s.k & 1 AND f.blk * 64 + s.k * 4 + r.k + 1 <= ?2 UNION ALL SELECT "
-                         "id FROM run_events WHERE id > ?2)"))) ||
+                         "id FROM run_events WHERE id > ?2) AND " MAY_SQL))) ||
         (thread_id &&
          (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
         (run_id &&
@@ -473,33 +484,41 @@ static int search_stmt(rs_backend *b, int how, const rs_buf *expr, const rs_buf 
     return 0;
 }
 
-/* Whether the row st stands on (SQ_ROW_COLUMNS, id last) may match q, from its content and
- * metadata alone: a row no line of which can match is passed over with its other columns
- * unread and no line made (*canonical: whether runfs stored it, for the row read after). */
-static int row_may(rs_backend *b, sq_canon *canon, sqlite3_stmt *st, const rs_search *q, int64_t id,
-                   int *canonical)
+/* What runfs_may decides by: the search's query, and the canonical ranges its rows fall in. */
+typedef struct may_ctx {
+    rs_backend *b;
+    const rs_search *q;
+    sq_canon canon;
+} may_ctx;
+
+/* runfs_may(ctx, id, content, metadata): 0 when the row's columns say no line of it can
+ * match the query (rs_search_may_match), else 1. In a search's WHERE, ahead of its columns:
+ * a row passed over costs two columns read, none of the others, and no line made. */
+static void may_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args)
 {
-    *canonical = sq_canon_has(b, canon, id);
-    if (!*canonical)
-        return 1;
+    (void)n_args;
+    may_ctx *m = sqlite3_value_pointer(args[0], "runfs_may");
+    if (!m || !sq_canon_has(m->b, &m->canon, sqlite3_value_int64(args[1]))) {
+        sqlite3_result_int(ctx, 1);
+        return;
+    }
     rs_row row = {.canonical = 1};
-    row.content = (const char *)sqlite3_column_text(st, 5);
-    row.content_len = (size_t)sqlite3_column_bytes(st, 5);
-    row.metadata = (const char *)sqlite3_column_text(st, 6);
-    row.metadata_len = (size_t)sqlite3_column_bytes(st, 6);
+    row.content = (const char *)sqlite3_value_text(args[2]);
+    row.content_len = (size_t)sqlite3_value_bytes(args[2]);
+    row.metadata = (const char *)sqlite3_value_text(args[3]);
+    row.metadata_len = (size_t)sqlite3_value_bytes(args[3]);
     if (!row.content)
         row.content = "";
     if (!row.metadata)
         row.metadata = "{}";
-    return rs_search_may_match(q, &row);
+    sqlite3_result_int(ctx, rs_search_may_match(m->q, &row));
 }
 
-/* A search's statement read: each row that may match rendered (row_may). */
+/* A search's statement read (its rows those runfs_may let by), each rendered. */
 typedef struct scan_cursor {
     rs_cursor base;
-    rs_backend *b;
     sqlite3_stmt *st;
-    const rs_search *q;
+    may_ctx may;
     sq_canon canon;
 } scan_cursor;
 
@@ -507,17 +526,15 @@ static int scan_next(rs_cursor *base, const rs_record **out)
 {
     scan_cursor *c = (scan_cursor *)base;
     for (;;) {
-        int src = sqlite3_step(c->st), canonical;
+        int src = sqlite3_step(c->st);
         if (src == SQLITE_DONE)
             return 0;
         if (src != SQLITE_ROW)
-            return sq_fail(c->b, src, NULL, "read");
-        int64_t id = sqlite3_column_int64(c->st, 9), off = 0;
-        if (!row_may(c->b, &c->canon, c->st, c->q, id, &canonical))
-            continue;
+            return sq_fail(c->may.b, src, NULL, "read");
+        int64_t off = 0;
         sq_row(&base->row, c->st, 0);
-        base->row_id = id;
-        base->row.canonical = canonical;
+        base->row_id = sqlite3_column_int64(c->st, 9);
+        base->row.canonical = sq_canon_has(c->may.b, &c->canon, base->row_id);
         int rc = rs_cursor_emit(base, 0, &off, 0, out);
         if (rc)
             return rc;
@@ -527,7 +544,7 @@ static int scan_next(rs_cursor *base, const rs_record **out)
 static void scan_free(rs_cursor *base)
 {
     scan_cursor *c = (scan_cursor *)base;
-    sq_stmt_done(c->b, c->st);
+    sq_stmt_done(c->may.b, c->st);
     rs_buf_release(&base->line);
     free(c);
 }
@@ -543,10 +560,10 @@ static int scan_new(rs_backend *b, sqlite3_stmt *st, const rs_search *q, rs_curs
     c->base.next = scan_next;
     c->base.free = scan_free;
     c->base.line = (rs_buf)RS_BUF_INIT;
-    c->b = b;
     c->st = st;
-    c->q = q;
+    c->may = (may_ctx){.b = b, .q = q, .canon = SQ_CANON_INIT};
     c->canon = SQ_CANON_INIT;
+    sqlite3_bind_pointer(st, 8, &c->may, "runfs_may", NULL);
     *out = &c->base;
     return 0;
 }
@@ -658,11 +675,8 @@ static int held_range(held_cursor *c, rs_backend *b, sqlite3_stmt *st, const rs_
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 9), off = 0;
         const rs_record *rec;
-        int canonical;
-        if (!row_may(b, canon, st, q, id, &canonical))
-            continue;
         sq_row(&c->base.row, st, 0);
-        c->base.row.canonical = canonical;
+        c->base.row.canonical = sq_canon_has(b, canon, id);
         if ((rc = rs_cursor_emit(&c->base, 0, &off, 0, &rec)) == 1 &&
             (rc = rs_search_match_at(q, rec, &c->base.spans)) == 1)
             rc = held_add(c, rec, id);
@@ -696,7 +710,7 @@ static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
     if (rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
-                           " FROM run_events e WHERE e.id >= ?1 AND e.id <= ?2") ||
+                           " FROM run_events e WHERE e.id >= ?1 AND e.id <= ?2 AND " MAY_SQL) ||
         (thread_id && rs_buf_addstr(sql, " AND +e.thread_id = ?3")) ||
         (run_id && rs_buf_addstr(sql, " AND +e.run_id = ?4")) ||
         (user && rs_buf_addstr(sql, " AND +e.user_id = ?5")))
@@ -706,6 +720,8 @@ static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64
     if (rc)
         return rc;
     bind_scope(st, thread_id, run_id, user);
+    may_ctx may = {.b = b, .q = q, .canon = SQ_CANON_INIT};
+    sqlite3_bind_pointer(st, 8, &may, "runfs_may", NULL);
     held_cursor *c = calloc(1, sizeof *c);
     if (!c) {
         sq_stmt_done(b, st);
@@ -767,8 +783,9 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     if (expr.len && !b->read_only)
         rc = sync_index(b, err);
     int64_t upto = 0;
-    if (!rc && expr.len)
+    if (!rc)
         rc = has_index(b, &has, err);
+    has = has && expr.len;
     if (!rc && has)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
                     &found, err);
