@@ -81,16 +81,29 @@ static const char search_triggers[] =
     "END;\n";
 
 static void may_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args);
+static void in_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args);
+
+/* runfs_may and runfs_in known to the connection (once). */
+static int search_fns(rs_backend *b, rs_err *err)
+{
+    if (b->search_fns)
+        return 0;
+    if (sqlite3_create_function_v2(b->db, "runfs_may", 4, SQLITE_UTF8, NULL, may_fn, NULL, NULL,
+                                   NULL) != SQLITE_OK ||
+        sqlite3_create_function_v2(b->db, "runfs_in", 2, SQLITE_UTF8, NULL, in_fn, NULL, NULL,
+                                   NULL) != SQLITE_OK)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    b->search_fns = 1;
+    return 0;
+}
 
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
     int64_t v = 0;
     int found, rc = b->trigram ? 0 : sq_trigram_register(b, err);
-    if (!rc && !b->trigram &&
-        sqlite3_create_function_v2(b->db, "runfs_may", 4, SQLITE_UTF8, NULL, may_fn, NULL, NULL,
-                                   NULL) != SQLITE_OK)
-        rc = rs_err_set(err, -ENOMEM, "out of memory");
     b->trigram = rc == 0;
+    if (!rc)
+        rc = search_fns(b, err);
     if (!rc)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
                     &found, err);
@@ -850,43 +863,116 @@ int sq_search_forget(rs_backend *b, rs_err *err)
     return rc;
 }
 
-/* Rows by id, each through one cached statement (a lookup of the table's rowid). */
+/* Ids a rows cursor reads by one statement over their range, in order, rather than each by
+ * its own lookup: an ascending run of at least RUN_MIN whose range holds at most RUN_SPAN
+ * rows a run's id (the rows between are passed over by id alone, runfs_in). A lookup is a
+ * descent of the table from its root; a range reads each of its pages once, so an answer of
+ * a tenth of its scope or more (a common word's) costs a scan of it and no more. */
+#define RUN_MIN 16
+#define RUN_SPAN 8
+
+/* The ids of a run a range statement gives, and how far its rows have come. */
+typedef struct id_run {
+    const int64_t *ids;
+    size_t n, at;
+} id_run;
+
+/* runfs_in(run, id): whether id is one of run's, the rows coming in ascending id order. */
+static void in_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args)
+{
+    (void)n_args;
+    id_run *r = sqlite3_value_pointer(args[0], "runfs_in");
+    int64_t id = sqlite3_value_int64(args[1]);
+    while (r && r->at < r->n && r->ids[r->at] < id)
+        r->at++;
+    sqlite3_result_int(ctx, r && r->at < r->n && r->ids[r->at] == id);
+}
+
+/* Rows by id, in the order of the ids: each through one cached statement (a lookup of the
+ * table's rowid), or a run of them through another (its range). */
 typedef struct rows_cursor {
     rs_cursor base;
     rs_backend *b;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st, *range; /* range: NULL until a run needs it */
     const int64_t *ids;
     size_t n, at;
+    size_t run_end; /* while a run is read: where it ends in ids (else 0) */
+    id_run run;
     sq_canon canon;
 } rows_cursor;
+
+/* Where the run of ids from at ends: past the last id of an ascending stretch within
+ * RUN_SPAN rows an id of its start (at + 1 when there is none). */
+static size_t run_end(const int64_t *ids, size_t at, size_t n)
+{
+    size_t k = at + 1;
+    while (k < n && ids[k] > ids[k - 1] &&
+           ids[k] - ids[at] < (int64_t)RUN_SPAN * (int64_t)(k - at + 1))
+        k++;
+    return k;
+}
+
+static int rows_row(rows_cursor *c, sqlite3_stmt *st, const rs_record **out)
+{
+    rs_cursor *base = &c->base;
+    int64_t off = 0;
+    sq_row(&base->row, st, 0);
+    base->row_id = sqlite3_column_int64(st, 9);
+    base->row.canonical = sq_canon_has(c->b, &c->canon, base->row_id);
+    return rs_cursor_emit(base, 0, &off, 0, out);
+}
 
 static int rows_next(rs_cursor *base, const rs_record **out)
 {
     rows_cursor *c = (rows_cursor *)base;
-    while (c->at < c->n) {
-        int64_t id = c->ids[c->at++];
+    for (;;) {
+        int rc, src;
+        if (c->run_end) {
+            if ((src = sqlite3_step(c->range)) == SQLITE_ROW) {
+                if ((rc = rows_row(c, c->range, out)))
+                    return rc;
+                continue;
+            }
+            if (src != SQLITE_DONE)
+                return sq_fail(c->b, src, NULL, "read");
+            c->at = c->run_end;
+            c->run_end = 0;
+        }
+        if (c->at >= c->n)
+            return 0;
+        size_t end = run_end(c->ids, c->at, c->n);
+        if (end - c->at >= RUN_MIN) {
+            rs_err err = {0};
+            if (!c->range &&
+                (rc = sq_stmt_get(c->b,
+                                  "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id >= ?1 "
+                                  "AND e.id <= ?2 AND runfs_in(?3, e.id)",
+                                  &c->range, &err)))
+                return rc;
+            c->run = (id_run){.ids = c->ids + c->at, .n = end - c->at};
+            sqlite3_reset(c->range);
+            sqlite3_bind_int64(c->range, 1, c->ids[c->at]);
+            sqlite3_bind_int64(c->range, 2, c->ids[end - 1]);
+            sqlite3_bind_pointer(c->range, 3, &c->run, "runfs_in", NULL);
+            c->run_end = end;
+            continue;
+        }
         sqlite3_reset(c->st);
-        sqlite3_bind_int64(c->st, 1, id);
-        int src = sqlite3_step(c->st);
-        if (src == SQLITE_DONE)
+        sqlite3_bind_int64(c->st, 1, c->ids[c->at++]);
+        if ((src = sqlite3_step(c->st)) == SQLITE_DONE)
             continue;
         if (src != SQLITE_ROW)
             return sq_fail(c->b, src, NULL, "read");
-        sq_row(&base->row, c->st, 0);
-        base->row_id = id;
-        base->row.canonical = sq_canon_has(c->b, &c->canon, id);
-        int64_t off = 0;
-        int rc = rs_cursor_emit(base, 0, &off, 0, out);
-        if (rc)
+        if ((rc = rows_row(c, c->st, out)))
             return rc;
     }
-    return 0;
 }
 
 static void rows_free(rs_cursor *base)
 {
     rows_cursor *c = (rows_cursor *)base;
     sq_stmt_done(c->b, c->st);
+    sq_stmt_done(c->b, c->range);
     rs_buf_release(&base->line);
     free(c);
 }
@@ -897,6 +983,8 @@ int sq_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out,
      * would lock and unlock the file at each (fcntl, most of a row's cost). */
     int64_t version;
     int rc = sq_look(b, &version, err);
+    if (!rc)
+        rc = search_fns(b, err);
     if (rc)
         return rc;
     rows_cursor *c = calloc(1, sizeof *c);
