@@ -807,7 +807,7 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         rc = cand_bits(b, expr.buf, upto, &bits, &hits, err);
     /* Candidates in most columns: the index hardly narrows, a read of the scope's every
      * row reads as much. That read, as the others, renders only the rows whose columns may
-     * match (row_may: most rows of a word in a third of them are passed over unrendered). */
+     * match (runfs_may: most rows of a word in a third of them are passed over unrendered). */
     if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > cols * 3)
         has = 0;
     if (rc || !has) {
