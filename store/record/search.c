@@ -291,6 +291,39 @@ int rs_search_match_at(const rs_search *q, const rs_record *rec, const rs_event_
     return 1;
 }
 
+/* Whether a stored row's line may hold text term t in its content or metadata. The line holds
+ * content as its bytes (DeerFlow's markers say it is JSON) or as a JSON string of them, and
+ * metadata as its first keep bytes, then '}' when markers were cut: a match in the line is a
+ * match in the column's bytes, unless it takes in the brace the line adds (a term holding
+ * one) or a byte quoting changed (content that is not plain). The string's own quotes are in
+ * no match: a term holds no '"' (rs_search_parse takes each for a quote). */
+static int term_may(const rs_term *t, const rs_row *row, size_t keep, unsigned markers, int *plain)
+{
+    if (text_find(t, row->content, row->content_len) || text_find(t, row->metadata, keep))
+        return 1;
+    if (markers)
+        return memchr(t->text, '}', t->len) != NULL;
+    if (*plain < 0)
+        *plain = rs_json_string_plain(row->content, row->content_len);
+    return !*plain;
+}
+
+int rs_search_may_match(const rs_search *q, const rs_row *row)
+{
+    size_t keep;
+    unsigned markers;
+    if (!row->canonical || !rs_event_stored_meta(row, &keep, &markers))
+        return 1;
+    int plain = -1;
+    for (size_t i = 0; i < q->n; i++) {
+        const rs_term *t = &q->terms[i];
+        if (t->kind == RS_TERM_TEXT && !t->negate && t->len &&
+            !term_may(t, row, keep, markers, &plain))
+            return 0;
+    }
+    return 1;
+}
+
 int rs_search_match(rs_search *q, const rs_record *rec)
 {
     return rs_search_match_at(q, rec, NULL);

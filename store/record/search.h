@@ -40,4 +40,10 @@ int rs_search_spans(const char *line, size_t len, size_t *c, size_t *clen, size_
  * rs_search_spans). */
 int rs_search_match_at(const rs_search *q, const rs_record *rec, const rs_event_spans *sp);
 
+/* 0 when no line of row can match q, 1 when one may (the row must be rendered and matched
+ * to know): decided on the stored columns of a row runfs stored (row->canonical), whose
+ * line holds content and metadata as copies (rs_event_stored_meta), with no line made; any
+ * other row may. Only content, metadata and canonical of row are read. */
+int rs_search_may_match(const rs_search *q, const rs_row *row);
+
 #endif

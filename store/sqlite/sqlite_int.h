@@ -169,7 +169,8 @@ struct rs_backend {
      * runs as counted at (unindexed_version, unindexed_gen), for status counts. */
     int64_t commits;
     int64_t unindexed_version, unindexed_gen, unindexed_threads, unindexed_runs;
-    int trigram; /* sqlite_search.c: runfs_trigram registered on this connection */
+    int trigram;    /* sqlite_search.c: runfs_trigram registered on this connection */
+    int search_fns; /* sqlite_search.c: runfs_may and runfs_in registered on it */
     sq_info_kept info_kept[SQ_INFO_SLOTS]; /* owner-less sq_log_info answers, by log */
     int64_t probed_version;                /* data_version as this connection last probed it */
     int one_look;           /* rs_store_one_look: looked_version holds until it is off */

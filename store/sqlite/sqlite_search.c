@@ -80,11 +80,30 @@ static const char search_triggers[] =
     "    AND value >= old.id AND old.id > coalesce((SELECT max(id) FROM run_events), 0);\n"
     "END;\n";
 
+static void may_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args);
+static void in_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args);
+
+/* runfs_may and runfs_in known to the connection (once). */
+static int search_fns(rs_backend *b, rs_err *err)
+{
+    if (b->search_fns)
+        return 0;
+    if (sqlite3_create_function_v2(b->db, "runfs_may", 4, SQLITE_UTF8, NULL, may_fn, NULL, NULL,
+                                   NULL) != SQLITE_OK ||
+        sqlite3_create_function_v2(b->db, "runfs_in", 2, SQLITE_UTF8, NULL, in_fn, NULL, NULL,
+                                   NULL) != SQLITE_OK)
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    b->search_fns = 1;
+    return 0;
+}
+
 static int has_index(rs_backend *b, int *has, rs_err *err)
 {
     int64_t v = 0;
     int found, rc = b->trigram ? 0 : sq_trigram_register(b, err);
     b->trigram = rc == 0;
+    if (!rc)
+        rc = search_fns(b, err);
     if (!rc)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_layout'", NULL, NULL, &v,
                     &found, err);
@@ -414,18 +433,29 @@ static void bind_scope(sqlite3_stmt *st, const char *thread_id, const char *run_
         sq_bind_text(st, 5, user);
 }
 
-/* The statement that reads a search's candidates in the answer's order, its parameters
- * bound: walk, the scope in the thread index's order; else the candidates' ids. */
-static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf *bits,
-                       int64_t upto, const char *thread_id, const char *run_id, const char *user,
+/* The condition of every search statement that passes over rows whose columns cannot match
+ * (may_fn), ?8 the statement's may_ctx. */
+#define MAY_SQL "runfs_may(?8, e.id, e.content, e.event_metadata)"
+
+/* How a search's statement reads the scope: the candidates' ids, the scope in the thread
+ * index's order where runfs_cand says a row is a candidate, or every row of it in that order. */
+enum { READ_IDS, READ_WALK, READ_ALL };
+
+/* The statement that reads a search's candidates in the answer's order (how), its parameters
+ * bound. */
+static int search_stmt(rs_backend *b, int how, const rs_buf *expr, const rs_buf *bits, int64_t upto,
+                       const char *thread_id, const char *run_id, const char *user,
                        const char *after_thread, int64_t after_seq, sqlite3_stmt **out, rs_err *err)
 {
-    int rc;
+    int rc, walk = how != READ_IDS;
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
-    if ((walk
-             ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
-                                        " FROM run_events e WHERE runfs_cand(?1, ?2, e.id)"))
+    if ((how == READ_ALL ? (rc = rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
+                                                    " FROM run_events e WHERE " MAY_SQL))
+         : walk
+             ? (rc = rs_buf_addstr(
+                    sql, "SELECT " SQ_ROW_COLUMNS
+                         " FROM run_events e WHERE runfs_cand(?1, ?2, e.id) AND " MAY_SQL))
              : (rc = rs_buf_addstr(
                     sql, "WITH s (k) AS (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), "
                          "(10), (11), (12), (13), (14), (15)), r (k) AS (VALUES (0), (1), (2), "
@@ -435,7 +465,7 @@ static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf
                          "FROM runfs_search WHERE runfs_search MATCH ?1 UNION ALL SELECT blk, -1 "
                          "FROM runfs_search_dirty) f CROSS JOIN s CROSS JOIN r WHERE "
                          "f.m >> s.k & 1 AND f.blk * 64 + s.k * 4 + r.k + 1 <= ?2 UNION ALL SELECT "
-                         "id FROM run_events WHERE id > ?2)"))) ||
+                         "id FROM run_events WHERE id > ?2) AND " MAY_SQL))) ||
         (thread_id &&
          (rc = rs_buf_addstr(sql, walk ? " AND e.thread_id = ?3" : " AND +e.thread_id = ?3"))) ||
         (run_id &&
@@ -452,17 +482,102 @@ static int search_stmt(rs_backend *b, int walk, const rs_buf *expr, const rs_buf
     sqlite3_stmt *st;
     if ((rc = sq_stmt_get(b, sql->buf, &st, err)))
         return rc;
-    if (walk)
+    if (how == READ_WALK)
         sqlite3_bind_blob(st, 1, bits->buf, (int)bits->len, SQLITE_TRANSIENT);
-    else
+    else if (how == READ_IDS)
         sqlite3_bind_text(st, 1, expr->buf, (int)expr->len, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, upto);
+    if (how != READ_ALL)
+        sqlite3_bind_int64(st, 2, upto);
     bind_scope(st, thread_id, run_id, user);
     if (after_thread) {
         sq_bind_text(st, 6, after_thread);
         sqlite3_bind_int64(st, 7, after_seq);
     }
     *out = st;
+    return 0;
+}
+
+/* What runfs_may decides by: the search's query, and the canonical ranges its rows fall in. */
+typedef struct may_ctx {
+    rs_backend *b;
+    const rs_search *q;
+    sq_canon canon;
+} may_ctx;
+
+/* runfs_may(ctx, id, content, metadata): 0 when the row's columns say no line of it can
+ * match the query (rs_search_may_match), else 1. In a search's WHERE, ahead of its columns:
+ * a row passed over costs two columns read, none of the others, and no line made. */
+static void may_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args)
+{
+    (void)n_args;
+    may_ctx *m = sqlite3_value_pointer(args[0], "runfs_may");
+    if (!m || !sq_canon_has(m->b, &m->canon, sqlite3_value_int64(args[1]))) {
+        sqlite3_result_int(ctx, 1);
+        return;
+    }
+    rs_row row = {.canonical = 1};
+    row.content = (const char *)sqlite3_value_text(args[2]);
+    row.content_len = (size_t)sqlite3_value_bytes(args[2]);
+    row.metadata = (const char *)sqlite3_value_text(args[3]);
+    row.metadata_len = (size_t)sqlite3_value_bytes(args[3]);
+    if (!row.content)
+        row.content = "";
+    if (!row.metadata)
+        row.metadata = "{}";
+    sqlite3_result_int(ctx, rs_search_may_match(m->q, &row));
+}
+
+/* A search's statement read (its rows those runfs_may let by), each rendered. */
+typedef struct scan_cursor {
+    rs_cursor base;
+    sqlite3_stmt *st;
+    may_ctx may;
+    sq_canon canon;
+} scan_cursor;
+
+static int scan_next(rs_cursor *base, const rs_record **out)
+{
+    scan_cursor *c = (scan_cursor *)base;
+    for (;;) {
+        int src = sqlite3_step(c->st);
+        if (src == SQLITE_DONE)
+            return 0;
+        if (src != SQLITE_ROW)
+            return sq_fail(c->may.b, src, NULL, "read");
+        int64_t off = 0;
+        sq_row(&base->row, c->st, 0);
+        base->row_id = sqlite3_column_int64(c->st, 9);
+        base->row.canonical = sq_canon_has(c->may.b, &c->canon, base->row_id);
+        int rc = rs_cursor_emit(base, 0, &off, 0, out);
+        if (rc)
+            return rc;
+    }
+}
+
+static void scan_free(rs_cursor *base)
+{
+    scan_cursor *c = (scan_cursor *)base;
+    sq_stmt_done(c->may.b, c->st);
+    rs_buf_release(&base->line);
+    free(c);
+}
+
+static int scan_new(rs_backend *b, sqlite3_stmt *st, const rs_search *q, rs_cursor **out,
+                    rs_err *err)
+{
+    scan_cursor *c = calloc(1, sizeof *c);
+    if (!c) {
+        sq_stmt_done(b, st);
+        return rs_err_set(err, -ENOMEM, "out of memory");
+    }
+    c->base.next = scan_next;
+    c->base.free = scan_free;
+    c->base.line = (rs_buf)RS_BUF_INIT;
+    c->st = st;
+    c->may = (may_ctx){.b = b, .q = q, .canon = SQ_CANON_INIT};
+    c->canon = SQ_CANON_INIT;
+    sqlite3_bind_pointer(st, 8, &c->may, "runfs_may", NULL);
+    *out = &c->base;
     return 0;
 }
 
@@ -608,7 +723,7 @@ static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
     if (rs_buf_addstr(sql, "SELECT " SQ_ROW_COLUMNS
-                           " FROM run_events e WHERE e.id >= ?1 AND e.id <= ?2") ||
+                           " FROM run_events e WHERE e.id >= ?1 AND e.id <= ?2 AND " MAY_SQL) ||
         (thread_id && rs_buf_addstr(sql, " AND +e.thread_id = ?3")) ||
         (run_id && rs_buf_addstr(sql, " AND +e.run_id = ?4")) ||
         (user && rs_buf_addstr(sql, " AND +e.user_id = ?5")))
@@ -618,6 +733,8 @@ static int held_new(rs_backend *b, const rs_search *q, const rs_buf *bits, int64
     if (rc)
         return rc;
     bind_scope(st, thread_id, run_id, user);
+    may_ctx may = {.b = b, .q = q, .canon = SQ_CANON_INIT};
+    sqlite3_bind_pointer(st, 8, &may, "runfs_may", NULL);
     held_cursor *c = calloc(1, sizeof *c);
     if (!c) {
         sq_stmt_done(b, st);
@@ -663,33 +780,44 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
               rs_err *err)
 {
     rs_buf expr = RS_BUF_INIT, bits = RS_BUF_INIT;
-    int rc = match_expr(q, &expr), has = 0, found;
+    int rc = match_expr(q, &expr), has = 0, found, text = 0;
     if (rc)
         return rs_err_set(err, -ENOMEM, "out of memory");
-    if (expr.len == 0) {
+    for (size_t i = 0; i < q->n; i++)
+        text |= q->terms[i].kind == RS_TERM_TEXT && !q->terms[i].negate && q->terms[i].len > 0;
+    /* No text term a row's columns can rule out: the scan by thread (search_run.c) narrows
+     * by a type or category the query requires. */
+    if (!text) {
         rs_buf_release(&expr);
         return -ENOSYS;
     }
-    /* A read-only store uses the index as it finds it: what lies above it is scanned. */
-    if (!b->read_only)
+    /* A read-only store uses the index as it finds it: what lies above it is scanned. A
+     * query with no term of three bytes reads every row of the scope. */
+    if (expr.len && !b->read_only)
         rc = sync_index(b, err);
     int64_t upto = 0;
     if (!rc)
         rc = has_index(b, &has, err);
+    has = has && expr.len;
     if (!rc && has)
         rc = sq_int(b, "SELECT value FROM runfs_meta WHERE key = 'search_upto'", NULL, NULL, &upto,
                     &found, err);
     int64_t hits = 0, cols = upto / SUB;
     if (!rc && has)
         rc = cand_bits(b, expr.buf, upto, &bits, &hits, err);
-    /* Candidates in most columns: the index hardly narrows, a scan of the scope's threads
-     * reads as much. */
+    /* Candidates in most columns: the index hardly narrows, a read of the scope's every
+     * row reads as much. That read, as the others, renders only the rows whose columns may
+     * match (runfs_may: most rows of a word in a third of them are passed over unrendered). */
     if (!rc && has && upto >= DENSE_MIN * BLOCK && hits * 4 > cols * 3)
         has = 0;
     if (rc || !has) {
+        sqlite3_stmt *st = NULL;
+        if (!rc)
+            rc = search_stmt(b, READ_ALL, &expr, &bits, upto, thread_id, run_id, user, after_thread,
+                             after_seq, &st, err);
         rs_buf_release(&expr);
         rs_buf_release(&bits);
-        return rc ? rc : -ENOSYS;
+        return rc ? rc : scan_new(b, st, q, out, err);
     }
     /* Candidates in more than a sixty-fourth of the columns: the scope's rows in order of the
      * thread index, each row read only where runfs_cand says its id is a candidate (from the
@@ -709,11 +837,11 @@ int sq_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
     sqlite3_stmt *st = NULL;
     rc = held ? held_new(b, q, &bits, upto, thread_id, run_id, user, out, err) : 0;
     if (!held || rc == -E2BIG)
-        rc = search_stmt(b, walk, &expr, &bits, upto, thread_id, run_id, user, after_thread,
-                         after_seq, &st, err);
+        rc = search_stmt(b, walk ? READ_WALK : READ_IDS, &expr, &bits, upto, thread_id, run_id,
+                         user, after_thread, after_seq, &st, err);
     rs_buf_release(&expr);
     rs_buf_release(&bits);
-    return rc || !st ? rc : sq_cursor_new(b, st, 0, 0, 0, out, err);
+    return rc || !st ? rc : scan_new(b, st, q, out, err);
 }
 
 int sq_search_forget(rs_backend *b, rs_err *err)
@@ -735,43 +863,116 @@ int sq_search_forget(rs_backend *b, rs_err *err)
     return rc;
 }
 
-/* Rows by id, each through one cached statement (a lookup of the table's rowid). */
+/* Ids a rows cursor reads by one statement over their range, in order, rather than each by
+ * its own lookup: an ascending run of at least RUN_MIN whose range holds at most RUN_SPAN
+ * rows a run's id (the rows between are passed over by id alone, runfs_in). A lookup is a
+ * descent of the table from its root; a range reads each of its pages once, so an answer of
+ * a tenth of its scope or more (a common word's) costs a scan of it and no more. */
+#define RUN_MIN 16
+#define RUN_SPAN 8
+
+/* The ids of a run a range statement gives, and how far its rows have come. */
+typedef struct id_run {
+    const int64_t *ids;
+    size_t n, at;
+} id_run;
+
+/* runfs_in(run, id): whether id is one of run's, the rows coming in ascending id order. */
+static void in_fn(sqlite3_context *ctx, int n_args, sqlite3_value **args)
+{
+    (void)n_args;
+    id_run *r = sqlite3_value_pointer(args[0], "runfs_in");
+    int64_t id = sqlite3_value_int64(args[1]);
+    while (r && r->at < r->n && r->ids[r->at] < id)
+        r->at++;
+    sqlite3_result_int(ctx, r && r->at < r->n && r->ids[r->at] == id);
+}
+
+/* Rows by id, in the order of the ids: each through one cached statement (a lookup of the
+ * table's rowid), or a run of them through another (its range). */
 typedef struct rows_cursor {
     rs_cursor base;
     rs_backend *b;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st, *range; /* range: NULL until a run needs it */
     const int64_t *ids;
     size_t n, at;
+    size_t run_end; /* while a run is read: where it ends in ids (else 0) */
+    id_run run;
     sq_canon canon;
 } rows_cursor;
+
+/* Where the run of ids from at ends: past the last id of an ascending stretch within
+ * RUN_SPAN rows an id of its start (at + 1 when there is none). */
+static size_t run_end(const int64_t *ids, size_t at, size_t n)
+{
+    size_t k = at + 1;
+    while (k < n && ids[k] > ids[k - 1] &&
+           ids[k] - ids[at] < (int64_t)RUN_SPAN * (int64_t)(k - at + 1))
+        k++;
+    return k;
+}
+
+static int rows_row(rows_cursor *c, sqlite3_stmt *st, const rs_record **out)
+{
+    rs_cursor *base = &c->base;
+    int64_t off = 0;
+    sq_row(&base->row, st, 0);
+    base->row_id = sqlite3_column_int64(st, 9);
+    base->row.canonical = sq_canon_has(c->b, &c->canon, base->row_id);
+    return rs_cursor_emit(base, 0, &off, 0, out);
+}
 
 static int rows_next(rs_cursor *base, const rs_record **out)
 {
     rows_cursor *c = (rows_cursor *)base;
-    while (c->at < c->n) {
-        int64_t id = c->ids[c->at++];
+    for (;;) {
+        int rc, src;
+        if (c->run_end) {
+            if ((src = sqlite3_step(c->range)) == SQLITE_ROW) {
+                if ((rc = rows_row(c, c->range, out)))
+                    return rc;
+                continue;
+            }
+            if (src != SQLITE_DONE)
+                return sq_fail(c->b, src, NULL, "read");
+            c->at = c->run_end;
+            c->run_end = 0;
+        }
+        if (c->at >= c->n)
+            return 0;
+        size_t end = run_end(c->ids, c->at, c->n);
+        if (end - c->at >= RUN_MIN) {
+            rs_err err = {0};
+            if (!c->range &&
+                (rc = sq_stmt_get(c->b,
+                                  "SELECT " SQ_ROW_COLUMNS " FROM run_events e WHERE e.id >= ?1 "
+                                  "AND e.id <= ?2 AND runfs_in(?3, e.id)",
+                                  &c->range, &err)))
+                return rc;
+            c->run = (id_run){.ids = c->ids + c->at, .n = end - c->at};
+            sqlite3_reset(c->range);
+            sqlite3_bind_int64(c->range, 1, c->ids[c->at]);
+            sqlite3_bind_int64(c->range, 2, c->ids[end - 1]);
+            sqlite3_bind_pointer(c->range, 3, &c->run, "runfs_in", NULL);
+            c->run_end = end;
+            continue;
+        }
         sqlite3_reset(c->st);
-        sqlite3_bind_int64(c->st, 1, id);
-        int src = sqlite3_step(c->st);
-        if (src == SQLITE_DONE)
+        sqlite3_bind_int64(c->st, 1, c->ids[c->at++]);
+        if ((src = sqlite3_step(c->st)) == SQLITE_DONE)
             continue;
         if (src != SQLITE_ROW)
             return sq_fail(c->b, src, NULL, "read");
-        sq_row(&base->row, c->st, 0);
-        base->row_id = id;
-        base->row.canonical = sq_canon_has(c->b, &c->canon, id);
-        int64_t off = 0;
-        int rc = rs_cursor_emit(base, 0, &off, 0, out);
-        if (rc)
+        if ((rc = rows_row(c, c->st, out)))
             return rc;
     }
-    return 0;
 }
 
 static void rows_free(rs_cursor *base)
 {
     rows_cursor *c = (rows_cursor *)base;
     sq_stmt_done(c->b, c->st);
+    sq_stmt_done(c->b, c->range);
     rs_buf_release(&base->line);
     free(c);
 }
@@ -782,6 +983,8 @@ int sq_search_rows(rs_backend *b, const int64_t *ids, size_t n, rs_cursor **out,
      * would lock and unlock the file at each (fcntl, most of a row's cost). */
     int64_t version;
     int rc = sq_look(b, &version, err);
+    if (!rc)
+        rc = search_fns(b, err);
     if (rc)
         return rc;
     rows_cursor *c = calloc(1, sizeof *c);

@@ -53,6 +53,21 @@ int rs_buf_add_json_string(rs_buf *out, const char *s, size_t len)
     return 0;
 }
 
+int rs_json_string_plain(const char *s, size_t len)
+{
+    const u8 *p = (const u8 *)s, *end = p + len;
+    for (;;) {
+        p += plain_run(p, end);
+        if (p >= end)
+            return 1;
+        int cls = str_class[*p];
+        size_t k = cls >= C_U2 ? utf8_seq(p, end, cls) : 0;
+        if (!k)
+            return 0;
+        p += k;
+    }
+}
+
 /* memchr finds the candidate quotes. */
 const char *rs_quote_end(const char *p, const char *end)
 {

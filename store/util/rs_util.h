@@ -27,6 +27,9 @@ void rs_buf_remove_front(rs_buf *b, size_t n); /* drop the first n bytes */
  * characters escaped, NUL as \u0000); each invalid UTF-8 sequence becomes U+FFFD, so any
  * bytes render. The project's one JSON string quoter. */
 int rs_buf_add_json_string(rs_buf *b, const char *s, size_t len);
+/* 1 when rs_buf_add_json_string puts s[0..len) between its quotes as it is (no escape, no
+ * replacement), else 0. */
+int rs_json_string_plain(const char *s, size_t len);
 /* Just past the closing quote of the JSON string whose body (after the opening quote) starts
  * at p, or NULL when it does not close before end: a quote after an odd run of backslashes is
  * escaped. The project's one string scanner, for the views' light JSON walkers too. */

@@ -1178,3 +1178,50 @@ release() {
   check "$MNT" okapisecret
   [ "$(grep -c . "$WORK/got")" -eq 0 ] || fail "the redacted row is still found: $(cat "$WORK/got")"
 }
+
+@test "search: rows runfs stored that a common word's columns rule out are passed over; the answer is the reference, read whole and by the rows a stat kept" {
+  runfs_unmount "$MNT"
+  # No answer's bytes kept: a cat after a stat reads the rows the stat kept, runs of them
+  # by their ids' range.
+  RUNFS_KEPT_ANSWER_MAX=0 runfs_mount "$STORE" "$MNT"
+  # 4,800 rows put by runfs in four threads (past the index's 64 blocks, a word in a third
+  # of the rows is in most of its columns: every row is read): the word at a content's
+  # start and end, inside longer tokens, in capitals, beside escaped bytes (a quote, a
+  # newline, a tab), beside other Unicode and in JSON content and metadata.
+  local t i
+  for t in 1 2 3 4; do
+    mkdir -p "$MNT/threads/T-may$t/runs/r1"
+    for ((i = 1; i <= 1200; i++)); do
+      case $((i % 9)) in
+        0) ev_error "wombat at the start $i" ;;
+        1) ev_error "ends with a wombat" ;;
+        2) ev_error "the wombats' burrow $i" ;;
+        3) ev_error "a WomBat in capitals" ;;
+        4) ev_error 'a \"wombat\" quoted, then a line\nwombat\tafter a tab' ;;
+        5) ev_ai "wömbat and wombat ☕ $i" "$i" ;;
+        6) ev_human "nothing here but a womb and a bat $i" "$i" ;;
+        7) printf '{"event_type":"llm.error","content":"plain %s","metadata":{"caller":"lead","zoo":"Wombat-7"}}\n' "$i" ;;
+        8) ev_error "filler line $i with nothing" ;;
+      esac
+    done > "$WORK/lines"
+    cat "$WORK/lines" >> "$MNT/threads/T-may$t/runs/r1/events.jsonl"
+  done
+  local q
+  for q in wombat 'WOMBAT' 'ombat' 'wombats' '"a wombat"' '"a \"' 'n\nwombat' 'wombat\t' 'bat ☕' \
+    'wömbat' '"wombat\"' 'wombat-7' 'wombat-7 lead' 'wombat -capitals' 'type:llm.ai.response wombat' \
+    'womb' 'wo' 'by:run wombat'; do
+    case $q in
+      by:run*) ;;
+      *) check "$MNT" "$q" || fail "[$q] at the root"
+         check "$MNT" "$q" T-may2 || fail "[$q] in a thread"
+         check "$MNT" "$q" T-may3 r1 || fail "[$q] in a run" ;;
+    esac
+    # The size first, then the bytes: the rows the stat kept, read again.
+    local p="search/  $q"
+    stat -c %s "$MNT/$p" > "$WORK/size"
+    cat "$MNT/$p" > "$WORK/got"
+    ref "$q" > "$WORK/want"
+    cmp "$WORK/want" "$WORK/got" || fail "a stat then a cat of [$q] differs from the reference"
+    [ "$(cat "$WORK/size")" -eq "$(wc -c < "$WORK/want")" ] || fail "the size of [$q] is not its bytes"
+  done
+}
