@@ -815,3 +815,42 @@ PY
     assert_output "$(printf 'ok\nok')"
   done
 }
+
+@test "a reader at the end of otel.json reading again after its run grows gets ESTALE, never its old end and the new tail" {
+  run python3 - "$RUNFS" "$STORE" "$MNT" <<'PY'
+import errno, json, os, subprocess, sys, time
+runfs, store, mnt = sys.argv[1:]
+rel = "threads/ts/runs/r1/otel.json"
+path = os.path.join(mnt, rel)
+def cat():
+    return subprocess.run([runfs, "cat", store, rel], stdout=subprocess.PIPE, check=True).stdout
+log = open(os.path.join(mnt, "threads/ts/runs/r1/events.jsonl"), "a")  # the run is live
+before = cat()
+fd = os.open(path, os.O_RDONLY)
+got = b""
+while True:
+    b = os.read(fd, 1 << 16)
+    if not b:
+        break
+    got += b
+assert got == before, "the first read is not the file"
+log.write(json.dumps({"event_type": "llm.error", "content": "boom"}) + "\n")
+log.flush()
+after = cat()
+assert not after.startswith(before), "the append changed no byte the reader read: no test"
+try:
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        got += b
+    print("before" if got == before else "after" if got == after else "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+os.close(fd)
+log.close()
+PY
+  assert_success
+  # Its end closed the document before the error's span: only ESTALE is true.
+  assert_output "ESTALE"
+}
