@@ -2490,6 +2490,11 @@ static int grows_back(rfs_kind kind)
 static int appended(rfs_reader *r, rs_store *s, int64_t off, rs_buf *out, size_t had, rs_err *err)
 {
     const rfs_node *n = r->node;
+    sent_note(r, off, out->buf + had, out->len - had);
+    /* A first read is found the same or not at the next, against the open's version: an
+     * open that pushes a small file whole to the kernel's cache pays no look more. */
+    if (off == 0 && !r->gave)
+        return 0;
     rs_log_info info;
     int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
     int rc =
@@ -2497,7 +2502,6 @@ static int appended(rfs_reader *r, rs_store *s, int64_t off, rs_buf *out, size_t
     if (rc)
         return rc;
     int64_t now = info.exists ? rfs_view_version(&info) : -1;
-    sent_note(r, off, out->buf + had, out->len - had);
     if (now == r->checked)
         return 0;
     int same = 0;
