@@ -397,6 +397,7 @@ static void reader_caching(rfs_mount *m, fuse_ino_t ino, const rfs_node *n, rfs_
         h->paged_version = by_version ? version : -1;
     } else {
         fi->direct_io = 1;
+        rfs_reader_direct(h->reader);
     }
 }
 

@@ -145,6 +145,10 @@ struct rfs_reader {
      * (rs_store_thread_rewrites) had not passed it; -1: not known. */
     int64_t base;
     int64_t given_to; /* logs and streams: [0, given_to) was all given by this reader */
+    /* Views whose earlier bytes an append may change (grows_back): the view's version its
+     * given bytes were last found to be of (at first, the open's). */
+    int64_t checked;
+    int direct; /* rfs_reader_direct: no byte its caller got came from the kernel's cache */
 };
 
 /* A search reopens its cursor at each read (the store's connection is the read's only), and
@@ -1577,7 +1581,7 @@ int rfs_reader_open(rfs_reader **out, rs_store *s, const rfs_scope *sc, const rf
         rs_store_rewrites(s, &r->base))
         r->base = -1;
     r->mtime_ns = st.mtime_ns;
-    r->version = st.version;
+    r->version = r->checked = st.version;
     r->size = r->shape == RFS_SHAPE_LOG || r->shape == RFS_SHAPE_DOC ? st.size : -1;
     *out = r;
     return 0;
@@ -1627,6 +1631,11 @@ int64_t rfs_reader_size(const rfs_reader *r)
 void rfs_reader_keep_behind(rfs_reader *r, size_t bytes)
 {
     r->behind = bytes;
+}
+
+void rfs_reader_direct(rfs_reader *r)
+{
+    r->direct = 1;
 }
 
 /* The log's bytes [off, off + size) as the rows are now. */
@@ -2460,6 +2469,73 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     return 0;
 }
 
+/* Views whose bytes before their end an append may change: history.jsonl (a later run's
+ * start or terminal hides an earlier run), transcript.md (a run's heading says the status its
+ * terminal gives later; a call's line waits for its result) and otel.json (its document's
+ * closing bytes come before the spans of rows added after). */
+static int grows_back(rfs_kind kind)
+{
+    return kind == RFS_T_HISTORY || kind == RFS_T_TRANSCRIPT || kind == RFS_R_OTEL;
+}
+
+/* A read of a view whose earlier bytes an append may change (grows_back), its bytes just
+ * rendered into out from had: where the view's rows changed since what it gave was last found
+ * to be of them (the version read after the read: equal, no row came since), every byte it
+ * gave is compared, by their hashes, with a rendering of the rows as they are now, and the
+ * reader goes on from that rendering where they are the same; else the read fails with
+ * ESTALE rather than splice two renderings. Bytes the kernel's cache may have given it (a
+ * file not read direct, whose bytes before off this reader did not all give) cannot be
+ * compared: it fails where the rows changed since they were last found the same. A reader of
+ * a quiet view pays one look at its log's info per read. */
+static int appended(rfs_reader *r, rs_store *s, int64_t off, rs_buf *out, size_t had, rs_err *err)
+{
+    const rfs_node *n = r->node;
+    sent_note(r, off, out->buf + had, out->len - had);
+    /* A first read is found the same or not at the next, against the open's version: an
+     * open that pushes a small file whole to the kernel's cache pays no look more. */
+    if (off == 0 && !r->gave)
+        return 0;
+    rs_log_info info;
+    int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR;
+    int rc =
+        rs_store_log_info(s, n->thread_id, in_run ? n->run_id : NULL, r->scope.user, &info, err);
+    if (rc)
+        return rc;
+    int64_t now = info.exists ? rfs_view_version(&info) : -1;
+    if (now == r->checked)
+        return 0;
+    int same = 0;
+    rfs_reader *fresh = NULL;
+    if (!r->sent_over && (r->direct || given_below(r, off))) {
+        if (!(fresh = calloc(1, sizeof *fresh)))
+            return rs_err_set(err, -ENOMEM, "out of memory");
+        *fresh = (rfs_reader){.node = n,
+                              .scope = r->scope,
+                              .shape = r->shape,
+                              .size = -1,
+                              .pending = RS_BUF_INIT,
+                              .behind = r->behind,
+                              .rewrites = r->rewrites};
+        rc = sent_same(r, fresh, s, err);
+        same = rc == 1;
+        if (same)
+            stream_take(r, fresh);
+        rfs_reader_free(fresh);
+        if (rc < 0)
+            return rc;
+    }
+    if (same) {
+        r->checked = now;
+        return 0;
+    }
+    rs_buf_setlen(out, had);
+    stale(r, err);
+    return rs_err_set(err, -ESTALE,
+                      "rows appended to its thread changed bytes this file gave before (a "
+                      "run's status, a call's result, a run hidden by its regeneration): open "
+                      "it again");
+}
+
 /* n bytes were given from off. */
 static void gave(rfs_reader *r, int64_t off, size_t n)
 {
@@ -2514,11 +2590,15 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
             rs_buf_setlen(out, had);
             return moved < 0 ? moved : stale(r, err);
         }
+        int back = !search && grows_back(r->node->kind);
+        if (!rc && back)
+            rc = appended(r, s, off, out, had, err);
         if (!rc)
             gave(r, off, out->len - had);
         /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
-         * kept bytes and a search result's by their hashes. */
-        if (!rc && (search || r->kept_last))
+         * kept bytes and a search result's by their hashes (a view an append changes
+         * before its end noted all it gave, above). */
+        if (!rc && !back && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
         r->sent_live = !search && r->kept_last;
         return rc;

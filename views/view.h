@@ -111,6 +111,9 @@ int64_t rfs_reader_size(const rfs_reader *r);
 /* Streams: keep the last bytes read, so that a read a little behind the last one (the
  * kernel's readahead requests, answered in any order) costs no new rendering pass. */
 void rfs_reader_keep_behind(rfs_reader *r, size_t bytes);
+/* The reader's file is read past the kernel's cache (direct I/O): every byte its caller got,
+ * it gave, and a byte it did not give was not read. */
+void rfs_reader_direct(rfs_reader *r);
 
 /* Directory entries of node n that come from the store (threads, runs, types, ...), each
  * passed to fn with its name, whether it is a directory, and, where the listing read them

@@ -660,3 +660,200 @@ many_rows() {
   run rendered_since "$from"
   assert_output ""
 }
+
+# splice_read VIEW HOW: a reader of threads/<thread>/VIEW reads its first page, then rows are
+# appended (HOW put: `runfs put`, another process; mount: through the mount) that change the
+# view's earlier bytes, then it reads the rest. Prints what the reader got: ESTALE, or which
+# rendering its bytes are (before, after, or neither: a splice).
+splice_read() {
+  python3 - "$RUNFS" "$STORE" "$MNT" "$1" "$2" <<'PY'
+import errno, json, os, subprocess, sys, time
+runfs, store, mnt, view, how = sys.argv[1:]
+t = "%s_%s" % (view.split(".")[0], how)
+human = lambda i, text: json.dumps({"event_type": "llm.human.input", "content": {"type": "human", "content": text, "id": "h%d" % i}, "metadata": {"caller": "lead_agent"}})
+def put(run, lines):
+    subprocess.run([runfs, "put", "-q", store, t, run], input="".join(l + "\n" for l in lines).encode(), check=True)
+def cat():
+    return subprocess.run([runfs, "cat", store, "threads/%s/%s" % (t, view)], stdout=subprocess.PIPE, check=True).stdout
+runs = os.path.join(mnt, "threads", t, "runs")
+os.makedirs(os.path.join(runs, "r1"))
+os.makedirs(os.path.join(runs, "r3"))
+with open(os.path.join(runs, "r1", "events.jsonl"), "a") as w:
+    w.write(human(0, "first") + "\n")
+# A long run after r1: r1's heading (transcript.md) and rows (history.jsonl) are on the
+# first page, the rest is far past it.
+put("r2", [human(i, "word " * 60) for i in range(3000)])
+path = os.path.join(mnt, "threads", t, view)
+before = cat()
+fd = os.open(path, os.O_RDONLY)
+got = os.read(fd, 4096)
+if view == "transcript.md":
+    # r1's terminal: its heading, on the first page, says its status now.
+    terminal = {"content": {"status": "error"}, "metadata": {"protocol_version": 1, "recovered": False}}
+    if how == "put":
+        put("r1", [json.dumps(dict(terminal, event_type="run.terminal"))])
+    else:
+        with open(os.path.join(runs, "r1", "once", "run.terminal"), "x") as w:
+            w.write(json.dumps(terminal) + "\n")
+else:
+    # r3 regenerates r1 and succeeds: r1's rows, on the first page, are hidden now.
+    start = {"event_type": "run.start", "content": {"chain": "lead_agent"}, "metadata": {"caller": "lead_agent", "regenerate_from_run_id": "r1"}}
+    terminal = {"content": {"status": "success"}, "metadata": {"protocol_version": 1, "recovered": False}}
+    if how == "put":
+        put("r3", [json.dumps(start), json.dumps(dict(terminal, event_type="run.terminal"))])
+    else:
+        with open(os.path.join(runs, "r3", "events.jsonl"), "a") as w:
+            w.write(json.dumps(start) + "\n")
+        with open(os.path.join(runs, "r3", "once", "run.terminal"), "x") as w:
+            w.write(json.dumps(terminal) + "\n")
+after = cat()
+assert before[:4096] != after[:4096], "the append changed nothing on the first page: no test"
+# The mount knows of the commit (its size is the new rendering's) before the reader reads on.
+deadline = time.monotonic() + 10
+while os.stat(path).st_size != len(after):
+    assert time.monotonic() < deadline, "the mount never saw the append"
+    time.sleep(0.05)
+try:
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        got += b
+    print("before" if got == before else "after" if got == after else "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+os.close(fd)
+PY
+}
+
+@test "a reader of transcript.md open across an append that changes a run's heading on its first page gets ESTALE, never a splice" {
+  for how in put mount; do
+    run splice_read transcript.md "$how"
+    assert_success
+    # Its first page said r1 had no terminal; the file now says error: only ESTALE is true.
+    assert_output "ESTALE"
+  done
+}
+
+@test "a reader of history.jsonl open across an append that hides a run on its first page gets ESTALE, never a splice" {
+  for how in put mount; do
+    run splice_read history.jsonl "$how"
+    assert_success
+    # Its first page had r1's row, which r3's regeneration hides now: only ESTALE is true.
+    assert_output "ESTALE"
+  done
+}
+
+# tail_read HOW: a tail-like reader of transcript.md reads to its end, then a new run is
+# appended (HOW as splice_read's), which changes no byte it gave (every run before it has its
+# terminal), and it reads on. Prints "ok" when what it read in all is the file now.
+tail_read() {
+  python3 - "$RUNFS" "$STORE" "$MNT" "$1" <<'PY'
+import errno, json, os, subprocess, sys, time
+runfs, store, mnt, how = sys.argv[1:]
+t = "tail_" + how
+human = lambda i, text: json.dumps({"event_type": "llm.human.input", "content": {"type": "human", "content": text, "id": "h%d" % i}, "metadata": {"caller": "lead_agent"}})
+start = json.dumps({"event_type": "run.start", "content": {"chain": "lead_agent"}, "metadata": {"caller": "lead_agent"}})
+terminal = {"content": {"status": "success"}, "metadata": {"protocol_version": 1, "recovered": False}}
+def put(run, lines):
+    subprocess.run([runfs, "put", "-q", store, t, run], input="".join(l + "\n" for l in lines).encode(), check=True)
+def cat():
+    return subprocess.run([runfs, "cat", store, "threads/%s/transcript.md" % t], stdout=subprocess.PIPE, check=True).stdout
+put("r1", [start] + [human(i, "word " * 60) for i in range(500)] + [json.dumps(dict(terminal, event_type="run.terminal"))])
+path = os.path.join(mnt, "threads", t, "transcript.md")
+deadline = time.monotonic() + 10
+while not os.path.exists(path) or os.stat(path).st_size != len(cat()):
+    assert time.monotonic() < deadline, "the mount never saw run r1"
+    time.sleep(0.05)
+# A writer holds the thread's log open, as a live agent does: the thread is live, its views
+# read past the kernel's cache.
+held = open(os.path.join(mnt, "threads", t, "runs", "r1", "events.jsonl"), "a")
+whole = cat()
+# Two readers: one from the start, one from its last 4 KiB on (as tail -f starts).
+fds = [os.open(path, os.O_RDONLY), os.open(path, os.O_RDONLY)]
+got = [b"", b""]
+os.lseek(fds[1], len(whole) - 4096, os.SEEK_SET)
+for k in (0, 1):
+    while True:
+        b = os.read(fds[k], 1 << 16)
+        if not b:
+            break
+        got[k] += b
+assert got == [whole, whole[-4096:]], "the first reads are not the file"
+if how == "put":
+    put("r2", [start, human(9000, "a new question"), json.dumps(dict(terminal, event_type="run.terminal"))])
+else:
+    run = os.path.join(mnt, "threads", t, "runs", "r2")
+    os.makedirs(run)
+    with open(os.path.join(run, "events.jsonl"), "a") as w:
+        w.write(start + "\n" + human(9000, "a new question") + "\n")
+    with open(os.path.join(run, "once", "run.terminal"), "x") as w:
+        w.write(json.dumps(terminal) + "\n")
+after = cat()
+assert after.startswith(whole) and len(after) > len(whole), "the append changed bytes before the file's old end: no test"
+deadline = time.monotonic() + 10
+while os.stat(path).st_size != len(after):
+    assert time.monotonic() < deadline, "the mount never saw run r2"
+    time.sleep(0.05)
+for k, want in ((0, after), (1, after[len(whole) - 4096:])):
+    try:
+        while True:
+            b = os.read(fds[k], 1 << 16)
+            if not b:
+                break
+            got[k] += b
+        print("ok" if got[k] == want else "%d bytes read, the file has %d" % (len(got[k]), len(want)))
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+    os.close(fds[k])
+held.close()
+PY
+}
+
+@test "a tail-like reader of transcript.md reads on across a new run appended after its end, without ESTALE" {
+  for how in put mount; do
+    run tail_read "$how"
+    assert_success
+    # Every byte they read is still the file's: both read the new run on.
+    assert_output "$(printf 'ok\nok')"
+  done
+}
+
+@test "a reader at the end of otel.json reading again after its run grows gets ESTALE, never its old end and the new tail" {
+  run python3 - "$RUNFS" "$STORE" "$MNT" <<'PY'
+import errno, json, os, subprocess, sys, time
+runfs, store, mnt = sys.argv[1:]
+rel = "threads/ts/runs/r1/otel.json"
+path = os.path.join(mnt, rel)
+def cat():
+    return subprocess.run([runfs, "cat", store, rel], stdout=subprocess.PIPE, check=True).stdout
+log = open(os.path.join(mnt, "threads/ts/runs/r1/events.jsonl"), "a")  # the run is live
+before = cat()
+fd = os.open(path, os.O_RDONLY)
+got = b""
+while True:
+    b = os.read(fd, 1 << 16)
+    if not b:
+        break
+    got += b
+assert got == before, "the first read is not the file"
+log.write(json.dumps({"event_type": "llm.error", "content": "boom"}) + "\n")
+log.flush()
+after = cat()
+assert not after.startswith(before), "the append changed no byte the reader read: no test"
+try:
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        got += b
+    print("before" if got == before else "after" if got == after else "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+os.close(fd)
+log.close()
+PY
+  assert_success
+  # Its end closed the document before the error's span: only ESTALE is true.
+  assert_output "ESTALE"
+}
