@@ -573,7 +573,10 @@ int sq_look(rs_backend *b, int64_t *version, rs_err *err)
     /* A write transaction indexes what others committed before it allocates anything:
      * it looks every time. */
     int in_write = sq_in_write(b);
-    if (b->one_look && b->looked_version >= 0 && !in_write) {
+    /* Only while the read it was looked in is open: a write in the request (indexing
+     * another writer's rows, keeping a size) ends it, and what is read after that is read
+     * as each statement finds it, rows another process committed since the look included. */
+    if (b->one_look && b->read_open && b->looked_version >= 0 && !in_write) {
         *version = b->looked_version;
         return 0;
     }

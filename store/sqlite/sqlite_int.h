@@ -173,7 +173,7 @@ struct rs_backend {
     int search_fns; /* sqlite_search.c: runfs_may and runfs_in registered on it */
     sq_info_kept info_kept[SQ_INFO_SLOTS]; /* owner-less sq_log_info answers, by log */
     int64_t probed_version;                /* data_version as this connection last probed it */
-    int one_look;           /* rs_store_one_look: looked_version holds until it is off */
+    int one_look;           /* rs_store_one_look: looked_version holds while read_open */
     int64_t looked_version; /* the look's data_version; -1: not looked yet */
     /* The look began a read transaction (BEGIN): the request's statements share it instead
      * of each starting and ending one of its own. Ended when the look goes off and before
