@@ -192,12 +192,23 @@ static const char rs_schema_sql[] =
     /* A row deleted below the top: its id may be given again by hand (a row restored, or
      * another writer's with an id of its own), and a row at a given id other than the
      * highest meets no runfs_replace_note condition when its seq is new, so no range may
-     * keep covering the freed id (it would copy the new row's columns as canonical). */
+     * keep covering the freed id (it would copy the new row's columns as canonical). The
+     * range holding it is split around it: the ids left in it are still runfs's own rows,
+     * which the change feed's catch-up tells from another writer's by the ranges. The top
+     * range's deleted highest id is runfs_canon_top's. */
     "CREATE TRIGGER IF NOT EXISTS runfs_canon_delete AFTER DELETE ON run_events BEGIN\n"
-    "  DELETE FROM runfs_canon WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id)\n"
-    "    AND lo <= old.id;\n"
-    "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo' AND value > 0 AND old.id >= value\n"
-    "    AND old.id <= (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi');\n"
+    "  INSERT INTO runfs_canon (hi, lo) SELECT old.id - 1, lo FROM runfs_canon\n"
+    "    WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id) AND lo < old.id;\n"
+    "  UPDATE runfs_canon SET lo = old.id + 1\n"
+    "    WHERE hi = (SELECT min(hi) FROM runfs_canon WHERE hi >= old.id) AND lo <= old.id;\n"
+    "  DELETE FROM runfs_canon WHERE hi = old.id AND lo > old.id;\n"
+    "  INSERT INTO runfs_canon (hi, lo) SELECT old.id - 1, l.value FROM runfs_meta l, runfs_meta h\n"
+    "    WHERE l.key = 'canon_lo' AND h.key = 'canon_hi' AND l.value > 0 AND l.value < old.id\n"
+    "    AND old.id <= h.value;\n"
+    "  UPDATE runfs_meta SET value = old.id + 1 WHERE key = 'canon_lo' AND value > 0\n"
+    "    AND value <= old.id AND old.id <= (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi');\n"
+    "  UPDATE runfs_meta SET value = 0 WHERE key = 'canon_lo'\n"
+    "    AND value > (SELECT m.value FROM runfs_meta m WHERE m.key = 'canon_hi');\n"
     "END;\n"
     /* A row changed in place (by DeerFlow or anyone) may no longer be canonical: the range
      * around its id (old and new) goes, so it is rendered, as runfs_canon_update does on
