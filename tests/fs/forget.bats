@@ -330,17 +330,10 @@ big_rows() {
   # Each rewrite is another process's, made right after the reader's first megabyte and read
   # on from at once: the mount's hub hears of it only at its next tick, which must not be
   # what makes the reader's next read fail.
-  run python3 - "$MNT/threads/u/runs/r/types/llm.human.input.jsonl" <<'EOF'
+  run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT/threads/u/runs/r/types/llm.human.input.jsonl" <<'EOF'
 import errno, os, re, subprocess, sys
 path = sys.argv[1]
-def sql(q):
-    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
-def live(run_dir, k):
-    # A run.start in another run: the thread is live, so its files are read past the
-    # kernel's cache (which would serve old pages itself) and every read asks the mount.
-    os.makedirs(os.path.join(run_dir, "live%d" % k))
-    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
-        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+from rewriter import live, sql
 rewrites = (
     ("UPDATE", lambda: sql("UPDATE run_events SET content = replace(content, 'row 3 ', 'row 3 longer ') WHERE thread_id = 'u' AND seq = 3")),
     ("DELETE", lambda: sql("DELETE FROM run_events WHERE thread_id = 'u' AND seq = 5")),
@@ -386,17 +379,10 @@ EOF
   big_rows u 2500
   export STORE
   export -f store_sql
-  run python3 - "$MNT" <<'EOF'
+  run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT" <<'EOF'
 import errno, os, re, subprocess, sys
 mnt = sys.argv[1]
-def sql(q):
-    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
-def live(run_dir, k):
-    # A run.start in another run: the thread is live, so its files are read past the
-    # kernel's cache (which would serve old pages itself) and every read asks the mount.
-    os.makedirs(os.path.join(run_dir, "live%d" % k))
-    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
-        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+from rewriter import live, sql
 out = []
 k = 0
 for rel in ("threads/u/runs/r/types/llm.human.input.jsonl", "threads/u/messages.jsonl", "search/commonword"):
@@ -443,17 +429,10 @@ EOF
   # The rewrite is another process's, made between two reads of a reader that gave its
   # first megabyte: the mount's hub hears of it only at its next tick. A reader of thread t
   # reads across the same rewrites and must read on: the rewritten rows are u's.
-  run python3 - "$MNT" <<'EOF'
+  run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT" <<'EOF'
 import errno, os, re, subprocess, sys
 mnt = sys.argv[1]
-def sql(q):
-    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
-def live(run_dir, k):
-    # A run.start in another run: the thread is live, so its logs are read past the
-    # kernel's cache (which would serve old pages itself) and every read asks the mount.
-    os.makedirs(os.path.join(run_dir, "live%d" % k))
-    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
-        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+from rewriter import live, sql
 def rest_of(fd):
     rest = b""
     try:
@@ -513,13 +492,12 @@ EOF
   # A first reader leaves the view's first megabyte (and what readahead took) in the
   # kernel's cache; a second reader of the same version reads it from there, so its handle
   # gives none of those bytes itself, then reads on past them after the rewrite.
-  run python3 - "$MNT" <<'EOF'
+  run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT" <<'EOF'
 import errno, os, subprocess, sys
 mnt = sys.argv[1]
 rel = "threads/u/messages.jsonl"
 path = os.path.join(mnt, rel)
-def sql(q):
-    subprocess.run(["bash", "-c", 'store_sql "$1"', "_", q], check=True)
+from rewriter import sql
 def cat():
     return subprocess.run([os.environ["RUNFS"], "cat", os.environ["STORE"], rel], check=True, capture_output=True).stdout
 before = cat()
