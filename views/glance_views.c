@@ -282,6 +282,8 @@ int rfs_glance_thread_all(rs_store *s, const rs_target *t, rfs_run_status_fn sta
         int shows;
         /* Each row is read once, for stats.json and transcript.md both. */
         while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            if (sink)
+                sink->last_seq = rec->seq;
             if (!lines) {
                 rfs_ev_read(rec, &ev);
                 rfs_stats *run = report ? run_feed(&feeds, t->thread_id, rec->run_id) : NULL;

@@ -49,6 +49,7 @@ typedef struct rfs_glance_sink {
      * stat caught them up): the pass makes only stats.json and report.html, their sizes
      * left as they were. */
     int sized;
+    int64_t last_seq; /* out: the highest seq the pass read (left when none) */
 } rfs_glance_sink;
 
 /* A thread's stats.json and report.html (report NULL: not) rendered, and its

@@ -467,7 +467,8 @@ typedef struct sizing {
 } sizing;
 
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err);
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, int64_t *last,
+                       rs_err *err);
 
 int rfs_view_kernel_keeps(rfs_kind kind)
 {
@@ -965,7 +966,7 @@ static int thread_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     /* What a later stat catches up from must be of info's rows exactly: a pass that read
      * rows come while it ran (or a listing's older info) leaves none. */
     int held = !rc && (sink.history_state || sink.transcript_state) &&
-               unchanged(s, sc, n, info, &k[0], err) == 1;
+               sink.last_seq <= info->last_seq && unchanged(s, sc, n, info, &k[0], err) == 1;
     if (held && sink.history_state && sink.transcript_state && info->count >= STORED_ROWS &&
         k[1].rewrites == k[0].rewrites)
         stored_put(s, n, &k[0], info, size, states);
@@ -1231,12 +1232,17 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rs_buf state = RS_BUF_INIT;
         int states = sc->sizes && k.stored &&
                      (n->kind == RFS_T_HISTORY || n->kind == RFS_T_TRANSCRIPT);
-        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, states ? &state : NULL, &st->size, err);
+        int64_t last = 0;
+        rc = stream_size(s, sc, n, keeps, keep ? &w : NULL, states ? &state : NULL, &st->size,
+                         &last, err);
         st->rendered = 1;
         /* A size a later stat catches up from must be of info's rows exactly: one rendered
-         * while rows came (or of a listing's older info) is not kept. */
-        int held = 1;
-        if (!rc && (catch_up_kind(n->kind) || states) &&
+         * while rows came (or of a listing's older info) is not kept, nor one that read a row
+         * past info's last seq with info still current (PostgreSQL: another writer's row
+         * committed while its thread's mark was being cleared, not in the log's totals yet),
+         * which the catch-up after that row is indexed would count again. */
+        int held = last <= info.last_seq;
+        if (!rc && held && (catch_up_kind(n->kind) || states) &&
             (rc = unchanged(s, sc, n, &info, &k, err)) >= 0) {
             held = rc;
             rc = 0;
@@ -2132,7 +2138,8 @@ static int read_stream(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_
  * (rfs_glance_history_count's): the thread's message rows read through h, each counted by
  * run before the hidden runs filter it, as rs_store_history's cursor would. */
 static int history_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                        rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
+                        rfs_kept_writer *keep, rs_buf *state, int64_t *size, int64_t *last,
+                        rs_err *err)
 {
     int give = how && how->bytes;
     rs_history *h = NULL;
@@ -2149,6 +2156,7 @@ static int history_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, con
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
     while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
         int shows;
+        *last = rec->seq;
         if ((rc = rfs_glance_history_count(h, c, rec, runs, &shows)) || !shows)
             continue;
         *size += (int64_t)rec->line_len;
@@ -2163,12 +2171,14 @@ static int history_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, con
     return rc;
 }
 
-/* state: where a history.jsonl's or transcript.md's kept state goes (NULL: none made). */
+/* state: where a history.jsonl's or transcript.md's kept state goes (NULL: none made).
+ * *last: the highest seq of the rows read (left when none). */
 static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, const sizing *how,
-                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, rs_err *err)
+                       rfs_kept_writer *keep, rs_buf *state, int64_t *size, int64_t *last,
+                       rs_err *err)
 {
     if (state && n->kind == RFS_T_HISTORY)
-        return history_size(s, sc, n, how, keep, state, size, err);
+        return history_size(s, sc, n, how, keep, state, size, last, err);
     int give = how && how->bytes;
     rfs_reader r = {.node = n, .scope = *sc, .store = s, .pending = RS_BUF_INIT};
     int transcript = n->kind == RFS_T_TRANSCRIPT, otel = n->kind == RFS_R_OTEL;
@@ -2187,6 +2197,7 @@ static int stream_size(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     const rs_record *rec;
     *size = 0;
     while ((rc = rs_cursor_next(c, &rec)) == 1) {
+        *last = rec->seq;
         if (!transcript && !otel) {
             *size += (int64_t)rec->line_len;
             rfs_kept_writer_add(keep, rec->line, rec->line_len);

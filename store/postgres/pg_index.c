@@ -568,7 +568,8 @@ int pg_catch_up_all(rs_backend *b, rs_err *err)
     return 0;
 }
 
-int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err)
+/* behind: rows above the thread's indexed seq were seen with no mark (log_info_once). */
+static int thread_fix(rs_backend *b, const char *thread_id, int behind, rs_err *err)
 {
     if (b->read_only)
         return pg_mem_ready(b, thread_id, err);
@@ -578,13 +579,21 @@ int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err)
     pg_log thr;
     if ((rc = own ? pg_begin(b, thread_id, err) : pg_lock_thread(b, thread_id, err)))
         return rc;
-    if (!(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found && thr.dirty)
+    if (!(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found && behind &&
+        !thr.dirty)
+        thr.dirty = 2; /* appended to: the rows above last_seq are indexed as marked ones are */
+    if (!rc && found && thr.dirty)
         rc = pg_thread_catch_up(b, thread_id, &thr, &found, err);
     if (own && rc)
         pg_rollback(b);
     else if (own)
         rc = pg_commit(b, err);
     return rc;
+}
+
+int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    return thread_fix(b, thread_id, 0, err);
 }
 
 int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
@@ -618,25 +627,36 @@ static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const c
     return 0;
 }
 
-/* The log's totals as the side tables have them; *dirty: the thread waits to be caught up. */
+/* A thread's top row: its seq and run (one of a run no path names is never indexed, and
+ * says nothing of the marks). */
+#define TOP_ROW_SQL \
+    "LEFT JOIN LATERAL (SELECT seq, run_id FROM run_events WHERE thread_id = $1 ORDER BY seq " \
+    "DESC LIMIT 1) top ON true "
+
+/* The log's totals as the side tables have them; *dirty: the thread waits to be caught up;
+ * *behind: it holds rows above its indexed seq though no mark says so. The insert trigger
+ * leaves a marked thread as it is, and the mark is cleared after its rows were read, under
+ * the thread's advisory lock: a writer that does not take that lock (DeerFlow's does) may
+ * commit a row between the read and the clearing, which then no mark names. */
 static int log_info_once(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
-                         rs_log_info *out, int *dirty, rs_err *err)
+                         rs_log_info *out, int *dirty, int *behind, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     if (run_id)
         pg_arg_text(&a, run_id);
-    /* A thread's high-water mark and highest seq come with it: one round trip. */
+    /* A thread's high-water mark and top row come with it: one round trip. */
     const char *sql =
         run_id
             ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL(
-                  r) ", t.thread_key, 0, 0, t.dirty FROM runfs_thread t LEFT JOIN runfs_run r "
-                     "ON r.thread_key = t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
+                  r) ", t.thread_key, 0, 0, t.dirty, t.last_seq, top.seq, top.run_id FROM "
+                     "runfs_thread t LEFT JOIN runfs_run r ON r.thread_key = t.thread_key AND "
+                     "r.run_id = $2 " TOP_ROW_SQL "WHERE t.thread_id = $1"
             : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, " RS_LOG_TIME_SQL(
                   t) ", t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
-                     "$1), (SELECT MAX(seq) FROM run_events WHERE thread_id = $1), t.dirty FROM "
-                     "runfs_thread t WHERE t.thread_id = $1";
+                     "$1), top.seq, t.dirty, t.last_seq, top.seq, top.run_id FROM runfs_thread "
+                     "t " TOP_ROW_SQL "WHERE t.thread_id = $1";
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)
@@ -644,6 +664,9 @@ static int log_info_once(rs_backend *b, const char *thread_id, const char *run_i
     int64_t key = 0, thread_key = 0, floor = 0, max = 0;
     int mixed = 0;
     *dirty = PQntuples(r) > 0 && pg_val_int(r, 0, 11) != 0;
+    *behind = PQntuples(r) > 0 && !*dirty && !PQgetisnull(r, 0, 13) &&
+              pg_val_int(r, 0, 13) > pg_val_int(r, 0, 12) &&
+              rs_id_valid_n(PQgetvalue(r, 0, 14), (size_t)PQgetlength(r, 0, 14));
     if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
         key = pg_val_int(r, 0, 0);
         out->size = pg_val_int(r, 0, 1);
@@ -705,14 +728,14 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
 {
     /* A reader's copy is checked first; elsewhere the dirty flag comes with the totals, and
      * a thread found behind is caught up and read again. */
-    int dirty = 0;
+    int dirty = 0, behind = 0;
     int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
-    if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, err)) || !dirty ||
-        b->read_only)
+    if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err)) ||
+        !(dirty || behind) || b->read_only)
         return rc;
-    if ((rc = pg_thread_fix(b, thread_id, err)))
+    if ((rc = thread_fix(b, thread_id, behind, err)))
         return rc;
-    return log_info_once(b, thread_id, run_id, user, out, &dirty, err);
+    return log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err);
 }
 
 /* A log read is one prepared query per page, keyed on seq (no cursor, no transaction of
