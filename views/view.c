@@ -487,8 +487,9 @@ int64_t rfs_view_version(const rs_log_info *info)
 static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
 {
     int rc = rfs_node_path(n, key);
-    if (!rc)
-        rc = rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
+    rc = rc ? rc : rs_buf_addch(key, '\n');
+    if (!rc && sc->user)
+        rc = rs_buf_addstr(key, sc->user);
     /* A store keeps sizes across upgrades: a view whose bytes a release changed names its
      * format, so the size an older runfs kept is not taken for the new bytes'. otel's bytes
      * name the service too. */
@@ -517,7 +518,16 @@ static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k
     k->view = rs_hash(RS_HASH_INIT, key->buf, key->len);
     int64_t v[2] = {rfs_view_version(info), rewrites};
     k->token = rs_hash(RS_HASH_INIT, v, sizeof v);
-    return rs_buf_addf(key, "\n%lld", (long long)rewrites);
+    /* "\n%lld" by hand: an import names thousands of sizes. */
+    char digits[24], *p = digits + sizeof digits;
+    uint64_t u = rewrites < 0 ? -(uint64_t)rewrites : (uint64_t)rewrites;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (rewrites < 0)
+        *--p = '-';
+    *--p = '\n';
+    return rs_buf_add(key, p, (size_t)(digits + sizeof digits - p));
 }
 
 /* 1 with *size when the mount or the store kept it (the store's is kept by the mount too). */
@@ -1354,7 +1364,9 @@ static int lines_add(lines_count *c, const rs_record *rec, int types)
 {
     c->count++;
     c->bytes += (int64_t)rec->line_len;
-    c->last_seq = rec->seq;
+    /* A writer's rows come a run's file at a time, not by seq. */
+    if (rec->seq > c->last_seq)
+        c->last_seq = rec->seq;
     if (rec->category && strcmp(rec->category, "message") == 0)
         c->messages += (int64_t)rec->line_len;
     if (!types)
@@ -1447,9 +1459,10 @@ static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
 }
 
 /* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
- * what the pass counted: else nothing is kept of it (its views render at their first stat). */
+ * what the pass counted: else nothing is kept of it (its views render at their first stat)
+ * and *missed is set. */
 static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
-                          int64_t rewrites, rs_err *err)
+                          int64_t rewrites, int *missed, rs_err *err)
 {
     const char *run = c->run_id[0] ? c->run_id : NULL;
     rs_log_info info;
@@ -1457,8 +1470,10 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     rfs_node runs, r, dir, v;
     int rc = rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
     if (rc || !info.exists || !info.exact || info.count != c->count || info.size != c->bytes ||
-        info.last_seq != c->last_seq)
+        info.last_seq != c->last_seq) {
+        *missed = 1;
         return rc;
+    }
     if (!run) {
         if (rfs_node_child(thread, "messages.jsonl", &v))
             return 0;
@@ -1491,6 +1506,79 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, err);
 }
 
+/* One pass's counts of a thread: the whole thread's (all) and each run's. */
+struct rfs_lines {
+    lines_count all, *runs;
+    size_t nruns, cap, at; /* at: the run the last row was of */
+};
+
+int rfs_lines_new(rfs_lines **out)
+{
+    rfs_lines *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    *out = l;
+    return 0;
+}
+
+int rfs_lines_add(rfs_lines *l, const rs_record *rec)
+{
+    int rc = lines_add(&l->all, rec, 0);
+    if (rc || !rec->run_id)
+        return rc;
+    /* Rows come a run at a time (by seq: mostly; a writer's: a run's file each). */
+    size_t at = l->at;
+    if (at >= l->nruns || strcmp(l->runs[at].run_id, rec->run_id) != 0)
+        for (at = 0; at < l->nruns && strcmp(l->runs[at].run_id, rec->run_id) != 0; at++)
+            ;
+    if (at == l->nruns) {
+        /* Ids the listing would not give have no views. */
+        if (strlen(rec->run_id) > RS_ID_MAX)
+            return 0;
+        if (rs_array_grow(&l->runs, &l->cap, l->nruns + 1, sizeof *l->runs))
+            return -ENOMEM;
+        l->runs[at] = (lines_count){0};
+        memcpy(l->runs[at].run_id, rec->run_id, strlen(rec->run_id) + 1);
+        l->nruns++;
+    }
+    l->at = at;
+    return lines_add(&l->runs[at], rec, 1);
+}
+
+void rfs_lines_free(rfs_lines *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->nruns; i++)
+        lines_release(&l->runs[i]);
+    lines_release(&l->all);
+    free(l->runs);
+    free(l);
+}
+
+/* Keep the sizes l counted, the thread's log first; *missed set when a log is not what l
+ * counted (with stop, nothing more is kept then: l's rows may be only some of the thread's). */
+static int lines_keep_all(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
+                          int64_t rewrites, int stop, int *missed, rs_err *err)
+{
+    int rc = lines_keep_log(s, sc, n, &l->all, rewrites, missed, err);
+    for (size_t i = 0; rc >= 0 && !(stop && *missed) && i < l->nruns; i++)
+        rc = lines_keep_log(s, sc, n, &l->runs[i], rewrites, missed, err);
+    return rc < 0 ? rc : 0;
+}
+
+int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
+                      rs_err *err)
+{
+    int64_t rewrites = 0;
+    int missed = 0;
+    if (n->kind != RFS_THREAD)
+        return 0;
+    int rc = rs_store_rewrites(s, &rewrites);
+    rc = rc ? rc : lines_keep_all(s, sc, n, l, rewrites, 1, &missed, err);
+    return rc ? rc : !missed;
+}
+
 int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
 {
     if (n->kind != RFS_THREAD)
@@ -1498,43 +1586,22 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
     /* One pass over the thread's rows counts every run's line views: a query per view (and
      * the listings of types/) would read each row again. */
     int64_t rewrites = 0;
+    int missed = 0;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = n->thread_id;
     q.user = sc->user;
-    lines_count all = {.run_id = ""}, *runs = NULL;
-    size_t nruns = 0, cap = 0, at = 0;
+    rfs_lines *l = NULL;
     rs_cursor *c = NULL;
     const rs_record *rec;
-    int rc = rs_store_rewrites(s, &rewrites);
+    int rc = rfs_lines_new(&l) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    rc = rc ? rc : rs_store_rewrites(s, &rewrites);
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
-    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = lines_add(&all, rec, 0);
-        if (rc || !rec->run_id)
-            continue;
-        /* Rows come by seq: a run's rows mostly follow each other. */
-        if (at >= nruns || strcmp(runs[at].run_id, rec->run_id) != 0)
-            for (at = 0; at < nruns && strcmp(runs[at].run_id, rec->run_id) != 0; at++)
-                ;
-        if (at == nruns) {
-            if (strlen(rec->run_id) > RS_ID_MAX ||
-                rs_array_grow(&runs, &cap, nruns + 1, sizeof *runs)) {
-                rc = strlen(rec->run_id) > RS_ID_MAX ? 0 : -ENOMEM;
-                at = nruns;
-                continue;
-            }
-            runs[nruns] = (lines_count){0};
-            memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
-            nruns++;
-        }
-        rc = lines_add(&runs[at], rec, 1);
-    }
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1)
+        rc = rfs_lines_add(l, rec);
     rs_cursor_free(c);
-    for (size_t i = 0; rc >= 0 && i <= nruns; i++)
-        rc = lines_keep_log(s, sc, n, i < nruns ? &runs[i] : &all, rewrites, err);
-    for (size_t i = 0; i < nruns; i++)
-        lines_release(&runs[i]);
-    lines_release(&all);
-    free(runs);
+    if (rc >= 0)
+        rc = lines_keep_all(s, sc, n, l, rewrites, 0, &missed, err);
+    rfs_lines_free(l);
     return rc < 0 ? rc : 0;
 }
 

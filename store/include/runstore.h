@@ -348,6 +348,11 @@ typedef struct rs_size {
     int64_t size;
 } rs_size;
 int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n);
+/* The same for views of which no size is kept (those of a thread whose every row one import
+ * just wrote): no earlier token of each is dropped. One left by an earlier life of the thread
+ * stays until the view's next rs_store_sizes_put, and is never taken: the delete that ended
+ * that life moved rs_store_rewrites, which every token names. */
+int rs_store_sizes_add(rs_store *s, const rs_size *v, size_t n);
 /* A run's step data (views/stepdiff.c's: its step lines' hashes, seqs and the stats its diff
  * compares) kept in the store (runfs_steps) for any later diff, on any mount or command.
  * kind names the data's format and who looks; the bytes name the rows they were made from,
@@ -596,11 +601,16 @@ int rs_duration_parse(const char *text, int64_t *seconds, rs_err *err);
 
 /* Where rs_store_import reads one thread's lines. next: 1 with *run_id (the run its file
  * names) and the line without its '\n', 0 at the end, <0 to stop (err filled). bad: told
- * about a malformed line (err says why); 0 skips it, <0 stops; NULL stops at the first. */
+ * about a malformed line (err says why); 0 skips it, <0 stops; NULL stops at the first.
+ * stored (may be NULL): told each row the import stores, as a read of it would give it (its
+ * canonical line, valid during the call; no offsets), as it is stored, so a caller keeping
+ * sizes of the rows need not read them back; a row told is in the store only if the import
+ * then returns 0. <0 stops (err filled) and stores nothing. */
 typedef struct rs_import_src {
     int (*next)(void *ctx, const char **run_id, const char **line, size_t *len, rs_err *err);
     int (*bad)(void *ctx, const rs_err *err);
     void *ctx;
+    int (*stored)(void *ctx, const rs_record *rec, rs_err *err);
 } rs_import_src;
 
 typedef struct rs_import_opts {

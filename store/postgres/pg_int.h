@@ -280,7 +280,8 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* pg_delete's work inside the caller's write transaction (retention's too). */
 int pg_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
 
 /* ---- pg_read.c ---- */

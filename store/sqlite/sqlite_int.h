@@ -368,7 +368,8 @@ int sq_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* sq_delete's work inside the caller's write transaction (retention's too). */
