@@ -462,7 +462,7 @@ static void sizes_flush(rs_store *s, size_batch *b, int fresh)
  * fresh when they were all of the thread's, else the rows are read back and the sizes go to
  * put. */
 static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, int lines,
-                       const rfs_lines *fed, size_batch *fresh, size_batch *put, rfs_progress *pg)
+                       rfs_lines *fed, size_batch *fresh, size_batch *put, rfs_progress *pg)
 {
     rfs_scope sc = {.sizes = sizes,
                     .mount_ns = rs_clock_ns(CLOCK_REALTIME),

@@ -256,6 +256,9 @@ typedef struct rs_backend_ops {
                      rs_buf *out, int *found);
     int (*steps_put)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
                      int64_t rewrites, const void *data, size_t len);
+    /* rs_store_runs_info; NULL: none (the caller asks each run). */
+    int (*runs_info)(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx,
+                     rs_err *err);
     int (*log_facts)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                      rs_log_facts *out, rs_err *err);
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,

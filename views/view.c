@@ -1353,6 +1353,10 @@ typedef struct lines_count {
     char run_id[RS_ID_MAX + 1];
     int64_t count, bytes, last_seq, messages;
     int tasks; /* a row names a task_id: tasks/ is sized as a walk sizes it */
+    /* The log as the store says it is, when it said so for every run at once (given). */
+    int given;
+    rs_log_info info;
+    int64_t msg_size; /* -1: the store keeps none */
     char **names;
     int64_t *types;
     size_t ntypes, names_cap, types_cap;
@@ -1399,8 +1403,8 @@ static void lines_release(lines_count *c)
     free(c->types);
 }
 
-/* Keep view n's size at info (named as view_stat names it), in the mount's table and the
- * store. */
+/* Keep view n's size at info (named as view_stat names it) in the store. Not in the
+ * command's table: nothing of the command reads a line view's size there. */
 static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                       int64_t rewrites, int64_t size)
 {
@@ -1409,11 +1413,8 @@ static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const
     int rc = size_key(sc, n, &key);
     rc = rc ? rc : kept_names(s, &key, info, &k);
     /* A rewrite since the rows were counted: their sums may be of rows as they were. */
-    if (!rc && k.stored && k.rewrites == rewrites) {
-        if (sc->sizes)
-            rfs_sizes_put(sc->sizes, key.buf, info, size);
+    if (!rc && k.stored && k.rewrites == rewrites)
         kept_put(s, sc, &k, size);
-    }
     rs_buf_release(&key);
     return rc;
 }
@@ -1465,10 +1466,10 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
                           int64_t rewrites, int *missed, rs_err *err)
 {
     const char *run = c->run_id[0] ? c->run_id : NULL;
-    rs_log_info info;
-    int64_t kept_messages;
+    rs_log_info info = c->info;
+    int64_t kept_messages = c->msg_size;
     rfs_node runs, r, dir, v;
-    int rc = rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
+    int rc = c->given ? 0 : rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
     if (rc || !info.exists || !info.exact || info.count != c->count || info.size != c->bytes ||
         info.last_seq != c->last_seq) {
         *missed = 1;
@@ -1483,7 +1484,10 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     /* Ids the listing would not give (rfs_node_child refuses them) have no views. */
     if (rfs_node_child(thread, "runs", &runs) || rfs_node_child(&runs, run, &r))
         return 0;
-    rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
+    if (c->given)
+        rc = kept_messages >= 0;
+    else
+        rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
     if (rc == 0 && !rfs_node_child(&r, "messages.jsonl", &v))
         rc = lines_keep(s, sc, &v, &info, rewrites, c->messages);
     rc = rc < 0 ? rc : 0;
@@ -1491,7 +1495,7 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     int has_types = !rfs_node_child(&r, "types", &dir);
     for (size_t i = 0; !rc && has_types && i < c->ntypes; i++) {
         rs_buf_reset(&name);
-        if (!(rc = rs_buf_addf(&name, "%s.jsonl", c->names[i])) &&
+        if (!(rc = rs_buf_addstr(&name, c->names[i])) && !(rc = rs_buf_addlit(&name, ".jsonl")) &&
             !rfs_node_child(&dir, name.buf, &v) && v.kind == RFS_R_TYPE &&
             strcmp(v.name, c->names[i]) == 0)
             rc = lines_keep(s, sc, &v, &info, rewrites, c->types[i]);
@@ -1567,14 +1571,37 @@ static int lines_keep_all(rs_store *s, rfs_scope *sc, const rfs_node *n, const r
     return rc < 0 ? rc : 0;
 }
 
-int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
-                      rs_err *err)
+/* rs_store_runs_info's fn: the store's facts of a run l counted, for lines_keep_log. */
+static int run_given(void *ctx, const char *run_id, const rs_log_info *info, int64_t msg_size)
+{
+    rfs_lines *l = ctx;
+    /* The store's order is mostly the runs' as the import stored them. */
+    size_t at = l->at < l->nruns ? l->at : 0;
+    if (strcmp(l->runs[at].run_id, run_id) != 0)
+        for (at = 0; at < l->nruns && strcmp(l->runs[at].run_id, run_id) != 0; at++)
+            ;
+    if (at == l->nruns)
+        return 0; /* a run with no row the import stored: l's count of the thread misses it */
+    l->runs[at].given = 1;
+    l->runs[at].info = *info;
+    l->runs[at].msg_size = msg_size;
+    l->at = at + 1;
+    return 0;
+}
+
+int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, rfs_lines *l, rs_err *err)
 {
     int64_t rewrites = 0;
     int missed = 0;
     if (n->kind != RFS_THREAD)
         return 0;
     int rc = rs_store_rewrites(s, &rewrites);
+    /* Every run's log facts in one read where the store gives them so (else one a run), for
+     * every owner's view only: an owner's share of a shared log has its own. */
+    l->at = 0;
+    if (!rc && !sc->user && l->nruns &&
+        (rc = rs_store_runs_info(s, n->thread_id, run_given, l, err)) == -ENOSYS)
+        rc = 0;
     rc = rc ? rc : lines_keep_all(s, sc, n, l, rewrites, 1, &missed, err);
     return rc ? rc : !missed;
 }

@@ -146,8 +146,7 @@ void rfs_lines_free(rfs_lines *l);
 /* rfs_view_size_lines of thread n from l, no row read: 1 when l's rows are every row of the
  * thread as it is now (its log's count, bytes and last seq), 0 when not (nothing kept: the
  * caller reads the rows, as rfs_view_size_lines does), <0 on failure. */
-int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
-                      rs_err *err);
+int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, rfs_lines *l, rs_err *err);
 
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,

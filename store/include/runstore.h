@@ -327,6 +327,14 @@ int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, co
 /* Records of the log from the one holding byte offset off on (needs info.exact). */
 int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, int64_t off,
                       rs_cursor **out, rs_err *err);
+/* Every run of a thread as rs_store_log_info (user NULL: every owner's rows) and
+ * rs_store_messages_size give it, in one read: fn(ctx, run_id, info, msg_size) for each, in
+ * no set order, msg_size -1 where the store keeps none; fn's nonzero stops and is returned.
+ * -ENOSYS when the store reads them a run at a time (the caller asks each). */
+typedef int (*rs_run_info_fn)(void *ctx, const char *run_id, const rs_log_info *info,
+                              int64_t msg_size);
+int rs_store_runs_info(rs_store *s, const char *thread_id, rs_run_info_fn fn, void *ctx,
+                       rs_err *err);
 /* The exact size of the thread's (run_id NULL) or run's messages.jsonl as user sees it,
  * kept by every write: 1 with *size set, 0 when the store does not keep it for this user
  * (the view must be rendered to know), -ENOENT when the thread or run does not exist. */

@@ -2213,6 +2213,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .log_info = sq_log_info,
     .log_seek = sq_log_seek,
     .log_facts = sq_log_facts,
+    .runs_info = sq_runs_info,
     .names = sq_names,
     .odd_ids = sq_odd_ids,
     .last_visible_ai_seq = sq_last_visible_ai_seq,

@@ -353,6 +353,7 @@ int sq_mem_refresh(rs_backend *b, rs_err *err);
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
+int sq_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err);
 int sq_log_facts(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                  rs_log_facts *out, rs_err *err);
 int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
