@@ -705,7 +705,7 @@ static int keep_parts(rs_store *s, const rfs_scope *sc, const rfs_node *n, const
  * documents' bytes too), so the stats of the others, as ls -la and du make them, render
  * nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
-                       rs_err *err)
+                       const rfs_rows *rows, rs_err *err)
 {
     static const rfs_kind kinds[] = {RFS_R_STATS, RFS_R_TIMELINE, RFS_R_REPORT, RFS_R_OTEL};
     rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
@@ -725,7 +725,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rfs_kept_writer_open(&w, !rc && k[3].stored && rfs_sizes_keeps_bytes(sc->sizes));
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
-                                &otel, &parts, &marks, &w, err);
+                                &otel, &parts, &marks, &w, rows, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, sc, &k[i], (int64_t)docs[i].len);
@@ -1046,7 +1046,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (pass && thread_pass_kind(n->kind))
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
-        rc = glance_pass(s, sc, n, token, err);
+        rc = glance_pass(s, sc, n, token, NULL, err);
     st->rendered = pass;
     /* An open of a run's document whose bytes are not kept (a stat found its size kept in
      * the store) renders all the run's documents in the pass, as that stat would have: tar
@@ -1063,7 +1063,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
          * takes for another writer's change. */
         rfs_scope quiet = *sc;
         quiet.keep_size = keep_none;
-        rc = glance_pass(s, &quiet, n, token, err);
+        rc = glance_pass(s, &quiet, n, token, NULL, err);
     }
     if (!rc && cache &&
         (doc ? keep && (got || rfs_sizes_get_doc(sc->sizes, key.buf, token, doc))
@@ -1208,7 +1208,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = 0;
     }
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
-        !(rc = glance_pass(s, sc, n, &info, err))) {
+        !(rc = glance_pass(s, sc, n, &info, NULL, err))) {
         st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     }
@@ -1357,10 +1357,28 @@ typedef struct lines_count {
     int given;
     rs_log_info info;
     int64_t msg_size; /* -1: the store keeps none */
+    /* The rows as a writer stored them (rfs_lines_new's), for the run's glance pass: each
+     * one's event_type, category and line after each other in held, NUL-separated. */
+    rs_buf held;
+    struct held_row *rows;
+    size_t nrows, rows_cap;
     char **names;
     int64_t *types;
     size_t ntypes, names_cap, types_cap;
 } lines_count;
+
+/* Whether line holds "task_id" (quotes included): found by its '_', which few bytes of a
+ * line are (memmem was a third of counting a row). */
+static int names_task(const char *line, size_t len)
+{
+    const char *p = line, *end = line + len;
+    while ((p = memchr(p, '_', (size_t)(end - p))) != NULL) {
+        if (p - line >= 5 && end - p >= 4 && memcmp(p - 5, "\"task_id\"", 9) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
 
 /* rec counted into c; types: c is a run's, whose types/ and tasks/ views are counted too
  * (the thread has only its messages.jsonl). */
@@ -1376,7 +1394,7 @@ static int lines_add(lines_count *c, const rs_record *rec, int types)
     if (!types)
         return 0;
     /* The store's own canonical line: a metadata task_id is spelled so in it. */
-    if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
+    if (!c->tasks && names_task(rec->line, rec->line_len))
         c->tasks = 1;
     if (!rec->event_type)
         return 0;
@@ -1395,13 +1413,61 @@ static int lines_add(lines_count *c, const rs_record *rec, int types)
     return 0;
 }
 
+/* A row held: its seq and where its three strings are in the run's held. */
+typedef struct held_row {
+    int64_t seq;
+    size_t off, line_len;
+    uint32_t type_len, cat_len;
+} held_row;
+
+/* A thread's rows held for its runs' glance passes, at most (a bigger run's are read back). */
+#define HELD_MAX ((size_t)64 << 20)
+
+static void held_release(lines_count *c)
+{
+    rs_buf_release(&c->held);
+    free(c->rows);
+    c->rows = NULL;
+    c->nrows = c->rows_cap = 0;
+}
+
+static int held_add(lines_count *c, const rs_record *rec)
+{
+    const char *type = rec->event_type ? rec->event_type : "",
+               *cat = rec->category ? rec->category : "";
+    size_t tl = strlen(type), cl = strlen(cat), off = c->held.len;
+    if (rs_array_grow(&c->rows, &c->rows_cap, c->nrows + 1, sizeof *c->rows) ||
+        rs_buf_grow(&c->held, tl + cl + 2 + rec->line_len))
+        return -ENOMEM;
+    char *p = c->held.buf + off;
+    memcpy(p, type, tl + 1);
+    memcpy(p + tl + 1, cat, cl + 1);
+    memcpy(p + tl + cl + 2, rec->line, rec->line_len);
+    rs_buf_setlen(&c->held, off + tl + cl + 2 + rec->line_len);
+    c->rows[c->nrows++] = (held_row){rec->seq, off, rec->line_len, (uint32_t)tl, (uint32_t)cl};
+    return 0;
+}
+
 static void lines_release(lines_count *c)
 {
+    held_release(c);
     for (size_t i = 0; i < c->ntypes; i++)
         free(c->names[i]);
     free(c->names);
     free(c->types);
 }
+
+/* One pass's counts of a thread: the whole thread's (all) and each run's. */
+struct rfs_lines {
+    lines_count all, *runs;
+    size_t nruns, cap, at; /* at: the run the last row was of */
+    /* Rows are held (a writer's feed), while held_bytes stays under HELD_MAX and every row
+     * is of one thread and owner (held_ok), for the runs' passes. */
+    int hold, held_ok;
+    size_t held_bytes;
+    char thread_id[RS_ID_MAX + 1];
+    char *user;
+};
 
 /* Keep view n's size at info (named as view_stat names it) in the store. Not in the
  * command's table: nothing of the command reads a line view's size there. */
@@ -1434,20 +1500,63 @@ static int hold_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
     return 0;
 }
 
+/* 1 when c's held rows are in ascending seq, as a pass reads a run's. */
+static int rows_ascend(const lines_count *c)
+{
+    for (size_t i = 1; i < c->nrows; i++)
+        if (c->rows[i].seq <= c->rows[i - 1].seq)
+            return 0;
+    return 1;
+}
+
+/* The rows a writer's feed held of a run, as rs_records, for its pass. */
+typedef struct held_iter {
+    const lines_count *c;
+    size_t i;
+    rs_record rec;
+} held_iter;
+
+static int held_next(void *ctx, const rs_record **out)
+{
+    held_iter *h = ctx;
+    if (h->i == h->c->nrows)
+        return 0;
+    const held_row *w = &h->c->rows[h->i++];
+    const char *at = h->c->held.buf + w->off;
+    h->rec.seq = w->seq;
+    h->rec.event_type = w->type_len ? at : NULL;
+    h->rec.category = w->cat_len ? at + w->type_len + 1 : NULL;
+    h->rec.line = at + w->type_len + w->cat_len + 2;
+    h->rec.line_len = w->line_len;
+    *out = &h->rec;
+    return 1;
+}
+
 /* Run r's stats.json, timeline.svg, report.html, otel.json and timeline/ and otel/ sized by
  * the pass a mount's first stat of one makes, and kept as the line views are: so the first
  * ls -la, du or tar of the run on a fresh mount renders none of them. The sizes go to sc's
  * keep_size only when the run's log and the rewrites count are still as info and rewrites
  * say after the pass (another writer's rows during it would make them of a later state). */
 static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
-                         const rs_log_info *info, int64_t rewrites, rs_err *err)
+                         const rs_log_info *info, int64_t rewrites, const rfs_lines *l,
+                         const lines_count *c, rs_err *err)
 {
     held_sizes held = {0};
     rfs_scope quiet = *sc;
     quiet.keep_size = hold_size;
     quiet.ctx = &held;
     kept k = {.stored = 1, .rewrites = rewrites};
-    int rc = glance_pass(s, &quiet, r, info, err);
+    /* The rows the writer stored, when they are every row of the run (its log's count) in
+     * seq order (one file of the import each): none is read back. */
+    held_iter it = {.c = c,
+                    .rec = {.thread_id = l->thread_id,
+                            .run_id = c->run_id,
+                            .user_id = l->user,
+                            .run_off = -1,
+                            .thread_off = -1}};
+    rfs_rows rows = {held_next, &it};
+    int whole = l->held_ok && c->nrows == (size_t)info->count && rows_ascend(c);
+    int rc = glance_pass(s, &quiet, r, info, whole ? &rows : NULL, err);
     int same = rc ? rc : unchanged(s, sc, r, info, &k, err);
     for (size_t i = 0; same == 1 && i < held.n; i++) {
         kept one = {.view = held.v[i].view, .token = held.v[i].token, .stored = 1};
@@ -1462,8 +1571,8 @@ static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
 /* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
  * what the pass counted: else nothing is kept of it (its views render at their first stat)
  * and *missed is set. */
-static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
-                          int64_t rewrites, int *missed, rs_err *err)
+static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const rfs_lines *l,
+                          const lines_count *c, int64_t rewrites, int *missed, rs_err *err)
 {
     const char *run = c->run_id[0] ? c->run_id : NULL;
     rs_log_info info = c->info;
@@ -1507,22 +1616,42 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     /* A run of fewer rows renders its documents in a millisecond or two at its first stat,
      * and their fixed part (the timeline's axis and legend, the report's page) would cost
      * the import of a store of small runs more than its rows. */
-    return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, err);
+    return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, l, c, err);
 }
-
-/* One pass's counts of a thread: the whole thread's (all) and each run's. */
-struct rfs_lines {
-    lines_count all, *runs;
-    size_t nruns, cap, at; /* at: the run the last row was of */
-};
 
 int rfs_lines_new(rfs_lines **out)
 {
     rfs_lines *l = calloc(1, sizeof *l);
     if (!l)
         return -ENOMEM;
+    l->hold = l->held_ok = 1;
+    l->all.held = (rs_buf)RS_BUF_INIT;
     *out = l;
     return 0;
+}
+
+/* rec held for its run c, when it may be: else nothing more is held. */
+static int lines_hold(rfs_lines *l, lines_count *c, const rs_record *rec)
+{
+    if (!l->held_ok)
+        return 0;
+    if (!l->thread_id[0] && strlen(rec->thread_id) <= RS_ID_MAX) {
+        memcpy(l->thread_id, rec->thread_id, strlen(rec->thread_id) + 1);
+        if (rec->user_id && !(l->user = strdup(rec->user_id)))
+            return -ENOMEM;
+    }
+    int same = strcmp(l->thread_id, rec->thread_id) == 0 &&
+               (l->user ? rec->user_id && strcmp(l->user, rec->user_id) == 0 : !rec->user_id);
+    if (!same || l->held_bytes + rec->line_len > HELD_MAX) {
+        l->held_ok = 0;
+        for (size_t i = 0; i < l->nruns; i++)
+            held_release(&l->runs[i]);
+        return 0;
+    }
+    size_t had = c->held.len;
+    int rc = held_add(c, rec);
+    l->held_bytes += c->held.len - had;
+    return rc;
 }
 
 int rfs_lines_add(rfs_lines *l, const rs_record *rec)
@@ -1541,12 +1670,31 @@ int rfs_lines_add(rfs_lines *l, const rs_record *rec)
             return 0;
         if (rs_array_grow(&l->runs, &l->cap, l->nruns + 1, sizeof *l->runs))
             return -ENOMEM;
-        l->runs[at] = (lines_count){0};
+        l->runs[at] = (lines_count){.held = RS_BUF_INIT};
         memcpy(l->runs[at].run_id, rec->run_id, strlen(rec->run_id) + 1);
         l->nruns++;
     }
+    /* A run the writer left with too few rows for its documents to be sized (glance_upkeep)
+     * needs none held. */
+    if (at != l->at && l->at < l->nruns && l->runs[l->at].count < STORED_ROWS) {
+        lines_count *was = &l->runs[l->at], *now = &l->runs[at];
+        l->held_bytes -= was->held.len;
+        /* Its room serves the next run, which holds nothing yet (a run's rows come together). */
+        if (!now->rows && !now->nrows) {
+            now->held = was->held;
+            now->rows = was->rows;
+            now->rows_cap = was->rows_cap;
+            rs_buf_reset(&now->held);
+            was->held = (rs_buf)RS_BUF_INIT;
+            was->rows = NULL;
+            was->nrows = was->rows_cap = 0;
+        } else {
+            held_release(was);
+        }
+    }
     l->at = at;
-    return lines_add(&l->runs[at], rec, 1);
+    rc = lines_add(&l->runs[at], rec, 1);
+    return rc || !l->hold ? rc : lines_hold(l, &l->runs[at], rec);
 }
 
 void rfs_lines_free(rfs_lines *l)
@@ -1557,6 +1705,7 @@ void rfs_lines_free(rfs_lines *l)
         lines_release(&l->runs[i]);
     lines_release(&l->all);
     free(l->runs);
+    free(l->user);
     free(l);
 }
 
@@ -1565,9 +1714,9 @@ void rfs_lines_free(rfs_lines *l)
 static int lines_keep_all(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
                           int64_t rewrites, int stop, int *missed, rs_err *err)
 {
-    int rc = lines_keep_log(s, sc, n, &l->all, rewrites, missed, err);
+    int rc = lines_keep_log(s, sc, n, l, &l->all, rewrites, missed, err);
     for (size_t i = 0; rc >= 0 && !(stop && *missed) && i < l->nruns; i++)
-        rc = lines_keep_log(s, sc, n, &l->runs[i], rewrites, missed, err);
+        rc = lines_keep_log(s, sc, n, l, &l->runs[i], rewrites, missed, err);
     return rc < 0 ? rc : 0;
 }
 
@@ -1621,6 +1770,8 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
     rs_cursor *c = NULL;
     const rs_record *rec;
     int rc = rfs_lines_new(&l) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    if (!rc)
+        l->hold = 0; /* read here: a run's pass reads its rows as fast */
     rc = rc ? rc : rs_store_rewrites(s, &rewrites);
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
     while (!rc && (rc = rs_cursor_next(c, &rec)) == 1)
