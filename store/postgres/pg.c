@@ -1784,6 +1784,9 @@ PG_READ(pg_log_info,
         (rs_backend * b, const char *thread_id, const char *run_id, const char *user,
          rs_log_info *out, rs_err *err),
         (b, thread_id, run_id, user, out, err))
+PG_READ(pg_runs_info,
+        (rs_backend * b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err),
+        (b, thread_id, fn, ctx, err))
 PG_READ(pg_log_seek,
         (rs_backend * b, const char *thread_id, const char *run_id, int64_t off, rs_cursor **out,
          rs_err *err),
@@ -2012,6 +2015,7 @@ const rs_backend_ops rs_pg_backend = {
     .import = pg_import,
     .query = pg_query_wait,
     .log_info = pg_log_info_wait,
+    .runs_info = pg_runs_info_wait,
     .log_seek = pg_log_seek_wait,
     .names = pg_names_wait,
     .odd_ids = pg_odd_ids_wait,

@@ -260,6 +260,7 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err);
 /* sql with each '@' replaced by the real tables' schema (b->side: "" but in memory), into
  * b->sql: for statements over every thread, which a reader's TEMP copies do not hold. */
 int pg_side_sql(rs_backend *b, const char *sql, rs_err *err);
+int pg_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err);
 int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
 int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
