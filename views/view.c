@@ -510,10 +510,9 @@ typedef struct kept {
     int stored;       /* view and token hold */
 } kept;
 
-static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
+/* kept_names at the rewrites count the caller read. */
+static int kept_names_at(rs_buf *key, const rs_log_info *info, int64_t rewrites, kept *k)
 {
-    int64_t rewrites = 0;
-    k->stored = rs_store_rewrites(s, &rewrites) == 0;
     k->rewrites = rewrites;
     k->view = rs_hash(RS_HASH_INIT, key->buf, key->len);
     int64_t v[2] = {rfs_view_version(info), rewrites};
@@ -528,6 +527,13 @@ static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k
         *--p = '-';
     *--p = '\n';
     return rs_buf_add(key, p, (size_t)(digits + sizeof digits - p));
+}
+
+static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
+{
+    int64_t rewrites = 0;
+    k->stored = rs_store_rewrites(s, &rewrites) == 0;
+    return kept_names_at(key, info, rewrites, k);
 }
 
 /* 1 with *size when the mount or the store kept it (the store's is kept by the mount too). */
@@ -1469,17 +1475,17 @@ struct rfs_lines {
     char *user;
 };
 
-/* Keep view n's size at info (named as view_stat names it) in the store. Not in the
- * command's table: nothing of the command reads a line view's size there. */
+/* Keep view n's size at info and rewrites (named as view_stat names it) in the store (the
+ * caller checks the count after: lines_keep_all). Not in the command's table: nothing of the
+ * command reads a line view's size there. */
 static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                       int64_t rewrites, int64_t size)
 {
     rs_buf key = RS_BUF_INIT;
-    kept k = {0};
+    kept k = {.stored = 1};
     int rc = size_key(sc, n, &key);
-    rc = rc ? rc : kept_names(s, &key, info, &k);
-    /* A rewrite since the rows were counted: their sums may be of rows as they were. */
-    if (!rc && k.stored && k.rewrites == rewrites)
+    rc = rc ? rc : kept_names_at(&key, info, rewrites, &k);
+    if (!rc)
         kept_put(s, sc, &k, size);
     rs_buf_release(&key);
     return rc;
@@ -1714,9 +1720,25 @@ void rfs_lines_free(rfs_lines *l)
 static int lines_keep_all(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
                           int64_t rewrites, int stop, int *missed, rs_err *err)
 {
-    int rc = lines_keep_log(s, sc, n, l, &l->all, rewrites, missed, err);
+    held_sizes held = {0};
+    rfs_scope quiet = *sc;
+    quiet.keep_size = hold_size;
+    quiet.ctx = &held;
+    int rc = lines_keep_log(s, &quiet, n, l, &l->all, rewrites, missed, err);
     for (size_t i = 0; rc >= 0 && !(stop && *missed) && i < l->nruns; i++)
-        rc = lines_keep_log(s, sc, n, l, &l->runs[i], rewrites, missed, err);
+        rc = lines_keep_log(s, &quiet, n, l, &l->runs[i], rewrites, missed, err);
+    /* A rewrite since the rows were counted: their sums may be of rows as they were. The
+     * count only grows: one look after every size was made serves them all (a look a size
+     * was a round trip each on PostgreSQL). */
+    int64_t now = 0;
+    int same = rc >= 0 && held.n && rs_store_rewrites(s, &now) == 0 && now == rewrites;
+    if (rc >= 0 && held.n && !same)
+        *missed = 1;
+    for (size_t i = 0; same && i < held.n; i++) {
+        kept one = {.view = held.v[i].view, .token = held.v[i].token, .stored = 1};
+        kept_put(s, sc, &one, held.v[i].size);
+    }
+    free(held.v);
     return rc < 0 ? rc : 0;
 }
 
