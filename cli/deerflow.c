@@ -138,7 +138,14 @@ typedef struct import_state {
     int skip_bad;
     long skipped_lines;
     rfs_progress *progress;
+    rfs_lines *lines; /* the rows stored, counted for the line views' sizes (NULL: not) */
 } import_state;
+
+static int import_stored(void *ctx, const rs_record *rec, rs_err *err)
+{
+    import_state *st = ctx;
+    return rfs_lines_add(st->lines, rec) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+}
 
 static int import_bad(void *ctx, const rs_err *err)
 {
@@ -327,8 +334,8 @@ static int64_t folder_bytes(const char *threads_dir, char **threads)
 
 /* Import one thread; 0, or 2 after printing why it was not imported. */
 static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
-                         const rs_import_opts *base, int skip_bad, rfs_progress *pg, int64_t *added,
-                         int64_t *skipped)
+                         const rs_import_opts *base, int skip_bad, rfs_progress *pg,
+                         rfs_lines *lines, int64_t *added, int64_t *skipped)
 {
     rs_buf runs_dir = RS_BUF_INIT;
     import_state st = {.path = RS_BUF_INIT,
@@ -336,7 +343,8 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
                        .max = rs_store_max_event(s),
                        .strict = base->strict,
                        .skip_bad = skip_bad,
-                       .progress = pg};
+                       .progress = pg,
+                       .lines = lines};
     rs_err err = {0};
     int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
     if (rc) {
@@ -380,7 +388,10 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         goto out;
     }
     st.runs_dir = runs_dir.buf;
-    rs_import_src src = {.next = import_line, .bad = skip_bad ? import_bad : NULL, .ctx = &st};
+    rs_import_src src = {.next = import_line,
+                         .bad = skip_bad ? import_bad : NULL,
+                         .ctx = &st,
+                         .stored = lines ? import_stored : NULL};
     rc = rs_store_import(s, thread_id, &o, &src, added, skipped, &err);
     if (rc && st.refused) {
         rfs_progress_clear(pg);
@@ -432,24 +443,52 @@ static int batch_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
     return 0;
 }
 
-static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, int lines,
-                       rfs_progress *pg)
+/* The sizes gathered, kept in one transaction: fresh ones (of threads whose every row the
+ * import wrote) with no earlier tokens to drop. Best effort, as a mount keeps them: a store
+ * that refuses costs the next mount a rendering, not the import. */
+static void sizes_flush(rs_store *s, size_batch *b, int fresh)
 {
-    size_batch batch = {0};
+    if (fresh)
+        (void)rs_store_sizes_add(s, b->v, b->n);
+    else
+        (void)rs_store_sizes_put(s, b->v, b->n);
+    b->n = 0;
+}
+
+/* Sizes kept a few threads at a time: a commit a thread was a fifth of keeping them. */
+#define SIZES_HELD 4096
+
+/* fed: the rows the import stored in the thread (NULL: not counted); their sizes go to
+ * fresh when they were all of the thread's, else the rows are read back and the sizes go to
+ * put. */
+static int size_thread(rs_store *s, rfs_sizes *sizes, const char *thread_id, int lines,
+                       rfs_lines *fed, size_batch *fresh, size_batch *put, rfs_progress *pg)
+{
     rfs_scope sc = {.sizes = sizes,
                     .mount_ns = rs_clock_ns(CLOCK_REALTIME),
                     .keep_size = batch_size,
-                    .ctx = &batch};
+                    .ctx = fresh};
     rfs_node n;
     rs_buf path = RS_BUF_INIT;
     rs_err err = {0};
+    size_t had = fresh->n;
     int rc = rs_buf_addf(&path, "threads/%s", thread_id);
-    if (!rc && !(rc = rfs_node_parse(path.buf, &n)))
+    rc = rc ? rc : rfs_node_parse(path.buf, &n);
+    int fed_all = !rc && lines && fed ? rfs_view_size_fed(s, &sc, &n, fed, &err) : 0;
+    if (fed_all < 0)
+        rc = fed_all;
+    if (!rc && !fed_all) {
+        /* Whatever a partial count kept goes with the rest, older tokens dropped. */
+        for (size_t i = had; i < fresh->n; i++)
+            (void)batch_size(put, fresh->v[i].view, fresh->v[i].token, fresh->v[i].size);
+        fresh->n = had;
+        sc.ctx = put;
         rc = lines ? rfs_view_size_lines(s, &sc, &n, &err) : rfs_view_size_tree(s, &sc, &n, &err);
-    /* Best effort, as a mount keeps them: a store that refuses costs the next mount a
-     * rendering, not the import. */
-    (void)rs_store_sizes_put(s, batch.v, batch.n);
-    free(batch.v);
+    }
+    if (fresh->n >= SIZES_HELD)
+        sizes_flush(s, fresh, 1);
+    if (put->n >= SIZES_HELD)
+        sizes_flush(s, put, 0);
     if (rc) {
         rfs_progress_clear(pg);
         fprintf(stderr, "runfs import: thread %s imported, not sized: %s\n", thread_id,
@@ -543,6 +582,7 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_progress_total(pg, folder_bytes(threads.buf, names));
     int64_t added = 0, skipped = 0;
     rfs_sizes *sizes = NULL;
+    size_batch fresh = {0}, put = {0};
     /* Out of memory: imported unsized (a mount sizes the views at their first stat); only
      * --sizes, which was asked for, fails. */
     if (rfs_sizes_new(&sizes) && sized) {
@@ -554,15 +594,25 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_sizes_sizes_only(sizes);
     for (size_t i = 0; i < n; i++) {
         int64_t a = 0, k = 0;
-        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &a, &k))
+        /* Out of memory: the rows are read back after the import, as without a feed. */
+        rfs_lines *fed = NULL;
+        if (sizes && !sized && rfs_lines_new(&fed))
+            fed = NULL;
+        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, fed, &a, &k))
             status = 2;
         /* Without --sizes the line views' sizing is upkeep, not asked for: its failure is
          * told, the import stands. */
-        else if (sizes && (sized || a) && size_thread(s, sizes, names[i], !sized, pg) && sized)
+        else if (sizes && (sized || a) &&
+                 size_thread(s, sizes, names[i], !sized, fed, &fresh, &put, pg) && sized)
             status = 2;
+        rfs_lines_free(fed);
         added += a;
         skipped += k;
     }
+    sizes_flush(s, &fresh, 1);
+    sizes_flush(s, &put, 0);
+    free(fresh.v);
+    free(put.v);
     rfs_sizes_free(sizes);
     rfs_progress_end(pg);
     if (!quiet)

@@ -230,10 +230,12 @@ typedef struct rs_backend_ops {
      * gives (1 with *ev set, borrowed until the next call; 0 at the end; <0 stops and stores
      * nothing) keeps its seq and created_at; an equal row (owner aside) already at (thread,
      * seq) is skipped, a different one is -EEXIST. The high-water mark is raised to floor and
-     * to the highest seq imported. */
+     * to the highest seq imported. stored (with next's ctx) is told each row stored, as it
+     * is stored: <0 stops as next's <0 does. */
     int (*import)(rs_backend *b, const rs_target *t, int64_t floor,
-                  int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
-                  int64_t *skipped, rs_err *err);
+                  int (*next)(void *ctx, rs_event **ev, rs_err *err),
+                  int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx,
+                  int64_t *added, int64_t *skipped, rs_err *err);
 
     int (*query)(rs_backend *b, const rs_query *q, rs_cursor **out, rs_err *err);
     int (*log_info)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
@@ -244,9 +246,9 @@ typedef struct rs_backend_ops {
      * does not exist for user. NULL: the backend keeps none (views render to know). */
     /* rs_store_size_get and _put: key "size:VIEW:TOKEN" in runfs_meta; put first deletes
      * the keys between lo and hi (the view's earlier tokens), for each of n sizes in one
-     * transaction. found 0: no row. */
+     * transaction (fresh: rs_store_sizes_add's, nothing deleted). found 0: no row. */
     int (*size_get)(rs_backend *b, const char *key, int64_t *size, int *found);
-    int (*size_put)(rs_backend *b, const rs_size_key *keys, size_t n);
+    int (*size_put)(rs_backend *b, const rs_size_key *keys, size_t n, int fresh);
     /* rs_store_steps_get and _put: the row (thread_id, run_id, kind) of runfs_steps, made at
      * the first put on a store that has none. found 0: no row, -1: no table. put writes only
      * while runfs_meta's rewrites is the count the data was made at. */
@@ -254,6 +256,9 @@ typedef struct rs_backend_ops {
                      rs_buf *out, int *found);
     int (*steps_put)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
                      int64_t rewrites, const void *data, size_t len);
+    /* rs_store_runs_info; NULL: none (the caller asks each run). */
+    int (*runs_info)(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx,
+                     rs_err *err);
     int (*log_facts)(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                      rs_log_facts *out, rs_err *err);
     int (*names)(rs_backend *b, rs_names_kind kind, const char *thread_id, const char *run_id,

@@ -18,6 +18,7 @@ typedef struct import_iter {
     const rs_import_opts *o;
     const rs_import_src *src;
     rs_event *ev;
+    rs_buf line;                /* the canonical line of a row stored, for src->stored */
     char run_id[RS_ID_MAX + 1]; /* the file being read, and the last seq taken from it */
     int64_t last_seq;
 } import_iter;
@@ -86,6 +87,29 @@ static int import_next(void *ctx, rs_event **out, rs_err *err)
     }
 }
 
+/* A row stored, told to src->stored as a read gives it. */
+static int import_stored(void *ctx, const rs_event *ev, rs_err *err)
+{
+    import_iter *it = ctx;
+    if (!it->src->stored)
+        return 0;
+    rs_buf_reset(&it->line);
+    int rc = rs_event_line(&it->line, ev, ev->seq, it->o->user);
+    if (rc)
+        return rs_err_set(err, rc, "out of memory");
+    rs_record rec = {.seq = ev->seq,
+                     .thread_id = it->thread_id,
+                     .run_id = ev->run_id,
+                     .event_type = ev->event_type,
+                     .category = ev->category,
+                     .user_id = it->o->user,
+                     .line = it->line.buf,
+                     .line_len = it->line.len,
+                     .run_off = -1,
+                     .thread_off = -1};
+    return it->src->stored(it->src->ctx, &rec, err);
+}
+
 int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
                     const rs_import_src *src, int64_t *added, int64_t *skipped, rs_err *err)
 {
@@ -102,10 +126,12 @@ int rs_store_import(rs_store *s, const char *thread_id, const rs_import_opts *o,
     if (o->floor > s->ops->seq_max)
         return rs_err_set(err, -EOVERFLOW, "seq watermark %lld is more than %s holds (%lld)",
                           (long long)o->floor, s->ops->seq_type, (long long)s->ops->seq_max);
-    import_iter it = {.s = s, .thread_id = thread_id, .o = o, .src = src};
+    import_iter it = {.s = s, .thread_id = thread_id, .o = o, .src = src, .line = RS_BUF_INIT};
     rs_target t = {.thread_id = thread_id, .user = o->user};
-    int rc = s->ops->import(s->be, &t, o->floor, import_next, &it, added, skipped, err);
+    int rc =
+        s->ops->import(s->be, &t, o->floor, import_next, import_stored, &it, added, skipped, err);
     rs_event_free(it.ev);
+    rs_buf_release(&it.line);
     return rc;
 }
 

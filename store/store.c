@@ -579,6 +579,16 @@ int rs_store_facts(rs_store *s, const rs_target *t, rs_log_facts *out, rs_err *e
     return s->ops->log_facts(s->be, t->thread_id, t->run_id, t->user, out, err);
 }
 
+int rs_store_runs_info(rs_store *s, const char *thread_id, rs_run_info_fn fn, void *ctx,
+                       rs_err *err)
+{
+    rs_target t = {.thread_id = thread_id};
+    int rc = check_target(&t, 0, err);
+    if (rc)
+        return rc;
+    return s->ops->runs_info ? s->ops->runs_info(s->be, thread_id, fn, ctx, err) : -ENOSYS;
+}
+
 int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_id, const char *user,
                            int64_t *size, rs_err *err)
 {
@@ -590,22 +600,36 @@ int rs_store_messages_size(rs_store *s, const char *thread_id, const char *run_i
     return rc ? rc : facts.known;
 }
 
-/* The keys of a view's kept size: "size:VIEW:TOKEN"; its tokens all lie in [lo, hi). */
-static int size_keys(uint64_t view, uint64_t token, char *key, char *lo, char *hi, size_t cap)
+/* v as 16 lowercase hex digits at p (as %016llx writes it: an import keeps thousands of keys). */
+static char *hex16(char *p, uint64_t v)
 {
-    unsigned long long v = (unsigned long long)view, t = (unsigned long long)token;
-    if (rs_fmt(key, cap, "size:%016llx:%016llx", v, t) < 0 ||
-        rs_fmt(lo, cap, "size:%016llx:", v) < 0 || rs_fmt(hi, cap, "size:%016llx;", v) < 0)
-        return -EOVERFLOW;
-    return 0;
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        p[i] = digits[v & 15];
+    return p + 16;
+}
+
+/* The keys of a view's kept size: "size:VIEW:TOKEN"; its tokens all lie in [lo, hi). */
+#define SIZE_KEY_LEN (sizeof "size:" - 1 + 16 + 1 + 16)
+static void size_keys(uint64_t view, uint64_t token, char key[static SIZE_KEY_LEN + 1],
+                      char lo[static SIZE_KEY_LEN + 1], char hi[static SIZE_KEY_LEN + 1])
+{
+    char *p = hex16(key + 5, view);
+    memcpy(key, "size:", 5);
+    *p = ':';
+    *hex16(p + 1, token) = '\0';
+    memcpy(lo, key, 22);
+    lo[22] = '\0';
+    memcpy(hi, key, 21);
+    memcpy(hi + 21, ";", 2);
 }
 
 int rs_store_size_get(rs_store *s, uint64_t view, uint64_t token, int64_t *size)
 {
-    char key[48], lo[48], hi[48];
+    char key[SIZE_KEY_LEN + 1], lo[SIZE_KEY_LEN + 1], hi[SIZE_KEY_LEN + 1];
     int found = 0;
-    if (!s->ops->size_get || size_keys(view, token, key, lo, hi, sizeof key) ||
-        s->ops->size_get(s->be, key, size, &found))
+    size_keys(view, token, key, lo, hi);
+    if (!s->ops->size_get || s->ops->size_get(s->be, key, size, &found))
         return 0;
     return found;
 }
@@ -616,22 +640,39 @@ int rs_store_size_put(rs_store *s, uint64_t view, uint64_t token, int64_t size)
     return rs_store_sizes_put(s, &v, 1);
 }
 
-int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n)
+static int key_order(const void *a, const void *b)
+{
+    return strcmp(((const rs_size_key *)a)->key, ((const rs_size_key *)b)->key);
+}
+
+static int sizes_put(rs_store *s, const rs_size *v, size_t n, int fresh)
 {
     if (s->opt.read_only || !s->ops->size_put || n == 0)
         return 0;
-    rs_size_key *keys = calloc(n, sizeof *keys);
+    rs_size_key *keys = malloc(n * sizeof *keys);
     if (!keys)
         return -ENOMEM;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         keys[i].size = v[i].size;
-        rc = size_keys(v[i].view, v[i].token, keys[i].key, keys[i].lo, keys[i].hi,
-                       sizeof keys[i].key);
+        size_keys(v[i].view, v[i].token, keys[i].key, keys[i].lo, keys[i].hi);
     }
-    rc = rc ? rc : s->ops->size_put(s->be, keys, n);
+    /* In key order, the table's B-tree is written a page after the next rather than at
+     * random (an import keeps thousands). */
+    if (fresh)
+        qsort(keys, n, sizeof *keys, key_order);
+    int rc = s->ops->size_put(s->be, keys, n, fresh);
     free(keys);
     return rc;
+}
+
+int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n)
+{
+    return sizes_put(s, v, n, 0);
+}
+
+int rs_store_sizes_add(rs_store *s, const rs_size *v, size_t n)
+{
+    return sizes_put(s, v, n, 1);
 }
 
 /* kind as text: both backends key it alike, and PostgreSQL has no unsigned 64 bits. */

@@ -361,6 +361,7 @@ typedef struct run_pass {
     rfs_otel_marks **marks;     /* the pass may hand back its own (pass_run) */
     int ask_agent;              /* look otel.json's agent up before the pass (otel_first) */
     rfs_kept_writer *otel_keep; /* otel.json's bytes (counted, not in otel) kept */
+    const rfs_rows *rows;       /* the run's rows as the caller holds them (NULL: the store's) */
 } run_pass;
 
 /* otel.json's head names the caller of the run's first run.start (no agent when it names
@@ -435,13 +436,14 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
         q.thread_id = t->thread_id;
         q.run_id = t->run_id;
         q.user = t->user;
-        rs_cursor *c;
-        if (!(rc = rs_store_query(s, &q, &c, err))) {
+        rs_cursor *c = NULL;
+        if (p->rows || !(rc = rs_store_query(s, &q, &c, err))) {
             const rs_record *rec;
             rfs_ev ev;
             /* Each row is read once for every view the pass makes; otel.json's bytes are
              * counted as they are made, a row's worth at a time. */
-            while ((rc = rs_cursor_next(c, &rec)) == 1) {
+            while ((rc = p->rows ? p->rows->next(p->rows->ctx, &rec) : rs_cursor_next(c, &rec)) ==
+                   1) {
                 if (rep && rfs_report_reads_all(rep, rec))
                     rfs_ev_read_all(rec, &ev);
                 else
@@ -525,9 +527,10 @@ static int pass_run(rs_store *s, const rs_target *t, const run_pass *p, rs_err *
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
                        int64_t *parts, rfs_otel_marks **marks, rfs_kept_writer *otel_keep,
-                       rs_err *err)
+                       const rfs_rows *rows, rs_err *err)
 {
-    run_pass p = {.stats = stats,
+    run_pass p = {.rows = rows,
+                  .stats = stats,
                   .timeline = timeline,
                   .windows = windows,
                   .parts = parts,

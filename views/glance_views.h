@@ -25,10 +25,16 @@ int rfs_glance_render(rs_store *s, rfs_kind kind, int64_t num, const char *servi
  * ls -la or du of the run needs); otel.json's positions kept in *marks (NULL: none), which
  * the pass may replace with a set of its own (releasing the one given); otel.json's bytes
  * written to otel_keep (NULL: not kept; dropped when the pass renders otel.json again). */
+/* rows (NULL: the store's): the run's rows as a caller holds them, in seq order (next: 1
+ * with *rec, valid until the next call; 0 at the end), so that the pass reads none back. */
+typedef struct rfs_rows {
+    int (*next)(void *ctx, const rs_record **rec);
+    void *ctx;
+} rfs_rows;
 int rfs_glance_run_all(rs_store *s, const rs_target *t, const char *service, rs_buf *stats,
                        rs_buf *timeline, int64_t *windows, rs_buf *report, int64_t *otel_size,
                        int64_t *parts, rfs_otel_marks **marks, rfs_kept_writer *otel_keep,
-                       rs_err *err);
+                       const rfs_rows *rows, rs_err *err);
 /* otel.json's renderer for run t, its resource's gen_ai.agent.name the caller of the run's
  * first run.start. */
 int rfs_glance_otel_new(rs_store *s, const rs_target *t, const char *service, rfs_otel **out,

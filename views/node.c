@@ -351,6 +351,15 @@ static const char *fixed_name(rfs_kind kind)
     return NULL;
 }
 
+/* head, name and tail appended: a path is made for every view's kept size (an import's
+ * thousands), where formatting each part was most of the cost. */
+static int add_name(rs_buf *out, const char *head, const char *name, const char *tail)
+{
+    int rc = rs_buf_addstr(out, head);
+    rc = rc ? rc : rs_buf_addstr(out, name);
+    return rc ? rc : rs_buf_addstr(out, tail);
+}
+
 int rfs_node_path(const rfs_node *n, rs_buf *out)
 {
     int rc = 0;
@@ -371,12 +380,12 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
             rc = rs_buf_addstr(out, ".runfs/");
         return rc ? rc : rs_buf_addstr(out, fixed_name(n->kind));
     }
-    rc = rs_buf_addf(out, "threads/%s", n->thread_id);
+    rc = add_name(out, "threads/", n->thread_id, "");
     if (rc || n->kind == RFS_THREAD)
         return rc;
     int in_run = n->kind >= RFS_RUN && n->kind != RFS_T_SEARCH_DIR && n->kind != RFS_T_SEARCH;
     if (in_run)
-        rc = rs_buf_addf(out, "/runs/%s", n->run_id);
+        rc = add_name(out, "/runs/", n->run_id, "");
     else if (n->kind == RFS_RUNS)
         return rs_buf_addstr(out, "/runs");
     if (rc || n->kind == RFS_RUN)
@@ -385,22 +394,22 @@ int rfs_node_path(const rfs_node *n, rs_buf *out)
     case RFS_T_SINCE:
     case RFS_R_SINCE: return rs_buf_addf(out, "/since/%lld", (long long)n->num);
     case RFS_R_PROOF: return rs_buf_addf(out, "/proofs/%lld", (long long)n->num);
-    case RFS_R_DIFF: return rs_buf_addf(out, "/diff/%s", n->name);
+    case RFS_R_DIFF: return add_name(out, "/diff/", n->name, "");
     case RFS_R_TL_WIN:
         return n->num ? rs_buf_addf(out, "/timeline/%lld.svg", (long long)n->num)
                       : rs_buf_addstr(out, "/timeline/count");
     case RFS_R_OTEL_PART:
         return n->num ? rs_buf_addf(out, "/otel/%lld.json", (long long)n->num)
                       : rs_buf_addstr(out, "/otel/count");
-    case RFS_T_MSGSEQ: return rs_buf_addf(out, "/message-seqs/%s", n->name);
-    case RFS_T_AIRUN: return rs_buf_addf(out, "/ai-runs/%s", n->name);
-    case RFS_R_ONCE: return rs_buf_addf(out, "/once/%s", n->name);
-    case RFS_R_TYPE: return rs_buf_addf(out, "/types/%s.jsonl", n->name);
-    case RFS_R_TASK: return rs_buf_addf(out, "/tasks/%s.jsonl", n->name);
+    case RFS_T_MSGSEQ: return add_name(out, "/message-seqs/", n->name, "");
+    case RFS_T_AIRUN: return add_name(out, "/ai-runs/", n->name, "");
+    case RFS_R_ONCE: return add_name(out, "/once/", n->name, "");
+    case RFS_R_TYPE: return add_name(out, "/types/", n->name, ".jsonl");
+    case RFS_R_TASK: return add_name(out, "/tasks/", n->name, ".jsonl");
     case RFS_T_SEARCH:
-    case RFS_R_SEARCH: return rs_buf_addf(out, "/search/%s", n->name);
+    case RFS_R_SEARCH: return add_name(out, "/search/", n->name, "");
     case RFS_T_SEARCH_DIR:
     case RFS_R_SEARCH_DIR: return rs_buf_addstr(out, "/search");
-    default: return rs_buf_addf(out, "/%s", fixed_name(n->kind));
+    default: return add_name(out, "/", fixed_name(n->kind), "");
     }
 }

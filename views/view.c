@@ -488,8 +488,9 @@ int64_t rfs_view_version(const rs_log_info *info)
 static int size_key(const rfs_scope *sc, const rfs_node *n, rs_buf *key)
 {
     int rc = rfs_node_path(n, key);
-    if (!rc)
-        rc = rs_buf_addf(key, "\n%s", sc->user ? sc->user : "");
+    rc = rc ? rc : rs_buf_addch(key, '\n');
+    if (!rc && sc->user)
+        rc = rs_buf_addstr(key, sc->user);
     /* A store keeps sizes across upgrades: a view whose bytes a release changed names its
      * format, so the size an older runfs kept is not taken for the new bytes'. otel's bytes
      * name the service too. */
@@ -510,15 +511,30 @@ typedef struct kept {
     int stored;       /* view and token hold */
 } kept;
 
-static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
+/* kept_names at the rewrites count the caller read. */
+static int kept_names_at(rs_buf *key, const rs_log_info *info, int64_t rewrites, kept *k)
 {
-    int64_t rewrites = 0;
-    k->stored = rs_store_rewrites(s, &rewrites) == 0;
     k->rewrites = rewrites;
     k->view = rs_hash(RS_HASH_INIT, key->buf, key->len);
     int64_t v[2] = {rfs_view_version(info), rewrites};
     k->token = rs_hash(RS_HASH_INIT, v, sizeof v);
-    return rs_buf_addf(key, "\n%lld", (long long)rewrites);
+    /* "\n%lld" by hand: an import names thousands of sizes. */
+    char digits[24], *p = digits + sizeof digits;
+    uint64_t u = rewrites < 0 ? -(uint64_t)rewrites : (uint64_t)rewrites;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (rewrites < 0)
+        *--p = '-';
+    *--p = '\n';
+    return rs_buf_add(key, p, (size_t)(digits + sizeof digits - p));
+}
+
+static int kept_names(rs_store *s, rs_buf *key, const rs_log_info *info, kept *k)
+{
+    int64_t rewrites = 0;
+    k->stored = rs_store_rewrites(s, &rewrites) == 0;
+    return kept_names_at(key, info, rewrites, k);
 }
 
 /* 1 with *size when the mount or the store kept it (the store's is kept by the mount too). */
@@ -696,7 +712,7 @@ static int keep_parts(rs_store *s, const rfs_scope *sc, const rfs_node *n, const
  * documents' bytes too), so the stats of the others, as ls -la and du make them, render
  * nothing. */
 static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
-                       rs_err *err)
+                       const rfs_rows *rows, rs_err *err)
 {
     static const rfs_kind kinds[] = {RFS_R_STATS, RFS_R_TIMELINE, RFS_R_REPORT, RFS_R_OTEL};
     rs_buf docs[3] = {RS_BUF_INIT, RS_BUF_INIT, RS_BUF_INIT},
@@ -716,7 +732,7 @@ static int glance_pass(rs_store *s, const rfs_scope *sc, const rfs_node *n, cons
     rfs_kept_writer_open(&w, !rc && k[3].stored && rfs_sizes_keeps_bytes(sc->sizes));
     if (!rc)
         rc = rfs_glance_run_all(s, &t, sc->service_name, &docs[0], &docs[1], &windows, &docs[2],
-                                &otel, &parts, &marks, &w, err);
+                                &otel, &parts, &marks, &w, rows, err);
     for (int i = 0; !rc && i < 3; i++) {
         rfs_sizes_put_doc(sc->sizes, keys[i].buf, info, docs[i].buf, docs[i].len);
         kept_put(s, sc, &k[i], (int64_t)docs[i].len);
@@ -1037,7 +1053,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
     if (pass && thread_pass_kind(n->kind))
         st->thread_pass = !(rc = thread_pass(s, sc, n, token, NULL, err));
     else if (pass)
-        rc = glance_pass(s, sc, n, token, err);
+        rc = glance_pass(s, sc, n, token, NULL, err);
     st->rendered = pass;
     /* An open of a run's document whose bytes are not kept (a stat found its size kept in
      * the store) renders all the run's documents in the pass, as that stat would have: tar
@@ -1054,7 +1070,7 @@ static int stat_doc(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
          * takes for another writer's change. */
         rfs_scope quiet = *sc;
         quiet.keep_size = keep_none;
-        rc = glance_pass(s, &quiet, n, token, err);
+        rc = glance_pass(s, &quiet, n, token, NULL, err);
     }
     if (!rc && cache &&
         (doc ? keep && (got || rfs_sizes_get_doc(sc->sizes, key.buf, token, doc))
@@ -1199,7 +1215,7 @@ static int view_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_st
         rc = 0;
     }
     if (!rc && !known && !doc && !cheap && n->kind == RFS_R_OTEL && sc->sizes &&
-        !(rc = glance_pass(s, sc, n, &info, err))) {
+        !(rc = glance_pass(s, sc, n, &info, NULL, err))) {
         st->rendered = 1;
         known = kept_get(s, sc, &key, &info, &k, &st->size);
     }
@@ -1349,10 +1365,32 @@ typedef struct lines_count {
     char run_id[RS_ID_MAX + 1];
     int64_t count, bytes, last_seq, messages;
     int tasks; /* a row names a task_id: tasks/ is sized as a walk sizes it */
+    /* The log as the store says it is, when it said so for every run at once (given). */
+    int given;
+    rs_log_info info;
+    int64_t msg_size; /* -1: the store keeps none */
+    /* The rows as a writer stored them (rfs_lines_new's), for the run's glance pass: each
+     * one's event_type, category and line after each other in held, NUL-separated. */
+    rs_buf held;
+    struct held_row *rows;
+    size_t nrows, rows_cap;
     char **names;
     int64_t *types;
     size_t ntypes, names_cap, types_cap;
 } lines_count;
+
+/* Whether line holds "task_id" (quotes included): found by its '_', which few bytes of a
+ * line are (memmem was a third of counting a row). */
+static int names_task(const char *line, size_t len)
+{
+    const char *p = line, *end = line + len;
+    while ((p = memchr(p, '_', (size_t)(end - p))) != NULL) {
+        if (p - line >= 5 && end - p >= 4 && memcmp(p - 5, "\"task_id\"", 9) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
 
 /* rec counted into c; types: c is a run's, whose types/ and tasks/ views are counted too
  * (the thread has only its messages.jsonl). */
@@ -1360,13 +1398,15 @@ static int lines_add(lines_count *c, const rs_record *rec, int types)
 {
     c->count++;
     c->bytes += (int64_t)rec->line_len;
-    c->last_seq = rec->seq;
+    /* A writer's rows come a run's file at a time, not by seq. */
+    if (rec->seq > c->last_seq)
+        c->last_seq = rec->seq;
     if (rec->category && strcmp(rec->category, "message") == 0)
         c->messages += (int64_t)rec->line_len;
     if (!types)
         return 0;
     /* The store's own canonical line: a metadata task_id is spelled so in it. */
-    if (memmem(rec->line, rec->line_len, "\"task_id\"", 9))
+    if (!c->tasks && names_task(rec->line, rec->line_len))
         c->tasks = 1;
     if (!rec->event_type)
         return 0;
@@ -1385,29 +1425,74 @@ static int lines_add(lines_count *c, const rs_record *rec, int types)
     return 0;
 }
 
+/* A row held: its seq and where its three strings are in the run's held. */
+typedef struct held_row {
+    int64_t seq;
+    size_t off, line_len;
+    uint32_t type_len, cat_len;
+} held_row;
+
+/* A thread's rows held for its runs' glance passes, at most (a bigger run's are read back). */
+#define HELD_MAX ((size_t)64 << 20)
+
+static void held_release(lines_count *c)
+{
+    rs_buf_release(&c->held);
+    free(c->rows);
+    c->rows = NULL;
+    c->nrows = c->rows_cap = 0;
+}
+
+static int held_add(lines_count *c, const rs_record *rec)
+{
+    const char *type = rec->event_type ? rec->event_type : "",
+               *cat = rec->category ? rec->category : "";
+    size_t tl = strlen(type), cl = strlen(cat), off = c->held.len;
+    if (rs_array_grow(&c->rows, &c->rows_cap, c->nrows + 1, sizeof *c->rows) ||
+        rs_buf_grow(&c->held, tl + cl + 2 + rec->line_len))
+        return -ENOMEM;
+    char *p = c->held.buf + off;
+    memcpy(p, type, tl + 1);
+    memcpy(p + tl + 1, cat, cl + 1);
+    memcpy(p + tl + cl + 2, rec->line, rec->line_len);
+    rs_buf_setlen(&c->held, off + tl + cl + 2 + rec->line_len);
+    c->rows[c->nrows++] = (held_row){rec->seq, off, rec->line_len, (uint32_t)tl, (uint32_t)cl};
+    return 0;
+}
+
 static void lines_release(lines_count *c)
 {
+    held_release(c);
     for (size_t i = 0; i < c->ntypes; i++)
         free(c->names[i]);
     free(c->names);
     free(c->types);
 }
 
-/* Keep view n's size at info (named as view_stat names it), in the mount's table and the
- * store. */
+/* One pass's counts of a thread: the whole thread's (all) and each run's. */
+struct rfs_lines {
+    lines_count all, *runs;
+    size_t nruns, cap, at; /* at: the run the last row was of */
+    /* Rows are held (a writer's feed), while held_bytes stays under HELD_MAX and every row
+     * is of one thread and owner (held_ok), for the runs' passes. */
+    int hold, held_ok;
+    size_t held_bytes;
+    char thread_id[RS_ID_MAX + 1];
+    char *user;
+};
+
+/* Keep view n's size at info and rewrites (named as view_stat names it) in the store (the
+ * caller checks the count after: lines_keep_all). Not in the command's table: nothing of the
+ * command reads a line view's size there. */
 static int lines_keep(rs_store *s, const rfs_scope *sc, const rfs_node *n, const rs_log_info *info,
                       int64_t rewrites, int64_t size)
 {
     rs_buf key = RS_BUF_INIT;
-    kept k = {0};
+    kept k = {.stored = 1};
     int rc = size_key(sc, n, &key);
-    rc = rc ? rc : kept_names(s, &key, info, &k);
-    /* A rewrite since the rows were counted: their sums may be of rows as they were. */
-    if (!rc && k.stored && k.rewrites == rewrites) {
-        if (sc->sizes)
-            rfs_sizes_put(sc->sizes, key.buf, info, size);
+    rc = rc ? rc : kept_names_at(&key, info, rewrites, &k);
+    if (!rc)
         kept_put(s, sc, &k, size);
-    }
     rs_buf_release(&key);
     return rc;
 }
@@ -1427,20 +1512,63 @@ static int hold_size(void *ctx, uint64_t view, uint64_t token, int64_t size)
     return 0;
 }
 
+/* 1 when c's held rows are in ascending seq, as a pass reads a run's. */
+static int rows_ascend(const lines_count *c)
+{
+    for (size_t i = 1; i < c->nrows; i++)
+        if (c->rows[i].seq <= c->rows[i - 1].seq)
+            return 0;
+    return 1;
+}
+
+/* The rows a writer's feed held of a run, as rs_records, for its pass. */
+typedef struct held_iter {
+    const lines_count *c;
+    size_t i;
+    rs_record rec;
+} held_iter;
+
+static int held_next(void *ctx, const rs_record **out)
+{
+    held_iter *h = ctx;
+    if (h->i == h->c->nrows)
+        return 0;
+    const held_row *w = &h->c->rows[h->i++];
+    const char *at = h->c->held.buf + w->off;
+    h->rec.seq = w->seq;
+    h->rec.event_type = w->type_len ? at : NULL;
+    h->rec.category = w->cat_len ? at + w->type_len + 1 : NULL;
+    h->rec.line = at + w->type_len + w->cat_len + 2;
+    h->rec.line_len = w->line_len;
+    *out = &h->rec;
+    return 1;
+}
+
 /* Run r's stats.json, timeline.svg, report.html, otel.json and timeline/ and otel/ sized by
  * the pass a mount's first stat of one makes, and kept as the line views are: so the first
  * ls -la, du or tar of the run on a fresh mount renders none of them. The sizes go to sc's
  * keep_size only when the run's log and the rewrites count are still as info and rewrites
  * say after the pass (another writer's rows during it would make them of a later state). */
 static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
-                         const rs_log_info *info, int64_t rewrites, rs_err *err)
+                         const rs_log_info *info, int64_t rewrites, const rfs_lines *l,
+                         const lines_count *c, rs_err *err)
 {
     held_sizes held = {0};
     rfs_scope quiet = *sc;
     quiet.keep_size = hold_size;
     quiet.ctx = &held;
     kept k = {.stored = 1, .rewrites = rewrites};
-    int rc = glance_pass(s, &quiet, r, info, err);
+    /* The rows the writer stored, when they are every row of the run (its log's count) in
+     * seq order (one file of the import each): none is read back. */
+    held_iter it = {.c = c,
+                    .rec = {.thread_id = l->thread_id,
+                            .run_id = c->run_id,
+                            .user_id = l->user,
+                            .run_off = -1,
+                            .thread_off = -1}};
+    rfs_rows rows = {held_next, &it};
+    int whole = l->held_ok && c->nrows == (size_t)info->count && rows_ascend(c);
+    int rc = glance_pass(s, &quiet, r, info, whole ? &rows : NULL, err);
     int same = rc ? rc : unchanged(s, sc, r, info, &k, err);
     for (size_t i = 0; same == 1 && i < held.n; i++) {
         kept one = {.view = held.v[i].view, .token = held.v[i].token, .stored = 1};
@@ -1453,18 +1581,21 @@ static int glance_upkeep(rs_store *s, const rfs_scope *sc, const rfs_node *r,
 }
 
 /* The line views of one run (c) or of the thread (c->run_id ""), whose log must still be
- * what the pass counted: else nothing is kept of it (its views render at their first stat). */
-static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const lines_count *c,
-                          int64_t rewrites, rs_err *err)
+ * what the pass counted: else nothing is kept of it (its views render at their first stat)
+ * and *missed is set. */
+static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, const rfs_lines *l,
+                          const lines_count *c, int64_t rewrites, int *missed, rs_err *err)
 {
     const char *run = c->run_id[0] ? c->run_id : NULL;
-    rs_log_info info;
-    int64_t kept_messages;
+    rs_log_info info = c->info;
+    int64_t kept_messages = c->msg_size;
     rfs_node runs, r, dir, v;
-    int rc = rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
+    int rc = c->given ? 0 : rs_store_log_info(s, thread->thread_id, run, sc->user, &info, err);
     if (rc || !info.exists || !info.exact || info.count != c->count || info.size != c->bytes ||
-        info.last_seq != c->last_seq)
+        info.last_seq != c->last_seq) {
+        *missed = 1;
         return rc;
+    }
     if (!run) {
         if (rfs_node_child(thread, "messages.jsonl", &v))
             return 0;
@@ -1474,7 +1605,10 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     /* Ids the listing would not give (rfs_node_child refuses them) have no views. */
     if (rfs_node_child(thread, "runs", &runs) || rfs_node_child(&runs, run, &r))
         return 0;
-    rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
+    if (c->given)
+        rc = kept_messages >= 0;
+    else
+        rc = rs_store_messages_size(s, thread->thread_id, run, sc->user, &kept_messages, err);
     if (rc == 0 && !rfs_node_child(&r, "messages.jsonl", &v))
         rc = lines_keep(s, sc, &v, &info, rewrites, c->messages);
     rc = rc < 0 ? rc : 0;
@@ -1482,7 +1616,7 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     int has_types = !rfs_node_child(&r, "types", &dir);
     for (size_t i = 0; !rc && has_types && i < c->ntypes; i++) {
         rs_buf_reset(&name);
-        if (!(rc = rs_buf_addf(&name, "%s.jsonl", c->names[i])) &&
+        if (!(rc = rs_buf_addstr(&name, c->names[i])) && !(rc = rs_buf_addlit(&name, ".jsonl")) &&
             !rfs_node_child(&dir, name.buf, &v) && v.kind == RFS_R_TYPE &&
             strcmp(v.name, c->names[i]) == 0)
             rc = lines_keep(s, sc, &v, &info, rewrites, c->types[i]);
@@ -1494,7 +1628,159 @@ static int lines_keep_log(rs_store *s, rfs_scope *sc, const rfs_node *thread, co
     /* A run of fewer rows renders its documents in a millisecond or two at its first stat,
      * and their fixed part (the timeline's axis and legend, the report's page) would cost
      * the import of a store of small runs more than its rows. */
-    return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, err);
+    return rc || c->count < STORED_ROWS ? rc : glance_upkeep(s, sc, &r, &info, rewrites, l, c, err);
+}
+
+int rfs_lines_new(rfs_lines **out)
+{
+    rfs_lines *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    l->hold = l->held_ok = 1;
+    l->all.held = (rs_buf)RS_BUF_INIT;
+    *out = l;
+    return 0;
+}
+
+/* rec held for its run c, when it may be: else nothing more is held. */
+static int lines_hold(rfs_lines *l, lines_count *c, const rs_record *rec)
+{
+    if (!l->held_ok)
+        return 0;
+    if (!l->thread_id[0] && strlen(rec->thread_id) <= RS_ID_MAX) {
+        memcpy(l->thread_id, rec->thread_id, strlen(rec->thread_id) + 1);
+        if (rec->user_id && !(l->user = strdup(rec->user_id)))
+            return -ENOMEM;
+    }
+    int same = strcmp(l->thread_id, rec->thread_id) == 0 &&
+               (l->user ? rec->user_id && strcmp(l->user, rec->user_id) == 0 : !rec->user_id);
+    if (!same || l->held_bytes + rec->line_len > HELD_MAX) {
+        l->held_ok = 0;
+        for (size_t i = 0; i < l->nruns; i++)
+            held_release(&l->runs[i]);
+        return 0;
+    }
+    size_t had = c->held.len;
+    int rc = held_add(c, rec);
+    l->held_bytes += c->held.len - had;
+    return rc;
+}
+
+int rfs_lines_add(rfs_lines *l, const rs_record *rec)
+{
+    int rc = lines_add(&l->all, rec, 0);
+    if (rc || !rec->run_id)
+        return rc;
+    /* Rows come a run at a time (by seq: mostly; a writer's: a run's file each). */
+    size_t at = l->at;
+    if (at >= l->nruns || strcmp(l->runs[at].run_id, rec->run_id) != 0)
+        for (at = 0; at < l->nruns && strcmp(l->runs[at].run_id, rec->run_id) != 0; at++)
+            ;
+    if (at == l->nruns) {
+        /* Ids the listing would not give have no views. */
+        if (strlen(rec->run_id) > RS_ID_MAX)
+            return 0;
+        if (rs_array_grow(&l->runs, &l->cap, l->nruns + 1, sizeof *l->runs))
+            return -ENOMEM;
+        l->runs[at] = (lines_count){.held = RS_BUF_INIT};
+        memcpy(l->runs[at].run_id, rec->run_id, strlen(rec->run_id) + 1);
+        l->nruns++;
+    }
+    /* A run the writer left with too few rows for its documents to be sized (glance_upkeep)
+     * needs none held. */
+    if (at != l->at && l->at < l->nruns && l->runs[l->at].count < STORED_ROWS) {
+        lines_count *was = &l->runs[l->at], *now = &l->runs[at];
+        l->held_bytes -= was->held.len;
+        /* Its room serves the next run, which holds nothing yet (a run's rows come together). */
+        if (!now->rows && !now->nrows) {
+            now->held = was->held;
+            now->rows = was->rows;
+            now->rows_cap = was->rows_cap;
+            rs_buf_reset(&now->held);
+            was->held = (rs_buf)RS_BUF_INIT;
+            was->rows = NULL;
+            was->nrows = was->rows_cap = 0;
+        } else {
+            held_release(was);
+        }
+    }
+    l->at = at;
+    rc = lines_add(&l->runs[at], rec, 1);
+    return rc || !l->hold ? rc : lines_hold(l, &l->runs[at], rec);
+}
+
+void rfs_lines_free(rfs_lines *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->nruns; i++)
+        lines_release(&l->runs[i]);
+    lines_release(&l->all);
+    free(l->runs);
+    free(l->user);
+    free(l);
+}
+
+/* Keep the sizes l counted, the thread's log first; *missed set when a log is not what l
+ * counted (with stop, nothing more is kept then: l's rows may be only some of the thread's). */
+static int lines_keep_all(rs_store *s, rfs_scope *sc, const rfs_node *n, const rfs_lines *l,
+                          int64_t rewrites, int stop, int *missed, rs_err *err)
+{
+    held_sizes held = {0};
+    rfs_scope quiet = *sc;
+    quiet.keep_size = hold_size;
+    quiet.ctx = &held;
+    int rc = lines_keep_log(s, &quiet, n, l, &l->all, rewrites, missed, err);
+    for (size_t i = 0; rc >= 0 && !(stop && *missed) && i < l->nruns; i++)
+        rc = lines_keep_log(s, &quiet, n, l, &l->runs[i], rewrites, missed, err);
+    /* A rewrite since the rows were counted: their sums may be of rows as they were. The
+     * count only grows: one look after every size was made serves them all (a look a size
+     * was a round trip each on PostgreSQL). */
+    int64_t now = 0;
+    int same = rc >= 0 && held.n && rs_store_rewrites(s, &now) == 0 && now == rewrites;
+    if (rc >= 0 && held.n && !same)
+        *missed = 1;
+    for (size_t i = 0; same && i < held.n; i++) {
+        kept one = {.view = held.v[i].view, .token = held.v[i].token, .stored = 1};
+        kept_put(s, sc, &one, held.v[i].size);
+    }
+    free(held.v);
+    return rc < 0 ? rc : 0;
+}
+
+/* rs_store_runs_info's fn: the store's facts of a run l counted, for lines_keep_log. */
+static int run_given(void *ctx, const char *run_id, const rs_log_info *info, int64_t msg_size)
+{
+    rfs_lines *l = ctx;
+    /* The store's order is mostly the runs' as the import stored them. */
+    size_t at = l->at < l->nruns ? l->at : 0;
+    if (strcmp(l->runs[at].run_id, run_id) != 0)
+        for (at = 0; at < l->nruns && strcmp(l->runs[at].run_id, run_id) != 0; at++)
+            ;
+    if (at == l->nruns)
+        return 0; /* a run with no row the import stored: l's count of the thread misses it */
+    l->runs[at].given = 1;
+    l->runs[at].info = *info;
+    l->runs[at].msg_size = msg_size;
+    l->at = at + 1;
+    return 0;
+}
+
+int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, rfs_lines *l, rs_err *err)
+{
+    int64_t rewrites = 0;
+    int missed = 0;
+    if (n->kind != RFS_THREAD)
+        return 0;
+    int rc = rs_store_rewrites(s, &rewrites);
+    /* Every run's log facts in one read where the store gives them so (else one a run), for
+     * every owner's view only: an owner's share of a shared log has its own. */
+    l->at = 0;
+    if (!rc && !sc->user && l->nruns &&
+        (rc = rs_store_runs_info(s, n->thread_id, run_given, l, err)) == -ENOSYS)
+        rc = 0;
+    rc = rc ? rc : lines_keep_all(s, sc, n, l, rewrites, 1, &missed, err);
+    return rc ? rc : !missed;
 }
 
 int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err)
@@ -1504,43 +1790,24 @@ int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *e
     /* One pass over the thread's rows counts every run's line views: a query per view (and
      * the listings of types/) would read each row again. */
     int64_t rewrites = 0;
+    int missed = 0;
     rs_query q = RS_QUERY_INIT;
     q.thread_id = n->thread_id;
     q.user = sc->user;
-    lines_count all = {.run_id = ""}, *runs = NULL;
-    size_t nruns = 0, cap = 0, at = 0;
+    rfs_lines *l = NULL;
     rs_cursor *c = NULL;
     const rs_record *rec;
-    int rc = rs_store_rewrites(s, &rewrites);
+    int rc = rfs_lines_new(&l) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    if (!rc)
+        l->hold = 0; /* read here: a run's pass reads its rows as fast */
+    rc = rc ? rc : rs_store_rewrites(s, &rewrites);
     rc = rc ? rc : rs_store_query(s, &q, &c, err);
-    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1) {
-        rc = lines_add(&all, rec, 0);
-        if (rc || !rec->run_id)
-            continue;
-        /* Rows come by seq: a run's rows mostly follow each other. */
-        if (at >= nruns || strcmp(runs[at].run_id, rec->run_id) != 0)
-            for (at = 0; at < nruns && strcmp(runs[at].run_id, rec->run_id) != 0; at++)
-                ;
-        if (at == nruns) {
-            if (strlen(rec->run_id) > RS_ID_MAX ||
-                rs_array_grow(&runs, &cap, nruns + 1, sizeof *runs)) {
-                rc = strlen(rec->run_id) > RS_ID_MAX ? 0 : -ENOMEM;
-                at = nruns;
-                continue;
-            }
-            runs[nruns] = (lines_count){0};
-            memcpy(runs[nruns].run_id, rec->run_id, strlen(rec->run_id) + 1);
-            nruns++;
-        }
-        rc = lines_add(&runs[at], rec, 1);
-    }
+    while (!rc && (rc = rs_cursor_next(c, &rec)) == 1)
+        rc = rfs_lines_add(l, rec);
     rs_cursor_free(c);
-    for (size_t i = 0; rc >= 0 && i <= nruns; i++)
-        rc = lines_keep_log(s, sc, n, i < nruns ? &runs[i] : &all, rewrites, err);
-    for (size_t i = 0; i < nruns; i++)
-        lines_release(&runs[i]);
-    lines_release(&all);
-    free(runs);
+    if (rc >= 0)
+        rc = lines_keep_all(s, sc, n, l, rewrites, 0, &missed, err);
+    rfs_lines_free(l);
     return rc < 0 ? rc : 0;
 }
 

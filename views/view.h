@@ -137,6 +137,16 @@ int rfs_view_size_tree(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *er
  * messages.jsonl): their sizes cost a pass over those rows, no rendering, and a later stat
  * after an append catches up from them. */
 int rfs_view_size_lines(rs_store *s, rfs_scope *sc, const rfs_node *n, rs_err *err);
+/* A thread's rows counted as a writer stores them (rs_import_src's stored): what
+ * rfs_view_size_lines reads the rows back for. */
+typedef struct rfs_lines rfs_lines;
+int rfs_lines_new(rfs_lines **out);
+int rfs_lines_add(rfs_lines *l, const rs_record *rec);
+void rfs_lines_free(rfs_lines *l);
+/* rfs_view_size_lines of thread n from l, no row read: 1 when l's rows are every row of the
+ * thread as it is now (its log's count, bytes and last seq), 0 when not (nothing kept: the
+ * caller reads the rows, as rfs_view_size_lines does), <0 on failure. */
+int rfs_view_size_fed(rs_store *s, rfs_scope *sc, const rfs_node *n, rfs_lines *l, rs_err *err);
 
 /* Render a whole file node to out (runfs cat). */
 int rfs_view_cat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rs_buf *out,

@@ -327,6 +327,14 @@ int rs_store_log_info(rs_store *s, const char *thread_id, const char *run_id, co
 /* Records of the log from the one holding byte offset off on (needs info.exact). */
 int rs_store_log_seek(rs_store *s, const char *thread_id, const char *run_id, int64_t off,
                       rs_cursor **out, rs_err *err);
+/* Every run of a thread as rs_store_log_info (user NULL: every owner's rows) and
+ * rs_store_messages_size give it, in one read: fn(ctx, run_id, info, msg_size) for each, in
+ * no set order, msg_size -1 where the store keeps none; fn's nonzero stops and is returned.
+ * -ENOSYS when the store reads them a run at a time (the caller asks each). */
+typedef int (*rs_run_info_fn)(void *ctx, const char *run_id, const rs_log_info *info,
+                              int64_t msg_size);
+int rs_store_runs_info(rs_store *s, const char *thread_id, rs_run_info_fn fn, void *ctx,
+                       rs_err *err);
 /* The exact size of the thread's (run_id NULL) or run's messages.jsonl as user sees it,
  * kept by every write: 1 with *size set, 0 when the store does not keep it for this user
  * (the view must be rendered to know), -ENOENT when the thread or run does not exist. */
@@ -348,6 +356,11 @@ typedef struct rs_size {
     int64_t size;
 } rs_size;
 int rs_store_sizes_put(rs_store *s, const rs_size *v, size_t n);
+/* The same for views of which no size is kept (those of a thread whose every row one import
+ * just wrote): no earlier token of each is dropped. One left by an earlier life of the thread
+ * stays until the view's next rs_store_sizes_put, and is never taken: the delete that ended
+ * that life moved rs_store_rewrites, which every token names. */
+int rs_store_sizes_add(rs_store *s, const rs_size *v, size_t n);
 /* A run's step data (views/stepdiff.c's: its step lines' hashes, seqs and the stats its diff
  * compares) kept in the store (runfs_steps) for any later diff, on any mount or command.
  * kind names the data's format and who looks; the bytes name the rows they were made from,
@@ -596,11 +609,16 @@ int rs_duration_parse(const char *text, int64_t *seconds, rs_err *err);
 
 /* Where rs_store_import reads one thread's lines. next: 1 with *run_id (the run its file
  * names) and the line without its '\n', 0 at the end, <0 to stop (err filled). bad: told
- * about a malformed line (err says why); 0 skips it, <0 stops; NULL stops at the first. */
+ * about a malformed line (err says why); 0 skips it, <0 stops; NULL stops at the first.
+ * stored (may be NULL): told each row the import stores, as a read of it would give it (its
+ * canonical line, valid during the call; no offsets), as it is stored, so a caller keeping
+ * sizes of the rows need not read them back; a row told is in the store only if the import
+ * then returns 0. <0 stops (err filled) and stores nothing. */
 typedef struct rs_import_src {
     int (*next)(void *ctx, const char **run_id, const char **line, size_t *len, rs_err *err);
     int (*bad)(void *ctx, const rs_err *err);
     void *ctx;
+    int (*stored)(void *ctx, const rs_record *rec, rs_err *err);
 } rs_import_src;
 
 typedef struct rs_import_opts {

@@ -1784,6 +1784,9 @@ PG_READ(pg_log_info,
         (rs_backend * b, const char *thread_id, const char *run_id, const char *user,
          rs_log_info *out, rs_err *err),
         (b, thread_id, run_id, user, out, err))
+PG_READ(pg_runs_info,
+        (rs_backend * b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err),
+        (b, thread_id, fn, ctx, err))
 PG_READ(pg_log_seek,
         (rs_backend * b, const char *thread_id, const char *run_id, int64_t off, rs_cursor **out,
          rs_err *err),
@@ -1830,7 +1833,7 @@ static int pg_size_get(rs_backend *b, const char *key, int64_t *size, int *found
     return pg_int(b, b->sql.buf, key, NULL, size, found, NULL);
 }
 
-static int pg_size_put(rs_backend *b, const rs_size_key *keys, size_t n)
+static int pg_size_put(rs_backend *b, const rs_size_key *keys, size_t n, int fresh)
 {
     rs_buf del = RS_BUF_INIT, ins = RS_BUF_INIT;
     int rc = side_copy(b, "DELETE FROM @runfs_meta WHERE key >= $1 AND key < $2", &del);
@@ -1843,20 +1846,21 @@ static int pg_size_put(rs_backend *b, const rs_size_key *keys, size_t n)
      * a thread: two round trips each were most of what its sizing waited for), with the
      * COMMIT in the last; each pair's first use queues its preparations too. */
     enum { SIZE_PIPE = (PG_PIPE_MAX - 5) / 2 };
+    size_t pipe = fresh ? 2 * SIZE_PIPE : SIZE_PIPE; /* fresh: an INSERT a size, no DELETE */
     if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
-        for (size_t i = 0; !rc && i < n; i += SIZE_PIPE) {
+        for (size_t i = 0; !rc && i < n; i += pipe) {
             if ((rc = pg_pipe_start(b, NULL)))
                 break;
-            for (size_t k = i; !rc && k < n && k < i + SIZE_PIPE; k++) {
+            for (size_t k = i; !rc && k < n && k < i + pipe; k++) {
                 pg_args d = {.n = 0}, a = {.n = 0};
                 pg_arg_text(&d, keys[k].lo);
                 pg_arg_text(&d, keys[k].hi);
                 pg_arg_text(&a, keys[k].key);
                 pg_arg_int(&a, keys[k].size);
-                if (!(rc = pg_run(b, del.buf, &d, NULL, NULL)))
+                if (fresh || !(rc = pg_run(b, del.buf, &d, NULL, NULL)))
                     rc = pg_run(b, ins.buf, &a, NULL, NULL);
             }
-            if (!rc && i + SIZE_PIPE >= n)
+            if (!rc && i + pipe >= n)
                 rc = pg_commit(b, NULL);
             int ran = pg_pipe_run(b, NULL);
             rc = rc ? rc : ran;
@@ -2011,6 +2015,7 @@ const rs_backend_ops rs_pg_backend = {
     .import = pg_import,
     .query = pg_query_wait,
     .log_info = pg_log_info_wait,
+    .runs_info = pg_runs_info_wait,
     .log_seek = pg_log_seek_wait,
     .names = pg_names_wait,
     .odd_ids = pg_odd_ids_wait,

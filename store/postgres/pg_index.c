@@ -738,6 +738,48 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     return log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err);
 }
 
+/* Every run's totals of the thread as log_info_once reads one's; *dirty as it says. */
+static int runs_once(rs_backend *b, const char *thread_id, PGresult **r, int *dirty, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    int rc = pg_run(b,
+                    "SELECT r.run_id, r.size, r.count, r.messages, r.last_seq, " RS_LOG_TIME_SQL(
+                        r) ", t.dirty FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
+                           "t.thread_key WHERE t.thread_id = $1",
+                    &a, r, err);
+    *dirty = !rc && PQntuples(*r) > 0 && pg_val_int(*r, 0, 7) != 0;
+    return rc;
+}
+
+int pg_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err)
+{
+    PGresult *r = NULL;
+    int dirty = 0;
+    int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
+    rc = rc ? rc : runs_once(b, thread_id, &r, &dirty, err);
+    if (!rc && dirty && !b->read_only) {
+        PQclear(r);
+        r = NULL;
+        if (!(rc = pg_thread_fix(b, thread_id, err)))
+            rc = runs_once(b, thread_id, &r, &dirty, err);
+    }
+    for (int i = 0; !rc && i < PQntuples(r); i++) {
+        rs_log_info info = {.exists = 1,
+                            .exact = 1,
+                            .size = pg_val_int(r, i, 1),
+                            .count = pg_val_int(r, i, 2),
+                            .message_count = pg_val_int(r, i, 3),
+                            .last_seq = pg_val_int(r, i, 4),
+                            .ctime_ns = pg_val_int(r, i, 5),
+                            .mtime_ns = pg_val_int(r, i, 6)};
+        /* No messages.jsonl size is kept here (no log facts): -1. */
+        rc = fn(ctx, PQgetvalue(r, i, 0), &info, -1);
+    }
+    PQclear(r);
+    return rc;
+}
+
 /* A log read is one prepared query per page, keyed on seq (no cursor, no transaction of
  * its own), pages growing from PAGE_FIRST rows to PAGE_MAX. A sequential reader asks for
  * the offset where its last read stopped, inside that read's last line: so the page is

@@ -260,6 +260,7 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err);
 /* sql with each '@' replaced by the real tables' schema (b->side: "" but in memory), into
  * b->sql: for statements over every thread, which a reader's TEMP copies do not hold. */
 int pg_side_sql(rs_backend *b, const char *sql, rs_err *err);
+int pg_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err);
 int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
 int pg_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
@@ -280,7 +281,8 @@ int pg_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* pg_delete's work inside the caller's write transaction (retention's too). */
 int pg_delete_rows(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
 
 /* ---- pg_read.c ---- */

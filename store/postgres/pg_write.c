@@ -938,7 +938,8 @@ static int import_queue(import_batch *ib, const rs_event *ev, rs_err *err)
 }
 
 int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err)
 {
     *added = *skipped = 0;
@@ -987,7 +988,7 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
             (*skipped)++;
             continue;
         }
-        if ((rc = import_queue(ib, ev, err)))
+        if ((rc = import_queue(ib, ev, err)) || (rc = stored(ctx, ev, err)))
             goto fail;
         (*added)++;
         if (ev->seq > top)

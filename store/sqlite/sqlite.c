@@ -1913,13 +1913,48 @@ static int sq_size_get(rs_backend *b, const char *key, int64_t *size, int *found
                   NULL);
 }
 
+/* Fresh sizes SIZE_ROWS to a statement: a statement a size was most of what keeping an
+ * import's thousands cost. */
+#define SIZE_ROWS 32
+#define SIZE_VALUES "(?, ?)"
+#define SIZE_VALUES_8 \
+    SIZE_VALUES ", " SIZE_VALUES ", " SIZE_VALUES ", " SIZE_VALUES ", " SIZE_VALUES \
+                ", " SIZE_VALUES ", " SIZE_VALUES ", " SIZE_VALUES
+#define SIZE_ADD "INSERT OR REPLACE INTO main.runfs_meta (key, value) VALUES "
+
+static int size_add(rs_backend *b, const rs_size_key *keys, size_t n)
+{
+    static const char one[] = SIZE_ADD SIZE_VALUES;
+    static const char many[] = SIZE_ADD SIZE_VALUES_8 ", " SIZE_VALUES_8 ", " SIZE_VALUES_8
+                                                      ", " SIZE_VALUES_8;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n;) {
+        size_t k = n - i >= SIZE_ROWS ? SIZE_ROWS : 1;
+        sqlite3_stmt *st;
+        if ((rc = sq_stmt_get(b, k == SIZE_ROWS ? many : one, &st, NULL)))
+            break;
+        for (size_t j = 0; j < k; j++, i++) {
+            /* Stepped before this returns: SQLite need not copy the keys. */
+            sqlite3_bind_text(st, (int)j * 2 + 1, keys[i].key, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, (int)j * 2 + 2, keys[i].size);
+        }
+        int src = sqlite3_step(st);
+        sq_stmt_done(b, st);
+        if (src != SQLITE_DONE)
+            rc = sq_fail(b, src, NULL, "size");
+    }
+    return rc;
+}
+
 /* Under the write lock, as every write is: a kept size is one small transaction. */
-static int sq_size_put(rs_backend *b, const rs_size_key *keys, size_t n)
+static int sq_size_put(rs_backend *b, const rs_size_key *keys, size_t n, int fresh)
 {
     int rc = sq_begin_quiet(b, NULL);
     if (rc)
         return rc;
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
+    if (fresh)
+        rc = size_add(b, keys, n);
+    for (size_t i = 0; !fresh && rc >= 0 && i < n; i++) {
         rc = sq_step(b, NULL, NULL, "size",
                      "DELETE FROM main.runfs_meta WHERE key >= ? AND key < ?", "tt", keys[i].lo,
                      keys[i].hi);
@@ -2178,6 +2213,7 @@ const rs_backend_ops rs_sqlite_backend = {
     .log_info = sq_log_info,
     .log_seek = sq_log_seek,
     .log_facts = sq_log_facts,
+    .runs_info = sq_runs_info,
     .names = sq_names,
     .odd_ids = sq_odd_ids,
     .last_visible_ai_seq = sq_last_visible_ai_seq,

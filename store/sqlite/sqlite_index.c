@@ -729,6 +729,39 @@ int sq_log_facts(rs_backend *b, const char *thread_id, const char *run_id, const
     return 0;
 }
 
+/* What sq_log_info and sq_log_facts read of each run for every owner, in one statement. */
+int sq_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err)
+{
+    int rc = sq_thread_ready(b, thread_id, err);
+    sqlite3_stmt *st = NULL;
+    rc = rc ? rc
+            : sq_step(b, &st, err, "stat",
+                      "SELECT r.run_id, r.size, r.count, r.messages, r.last_seq, " RS_LOG_TIME_SQL(
+                          r) ", r.msg_size FROM runfs_thread t JOIN runfs_run r ON "
+                             "r.thread_key = t.thread_key WHERE t.thread_id = ?",
+                      "t", thread_id);
+    if (rc <= 0)
+        return rc;
+    int src = SQLITE_DONE;
+    do {
+        const char *run_id = (const char *)sqlite3_column_text(st, 0);
+        rs_log_info info = {.exists = 1,
+                            .exact = 1,
+                            .size = sqlite3_column_int64(st, 1),
+                            .count = sqlite3_column_int64(st, 2),
+                            .message_count = sqlite3_column_int64(st, 3),
+                            .last_seq = sqlite3_column_int64(st, 4),
+                            .ctime_ns = sqlite3_column_int64(st, 5),
+                            .mtime_ns = sqlite3_column_int64(st, 6)};
+        if (run_id && (rc = fn(ctx, run_id, &info, sqlite3_column_int64(st, 7))))
+            break;
+    } while ((src = sqlite3_step(st)) == SQLITE_ROW);
+    if (!rc && src != SQLITE_DONE)
+        rc = sq_fail(b, src, err, "stat");
+    sq_stmt_done(b, st);
+    return rc;
+}
+
 int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
                 rs_cursor **out, rs_err *err)
 {

@@ -353,6 +353,7 @@ int sq_mem_refresh(rs_backend *b, rs_err *err);
 
 int sq_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err);
+int sq_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err);
 int sq_log_facts(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                  rs_log_facts *out, rs_err *err);
 int sq_log_seek(rs_backend *b, const char *thread_id, const char *run_id, int64_t off,
@@ -368,7 +369,8 @@ int sq_hold_insert(rs_backend *b, const rs_target *t, const char *event_type, rs
 int sq_release(rs_backend *b, const rs_target *t, const char *event_type);
 int sq_create(rs_backend *b, const rs_target *t, rs_err *err);
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err);
 int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err);
 /* sq_delete's work inside the caller's write transaction (retention's too). */

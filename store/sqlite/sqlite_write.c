@@ -820,7 +820,8 @@ int sq_delete(rs_backend *b, const rs_target *t, int64_t *count, rs_err *err)
 }
 
 int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
-              int (*next)(void *ctx, rs_event **ev, rs_err *err), void *ctx, int64_t *added,
+              int (*next)(void *ctx, rs_event **ev, rs_err *err),
+              int (*stored)(void *ctx, const rs_event *ev, rs_err *err), void *ctx, int64_t *added,
               int64_t *skipped, rs_err *err)
 {
     *added = *skipped = 0;
@@ -853,7 +854,7 @@ int sq_import(rs_backend *b, const rs_target *t, int64_t floor,
             continue;
         }
         rs_target rt = {.thread_id = t->thread_id, .run_id = ev->run_id, .user = t->user};
-        if ((rc = insert_event(b, &rt, ev, ev->seq, &last_id, err)))
+        if ((rc = insert_event(b, &rt, ev, ev->seq, &last_id, err)) || (rc = stored(ctx, ev, err)))
             goto fail;
         if (!first_id)
             first_id = last_id;

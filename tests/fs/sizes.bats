@@ -333,6 +333,56 @@ PY
   assert_success
 }
 
+@test "runfs import into a thread that has rows, and of a thread deleted and imported again, keeps sizes that are the bytes" {
+  runfs_unmount "$MNT"
+  import_store "$WORK/jsonl"
+  # imp-1 gets a row more in run-2 and a new run: the import stores only those, so the sizes
+  # are of the rows read back. imp-2 goes (another writer's DELETE) and comes back whole: its
+  # sizes go in beside those of its first life, which its new ones must not be taken for.
+  python3 - "$WORK/jsonl/threads/imp-1/runs" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+rows = [json.loads(l) for f in sorted(os.listdir(d)) for l in open(os.path.join(d, f))]
+seq = max(r["seq"] for r in rows)
+def row(run, et, cat, c):
+    global seq
+    seq += 1
+    return json.dumps({"thread_id": "imp-1", "run_id": run, "event_type": et, "category": cat, "content": c,
+                       "metadata": {"caller": "lead_agent"}, "seq": seq,
+                       "created_at": "2026-03-04T05:07:00.%06d+00:00" % seq}) + "\n"
+with open(os.path.join(d, "run-2.jsonl"), "a") as f:
+    f.write(row("run-2", "llm.human.input", "message", {"type": "human", "content": "one more", "id": "h-more"}))
+with open(os.path.join(d, "run-3.jsonl"), "w") as f:
+    f.write(row("run-3", "run.start", "trace", {"chain": "lead_agent"}))
+    f.write(row("run-3", "llm.ai.response", "message", {"type": "ai", "content": "a third run", "id": "a-3", "tool_calls": []}))
+    f.write(row("run-3", "run.terminal", "trace", {"status": "success"}))
+PY
+  store_sql "DELETE FROM run_events WHERE thread_id = 'imp-2'"
+  run "$RUNFS" import "$STORE" --deerflow-jsonl "$WORK/jsonl"
+  assert_success
+  assert_output --partial "rows imported, "
+  RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/again.log"
+  # A first lookup of each (no listing gave its attributes) takes the size the import kept:
+  # imp-1's from its rows read back, imp-2's from the rows its import stored.
+  local v
+  for v in imp-1/runs/run-3/types/llm.ai.response.jsonl imp-1/runs/run-2/types/llm.human.input.jsonl \
+    imp-2/runs/run-1/types/llm.tool.result.jsonl; do
+    stat "$MNT/threads/$v" > /dev/null
+    grep -q "sized threads/$v in .*(kept)" "$WORK/again.log" ||
+      fail "$v was not stat'ed with a kept size: $(grep "threads/$v" "$WORK/again.log")"
+  done
+  run walk_honest "$MNT/threads"
+  assert_success
+  # Nor did any other line view render.
+  run bash -c "grep -E 'sized threads/imp-[^ ]*/(types/|tasks/|messages.jsonl)' '$WORK/again.log' | grep -v '(kept)'"
+  assert_output ""
+  local f
+  for f in imp-1/runs/run-2/messages.jsonl imp-1/runs/run-3/messages.jsonl imp-1/messages.jsonl \
+    imp-2/runs/run-1/types/llm.tool.result.jsonl imp-2/runs/run-2/tasks/k2.jsonl; do
+    cmp <("$RUNFS" cat "$STORE" "threads/$f") "$MNT/threads/$f" || fail "$f: the mount's bytes are not runfs cat's"
+  done
+}
+
 @test "runfs import --sizes keeps every view's size: a mount's first du renders no view, and the sizes are the bytes" {
   runfs_unmount "$MNT"
   import_store "$WORK/jsonl" --sizes
