@@ -667,10 +667,7 @@ static int candidates(rs_backend *b, const char *words, int n, int64_t upto, int
     if (*masked) {
         rc = masks_list(r, rows, upto, list);
         PQclear(r);
-        /* The rows' statement reads the table once, in its order (an index scan would visit
-         * its pages again and again). */
-        return rc ? rs_err_set(err, -ENOMEM, "out of memory")
-                  : pg_run(b, "SET LOCAL enable_seqscan = on", NULL, NULL, err);
+        return rc ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
     }
     rc = rs_buf_addch(list, '{');
     for (int i = 0; !rc && i < rows; i++) {
@@ -728,6 +725,33 @@ static int ranges_sql(rs_buf *sql, const char *words, int64_t upto)
     return rc;
 }
 
+/* The candidates as each indexed block's bits ($1), the rows of changed blocks and those
+ * above the mark: each thread's rows in turn (the scope's thread, $2, or the store's,
+ * found by a descent of the thread index each, in bytewise order), kept by their bit, then
+ * sorted by seq within the thread (an incremental sort: a thread's rows at a time, in
+ * memory, the first ones sent at once). A sort of the whole answer held hundreds of MB on a
+ * large store and spilled to disk. OFFSET 0: the thread's rows stay a scan of their own. */
+static int masked_sql(rs_buf *sql, int64_t upto, int one_thread)
+{
+    int rc = one_thread
+                 ? rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT $2::text AS t) tr")
+                 : rs_buf_addstr(sql, "WITH RECURSIVE th (t) AS (SELECT min(thread_id) FROM "
+                                      "run_events UNION ALL SELECT (SELECT min(e.thread_id) "
+                                      "FROM run_events e WHERE e.thread_id > th.t) FROM th "
+                                      "WHERE th.t IS NOT NULL) SELECT " PG_ROW_COLUMNS
+                                      " FROM (SELECT t FROM th WHERE t IS NOT NULL ORDER BY t "
+                                      "COLLATE \"C\") tr");
+    return rc || rs_buf_addf(sql,
+                             " CROSS JOIN LATERAL (SELECT * FROM run_events e WHERE "
+                             "e.thread_id = tr.t AND (e.id > %lld OR (SELECT "
+                             "$1::text::bigint[])[(e.id - 1) / 64 + 1] >> ((e.id - 1) %% "
+                             "64)::int & 1 = 1 OR (e.id - 1) / 64 IN (SELECT blk FROM "
+                             "runfs_search_dirty)) OFFSET 0) e WHERE true",
+                             (long long)upto)
+               ? -ENOMEM
+               : 0;
+}
+
 /* The rows' statement into sql: the candidates are ranges of ids (the candidate rows, from
  * $1's list or, with words, read here; the changed blocks; the rows above the mark: none
  * overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
@@ -744,12 +768,7 @@ static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, int mas
     rs_buf_reset(sql);
     int rc = words ? masks_sql(sql, words, n, 0) : 0;
     if (!rc && masked)
-        rc = rs_buf_addf(sql,
-                         "SELECT " PG_ROW_COLUMNS " FROM run_events e WHERE (e.id > %lld OR "
-                         "(SELECT $1::text::bigint[])[(e.id - 1) / 64 + 1] >> ((e.id - 1) %% "
-                         "64)::int & 1 = 1 OR (e.id - 1) / 64 IN (SELECT blk FROM "
-                         "runfs_search_dirty))",
-                         (long long)upto);
+        rc = masked_sql(sql, upto, thread_id != NULL);
     else if (!rc)
         rc = ranges_sql(sql, words, upto);
     if (!rc && thread_id)
@@ -766,7 +785,8 @@ static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, int mas
     if (!rc && category)
         rc = rs_buf_addstr(sql, " AND e.category = $8");
     if (!rc)
-        rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
+        rc = rs_buf_addstr(sql, masked ? " ORDER BY tr.t COLLATE \"C\", e.seq"
+                                       : " ORDER BY e.thread_id COLLATE \"C\", e.seq");
     return rc ? -ENOMEM : 0;
 }
 
