@@ -756,11 +756,10 @@ static int masked_sql(rs_buf *sql, int64_t upto, int one_thread)
  * $1's list or, with words, read here; the changed blocks; the rows above the mark: none
  * overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
  * planner cannot estimate a join on ranges, and flattened it sorted the whole table to join
- * it). Masked ($1 holds each indexed block's bits): the table read once, each row kept by
- * its bit, its block being changed or its id above the mark; a third of the rows or more
- * cost less so than by as many probes of the primary key, and far less than the scan of
- * each thread (every row sent and rendered). Literals, not parameters, for the mark and the
- * patterns: the plan is made for them. */
+ * it). Masked ($1 holds each indexed block's bits): masked_sql, a quarter of the rows or
+ * more costing less so than by as many probes of the primary key, and far less than a scan
+ * of each thread by a statement of its own (every row sent and rendered). Literals, not
+ * parameters, for the mark and the patterns: the plan is made for them. */
 static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, int masked,
                     const char *thread_id, const char *run_id, const char *user,
                     const char *after_thread, const char *type, const char *category)
