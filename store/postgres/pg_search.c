@@ -598,13 +598,35 @@ static int bits(uint64_t m)
     return c;
 }
 
-/* The ids - 1 of the candidate rows outside changed blocks, as an array literal in *list,
- * read in a transaction left open for the rows' cursor: REPEATABLE READ, so the cursor sees
- * the index and its marks as this did (an indexer may rebuild a changed block in between),
- * and the index read once. -ENOSYS, the transaction ended, when the index hardly narrows.
- * Without seq scans: the words by their trigram index, their rows by an index-only scan. */
-static int candidates(rs_backend *b, const char *words, int n, int64_t upto, rs_buf *list,
-                      rs_err *err)
+/* Each indexed block's candidate rows (a bit a row, 0 where none), the blocks of r's rows
+ * (blk, m) in order, as an array literal in *list, element k for block k - 1. */
+static int masks_list(const PGresult *r, int rows, int64_t upto, rs_buf *list)
+{
+    int64_t blocks = upto / BLOCK;
+    int64_t *m = calloc(blocks > 0 ? (size_t)blocks : 1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    for (int i = 0; i < rows; i++) {
+        int64_t blk = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (blk >= 0 && blk < blocks)
+            m[blk] = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+    }
+    int rc = rs_buf_addch(list, '{');
+    for (int64_t k = 0; !rc && k < blocks; k++)
+        rc = rs_buf_addf(list, k ? ",%lld" : "%lld", (long long)m[k]);
+    free(m);
+    return rc || rs_buf_addch(list, '}') ? -ENOMEM : 0;
+}
+
+/* The candidate rows outside changed blocks as an array literal in *list, read in a
+ * transaction left open for the rows' cursor: REPEATABLE READ, so the cursor sees the index
+ * and its marks as this did (an indexer may rebuild a changed block in between), and the
+ * index read once. Their ids - 1; or, where the index hardly narrows and the answer is
+ * wanted whole (not streamed), each indexed block's bits (*masked 1). -ENOSYS, the
+ * transaction ended, where the index hardly narrows and the answer streams. Without seq
+ * scans: the words by their trigram index, their rows by an index-only scan. */
+static int candidates(rs_backend *b, const char *words, int n, int64_t upto, int streamed,
+                      rs_buf *list, int *masked, rs_err *err)
 {
     rs_buf *sql = &b->sql;
     rs_buf_reset(sql);
@@ -636,10 +658,16 @@ static int candidates(rs_backend *b, const char *words, int n, int64_t upto, rs_
         int64_t blk = strtoll(PQgetvalue(r, i, 0), NULL, 10);
         hits = blk < 0 ? -1 : hits + bits((uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10));
     }
-    if (hits < 0 || dense(hits, upto)) {
+    *masked = hits >= 0 && dense(hits, upto) && !streamed;
+    if (hits < 0 || (dense(hits, upto) && !*masked)) {
         PQclear(r);
         pg_exec_plain(b, "COMMIT", NULL);
         return -ENOSYS;
+    }
+    if (*masked) {
+        rc = masks_list(r, rows, upto, list);
+        PQclear(r);
+        return rc ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
     }
     rc = rs_buf_addch(list, '{');
     for (int i = 0; !rc && i < rows; i++) {
@@ -675,19 +703,10 @@ static int dense_inline(rs_backend *b, const char *words, int n, int64_t upto, r
     return (limit && got >= limit) || dense(hits, upto) ? -ENOSYS : 0;
 }
 
-/* The rows' statement into sql: the candidates are ranges of ids (the candidate rows, from
- * $1's list or, with words, read here; the changed blocks; the rows above the mark: none
- * overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
- * planner cannot estimate a join on ranges, and flattened it sorted the whole table to join
- * it). Literals, not parameters, for the mark and the patterns: the plan is made for them. */
-static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, const char *thread_id,
-                    const char *run_id, const char *user, const char *after_thread,
-                    const char *type, const char *category)
+/* The candidates as ranges of ids, each read by a range of the primary key: rows_sql. */
+static int ranges_sql(rs_buf *sql, const char *words, int64_t upto)
 {
-    rs_buf_reset(sql);
-    int rc = words ? masks_sql(sql, words, n, 0) : 0;
-    if (!rc)
-        rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + 1, ");
+    int rc = rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT lo, least(lo + 1, ");
     if (!rc && words)
         rc = rs_buf_addf(sql,
                          "%lld) AS hi FROM (SELECT t.blk * 64 + b.b AS lo FROM t CROSS JOIN "
@@ -703,6 +722,54 @@ static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, const c
                          "(SELECT * FROM run_events e WHERE e.id > k.lo AND e.id <= k.hi OFFSET "
                          "0) e WHERE true",
                          (long long)upto, (long long)upto, (long long)INT64_MAX);
+    return rc;
+}
+
+/* The candidates as each indexed block's bits ($1), the rows of changed blocks and those
+ * above the mark: each thread's rows in turn (the scope's thread, $2, or the store's,
+ * found by a descent of the thread index each, in bytewise order), kept by their bit, then
+ * sorted by seq within the thread (an incremental sort: a thread's rows at a time, in
+ * memory, the first ones sent at once). A sort of the whole answer held hundreds of MB on a
+ * large store and spilled to disk. OFFSET 0: the thread's rows stay a scan of their own. */
+static int masked_sql(rs_buf *sql, int64_t upto, int one_thread)
+{
+    int rc = one_thread
+                 ? rs_buf_addstr(sql, "SELECT " PG_ROW_COLUMNS " FROM (SELECT $2::text AS t) tr")
+                 : rs_buf_addstr(sql, "WITH RECURSIVE th (t) AS (SELECT min(thread_id) FROM "
+                                      "run_events UNION ALL SELECT (SELECT min(e.thread_id) "
+                                      "FROM run_events e WHERE e.thread_id > th.t) FROM th "
+                                      "WHERE th.t IS NOT NULL) SELECT " PG_ROW_COLUMNS
+                                      " FROM (SELECT t FROM th WHERE t IS NOT NULL ORDER BY t "
+                                      "COLLATE \"C\") tr");
+    return rc || rs_buf_addf(sql,
+                             " CROSS JOIN LATERAL (SELECT * FROM run_events e WHERE "
+                             "e.thread_id = tr.t AND (e.id > %lld OR (SELECT "
+                             "$1::text::bigint[])[(e.id - 1) / 64 + 1] >> ((e.id - 1) %% "
+                             "64)::int & 1 = 1 OR (e.id - 1) / 64 IN (SELECT blk FROM "
+                             "runfs_search_dirty)) OFFSET 0) e WHERE true",
+                             (long long)upto)
+               ? -ENOMEM
+               : 0;
+}
+
+/* The rows' statement into sql: the candidates are ranges of ids (the candidate rows, from
+ * $1's list or, with words, read here; the changed blocks; the rows above the mark: none
+ * overlaps another), each read by a range of the primary key (LATERAL, OFFSET 0: the
+ * planner cannot estimate a join on ranges, and flattened it sorted the whole table to join
+ * it). Masked ($1 holds each indexed block's bits): masked_sql, a quarter of the rows or
+ * more costing less so than by as many probes of the primary key, and far less than a scan
+ * of each thread by a statement of its own (every row sent and rendered). Literals, not
+ * parameters, for the mark and the patterns: the plan is made for them. */
+static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, int masked,
+                    const char *thread_id, const char *run_id, const char *user,
+                    const char *after_thread, const char *type, const char *category)
+{
+    rs_buf_reset(sql);
+    int rc = words ? masks_sql(sql, words, n, 0) : 0;
+    if (!rc && masked)
+        rc = masked_sql(sql, upto, thread_id != NULL);
+    else if (!rc)
+        rc = ranges_sql(sql, words, upto);
     if (!rc && thread_id)
         rc = rs_buf_addstr(sql, " AND e.thread_id = $2");
     if (!rc && run_id)
@@ -717,7 +784,8 @@ static int rows_sql(rs_buf *sql, const char *words, int n, int64_t upto, const c
     if (!rc && category)
         rc = rs_buf_addstr(sql, " AND e.category = $8");
     if (!rc)
-        rc = rs_buf_addstr(sql, " ORDER BY e.thread_id COLLATE \"C\", e.seq");
+        rc = rs_buf_addstr(sql, masked ? " ORDER BY tr.t COLLATE \"C\", e.seq"
+                                       : " ORDER BY e.thread_id COLLATE \"C\", e.seq");
     return rc ? -ENOMEM : 0;
 }
 
@@ -766,16 +834,16 @@ int pg_search(rs_backend *b, const rs_search *q, const char *thread_id, const ch
         return rc ? rs_err_set(err, -ENOMEM, "out of memory") : -ENOSYS;
     }
     rs_buf *sql = &b->sql, list = RS_BUF_INIT;
-    int own = !b->in_tx && !b->read_tx;
+    int own = !b->in_tx && !b->read_tx, masked = 0;
     if (own)
-        rc = candidates(b, words.buf, n, upto, &list, err);
+        rc = candidates(b, words.buf, n, upto, q->streamed, &list, &masked, err);
     else if (upto >= DENSE_MIN * BLOCK)
         rc = dense_inline(b, words.buf, n, upto, err);
     const char *type, *category;
     required(q, &type, &category);
     if (!rc)
-        rc = rows_sql(sql, own ? NULL : words.buf, n, upto, thread_id, run_id, user, after_thread,
-                      type, category);
+        rc = rows_sql(sql, own ? NULL : words.buf, n, upto, masked, thread_id, run_id, user,
+                      after_thread, type, category);
     rs_buf_release(&words);
     if (rc) {
         rs_buf_release(&list);

@@ -257,6 +257,38 @@ trgm_scans() { store_sql "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_in
   assert_equal "$(trgm_scans)" $((before + 2))
 }
 
+@test "search: on PostgreSQL a word in most rows answered whole keeps each block's candidate rows: changed blocks, rows above the mark and each scope are the reference" {
+  on_pg || skip "PostgreSQL only: the rows' statement"
+  # 6,000 rows of three threads, interleaved (ids follow no thread's order), 'thrum' in
+  # two thirds of them: the index (past 64 blocks) names most rows, so the answer is read
+  # by one statement over each thread's rows keeping each block's candidate rows.
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-dense' || (x % 3), 'run-' || (x / 1000), NULL, 'llm.error', 'trace',
+      CASE WHEN x % 3 = 1 THEN 'hum ' ELSE 'a thrum ' END || x, '{}', x, '2026-03-04 06:00:03.000000' FROM g"
+  check "$MNT" 'thrum' || fail "[thrum] at the root, the index made"
+  check "$MNT" 'thrum' T-dense2 || fail "[thrum] in a thread"
+  check "$MNT" 'thrum' T-dense0 run-3 || fail "[thrum] in a run"
+  # Another writer changes rows in indexed blocks (the word gone from some, new in others),
+  # deletes some and adds rows above the index's mark. runfs search opens the store
+  # read-only: it brings no index up to date, so its statement reads the changed blocks and
+  # the new rows as candidates.
+  foreign "UPDATE run_events SET content = 'no longer' WHERE thread_id = 'T-dense2' AND seq IN (2, 3002, 5999)"
+  foreign "UPDATE run_events SET content = 'now a thrum' WHERE thread_id = 'T-dense1' AND seq IN (1, 2500)"
+  foreign "DELETE FROM run_events WHERE thread_id = 'T-dense0' AND seq IN (3, 4200)"
+  foreign "INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES
+    ('T-dense1','run-6',NULL,'llm.error','trace','late thrum',        '{}',7000,'2026-03-04 07:00:00.000000'),
+    ('T-dense', 'run-1',NULL,'llm.error','trace','a new thread thrum','{}',1,   '2026-03-04 07:00:00.000000')"
+  run store_sql "SELECT (SELECT count(*) FROM runfs_search_dirty) > 0, (SELECT value FROM runfs_meta WHERE key = 'search_upto') < (SELECT max(id) FROM run_events)"
+  assert_output 't|t' # changed blocks marked, new rows above the mark
+  local t
+  for t in '' T-dense2 T-dense1 T-dense; do
+    ref thrum "$t" > "$WORK/want"
+    "$RUNFS" search "$STORE" thrum $t > "$WORK/got"
+    cmp "$WORK/want" "$WORK/got" || fail "runfs search thrum ${t:-at the root} differs from the reference"
+  done
+}
+
 @test "search: PostgreSQL's index of a later layout (a newer build's) is left whole, and searches scan" {
   on_pg || skip "PostgreSQL only: pg_trgm"
   check "$MNT" 'refused'
