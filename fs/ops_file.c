@@ -892,14 +892,14 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* Reply buffers kept between reads. A buffer of a read's MiB is mapped at each malloc (past
  * mount.c's mmap threshold) and given back at its free: a large file read a MiB at a time
  * paid a fault and a cleared page for every 4 KiB of its reply (a kept search answer's
- * read: a third of its daemon CPU). A few are kept for the next reads, so the daemon's peak
- * grows by READ_BUFS MiB at most, not by a worker's each. */
+ * read: a quarter of its daemon CPU). A few are kept for the next reads, so the daemon's
+ * peak grows by READ_BUFS reads' MiB at most, not by a worker's each. */
 #define READ_BUFS 4
 #define READ_BUF_MAX ((size_t)2 * RFS_MAX_WRITE) /* a kept buffer's room at most (rs_buf doubles) */
 static pthread_mutex_t read_bufs_lock =
-    PTHREAD_MUTEX_INITIALIZER; /* guards read_bufs, n_read_bufs */
-static rs_buf read_bufs[READ_BUFS];
-static size_t n_read_bufs;
+    PTHREAD_MUTEX_INITIALIZER;      /* guards read_bufs, n_read_bufs */
+static rs_buf read_bufs[READ_BUFS]; /* under read_bufs_lock */
+static size_t n_read_bufs;          /* under read_bufs_lock */
 
 static rs_buf read_buf_take(void)
 {
