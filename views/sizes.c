@@ -1,6 +1,7 @@
 /* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "otel.h"
@@ -566,7 +568,8 @@ static int cipher_run(EVP_CIPHER_CTX *x, unsigned char *p, size_t len)
 
 /* An unlinked file in $TMPDIR (else /tmp) for an answer of up to rfs_kept_disk_max() bytes:
  * its descriptor, or a negative errno (-ENOSPC also where that many bytes would leave the
- * file system less than a tenth free: a kept answer must not fill a disk). */
+ * file system less than a tenth free: a kept answer must not fill a disk; and on a tmpfs or
+ * ramfs, memory with no disk behind it, which the memfd's bound is for). */
 static int disk_file_open(void)
 {
     const char *dir = getenv("TMPDIR");
@@ -576,18 +579,25 @@ static int disk_file_open(void)
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
         /* A file system without O_TMPFILE: a named file, unlinked at once. */
         rs_buf path = RS_BUF_INIT;
-        if (rs_buf_addf(&path, "%s/runfs-answer-XXXXXX", dir))
+        if (rs_buf_addf(&path, "%s/runfs-answer-XXXXXX", dir)) {
+            rs_buf_release(&path);
             return -ENOMEM;
+        }
         fd = mkostemp(path.buf, O_CLOEXEC);
+        int e = errno;
         if (fd >= 0)
             unlink(path.buf);
         rs_buf_release(&path);
+        errno = e;
     }
     if (fd < 0)
         return -errno;
     struct statvfs v;
-    if (fstatvfs(fd, &v) != 0 || (double)v.f_bavail * v.f_frsize - (double)rfs_kept_disk_max() <
-                                     (double)v.f_blocks * v.f_frsize / 10) {
+    struct statfs f;
+    if (fstatfs(fd, &f) != 0 || f.f_type == TMPFS_MAGIC || f.f_type == RAMFS_MAGIC ||
+        fstatvfs(fd, &v) != 0 ||
+        (double)v.f_bavail * v.f_frsize - (double)rfs_kept_disk_max() <
+            (double)v.f_blocks * v.f_frsize / 10) {
         close(fd);
         return -ENOSPC;
     }
