@@ -913,8 +913,11 @@ static rs_buf read_buf_take(void)
 
 static void read_buf_give(rs_buf *b)
 {
-    rs_buf_reset(b);
     if (b->alloc >= RFS_MAX_WRITE && b->alloc <= READ_BUF_MAX) {
+        /* A kept buffer must not keep the bytes it gave: a redacted line's among them would
+         * outlive the redaction in the daemon's memory (a freed one's pages went back). */
+        explicit_bzero(b->buf, b->len);
+        rs_buf_reset(b);
         pthread_mutex_lock(&read_bufs_lock);
         if (n_read_bufs < READ_BUFS) {
             read_bufs[n_read_bufs++] = *b;
