@@ -390,8 +390,8 @@ static int64_t env_bytes(const char *name, int64_t most, int64_t dflt)
 static void file_max_read(void)
 {
     file_max = env_bytes("RUNFS_KEPT_ANSWER_MAX", RFS_KEPT_FILE_MAX, RFS_KEPT_FILE_MAX);
-    /* Larger than the 64 GiB of a store's largest answers would pass the free space test
-     * below on no disk. */
+    /* 64 GiB at most, as the memory's bound has its most: a larger number is taken for a
+     * mistake, and the default holds. */
     disk_max = file_max ? env_bytes("RUNFS_KEPT_DISK_MAX", (int64_t)64 << 30, RFS_KEPT_DISK_MAX)
                         : 0;
 }
