@@ -889,6 +889,45 @@ void rfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err(req, 0);
 }
 
+/* Reply buffers kept between reads. A buffer of a read's MiB is mapped at each malloc (past
+ * mount.c's mmap threshold) and given back at its free: a large file read a MiB at a time
+ * paid a fault and a cleared page for every 4 KiB of its reply (a kept search answer's
+ * read: a quarter of its daemon CPU). A few are kept for the next reads, so the daemon's
+ * peak grows by READ_BUFS reads' MiB at most, not by a worker's each. */
+#define READ_BUFS 4
+#define READ_BUF_MAX ((size_t)2 * RFS_MAX_WRITE) /* a kept buffer's room at most (rs_buf doubles) */
+static pthread_mutex_t read_bufs_lock =
+    PTHREAD_MUTEX_INITIALIZER;      /* guards read_bufs, n_read_bufs */
+static rs_buf read_bufs[READ_BUFS]; /* under read_bufs_lock */
+static size_t n_read_bufs;          /* under read_bufs_lock */
+
+static rs_buf read_buf_take(void)
+{
+    rs_buf b = RS_BUF_INIT;
+    pthread_mutex_lock(&read_bufs_lock);
+    if (n_read_bufs)
+        b = read_bufs[--n_read_bufs];
+    pthread_mutex_unlock(&read_bufs_lock);
+    return b;
+}
+
+static void read_buf_give(rs_buf *b)
+{
+    if (b->alloc >= RFS_MAX_WRITE && b->alloc <= READ_BUF_MAX) {
+        /* A kept buffer must not keep the bytes it gave: a redacted line's among them would
+         * outlive the redaction in the daemon's memory (a freed one's pages went back). */
+        explicit_bzero(b->buf, b->len);
+        rs_buf_reset(b);
+        pthread_mutex_lock(&read_bufs_lock);
+        if (n_read_bufs < READ_BUFS) {
+            read_bufs[n_read_bufs++] = *b;
+            *b = (rs_buf)RS_BUF_INIT;
+        }
+        pthread_mutex_unlock(&read_bufs_lock);
+    }
+    rs_buf_release(b);
+}
+
 void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
     rfs_mount *m = rfs_mount_of(req);
@@ -906,7 +945,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
         pthread_mutex_unlock(&h->lock);
         return;
     }
-    rs_buf out = RS_BUF_INIT;
+    rs_buf out = read_buf_take();
     rs_err err = {0};
     rs_store *s;
     int64_t start = rs_clock_ns(CLOCK_MONOTONIC);
@@ -938,7 +977,7 @@ void rfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
         fuse_reply_err(req, -rc);
     else
         fuse_reply_buf(req, out.buf, out.len);
-    rs_buf_release(&out);
+    read_buf_give(&out);
     /* The bytes of a version the kernel's copy is no longer of (the thread changed since
      * this handle opened) went to the cache: dropped once the reply is in (the kernel
      * holds the pages until then), so a later open does not keep them. */

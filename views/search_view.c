@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "search_view.h"
 #include "sizes.h"
@@ -288,12 +287,13 @@ int rfs_search_stat(rs_store *s, const rfs_scope *sc, const rfs_node *n, rfs_sta
         st->unsized = 1;
     } else {
         /* The answer counted is kept with the size: the read after this stat (cat) reads
-         * its bytes, or failing those (too large) its rows alone, with no second pass over
-         * the candidates. */
+         * its bytes (in memory, or past what memory keeps on disk: a common word's answer
+         * read again from its rows cost the cat as much as the count), or failing those
+         * (too large) its rows alone, with no second pass over the candidates. */
         row_ids ids = {0};
         int keep = sc->sizes && key.len;
         rfs_kept_writer file;
-        rfs_kept_writer_open(&file, keep);
+        rfs_kept_writer_open(&file, keep ? RFS_KEEP_DISK : RFS_KEEP_NONE);
         rc = answer_size(s, sc, n, q, &st->size, keep ? &ids : NULL, &file, err);
         rfs_kept_rows *rows = rc ? NULL : rfs_kept_writer_finish(&file, st->size);
         if (!rows && !rc && keep && !ids.over && (rows = rfs_kept_rows_new(ids.n)) && ids.n)
@@ -353,7 +353,7 @@ static int64_t line_end_before(const rfs_kept_rows *k, int64_t end)
     char buf[4096];
     while (end > 0) {
         int64_t from = end > (int64_t)sizeof buf ? end - (int64_t)sizeof buf : 0;
-        ssize_t r = pread(k->fd, buf, (size_t)(end - from), from);
+        ssize_t r = rfs_kept_read_at(k, buf, (size_t)(end - from), from);
         if (r != end - from)
             return -1;
         for (int64_t i = end - from - 1; i >= 0; i--)
@@ -370,7 +370,7 @@ static int line_head(const rfs_kept_rows *k, int64_t at, char thread[RS_ID_MAX +
 {
     static const char tk[] = "{\"thread_id\":\"", sk[] = "\"seq\":";
     char head[2 * RS_ID_MAX + 64];
-    ssize_t r = pread(k->fd, head, sizeof head - 1, at);
+    ssize_t r = rfs_kept_read_at(k, head, sizeof head - 1, at);
     if (r < (ssize_t)sizeof tk || memcmp(head, tk, sizeof tk - 1) != 0)
         return -1;
     head[r] = '\0';

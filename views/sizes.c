@@ -1,10 +1,17 @@
 /* sizes.c — a bounded table of view sizes (an rs_map by key), guarded by one mutex. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "otel.h"
@@ -20,6 +27,7 @@
 #define DOCS_MAX (64 << 20) /* all kept documents' bytes at most (then entries are thinned) */
 #define ROWS_MAX (RFS_KEPT_ROWS_MAX * sizeof(int64_t)) /* bytes (then the others' go) */
 #define FILES_MAX (2 * rfs_kept_file_max()) /* kept answers' bytes (then the others' go) */
+#define DISK_MAX (2 * rfs_kept_disk_max())  /* ... on disk (then the others' go) */
 #define STATE_MAX (1 << 20)                 /* a kept state's bytes at most */
 #define STATES_MAX (16 << 20) /* all kept states' bytes at most (then they start over) */
 
@@ -40,7 +48,8 @@ struct rfs_sizes {
     size_t doc_bytes;
     size_t state_bytes; /* of the states entries hold */
     size_t rows_bytes;  /* of the rows entries hold */
-    int64_t file_bytes; /* of the answers' files entries hold */
+    int64_t file_bytes; /* of the answers' memfds entries hold */
+    int64_t disk_bytes; /* of the answers' files on disk entries hold */
     size_t files;       /* answers' files entries hold */
     int64_t rewrites;   /* the store's rewrites count the kept answers are of */
     int sizes_only;     /* set before the table is shared, read without the lock */
@@ -82,6 +91,7 @@ static void rows_release(rfs_kept_rows *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
+    OPENSSL_cleanse(r->key, sizeof r->key);
     free(r);
 }
 
@@ -90,7 +100,8 @@ static void rows_drop(rfs_sizes *c, entry *e)
 {
     if (e->rows) {
         c->rows_bytes -= e->rows->n * sizeof *e->rows->ids;
-        c->file_bytes -= e->rows->fd >= 0 ? e->rows->bytes : 0;
+        c->file_bytes -= e->rows->fd >= 0 && !e->rows->on_disk ? e->rows->bytes : 0;
+        c->disk_bytes -= e->rows->fd >= 0 && e->rows->on_disk ? e->rows->bytes : 0;
         c->files -= e->rows->fd >= 0;
     }
     rows_release(e->rows);
@@ -362,25 +373,40 @@ rfs_kept_rows *rfs_kept_rows_new(size_t n)
     r->gen = kept_gen();
     r->fd = -1;
     r->bytes = 0;
+    r->on_disk = 0;
     r->n = n;
     return r;
 }
 
-/* RUNFS_KEPT_ANSWER_MAX, read once: a number of bytes, 0 for none (ids only). */
-static int64_t file_max;
-static void file_max_read(void)
+/* RUNFS_KEPT_ANSWER_MAX and RUNFS_KEPT_DISK_MAX, read once: numbers of bytes. */
+static int64_t file_max, disk_max;
+static int64_t env_bytes(const char *name, int64_t most, int64_t dflt)
 {
-    const char *v = getenv("RUNFS_KEPT_ANSWER_MAX");
+    const char *v = getenv(name);
     char *end;
     long long n = v && *v ? strtoll(v, &end, 10) : -1;
-    file_max = n >= 0 && *end == '\0' && n <= RFS_KEPT_FILE_MAX ? n : RFS_KEPT_FILE_MAX;
+    return n >= 0 && *end == '\0' && n <= most ? n : dflt;
 }
+static void file_max_read(void)
+{
+    file_max = env_bytes("RUNFS_KEPT_ANSWER_MAX", RFS_KEPT_FILE_MAX, RFS_KEPT_FILE_MAX);
+    /* 64 GiB at most, as the memory's bound has its most: a larger number is taken for a
+     * mistake, and the default holds. */
+    disk_max = file_max ? env_bytes("RUNFS_KEPT_DISK_MAX", (int64_t)64 << 30, RFS_KEPT_DISK_MAX)
+                        : 0;
+}
+static pthread_once_t max_once = PTHREAD_ONCE_INIT;
 
 int64_t rfs_kept_file_max(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, file_max_read);
+    pthread_once(&max_once, file_max_read);
     return file_max;
+}
+
+int64_t rfs_kept_disk_max(void)
+{
+    pthread_once(&max_once, file_max_read);
+    return disk_max;
 }
 
 int rfs_kept_file_open(void)
@@ -405,6 +431,7 @@ rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes)
     r->gen = kept_gen();
     r->fd = fd;
     r->bytes = bytes;
+    r->on_disk = 0;
     r->n = 0;
     return r;
 }
@@ -468,7 +495,8 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
                         rfs_kept_rows *rows, int64_t rewrites)
 {
     size_t bytes = rows ? rows->n * sizeof *rows->ids : 0;
-    int64_t file = rows && rows->fd >= 0 ? rows->bytes : 0;
+    int64_t file = rows && rows->fd >= 0 && !rows->on_disk ? rows->bytes : 0;
+    int64_t disk = rows && rows->fd >= 0 && rows->on_disk ? rows->bytes : 0;
     pthread_mutex_lock(&c->lock);
     /* Rows were rewritten (a redaction) while the answer was counted: it may hold their
      * old bytes, and nothing would drop it (no reader asks for its key again). */
@@ -477,6 +505,7 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
         rows = NULL;
         bytes = 0;
         file = 0;
+        disk = 0;
     }
     put(c, key, token, size, NULL);
     entry *e = (entry *)rs_map_find(&c->map, key);
@@ -486,7 +515,7 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
      * reader holding one keeps it until it is done). */
     if (e && rows &&
         (c->rows_bytes + bytes > ROWS_MAX || c->file_bytes + file > FILES_MAX ||
-         (rows->fd >= 0 && c->files >= RFS_KEPT_FILES_MAX))) {
+         c->disk_bytes + disk > DISK_MAX || (rows->fd >= 0 && c->files >= RFS_KEPT_FILES_MAX))) {
         size_t pos = 0;
         for (uintptr_t o; (o = rs_map_next(&c->map, &pos));)
             rows_drop(c, (entry *)o);
@@ -495,6 +524,7 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
         e->rows = rows;
         c->rows_bytes += bytes;
         c->file_bytes += file;
+        c->disk_bytes += disk;
         c->files += rows->fd >= 0;
         rows = NULL;
     }
@@ -505,13 +535,85 @@ void rfs_sizes_put_rows(rfs_sizes *c, const char *key, const rs_log_info *token,
 /* Written a chunk at a time: one write per row would be a system call per line. */
 #define WRITER_CHUNK ((size_t)1 << 20)
 
+/* The cipher of a file on disk, its counter at byte off (a fresh state: CTR from any offset,
+ * the bytes before it in its block passed over), or NULL when out of memory. */
+static EVP_CIPHER_CTX *cipher_at(const unsigned char key[RFS_KEPT_KEY], int64_t off)
+{
+    unsigned char iv[16] = {0}, skip[16];
+    uint64_t block = (uint64_t)off / 16;
+    for (int i = 0; i < 8; i++)
+        iv[15 - i] = (unsigned char)(block >> (8 * i));
+    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+    int n;
+    if (!x || EVP_EncryptInit_ex(x, EVP_aes_128_ctr(), NULL, key, iv) != 1 ||
+        (off % 16 && EVP_EncryptUpdate(x, skip, &n, skip, (int)(off % 16)) != 1)) {
+        EVP_CIPHER_CTX_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* len bytes at p through x's keystream, in place (CTR: encrypting and decrypting are one). */
+static int cipher_run(EVP_CIPHER_CTX *x, unsigned char *p, size_t len)
+{
+    while (len > 0) {
+        int part = len > INT32_MAX / 2 ? INT32_MAX / 2 : (int)len, n;
+        if (EVP_EncryptUpdate(x, p, &n, p, part) != 1 || n != part)
+            return -EIO;
+        p += part;
+        len -= (size_t)part;
+    }
+    return 0;
+}
+
+/* An unlinked file in $TMPDIR (else /tmp) for an answer of up to rfs_kept_disk_max() bytes:
+ * its descriptor, or a negative errno (-ENOSPC also where that many bytes would leave the
+ * file system less than a tenth free: a kept answer must not fill a disk; and on a tmpfs or
+ * ramfs, memory with no disk behind it, which the memfd's bound is for). */
+static int disk_file_open(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        /* A file system without O_TMPFILE: a named file, unlinked at once. */
+        rs_buf path = RS_BUF_INIT;
+        if (rs_buf_addf(&path, "%s/runfs-answer-XXXXXX", dir)) {
+            rs_buf_release(&path);
+            return -ENOMEM;
+        }
+        fd = mkostemp(path.buf, O_CLOEXEC);
+        int e = errno;
+        if (fd >= 0)
+            unlink(path.buf);
+        rs_buf_release(&path);
+        errno = e;
+    }
+    if (fd < 0)
+        return -errno;
+    struct statvfs v;
+    struct statfs f;
+    if (fstatfs(fd, &f) != 0 || f.f_type == TMPFS_MAGIC || f.f_type == RAMFS_MAGIC ||
+        fstatvfs(fd, &v) != 0 ||
+        (double)v.f_bavail * v.f_frsize - (double)rfs_kept_disk_max() <
+            (double)v.f_blocks * v.f_frsize / 10) {
+        close(fd);
+        return -ENOSPC;
+    }
+    return fd;
+}
+
 void rfs_kept_writer_open(rfs_kept_writer *w, int want)
 {
-    w->fd = want ? rfs_kept_file_open() : -1;
+    w->want = want;
+    w->fd = want != RFS_KEEP_NONE ? rfs_kept_file_open() : -1;
     if (w->fd < 0)
         w->fd = -1;
     w->bytes = 0;
     w->chunk = (rs_buf)RS_BUF_INIT;
+    w->on_disk = 0;
+    w->enc = NULL;
 }
 
 void rfs_kept_writer_drop(rfs_kept_writer *w)
@@ -520,34 +622,87 @@ void rfs_kept_writer_drop(rfs_kept_writer *w)
         close(w->fd);
     w->fd = -1;
     rs_buf_release(&w->chunk);
+    EVP_CIPHER_CTX_free(w->enc);
+    w->enc = NULL;
+    OPENSSL_cleanse(w->key, sizeof w->key);
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    size_t at = 0;
+    while (at < len) {
+        ssize_t k = write(fd, p + at, len - at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        at += (size_t)k;
+    }
+    return 0;
 }
 
 static void writer_flush(rfs_kept_writer *w)
 {
-    size_t at = 0;
-    while (w->fd >= 0 && at < w->chunk.len) {
-        ssize_t k = write(w->fd, w->chunk.buf + at, w->chunk.len - at);
-        if (k < 0 && errno == EINTR)
-            continue;
-        /* Memory short: nothing is kept (a search keeps its ids instead). */
-        if (k <= 0) {
-            rfs_kept_writer_drop(w);
-            return;
-        }
-        at += (size_t)k;
+    if (w->fd < 0)
+        return;
+    /* Memory or disk short: nothing is kept (a search keeps its ids instead). */
+    if ((w->on_disk && cipher_run(w->enc, (unsigned char *)w->chunk.buf, w->chunk.len)) ||
+        write_all(w->fd, w->chunk.buf, w->chunk.len)) {
+        rfs_kept_writer_drop(w);
+        return;
     }
     rs_buf_reset(&w->chunk);
+}
+
+/* w's bytes so far (in its memfd and its chunk) moved to a file on disk, encrypted: 0, or -1
+ * when no file can be made or written (w then keeps nothing). */
+static int writer_to_disk(rfs_kept_writer *w)
+{
+    int fd = disk_file_open();
+    if (fd < 0 || RAND_bytes(w->key, sizeof w->key) != 1 || !(w->enc = cipher_at(w->key, 0))) {
+        if (fd >= 0)
+            close(fd);
+        rfs_kept_writer_drop(w);
+        return -1;
+    }
+    int64_t kept = w->bytes - (int64_t)w->chunk.len;
+    char *buf = malloc(WRITER_CHUNK);
+    int rc = buf ? 0 : -1;
+    for (int64_t at = 0; !rc && at < kept;) {
+        size_t n = kept - at < (int64_t)WRITER_CHUNK ? (size_t)(kept - at) : WRITER_CHUNK;
+        ssize_t r = pread(w->fd, buf, n, at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        rc = r <= 0 || cipher_run(w->enc, (unsigned char *)buf, (size_t)r) ||
+                     write_all(fd, buf, (size_t)r)
+                 ? -1
+                 : 0;
+        at += r > 0 ? r : 0;
+    }
+    free(buf);
+    close(w->fd);
+    w->fd = fd;
+    w->on_disk = 1;
+    if (rc)
+        rfs_kept_writer_drop(w);
+    return rc;
 }
 
 void rfs_kept_writer_add(rfs_kept_writer *w, const char *p, size_t len)
 {
     if (!w || w->fd < 0)
         return;
-    if (w->bytes + (int64_t)len > rfs_kept_file_max() || rs_buf_add(&w->chunk, p, len)) {
+    int64_t to = w->bytes + (int64_t)len;
+    /* A search's answer past what memory keeps goes on to disk. */
+    if (!w->on_disk && to > rfs_kept_file_max() && w->want == RFS_KEEP_DISK &&
+        to <= rfs_kept_disk_max() && writer_to_disk(w))
+        return;
+    if (to > (w->on_disk ? rfs_kept_disk_max() : rfs_kept_file_max()) ||
+        rs_buf_add(&w->chunk, p, len)) {
         rfs_kept_writer_drop(w);
         return;
     }
-    w->bytes += (int64_t)len;
+    w->bytes = to;
     if (w->chunk.len >= WRITER_CHUNK)
         writer_flush(w);
 }
@@ -556,12 +711,48 @@ rfs_kept_rows *rfs_kept_writer_finish(rfs_kept_writer *w, int64_t size)
 {
     writer_flush(w);
     rfs_kept_rows *r = NULL;
-    if (w->fd >= 0 && w->bytes == size) {
+    if (w->fd >= 0 && w->bytes == size && w->on_disk) {
+        if ((r = malloc(sizeof *r))) {
+            r->refs = 1;
+            r->gen = kept_gen();
+            r->fd = w->fd;
+            r->bytes = w->bytes;
+            r->on_disk = 1;
+            memcpy(r->key, w->key, sizeof r->key);
+            r->n = 0;
+            w->fd = -1;
+        }
+    } else if (w->fd >= 0 && w->bytes == size) {
         r = rfs_kept_file_new(w->fd, w->bytes);
         w->fd = -1;
     }
     rfs_kept_writer_drop(w);
     return r;
+}
+
+ssize_t rfs_kept_read_at(const rfs_kept_rows *k, void *buf, size_t len, int64_t off)
+{
+    if (off >= k->bytes)
+        return 0;
+    if ((int64_t)len > k->bytes - off)
+        len = (size_t)(k->bytes - off);
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(k->fd, (char *)buf + got, len - got, off + (int64_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        got += (size_t)r;
+    }
+    if (k->on_disk && got > 0) {
+        EVP_CIPHER_CTX *x = cipher_at(k->key, off);
+        int rc = x ? cipher_run(x, buf, got) : -ENOMEM;
+        EVP_CIPHER_CTX_free(x);
+        if (rc)
+            return rc;
+    }
+    return (ssize_t)got;
 }
 
 int rfs_kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out)
@@ -571,17 +762,9 @@ int rfs_kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out
     if ((int64_t)size > k->bytes - off)
         size = (size_t)(k->bytes - off);
     int rc = rs_buf_grow(out, size);
-    size_t got = 0;
-    while (!rc && got < size) {
-        ssize_t r = pread(k->fd, out->buf + out->len + got, size - got, off + (int64_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            rc = r < 0 ? -errno : -EIO;
-        else
-            got += (size_t)r;
-    }
-    if (!rc)
-        rs_buf_setlen(out, out->len + size);
-    return rc;
+    ssize_t got = rc ? rc : rfs_kept_read_at(k, out->buf + out->len, size, off);
+    if (got < 0)
+        return (int)got;
+    rs_buf_setlen(out, out->len + (size_t)got);
+    return 0;
 }

@@ -5,6 +5,7 @@
 #define RFS_SIZES_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "otel.h"
 #include "runstore.h"
@@ -52,40 +53,61 @@ void rfs_sizes_put_marks(rfs_sizes *c, const char *key, const rs_log_info *token
 
 /* A search answer kept beside its size (search_view.c) so that the read after the stat that
  * counted it does not search again: its bytes in a memfd (fd: shared memory the daemon does
- * not map, so not its heap's) when they fit rfs_kept_file_max(), else the store's ids of its
- * rows in order (n of them). A streamed view's rendering is kept the same way (view.c: its
- * bytes only), so the open and read after the stat that sized it (grep -r, tar) render
- * nothing. gen tells one kept answer from any other (never 0). All the kept answers' bytes
- * together stay within twice that, their files within RFS_KEPT_FILES_MAX, all the ids within
- * RFS_KEPT_ROWS_MAX: past any bound the older answers go (a reader holding one keeps it until
- * its read is done), an answer goes when its size does, and every one when rows are
- * rewritten. */
+ * not map, so not its heap's) when they fit rfs_kept_file_max(); a search's larger answer in
+ * an unlinked file in $TMPDIR (the page cache, which the kernel may write back and reclaim),
+ * encrypted under a key of its own that lives in the daemon's memory only, while it fits
+ * rfs_kept_disk_max(); else the store's ids of its rows in order (n of them). A streamed
+ * view's rendering is kept the same way (view.c: its bytes only, in memory only), so the open
+ * and read after the stat that sized it (grep -r, tar) render nothing. gen tells one kept
+ * answer from any other (never 0). All the kept answers' bytes in memory together stay within
+ * twice rfs_kept_file_max(), those on disk within twice rfs_kept_disk_max(), their files
+ * within RFS_KEPT_FILES_MAX, all the ids within RFS_KEPT_ROWS_MAX: past any bound the older
+ * answers go (a reader holding one keeps it until its read is done), an answer goes when its
+ * size does, and every one when rows are rewritten. A file on disk that goes takes its key
+ * with it: what the file system's free blocks keep of it no one can read (a redaction's
+ * bytes outlive their drop in no readable form). */
 #define RFS_KEPT_ROWS_MAX ((size_t)1 << 20)   /* ids kept at most, all lists together */
-#define RFS_KEPT_FILE_MAX ((int64_t)32 << 20) /* a kept answer's bytes at most */
+#define RFS_KEPT_FILE_MAX ((int64_t)32 << 20) /* a kept answer's bytes in memory at most */
+#define RFS_KEPT_DISK_MAX ((int64_t)1 << 30)  /* a kept answer's bytes on disk at most */
 #define RFS_KEPT_FILES_MAX 256                /* kept answers' files at most (descriptors) */
+#define RFS_KEPT_KEY 16                       /* the bytes of a file's key (AES-128) */
 typedef struct rfs_kept_rows {
     int refs; /* guarded by the table's lock */
     uint64_t gen;
     int fd;        /* the answer's bytes (-1: its rows' ids instead) */
     int64_t bytes; /* ... how many */
+    int on_disk;   /* fd is a file on disk, its bytes encrypted under key (AES-128-CTR, the
+                      counter the byte offset / 16) */
+    unsigned char key[RFS_KEPT_KEY];
     size_t n;
     int64_t ids[];
 } rfs_kept_rows;
-/* RFS_KEPT_FILE_MAX, or less where RUNFS_KEPT_ANSWER_MAX says (0: no answer's bytes kept). */
+/* RFS_KEPT_FILE_MAX, or less where RUNFS_KEPT_ANSWER_MAX says (0: no answer's bytes kept, in
+ * memory or on disk). */
 int64_t rfs_kept_file_max(void);
+/* RFS_KEPT_DISK_MAX, or what RUNFS_KEPT_DISK_MAX says (0: none on disk); 0 when
+ * rfs_kept_file_max() is. */
+int64_t rfs_kept_disk_max(void);
 /* A memfd for an answer's bytes: its descriptor, or a negative errno (-ENOSPC: none kept). */
 int rfs_kept_file_open(void);
-/* A kept answer of the bytes fd holds (the answer takes fd: closed when it is freed, or
- * here when out of memory), NULL when out of memory or over rfs_kept_file_max(). */
+/* A kept answer of the bytes memfd fd holds (the answer takes fd: closed when it is freed,
+ * or here when out of memory), NULL when out of memory or over rfs_kept_file_max(). */
 rfs_kept_rows *rfs_kept_file_new(int fd, int64_t bytes);
 /* An answer's bytes written to a kept file as they are made, a chunk at a time, while they
- * stay within rfs_kept_file_max() (then, or when a write fails, none: fd -1). */
+ * stay within rfs_kept_file_max(), or with RFS_KEEP_DISK on disk past it within
+ * rfs_kept_disk_max() (then, or when a write fails, none: fd -1). */
+enum { RFS_KEEP_NONE, RFS_KEEP_MEMORY, RFS_KEEP_DISK };
 typedef struct rfs_kept_writer {
     int fd;
     int64_t bytes;
     rs_buf chunk;
+    int want;    /* an RFS_KEEP_ */
+    int on_disk; /* fd is the file on disk: what is written is encrypted first */
+    unsigned char key[RFS_KEPT_KEY];
+    void *enc; /* on disk: the cipher's state, at bytes */
 } rfs_kept_writer;
-/* Begin w: with a file when want (and one can be made), else one that keeps nothing. */
+/* Begin w: with a file when want is not RFS_KEEP_NONE (and one can be made), else one that
+ * keeps nothing. */
 void rfs_kept_writer_open(rfs_kept_writer *w, int want);
 void rfs_kept_writer_add(rfs_kept_writer *w, const char *p, size_t len);
 /* The kept answer of w's bytes when they are all size bytes (w's file taken), else NULL. */
@@ -95,6 +117,9 @@ void rfs_kept_writer_drop(rfs_kept_writer *w);
 /* Up to size bytes of a kept answer's file from off (fewer only at its end) appended to
  * out. */
 int rfs_kept_pread(const rfs_kept_rows *k, int64_t off, size_t size, rs_buf *out);
+/* Up to len bytes of a kept answer's file from off into buf (fewer only at its end): how
+ * many, or a negative errno. */
+ssize_t rfs_kept_read_at(const rfs_kept_rows *k, void *buf, size_t len, int64_t off);
 /* A list of room for n ids (refs 1, n set, no file, a fresh gen), NULL when out of memory
  * or over what the table would keep. */
 rfs_kept_rows *rfs_kept_rows_new(size_t n);

@@ -20,6 +20,7 @@ typedef struct rs_term {
     char *text; /* NUL-terminated; a text term's ASCII letters lowered */
     size_t len;
     size_t anchor; /* a text term's byte that text holds least often: where a search looks first */
+    size_t second; /* ... the next rarest other byte (anchor when len < 2) */
 } rs_term;
 
 struct rs_search {

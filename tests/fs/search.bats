@@ -552,8 +552,15 @@ kept_once() {
   assert_equal "$(sized_lines "$path")" "$n"
 }
 
-@test "search: a search's size is computed once between changes, again after an append, a foreign update and a delete" {
+# sized_once_between_changes [ENV=VALUE...]: through a mount made with those variables, a
+# search's size is computed once between changes, and again after an append, a foreign
+# update and a delete, its bytes the reference's each time.
+sized_once_between_changes() {
   runfs_unmount "$MNT"
+  if [ $# -gt 0 ]; then
+    local "$@"
+    export "${@%%=*}"
+  fi
   # 0 ms: every stat that computes a size says so in the log, however fast.
   RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
   local q='connection refused'
@@ -572,6 +579,16 @@ kept_once() {
   wait_for 10 pg_quiet || fail "the hub did not recompute T-bulk after the delete: $(pg_busy)"
   kept_once "search/$q" 4 "$q"
   kept_once "threads/T-bulk/search/$q" 4 "$q" T-bulk
+}
+
+@test "search: a search's size is computed once between changes, again after an append, a foreign update and a delete" {
+  sized_once_between_changes
+}
+
+@test "search: an answer kept on disk (past what memory keeps) is sized once between changes, again after an append, a foreign update and a delete" {
+  mkdir -p "$WORK/tmp"
+  # 256 bytes in memory: every answer here is larger, so each is kept in a file of TMPDIR.
+  sized_once_between_changes RUNFS_KEPT_ANSWER_MAX=256 TMPDIR="$WORK/tmp"
 }
 
 @test "search: a stat then a cat of a common word pass over its candidates once, the cat reading the rows the stat kept" {
@@ -697,6 +714,80 @@ PY
   [ "$before" -ge 3 ] || fail "only $before answers kept before the update"
   foreign "UPDATE run_events SET content = 'wallaby gone' WHERE thread_id = 'T-w7' AND seq = 7"
   wait_for 10 no_answer_files || fail "$(answer_files) answers kept after the update"
+}
+
+# disk_files: the unlinked files in $WORK/tmp of kept answers the daemon of $MNT holds open.
+disk_files() {
+  local pid
+  pid=$(pgrep -f "runfs mount.* $MNT\$" | head -1)
+  find "/proc/$pid/fd" -lname "$WORK/tmp/*" 2>/dev/null | wc -l
+}
+no_disk_files() { [ "$(disk_files)" = 0 ]; }
+
+@test "search: an answer past what memory keeps is kept on disk, encrypted, read at any offset until an append or a rewrite drops it" {
+  mkdir -p "$WORK/tmp"
+  [ "$(stat -f -c %T "$WORK/tmp")" != tmpfs ] || skip "$WORK/tmp is a tmpfs (memory): no answer is kept there"
+  runfs_unmount "$MNT"
+  # 64 KiB in memory: the answers below (1.5 MiB) go on to a file in TMPDIR.
+  RUNFS_KEPT_ANSWER_MAX=65536 TMPDIR="$WORK/tmp" RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.tool.result', 'trace',
+    'status ' || x || ': the wallaby service answered after a retry of the upstream request', '{}', x,
+    '2026-03-04 06:00:03.000000' FROM g"
+  local q=wallaby p size pid f
+  for p in "search/$q" "search/by:run $q"; do
+    size=$(stat -c %s "$MNT/$p")
+    cat "$MNT/$p" > "$WORK/got"
+    grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': the answer its stat kept' ||
+      fail "the cat of $p did not read the answer its stat kept: $(grep -F "$p" "$WORK/daemon.log")"
+    ! grep -F "read $p at " "$WORK/daemon.log" | grep -E 'searched|the rows its stat kept' ||
+      fail "the cat of $p read the store again after its stat"
+    case $p in
+      *by:run*) "$RUNFS" search "$STORE" "by:run $q" > "$WORK/want" ;;
+      *) ref "$q" > "$WORK/want" ;;
+    esac
+    [ "$(wc -c < "$WORK/want")" -gt 65536 ] || [[ $p == *by:run* ]] || fail "the answer of $p fits in memory: nothing on disk to tell"
+    cmp "$WORK/want" "$WORK/got" || fail "the cat of $p differs from the reference"
+    assert_equal "$size" "$(wc -c < "$WORK/want")"
+    assert_equal "$(sized_lines "$p")" 1
+  done
+  [ "$(disk_files)" -ge 1 ] || fail "the daemon keeps no answer's file in TMPDIR"
+  # What the disk holds is not the answer's bytes: no line of it, no word of it.
+  pid=$(pgrep -f "runfs mount.* $MNT\$" | head -1)
+  for f in $(find "/proc/$pid/fd" -lname "$WORK/tmp/*"); do
+    [ "$(stat -L -c %s "$f")" -gt 65536 ] || continue
+    ! grep -qaF wallaby "$f" || fail "a kept file in TMPDIR holds the answer's bytes as they are"
+  done
+  # Reads at offsets that are no multiple of anything (a cipher's block, a page) and across
+  # the 64 KiB the memory kept: the reference's bytes there.
+  p=search/$q
+  ref "$q" > "$WORK/want"
+  python3 - "$MNT/$p" "$WORK/want" <<'PY' || fail "a read at an odd offset of the kept answer differs from the reference"
+import os, sys
+want = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for off, n in ((0, 1), (1, 15), (17, 4099), (65535, 3), (65521, 70001), (len(want) - 5, 100), (777777, 1 << 20)):
+    got = os.pread(fd, n, off)
+    assert got == want[off:off + n], (off, n)
+os.close(fd)
+PY
+  # An append drops the kept file with the size; the next stat keeps the new answer.
+  local before
+  before=$(disk_files)
+  printf '{"event_type":"llm.error","content":"wallaby seen at last"}\n' >> "$MNT/threads/t-one/runs/r1/events.jsonl"
+  size=$(stat -c %s "$MNT/$p")
+  cat "$MNT/$p" > "$WORK/got"
+  ref "$q" > "$WORK/want"
+  grep -qF 'wallaby seen at last' "$WORK/want" || fail "the reference lacks the appended row"
+  cmp "$WORK/want" "$WORK/got" || fail "the cat of $p after the append differs from the reference"
+  assert_equal "$size" "$(wc -c < "$WORK/want")"
+  assert_equal "$(sized_lines "$p")" 2
+  assert_equal "$(disk_files)" "$before"
+  # A foreign update (a rewrite, as a redaction is) drops every kept file when the mount's
+  # hub sees it, with no search asked.
+  foreign "UPDATE run_events SET content = 'wallaby gone' WHERE thread_id = 'T-w7' AND seq = 7"
+  wait_for 10 no_disk_files || fail "$(disk_files) answers kept on disk after the update"
 }
 
 @test "search: a by:run reader part way through a kept answer reads on after its last whole line when an append drops it" {

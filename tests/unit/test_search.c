@@ -175,6 +175,49 @@ static void test_match_case(void **state)
     assert_int_equal(match_text("1x", "1a 1X"), 1);
 }
 
+/* Whether text holds term with their ASCII letters in either case, a byte at a time: the
+ * reference the search's match is held to. */
+static int naive_find(const char *term, const char *text)
+{
+    size_t m = strlen(term), n = strlen(text);
+    for (size_t i = 0; i + m <= n; i++) {
+        size_t j = 0;
+        while (j < m && (text[i + j] | (text[i + j] >= 'A' && text[i + j] <= 'Z' ? 0x20 : 0)) ==
+                            (term[j] | (term[j] >= 'A' && term[j] <= 'Z' ? 0x20 : 0)))
+            j++;
+        if (j == m)
+            return 1;
+    }
+    return 0;
+}
+
+/* The match looks at 16 places at a time where it can: terms and texts of a small alphabet
+ * (letters in both cases beside the bytes one bit 5 away from them or from each other: @ `,
+ * [ {, 1 Q q), so that matches fall at every place, in the last 16 and across them, are
+ * what a byte-by-byte search of the record's content and metadata finds. */
+static void test_match_places(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "abAB@`[{1Qq -";
+    uint64_t x = 88172645463325252u;
+    char term[8], text[96];
+    for (int round = 0; round < 20000; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t m = 1 + x % 5, n = (x >> 8) % 90;
+        for (size_t i = 0; i < m + n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            char c = alphabet[x % (sizeof alphabet - 1)];
+            if (i < m)
+                term[i] = c == ' ' || c == '-' ? 'q' : c; /* a term holds no space, starts no - */
+            else
+                text[i - m] = c;
+        }
+        term[m] = text[n] = '\0';
+        /* match_text's metadata is {}: a term of its bytes matches there. */
+        assert_int_equal(match_text(term, text), naive_find(term, text) || naive_find(term, "{}"));
+    }
+}
+
 /* A row as runfs's put stores it (content the string's bytes, or canonical JSON with
  * DeerFlow's markers at the metadata's end), the line it renders, and the queries to try. */
 static const struct {
@@ -274,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_spans),
         cmocka_unit_test(test_match),
         cmocka_unit_test(test_match_case),
+        cmocka_unit_test(test_match_places),
         cmocka_unit_test(test_may_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
