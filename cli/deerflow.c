@@ -139,12 +139,17 @@ typedef struct import_state {
     long skipped_lines;
     rfs_progress *progress;
     rfs_lines *lines; /* the rows stored, counted for the line views' sizes (NULL: not) */
+    int lines_lost;   /* a row could not be counted: the sizes read the rows back */
 } import_state;
 
+/* Counting is upkeep: a row it cannot hold costs the sizing a read back, not the import. */
 static int import_stored(void *ctx, const rs_record *rec, rs_err *err)
 {
+    (void)err;
     import_state *st = ctx;
-    return rfs_lines_add(st->lines, rec) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
+    if (!st->lines_lost && rfs_lines_add(st->lines, rec))
+        st->lines_lost = 1;
+    return 0;
 }
 
 static int import_bad(void *ctx, const rs_err *err)
@@ -335,7 +340,7 @@ static int64_t folder_bytes(const char *threads_dir, char **threads)
 /* Import one thread; 0, or 2 after printing why it was not imported. */
 static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
                          const rs_import_opts *base, int skip_bad, rfs_progress *pg,
-                         rfs_lines *lines, int64_t *added, int64_t *skipped)
+                         rfs_lines **lines, int64_t *added, int64_t *skipped)
 {
     rs_buf runs_dir = RS_BUF_INIT;
     import_state st = {.path = RS_BUF_INIT,
@@ -344,7 +349,7 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
                        .strict = base->strict,
                        .skip_bad = skip_bad,
                        .progress = pg,
-                       .lines = lines};
+                       .lines = *lines};
     rs_err err = {0};
     int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
     if (rc) {
@@ -391,8 +396,12 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
     rs_import_src src = {.next = import_line,
                          .bad = skip_bad ? import_bad : NULL,
                          .ctx = &st,
-                         .stored = lines ? import_stored : NULL};
+                         .stored = *lines ? import_stored : NULL};
     rc = rs_store_import(s, thread_id, &o, &src, added, skipped, &err);
+    if (st.lines_lost) {
+        rfs_lines_free(*lines);
+        *lines = NULL;
+    }
     if (rc && st.refused) {
         rfs_progress_clear(pg);
         fprintf(stderr, "runfs import: %s: %s\n", st.path.buf, err.msg);
@@ -598,7 +607,7 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_lines *fed = NULL;
         if (sizes && !sized && rfs_lines_new(&fed))
             fed = NULL;
-        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, fed, &a, &k))
+        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &fed, &a, &k))
             status = 2;
         /* Without --sizes the line views' sizing is upkeep, not asked for: its failure is
          * told, the import stands. */
