@@ -459,6 +459,8 @@ static int index_rows(rs_backend *b, const char *thread_id, pg_log *thr, int res
 int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err)
 {
     static const char *const steps[] = {
+        /* the mark's row held first, as mark_hold says */
+        "SELECT dirty FROM runfs_thread WHERE thread_key = $1 FOR UPDATE",
         "DELETE FROM runfs_mark WHERE log_key = -$1::bigint OR log_key IN (SELECT run_key "
         "FROM runfs_run WHERE thread_key = $1)",
         "UPDATE runfs_run SET size = 0, count = 0, messages = 0, last_seq = 0, mark_off = -1, "
@@ -468,7 +470,7 @@ int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, 
     pg_args a = {.n = 0};
     pg_arg_int(&a, thread_key);
     int rc = 0;
-    for (size_t i = 0; !rc && i < 3; i++)
+    for (size_t i = 0; !rc && i < sizeof steps / sizeof *steps; i++)
         rc = pg_run(b, steps[i], &a, NULL, err);
     pg_log thr;
     int found;
@@ -509,9 +511,32 @@ static int recompute_deleted(rs_backend *b, const char *thread_id, int64_t key, 
     return b->policy->recompute_deleted(&pg_policy, b, b->read_only, thread_id, key, err);
 }
 
+/* The thread's mark read again holding its row until the catch-up commits. Another writer's
+ * trigger that set it (a DELETE, an UPDATE) before this read is waited for and its change
+ * then read with the rows, and one that sets it after waits for this commit and marks the
+ * thread anew, whether or not that writer takes the thread's advisory lock. Read without the
+ * row (pg_log_load), a mark such a writer set while the catch-up read the rows was cleared
+ * with the rest: its change in no total, for good. */
+static int mark_hold(rs_backend *b, pg_log *thr, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_int(&a, thr->key);
+    PGresult *r;
+    int rc =
+        pg_run(b, "SELECT dirty FROM runfs_thread WHERE thread_key = $1 FOR UPDATE", &a, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) > 0 && pg_val_int(r, 0, 0) == 1)
+        thr->dirty = 1; /* a row changed or deleted: recomputed, not appended to */
+    PQclear(r);
+    return 0;
+}
+
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
 {
-    int rc = 0;
+    int rc = thr->dirty ? mark_hold(b, thr, err) : 0;
+    if (rc)
+        return rc;
     if (thr->dirty == 1) {
         rc = recompute_deleted(b, thread_id, thr->key, err);
     } else if (thr->dirty == 2) {
