@@ -591,9 +591,15 @@ int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     if (b->read_only)
         return pg_mem_ready(b, thread_id, err);
+    /* Rows of the thread in the tail not noted yet (another writer's, committed since the
+     * last look) leave it to be indexed as their mark would: the fix notes them. */
     int64_t dirty = 0;
-    int rc = pg_int(b, "SELECT dirty FROM runfs_thread WHERE thread_id = $1", thread_id, NULL,
-                    &dirty, NULL, err);
+    int rc = pg_int(b,
+                    b->has_tail ? "SELECT CASE WHEN " PG_TAIL_UNNOTED(
+                                      "e.thread_id = $1") " > 0 THEN 2 ELSE (SELECT dirty FROM "
+                                                          "runfs_thread WHERE thread_id = $1) END"
+                                : "SELECT dirty FROM runfs_thread WHERE thread_id = $1",
+                    thread_id, NULL, &dirty, NULL, err);
     return rc || !dirty ? rc : pg_thread_fix(b, thread_id, err);
 }
 
