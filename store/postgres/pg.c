@@ -639,9 +639,20 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col, char *at)
 /* ---- rows runfs stored (runfs_canon) ---- */
 
 /* The ranges with hi >= from, asked now (after the rows in hand were fetched). No answer:
- * every row is rendered until the next fetch. */
-static const char canon_sql[] =
+ * every row is rendered until the next fetch. A range holding a row of the tail no writer
+ * noted yet (an id runfs stored, deleted, and another writer gave again above the insert
+ * trigger's watermark: the note drops the range) is left out: its rows are rendered. */
+static const char canon_plain_sql[] =
     "SELECT lo, hi FROM runfs_canon WHERE hi >= $1::bigint ORDER BY hi LIMIT $2";
+static const char canon_tail_sql[] =
+    "SELECT lo, hi FROM runfs_canon c WHERE hi >= $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+    "run_events e WHERE e.id BETWEEN greatest(c.lo, coalesce((SELECT value FROM runfs_meta "
+    "WHERE key = 'tail_from'), c.hi) + 1) AND c.hi AND NOT EXISTS (SELECT 1 FROM runfs_tail t "
+    "WHERE t.id = e.id)) ORDER BY hi LIMIT $2";
+static const char *canon_sql(const rs_backend *b)
+{
+    return b->has_tail ? canon_tail_sql : canon_plain_sql;
+}
 
 /* canon_sql's answer r for from into k (NULL: none, every row rendered until the next). */
 static void canon_take(pg_canon *k, PGresult *r, int64_t from)
@@ -674,7 +685,7 @@ static void canon_load(rs_backend *b, pg_canon *k, int64_t from)
     pg_args a;
     canon_args(&a, from);
     PGresult *r;
-    canon_take(k, pg_run(b, canon_sql, &a, &r, NULL) ? NULL : r, from);
+    canon_take(k, pg_run(b, canon_sql(b), &a, &r, NULL) ? NULL : r, from);
 }
 
 int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i)
@@ -738,7 +749,7 @@ static int cursor_fetch(pg_cursor *c)
         PGresult *r = NULL, *k = NULL;
         int rc = pg_pipe_start(b, NULL);
         if (!rc && !(rc = pg_run(b, sql, NULL, &r, NULL)) &&
-            !(rc = pg_run(b, canon_sql, &a, &k, NULL)))
+            !(rc = pg_run(b, canon_sql(b), &a, &k, NULL)))
             rc = pg_pipe_run(b, NULL);
         else if (b->piped)
             pg_pipe_run(b, NULL);
@@ -832,7 +843,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
     if (!rc && !(rc = begin ? pg_run(b, "BEGIN", NULL, NULL, err) : 0) &&
         !(rc = pipe_send(b, decl.buf, a, 0, NULL, err)) &&
         !(rc = pg_run(b, fetch, NULL, &r, err)) &&
-        !(rc = b->has_canon ? pg_run(b, canon_sql, &ka, &k, err) : 0))
+        !(rc = b->has_canon ? pg_run(b, canon_sql(b), &ka, &k, err) : 0))
         rc = pg_pipe_run(b, err);
     else if (b->piped)
         pg_pipe_run(b, NULL);
@@ -1466,11 +1477,22 @@ static void pg_close(rs_backend *b)
  * PostgreSQL's statistics say of run_events instead: those move when the writer's backend
  * reports them (at its transaction's end when idle, at least a second apart, else within
  * PGSTAT_IDLE_INTERVAL, 10 s), never with track_counts off (man page, "ro"). */
+/* A row of the tail no writer noted yet at or below its thread's indexed seq (put back) is
+ * a rewrite its note will count, one each (runfs_note_ids): counted here already, so the
+ * number neither waits for the note nor moves at it. */
+#define TAIL_PUT_BACK(cond) \
+    "(SELECT count(*) FROM run_events e JOIN @runfs_thread t ON t.thread_id = e.thread_id " \
+    "WHERE e.id > (SELECT value FROM runfs_meta WHERE key = 'tail_from') AND NOT EXISTS " \
+    "(SELECT 1 FROM runfs_tail c WHERE c.id = e.id) AND e.seq <= t.last_seq AND " cond ")"
+
 static const char *rewrites_expr(const rs_backend *b)
 {
-    return b->scratch ? "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables "
-                        "WHERE relid = 'run_events'::regclass), -1)"
-                      : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
+    if (b->scratch)
+        return "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = "
+               "'run_events'::regclass), -1)";
+    return b->has_tail ? "(coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1) "
+                         "+ " TAIL_PUT_BACK("true") ")"
+                       : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
 }
 
 /* The change feed: notifications other mounts' commits sent, and one cheap probe for rows
@@ -1772,9 +1794,21 @@ static int pg_thread_rewrites(rs_backend *b, const char *thread_id, int64_t *n)
 {
     if (b->scratch || !b->has_tcount)
         return pg_rewrites(b, n);
-    if (ensure_conn(b, NULL) ||
-        pg_side_sql(b, "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE thread_id = $1), 0)",
-                    NULL))
+    /* A thread with a put-back row not noted yet has the store's count its note will give. */
+    rs_buf q = RS_BUF_INIT;
+    int rc = ensure_conn(b, NULL) ||
+             (b->has_tail ? rs_buf_addf(&q,
+                                        "SELECT CASE WHEN " TAIL_PUT_BACK(
+                                            "e.thread_id = $1") " > 0 THEN %s ELSE "
+                                                                "coalesce((SELECT at FROM "
+                                                                "@runfs_rewritten WHERE thread_id "
+                                                                "= $1), 0) END",
+                                        rewrites_expr(b))
+                          : rs_buf_addstr(&q, "SELECT coalesce((SELECT at FROM @runfs_rewritten "
+                                              "WHERE thread_id = $1), 0)")) ||
+             pg_side_sql(b, q.buf, NULL);
+    rs_buf_release(&q);
+    if (rc)
         return -EIO;
     return pg_int(b, b->sql.buf, thread_id, NULL, n, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_int.h"
 #include "rs_util.h"
@@ -74,7 +75,8 @@ static const char changes_schema_sql[] =
 
 /* Another writer's rows: their threads left to be indexed (2: rows above the indexed ones;
  * 1: a row put back at or below the thread's last indexed seq, restored or deleted and
- * written again, which 'rewrites' counts as a rewrite of the middle of the logs), the
+ * written again, which 'rewrites' counts, one a row, as a rewrite of the middle of the logs:
+ * a reader that cannot note them counts them the same, pg.c's TAIL_PUT_BACK), the
  * runfs_canon ranges around their ids dropped (pg_schema_note_sql's note), the search blocks
  * they land in below the index's marked, and their runs numbered: with x, or where x is NULL
  * with each row's own xmin made 64-bit from the current epoch (the number the transaction
@@ -90,7 +92,8 @@ static const char changes_schema_sql[] =
     "      n.seq <= runfs_thread.last_seq) THEN 1 ELSE 2 END RETURNING thread_id, last_seq),\n" \
     "    bk AS (SELECT DISTINCT u.thread_id FROM u JOIN n ON n.thread_id = u.thread_id\n" \
     "      AND n.seq <= u.last_seq),\n" \
-    "    w AS (UPDATE runfs_meta SET value = value + 1 WHERE key = 'rewrites'\n" \
+    "    w AS (UPDATE runfs_meta SET value = value + (SELECT count(*) FROM u JOIN n ON\n" \
+    "      n.thread_id = u.thread_id AND n.seq <= u.last_seq) WHERE key = 'rewrites'\n" \
     "      AND EXISTS (SELECT 1 FROM bk) RETURNING value)\n" \
     "  INSERT INTO runfs_rewritten (thread_id, at) SELECT bk.thread_id, w.value FROM bk, w\n" \
     "    ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;\n" \
@@ -248,12 +251,13 @@ int pg_changes_setup(rs_backend *b, rs_err *err)
 
 int pg_tail_apply(rs_backend *b, int fold, rs_err *err)
 {
-    int64_t size = 0;
+    int64_t size = 0, now = rs_clock_ns(CLOCK_MONOTONIC);
     int rc = pg_int(b, "SELECT runfs_tail_apply()", NULL, NULL, &size, NULL, err);
-    if (rc || !fold || size < PG_TAIL_FOLD)
+    if (rc || !fold || size == 0 || (size < PG_TAIL_FOLD && now - b->fold_ns < PG_TAIL_IDLE_NS))
         return rc;
     /* Given up (the lock not had within its 5 ms): the tail stays, read by every reader, and
-     * the next look that finds it this long tries again. */
+     * a later look tries again. */
+    b->fold_ns = now;
     return pg_run(b, "SELECT runfs_tail_fold()", NULL, NULL, err);
 }
 

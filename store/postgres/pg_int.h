@@ -62,6 +62,7 @@ struct rs_backend {
     int has_expired;  /* runfs_expired is there (a writer makes it) */
     int has_tcount;   /* runfs_rewritten is there (a writer makes it) */
     int has_tail;     /* runfs_tail is there: the tail is read (pg_changes.c) */
+    int64_t fold_ns;  /* CLOCK_MONOTONIC of this session's last fold tried (pg_tail_apply) */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
@@ -338,8 +339,11 @@ int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_changes_sync(rs_backend *b, rs_err *err);
 /* Another writer's rows above the insert trigger's watermark (the tail, pg_changes.c) not
  * noted yet, noted (a read-write open, outside a transaction or right after a thread's lock);
- * with fold, and a tail of PG_TAIL_FOLD rows or more, folded (outside a transaction). */
+ * with fold (outside a transaction), folded where the tail has PG_TAIL_FOLD rows or more, or
+ * any and this session tried no fold for PG_TAIL_IDLE_NS (a quiet tail is folded too: every
+ * reader pays for its length). */
 #define PG_TAIL_FOLD 2048
+#define PG_TAIL_IDLE_NS (10 * INT64_C(1000000000))
 /* The threads of the tail's rows not noted yet: the lowest seq and id of each. */
 #define TAIL_THREADS \
     "(SELECT e.thread_id, min(e.seq) AS lo, min(e.id) AS first FROM run_events e WHERE e.id > " \
