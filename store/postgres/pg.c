@@ -503,7 +503,7 @@ int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err)
     /* The tail noted under the lock: DeerFlow's writers of the thread hold it until they
      * commit, so every row of theirs this transaction reads is noted before it is indexed
      * (noted after, a row at or below the indexed seq would be taken for one put back). */
-    return rc || !b->has_tail ? rc : pg_tail_apply(b, 0, err);
+    return rc || !b->has_tail ? rc : pg_tail_apply(b, thread_id, 0, err);
 }
 
 int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
@@ -1442,7 +1442,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
         goto fail;
     }
     /* A tail left while no runfs process ran (DeerFlow writing alone) is folded here. */
-    if (!b->read_only && ((rc = pg_changes_setup(b, err)) || (rc = pg_tail_apply(b, 1, err))))
+    if (!b->read_only && ((rc = pg_changes_setup(b, err)) || (rc = pg_tail_apply(b, NULL, 1, err))))
         goto fail;
     /* Nothing is indexed here: a thread is, at its first use. */
     b->progress = NULL;
@@ -1517,7 +1517,7 @@ static int pg_data_version(rs_backend *b, int64_t *version)
     /* A writer notes the tail first (its marks are then counted below); a reader counts
      * the rows of it not noted, which its reads take for marks (PG_TAIL_DIRTY). */
     int writer = !b->read_only && b->has_tail && !b->in_tx && !b->read_tx && !b->piped;
-    if (writer && pg_tail_apply(b, 1, NULL))
+    if (writer && pg_tail_apply(b, NULL, 1, NULL))
         return -EIO;
     PGresult *r;
     rs_buf q = RS_BUF_INIT;

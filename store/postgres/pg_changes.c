@@ -141,12 +141,15 @@ static const char changes_schema_sql[] =
     "    'FOR EACH ROW WHEN (NEW.id <= %s) EXECUTE FUNCTION runfs_foreign_insert()',\n" \
     "    (SELECT value FROM runfs_meta WHERE key = 'tail_from'));\n"
 
-/* The tail's rows not yet claimed, claimed (in id order: two claimers meet in the same
- * order) and noted; returns the tail's size (claimed or not). */
+/* The tail's rows not yet claimed (of thread th alone where it is not NULL), claimed (in id
+ * order: two claimers meet in the same order) and noted; returns the tail's size (claimed or
+ * not). A write transaction notes its own thread's only: the marks of other threads' rows
+ * would hold their runfs_thread rows to its commit, against their own writers (a deadlock). */
 #define TAIL_APPLY_BODY \
     "\nDECLARE n bigint := (SELECT value FROM runfs_meta WHERE key = 'tail_from'); ids bigint[];\n" \
     "BEGIN\n" \
     "  WITH c AS (INSERT INTO runfs_tail (id) SELECT e.id FROM run_events e WHERE e.id > n\n" \
+    "      AND (th IS NULL OR e.thread_id = th)\n" \
     "      AND NOT EXISTS (SELECT 1 FROM runfs_tail t WHERE t.id = e.id) ORDER BY e.id\n" \
     "      ON CONFLICT DO NOTHING RETURNING id)\n" \
     "    SELECT array_agg(id) INTO ids FROM c;\n" \
@@ -180,7 +183,8 @@ static const char changes_insert_sql[] =
     "  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$" NOTE_IDS_BODY "$$;\n"
     "CREATE OR REPLACE FUNCTION runfs_foreign_insert() RETURNS trigger LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$" FOREIGN_INSERT_BODY "$$;\n"
-    "CREATE OR REPLACE FUNCTION runfs_tail_apply() RETURNS bigint LANGUAGE plpgsql\n"
+    "CREATE OR REPLACE FUNCTION runfs_tail_apply(th text DEFAULT NULL) RETURNS bigint\n"
+    "  LANGUAGE plpgsql\n"
     "  SECURITY DEFINER SET search_path FROM CURRENT AS $$" TAIL_APPLY_BODY "$$;\n"
     "CREATE OR REPLACE FUNCTION runfs_tail_fold() RETURNS boolean LANGUAGE plpgsql\n"
     "  SET search_path FROM CURRENT AS $$" TAIL_FOLD_BODY "$$;\n"
@@ -249,11 +253,21 @@ int pg_changes_setup(rs_backend *b, rs_err *err)
     return rc;
 }
 
-int pg_tail_apply(rs_backend *b, int fold, rs_err *err)
+int pg_tail_apply(rs_backend *b, const char *thread_id, int fold, rs_err *err)
 {
+    /* Without fold no answer is asked: the statement may be one of a pipeline (pg_begin's),
+     * whose answers come after this returns. */
+    if (!fold) {
+        pg_args a = {.n = 0};
+        pg_arg_text(&a, thread_id);
+        return pg_run(b, "SELECT runfs_tail_apply($1)", &a, NULL, err);
+    }
     int64_t size = 0, now = rs_clock_ns(CLOCK_MONOTONIC);
-    int rc = pg_int(b, "SELECT runfs_tail_apply()", NULL, NULL, &size, NULL, err);
-    if (rc || !fold || size == 0 || (size < PG_TAIL_FOLD && now - b->fold_ns < PG_TAIL_IDLE_NS))
+    int rc = pg_int(b, thread_id ? "SELECT runfs_tail_apply($1)" : "SELECT runfs_tail_apply()",
+                    thread_id, NULL, &size, NULL, err);
+    if (!rc && size == 0)
+        b->fold_ns = now;
+    if (rc || size == 0 || (size < PG_TAIL_FOLD && now - b->fold_ns < PG_TAIL_IDLE_NS))
         return rc;
     /* Given up (the lock not had within its 5 ms): the tail stays, read by every reader, and
      * a later look tries again. */

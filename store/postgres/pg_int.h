@@ -62,7 +62,7 @@ struct rs_backend {
     int has_expired;  /* runfs_expired is there (a writer makes it) */
     int has_tcount;   /* runfs_rewritten is there (a writer makes it) */
     int has_tail;     /* runfs_tail is there: the tail is read (pg_changes.c) */
-    int64_t fold_ns;  /* CLOCK_MONOTONIC of this session's last fold tried (pg_tail_apply) */
+    int64_t fold_ns;  /* CLOCK_MONOTONIC of this session's last empty tail or fold tried */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
@@ -338,10 +338,10 @@ int pg_changes_setup(rs_backend *b, rs_err *err);
 int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_changes_sync(rs_backend *b, rs_err *err);
 /* Another writer's rows above the insert trigger's watermark (the tail, pg_changes.c) not
- * noted yet, noted (a read-write open, outside a transaction or right after a thread's lock);
- * with fold (outside a transaction), folded where the tail has PG_TAIL_FOLD rows or more, or
- * any and this session tried no fold for PG_TAIL_IDLE_NS (a quiet tail is folded too: every
- * reader pays for its length). */
+ * noted yet, noted (a read-write open: outside a transaction, or the thread's alone right
+ * after its lock); with fold (outside a transaction), folded where the tail has PG_TAIL_FOLD
+ * rows or more, or any and this session neither found it empty nor tried a fold for
+ * PG_TAIL_IDLE_NS (a quiet tail is folded too: every reader pays for its length). */
 #define PG_TAIL_FOLD 2048
 #define PG_TAIL_IDLE_NS (10 * INT64_C(1000000000))
 /* The threads of the tail's rows not noted yet: the lowest seq and id of each. */
@@ -354,7 +354,7 @@ int pg_changes_sync(rs_backend *b, rs_err *err);
 #define PG_TAIL_UNNOTED(cond) \
     "(SELECT count(*) FROM run_events e WHERE e.id > (SELECT value FROM runfs_meta WHERE key " \
     "= 'tail_from') AND NOT EXISTS (SELECT 1 FROM runfs_tail c WHERE c.id = e.id) AND " cond ")"
-int pg_tail_apply(rs_backend *b, int fold, rs_err *err);
+int pg_tail_apply(rs_backend *b, const char *thread_id, int fold, rs_err *err);
 int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);
 int pg_changes_head(rs_backend *b, int64_t *head, rs_err *err);
