@@ -712,7 +712,11 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     /* A reader's copy is checked first; elsewhere the dirty flag comes with the totals, and
      * a thread found behind is caught up and read again. */
     int dirty = 0;
-    int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
+    /* A writer's thread with rows of the tail not noted yet (a thread only they are in has no
+     * totals at all) is noted and caught up first. */
+    int rc = b->read_only  ? pg_mem_ready(b, thread_id, err)
+             : b->has_tail ? pg_thread_ready(b, thread_id, err)
+                           : 0;
     if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, err)) || !dirty ||
         b->read_only)
         return rc;
