@@ -1477,22 +1477,11 @@ static void pg_close(rs_backend *b)
  * PostgreSQL's statistics say of run_events instead: those move when the writer's backend
  * reports them (at its transaction's end when idle, at least a second apart, else within
  * PGSTAT_IDLE_INTERVAL, 10 s), never with track_counts off (man page, "ro"). */
-/* A row of the tail no writer noted yet at or below its thread's indexed seq (put back) is
- * a rewrite its note will count, one each (runfs_note_ids): counted here already, so the
- * number neither waits for the note nor moves at it. */
-#define TAIL_PUT_BACK(cond) \
-    "(SELECT count(*) FROM run_events e JOIN @runfs_thread t ON t.thread_id = e.thread_id " \
-    "WHERE e.id > (SELECT value FROM runfs_meta WHERE key = 'tail_from') AND NOT EXISTS " \
-    "(SELECT 1 FROM runfs_tail c WHERE c.id = e.id) AND e.seq <= t.last_seq AND " cond ")"
-
 static const char *rewrites_expr(const rs_backend *b)
 {
-    if (b->scratch)
-        return "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = "
-               "'run_events'::regclass), -1)";
-    return b->has_tail ? "(coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1) "
-                         "+ " TAIL_PUT_BACK("true") ")"
-                       : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
+    return b->scratch ? "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables "
+                        "WHERE relid = 'run_events'::regclass), -1)"
+                      : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
 }
 
 /* The change feed: notifications other mounts' commits sent, and one cheap probe for rows
@@ -1730,9 +1719,8 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
               "thread_id = $1), CASE WHEN k.lo IS NOT NULL THEN '2 0 0 0 0:0' END) || ' ' || "
               "k.sig, (SELECT max(seq) FROM run_events WHERE thread_id = $1) FROM (SELECT "
               "min(e.seq) AS lo, count(*) || ':' || coalesce(max(e.id), 0) AS sig FROM "
-              "run_events e WHERE e.id > (SELECT value FROM runfs_meta WHERE key = 'tail_from') "
-              "AND e.thread_id = $1 AND NOT EXISTS (SELECT 1 FROM runfs_tail c WHERE c.id = "
-              "e.id)) k"
+              "(SELECT e.id, e.seq, e.thread_id FROM run_events e WHERE " PG_TAIL_ROW(
+                  "e") " OFFSET 0) e WHERE e.thread_id = $1) k"
             : "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || last_seq || ' ' "
               "|| (SELECT count(*) || ':' || coalesce(max(run_key), 0) FROM @runfs_run r WHERE "
               "r.thread_key = t.thread_key) FROM @runfs_thread t WHERE thread_id = $1), (SELECT "
@@ -1794,21 +1782,9 @@ static int pg_thread_rewrites(rs_backend *b, const char *thread_id, int64_t *n)
 {
     if (b->scratch || !b->has_tcount)
         return pg_rewrites(b, n);
-    /* A thread with a put-back row not noted yet has the store's count its note will give. */
-    rs_buf q = RS_BUF_INIT;
-    int rc = ensure_conn(b, NULL) ||
-             (b->has_tail ? rs_buf_addf(&q,
-                                        "SELECT CASE WHEN " TAIL_PUT_BACK(
-                                            "e.thread_id = $1") " > 0 THEN %s ELSE "
-                                                                "coalesce((SELECT at FROM "
-                                                                "@runfs_rewritten WHERE thread_id "
-                                                                "= $1), 0) END",
-                                        rewrites_expr(b))
-                          : rs_buf_addstr(&q, "SELECT coalesce((SELECT at FROM @runfs_rewritten "
-                                              "WHERE thread_id = $1), 0)")) ||
-             pg_side_sql(b, q.buf, NULL);
-    rs_buf_release(&q);
-    if (rc)
+    if (ensure_conn(b, NULL) ||
+        pg_side_sql(b, "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE thread_id = $1), 0)",
+                    NULL))
         return -EIO;
     return pg_int(b, b->sql.buf, thread_id, NULL, n, NULL, NULL);
 }

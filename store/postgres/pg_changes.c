@@ -75,8 +75,8 @@ static const char changes_schema_sql[] =
 
 /* Another writer's rows: their threads left to be indexed (2: rows above the indexed ones;
  * 1: a row put back at or below the thread's last indexed seq, restored or deleted and
- * written again, which 'rewrites' counts, one a row, as a rewrite of the middle of the logs:
- * a reader that cannot note them counts them the same, pg.c's TAIL_PUT_BACK), the
+ * written again, which 'rewrites' counts, one a row, as a rewrite of the middle of the logs),
+ * the
  * runfs_canon ranges around their ids dropped (pg_schema_note_sql's note), the search blocks
  * they land in below the index's marked, and their runs numbered: with x, or where x is NULL
  * with each row's own xmin made 64-bit from the current epoch (the number the transaction
@@ -148,8 +148,9 @@ static const char changes_schema_sql[] =
 #define TAIL_APPLY_BODY \
     "\nDECLARE n bigint := (SELECT value FROM runfs_meta WHERE key = 'tail_from'); ids bigint[];\n" \
     "BEGIN\n" \
-    "  WITH c AS (INSERT INTO runfs_tail (id) SELECT e.id FROM run_events e WHERE e.id > n\n" \
-    "      AND (th IS NULL OR e.thread_id = th)\n" \
+    "  WITH c AS (INSERT INTO runfs_tail (id) SELECT e.id FROM (SELECT id, thread_id FROM\n" \
+    "      run_events WHERE id > n AND id <= (SELECT max(id) FROM run_events) OFFSET 0) e\n" \
+    "      WHERE (th IS NULL OR e.thread_id = th)\n" \
     "      AND NOT EXISTS (SELECT 1 FROM runfs_tail t WHERE t.id = e.id) ORDER BY e.id\n" \
     "      ON CONFLICT DO NOTHING RETURNING id)\n" \
     "    SELECT array_agg(id) INTO ids FROM c;\n" \
@@ -346,11 +347,9 @@ static int feed_numbered(rs_backend *b, rs_err *err)
 /* The runs of the tail's rows not claimed (runfs_tail_apply's), numbered as it would number
  * them: a reader sees them in its own snapshot, where a fold or claim may come after it. */
 #define TAIL_RUNS \
-    "WITH tr AS (SELECT e.thread_id, e.run_id, max(" PG_XMIN64( \
-        "e.xmin", \
-        "pg_snapshot_xmax(pg_current_snapshot())::text::bigint") ") AS change, " ROWS_OWNER("e") " AS owner FROM run_events e WHERE e.id > (SELECT value FROM " \
-                                                                                                 "runfs_meta WHERE key = 'tail_from') AND NOT EXISTS (SELECT 1 FROM runfs_tail t WHERE " \
-                                                                                                 "t.id = e.id) GROUP BY e.thread_id, e.run_id) "
+    "WITH tr AS (SELECT e.thread_id, e.run_id, max(" PG_XMIN64("e.xmin", "pg_snapshot_xmax(pg_current_snapshot())::text::bigint") ") AS change, " ROWS_OWNER( \
+        "e") " AS owner FROM run_events e WHERE " PG_TAIL_ROW("e") " GROUP BY " \
+                                                                   "e.thread_id, e.run_id) "
 /* A store without runfs_tail (a read-only open of an earlier build's: its trigger noted every
  * row). */
 #define NO_TAIL \
