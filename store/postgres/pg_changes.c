@@ -143,19 +143,24 @@ static const char changes_schema_sql[] =
 
 /* The tail's rows not yet claimed (of thread th alone where it is not NULL), claimed (in id
  * order: two claimers meet in the same order) and noted; returns the tail's size (claimed or
- * not). A write transaction notes its own thread's only: the marks of other threads' rows
+ * not). N is read in the claiming statement itself: read before it, a fold committed between
+ * the two had dropped the claims of rows it moved N over, which were claimed and noted again
+ * (runfs's own rows taken for another writer's put back: a thread recomputed and its readers
+ * failed with ESTALE, and runfs's writers met in a deadlock). A write transaction notes its own thread's only: the marks of other threads' rows
  * would hold their runfs_thread rows to its commit, against their own writers (a deadlock). */
 #define TAIL_APPLY_BODY \
-    "\nDECLARE n bigint := (SELECT value FROM runfs_meta WHERE key = 'tail_from'); ids bigint[];\n" \
+    "\nDECLARE ids bigint[];\n" \
     "BEGIN\n" \
     "  WITH c AS (INSERT INTO runfs_tail (id) SELECT e.id FROM (SELECT id, thread_id FROM\n" \
-    "      run_events WHERE id > n AND id <= (SELECT max(id) FROM run_events) OFFSET 0) e\n" \
+    "      run_events WHERE id > (SELECT value FROM runfs_meta WHERE key = 'tail_from')\n" \
+    "      AND id <= (SELECT max(id) FROM run_events) OFFSET 0) e\n" \
     "      WHERE (th IS NULL OR e.thread_id = th)\n" \
     "      AND NOT EXISTS (SELECT 1 FROM runfs_tail t WHERE t.id = e.id) ORDER BY e.id\n" \
     "      ON CONFLICT DO NOTHING RETURNING id)\n" \
     "    SELECT array_agg(id) INTO ids FROM c;\n" \
     "  IF ids IS NOT NULL THEN PERFORM runfs_note_ids(ids, NULL); END IF;\n" \
-    "  RETURN (SELECT count(*) FROM run_events WHERE id > n);\n" \
+    "  RETURN (SELECT count(*) FROM run_events WHERE id > (SELECT value FROM runfs_meta\n" \
+    "    WHERE key = 'tail_from'));\n" \
     "END "
 
 /* The fold: under run_events' SHARE ROW EXCLUSIVE lock (5 ms at most for it, and for any
