@@ -498,8 +498,12 @@ int pg_lock_thread(rs_backend *b, const char *thread_id, rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
-    return pg_run(b, "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)", &a, NULL,
-                  err);
+    int rc = pg_run(b, "SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text))::bigint)", &a, NULL,
+                    err);
+    /* The tail noted under the lock: DeerFlow's writers of the thread hold it until they
+     * commit, so every row of theirs this transaction reads is noted before it is indexed
+     * (noted after, a row at or below the indexed seq would be taken for one put back). */
+    return rc || !b->has_tail ? rc : pg_tail_apply(b, thread_id, 0, err);
 }
 
 int pg_begin(rs_backend *b, const char *thread_id, rs_err *err)
@@ -635,9 +639,20 @@ void pg_row(rs_row *row, const PGresult *r, int i, int col, char *at)
 /* ---- rows runfs stored (runfs_canon) ---- */
 
 /* The ranges with hi >= from, asked now (after the rows in hand were fetched). No answer:
- * every row is rendered until the next fetch. */
-static const char canon_sql[] =
+ * every row is rendered until the next fetch. A range holding a row of the tail no writer
+ * noted yet (an id runfs stored, deleted, and another writer gave again above the insert
+ * trigger's watermark: the note drops the range) is left out: its rows are rendered. */
+static const char canon_plain_sql[] =
     "SELECT lo, hi FROM runfs_canon WHERE hi >= $1::bigint ORDER BY hi LIMIT $2";
+static const char canon_tail_sql[] =
+    "SELECT lo, hi FROM runfs_canon c WHERE hi >= $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+    "run_events e WHERE e.id BETWEEN greatest(c.lo, coalesce((SELECT value FROM runfs_meta "
+    "WHERE key = 'tail_from'), c.hi) + 1) AND c.hi AND NOT EXISTS (SELECT 1 FROM runfs_tail t "
+    "WHERE t.id = e.id)) ORDER BY hi LIMIT $2";
+static const char *canon_sql(const rs_backend *b)
+{
+    return b->has_tail ? canon_tail_sql : canon_plain_sql;
+}
 
 /* canon_sql's answer r for from into k (NULL: none, every row rendered until the next). */
 static void canon_take(pg_canon *k, PGresult *r, int64_t from)
@@ -670,7 +685,7 @@ static void canon_load(rs_backend *b, pg_canon *k, int64_t from)
     pg_args a;
     canon_args(&a, from);
     PGresult *r;
-    canon_take(k, pg_run(b, canon_sql, &a, &r, NULL) ? NULL : r, from);
+    canon_take(k, pg_run(b, canon_sql(b), &a, &r, NULL) ? NULL : r, from);
 }
 
 int pg_canon_has(rs_backend *b, pg_canon *k, const PGresult *r, int i)
@@ -734,7 +749,7 @@ static int cursor_fetch(pg_cursor *c)
         PGresult *r = NULL, *k = NULL;
         int rc = pg_pipe_start(b, NULL);
         if (!rc && !(rc = pg_run(b, sql, NULL, &r, NULL)) &&
-            !(rc = pg_run(b, canon_sql, &a, &k, NULL)))
+            !(rc = pg_run(b, canon_sql(b), &a, &k, NULL)))
             rc = pg_pipe_run(b, NULL);
         else if (b->piped)
             pg_pipe_run(b, NULL);
@@ -828,7 +843,7 @@ int pg_cursor_new(rs_backend *b, const char *sql, const pg_args *a, int log, int
     if (!rc && !(rc = begin ? pg_run(b, "BEGIN", NULL, NULL, err) : 0) &&
         !(rc = pipe_send(b, decl.buf, a, 0, NULL, err)) &&
         !(rc = pg_run(b, fetch, NULL, &r, err)) &&
-        !(rc = b->has_canon ? pg_run(b, canon_sql, &ka, &k, err) : 0))
+        !(rc = b->has_canon ? pg_run(b, canon_sql(b), &ka, &k, err) : 0))
         rc = pg_pipe_run(b, err);
     else if (b->piped)
         pg_pipe_run(b, NULL);
@@ -1104,6 +1119,7 @@ typedef struct pg_schema_state {
     int ix_make;  /* runfs_ix_terminal is missing and this role may make it */
     int uq_drop;  /* an older build's unique index is there and this role may drop it */
     int standby;  /* the server is a standby (asked here: a round trip less at opening) */
+    int tail;     /* runfs_tail is there */
     int64_t layout;
 } pg_schema_state;
 
@@ -1131,7 +1147,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, int session, rs_err 
                     "to_regclass('runfs_rewritten') IS NOT NULL, "
                     "to_regclass('runfs_ix_terminal') IS NULL AND " PG_OWNS_EVENTS ", "
                     "to_regclass('runfs_uq_terminal') IS NOT NULL AND " PG_OWNS_EVENTS ", "
-                    "pg_is_in_recovery()",
+                    "pg_is_in_recovery(), to_regclass('runfs_tail') IS NOT NULL",
                     set)) {
         rs_buf_release(&q);
         return rs_err_set(err, -ENOMEM, "out of memory");
@@ -1155,6 +1171,7 @@ static int schema_state(rs_backend *b, pg_schema_state *st, int session, rs_err 
     st->ix_make = PQgetvalue(r, 0, 9)[0] == 't';
     st->uq_drop = PQgetvalue(r, 0, 10)[0] == 't';
     st->standby = PQgetvalue(r, 0, 11)[0] == 't';
+    st->tail = PQgetvalue(r, 0, 12)[0] == 't';
     PQclear(r);
     st->layout = 0;
     return side ? pg_int(b, "SELECT value FROM runfs_meta WHERE key = 'layout'", NULL, NULL,
@@ -1415,6 +1432,7 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
     b->has_salt = !b->read_only || st.salt;
     b->has_expired = !b->read_only || st.expired;
     b->has_tcount = !b->read_only || st.rewrites;
+    b->has_tail = !b->read_only || st.tail;
     if (!b->read_only && !schema_complete(&st) && (rc = schema_setup(b, err))) {
         if (err) {
             char why[sizeof err->msg];
@@ -1423,7 +1441,8 @@ static int pg_open(rs_backend **out, const char *uri, const rs_options *opt,
         }
         goto fail;
     }
-    if (!b->read_only && (rc = pg_changes_setup(b, err)))
+    /* A tail left while no runfs process ran (DeerFlow writing alone) is folded here. */
+    if (!b->read_only && ((rc = pg_changes_setup(b, err)) || (rc = pg_tail_apply(b, NULL, 1, err))))
         goto fail;
     /* Nothing is indexed here: a thread is, at its first use. */
     b->progress = NULL;
@@ -1484,12 +1503,17 @@ static int pg_data_version(rs_backend *b, int64_t *version)
         b->notified++;
         PQfreemem(n);
     }
+    /* A writer notes the tail first (its marks are then counted below); a reader counts
+     * the rows of it not noted, which its reads take for marks (PG_TAIL_DIRTY). */
+    int writer = !b->read_only && b->has_tail && !b->in_tx && !b->read_tx && !b->piped;
+    if (writer && pg_tail_apply(b, NULL, 1, NULL))
+        return -EIO;
     PGresult *r;
     rs_buf q = RS_BUF_INIT;
     int rc = rs_buf_addf(&q,
                          "SELECT coalesce((SELECT max(id) FROM run_events), 0), "
-                         "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0), %s",
-                         rewrites_expr(b));
+                         "(SELECT count(*) FROM @runfs_thread WHERE dirty <> 0), %s, %s",
+                         rewrites_expr(b), b->has_tail && !writer ? PG_TAIL_UNNOTED("true") : "0");
     rc = rc ? rc : pg_side_sql(b, q.buf, NULL);
     rs_buf_release(&q);
     if (rc || pg_run(b, b->sql.buf, NULL, &r, NULL))
@@ -1500,6 +1524,7 @@ static int pg_data_version(rs_backend *b, int64_t *version)
     /* A row changed in place and its thread recomputed between two probes moves neither
      * of those. */
     v = v * 1000003 + pg_val_int(r, 0, 2);
+    v = v * 1000003 + pg_val_int(r, 0, 3);
     v = v * 1000003 + b->notified;
     PQclear(r);
     *version = v;
@@ -1508,13 +1533,40 @@ static int pg_data_version(rs_backend *b, int64_t *version)
 
 /* ---- read-only: the facts of the threads in use, in memory ---- */
 
+/* runfs_thread as a reader of every thread sees it (a read-only open, which cannot note the
+ * tail, and a writer between two looks): the real table with the marks the tail's rows not noted yet
+ * would leave (runfs_note_ids's), and a thread only they are in (its key above every real
+ * one, below the memory copies'), to be indexed. '@' is the real tables' schema. */
+static const char tail_threads[] =
+    "(SELECT t.thread_key, t.thread_id, t.mixed, t.size, t.count, t.messages, t.last_seq, "
+    "t.ctime_ns, t.mtime_ns, t.mark_off, CASE WHEN t.dirty = 1 OR k.lo <= t.last_seq THEN 1 "
+    "WHEN k.lo IS NOT NULL THEN 2 ELSE t.dirty END AS dirty FROM @runfs_thread t LEFT JOIN "
+    "" TAIL_THREADS " k ON k.thread_id = t.thread_id UNION ALL SELECT 2305843009213693952 + "
+    "k.first, k.thread_id, 0, 0, 0, 0, 0, 0, 0, -1, 2 FROM " TAIL_THREADS " k WHERE NOT "
+    "EXISTS (SELECT 1 FROM @runfs_thread t WHERE t.thread_id = k.thread_id))";
+
+static int side_add(rs_backend *b, const char *sql, int tail)
+{
+    static const char name[] = "@runfs_thread";
+    for (const char *p = sql; *p; p++) {
+        size_t n = sizeof name - 1;
+        if (tail && strncmp(p, name, n) == 0 && !(isalnum((unsigned char)p[n]) || p[n] == '_')) {
+            /* Named as the table where the statement gives it no name of its own. */
+            if (side_add(b, tail_threads, 0) ||
+                (strncmp(p + n, " WHERE ", 7) == 0 && rs_buf_addstr(&b->sql, " runfs_thread")))
+                return -ENOMEM;
+            p += n - 1;
+        } else if (*p == '@' ? rs_buf_addstr(&b->sql, b->side) : rs_buf_addch(&b->sql, *p)) {
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 int pg_side_sql(rs_backend *b, const char *sql, rs_err *err)
 {
     rs_buf_reset(&b->sql);
-    for (const char *p = sql; *p; p++)
-        if (*p == '@' ? rs_buf_addstr(&b->sql, b->side) : rs_buf_addch(&b->sql, *p))
-            return rs_err_set(err, -ENOMEM, "out of memory");
-    return 0;
+    return side_add(b, sql, b->has_tail) ? rs_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 static const char *const mem_tables[] = {"runfs_thread", "runfs_run", "runfs_owner", "runfs_mark"};
@@ -1623,6 +1675,12 @@ static int mem_sync(rs_backend *b, const char *thread_id, int fresh, int64_t dir
     pg_log thr;
     if (fresh && !(rc = mem_exec(b, mem_drop, thread_id, err)))
         rc = mem_exec(b, mem_copy, thread_id, err);
+    /* A thread only the tail has (pg_mem_ready), to be indexed from its rows. */
+    if (!rc && fresh && dirty)
+        rc = mem_exec(b,
+                      "INSERT INTO pg_temp.runfs_thread (thread_id, dirty) VALUES ($1, 2) ON "
+                      "CONFLICT (thread_id) DO NOTHING\0",
+                      thread_id, err);
     if (!rc && !(rc = pg_log_load(b, thread_id, NULL, 0, 0, &thr, &found, err)) && found) {
         thr.dirty = fresh ? (int)dirty : 2;
         if (thr.dirty)
@@ -1647,15 +1705,27 @@ int pg_mem_ready(rs_backend *b, const char *thread_id, rs_err *err)
         return scratch_ready(b, thread_id, err);
     /* What the real tables and rows say of the thread: its facts (with its runs, which an
      * empty run made or removed moves while no row does), then its highest seq. */
+    /* The thread's rows in the tail that no writer noted yet (this open cannot) count as
+     * their marks would (pg_changes.c's runfs_note_ids): a thread they are the first rows of
+     * is there, to be indexed. */
     PGresult *r;
-    int rc =
-        pg_side_sql(b,
-                    "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || "
-                    "last_seq || ' ' || (SELECT count(*) || ':' || coalesce(max(run_key), 0) "
-                    "FROM @runfs_run r WHERE r.thread_key = t.thread_key) FROM @runfs_thread t "
-                    "WHERE thread_id = $1), (SELECT max(seq) FROM run_events WHERE "
-                    "thread_id = $1)",
-                    err);
+    int rc = pg_side_sql(
+        b,
+        b->has_tail
+            ? "SELECT coalesce((SELECT CASE WHEN t.dirty = 1 OR k.lo <= t.last_seq THEN 1 WHEN "
+              "k.lo IS NOT NULL THEN 2 ELSE t.dirty END || ' ' || mtime_ns || ' ' || count || ' ' "
+              "|| last_seq || ' ' || (SELECT count(*) || ':' || coalesce(max(run_key), 0) FROM "
+              "@runfs_run r WHERE r.thread_key = t.thread_key) FROM @runfs_thread t WHERE "
+              "thread_id = $1), CASE WHEN k.lo IS NOT NULL THEN '2 0 0 0 0:0' END) || ' ' || "
+              "k.sig, (SELECT max(seq) FROM run_events WHERE thread_id = $1) FROM (SELECT "
+              "min(e.seq) AS lo, count(*) || ':' || coalesce(max(e.id), 0) AS sig FROM "
+              "(SELECT e.id, e.seq, e.thread_id FROM run_events e WHERE " PG_TAIL_ROW(
+                  "e") " OFFSET 0) e WHERE e.thread_id = $1) k"
+            : "SELECT (SELECT dirty || ' ' || mtime_ns || ' ' || count || ' ' || last_seq || ' ' "
+              "|| (SELECT count(*) || ':' || coalesce(max(run_key), 0) FROM @runfs_run r WHERE "
+              "r.thread_key = t.thread_key) FROM @runfs_thread t WHERE thread_id = $1), (SELECT "
+              "max(seq) FROM run_events WHERE thread_id = $1)",
+        err);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     if (rc || (rc = pg_run(b, b->sql.buf, &a, &r, err)))

@@ -625,9 +625,15 @@ int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
 {
     if (b->read_only)
         return pg_mem_ready(b, thread_id, err);
+    /* Rows of the thread in the tail not noted yet (another writer's, committed since the
+     * last look) leave it to be indexed as their mark would: the fix notes them. */
     int64_t dirty = 0;
-    int rc = pg_int(b, "SELECT dirty FROM runfs_thread WHERE thread_id = $1", thread_id, NULL,
-                    &dirty, NULL, err);
+    int rc = pg_int(b,
+                    b->has_tail ? "SELECT CASE WHEN " PG_TAIL_UNNOTED(
+                                      "e.thread_id = $1") " > 0 THEN 2 ELSE (SELECT dirty FROM "
+                                                          "runfs_thread WHERE thread_id = $1) END"
+                                : "SELECT dirty FROM runfs_thread WHERE thread_id = $1",
+                    thread_id, NULL, &dirty, NULL, err);
     return rc || !dirty ? rc : pg_thread_fix(b, thread_id, err);
 }
 
@@ -754,7 +760,11 @@ int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const 
     /* A reader's copy is checked first; elsewhere the dirty flag comes with the totals, and
      * a thread found behind is caught up and read again. */
     int dirty = 0, behind = 0;
-    int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
+    /* A writer's thread with rows of the tail not noted yet (a thread only they are in has no
+     * totals at all) is noted and caught up first. */
+    int rc = b->read_only  ? pg_mem_ready(b, thread_id, err)
+             : b->has_tail ? pg_thread_ready(b, thread_id, err)
+                           : 0;
     if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err)) ||
         !(dirty || behind) || b->read_only)
         return rc;
@@ -781,7 +791,10 @@ int pg_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *
 {
     PGresult *r = NULL;
     int dirty = 0;
-    int rc = b->read_only ? pg_mem_ready(b, thread_id, err) : 0;
+    /* As pg_log_info: the tail's rows of the thread noted first. */
+    int rc = b->read_only  ? pg_mem_ready(b, thread_id, err)
+             : b->has_tail ? pg_thread_ready(b, thread_id, err)
+                           : 0;
     rc = rc ? rc : runs_once(b, thread_id, &r, &dirty, err);
     if (!rc && dirty && !b->read_only) {
         PQclear(r);

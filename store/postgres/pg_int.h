@@ -61,6 +61,8 @@ struct rs_backend {
     int has_salt;     /* runfs_seal_salt and runfs_seal_tree.leaves are there (the same) */
     int has_expired;  /* runfs_expired is there (a writer makes it) */
     int has_tcount;   /* runfs_rewritten is there (a writer makes it) */
+    int has_tail;     /* runfs_tail is there: the tail is read (pg_changes.c) */
+    int64_t fold_ns;  /* CLOCK_MONOTONIC of this session's last empty tail or fold tried */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
     int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
@@ -337,12 +339,46 @@ int pg_changes_setup(rs_backend *b, rs_err *err);
 /* Inside a write transaction: the run was sealed (a new number). */
 int pg_change_touch(rs_backend *b, const rs_target *t, rs_err *err);
 int pg_changes_sync(rs_backend *b, rs_err *err);
+/* Another writer's rows above the insert trigger's watermark (the tail, pg_changes.c) not
+ * noted yet, noted (a read-write open: outside a transaction, or the thread's alone right
+ * after its lock); with fold (outside a transaction), folded where the tail has PG_TAIL_FOLD
+ * rows or more, or any and this session neither found it empty nor tried a fold for
+ * PG_TAIL_IDLE_NS (a quiet tail is folded too: every reader pays for its length). */
+#define PG_TAIL_FOLD 2048
+#define PG_TAIL_IDLE_NS (10 * INT64_C(1000000000))
+/* e (a row of run_events) is one of the tail's rows not noted yet. The range has both ends:
+ * with only its lower one, unknown when a statement is planned, the planner took a third of
+ * the table and read a thread's rows by ix_events_run instead (a warm cat of a 20,000-row
+ * log 4x slower); a range closed at both ends it reads by the primary key. A condition on
+ * the thread goes outside (PG_TAIL_UNNOTED's fence), or the planner reads the thread's
+ * index entries too. */
+#define PG_TAIL_ROW(e) \
+    e ".id > (SELECT value FROM runfs_meta WHERE key = 'tail_from') AND " e ".id <= (SELECT " \
+      "max(id) FROM run_events) AND NOT EXISTS (SELECT 1 FROM runfs_tail c WHERE c.id = " e ".id)"
+/* The threads of the tail's rows not noted yet: the lowest seq and id of each. */
+#define TAIL_THREADS \
+    "(SELECT e.thread_id, min(e.seq) AS lo, min(e.id) AS first FROM run_events e WHERE " PG_TAIL_ROW( \
+        "e") " GROUP BY e.thread_id)"
+/* The tail's rows not noted yet where cond (on e, a row of run_events) holds, counted: what a
+ * reader that cannot note them (a read-only open) or reads before they are takes for marks. */
+#define PG_TAIL_UNNOTED(cond) \
+    "(SELECT count(*) FROM (SELECT e.thread_id FROM run_events e WHERE " PG_TAIL_ROW( \
+        "e") " OFFSET 0) e WHERE " cond ")"
+int pg_tail_apply(rs_backend *b, const char *thread_id, int fold, rs_err *err);
 int pg_changes(rs_backend *b, int64_t after, const char *user, const char *thread_id,
                rs_change_page *page, rs_change_row_fn fn, void *ctx, rs_err *err);
 int pg_changes_head(rs_backend *b, int64_t *head, rs_err *err);
 /* The rest of a statement WITH ins AS (INSERT INTO run_events ... RETURNING id) whose $1,
  * $2 and $3 are the rows' thread, run and owner: the run's change number, in the same
  * statement (runfs's writers skip the trigger that numbers other writers' rows). */
+/* A row's xmin (col) as the 64-bit transaction id it was, from r (a bigint expression: a
+ * 64-bit id at or above it, a snapshot's xmax): the epoch r's, or the one before where the
+ * low 32 bits are above r's. VACUUM FREEZE keeps a row's raw xmin, so this holds for 2^31
+ * transactions after the row's, which bounds how long the tail may wait for a fold. */
+#define PG_XMIN64(col, r) \
+    "((" r ") - ((" r ") & 4294967295) + " col "::text::bigint - CASE WHEN " col \
+    "::text::bigint > ((" r ") & 4294967295) THEN 4294967296 ELSE 0 END)"
+
 #define PG_CHANGE_NOTE \
     ", chg AS (INSERT INTO runfs_change (thread_id, run_id, change, owner) SELECT $1::text, " \
     "$2::text, pg_current_xact_id()::text::bigint, coalesce($3::text, '') WHERE EXISTS (SELECT " \

@@ -207,8 +207,10 @@ static int once_mark(rs_backend *b, const rs_target *t, const char *event_type, 
  * islands of consecutive ids they make (another session's insert meanwhile takes ids in
  * between). An island extends the range that ends right below it, else is a range of its
  * own; a range it would meet at the top (one left over from before the sequence was set
- * back) takes it in instead. */
+ * back) takes it in instead. The ids are runfs's own in the tail too (runfs_tail: indexed and
+ * numbered here, no reader takes them for another writer's). */
 #define CANON_NOTE \
+    ", own AS (INSERT INTO runfs_tail (id) SELECT id FROM ins ON CONFLICT DO NOTHING)" \
     ", isl AS (SELECT min(id) AS lo, max(id) AS hi FROM (SELECT id, id - row_number() OVER " \
     "(ORDER BY id) AS g FROM ins) s GROUP BY g), ext AS (UPDATE runfs_canon c SET hi = isl.hi " \
     "FROM isl WHERE c.hi = isl.lo - 1 AND NOT EXISTS (SELECT 1 FROM runfs_canon d WHERE d.hi = " \

@@ -371,3 +371,88 @@ for l in open(sys.argv[1]):
 print(sorted(n for n, ls in seen.items() if len(ls) > 1))' "$WORK/seen"
   assert_output "[]"
 }
+
+# pg_watermark: the insert trigger's constant (PostgreSQL: it fires for ids at or below it).
+pg_watermark() {
+  store_sql "SELECT substring(pg_get_triggerdef(oid) from 'new\.id <= ([0-9]+)') FROM pg_trigger WHERE tgname = 'runfs_note_insert' AND tgrelid = 'run_events'::regclass"
+}
+
+@test "another writer's INSERT above the insert trigger's watermark fires nothing; a read-only mount and the feed see it before a fold, a read-write open notes it, and a fold changes no number" {
+  on_pg || skip "PostgreSQL only: the insert trigger's watermark on DeerFlow's table"
+  local T=$MNT/threads ro=$WORK/ro n
+  mkdir -p "$T/ta/runs/r1"
+  ev_start >>"$T/ta/runs/r1/events.jsonl"
+  runfs_unmount "$MNT"
+  # A row trigger with a constant, not a statement trigger on every insert.
+  run store_sql "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'runfs_note_insert'"
+  assert_output --partial 'FOR EACH ROW WHEN ((new.id <= '
+  n=$(pg_watermark)
+  assert_equal "$n" "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'tail_from'")"
+  deerflow_row ta r1 2
+  deerflow_row tn r1 1
+  deerflow_row tn r2 2
+  # Above the watermark: no trigger ran (DeerFlow's insert paid nothing; tn is in no side table).
+  [ "$(store_sql "SELECT min(id) FROM run_events WHERE thread_id = 'tn'")" -gt "$n" ]
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_thread WHERE thread_id = 'tn'")" 0
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_change WHERE thread_id = 'tn'")" 0
+  # A read-only mount cannot note them: it reads the tail (listing, logs, the feed).
+  runfs_mount "$STORE" "$ro" -o ro
+  run ls "$ro/threads"
+  assert_output "$(printf 'ta\ntn')"
+  assert_equal "$(wc -l <"$ro/threads/ta/runs/r1/events.jsonl")" 2
+  assert_equal "$(wc -l <"$ro/threads/tn/events.jsonl")" 2
+  cat "$ro/changes.jsonl" >"$WORK/before"
+  assert_equal "$(live "$WORK/before")" "$(expected)"
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_thread WHERE thread_id = 'tn'")" 0
+  # A read-write open notes them: the same numbers, now in runfs_change.
+  runfs_mount "$STORE" "$MNT" --allow-delete --follow-timeout 2
+  cmp "$WORK/before" "$MNT/changes.jsonl"
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_change WHERE thread_id = 'tn'")" 2
+  assert_equal "$(wc -l <"$T/tn/events.jsonl")" 2
+  # The fold moves the watermark over them under the table's lock; nothing shown changes.
+  run store_sql "SELECT runfs_tail_fold()"
+  assert_output t
+  [ "$(pg_watermark)" -eq "$(store_sql "SELECT max(id) FROM run_events")" ]
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'tail_from'")" "$(pg_watermark)"
+  assert_equal "$(store_sql "SELECT count(*) FROM runfs_tail")" 0
+  cmp "$WORK/before" "$MNT/changes.jsonl"
+  cmp "$WORK/before" "$ro/changes.jsonl"
+  # Rows after the fold are the tail again, for both mounts.
+  deerflow_row tn r2 3
+  wait_for 10 bash -c "[ \$(wc -l <'$ro/threads/tn/runs/r2/events.jsonl') = 2 ]"
+  wait_for 10 bash -c "[ \$(wc -l <'$T/tn/runs/r2/events.jsonl') = 2 ]"
+  cat "$MNT/changes.jsonl" >"$WORK/after"
+  cmp "$WORK/after" "$ro/changes.jsonl"
+  assert_equal "$(live "$WORK/after")" "$(expected)"
+  increasing "$WORK/after"
+}
+
+@test "a fold refused by the lock timeout (an insert held open) leaves the watermark, the feed and the mount exact" {
+  on_pg || skip "PostgreSQL only: the insert trigger's watermark on DeerFlow's table"
+  local T=$MNT/threads n pid
+  mkdir -p "$T/ta/runs/r1"
+  ev_start >>"$T/ta/runs/r1/events.jsonl"
+  deerflow_row tb r1 1
+  wait_for 10 bash -c "ls '$T' | grep -qx tb"
+  n=$(pg_watermark)
+  # Another writer's transaction holds run_events' ROW EXCLUSIVE lock, its row not committed.
+  mkfifo "$WORK/in"
+  store_sql "$(printf '%s\n' "SELECT 1" "\\i $WORK/in")" >"$WORK/held.out" 2>&1 &
+  pid=$!
+  exec 4>"$WORK/in"
+  echo "BEGIN; INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) VALUES ('tc', 'r1', NULL, 'llm.error', 'error', 'held', '{}', 1, now());" >&4
+  wait_for 10 bash -c "[ \$(psql -X -At -d '$STORE' -c \"SELECT count(*) FROM pg_locks WHERE relation = 'run_events'::regclass AND mode = 'RowExclusiveLock' AND granted\") -gt 0 ]"
+  run store_sql "SELECT runfs_tail_fold()"
+  assert_output f
+  assert_equal "$(pg_watermark)" "$n"
+  assert_equal "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'tail_from'")" "$n"
+  echo "COMMIT;" >&4
+  exec 4>&-
+  wait "$pid"
+  # The held row is the tail's: seen by the mount and numbered in the feed.
+  wait_for 10 bash -c "ls '$T' | grep -qx tc"
+  assert_equal "$(wc -l <"$T/tc/events.jsonl")" 1
+  cat "$MNT/changes.jsonl" >"$WORK/feed"
+  assert_equal "$(live "$WORK/feed")" "$(expected)"
+  increasing "$WORK/feed"
+}

@@ -644,3 +644,27 @@ locks() {
       fail "after the $kind the run's events.jsonl reads other bytes than runfs cat"
   done
 }
+
+@test "a read-only mount renders a row another writer put back at a runfs row's id above the insert trigger's watermark, not the range's copy" {
+  on_pg || skip "PostgreSQL only: the insert trigger's watermark on DeerFlow's table"
+  local ro=$WORK/ro
+  mkdir -p "$MNT/threads/t/runs/r"
+  for i in 1 2 3; do ev_human "word${i}" "$i"; done >>"$MNT/threads/t/runs/r/events.jsonl"
+  runfs_unmount "$MNT"
+  # runfs's rows: above the watermark, in a runfs_canon range.
+  [ "$(store_sql "SELECT id FROM run_events WHERE thread_id = 't' AND seq = 2")" -gt "$(store_sql "SELECT value FROM runfs_meta WHERE key = 'tail_from'")" ]
+  [ "$(store_sql "SELECT count(*) FROM runfs_canon c, run_events e WHERE e.thread_id = 't' AND e.seq = 2 AND e.id BETWEEN c.lo AND c.hi")" = 1 ]
+  # Deleted and written again with its id by hand: metadata with a raw newline, which runfs
+  # would never store as is (copied as canonical, it splits the line).
+  store_sql "BEGIN; CREATE TABLE bak AS SELECT * FROM run_events WHERE thread_id = 't' AND seq = 2; DELETE FROM run_events WHERE thread_id = 't' AND seq = 2; INSERT INTO run_events (id, thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at) SELECT id, thread_id, run_id, user_id, 'llm.error', 'error', E'put\nback', E'{\n\"k\": 1}', seq, created_at FROM bak; COMMIT;"
+  runfs_mount "$STORE" "$ro" -o ro
+  # Three lines, each one JSON object, the second the row as it is now.
+  run python3 -c '
+import json, sys
+ls = open(sys.argv[1], "rb").read().split(b"\n")
+assert ls[-1] == b"" and len(ls) == 4, ls
+ds = [json.loads(l) for l in ls[:-1]]
+assert ds[1]["content"] == "put\nback" and ds[1]["metadata"] == {"k": 1}, ds[1]
+print("ok")' "$ro/threads/t/runs/r/events.jsonl"
+  assert_output ok
+}
