@@ -624,6 +624,25 @@ sized_once_between_changes() {
   done
 }
 
+# wallaby_rows: 6,000 rows of 30 threads, every one a hit of "wallaby", some 1.5 MiB of answer.
+wallaby_rows() {
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.tool.result', 'trace',
+    'status ' || x || ': the wallaby service answered after a retry of the upstream request', '{}', x,
+    '2026-03-04 06:00:03.000000' FROM g"
+}
+# stat_then_cat P: P's stat (into the caller's size) and cat (into $WORK/got) through the
+# mount, the cat reading only the answer the stat kept (the daemon's log says so).
+stat_then_cat() {
+  size=$(stat -c %s "$MNT/$1")
+  cat "$MNT/$1" > "$WORK/got"
+  grep -F "read $1 at " "$WORK/daemon.log" | grep -qF ': the answer its stat kept' ||
+    fail "the cat of $1 did not read the answer its stat kept: $(grep -F "$1" "$WORK/daemon.log")"
+  ! grep -F "read $1 at " "$WORK/daemon.log" | grep -E 'searched|the rows its stat kept' ||
+    fail "the cat of $1 read the store again after its stat"
+}
+
 # answer_files: the memfds of kept answers the daemon of $MNT holds open.
 answer_files() {
   local pid
@@ -636,19 +655,10 @@ answer_files() {
   RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
   # Every row a hit, some 1.5 MiB: more than a reader's first 64 KiB and the MiB a read
   # takes ahead of it.
-  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
-    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
-    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.tool.result', 'trace',
-    'status ' || x || ': the wallaby service answered after a retry of the upstream request', '{}', x,
-    '2026-03-04 06:00:03.000000' FROM g"
+  wallaby_rows
   local q=wallaby p size
   for p in "search/$q" "threads/T-w7/search/$q" "search/by:run $q"; do
-    size=$(stat -c %s "$MNT/$p")
-    cat "$MNT/$p" > "$WORK/got"
-    grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': the answer its stat kept' ||
-      fail "the cat of $p did not read the answer its stat kept: $(grep -F "$p" "$WORK/daemon.log")"
-    ! grep -F "read $p at " "$WORK/daemon.log" | grep -E 'searched|the rows its stat kept' ||
-      fail "the cat of $p read the store again after its stat"
+    stat_then_cat "$p"
     case $p in
       threads/*) ref "$q" T-w7 > "$WORK/want" ;;
       *by:run*) "$RUNFS" search "$STORE" "by:run $q" > "$WORK/want" ;;
@@ -730,19 +740,10 @@ no_disk_files() { [ "$(disk_files)" = 0 ]; }
   runfs_unmount "$MNT"
   # 64 KiB in memory: the answers below (1.5 MiB) go on to a file in TMPDIR.
   RUNFS_KEPT_ANSWER_MAX=65536 TMPDIR="$WORK/tmp" RUNFS_SLOW_MS=0 runfs_mount "$STORE" "$MNT" --log "$WORK/daemon.log"
-  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 6000)
-    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
-    SELECT 'T-w' || (x % 30), 'run-' || (x % 4), NULL, 'llm.tool.result', 'trace',
-    'status ' || x || ': the wallaby service answered after a retry of the upstream request', '{}', x,
-    '2026-03-04 06:00:03.000000' FROM g"
+  wallaby_rows
   local q=wallaby p size pid f
   for p in "search/$q" "search/by:run $q"; do
-    size=$(stat -c %s "$MNT/$p")
-    cat "$MNT/$p" > "$WORK/got"
-    grep -F "read $p at " "$WORK/daemon.log" | grep -qF ': the answer its stat kept' ||
-      fail "the cat of $p did not read the answer its stat kept: $(grep -F "$p" "$WORK/daemon.log")"
-    ! grep -F "read $p at " "$WORK/daemon.log" | grep -E 'searched|the rows its stat kept' ||
-      fail "the cat of $p read the store again after its stat"
+    stat_then_cat "$p"
     case $p in
       *by:run*) "$RUNFS" search "$STORE" "by:run $q" > "$WORK/want" ;;
       *) ref "$q" > "$WORK/want" ;;
