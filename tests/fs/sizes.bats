@@ -771,8 +771,9 @@ many_rows() {
 # view's earlier bytes, then it reads the rest. Prints what the reader got: ESTALE, or which
 # rendering its bytes are (before, after, or neither: a splice).
 splice_read() {
-  python3 - "$RUNFS" "$STORE" "$MNT" "$1" "$2" <<'PY'
-import errno, json, os, subprocess, sys, time
+  PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$RUNFS" "$STORE" "$MNT" "$1" "$2" <<'PY'
+import json, os, subprocess, sys, time
+from rewriter import read_on
 runfs, store, mnt, view, how = sys.argv[1:]
 t = "%s_%s" % (view.split(".")[0], how)
 human = lambda i, text: json.dumps({"event_type": "llm.human.input", "content": {"type": "human", "content": text, "id": "h%d" % i}, "metadata": {"caller": "lead_agent"}})
@@ -818,16 +819,7 @@ deadline = time.monotonic() + 10
 while os.stat(path).st_size != len(after):
     assert time.monotonic() < deadline, "the mount never saw the append"
     time.sleep(0.05)
-try:
-    while True:
-        b = os.read(fd, 1 << 16)
-        if not b:
-            break
-        got += b
-    print("before" if got == before else "after" if got == after else "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
-except OSError as e:
-    print(errno.errorcode[e.errno])
-os.close(fd)
+read_on(fd, got, before, after)
 PY
 }
 
@@ -925,8 +917,9 @@ PY
 }
 
 @test "a reader at the end of otel.json reading again after its run grows gets ESTALE, never its old end and the new tail" {
-  run python3 - "$RUNFS" "$STORE" "$MNT" <<'PY'
-import errno, json, os, subprocess, sys, time
+  run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$RUNFS" "$STORE" "$MNT" <<'PY'
+import json, os, subprocess, sys
+from rewriter import read_on
 runfs, store, mnt = sys.argv[1:]
 rel = "threads/ts/runs/r1/otel.json"
 path = os.path.join(mnt, rel)
@@ -946,16 +939,7 @@ log.write(json.dumps({"event_type": "llm.error", "content": "boom"}) + "\n")
 log.flush()
 after = cat()
 assert not after.startswith(before), "the append changed no byte the reader read: no test"
-try:
-    while True:
-        b = os.read(fd, 1 << 16)
-        if not b:
-            break
-        got += b
-    print("before" if got == before else "after" if got == after else "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
-except OSError as e:
-    print(errno.errorcode[e.errno])
-os.close(fd)
+read_on(fd, got, before, after)
 log.close()
 PY
   assert_success
