@@ -621,8 +621,10 @@ int pg_thread_fix(rs_backend *b, const char *thread_id, rs_err *err)
     return thread_fix(b, thread_id, 0, err);
 }
 
-int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
+/* *fixed: the thread was caught up (a mark, or rows of the tail not noted yet). */
+static int thread_ready(rs_backend *b, const char *thread_id, int *fixed, rs_err *err)
 {
+    *fixed = 0;
     if (b->read_only)
         return pg_mem_ready(b, thread_id, err);
     /* Rows of the thread in the tail not noted yet (another writer's, committed since the
@@ -634,7 +636,16 @@ int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
                                                           "runfs_thread WHERE thread_id = $1) END"
                                 : "SELECT dirty FROM runfs_thread WHERE thread_id = $1",
                     thread_id, NULL, &dirty, NULL, err);
-    return rc || !dirty ? rc : pg_thread_fix(b, thread_id, err);
+    if (rc || !dirty)
+        return rc;
+    *fixed = 1;
+    return pg_thread_fix(b, thread_id, err);
+}
+
+int pg_thread_ready(rs_backend *b, const char *thread_id, rs_err *err)
+{
+    int fixed;
+    return thread_ready(b, thread_id, &fixed, err);
 }
 
 /* ---- reading a log ---- */
@@ -664,40 +675,49 @@ static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const c
     "LEFT JOIN LATERAL (SELECT seq, run_id FROM run_events WHERE thread_id = $1 ORDER BY seq " \
     "DESC LIMIT 1) top ON true "
 
+/* A log's totals with its thread's high-water mark, top row and count of rows in the tail not
+ * noted yet (unnoted): one round trip. */
+#define THREAD_INFO_SQL(unnoted) \
+    "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, " RS_LOG_TIME_SQL( \
+        t) ", t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = $1), t.dirty, " \
+           "t.last_seq, top.seq, top.run_id, " unnoted " FROM runfs_thread t " TOP_ROW_SQL \
+           "WHERE t.thread_id = $1"
+#define RUN_INFO_SQL(unnoted) \
+    "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL( \
+        r) ", t.thread_key, 0, t.dirty, t.last_seq, top.seq, top.run_id, " unnoted " FROM " \
+           "runfs_thread t LEFT JOIN runfs_run r ON r.thread_key = t.thread_key AND r.run_id = $2 " TOP_ROW_SQL \
+           "WHERE t.thread_id = $1"
+
 /* The log's totals as the side tables have them; *dirty: the thread waits to be caught up;
  * *behind: it holds rows above its indexed seq though no mark says so. The insert trigger
  * leaves a marked thread as it is, and the mark is cleared after its rows were read, under
  * the thread's advisory lock: a writer that does not take that lock (DeerFlow's does) may
  * commit a row between the read and the clearing, which then no mark names. */
 static int log_info_once(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
-                         rs_log_info *out, int *dirty, int *behind, rs_err *err)
+                         rs_log_info *out, int *found, int *dirty, int *behind, rs_err *err)
 {
     memset(out, 0, sizeof *out);
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     if (run_id)
         pg_arg_text(&a, run_id);
-    /* A thread's high-water mark and top row come with it: one round trip. */
-    const char *sql =
-        run_id
-            ? "SELECT r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, " RS_LOG_TIME_SQL(
-                  r) ", t.thread_key, 0, 0, t.dirty, t.last_seq, top.seq, top.run_id FROM "
-                     "runfs_thread t LEFT JOIN runfs_run r ON r.thread_key = t.thread_key AND "
-                     "r.run_id = $2 " TOP_ROW_SQL "WHERE t.thread_id = $1"
-            : "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, " RS_LOG_TIME_SQL(
-                  t) ", t.thread_key, (SELECT seq FROM run_event_thread_seq WHERE thread_id = "
-                     "$1), top.seq, t.dirty, t.last_seq, top.seq, top.run_id FROM runfs_thread "
-                     "t " TOP_ROW_SQL "WHERE t.thread_id = $1";
+#define UNNOTED PG_TAIL_UNNOTED("e.thread_id = $1")
+    int tail = b->has_tail && !b->read_only; /* a reader's copy counts the tail itself */
+    const char *sql = run_id ? (tail ? RUN_INFO_SQL(UNNOTED) : RUN_INFO_SQL("0"))
+                             : (tail ? THREAD_INFO_SQL(UNNOTED) : THREAD_INFO_SQL("0"));
+#undef UNNOTED
     PGresult *r;
     int rc = pg_run(b, sql, &a, &r, err);
     if (rc)
         return rc;
     int64_t key = 0, thread_key = 0, floor = 0, max = 0;
     int mixed = 0;
-    *dirty = PQntuples(r) > 0 && pg_val_int(r, 0, 11) != 0;
-    *behind = PQntuples(r) > 0 && !*dirty && !PQgetisnull(r, 0, 13) &&
-              pg_val_int(r, 0, 13) > pg_val_int(r, 0, 12) &&
-              rs_id_valid_n(PQgetvalue(r, 0, 14), (size_t)PQgetlength(r, 0, 14));
+    /* Rows of the tail not noted leave the thread to be caught up as their marks would. */
+    *found = PQntuples(r) > 0;
+    *dirty = *found && (pg_val_int(r, 0, 10) != 0 || pg_val_int(r, 0, 14) > 0);
+    *behind = *found && !*dirty && !PQgetisnull(r, 0, 12) &&
+              pg_val_int(r, 0, 12) > pg_val_int(r, 0, 11) &&
+              rs_id_valid_n(PQgetvalue(r, 0, 13), (size_t)PQgetlength(r, 0, 13));
     if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
         key = pg_val_int(r, 0, 0);
         out->size = pg_val_int(r, 0, 1);
@@ -710,7 +730,7 @@ static int log_info_once(rs_backend *b, const char *thread_id, const char *run_i
         thread_key = pg_val_int(r, 0, 8);
         if (!run_id) {
             floor = pg_val_int(r, 0, 9);
-            max = pg_val_int(r, 0, 10);
+            max = pg_val_int(r, 0, 12);
         }
         out->exists = 1;
     }
@@ -757,50 +777,64 @@ static int log_info_once(rs_backend *b, const char *thread_id, const char *run_i
 int pg_log_info(rs_backend *b, const char *thread_id, const char *run_id, const char *user,
                 rs_log_info *out, rs_err *err)
 {
-    /* A reader's copy is checked first; elsewhere the dirty flag comes with the totals, and
-     * a thread found behind is caught up and read again. */
-    int dirty = 0, behind = 0;
-    /* A writer's thread with rows of the tail not noted yet (a thread only they are in has no
-     * totals at all) is noted and caught up first. */
-    int rc = b->read_only  ? pg_mem_ready(b, thread_id, err)
-             : b->has_tail ? pg_thread_ready(b, thread_id, err)
-                           : 0;
-    if (rc || (rc = log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err)) ||
-        !(dirty || behind) || b->read_only)
+    int found = 0, dirty = 0, behind = 0;
+    if (b->read_only) {
+        int rc = pg_mem_ready(b, thread_id, err);
+        return rc ? rc
+                  : log_info_once(b, thread_id, run_id, user, out, &found, &dirty, &behind, err);
+    }
+    /* The dirty flag and the tail's unnoted rows come with the totals; a thread found
+     * behind is caught up and read again. */
+    int rc = log_info_once(b, thread_id, run_id, user, out, &found, &dirty, &behind, err);
+    if (!rc && !found && b->has_tail) {
+        /* No totals: it may be a thread only the tail's unnoted rows are in. */
+        int fixed = 0;
+        if ((rc = thread_ready(b, thread_id, &fixed, err)) || !fixed)
+            return rc;
+        return log_info_once(b, thread_id, run_id, user, out, &found, &dirty, &behind, err);
+    }
+    if (rc || !(dirty || behind))
         return rc;
     if ((rc = thread_fix(b, thread_id, behind, err)))
         return rc;
-    return log_info_once(b, thread_id, run_id, user, out, &dirty, &behind, err);
+    return log_info_once(b, thread_id, run_id, user, out, &found, &dirty, &behind, err);
 }
 
-/* Every run's totals of the thread as log_info_once reads one's; *dirty as it says. */
-static int runs_once(rs_backend *b, const char *thread_id, PGresult **r, int *dirty, rs_err *err)
+/* Every run's totals of the thread as log_info_once reads one's; *dirty and *behind as it
+ * says. */
+static int runs_once(rs_backend *b, const char *thread_id, PGresult **r, int *dirty, int *behind,
+                     rs_err *err)
 {
     pg_args a = {.n = 0};
     pg_arg_text(&a, thread_id);
     int rc = pg_run(b,
                     "SELECT r.run_id, r.size, r.count, r.messages, r.last_seq, " RS_LOG_TIME_SQL(
-                        r) ", t.dirty FROM runfs_thread t JOIN runfs_run r ON r.thread_key = "
-                           "t.thread_key WHERE t.thread_id = $1",
+                        r) ", t.dirty, t.last_seq, top.seq, top.run_id FROM runfs_thread t JOIN "
+                           "runfs_run r ON r.thread_key = t.thread_key " TOP_ROW_SQL
+                           "WHERE t.thread_id = $1",
                     &a, r, err);
-    *dirty = !rc && PQntuples(*r) > 0 && pg_val_int(*r, 0, 7) != 0;
+    int found = !rc && PQntuples(*r) > 0;
+    *dirty = found && pg_val_int(*r, 0, 7) != 0;
+    *behind = found && !*dirty && !PQgetisnull(*r, 0, 9) &&
+              pg_val_int(*r, 0, 9) > pg_val_int(*r, 0, 8) &&
+              rs_id_valid_n(PQgetvalue(*r, 0, 10), (size_t)PQgetlength(*r, 0, 10));
     return rc;
 }
 
 int pg_runs_info(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx, rs_err *err)
 {
     PGresult *r = NULL;
-    int dirty = 0;
+    int dirty = 0, behind = 0;
     /* As pg_log_info: the tail's rows of the thread noted first. */
     int rc = b->read_only  ? pg_mem_ready(b, thread_id, err)
              : b->has_tail ? pg_thread_ready(b, thread_id, err)
                            : 0;
-    rc = rc ? rc : runs_once(b, thread_id, &r, &dirty, err);
-    if (!rc && dirty && !b->read_only) {
+    rc = rc ? rc : runs_once(b, thread_id, &r, &dirty, &behind, err);
+    if (!rc && (dirty || behind) && !b->read_only) {
         PQclear(r);
         r = NULL;
-        if (!(rc = pg_thread_fix(b, thread_id, err)))
-            rc = runs_once(b, thread_id, &r, &dirty, err);
+        if (!(rc = thread_fix(b, thread_id, behind, err)))
+            rc = runs_once(b, thread_id, &r, &dirty, &behind, err);
     }
     for (int i = 0; !rc && i < PQntuples(r); i++) {
         rs_log_info info = {.exists = 1,

@@ -3479,17 +3479,24 @@ static void test_append_after_changes_elsewhere(void **state)
     rs_store_close(other);
 }
 
+/* t1 of one row and a second connection, a look begun on fx.s; q reads t1's log. */
+static rs_store *one_look_begin(rs_query *q)
+{
+    rs_store *other = open_store(fx.db, 0, 0);
+    put("t1", "r1", "alice", ERR("a"));
+    q->thread_id = "t1";
+    rs_store_one_look(fx.s, 1);
+    assert_int_equal(info_of("t1", NULL, NULL).count, 1);
+    return other;
+}
+
 /* A request's reads (rs_store_one_look on) share one snapshot: another connection's commit
  * shows once the look ends, and a write inside the look still follows every row. */
 static void test_one_look_snapshot(void **state)
 {
     (void)state;
-    rs_store *other = open_store(fx.db, 0, 0);
-    put("t1", "r1", "alice", ERR("a"));
     rs_query q = RS_QUERY_INIT;
-    q.thread_id = "t1";
-    rs_store_one_look(fx.s, 1);
-    assert_int_equal(info_of("t1", NULL, NULL).count, 1);
+    rs_store *other = one_look_begin(&q);
     put_in(other, "t1", "r1", "alice", ERR("b"));
     assert_string_equal(seqs_of(&q), "1");
     put("t1", "r1", "alice", ERR("c"));
@@ -3509,12 +3516,8 @@ static void test_one_look_snapshot(void **state)
 static void test_one_look_after_write(void **state)
 {
     (void)state;
-    rs_store *other = open_store(fx.db, 0, 0);
-    put("t1", "r1", "alice", ERR("a"));
     rs_query q = RS_QUERY_INIT;
-    q.thread_id = "t1";
-    rs_store_one_look(fx.s, 1);
-    assert_int_equal(info_of("t1", NULL, NULL).count, 1);
+    rs_store *other = one_look_begin(&q);
     put("t1", "r1", "alice", ERR("b"));
     assert_int_equal(info_of("t1", NULL, NULL).count, 2);
     put_in(other, "t1", "r1", "alice", ERR("c"));
