@@ -340,7 +340,7 @@ rewrites = (
     ("redact", lambda: subprocess.run([os.environ["RUNFS"], "redact", os.environ["STORE"], "u", "7", "--reason", "asked"], check=True, capture_output=True)),
 )
 for k, (name, rewrite) in enumerate(rewrites):
-    live(os.path.dirname(os.path.dirname(os.path.dirname(path))), k)
+    held = live(os.path.dirname(os.path.dirname(os.path.dirname(path))), k)
     os.stat(path)  # sizes the view, keeping its bytes for the reads after it
     fd = os.open(path, os.O_RDONLY)
     got = b""
@@ -389,7 +389,7 @@ for rel in ("threads/u/runs/r/types/llm.human.input.jsonl", "threads/u/messages.
     path = os.path.join(mnt, rel)
     for case in ("other thread", "a row it gave", "a row before what it gave"):
         k += 1
-        live(os.path.join(mnt, "threads/u/runs"), k)
+        held = live(os.path.join(mnt, "threads/u/runs"), k)
         os.stat(path)
         whole = open(path, "rb").read()
         fd = os.open(path, os.O_RDONLY)
@@ -448,8 +448,7 @@ k = 0
 for rel in ("threads/u/events.jsonl", "threads/u/runs/r/events.jsonl"):
     for name in ("UPDATE", "DELETE"):
         k += 1
-        live(os.path.join(mnt, "threads/u/runs"), k)
-        live(os.path.join(mnt, "threads/t/runs"), k)
+        held = live(os.path.join(mnt, "threads/u/runs"), k), live(os.path.join(mnt, "threads/t/runs"), k)
         path, other = os.path.join(mnt, rel), os.path.join(mnt, rel.replace("/u/", "/t/"))
         before, other_before = open(path, "rb").read(), open(other, "rb").read()
         fd, fo = os.open(path, os.O_RDONLY), os.open(other, os.O_RDONLY)

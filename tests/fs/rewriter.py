@@ -11,11 +11,15 @@ def sql(q):
 
 
 def live(run_dir, k):
-    # A run.start in another run: the thread is live, so its files are read past the
-    # kernel's cache (which would serve old pages itself) and every read asks the mount.
+    # A run.start in another run, its writer kept open: the thread is live (an open writer
+    # of one of its runs), so its files are read past the kernel's cache (which would serve
+    # old pages itself) and every read asks the mount, however long the case takes (a
+    # thread only appended to is live for 2 s). The caller holds the returned file open.
     os.makedirs(os.path.join(run_dir, "live%d" % k))
-    with open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a") as w:
-        w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+    w = open(os.path.join(run_dir, "live%d" % k, "events.jsonl"), "a")
+    w.write('{"event_type":"run.start","content":{"chain":"lead_agent"},"metadata":{"caller":"lead_agent"}}\n')
+    w.flush()
+    return w
 
 
 def read_on(fd, got, before, after):
