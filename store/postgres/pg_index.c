@@ -14,6 +14,12 @@
 #define MARK_EVERY (16 * 1024)
 #define LOG_COLUMNS "size, count, messages, last_seq, mixed, mark_off"
 
+/* A thread's top row: its seq and run (one of a run no path names is never indexed, and
+ * says nothing of the marks). */
+#define TOP_ROW_SQL \
+    "LEFT JOIN LATERAL (SELECT seq, run_id FROM run_events WHERE thread_id = $1 ORDER BY seq " \
+    "DESC LIMIT 1) top ON true "
+
 const char *pg_owner_key(const char *user)
 {
     return user ? user : "";
@@ -551,6 +557,31 @@ int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *f
     return rc;
 }
 
+int pg_thread_hold(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
+{
+    pg_args a = {.n = 0};
+    pg_arg_text(&a, thread_id);
+    PGresult *r;
+    int rc = pg_run(b,
+                    "SELECT t.thread_key, " LOG_COLUMNS ", t.dirty, top.seq, top.run_id FROM "
+                    "runfs_thread t " TOP_ROW_SQL "WHERE t.thread_id = $1 FOR UPDATE OF t",
+                    &a, &r, err);
+    if (rc)
+        return rc;
+    *found = PQntuples(r) > 0;
+    if (*found) {
+        pg_log_from(thr, r, 0);
+        thr->dirty = (int)pg_val_int(r, 0, 7);
+        /* A row above the indexed seq no mark names: another writer's that committed after
+         * this transaction noted the tail (it took no lock), indexed as an appended one. */
+        if (!thr->dirty && !PQgetisnull(r, 0, 8) && pg_val_int(r, 0, 8) > thr->last_seq &&
+            rs_id_valid_n(PQgetvalue(r, 0, 9), (size_t)PQgetlength(r, 0, 9)))
+            thr->dirty = 2;
+    }
+    PQclear(r);
+    return *found && thr->dirty ? pg_thread_catch_up(b, thread_id, thr, found, err) : 0;
+}
+
 int pg_catch_up_all(rs_backend *b, rs_err *err)
 {
     /* One transaction per thread, under its lock: a large backlog never holds up writers
@@ -668,12 +699,6 @@ static int owner_has(rs_backend *b, int64_t thread_key, int64_t run_key, const c
     PQclear(r);
     return 0;
 }
-
-/* A thread's top row: its seq and run (one of a run no path names is never indexed, and
- * says nothing of the marks). */
-#define TOP_ROW_SQL \
-    "LEFT JOIN LATERAL (SELECT seq, run_id FROM run_events WHERE thread_id = $1 ORDER BY seq " \
-    "DESC LIMIT 1) top ON true "
 
 /* A log's totals with its thread's high-water mark, top row and count of rows in the tail not
  * noted yet (unnoted): one round trip. */

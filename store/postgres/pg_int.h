@@ -244,6 +244,10 @@ int pg_log_line(rs_backend *b, pg_log *run, pg_log *thread, int64_t seq, size_t 
 /* Inside a write transaction holding the thread's lock: index what other writers did to
  * the thread (thr loaded; reloaded after, *found 0 when it had no rows left and is gone). */
 int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);
+/* A writer's entry to a thread (its transaction open, the advisory lock taken): its totals
+ * loaded with the row locked, as every note of the tail locks it before runfs_change (one
+ * order: no deadlock), and caught up when marked or behind. */
+int pg_thread_hold(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err);
 int pg_thread_reindex(rs_backend *b, const char *thread_id, int64_t thread_key, rs_err *err);
 /* Every thread with logs other writers touched, one transaction each (a thread without
  * logs waits for its first use). */

@@ -74,9 +74,7 @@ static int thread_access(rs_backend *b, const rs_target *t, rs_err *err)
  * their rows), then the access check. thr loaded; *found 0 when the thread does not exist. */
 static int thread_enter(rs_backend *b, const rs_target *t, pg_log *thr, int *found, rs_err *err)
 {
-    int rc = pg_log_load(b, t->thread_id, NULL, 0, 0, thr, found, err);
-    if (!rc && *found && thr->dirty)
-        rc = pg_thread_catch_up(b, t->thread_id, thr, found, err);
+    int rc = pg_thread_hold(b, t->thread_id, thr, found, err);
     return rc ? rc : thread_access(b, t, err);
 }
 
@@ -289,7 +287,9 @@ static int idem_record(rs_backend *b, const rs_target *t, const char *idem_key, 
 /* ---- plain appends in one round trip ----
  * An append of lines without idempotency keys to a run that exists, whose owner already has
  * rows there and whose thread holds nothing other writers left to index (the usual write)
- * goes in one pipeline: BEGIN, the lock, the state the append depends on, then (under a
+ * goes in one pipeline: BEGIN, the lock, the state the append depends on (the thread's row
+ * locked, as pg_thread_hold's; a row above its indexed seq, another writer's committed after
+ * the tail was noted, sends the append the general way, which indexes it), then (under a
  * savepoint) a guard that the state is what this connection's last append of the run left,
  * the rows (one statement), the marks, the logs, the high-water mark, the NOTIFY and COMMIT.
  * When another writer came between, the guard fails, which skips the rest; the state read
@@ -300,12 +300,13 @@ static int idem_record(rs_backend *b, const rs_target *t, const char *idem_key, 
 #define APPEND_STATE \
     "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.mark_off, " \
     "r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.mark_off, t.dirty = 0 " \
+    "AND coalesce((SELECT MAX(seq) FROM run_events WHERE thread_id = $1), 0) <= t.last_seq " \
     "AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = " \
     "0 AND o.owner = $3) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = " \
     "t.thread_key AND o.run_key = r.run_key AND o.owner = $3), coalesce(greatest((SELECT " \
     "MAX(seq) FROM run_events WHERE thread_id = $1), (SELECT seq FROM run_event_thread_seq " \
     "WHERE thread_id = $1)), 0) FROM runfs_thread t JOIN runfs_run r ON r.thread_key = " \
-    "t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1"
+    "t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1 FOR UPDATE OF t"
 
 /* Division by zero (not a constant the planner would fold) unless the state is the guess. */
 static const char append_guard_sql[] =
@@ -961,8 +962,7 @@ int pg_import(rs_backend *b, const rs_target *t, int64_t floor,
     ib->t = t;
     for (int i = 0; i < IMP_COLS; i++)
         ib->col[i] = (rs_buf)RS_BUF_INIT;
-    if ((rc = pg_log_load(b, t->thread_id, NULL, 0, 0, &thr, &found, err)) ||
-        (found && (rc = pg_thread_catch_up(b, t->thread_id, &thr, &found, err))))
+    if ((rc = pg_thread_hold(b, t->thread_id, &thr, &found, err)))
         goto fail;
     for (;;) {
         rs_event *ev;
