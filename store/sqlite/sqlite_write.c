@@ -219,7 +219,8 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
  * next use (about a million instructions), so they stay off after the append, for the next
  * one: sq_begin switches them on for any other write.
  *
- * Every trigger runfs makes (schema.sql.h, sqlite_search.c): those that fire on the
+ * Every trigger runfs makes (schema.sql.h, sqlite_search.c; test_store.c checks that a
+ * store runfs made lists none else): those that fire on the
  * statements of an append (an INSERT into run_events, and INSERT OR REPLACE into runfs_mark
  * and runfs_idem, which have none) are runfs_replace_note and, through it,
  * runfs_replace_work. Any trigger not listed (a fork's, a user's, a later build's) keeps
@@ -231,8 +232,8 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
 static const char foreign_triggers[] =
     "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name NOT IN ("
     "'runfs_forget_deleted', 'runfs_seal_tree_drop', 'runfs_seal_salt_drop', "
-    "'runfs_canon_top', 'runfs_canon_update', 'runfs_count_deleted', 'runfs_forget_updated', "
-    "'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
+    "'runfs_canon_top', 'runfs_canon_delete', 'runfs_canon_update', 'runfs_count_deleted', "
+    "'runfs_forget_updated', 'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
     "'runfs_replace_note', 'runfs_search_update', 'runfs_search_delete'))";
 
 /* Triggers off for an append's rows from first_seq on into thr's thread where that changes
@@ -244,16 +245,19 @@ static int quiet_set(rs_backend *b, const sq_log *thr, int64_t first_seq, int ke
         return 0;
     int rc, refused = first_seq <= thr->last_seq;
     if (!refused) {
-        /* The list of triggers is looked at again only when the schema changed. */
+        /* The list of triggers is looked at again only when the schema changed, whatever
+         * it held (read at every put, it and the pragma were a quarter of a single put's
+         * instructions). */
         int64_t cookie = -1, foreign = 1;
         if ((rc = sq_int(b, "PRAGMA schema_version", NULL, NULL, &cookie, NULL, err)))
             return rc;
         if (cookie != b->quiet_cookie) {
             if ((rc = sq_int(b, foreign_triggers, NULL, NULL, &foreign, NULL, err)))
                 return rc;
-            b->quiet_cookie = foreign ? -1 : cookie;
+            b->quiet_cookie = cookie;
+            b->quiet_foreign = foreign != 0;
         }
-        refused = b->quiet_cookie < 0;
+        refused = b->quiet_foreign;
     }
     if (refused)
         return sq_triggers_on(b, err);

@@ -1151,6 +1151,34 @@ static void test_refused_append_keeps_triggers(void **state)
                      before + 3);
 }
 
+/* An append into a store runfs made leaves the connection's triggers off (sqlite_write.c's
+ * list names every trigger runfs makes: one missing from it kept every append's rows under
+ * runfs_replace_note, and the list was read again at every put). A trigger of another's
+ * keeps them on, for every append, and its drop lets them off again. */
+static void test_append_quiet_in_runfs_store(void **state)
+{
+    (void)state;
+    put("qa", "r1", NULL, ERR("one"));
+    put("qa", "r1", NULL, ERR("two"));
+    assert_int_equal(fx.s->be->quiet, 1);
+    assert_int_equal(raw_exec(fx.db, "CREATE TABLE other_log (n INTEGER); CREATE TRIGGER "
+                                     "other_insert AFTER INSERT ON run_events BEGIN INSERT INTO "
+                                     "other_log VALUES (new.seq); END"),
+                     SQLITE_OK);
+    put("qa", "r2", NULL, ERR("three"));
+    put("qa", "r2", NULL, ERR("four"));
+    assert_int_equal(fx.s->be->quiet, 0);
+    /* the other's trigger saw both rows (seqs 3 and 4 of the thread) */
+    char *seen = raw_text(fx.db, "SELECT group_concat(n) FROM (SELECT n FROM other_log ORDER BY n)");
+    assert_non_null(seen);
+    assert_string_equal(seen, "3,4");
+    free(seen);
+    assert_int_equal(raw_exec(fx.db, "DROP TRIGGER other_insert"), SQLITE_OK);
+    put("qa", "r2", NULL, ERR("five"));
+    assert_int_equal(fx.s->be->quiet, 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM other_log"), 2);
+}
+
 static void test_high_water_thread_delete(void **state)
 {
     (void)state;
@@ -3591,6 +3619,7 @@ int main(void)
         T(test_concurrent_threads),
         T(test_concurrent_processes),
         T(test_write_lock_per_database),
+        T(test_append_quiet_in_runfs_store),
         T(test_pins_without_limit),
         T(test_checkpoint_beside_commits),
         T(test_last_visible_ai_seq),
