@@ -142,9 +142,11 @@ struct rs_backend {
     /* Triggers are off on this connection (SQLITE_DBCONFIG_ENABLE_TRIGGER): an append left
      * them so for the next one (switching expires every prepared statement of the
      * connection), sq_begin switches them on again for any other write. quiet_cookie: the
-     * schema_version at which no trigger but runfs's was found (-1: not looked). Like the
-     * rest of the backend, used by one thread at a time. */
+     * schema_version at which the triggers were last listed (-1: not looked), quiet_foreign
+     * whether a trigger not runfs's was among them then. Like the rest of the backend, used
+     * by one thread at a time. */
     int quiet;
+    int quiet_foreign;
     int64_t quiet_cookie;
     sq_canon_seen canon_seen;
     /* The change number this connection gave last, while known to be the store's highest

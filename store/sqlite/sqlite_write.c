@@ -219,7 +219,8 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
  * next use (about a million instructions), so they stay off after the append, for the next
  * one: sq_begin switches them on for any other write.
  *
- * Every trigger runfs makes (schema.sql.h, sqlite_search.c): those that fire on the
+ * Every trigger runfs makes (schema.sql.h, sqlite_search.c; test_store.c checks that a
+ * store runfs made lists none else): those that fire on the
  * statements of an append (an INSERT into run_events, and INSERT OR REPLACE into runfs_mark
  * and runfs_idem, which have none) are runfs_replace_note and, through it,
  * runfs_replace_work. Any trigger not listed (a fork's, a user's, a later build's) keeps
@@ -231,8 +232,8 @@ static int insert_rows(rs_backend *b, const rs_target *t, const rs_event *const 
 static const char foreign_triggers[] =
     "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name NOT IN ("
     "'runfs_forget_deleted', 'runfs_seal_tree_drop', 'runfs_seal_salt_drop', "
-    "'runfs_canon_top', 'runfs_canon_update', 'runfs_count_deleted', 'runfs_forget_updated', "
-    "'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
+    "'runfs_canon_top', 'runfs_canon_delete', 'runfs_canon_update', 'runfs_count_deleted', "
+    "'runfs_forget_updated', 'runfs_change_delete', 'runfs_change_update', 'runfs_replace_work', "
     "'runfs_replace_note', 'runfs_search_update', 'runfs_search_delete'))";
 
 /* Triggers off for an append's rows from first_seq on into thr's thread where that changes
@@ -244,16 +245,19 @@ static int quiet_set(rs_backend *b, const sq_log *thr, int64_t first_seq, int ke
         return 0;
     int rc, refused = first_seq <= thr->last_seq;
     if (!refused) {
-        /* The list of triggers is looked at again only when the schema changed. */
+        /* The list of triggers is looked at again only when the schema changed, whatever
+         * it held (read at every put, it and the pragma were a quarter of a single put's
+         * instructions). */
         int64_t cookie = -1, foreign = 1;
         if ((rc = sq_int(b, "PRAGMA schema_version", NULL, NULL, &cookie, NULL, err)))
             return rc;
         if (cookie != b->quiet_cookie) {
             if ((rc = sq_int(b, foreign_triggers, NULL, NULL, &foreign, NULL, err)))
                 return rc;
-            b->quiet_cookie = foreign ? -1 : cookie;
+            b->quiet_cookie = cookie;
+            b->quiet_foreign = foreign != 0;
         }
-        refused = b->quiet_cookie < 0;
+        refused = b->quiet_foreign;
     }
     if (refused)
         return sq_triggers_on(b, err);
@@ -567,6 +571,29 @@ static int canon_group(rs_backend *b, sq_group_req *group, rs_err *err)
     return rc || !hi ? rc : canon_add(b, lo, hi, hi, err);
 }
 
+/* A statement of 8 or 32 rows (insert_rows) inside a transaction journals the pages it
+ * changes, to take its rows back alone (SQLite's statement journal), and a group's
+ * savepoints do too. SQLite keeps that journal in memory up to 64 KiB, then in a file it
+ * creates in /var/tmp and unlinks: a 32-row statement passes that, so every such statement
+ * of a batch made, wrote and unlinked a file (half of a batch's system time more than plain
+ * SQLite's). temp_store=MEMORY at BEGIN keeps the journal in memory: at most the pages one
+ * statement or savepoint changes, emptied at its end. It is set for an append of such
+ * statements only, before its BEGIN (SQLite reads it there), and put back at its end, so
+ * no other statement's temporary tables are held in memory. The switch would drop the
+ * connection's TEMP tables, which only a read-only store has (mem_index). A pragma acts when
+ * prepared, so it is not one of the connection's kept statements; failing, it costs only
+ * time. */
+static int journal_rows(size_t n)
+{
+    return n >= 8; /* chunk_flush's smallest multi-row statement */
+}
+
+static void journal_in_memory(rs_backend *b, int on)
+{
+    sqlite3_exec(b->db, on ? "PRAGMA temp_store=MEMORY" : "PRAGMA temp_store=DEFAULT", NULL, NULL,
+                 NULL);
+}
+
 static void stored_trim(rs_buf *stored, size_t len)
 {
     if (stored)
@@ -577,7 +604,7 @@ static void stored_trim(rs_buf *stored, size_t len)
  * fails (a full disk, a reused idempotency key) leaves the others whole. A failed commit
  * fails them all. An append alone needs no savepoint (a savepoint copies every page it
  * changes first): when it fails, the transaction is rolled back. */
-static void put_group(rs_backend *b, sq_group_req *group)
+static void put_group_once(rs_backend *b, sq_group_req *group)
 {
     rs_err e = {0};
     int alone = group->next == NULL;
@@ -621,17 +648,23 @@ static void put_group(rs_backend *b, sq_group_req *group)
         }
 }
 
-int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
-           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
+static void put_group(rs_backend *b, sq_group_req *group)
 {
-    if (created)
-        *created = 0;
-    if (n == 0)
-        return 0;
-    if (!if_absent && b->grouped && !b->read_only) {
-        sq_group_req req = {.t = t, .evs = evs, .n = n, .stored = stored, .at = at, .err = err};
-        return sq_group_run(b, &req, put_group);
-    }
+    int in_memory = 0;
+    for (sq_group_req *r = group; r && !in_memory; r = r->next)
+        in_memory = journal_rows(r->n);
+    if (in_memory)
+        journal_in_memory(b, 1);
+    put_group_once(b, group);
+    if (in_memory)
+        journal_in_memory(b, 0);
+}
+
+/* sq_put's append outside a group: one transaction of its own. */
+static int put_once(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                    int if_absent, int *created, rs_existing *existing, rs_buf *stored,
+                    rs_placement *at, rs_err *err)
+{
     int rc = sq_begin_quiet(b, err);
     if (rc)
         return rc;
@@ -664,6 +697,26 @@ fail:
     sq_rollback(b);
 fail_committed:
     stored_trim(stored, stored_len);
+    return rc;
+}
+
+int sq_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
+{
+    if (created)
+        *created = 0;
+    if (n == 0)
+        return 0;
+    if (!if_absent && b->grouped && !b->read_only) {
+        sq_group_req req = {.t = t, .evs = evs, .n = n, .stored = stored, .at = at, .err = err};
+        return sq_group_run(b, &req, put_group);
+    }
+    int in_memory = journal_rows(n);
+    if (in_memory)
+        journal_in_memory(b, 1);
+    int rc = put_once(b, t, evs, n, if_absent, created, existing, stored, at, err);
+    if (in_memory)
+        journal_in_memory(b, 0);
     return rc;
 }
 

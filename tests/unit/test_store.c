@@ -1151,6 +1151,76 @@ static void test_refused_append_keeps_triggers(void **state)
                      before + 3);
 }
 
+/* An append into a store runfs made leaves the connection's triggers off (sqlite_write.c's
+ * list names every trigger runfs makes: one missing from it kept every append's rows under
+ * runfs_replace_note, and the list was read again at every put). A trigger of another's
+ * keeps them on, for every append, and its drop lets them off again. */
+static void test_append_quiet_in_runfs_store(void **state)
+{
+    (void)state;
+    put("qa", "r1", NULL, ERR("one"));
+    put("qa", "r1", NULL, ERR("two"));
+    assert_int_equal(fx.s->be->quiet, 1);
+    assert_int_equal(raw_exec(fx.db, "CREATE TABLE other_log (n INTEGER); CREATE TRIGGER "
+                                     "other_insert AFTER INSERT ON run_events BEGIN INSERT INTO "
+                                     "other_log VALUES (new.seq); END"),
+                     SQLITE_OK);
+    put("qa", "r2", NULL, ERR("three"));
+    put("qa", "r2", NULL, ERR("four"));
+    assert_int_equal(fx.s->be->quiet, 0);
+    /* the other's trigger saw both rows (seqs 3 and 4 of the thread) */
+    char *seen = raw_text(fx.db, "SELECT group_concat(n) FROM (SELECT n FROM other_log ORDER BY n)");
+    assert_non_null(seen);
+    assert_string_equal(seen, "3,4");
+    free(seen);
+    assert_int_equal(raw_exec(fx.db, "DROP TRIGGER other_insert"), SQLITE_OK);
+    put("qa", "r2", NULL, ERR("five"));
+    assert_int_equal(fx.s->be->quiet, 1);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM other_log"), 2);
+}
+
+static int64_t conn_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* An append of multi-row statements keeps SQLite's statement journal in memory
+ * (temp_store=MEMORY from its BEGIN) and leaves the connection's temp_store at the default
+ * after it, whether it went in or was refused; the rows of a refused one are all gone. */
+static void test_batch_journal_in_memory(void **state)
+{
+    (void)state;
+    rs_buf in = RS_BUF_INIT;
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(rs_buf_addstr(&in, ERR("row")), 0);
+    rs_target t = tgt("jm", "r1", NULL);
+    rs_err err = {0};
+    assert_int_equal(rs_store_append(fx.s, &t, in.buf, in.len, NULL, &err), 0);
+    assert_int_equal(conn_int(fx.s->be->db, "PRAGMA temp_store"), 0);
+    /* refused at its 70th line (an idempotency key used for another event), after the 69
+     * rows before it went in, in 32- and 8-row statements */
+    put("jm", "r1", NULL,
+        "{\"event_type\":\"llm.error\",\"content\":\"keyed\",\"idempotency_key\":\"k1\"," TS
+        "}\n");
+    rs_buf_reset(&in);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(rs_buf_addstr(&in, i == 69 ? "{\"event_type\":\"llm.error\",\"content\":"
+                                                     "\"other\",\"idempotency_key\":\"k1\"," TS "}\n"
+                                                   : ERR("more")),
+                         0);
+    assert_int_equal(rs_store_append(fx.s, &t, in.buf, in.len, NULL, &err), -EEXIST);
+    assert_int_equal(conn_int(fx.s->be->db, "PRAGMA temp_store"), 0);
+    rs_buf_release(&in);
+    assert_int_equal(raw_int(fx.db, "SELECT count(*) FROM run_events WHERE thread_id = 'jm'"), 101);
+    put("jm", "r1", NULL, ERR("after"));
+    assert_int_equal(raw_int(fx.db, "SELECT max(seq) FROM run_events WHERE thread_id = 'jm'"), 102);
+    assert_int_equal(info_of("jm", "r1", NULL).count, 102);
+}
+
 static void test_high_water_thread_delete(void **state)
 {
     (void)state;
@@ -3594,6 +3664,8 @@ int main(void)
         T(test_concurrent_threads),
         T(test_concurrent_processes),
         T(test_write_lock_per_database),
+        T(test_append_quiet_in_runfs_store),
+        T(test_batch_journal_in_memory),
         T(test_pins_without_limit),
         T(test_checkpoint_beside_commits),
         T(test_last_visible_ai_seq),
