@@ -698,11 +698,22 @@ int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *o
 int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, int64_t rewrites,
                        const void *data, size_t len)
 {
-    char k[24];
-    if (s->opt.read_only || !s->ops->steps_put)
+    rs_steps one = {t, kind, rewrites, data, len};
+    return rs_store_steps_put_many(s, &one, 1);
+}
+
+int rs_store_steps_put_many(rs_store *s, const rs_steps *v, size_t n)
+{
+    if (s->opt.read_only || !s->ops->steps_put || !n)
         return 0;
-    int rc = steps_kind(kind, k, sizeof k);
-    return rc ? rc : s->ops->steps_put(s->be, t->thread_id, t->run_id, k, rewrites, data, len);
+    char(*kinds)[24] = n <= SIZE_MAX / sizeof *kinds ? malloc(n * sizeof *kinds) : NULL;
+    int rc = kinds ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = steps_kind(v[i].kind, kinds[i], sizeof kinds[i]);
+    if (!rc)
+        rc = s->ops->steps_put(s->be, v, (const char(*)[24])kinds, n);
+    free(kinds);
+    return rc;
 }
 
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
