@@ -147,7 +147,19 @@ typedef struct import_state {
     rfs_stepfeed **fed, *feed;
     size_t nfed, fed_cap;
     int steps_lost; /* a row could not be fed: no run of the thread is kept */
+    /* The runs' files as opened, by size: a small run is not fed (STEPS_MIN_BYTES). */
+    struct run_file {
+        char run_id[RS_ID_MAX + 1];
+        off_t size;
+    } * files_seen;
+    size_t nseen, seen_cap;
+    char unfed[RS_ID_MAX + 1]; /* the small run whose rows are passing */
 } import_state;
+
+/* A run whose file is smaller is not kept by the import: a first diff reads its rows in
+ * about what it takes to read the kept data (a thousand events of a few hundred bytes: a
+ * millisecond or two), while feeding it cost the import as much a row as a big run's. */
+#define STEPS_MIN_BYTES (256 << 10)
 
 static void feeds_free(import_state *st)
 {
@@ -172,10 +184,26 @@ static int feed_done(import_state *st)
     return 0;
 }
 
+/* Whether run_id's file is big enough to keep (the file last opened for it). */
+static int worth_keeping(const import_state *st, const char *run_id)
+{
+    for (size_t i = st->nseen; i-- > 0;)
+        if (strcmp(st->files_seen[i].run_id, run_id) == 0)
+            return st->files_seen[i].size >= STEPS_MIN_BYTES;
+    return 1;
+}
+
 static int feed_row(import_state *st, const rs_record *rec)
 {
+    if (strcmp(st->unfed, rec->run_id) == 0)
+        return 0;
     if (st->feed && strcmp(rfs_stepfeed_run(st->feed), rec->run_id) != 0 && feed_done(st))
         return -ENOMEM;
+    if (!st->feed && !worth_keeping(st, rec->run_id)) {
+        /* A valid run id: it fits. */
+        (void)rs_fmt(st->unfed, sizeof st->unfed, "%s", rec->run_id);
+        return 0;
+    }
     if (!st->feed && rfs_stepfeed_new(rec->thread_id, rec->run_id, st->rewrites, &st->feed))
         return -ENOMEM;
     return rfs_stepfeed_row(st->feed, rec);
@@ -357,6 +385,12 @@ static int open_next_file(import_state *st, rs_err *err)
         int e = errno;
         close(fd);
         return rs_err_set(err, -e, "cannot open: %s", strerror(e));
+    }
+    /* Out of memory: the run is kept whatever its size (worth_keeping finds it not). */
+    if (!rs_array_grow(&st->files_seen, &st->seen_cap, st->nseen + 1, sizeof *st->files_seen)) {
+        struct run_file *f = &st->files_seen[st->nseen++];
+        memcpy(f->run_id, st->run_id, strlen(st->run_id) + 1); /* valid: it fits */
+        f->size = sb.st_size;
     }
     return 1;
 }
@@ -580,6 +614,7 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
     }
 out:
     feeds_free(&st);
+    free(st.files_seen);
     if (st.in)
         fclose(st.in);
     rs_buf_release(&st.line);

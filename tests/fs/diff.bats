@@ -328,23 +328,32 @@ steps_now() {
   cmp "$WORK/deleted" "$WORK/fresh" || fail "after a delete, kept data gives other bytes than the rows"
 }
 
-@test "diff: runfs import keeps each run's step data; its first diff reads no row it need not, and stays exact" {
+@test "diff: runfs import keeps each big run's step data; its first diff reads no row it need not, and stays exact" {
   # No mount beside the store: what is kept is the import's, not a keeper's.
   runfs_unmount "$MNT"
   local src=$WORK/src.db df=$WORK/df
-  python3 "$REF" gen 300 same > "$WORK/a.jsonl"
-  python3 "$REF" gen 300 spread 4 > "$WORK/b.jsonl"
+  # Runs of 1200 events (about 450 KiB of DeerFlow's JSONL each): the import keeps a run of
+  # 256 KiB or more (cli/deerflow.c's STEPS_MIN_BYTES), and not c's 40 events.
+  python3 "$REF" gen 1200 same > "$WORK/a.jsonl"
+  python3 "$REF" gen 1200 spread 4 > "$WORK/b.jsonl"
+  python3 "$REF" gen 40 spread 1 > "$WORK/c.jsonl"
   "$RUNFS" put -q "$src" t a "$WORK/a.jsonl"
   "$RUNFS" put -q "$src" t b "$WORK/b.jsonl"
+  "$RUNFS" put -q "$src" t c "$WORK/c.jsonl"
   "$RUNFS" export -q "$src" --deerflow-jsonl "$df"
-  # a's first 100 rows come first, by an import of their own: the second import stores the
+  # a's first 900 rows come first, by an import of their own: the second import stores the
   # rest of a (a run it did not write whole, whose data it must not keep as if it had) and b.
   mkdir -p "$WORK/df1/threads/t/runs"
-  head -n 100 "$df/threads/t/runs/a.jsonl" > "$WORK/df1/threads/t/runs/a.jsonl"
+  head -n 900 "$df/threads/t/runs/a.jsonl" > "$WORK/df1/threads/t/runs/a.jsonl"
   "$RUNFS" import -q "$STORE" --deerflow-jsonl "$WORK/df1"
   [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 1 ] || fail "the import kept no step data of a"
   "$RUNFS" import -q "$STORE" --deerflow-jsonl "$df"
-  [ "$(kept_steps "SELECT count(*) FROM runfs_steps")" = 2 ] || fail "the import kept no step data of b"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'b'")" = 1 ] || fail "the import kept no step data of b"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'c'")" = 0 ] || fail "the import kept the step data of c, a small run"
+  "$RUNFS" diff "$STORE" t/a t/c > "$WORK/small"
+  steps_now t a "$WORK/A"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/small" "$WORK/A" "$WORK/C"
   # The first diff reads what the imports kept (a's 100 rows extended from its new ones):
   # it writes b's kept row no new version.
   local bkept; bkept=$(kept_steps "SELECT $(kept_version_col) FROM runfs_steps WHERE run_id = 'b'")
