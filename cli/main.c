@@ -866,6 +866,7 @@ static int cmd_diff(int argc, char **argv)
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_stepdiff_render(s, &io, &a, &b, &out, &err);
+    rs_store_one_look(s, 0); /* the read ends (when nothing was kept, keep never ended it) */
     if (d.second)
         rs_store_close(d.second);
     if (d.writer)
