@@ -523,6 +523,22 @@ static int64_t folder_bytes(const char *threads_dir, char **threads)
     return total;
 }
 
+/* Whether a run's file in runs_dir is big enough to keep (STEPS_MIN_BYTES; a file that is
+ * no regular one is refused or skipped by the import, not kept). */
+static int has_big_run(const char *runs_dir, char **files)
+{
+    rs_buf path = RS_BUF_INIT;
+    int big = 0;
+    for (size_t k = 0; !big && files[k]; k++) {
+        struct stat sb;
+        rs_buf_reset(&path);
+        big = !rs_buf_addf(&path, "%s/%s", runs_dir, files[k]) && lstat(path.buf, &sb) == 0 &&
+              S_ISREG(sb.st_mode) && sb.st_size >= STEPS_MIN_BYTES;
+    }
+    rs_buf_release(&path);
+    return big;
+}
+
 /* Import one thread; 0, or 2 after printing why it was not imported. */
 static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
                          const rs_import_opts *base, int skip_bad, rfs_progress *pg,
@@ -535,11 +551,8 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
                        .strict = base->strict,
                        .skip_bad = skip_bad,
                        .progress = pg,
-                       .lines = *lines};
-    /* Read before the rows are written: a rewrite by another writer after it leaves what is
-     * kept of them unused (the put refuses it, or a diff's check does), never taken. */
-    if (rs_store_rewrites(s, &st.rewrites))
-        st.rewrites = -1;
+                       .lines = *lines,
+                       .rewrites = -1};
     rs_err err = {0};
     int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
     if (rc) {
@@ -583,6 +596,11 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         goto out;
     }
     st.runs_dir = runs_dir.buf;
+    /* Read before the rows are written: a rewrite by another writer after it leaves what is
+     * kept of them unused (the put refuses it, or a diff's check does), never taken. Only
+     * where a run may be kept (on PostgreSQL it is a round trip). */
+    if (has_big_run(runs_dir.buf, st.files) && rs_store_rewrites(s, &st.rewrites))
+        st.rewrites = -1;
     rs_import_src src = {.next = import_line,
                          .bad = skip_bad ? import_bad : NULL,
                          .ctx = &st,
