@@ -15,6 +15,7 @@
 #include "deerflow.h"
 #include "progress.h"
 #include "sizes.h"
+#include "stepdiff.h"
 #include "view.h"
 #include "rs_util.h"
 
@@ -140,16 +141,195 @@ typedef struct import_state {
     rfs_progress *progress;
     rfs_lines *lines; /* the rows stored, counted for the line views' sizes (NULL: not) */
     int lines_lost;   /* a row could not be counted: the sizes read the rows back */
+    /* Each run's step data, made from the rows stored (stepdiff.h), so that its first diff
+     * reads no row: the runs done, then the one being stored. */
+    int64_t rewrites; /* rs_store_rewrites before the thread's import (-1: none kept) */
+    rfs_stepfeed **fed, *feed;
+    size_t nfed, fed_cap;
+    int steps_lost; /* a row could not be fed: no run of the thread is kept */
+    /* The runs' files as opened, by size: a small run is not fed (STEPS_MIN_BYTES). */
+    struct run_file {
+        char run_id[RS_ID_MAX + 1];
+        off_t size;
+    } * files_seen;
+    size_t nseen, seen_cap;
+    char unfed[RS_ID_MAX + 1]; /* the small run whose rows are passing */
 } import_state;
 
-/* Counting is upkeep: a row it cannot hold costs the sizing a read back, not the import. */
+/* A run whose file is smaller is not kept by the import: a first diff reads its rows in
+ * about what it takes to read the kept data (a thousand events of a few hundred bytes: a
+ * millisecond or two), while feeding it cost the import as much a row as a big run's. */
+#define STEPS_MIN_BYTES (256 << 10)
+
+static void feeds_free(import_state *st)
+{
+    for (size_t i = 0; i < st->nfed; i++)
+        rfs_stepfeed_free(st->fed[i]);
+    rfs_stepfeed_free(st->feed);
+    free(st->fed);
+    st->fed = NULL;
+    st->feed = NULL;
+    st->nfed = st->fed_cap = 0;
+}
+
+/* The run being fed goes with the runs done. */
+static int feed_done(import_state *st)
+{
+    if (!st->feed)
+        return 0;
+    if (rs_array_grow(&st->fed, &st->fed_cap, st->nfed + 1, sizeof *st->fed))
+        return -ENOMEM;
+    st->fed[st->nfed++] = st->feed;
+    st->feed = NULL;
+    return 0;
+}
+
+/* Whether run_id's file is big enough to keep (the file last opened for it). */
+static int worth_keeping(const import_state *st, const char *run_id)
+{
+    for (size_t i = st->nseen; i-- > 0;)
+        if (strcmp(st->files_seen[i].run_id, run_id) == 0)
+            return st->files_seen[i].size >= STEPS_MIN_BYTES;
+    return 1;
+}
+
+static int feed_row(import_state *st, const rs_record *rec)
+{
+    if (strcmp(st->unfed, rec->run_id) == 0)
+        return 0;
+    if (st->feed && strcmp(rfs_stepfeed_run(st->feed), rec->run_id) != 0 && feed_done(st))
+        return -ENOMEM;
+    if (!st->feed && !worth_keeping(st, rec->run_id)) {
+        /* A valid run id: it fits. */
+        (void)rs_fmt(st->unfed, sizeof st->unfed, "%s", rec->run_id);
+        return 0;
+    }
+    if (!st->feed && rfs_stepfeed_new(rec->thread_id, rec->run_id, st->rewrites, &st->feed))
+        return -ENOMEM;
+    return rfs_stepfeed_row(st->feed, rec);
+}
+
+/* Counting and keeping are upkeep: a row either cannot hold costs the sizing a read back,
+ * and a diff of the runs their rows, not the import. */
 static int import_stored(void *ctx, const rs_record *rec, rs_err *err)
 {
     (void)err;
     import_state *st = ctx;
-    if (!st->lines_lost && rfs_lines_add(st->lines, rec))
+    if (st->lines && !st->lines_lost && rfs_lines_add(st->lines, rec))
         st->lines_lost = 1;
+    if (st->rewrites >= 0 && !st->steps_lost && feed_row(st, rec)) {
+        st->steps_lost = 1;
+        feeds_free(st);
+    }
     return 0;
+}
+
+/* Runs' step data waiting to be kept, a few threads' to a transaction (as sizes are). */
+typedef struct kept_run {
+    char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1];
+    rs_target t;
+    uint64_t kind;
+    int64_t rewrites;
+    rs_buf data;
+} kept_run;
+
+typedef struct steps_batch {
+    kept_run *v;
+    size_t n, cap, bytes;
+} steps_batch;
+
+static void steps_flush(rs_store *s, steps_batch *b)
+{
+    rs_steps *v = b->n ? malloc(b->n * sizeof *v) : NULL;
+    for (size_t i = 0; v && i < b->n; i++) {
+        b->v[i].t = (rs_target){.thread_id = b->v[i].thread_id, .run_id = b->v[i].run_id};
+        v[i] = (rs_steps){&b->v[i].t, b->v[i].kind, b->v[i].rewrites, b->v[i].data.buf,
+                          b->v[i].data.len};
+    }
+    /* Best effort, as a diff keeps them: a store that refuses costs a diff a read. */
+    if (v)
+        (void)rs_store_steps_put_many(s, v, b->n);
+    free(v);
+    for (size_t i = 0; i < b->n; i++)
+        rs_buf_release(&b->v[i].data);
+    b->n = b->bytes = 0;
+}
+
+/* Runs' step data held before a flush: a commit a few threads, a few MiB at most held. */
+#define STEPS_HELD_RUNS 256
+#define STEPS_HELD_BYTES (8u << 20)
+
+/* rs_store_runs_info's fn: each run's info beside its feed (fed sorted by run id). */
+typedef struct runs_seen {
+    rfs_stepfeed **fed;
+    rs_log_info *info;
+    size_t n;
+} runs_seen;
+
+static int cmp_feed(const void *a, const void *b)
+{
+    return strcmp(rfs_stepfeed_run(*(rfs_stepfeed *const *)a),
+                  rfs_stepfeed_run(*(rfs_stepfeed *const *)b));
+}
+
+static int run_seen(void *ctx, const char *run_id, const rs_log_info *info, int64_t msg_size)
+{
+    (void)msg_size;
+    runs_seen *r = ctx;
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(rfs_stepfeed_run(r->fed[mid]), run_id);
+        if (!cmp) {
+            r->info[mid] = *info;
+            return 0;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0; /* a run of no row stored: nothing fed to keep */
+}
+
+/* The thread's runs fed whole (no row of theirs was there before, none came since) into
+ * the batch: what kept_read checks a diff's run against is the run as the store now has it
+ * (every owner's rows, one query for the thread where the store gives that). */
+static void steps_thread(rs_store *s, const char *thread_id, import_state *st, steps_batch *b)
+{
+    if (feed_done(st) || !st->nfed)
+        return;
+    qsort(st->fed, st->nfed, sizeof *st->fed, cmp_feed);
+    runs_seen r = {st->fed, calloc(st->nfed, sizeof *r.info), st->nfed};
+    rs_err err = {0};
+    int rc = r.info ? rs_store_runs_info(s, thread_id, run_seen, &r, &err) : -ENOMEM;
+    for (size_t i = 0; rc == -ENOSYS && i < r.n; i++)
+        if (rs_store_log_info(s, thread_id, rfs_stepfeed_run(r.fed[i]), NULL, &r.info[i], &err))
+            r.info[i].exists = 0;
+    for (size_t i = 0; (!rc || rc == -ENOSYS) && i < r.n; i++) {
+        kept_run *k;
+        if (rs_array_grow(&b->v, &b->cap, b->n + 1, sizeof *b->v))
+            break;
+        k = &b->v[b->n];
+        k->data = (rs_buf)RS_BUF_INIT;
+        if (rfs_stepfeed_bytes(r.fed[i], &r.info[i], &k->kind, &k->data) != 1) {
+            rs_buf_release(&k->data);
+            continue;
+        }
+        /* Ids of a run stored: valid, so they fit. */
+        (void)rs_fmt(k->thread_id, sizeof k->thread_id, "%s", thread_id);
+        (void)rs_fmt(k->run_id, sizeof k->run_id, "%s", rfs_stepfeed_run(r.fed[i]));
+        k->rewrites = st->rewrites;
+        b->bytes += k->data.len;
+        b->n++;
+        /* Made: the feed's arrays go before the next run's bytes come. */
+        rfs_stepfeed_free(r.fed[i]);
+        r.fed[i] = NULL;
+    }
+    free(r.info);
+    feeds_free(st);
+    if (b->n >= STEPS_HELD_RUNS || b->bytes >= STEPS_HELD_BYTES)
+        steps_flush(s, b);
 }
 
 static int import_bad(void *ctx, const rs_err *err)
@@ -205,6 +385,12 @@ static int open_next_file(import_state *st, rs_err *err)
         int e = errno;
         close(fd);
         return rs_err_set(err, -e, "cannot open: %s", strerror(e));
+    }
+    /* Out of memory: the run is kept whatever its size (worth_keeping finds it not). */
+    if (!rs_array_grow(&st->files_seen, &st->seen_cap, st->nseen + 1, sizeof *st->files_seen)) {
+        struct run_file *f = &st->files_seen[st->nseen++];
+        memcpy(f->run_id, st->run_id, strlen(st->run_id) + 1); /* valid: it fits */
+        f->size = sb.st_size;
     }
     return 1;
 }
@@ -337,10 +523,26 @@ static int64_t folder_bytes(const char *threads_dir, char **threads)
     return total;
 }
 
+/* Whether a run's file in runs_dir is big enough to keep (STEPS_MIN_BYTES; a file that is
+ * no regular one is refused or skipped by the import, not kept). */
+static int has_big_run(const char *runs_dir, char **files)
+{
+    rs_buf path = RS_BUF_INIT;
+    int big = 0;
+    for (size_t k = 0; !big && files[k]; k++) {
+        struct stat sb;
+        rs_buf_reset(&path);
+        big = !rs_buf_addf(&path, "%s/%s", runs_dir, files[k]) && lstat(path.buf, &sb) == 0 &&
+              S_ISREG(sb.st_mode) && sb.st_size >= STEPS_MIN_BYTES;
+    }
+    rs_buf_release(&path);
+    return big;
+}
+
 /* Import one thread; 0, or 2 after printing why it was not imported. */
 static int import_thread(rs_store *s, const char *threads_dir, const char *thread_id,
                          const rs_import_opts *base, int skip_bad, rfs_progress *pg,
-                         rfs_lines **lines, int64_t *added, int64_t *skipped)
+                         rfs_lines **lines, steps_batch *kept, int64_t *added, int64_t *skipped)
 {
     rs_buf runs_dir = RS_BUF_INIT;
     import_state st = {.path = RS_BUF_INIT,
@@ -349,7 +551,8 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
                        .strict = base->strict,
                        .skip_bad = skip_bad,
                        .progress = pg,
-                       .lines = *lines};
+                       .lines = *lines,
+                       .rewrites = -1};
     rs_err err = {0};
     int rc = rs_buf_addf(&runs_dir, "%s/%s/runs", threads_dir, thread_id);
     if (rc) {
@@ -393,11 +596,18 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         goto out;
     }
     st.runs_dir = runs_dir.buf;
+    /* Read before the rows are written: a rewrite by another writer after it leaves what is
+     * kept of them unused (the put refuses it, or a diff's check does), never taken. Only
+     * where a run may be kept (on PostgreSQL it is a round trip). */
+    if (has_big_run(runs_dir.buf, st.files) && rs_store_rewrites(s, &st.rewrites))
+        st.rewrites = -1;
     rs_import_src src = {.next = import_line,
                          .bad = skip_bad ? import_bad : NULL,
                          .ctx = &st,
-                         .stored = *lines ? import_stored : NULL};
+                         .stored = import_stored};
     rc = rs_store_import(s, thread_id, &o, &src, added, skipped, &err);
+    if (!rc && !st.steps_lost && st.rewrites >= 0)
+        steps_thread(s, thread_id, &st, kept);
     if (st.lines_lost) {
         rfs_lines_free(*lines);
         *lines = NULL;
@@ -421,6 +631,8 @@ static int import_thread(rs_store *s, const char *threads_dir, const char *threa
         status = 2;
     }
 out:
+    feeds_free(&st);
+    free(st.files_seen);
     if (st.in)
         fclose(st.in);
     rs_buf_release(&st.line);
@@ -592,6 +804,7 @@ int rfs_cmd_import(int argc, char **argv)
     int64_t added = 0, skipped = 0;
     rfs_sizes *sizes = NULL;
     size_batch fresh = {0}, put = {0};
+    steps_batch kept = {0};
     /* Out of memory: imported unsized (a mount sizes the views at their first stat); only
      * --sizes, which was asked for, fails. */
     if (rfs_sizes_new(&sizes) && sized) {
@@ -607,7 +820,7 @@ int rfs_cmd_import(int argc, char **argv)
         rfs_lines *fed = NULL;
         if (sizes && !sized && rfs_lines_new(&fed))
             fed = NULL;
-        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &fed, &a, &k))
+        if (import_thread(s, threads.buf, names[i], &o, skip_bad, pg, &fed, &kept, &a, &k))
             status = 2;
         /* Without --sizes the line views' sizing is upkeep, not asked for: its failure is
          * told, the import stands. */
@@ -620,6 +833,8 @@ int rfs_cmd_import(int argc, char **argv)
     }
     sizes_flush(s, &fresh, 1);
     sizes_flush(s, &put, 0);
+    steps_flush(s, &kept);
+    free(kept.v);
     free(fresh.v);
     free(put.v);
     rfs_sizes_free(sizes);

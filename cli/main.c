@@ -807,7 +807,7 @@ static int run_arg(char *arg, rs_target *t)
 #define DIFF_CACHE_KIB 64
 typedef struct diff_conns {
     const char *uri;
-    rs_store *second, *writer;
+    rs_store *reader, *second, *writer;
     int second_tried, writer_tried;
 } diff_conns;
 
@@ -824,8 +824,10 @@ static int diff_keep(void *ctx, const rs_target *t, uint64_t kind, int64_t rewri
                      const void *data, size_t len)
 {
     diff_conns *d = ctx;
-    /* The runs are read by now: the second reader's pages and schema go before the
-     * writer's come. */
+    /* The diff is made by now: the reader's transaction ends, so the writer never waits on
+     * it (a store in rollback-journal mode), and the second reader's pages and schema go
+     * before the writer's come. */
+    rs_store_one_look(d->reader, 0);
     if (d->second) {
         rs_store_close(d->second);
         d->second = NULL;
@@ -855,11 +857,16 @@ static int cmd_diff(int argc, char **argv)
     int rc = open_store_cache(&s, argv[1], 1, NULL, DIFF_CACHE_KIB);
     if (rc)
         return rc;
-    diff_conns d = {.uri = argv[1]};
+    /* One read transaction for the whole diff, as a mount's request has: each of a diff's
+     * queries (a hunk's rows, a run's kept data) then neither begins and ends its own nor
+     * looks again at what is canonical, and both runs are read as of one moment. */
+    rs_store_one_look(s, 1);
+    diff_conns d = {.uri = argv[1], .reader = s};
     rfs_stepdiff_io io = {.second = diff_second, .keep = diff_keep, .ctx = &d};
     rs_buf out = RS_BUF_INIT;
     rs_err err = {0};
     rc = rfs_stepdiff_render(s, &io, &a, &b, &out, &err);
+    rs_store_one_look(s, 0); /* the read ends (when nothing was kept, keep never ended it) */
     if (d.second)
         rs_store_close(d.second);
     if (d.writer)

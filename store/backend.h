@@ -251,11 +251,11 @@ typedef struct rs_backend_ops {
     int (*size_put)(rs_backend *b, const rs_size_key *keys, size_t n, int fresh);
     /* rs_store_steps_get and _put: the row (thread_id, run_id, kind) of runfs_steps, made at
      * the first put on a store that has none. found 0: no row, -1: no table. put writes only
-     * while runfs_meta's rewrites is the count the data was made at. */
+     * while runfs_meta's rewrites is the count the data was made at; n of them (kinds[i] is
+     * v[i]'s kind as text) in one transaction. */
     int (*steps_get)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
                      rs_buf *out, int *found);
-    int (*steps_put)(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                     int64_t rewrites, const void *data, size_t len);
+    int (*steps_put)(rs_backend *b, const rs_steps *v, const char (*kinds)[24], size_t n);
     /* rs_store_runs_info; NULL: none (the caller asks each run). */
     int (*runs_info)(rs_backend *b, const char *thread_id, rs_run_info_fn fn, void *ctx,
                      rs_err *err);

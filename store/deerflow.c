@@ -34,8 +34,12 @@ static int import_parse(import_iter *it, const char *run_id, const char *line, s
         memcpy(it->run_id, run_id, strlen(run_id) + 1); /* valid: at most RS_ID_MAX */
         it->last_seq = 0;
     }
+    const rs_terms *terms;
+    int rc = rs_store_terms(it->s, &terms, err);
+    if (rc)
+        return rc;
     rs_event_ctx ctx = {
-        .contract = it->s->contract,
+        .contract = terms->contract,
         .thread_id = it->thread_id,
         .run_id = run_id,
         .allow_unknown = it->s->opt.allow_unknown_events,
@@ -43,7 +47,7 @@ static int import_parse(import_iter *it, const char *run_id, const char *line, s
         .import = 1,
         .strict = it->o->strict,
     };
-    int rc = rs_event_parse(&it->ev, line, len, &ctx, err);
+    rc = rs_event_parse(&it->ev, line, len, &ctx, err);
     if (rc)
         return rc;
     if (it->ev->seq > it->s->ops->seq_max) {

@@ -99,24 +99,20 @@ int rs_store_open(rs_store **out, const char *uri, const rs_options *opt, rs_err
     /* A URI is shown (status.json, messages) without its password. */
     if (!(s->path = s->ops->uri_display(uri)) || !(s->name = s->ops->uri_name(uri)))
         goto fail;
-    const char *contract = opt->contract_path ? opt->contract_path : RS_CONTRACT_DEFAULT;
-    rc = rs_contract_load(&s->contract, contract, err);
-    if (rc == -ENOENT && !opt->contract_path) {
-        /* Not installed: the copy built in, and then the miss is no error to report. */
-        rc = rs_contract_load_text(&s->contract, "(built in)", rs_contract_shipped_text,
-                                   strlen(rs_contract_shipped_text), err);
-        if (!rc && err)
-            *err = (rs_err){0};
-    }
-    if (rc)
+    if (!(s->terms = calloc(1, sizeof *s->terms)))
         goto fail;
-    s->n_singletons = rs_contract_singletons(s->contract, &s->singletons);
+    /* A file named is loaded now: a bad one fails the open, as it always did. */
+    const rs_terms *terms;
+    if (opt->contract_path && (rc = rs_store_terms(s, &terms, err)))
+        goto fail;
     if ((rc = s->ops->open(&s->be, uri, &s->opt, &rs_policy_shared, err)))
         goto fail;
     *out = s;
     return 0;
 fail:
-    rs_contract_free(s->contract);
+    if (s->terms)
+        rs_contract_free(s->terms->contract);
+    free(s->terms);
     free(s->path);
     free(s->name);
     free(s);
@@ -128,7 +124,8 @@ void rs_store_close(rs_store *s)
     if (!s)
         return;
     s->ops->close(s->be);
-    rs_contract_free(s->contract);
+    rs_contract_free(s->terms->contract);
+    free(s->terms);
     free(s->path);
     free(s->name);
     free(s);
@@ -154,9 +151,37 @@ size_t rs_store_max_event(const rs_store *s)
     return s->opt.max_event_bytes;
 }
 
+int rs_store_terms(const rs_store *s, const rs_terms **out, rs_err *err)
+{
+    rs_terms *t = s->terms;
+    *out = t;
+    if (t->contract)
+        return 0;
+    const char *path = s->opt.contract_path ? s->opt.contract_path : RS_CONTRACT_DEFAULT;
+    int rc = rs_contract_load(&t->contract, path, err);
+    if (rc == -ENOENT && !s->opt.contract_path) {
+        /* Not installed: the copy built in, and then the miss is no error to report. */
+        rc = rs_contract_load_text(&t->contract, "(built in)", rs_contract_shipped_text,
+                                   strlen(rs_contract_shipped_text), err);
+        if (!rc && err)
+            *err = (rs_err){0};
+    }
+    if (rc) {
+        t->contract = NULL;
+        return rc;
+    }
+    t->n_singletons = rs_contract_singletons(t->contract, &t->singletons);
+    return 0;
+}
+
 const char *rs_store_contract_text(const rs_store *s, size_t *len)
 {
-    return rs_contract_text(s->contract, len);
+    const rs_terms *t;
+    if (rs_store_terms(s, &t, NULL)) {
+        *len = 0;
+        return "";
+    }
+    return rs_contract_text(t->contract, len);
 }
 
 int rs_store_refresh(rs_store *s, rs_err *err)
@@ -229,8 +254,12 @@ static int check_writable(rs_store *s, rs_err *err)
 static int parse_one(rs_store *s, const rs_target *t, const char *event_type, const char *line,
                      size_t len, rs_event **out, rs_err *err)
 {
+    const rs_terms *terms;
+    int rc = rs_store_terms(s, &terms, err);
+    if (rc)
+        return rc;
     rs_event_ctx ctx = {
-        .contract = s->contract,
+        .contract = terms->contract,
         .thread_id = t->thread_id,
         .run_id = t->run_id,
         .event_type = event_type,
@@ -270,7 +299,7 @@ static int append_lines(rs_store *s, const rs_target *t, const char *buf, size_t
                 err->line = lineno;
             goto out;
         }
-        if (!dry && rs_contract_is_singleton(s->contract, evs[n]->event_type)) {
+        if (!dry && rs_contract_is_singleton(s->terms->contract, evs[n]->event_type)) {
             rc = rs_err_set(err, -EINVAL, "%s is a singleton: create it with once/%s",
                             evs[n]->event_type, evs[n]->event_type);
             n++;
@@ -291,13 +320,17 @@ out:
 
 int rs_store_line_singleton(const rs_store *s, const char *line, size_t len, rs_buf *type)
 {
+    /* A contract that cannot be loaded names none: storing the line says why. */
+    const rs_terms *t;
+    if (rs_store_terms(s, &t, NULL))
+        return 0;
     /* Most lines name no singleton anywhere: no scan of their members. */
     size_t i = 0;
-    while (i < s->n_singletons && !memmem(line, len, s->singletons[i], strlen(s->singletons[i])))
+    while (i < t->n_singletons && !memmem(line, len, t->singletons[i], strlen(t->singletons[i])))
         i++;
-    if (i == s->n_singletons || !rs_view_get_str(line, len, "event_type", type))
+    if (i == t->n_singletons || !rs_view_get_str(line, len, "event_type", type))
         return 0;
-    return rs_contract_is_singleton(s->contract, type->buf);
+    return rs_contract_is_singleton(t->contract, type->buf);
 }
 
 int rs_store_append_at(rs_store *s, const rs_target *t, const char *buf, size_t len, rs_buf *stored,
@@ -346,7 +379,8 @@ static int singleton_same(const rs_store *s, const rs_event *ev, const rs_existi
         same = rs_buf_add_json_string(&content, ex->content_db.buf, ex->content_db.len) == 0;
     }
     same = same && rs_json_equal(content.buf, content.len, ev->content.buf, ev->content.len);
-    const cJSON *req = rs_contract_required_metadata(s->contract, ev->event_type);
+    /* ev was parsed: the contract is loaded. */
+    const cJSON *req = rs_contract_required_metadata(s->terms->contract, ev->event_type);
     const cJSON *key;
     cJSON_ArrayForEach(key, req)
     {
@@ -698,18 +732,34 @@ int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *o
 int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, int64_t rewrites,
                        const void *data, size_t len)
 {
-    char k[24];
-    if (s->opt.read_only || !s->ops->steps_put)
+    rs_steps one = {t, kind, rewrites, data, len};
+    return rs_store_steps_put_many(s, &one, 1);
+}
+
+int rs_store_steps_put_many(rs_store *s, const rs_steps *v, size_t n)
+{
+    if (s->opt.read_only || !s->ops->steps_put || !n)
         return 0;
-    int rc = steps_kind(kind, k, sizeof k);
-    return rc ? rc : s->ops->steps_put(s->be, t->thread_id, t->run_id, k, rewrites, data, len);
+    char(*kinds)[24] = n <= SIZE_MAX / sizeof *kinds ? malloc(n * sizeof *kinds) : NULL;
+    int rc = kinds ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = steps_kind(v[i].kind, kinds[i], sizeof kinds[i]);
+    if (!rc)
+        rc = s->ops->steps_put(s->be, v, (const char(*)[24])kinds, n);
+    free(kinds);
+    return rc;
 }
 
 int rs_store_names(rs_store *s, rs_names_kind kind, const char *thread_id, const char *run_id,
                    const char *user, rs_names **out, rs_err *err)
 {
-    return s->ops->names(s->be, kind, thread_id, run_id, user, s->singletons, s->n_singletons, out,
-                         err);
+    const rs_terms *t;
+    int rc = kind == RS_NAMES_SINGLETONS ? rs_store_terms(s, &t, err) : 0;
+    if (rc)
+        return rc;
+    return s->ops->names(s->be, kind, thread_id, run_id, user,
+                         kind == RS_NAMES_SINGLETONS ? t->singletons : NULL,
+                         kind == RS_NAMES_SINGLETONS ? t->n_singletons : 0, out, err);
 }
 
 int rs_store_odd_ids(rs_store *s, rs_odd_id_fn fn, void *ctx, rs_err *err)

@@ -6,16 +6,26 @@
 #include "contract.h"
 #include "runstore.h"
 
+/* The contract and what is read of it. Loaded at the open when it names a file, else at
+ * the first use (rs_store_terms): a reader never needs it, and its parse was a tenth of a
+ * small diff's CPU. A store is used by one thread at a time: no lock. */
+typedef struct rs_terms {
+    rs_contract *contract; /* NULL: not loaded yet */
+    const char *const *singletons;
+    size_t n_singletons;
+} rs_terms;
+
 struct rs_store {
     const rs_backend_ops *ops;
     rs_backend *be;
-    rs_contract *contract;
+    rs_terms *terms; /* the pointer set at the open; what it holds loaded as above */
     rs_options opt;
     char *path;
     char *name; /* rs_store_name */
-    const char *const *singletons;
-    size_t n_singletons;
 };
+
+/* The store's contract, loaded if it was not: 0 or a negative errno with the reason in err. */
+int rs_store_terms(const rs_store *s, const rs_terms **out, rs_err *err);
 
 /* The PostgreSQL backend's module, beside librunstore.so (store/meson.build builds it). */
 #define RS_PG_MODULE "librunstore-pg.so"

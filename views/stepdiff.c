@@ -1371,3 +1371,74 @@ int rfs_stepkeep_close(rfs_stepkeep *k, int keep_it)
     free(k);
     return rc;
 }
+
+/* ---- step data of the rows a writer stores ---- */
+
+struct rfs_stepfeed {
+    steps st;
+    rs_target t; /* its ids are these: */
+    char thread_id[RS_ID_MAX + 1], run_id[RS_ID_MAX + 1];
+    rs_buf raw, line;
+};
+
+int rfs_stepfeed_new(const char *thread_id, const char *run_id, int64_t rewrites,
+                     rfs_stepfeed **out)
+{
+    size_t tn = strlen(thread_id), rn = strlen(run_id);
+    if (tn > RS_ID_MAX || rn > RS_ID_MAX)
+        return -EINVAL;
+    rfs_stepfeed *f = calloc(1, sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    memcpy(f->thread_id, thread_id, tn + 1);
+    memcpy(f->run_id, run_id, rn + 1);
+    /* Every owner's rows, as a diff that names no owner (runfs diff, a mount's without
+     * --user) reads them. */
+    f->t = (rs_target){.thread_id = f->thread_id, .run_id = f->run_id};
+    f->st = (steps){.t = &f->t, .rewrites = rewrites, .text = RS_BUF_INIT, .f.status = RS_BUF_INIT};
+    f->raw = f->line = (rs_buf)RS_BUF_INIT;
+    if (steps_reset(&f->st)) {
+        rfs_stepfeed_free(f);
+        return -ENOMEM;
+    }
+    *out = f;
+    return 0;
+}
+
+const char *rfs_stepfeed_run(const rfs_stepfeed *f)
+{
+    return f->run_id;
+}
+
+int rfs_stepfeed_row(rfs_stepfeed *f, const rs_record *rec)
+{
+    steps *st = &f->st;
+    if (strcmp(rec->run_id, f->run_id) != 0 || strcmp(rec->thread_id, f->thread_id) != 0 ||
+        (st->n && rec->seq <= st->at[st->n - 1].seq))
+        return -EINVAL;
+    rfs_ev ev;
+    rfs_ev_read_all(rec, &ev);
+    return read_step(st, &ev, &f->raw, &f->line);
+}
+
+int rfs_stepfeed_bytes(rfs_stepfeed *f, const rs_log_info *info, uint64_t *kind, rs_buf *out)
+{
+    const steps *st = &f->st;
+    /* What kept_read checks a diff's run against: these rows, all of them. */
+    if (st->rewrites < 0 || !info->exists || info->count != (int64_t)st->n || !st->n ||
+        info->last_seq != st->at[st->n - 1].seq)
+        return 0;
+    *kind = kept_kind(&f->t);
+    int rc = kept_write(st, out);
+    return rc ? rc : 1;
+}
+
+void rfs_stepfeed_free(rfs_stepfeed *f)
+{
+    if (!f)
+        return;
+    steps_release(&f->st);
+    rs_buf_release(&f->raw);
+    rs_buf_release(&f->line);
+    free(f);
+}

@@ -49,4 +49,19 @@ int rfs_stepkeep_open(rs_store *s, const rs_target *t, rfs_stepkeep **out, rs_er
 int rfs_stepkeep_more(rfs_stepkeep *k, int64_t limit, rs_err *err);
 int rfs_stepkeep_close(rfs_stepkeep *k, int keep_it);
 
+/* A run's step data made from its rows as a writer stores them (an import's: the rows it
+ * hands its caller), so that a diff of the run reads what is kept, not its rows, and no row
+ * is read back to make it. rewrites: rs_store_rewrites read before the rows were written.
+ * row: the run's next row, in seq order (rows of another run are refused: -EINVAL). bytes:
+ * the kind and bytes rs_store_steps_put keeps, when the run as info gives it (every owner's
+ * rows) is the rows fed, no fewer, no more: 1, 0 when it is not (nothing to keep), or a
+ * negative errno. A diff checks these bytes as it checks its own. */
+typedef struct rfs_stepfeed rfs_stepfeed;
+int rfs_stepfeed_new(const char *thread_id, const char *run_id, int64_t rewrites,
+                     rfs_stepfeed **out);
+int rfs_stepfeed_row(rfs_stepfeed *f, const rs_record *rec);
+const char *rfs_stepfeed_run(const rfs_stepfeed *f);
+int rfs_stepfeed_bytes(rfs_stepfeed *f, const rs_log_info *info, uint64_t *kind, rs_buf *out);
+void rfs_stepfeed_free(rfs_stepfeed *f);
+
 #endif

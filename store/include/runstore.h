@@ -374,6 +374,17 @@ int rs_store_steps_get(rs_store *s, const rs_target *t, uint64_t kind, rs_buf *o
  * (a read-only store keeps nothing): 0 or a negative errno. */
 int rs_store_steps_put(rs_store *s, const rs_target *t, uint64_t kind, int64_t rewrites,
                        const void *data, size_t len);
+/* n runs' step data kept as rs_store_steps_put keeps each, in one transaction (a writer that
+ * keeps many runs' at once, as an import does: a commit a run would cost more than the
+ * keeping). Each is written only while the store's rewrites is its own. */
+typedef struct rs_steps {
+    const rs_target *t;
+    uint64_t kind;
+    int64_t rewrites;
+    const void *data;
+    size_t len;
+} rs_steps;
+int rs_store_steps_put_many(rs_store *s, const rs_steps *v, size_t n);
 
 /* Names: threads, a thread's runs, a run's event types, task ids, singleton types. */
 typedef enum rs_names_kind {

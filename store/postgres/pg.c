@@ -2006,19 +2006,10 @@ int pg_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
 
 /* The table is made here, so a store made before kept step data gets it at its first
  * keeping. The bytes go as bytea's hex text: the statements' parameters are text. */
-static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                        int64_t rewrites, const void *data, size_t len)
+static int pg_steps_put(rs_backend *b, const rs_steps *v, const char (*kinds)[24], size_t n)
 {
     rs_buf hex = RS_BUF_INIT, make = RS_BUF_INIT, ins = RS_BUF_INIT;
-    int rc = rs_buf_addlit(&hex, "\\x") || rs_buf_add_hex(&hex, data, len) ? -ENOMEM : 0;
-    pg_args a = {.n = 0};
-    pg_arg_text(&a, thread_id);
-    pg_arg_text(&a, run_id);
-    pg_arg_text(&a, kind);
-    pg_arg_text(&a, hex.buf);
-    pg_arg_int(&a, rewrites);
-    if (!rc)
-        rc = side_copy(b,
+    int rc = side_copy(b,
                        "CREATE TABLE IF NOT EXISTS @runfs_steps (thread_id TEXT NOT NULL, run_id "
                        "TEXT NOT NULL, kind TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY "
                        "(thread_id, run_id, kind))",
@@ -2031,8 +2022,21 @@ static int pg_steps_put(rs_backend *b, const char *thread_id, const char *run_id
                        "SET data = EXCLUDED.data",
                        &ins);
     if (!rc && !(rc = pg_begin(b, NULL, NULL))) {
-        if (!(rc = pg_exec_plain(b, make.buf, NULL)))
+        rc = pg_exec_plain(b, make.buf, NULL);
+        for (size_t i = 0; !rc && i < n; i++) {
+            rs_buf_reset(&hex);
+            if (rs_buf_addlit(&hex, "\\x") || rs_buf_add_hex(&hex, v[i].data, v[i].len)) {
+                rc = -ENOMEM;
+                break;
+            }
+            pg_args a = {.n = 0};
+            pg_arg_text(&a, v[i].t->thread_id);
+            pg_arg_text(&a, v[i].t->run_id);
+            pg_arg_text(&a, kinds[i]);
+            pg_arg_text(&a, hex.buf);
+            pg_arg_int(&a, v[i].rewrites);
             rc = pg_run(b, ins.buf, &a, NULL, NULL);
+        }
         if (rc)
             pg_rollback(b);
         else

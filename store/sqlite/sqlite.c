@@ -2011,11 +2011,11 @@ int sq_steps_forget(rs_backend *b, const rs_target *t, rs_err *err)
 
 /* Under the write lock, as every write is. The table is made here, so a store made before
  * kept step data gets it at its first keeping, and a store never diffed never has it. */
-static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id, const char *kind,
-                        int64_t rewrites, const void *data, size_t len)
+static int sq_steps_put(rs_backend *b, const rs_steps *v, const char (*kinds)[24], size_t n)
 {
-    if (len > INT_MAX)
-        return -EFBIG;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].len > INT_MAX)
+            return -EFBIG;
     /* Quiet: runfs_steps has no trigger, and switching them on would expire the cursor of
      * the diff that keeps these (sq_begin). */
     int rc = sq_begin_quiet(b, NULL);
@@ -2033,17 +2033,18 @@ static int sq_steps_put(rs_backend *b, const char *thread_id, const char *run_id
                          "SELECT ?, ?, ?, ? WHERE (SELECT value FROM main.runfs_meta WHERE key = "
                          "'rewrites') = ?",
                          &st, NULL);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, run_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 4, data, (int)len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, rewrites);
+    for (size_t i = 0; !rc && i < n; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, v[i].t->thread_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, v[i].t->run_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, kinds[i], -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, v[i].data, (int)v[i].len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, v[i].rewrites);
         int src = sqlite3_step(st);
-        sq_stmt_done(b, st);
         if (src != SQLITE_DONE)
             rc = sq_fail(b, src, NULL, "steps");
     }
+    sq_stmt_done(b, st);
     if (rc) {
         sq_rollback(b);
         return rc;

@@ -328,6 +328,57 @@ steps_now() {
   cmp "$WORK/deleted" "$WORK/fresh" || fail "after a delete, kept data gives other bytes than the rows"
 }
 
+@test "diff: runfs import keeps each big run's step data; its first diff reads no row it need not, and stays exact" {
+  # No mount beside the store: what is kept is the import's, not a keeper's.
+  runfs_unmount "$MNT"
+  local src=$WORK/src.db df=$WORK/df
+  # Runs of 1200 events (about 450 KiB of DeerFlow's JSONL each): the import keeps a run of
+  # 256 KiB or more (cli/deerflow.c's STEPS_MIN_BYTES), and not c's 40 events.
+  python3 "$REF" gen 1200 same > "$WORK/a.jsonl"
+  python3 "$REF" gen 1200 spread 4 > "$WORK/b.jsonl"
+  python3 "$REF" gen 40 spread 1 > "$WORK/c.jsonl"
+  "$RUNFS" put -q "$src" t a "$WORK/a.jsonl"
+  "$RUNFS" put -q "$src" t b "$WORK/b.jsonl"
+  "$RUNFS" put -q "$src" t c "$WORK/c.jsonl"
+  "$RUNFS" export -q "$src" --deerflow-jsonl "$df"
+  # a's first 900 rows come first, by an import of their own: the second import stores the
+  # rest of a (a run it did not write whole, whose data it must not keep as if it had) and b.
+  mkdir -p "$WORK/df1/threads/t/runs"
+  head -n 900 "$df/threads/t/runs/a.jsonl" > "$WORK/df1/threads/t/runs/a.jsonl"
+  "$RUNFS" import -q "$STORE" --deerflow-jsonl "$WORK/df1"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'a'")" = 1 ] || fail "the import kept no step data of a"
+  "$RUNFS" import -q "$STORE" --deerflow-jsonl "$df"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'b'")" = 1 ] || fail "the import kept no step data of b"
+  [ "$(kept_steps "SELECT count(*) FROM runfs_steps WHERE run_id = 'c'")" = 0 ] || fail "the import kept the step data of c, a small run"
+  "$RUNFS" diff "$STORE" t/a t/c > "$WORK/small"
+  steps_now t a "$WORK/A"
+  steps_now t c "$WORK/C"
+  check_diff "$WORK/small" "$WORK/A" "$WORK/C"
+  # The first diff reads what the imports kept (a's 100 rows extended from its new ones):
+  # it writes b's kept row no new version.
+  local bkept; bkept=$(kept_steps "SELECT $(kept_version_col) FROM runfs_steps WHERE run_id = 'b'")
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/first"
+  [ "$(kept_steps "SELECT $(kept_version_col) FROM runfs_steps WHERE run_id = 'b'")" = "$bkept" ] ||
+    fail "the first diff after the import read b's rows: not what the import kept"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/first" "$WORK/A" "$WORK/B"
+  # Another writer changes a row of b in place, and appends to a: the diff shows both.
+  local seq
+  seq=$(store_sql "SELECT seq FROM run_events WHERE thread_id = 't' AND run_id = 'b' AND event_type = 'llm.human.input' ORDER BY seq LIMIT 1 OFFSET 20")
+  store_sql "UPDATE run_events SET content = '{\"type\":\"human\",\"content\":\"changed by hand\"}' WHERE thread_id = 't' AND run_id = 'b' AND seq = $seq"
+  python3 "$REF" gen 5 spread 1 > "$WORK/more.jsonl"
+  "$RUNFS" put -q "$STORE" t a "$WORK/more.jsonl"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/changed"
+  grep -qx -- '+llm.human.input changed by hand' "$WORK/changed" || fail "the updated row's new content is not in the diff"
+  steps_now t a "$WORK/A"
+  steps_now t b "$WORK/B"
+  check_diff "$WORK/changed" "$WORK/A" "$WORK/B"
+  kept_steps "DELETE FROM runfs_steps"
+  "$RUNFS" diff "$STORE" t/a t/b > "$WORK/fresh"
+  cmp "$WORK/changed" "$WORK/fresh" || fail "after the import, kept data gives other bytes than the rows"
+}
+
 @test "diff: a redaction forgets the run's kept step data, and the diff shows the redacted step" {
   # Put by runfs put with no mount beside: a mount's keeper would keep them again (from
   # the redacted rows) once they are quiet, and this test counts what the diff kept.

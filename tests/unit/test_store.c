@@ -1479,6 +1479,34 @@ static void test_terminal_singleton_in_runfs(void **state)
 
 /* runfs put routes a line by it: only a top-level event_type the contract marks singleton
  * counts, not the name elsewhere in the line. */
+/* rs_store_steps_put_many keeps each run's bytes in one call, and leaves out only the one
+ * made at a rewrites count the store no longer has. */
+static void test_steps_put_many(void **state)
+{
+    (void)state;
+    int64_t rw = -1;
+    assert_int_equal(rs_store_rewrites(fx.s, &rw), 0);
+    assert_true(rw >= 0);
+    rs_target t[3] = {{.thread_id = "t", .run_id = "a"},
+                      {.thread_id = "t", .run_id = "b"},
+                      {.thread_id = "u", .run_id = "a"}};
+    rs_steps v[3] = {{&t[0], 7, rw, "first", 5}, {&t[1], 7, rw + 1, "stale", 5},
+                     {&t[2], 7, rw, "third!", 6}};
+    assert_int_equal(rs_store_steps_put_many(fx.s, v, 3), 0);
+    rs_buf got = RS_BUF_INIT;
+    assert_int_equal(rs_store_steps_get(fx.s, &t[0], 7, &got), 1);
+    assert_memory_equal(got.buf, "first", 5);
+    rs_buf_reset(&got);
+    assert_int_equal(rs_store_steps_get(fx.s, &t[1], 7, &got), 0);
+    assert_int_equal(rs_store_steps_get(fx.s, &t[2], 7, &got), 1);
+    assert_int_equal((int)got.len, 6);
+    assert_memory_equal(got.buf, "third!", 6);
+    rs_buf_reset(&got);
+    /* Another kind is another row. */
+    assert_int_equal(rs_store_steps_get(fx.s, &t[0], 8, &got), 0);
+    rs_buf_release(&got);
+}
+
 static void test_line_singleton(void **state)
 {
     (void)state;
@@ -3648,6 +3676,7 @@ int main(void)
         T(test_put_if_absent_earliest),
         T(test_terminal_singleton_in_runfs),
         T(test_line_singleton),
+        T(test_steps_put_many),
         T(test_put_singleton_outcomes),
         T(test_reservations),
         T(test_reservations_across_processes),
