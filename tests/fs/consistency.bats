@@ -200,16 +200,32 @@ plain_thread() {
   wait_for 5 consistent "$MNT" t1
 }
 
-@test "an older build's unique terminal index is dropped at a read-write open" {
+# uq_terminal: how many indexes named runfs_uq_terminal the store holds.
+uq_terminal() {
+  if on_pg; then
+    store_sql "SELECT count(*) FROM pg_indexes WHERE indexname = 'runfs_uq_terminal'"
+  else
+    store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_uq_terminal'"
+  fi
+}
+
+@test "an older build's unique terminal index is dropped at a read-write open, never at a read-only one" {
   seed_thread
   runfs_unmount "$MNT"
+  local want
+  want=$("$RUNFS" cat "$STORE" threads/t1/events.jsonl)
   store_sql "CREATE UNIQUE INDEX runfs_uq_terminal ON run_events (thread_id, run_id, event_type) WHERE event_type = 'run.terminal'"
+  # A reader (a read-only open) reads the store as it is and changes nothing of it: on
+  # PostgreSQL it does not even ask whether it could (only a read-write open converts).
+  run "$RUNFS" cat "$STORE" threads/t1/events.jsonl
+  assert_success
+  assert_output "$want"
+  run "$RUNFS" search "$STORE" 'second question'
+  assert_success
+  assert_output --partial '"content":"second question"'
+  assert_equal "$(uq_terminal)" 1
   runfs_mount "$STORE" "$MNT"
-  if on_pg; then
-    [ "$(store_sql "SELECT count(*) FROM pg_indexes WHERE indexname = 'runfs_uq_terminal'")" = 0 ]
-  else
-    [ "$(store_sql "SELECT count(*) FROM sqlite_master WHERE name = 'runfs_uq_terminal'")" = 0 ]
-  fi
+  assert_equal "$(uq_terminal)" 0
   sql_row t1 r1 20 run.terminal trace '{"status": "error"}'
 }
 

@@ -403,6 +403,36 @@ trgm_scans() { store_sql "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_in
   assert_equal "$(printf '%s\n' "$output" | grep -c .)" 4
 }
 
+@test "search: a query word in several of the store's words, and words in one block but not one row" {
+  # 640 rows, 10 blocks of 64: in each eighth of rows, one says "connected alpha", the next
+  # "connection beta", the next "gamma", the next "delta". A query word is found in every
+  # store word holding it (connect: connected and connection), a row matches where all the
+  # query's words are in it, not merely in its block (gamma delta: none).
+  store_sql "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 640),
+    m(v) AS (SELECT coalesce(max(id), 0) FROM run_events),
+    p(x, r) AS (SELECT x, (v + x - 1) % 8 FROM g, m)
+    INSERT INTO run_events (thread_id, run_id, user_id, event_type, category, content, event_metadata, seq, created_at)
+    SELECT 'T-words', 'run-1', NULL, 'llm.error', 'trace',
+      CASE r WHEN 0 THEN 'connected alpha ' || x WHEN 1 THEN 'connection beta ' || x
+             WHEN 2 THEN 'gamma filler ' || x WHEN 3 THEN 'delta filler ' || x
+             ELSE 'filler ' || x END,
+      '{}', x, '2026-03-04 06:00:03.000000' FROM p"
+  REF_CACHE=$WORK/refcache; mkdir -p "$REF_CACHE"
+  local q
+  for q in 'connect alpha' 'connect beta' 'connect' 'gamma delta' 'alpha beta' 'connected -alpha'; do
+    check "$MNT" "$q"
+    check "$MNT" "$q" T-words
+  done
+  # The counts, from the rows as written (SQL), not from the reference.
+  run "$RUNFS" search "$STORE" 'connect alpha' T-words
+  assert_equal "$(printf '%s\n' "$output" | grep -c 'connected alpha')" "$(store_sql "SELECT count(*) FROM run_events WHERE content LIKE 'connected alpha %'")"
+  assert_equal "$(printf '%s\n' "$output" | grep -c .)" 80
+  run "$RUNFS" search "$STORE" 'connect' T-words
+  assert_equal "$(printf '%s\n' "$output" | grep -c .)" 160
+  run "$RUNFS" search "$STORE" 'gamma delta' T-words
+  assert_output ""
+}
+
 @test "search: matches past what a search holds in memory are answered whole, in order" {
   skip_on_pg "SQLite's search holds its matches"
   # 24,000 rows; every 16th holds the term and 12 KB besides: its candidates are a quarter
