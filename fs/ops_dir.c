@@ -10,7 +10,7 @@
 #include "sizes.h"
 
 typedef struct dir_entry {
-    char *name;
+    size_t name; /* its name's offset in its listing's names */
     uint64_t ino;
     int is_dir;
     int timed; /* a thread's or run's times came with the listing */
@@ -21,6 +21,7 @@ typedef struct dir_handle {
     dir_entry *entries;
     size_t count;
     size_t cap;
+    rs_buf names; /* every entry's name, each with its NUL: one allocation, not one a name */
     rfs_node node;
     rfs_itable *inodes;
     uint64_t gen; /* rfs_cache_begin before the listing: its times hold while it stays */
@@ -42,12 +43,19 @@ int rfs_listings_shared(const rfs_mount *m)
     return !m->opt.user_from_uid; /* a uid map sets it too */
 }
 
+/* The name of d's i-th entry. */
+static const char *dir_name(const dir_handle *d, size_t i)
+{
+    return d->names.buf + d->entries[i].name;
+}
+
 static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int is_dir)
 {
     if (rs_array_grow(&d->entries, &d->cap, d->count + 1, sizeof *d->entries))
         return -ENOMEM;
     dir_entry *e = &d->entries[d->count];
-    if (!(e->name = strdup(name)))
+    e->name = d->names.len;
+    if (rs_buf_add(&d->names, name, strlen(name) + 1))
         return -ENOMEM;
     rfs_node child;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || rfs_node_child(parent, name, &child))
@@ -76,8 +84,7 @@ static int dir_add_cb(void *ctx, const char *name, int is_dir, const int64_t *ti
 void rfs_dir_free(void *listing)
 {
     dir_handle *d = listing;
-    for (size_t i = 0; i < d->count; i++)
-        free(d->entries[i].name);
+    rs_buf_release(&d->names);
     free(d->entries);
     free(d);
 }
@@ -92,6 +99,7 @@ static int dir_make(fuse_req_t req, const rfs_node *n, rs_store *s, const rfs_sc
     dir_handle *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
+    d->names = (rs_buf)RS_BUF_INIT;
     d->node = *n;
     d->inodes = m->inodes;
     rfs_scope own;
@@ -237,7 +245,7 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         struct stat st = {.st_ino = d->entries[i].ino,
                           .st_mode = d->entries[i].is_dir ? S_IFDIR : S_IFREG};
         size_t need =
-            fuse_add_direntry(req, buf + used, size - used, d->entries[i].name, &st, dir_off(d, i));
+            fuse_add_direntry(req, buf + used, size - used, dir_name(d, i), &st, dir_off(d, i));
         if (need > size - used)
             break;
         used += need;
@@ -311,7 +319,7 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
      * thread's attributes come from the listing's times (an indexed thread's) or wait for a
      * lookup, as `ls -l` asks for them. */
     int unsized = 0;
-    if (i < 2 || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
+    if (i < 2 || rfs_node_child(&d->node, dir_name(d, i), &child) || !plus_kind(child.kind) ||
         (!listed_stat(de, &child, fresh, &st) &&
          (child.kind == RFS_THREAD || !s ||
           rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || (unsized = st.unsized))) ||
@@ -357,7 +365,7 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_entry_param *e = NULL;
     for (size_t i = first; i < d->count; i++) {
         /* Sized before the stat: an entry that does not fit counts no lookup. */
-        size_t need = fuse_add_direntry_plus(req, NULL, 0, d->entries[i].name, NULL, 0);
+        size_t need = fuse_add_direntry_plus(req, NULL, 0, dir_name(d, i), NULL, 0);
         if (need > size - used)
             break;
         used += need;
@@ -380,8 +388,8 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     for (size_t i = 0; i < n; i++) {
         if (!keep)
             e[i].attr_timeout = e[i].entry_timeout = 0.0;
-        used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[first + i].name,
-                                       &e[i], dir_off(d, first + i));
+        used += fuse_add_direntry_plus(req, buf + used, size - used, dir_name(d, first + i), &e[i],
+                                       dir_off(d, first + i));
     }
     fuse_reply_buf(req, buf, used);
     rfs_cache_end(m);
