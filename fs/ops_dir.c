@@ -10,7 +10,7 @@
 #include "sizes.h"
 
 typedef struct dir_entry {
-    char *name;
+    size_t name; /* its name's offset in its listing's names */
     uint64_t ino;
     int is_dir;
     int timed; /* a thread's or run's times came with the listing */
@@ -21,6 +21,7 @@ typedef struct dir_handle {
     dir_entry *entries;
     size_t count;
     size_t cap;
+    rs_buf names; /* every entry's name, each with its NUL: one allocation, not one a name */
     rfs_node node;
     rfs_itable *inodes;
     uint64_t gen; /* rfs_cache_begin before the listing: its times hold while it stays */
@@ -42,12 +43,19 @@ int rfs_listings_shared(const rfs_mount *m)
     return !m->opt.user_from_uid; /* a uid map sets it too */
 }
 
+/* The name of d's i-th entry. */
+static const char *dir_name(const dir_handle *d, size_t i)
+{
+    return d->names.buf + d->entries[i].name;
+}
+
 static int dir_add(dir_handle *d, const rfs_node *parent, const char *name, int is_dir)
 {
     if (rs_array_grow(&d->entries, &d->cap, d->count + 1, sizeof *d->entries))
         return -ENOMEM;
     dir_entry *e = &d->entries[d->count];
-    if (!(e->name = strdup(name)))
+    e->name = d->names.len;
+    if (rs_buf_add(&d->names, name, strlen(name) + 1))
         return -ENOMEM;
     rfs_node child;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || rfs_node_child(parent, name, &child))
@@ -76,8 +84,7 @@ static int dir_add_cb(void *ctx, const char *name, int is_dir, const int64_t *ti
 void rfs_dir_free(void *listing)
 {
     dir_handle *d = listing;
-    for (size_t i = 0; i < d->count; i++)
-        free(d->entries[i].name);
+    rs_buf_release(&d->names);
     free(d->entries);
     free(d);
 }
@@ -92,6 +99,7 @@ static int dir_make(fuse_req_t req, const rfs_node *n, rs_store *s, const rfs_sc
     dir_handle *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
+    d->names = (rs_buf)RS_BUF_INIT;
     d->node = *n;
     d->inodes = m->inodes;
     rfs_scope own;
@@ -204,22 +212,25 @@ void rfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* The start of a request for a page of a listing: its listing, held (made with s and sc
- * as dir_make's), the index of the page's first entry and a buffer of size bytes. 0, or -1
- * after replying with the error. */
-static int page_begin(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, rs_store *s,
-                      const rfs_scope *sc, dir_handle **d, size_t *first, char **buf)
+ * as dir_make's), and the index of the page's first entry. 0, or -1 after replying with the
+ * error. */
+static int page_begin(fuse_req_t req, fuse_ino_t ino, off_t off, rs_store *s, const rfs_scope *sc,
+                      dir_handle **d, size_t *first)
 {
     int rc = dir_at(req, ino, off, s, sc, d, first);
     if (rc) {
         fuse_reply_err(req, -rc);
         return -1;
     }
-    if (!(*buf = malloc(size))) {
-        dir_done(rfs_mount_of(req), *d, 0);
-        fuse_reply_err(req, ENOMEM);
-        return -1;
-    }
     return 0;
+}
+
+/* A page's buffer of the bytes its entries take, not of the size the kernel offers (up to
+ * a request's 1 MiB): a walk asks twice a directory, the second time for the end (none). */
+static int page_buf(size_t used, char **buf)
+{
+    *buf = NULL;
+    return used && !(*buf = malloc(used)) ? -ENOMEM : 0;
 }
 
 void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -228,19 +239,26 @@ void rfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     (void)fi;
     rfs_mount *m = rfs_mount_of(req);
     dir_handle *d;
-    size_t first;
+    size_t first, n = 0, total = 0;
     char *buf;
-    if (page_begin(req, ino, size, off, NULL, NULL, &d, &first, &buf))
+    if (page_begin(req, ino, off, NULL, NULL, &d, &first))
         return;
+    for (size_t i = first; i < d->count; i++, n++) {
+        size_t need = fuse_add_direntry(req, NULL, 0, dir_name(d, i), NULL, 0);
+        if (need > size - total)
+            break;
+        total += need;
+    }
+    if (page_buf(total, &buf)) {
+        dir_done(m, d, 0);
+        return (void)fuse_reply_err(req, ENOMEM);
+    }
     size_t used = 0;
-    for (size_t i = first; i < d->count; i++) {
+    for (size_t i = first; i < first + n; i++) {
         struct stat st = {.st_ino = d->entries[i].ino,
                           .st_mode = d->entries[i].is_dir ? S_IFDIR : S_IFREG};
-        size_t need =
-            fuse_add_direntry(req, buf + used, size - used, d->entries[i].name, &st, dir_off(d, i));
-        if (need > size - used)
-            break;
-        used += need;
+        used +=
+            fuse_add_direntry(req, buf + used, total - used, dir_name(d, i), &st, dir_off(d, i));
     }
     dir_done(m, d, first >= d->count);
     fuse_reply_buf(req, buf, used);
@@ -311,7 +329,7 @@ static int plus_entry(fuse_req_t req, dir_handle *d, size_t i, int fresh, rs_sto
      * thread's attributes come from the listing's times (an indexed thread's) or wait for a
      * lookup, as `ls -l` asks for them. */
     int unsized = 0;
-    if (i < 2 || rfs_node_child(&d->node, de->name, &child) || !plus_kind(child.kind) ||
+    if (i < 2 || rfs_node_child(&d->node, dir_name(d, i), &child) || !plus_kind(child.kind) ||
         (!listed_stat(de, &child, fresh, &st) &&
          (child.kind == RFS_THREAD || !s ||
           rfs_view_stat_ex(s, sc, &child, 2, NULL, NULL, &st, &err) || (unsized = st.unsized))) ||
@@ -347,28 +365,28 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     /* Without a connection the page goes without attributes (lookups follow). */
     if (rfs_pool_get(m, &s, &err))
         s = NULL;
-    if (page_begin(req, ino, size, off, s, &sc, &d, &first, &buf)) {
+    if (page_begin(req, ino, off, s, &sc, &d, &first)) {
         rfs_pool_put(m, s);
         return;
     }
     /* The page's entries first, then their bytes: a change during the stats makes the
      * whole page cache nothing. */
-    size_t n = 0, used = 0;
+    size_t n = 0, total = 0;
     struct fuse_entry_param *e = NULL;
     for (size_t i = first; i < d->count; i++) {
         /* Sized before the stat: an entry that does not fit counts no lookup. */
-        size_t need = fuse_add_direntry_plus(req, NULL, 0, d->entries[i].name, NULL, 0);
-        if (need > size - used)
+        size_t need = fuse_add_direntry_plus(req, NULL, 0, dir_name(d, i), NULL, 0);
+        if (need > size - total)
             break;
-        used += need;
+        total += need;
         n++;
     }
     uint64_t gen = rfs_cache_begin(m);
-    if (n && !(e = calloc(n, sizeof *e))) {
+    if ((n && !(e = calloc(n, sizeof *e))) || page_buf(total, &buf)) {
         if (s)
             rfs_pool_put(m, s);
         dir_done(m, d, 0);
-        free(buf);
+        free(e);
         return (void)fuse_reply_err(req, ENOMEM);
     }
     for (size_t i = 0; i < n; i++)
@@ -376,12 +394,12 @@ void rfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (s)
         rfs_pool_put(m, s);
     int keep = rfs_cache_check(m, gen);
-    used = 0;
+    size_t used = 0;
     for (size_t i = 0; i < n; i++) {
         if (!keep)
             e[i].attr_timeout = e[i].entry_timeout = 0.0;
-        used += fuse_add_direntry_plus(req, buf + used, size - used, d->entries[first + i].name,
-                                       &e[i], dir_off(d, first + i));
+        used += fuse_add_direntry_plus(req, buf + used, total - used, dir_name(d, first + i), &e[i],
+                                       dir_off(d, first + i));
     }
     fuse_reply_buf(req, buf, used);
     rfs_cache_end(m);

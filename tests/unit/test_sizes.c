@@ -126,11 +126,11 @@ static void test_kept_file_bound(void **state)
 }
 
 /* A walk visits each view once, in the same order each time: more views than the table
- * holds (32,768), the second and third walks still find many sizes kept. */
+ * holds (262,144), the second and third walks still find many sizes kept. */
 static void test_walks_past_bound(void **state)
 {
     rfs_sizes *c = *state;
-    enum { VIEWS = 40000 };
+    enum { VIEWS = 320000 };
     rs_log_info t = {.exists = 1, .count = 1};
     char key[32];
     int found[3] = {0};
