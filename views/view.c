@@ -128,13 +128,16 @@ struct rfs_reader {
     int64_t ahead;              /* search: bytes of search_ahead_left its pending holds */
     int64_t rewrites;           /* the sizes table's rewrites count its held bytes are of */
     int served;                 /* bytes were read: a document changed under it is stale */
-    /* Streams and search results: every byte given (a stream's rendered by the reader or
-     * read from the bytes a stat kept), hashed as stretches (a read continuing one extends
-     * it), so that a rewrite can tell whether the file still has them where they were given:
-     * what the reader holds of its rendering is past them, and tells nothing of them. */
+    /* Streams and search results: the bytes given with nothing of their rendering held (a
+     * stream's from the bytes a stat kept, a search result's from anywhere), hashed as
+     * stretches (a read continuing one extends it), so that a rewrite can tell whether the
+     * file still has them where they were given. A stream's bytes it rendered itself are not
+     * hashed (nor are a log's, read_log): what it holds of its rendering is past them and
+     * tells nothing of them, so a rewrite of its thread fails its reads. */
     sent_range *sent; /* nsent of them, at most SENT_RANGES */
     size_t nsent, sent_cap;
-    int sent_over;    /* a stretch went unhashed (past SENT_RANGES, or out of memory) */
+    /* A stretch went unhashed (rendered by the reader, past SENT_RANGES, or out of memory) */
+    int sent_over;
     int gave;         /* streams and search results: bytes were given */
     int64_t gave_end; /* ... and where the last read's ended */
     int kept_last;    /* streams: kept_read served the read in progress */
@@ -2657,8 +2660,9 @@ static void search_take(rfs_reader *r, rfs_reader *fresh)
  * since the reader rendered what it holds. The reader renders again, to where it is, from
  * the rows as they are now: where the bytes it gave (a document's, and a stream's or search
  * result's by their hashes) come out the same, it goes on from that rendering, so none of
- * its state is of the old rows; where they differ its reads fail with ESTALE rather than
- * splice two renderings, and it keeps none of the old bytes. */
+ * its state is of the old rows; where they differ, or a stream gave bytes it did not hash,
+ * its reads fail with ESTALE rather than splice two renderings, and it keeps none of the old
+ * bytes. */
 static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
 {
     if (r->stale)
@@ -2859,10 +2863,13 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
             rc = appended(r, s, off, out, had, err);
         if (!rc)
             gave(r, off, out->len - had);
-        /* Every byte given is told by its hash at a rewrite (a view an append changes
-         * before its end noted all it gave, above). */
-        if (!rc && !back)
+        /* A stream's kept bytes and a search result's are told by their hashes at a rewrite
+         * (a view an append changes before its end noted all it gave, above); bytes it
+         * rendered by itself are not hashed, as every cat would pay for it. */
+        if (!rc && !back && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
+        else if (!rc && !back && out->len > had)
+            r->sent_over = 1;
         /* A stream reading on renders on from its last row: another process's rewrite (which
          * the table hears of only at the hub's next tick) is looked for after the rendering,
          * as a log's reader does, so that no byte rendered after it goes out behind bytes
