@@ -131,13 +131,15 @@ struct rfs_reader {
     /* Streams and search results: the bytes given with nothing of their rendering held (a
      * stream's from the bytes a stat kept, a search result's from anywhere), hashed as
      * stretches (a read continuing one extends it), so that a rewrite can tell whether the
-     * file still has them where they were given. */
+     * file still has them where they were given. A stream's bytes it rendered itself are not
+     * hashed (nor are a log's, read_log): what it holds of its rendering is past them and
+     * tells nothing of them, so a rewrite of its thread fails its reads. */
     sent_range *sent; /* nsent of them, at most SENT_RANGES */
     size_t nsent, sent_cap;
-    int sent_over;    /* a stretch went unhashed (past SENT_RANGES, or out of memory) */
+    /* A stretch went unhashed (rendered by the reader, past SENT_RANGES, or out of memory) */
+    int sent_over;
     int gave;         /* streams and search results: bytes were given */
     int64_t gave_end; /* ... and where the last read's ended */
-    int sent_live;    /* streams: the last read was of kept bytes */
     int kept_last;    /* streams: kept_read served the read in progress */
     int stale;        /* rows it was rendered from changed under it: reads fail */
     /* Logs and streams of a thread: the store's rewrites count read at a moment after every
@@ -2656,11 +2658,11 @@ static void search_take(rfs_reader *r, rfs_reader *fresh)
 
 /* Rows were changed in place or deleted (a redaction, another writer's UPDATE or DELETE)
  * since the reader rendered what it holds. The reader renders again, to where it is, from
- * the rows as they are now: where the bytes it holds (and, for a document, the bytes it gave)
- * come out the same, it goes on from that rendering, so none of its state is of the old rows;
- * where they differ its reads fail with ESTALE rather than splice two renderings, and it keeps
- * none of the old bytes. A reader that gave bytes it rendered from nothing it holds (a
- * stream's kept bytes, any search result's) compares the hash of every byte it gave. */
+ * the rows as they are now: where the bytes it gave (a document's, and a stream's or search
+ * result's by their hashes) come out the same, it goes on from that rendering, so none of
+ * its state is of the old rows; where they differ, or a stream gave bytes it did not hash,
+ * its reads fail with ESTALE rather than splice two renderings, and it keeps none of the old
+ * bytes. */
 static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
 {
     if (r->stale)
@@ -2669,7 +2671,6 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
     if (now == r->rewrites || r->shape == RFS_SHAPE_LOG)
         return 0;
     int search = rfs_search_is_result(r->node->kind);
-    int by_hash = search || r->sent_live;
     if (r->shape != RFS_SHAPE_DOC && r->shape != RFS_SHAPE_STREAM) {
         r->rewrites = now;
         return 0;
@@ -2684,7 +2685,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
         r->rewrites = now;
         return 0;
     }
-    if (by_hash && r->sent_over)
+    if (r->sent_over)
         return stale(r, err);
     /* A document is rendered again by an open; a stream renders as it is read. */
     rfs_reader *fresh = NULL;
@@ -2718,7 +2719,7 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
             r->size = fresh->size;
             same = 1;
         }
-    } else if (by_hash) {
+    } else {
         rc = sent_same(r, fresh, s, err);
         same = rc == 1;
         rc = rc < 0 ? rc : 0;
@@ -2726,17 +2727,6 @@ static int reader_rewritten(rfs_reader *r, rs_store *s, rs_err *err)
             search_take(r, fresh);
         else if (same)
             stream_take(r, fresh);
-    } else {
-        rs_buf got = RS_BUF_INIT;
-        rc = read_stream(fresh, s, r->next_off, r->pending.len, &got, err);
-        same = !rc && got.len == r->pending.len && !memcmp(got.buf, r->pending.buf, got.len);
-        /* Whole rows on both sides: the fresh reader stops where this one did. */
-        same = same && fresh->last_seq == r->last_seq &&
-               fresh->next_off + (int64_t)fresh->pending.len ==
-                   r->next_off + (int64_t)r->pending.len;
-        if (same)
-            stream_take(r, fresh);
-        rs_buf_release(&got);
     }
     rfs_reader_free(fresh);
     if (rc)
@@ -2853,7 +2843,7 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
     }
     default: {
         size_t had = out->len;
-        int search = rfs_search_is_result(r->node->kind);
+        int search = rfs_search_is_result(r->node->kind), first = off == 0 && !r->gave;
         r->kept_last = 0;
         rc = search ? read_search(r, s, off, size, out, err)
                     : read_stream(r, s, off, size, out, err);
@@ -2873,12 +2863,22 @@ int rfs_reader_read(rfs_reader *r, rs_store *s, int64_t off, size_t size, rs_buf
             rc = appended(r, s, off, out, had, err);
         if (!rc)
             gave(r, off, out->len - had);
-        /* Bytes it rendered by itself are told by what it holds at a rewrite; a stream's
-         * kept bytes and a search result's by their hashes (a view an append changes
-         * before its end noted all it gave, above). */
+        /* A stream's kept bytes and a search result's are told by their hashes at a rewrite
+         * (a view an append changes before its end noted all it gave, above); bytes it
+         * rendered by itself are not hashed, as every cat would pay for it. */
         if (!rc && !back && (search || r->kept_last))
             sent_note(r, off, out->buf + had, out->len - had);
-        r->sent_live = !search && r->kept_last;
+        else if (!rc && !back && out->len > had)
+            r->sent_over = 1;
+        /* A stream reading on renders on from its last row: another process's rewrite (which
+         * the table hears of only at the hub's next tick) is looked for after the rendering,
+         * as a log's reader does, so that no byte rendered after it goes out behind bytes
+         * given before it unless they are all still the file's. On SQLite the count is kept
+         * per data version: a read through a quiet store asks nothing more. Kept bytes are
+         * looked up against the count at each read (kept_read). */
+        if (!rc && !search && !first && !r->kept_last && r->scope.sizes &&
+            rewrites_now(r, s) != r->rewrites && (rc = reader_rewritten(r, s, err)))
+            rs_buf_setlen(out, had);
         return rc;
     }
     }

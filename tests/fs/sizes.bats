@@ -841,6 +841,71 @@ PY
   done
 }
 
+# rewrite_read MNT: readers of every streamed view of a thread of 400 human inputs (row 3 on
+# their first page, row 390 far past it), each its own thread, made live, read their first
+# 4 KiB; then one transaction of another process rewrites, without changing their length,
+# rows 3 and 390 (case "given") or row 390 alone (case "past"), and each reads on at once
+# (before the mount's hub hears of it). Prints VIEW CASE: ESTALE, or which rendering its
+# bytes are (before, after, or neither: a splice).
+rewrite_read() {
+  PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$RUNFS" "$STORE" "$1" <<'PY'
+import os, subprocess, sys
+from rewriter import live, read_on, sql
+runfs, store, mnt = sys.argv[1:]
+row = '{"event_type":"llm.human.input","content":{"type":"human","content":"row %04d","id":"h"},"metadata":{"caller":"lead_agent","task_id":"k"}}\n'
+views = ("messages.jsonl", "runs/r1/messages.jsonl", "runs/r1/types/llm.human.input.jsonl",
+         "runs/r1/tasks/k.jsonl", "since/1", "runs/r1/since/1", "history.jsonl", "transcript.md")
+tag = os.path.basename(mnt)
+k = 0
+for case, seqs in (("given", (3, 390)), ("past", (390,))):
+    for view in views:
+        k += 1
+        t = "rw_%s_%d" % (tag, k)
+        subprocess.run([runfs, "put", "-q", store, t, "r1"], input="".join(row % i for i in range(1, 401)), text=True, check=True)
+        path = os.path.join(mnt, "threads", t, view)
+        held = live(os.path.join(mnt, "threads", t, "runs"), k)
+        before = open(path, "rb").read()
+        fd = os.open(path, os.O_RDONLY)
+        got = os.read(fd, 4096)
+        assert b"row 0003" in got and b"row 0390" not in got, (view, got[:200])
+        swap = "content"
+        for q in seqs:
+            swap = "replace(%s, 'row %04d', 'ROW %04d')" % (swap, q, q)
+        sql("UPDATE run_events SET content = %s WHERE thread_id = '%s' AND seq IN (%s)" % (swap, t, ", ".join(map(str, seqs))))
+        after = open(path, "rb").read()
+        assert after != before and len(after) == len(before), (view, case, len(before), len(after))
+        print(view, case + ":", end=" ", flush=True)
+        read_on(fd, got, before, after)
+        held.close()
+PY
+}
+
+@test "a reader of a streamed view open across another process's same-length UPDATE of a row it read gets ESTALE, never a splice" {
+  export STORE
+  export -f store_sql
+  # The views' own renderings, and (RUNFS_KEPT_ANSWER_MAX=0) ones with no stat's kept bytes,
+  # which the mount's default gives of history.jsonl, transcript.md, types/ and tasks/ (and
+  # on PostgreSQL of messages.jsonl).
+  RUNFS_KEPT_ANSWER_MAX=0 runfs_mount "$STORE" "$WORK/own"
+  # Row 3 was given as it was: going on would give old row 3 beside new row 390, which no
+  # state of the rows ever was. Row 390 alone is past every byte given: the new rendering,
+  # or ESTALE from a reader that kept no hash of the bytes it rendered itself (as a log's).
+  local m c v want="" bad=0
+  for c in given past; do
+    for v in messages.jsonl runs/r1/messages.jsonl runs/r1/types/llm.human.input.jsonl \
+      runs/r1/tasks/k.jsonl since/1 runs/r1/since/1 history.jsonl transcript.md; do
+      want+="$v $c: $([ $c = given ] && echo ESTALE || echo 'after or ESTALE')"$'\n'
+    done
+  done
+  for m in "$MNT" "$WORK/own"; do
+    run rewrite_read "$m"
+    assert_success
+    output=$(sed -E 's/ past: (after|ESTALE)$/ past: after or ESTALE/' <<< "$output")
+    [ "$output"$'\n' = "$want" ] || { echo "mount $m:"; diff <(echo -n "$want") <(echo "$output") || bad=1; }
+  done
+  [ $bad = 0 ]
+}
+
 # tail_read HOW: a tail-like reader of transcript.md reads to its end, then a new run is
 # appended (HOW as splice_read's), which changes no byte it gave (every run before it has its
 # terminal), and it reads on. Prints "ok" when what it read in all is the file now.
