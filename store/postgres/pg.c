@@ -1484,11 +1484,30 @@ static void pg_close(rs_backend *b)
  * PostgreSQL's statistics say of run_events instead: those move when the writer's backend
  * reports them (at its transaction's end when idle, at least a second apart, else within
  * PGSTAT_IDLE_INTERVAL, 10 s), never with track_counts off (man page, "ro"). */
+/* A row of the tail not noted yet at or below its thread's indexed seq is one put back (by a
+ * writer without DeerFlow's lock, with an id above the watermark): no trigger counted it as
+ * a rewrite, and a writer's note will (pg_changes.c). A read-only open cannot note it, so its
+ * rewrites count adds the ids of such rows where cond (on e) holds: a reader that read across
+ * one is ESTALE, never a splice of two renderings (noted or deleted again, the sum moves). */
+#define PUTBACK_IDS(cond) \
+    "(SELECT coalesce(sum(e.id), 0) FROM (SELECT e.id, e.thread_id, e.seq FROM run_events e " \
+    "WHERE " PG_TAIL_ROW( \
+        "e") " OFFSET 0) e WHERE " cond " AND e.seq <= coalesce((SELECT " \
+             "t.last_seq FROM runfs_thread t WHERE t.thread_id = e.thread_id), 0))"
+
+static int putback_seen(const rs_backend *b)
+{
+    return b->read_only && b->has_tail;
+}
+
 static const char *rewrites_expr(const rs_backend *b)
 {
     return b->scratch ? "coalesce((SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables "
                         "WHERE relid = 'run_events'::regclass), -1)"
-                      : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
+           : putback_seen(b)
+               ? "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1) + " PUTBACK_IDS(
+                     "true")
+               : "coalesce((SELECT value FROM @runfs_meta WHERE key = 'rewrites'), -1)";
 }
 
 /* The change feed: notifications other mounts' commits sent, and one cheap probe for rows
@@ -1790,7 +1809,11 @@ static int pg_thread_rewrites(rs_backend *b, const char *thread_id, int64_t *n)
     if (b->scratch || !b->has_tcount)
         return pg_rewrites(b, n);
     if (ensure_conn(b, NULL) ||
-        pg_side_sql(b, "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE thread_id = $1), 0)",
+        pg_side_sql(b,
+                    putback_seen(b) ? "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE "
+                                      "thread_id = $1), 0) + " PUTBACK_IDS("e.thread_id = $1")
+                                    : "SELECT coalesce((SELECT at FROM @runfs_rewritten WHERE "
+                                      "thread_id = $1), 0)",
                     NULL))
         return -EIO;
     return pg_int(b, b->sql.buf, thread_id, NULL, n, NULL, NULL);
