@@ -77,6 +77,8 @@ static int fail_result(rs_backend *b, const PGresult *r, rs_err *err, const char
         strncmp(state, "57P", 3) == 0)
         return fail_conn(b, err, what);
     int code = -EIO;
+    const char *table = PQresultErrorField(r, PG_DIAG_TABLE_NAME);
+    b->seq_taken = strcmp(state, "23505") == 0 && table && strcmp(table, "run_events") == 0;
     if (strcmp(state, "23505") == 0)
         code = -EEXIST;
     else if (strcmp(state, "53100") == 0)

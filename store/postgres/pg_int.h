@@ -65,6 +65,8 @@ struct rs_backend {
     int64_t fold_ns;  /* CLOCK_MONOTONIC of this session's last empty tail or fold tried */
     int in_tx;        /* a write transaction is open */
     int lost;         /* the last failure was the connection's (fail_conn) */
+    int seq_taken;    /* the last failure was a unique violation on run_events: another
+                       * writer committed a row at a seq this one wrote (it took no lock) */
     int waited;       /* ... after waiting wait_ns for the server (ensure_conn) */
     int64_t wait_ns;  /* connect_timeout: how long a request waits for the server */
     int no_wait;      /* rs_store_set_wait(0): a read the server drops fails at once */

@@ -526,8 +526,9 @@ static int has_keys(rs_event *const *evs, size_t n)
     return 0;
 }
 
-int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
-           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
+static int put_once(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n,
+                    int if_absent, int *created, rs_existing *existing, rs_buf *stored,
+                    rs_placement *at, rs_err *err)
 {
     if (created)
         *created = 0;
@@ -615,6 +616,24 @@ fail:
 fail_committed:
     rs_buf_release(&line);
     stored_cut(stored, stored_len);
+    return rc;
+}
+
+/* A writer without DeerFlow's lock may commit a row at the seq this put took, after the put
+ * read the thread's top (its INSERT then waits for that writer and fails on the unique seq):
+ * nothing was stored, and the put goes again from the new top, a few times. */
+#define PUT_TRIES 4
+
+int pg_put(rs_backend *b, const rs_target *t, rs_event *const *evs, size_t n, int if_absent,
+           int *created, rs_existing *existing, rs_buf *stored, rs_placement *at, rs_err *err)
+{
+    int rc = 0;
+    for (int i = 0; i < PUT_TRIES; i++) {
+        b->seq_taken = 0;
+        rc = put_once(b, t, evs, n, if_absent, created, existing, stored, at, err);
+        if (rc != -EEXIST || !b->seq_taken)
+            break;
+    }
     return rc;
 }
 
