@@ -600,6 +600,10 @@ pg_session_open() {
 }
 # locks GRANTED TYPE: some session of the store's database holds (t) or waits for (f) a lock
 # of TYPE.
+# writer_open: a session of the store's database is in a transaction that used run_events.
+writer_open() {
+  [ "$(store_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%run_events%'")" -gt 0 ]
+}
 locks() {
   [ "$(store_sql "SELECT count(*) FROM pg_locks WHERE granted = '$1' AND locktype = '$2' AND (database IS NULL OR database = (SELECT oid FROM pg_database WHERE datname = current_database()))")" -gt 0 ]
 }
@@ -629,7 +633,7 @@ locks() {
     pg_session_open d
     exec 8>"$WORK/d.fifo"
     echo "BEGIN; $stmt" >&8
-    wait_for 10 test "$(store_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%run_events%'")" -gt 0 ||
+    wait_for 10 writer_open ||
       fail "the $kind did not run"
     echo "COMMIT;" >&7
     exec 7>&-

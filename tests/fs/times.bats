@@ -50,7 +50,7 @@ ref_after_runs() {
   # A local file's time is the kernel's coarse clock, which may lag the store's: touched
   # until no run is newer, and then every run's attributes are in the kernel's cache.
   wait_for 5 ref_after_runs
-  wait_for 5 test "$(date +%s%N)" -gt "$(stat -c %.9Y "$WORK/ref" | tr -d .)"
+  wait_for 5 eval 'test "$(date +%s%N)" -gt "$(stat -c %.9Y "$WORK/ref" | tr -d .)"'
   ev_human >>"$MNT/threads/t/runs/r2/events.jsonl"
   ev_human >>"$MNT/threads/t/runs/r4/events.jsonl"
   run find "$MNT/threads/t/runs" -mindepth 1 -maxdepth 1 -newer "$WORK/ref" -printf '%f\n'
@@ -65,7 +65,7 @@ ref_after_runs() {
   local d
   for d in "$T" "$T/runs" "$T/runs/r"; do
     before=$(mtime "$d")
-    wait_for 5 test "$(date +%s%N)" -gt "$(stat -c %.9Y "$d" | tr -d .)"
+    wait_for 5 eval 'test "$(date +%s%N)" -gt "$(stat -c %.9Y "$d" | tr -d .)"'
     ev_human hi 2 >>"$T/runs/r/events.jsonl"
     differs "$d" "$before" || { echo "# $d stayed at $before"; false; } # at once: the append returned, the kernel's copy was dropped
   done
@@ -74,7 +74,7 @@ ref_after_runs() {
   runfs_mount "$STORE" "$B"
   for d in "$T" "$T/runs" "$T/runs/r"; do
     before=$(mtime "$d")
-    wait_for 5 test "$(date +%s%N)" -gt "$(stat -c %.9Y "$d" | tr -d .)"
+    wait_for 5 eval 'test "$(date +%s%N)" -gt "$(stat -c %.9Y "$d" | tr -d .)"'
     ev_human hi 3 >>"$B/threads/t/runs/r/events.jsonl"
     wait_for 10 differs "$d" "$before"
   done
