@@ -538,9 +538,12 @@ static int mark_hold(rs_backend *b, pg_log *thr, rs_err *err)
     return 0;
 }
 
-int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
+/* held: thr->dirty was read with the thread's row locked (pg_thread_hold), so the mark is
+ * not read again. */
+static int catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, int held,
+                    rs_err *err)
 {
-    int rc = thr->dirty ? mark_hold(b, thr, err) : 0;
+    int rc = thr->dirty && !held ? mark_hold(b, thr, err) : 0;
     if (rc)
         return rc;
     if (thr->dirty == 1) {
@@ -555,6 +558,11 @@ int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *f
     if (!rc && thr->dirty)
         rc = pg_log_load(b, thread_id, NULL, 0, 0, thr, found, err);
     return rc;
+}
+
+int pg_thread_catch_up(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
+{
+    return catch_up(b, thread_id, thr, found, 0, err);
 }
 
 int pg_thread_hold(rs_backend *b, const char *thread_id, pg_log *thr, int *found, rs_err *err)
@@ -579,7 +587,7 @@ int pg_thread_hold(rs_backend *b, const char *thread_id, pg_log *thr, int *found
             thr->dirty = 2;
     }
     PQclear(r);
-    return *found && thr->dirty ? pg_thread_catch_up(b, thread_id, thr, found, err) : 0;
+    return *found && thr->dirty ? catch_up(b, thread_id, thr, found, 1, err) : 0;
 }
 
 int pg_catch_up_all(rs_backend *b, rs_err *err)

@@ -300,13 +300,13 @@ static int idem_record(rs_backend *b, const rs_target *t, const char *idem_key, 
 #define APPEND_STATE \
     "SELECT t.thread_key, t.size, t.count, t.messages, t.last_seq, t.mixed, t.mark_off, " \
     "r.run_key, r.size, r.count, r.messages, r.last_seq, r.mixed, r.mark_off, t.dirty = 0 " \
-    "AND coalesce((SELECT MAX(seq) FROM run_events WHERE thread_id = $1), 0) <= t.last_seq " \
-    "AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = " \
-    "0 AND o.owner = $3) AND EXISTS (SELECT 1 FROM runfs_owner o WHERE o.thread_key = " \
-    "t.thread_key AND o.run_key = r.run_key AND o.owner = $3), coalesce(greatest((SELECT " \
-    "MAX(seq) FROM run_events WHERE thread_id = $1), (SELECT seq FROM run_event_thread_seq " \
-    "WHERE thread_id = $1)), 0) FROM runfs_thread t JOIN runfs_run r ON r.thread_key = " \
-    "t.thread_key AND r.run_id = $2 WHERE t.thread_id = $1 FOR UPDATE OF t"
+    "AND coalesce(m.top, 0) <= t.last_seq AND EXISTS (SELECT 1 FROM runfs_owner o WHERE " \
+    "o.thread_key = t.thread_key AND o.run_key = 0 AND o.owner = $3) AND EXISTS (SELECT 1 FROM " \
+    "runfs_owner o WHERE o.thread_key = t.thread_key AND o.run_key = r.run_key AND o.owner = " \
+    "$3), coalesce(greatest(m.top, (SELECT seq FROM run_event_thread_seq WHERE thread_id = " \
+    "$1)), 0) FROM runfs_thread t JOIN runfs_run r ON r.thread_key = t.thread_key AND " \
+    "r.run_id = $2 CROSS JOIN (SELECT MAX(seq) AS top FROM run_events WHERE thread_id = $1) m " \
+    "WHERE t.thread_id = $1 FOR UPDATE OF t"
 
 /* Division by zero (not a constant the planner would fold) unless the state is the guess. */
 static const char append_guard_sql[] =
