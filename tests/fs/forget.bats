@@ -260,8 +260,9 @@ EOF
     # the whole row, so a reader holds the secret's bytes before anything asked for them.
     { human "$(head -c 450000 /dev/zero | tr '\0' x) $secret" 1; human "after" 2; } >> "$t/events.jsonl"
     { human "$(head -c 450000 /dev/zero | tr '\0' y) unrelated" 1; human "later" 2; } >> "$u/events.jsonl"
-    run python3 - "$MNT/threads" "$secret" "$mode" <<'EOF'
+    run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT/threads" "$secret" "$mode" <<'EOF'
 import errno, os, sys
+from rewriter import rest_of
 base, secret, mode = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
 views = ("runs/r/types/llm.human.input.jsonl", "messages.jsonl", "transcript.md", "runs/r/report.html")
 fds = {}
@@ -275,16 +276,7 @@ for t in ("t-" + mode, "u-" + mode):
 with open(os.path.join(base, "t-" + mode, "runs/r/redactions.jsonl"), "a") as w:
     w.write('{"seq": 1, "paths": ["content.content", "metadata.note.tags.1"], "reason": "asked"}\n')
 for p, (fd, head) in fds.items():
-    rest = b""
-    try:
-        while True:
-            b = os.read(fd, 1 << 16)
-            if not b:
-                break
-            rest += b
-        got = None
-    except OSError as e:
-        got = e.errno
+    rest, got = rest_of(fd)
     os.close(fd)
     # Never the erased bytes; never a splice of two renderings.
     assert secret not in rest, "%s: the secret came back from a held rendering" % p
@@ -333,7 +325,7 @@ big_rows() {
   run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT/threads/u/runs/r/types/llm.human.input.jsonl" <<'EOF'
 import errno, os, re, subprocess, sys
 path = sys.argv[1]
-from rewriter import live, sql
+from rewriter import live, rest_of, sql
 rewrites = (
     ("UPDATE", lambda: sql("UPDATE run_events SET content = replace(content, 'row 3 ', 'row 3 longer ') WHERE thread_id = 'u' AND seq = 3")),
     ("DELETE", lambda: sql("DELETE FROM run_events WHERE thread_id = 'u' AND seq = 5")),
@@ -347,15 +339,7 @@ for k, (name, rewrite) in enumerate(rewrites):
     while len(got) < (1 << 20):
         got += os.read(fd, 1 << 17)
     rewrite()
-    rest, err = b"", None
-    try:
-        while True:
-            b = os.read(fd, 1 << 17)
-            if not b:
-                break
-            rest += b
-    except OSError as e:
-        err = e.errno
+    rest, err = rest_of(fd)
     os.close(fd)
     # Its first megabyte holds the rewritten row: reading on can only splice two renderings.
     if err != errno.ESTALE:
@@ -432,17 +416,7 @@ EOF
   run env PYTHONPATH="$BATS_TEST_DIRNAME" python3 - "$MNT" <<'EOF'
 import errno, os, re, subprocess, sys
 mnt = sys.argv[1]
-from rewriter import live, sql
-def rest_of(fd):
-    rest = b""
-    try:
-        while True:
-            b = os.read(fd, 1 << 17)
-            if not b:
-                return rest, None
-            rest += b
-    except OSError as e:
-        return rest, e.errno
+from rewriter import live, rest_of, sql
 out = []
 k = 0
 for rel in ("threads/u/events.jsonl", "threads/u/runs/r/events.jsonl"):
@@ -496,7 +470,7 @@ import errno, os, subprocess, sys
 mnt = sys.argv[1]
 rel = "threads/u/messages.jsonl"
 path = os.path.join(mnt, rel)
-from rewriter import sql
+from rewriter import rest_of, sql
 def cat():
     return subprocess.run([os.environ["RUNFS"], "cat", os.environ["STORE"], rel], check=True, capture_output=True).stdout
 before = cat()
@@ -509,12 +483,7 @@ got = b""
 while len(got) < (1 << 20):
     got += os.read(fd, 1 << 17)
 sql("UPDATE run_events SET content = replace(content, 'row 3 ', 'row 3 %s ') WHERE thread_id = 'u' AND seq = 3" % ("x" * 2000))
-rest, err = b"", None
-try:
-    while b := os.read(fd, 1 << 17):
-        rest += b
-except OSError as e:
-    err = e.errno
+rest, err = rest_of(fd)
 os.close(fd)
 after = cat()
 assert after != before

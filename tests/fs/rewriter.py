@@ -22,17 +22,27 @@ def live(run_dir, k):
     return w
 
 
-def read_on(fd, got, before, after):
-    # The rest of fd after the bytes got, then which rendering the reader's bytes are (the one
-    # before the change, after it, or neither: a splice), or the errno its read ended with.
+def rest_of(fd):
+    # The rest of fd to its end, and None, or what was read before a read failed and its errno.
+    rest = b""
     try:
         while True:
             b = os.read(fd, 1 << 16)
             if not b:
-                break
-            got += b
+                return rest, None
+            rest += b
+    except OSError as e:
+        return rest, e.errno
+
+
+def read_on(fd, got, before, after):
+    # The rest of fd after the bytes got, then which rendering the reader's bytes are (the one
+    # before the change, after it, or neither: a splice), or the errno its read ended with.
+    rest, err = rest_of(fd)
+    got += rest
+    if err is None:
         print("before" if got == before else "after" if got == after else
               "a splice: %d bytes read, before %d, after %d" % (len(got), len(before), len(after)))
-    except OSError as e:
-        print(errno.errorcode[e.errno])
+    else:
+        print(errno.errorcode[err])
     os.close(fd)
